@@ -1,0 +1,33 @@
+/* sim/cli.h — the kvsim subcommand table.
+ *
+ * Each subcommand is one function `int cmd_NAME(int argc, char **argv)`
+ * (argv[0] is the subcommand name) living in sim/cmd_NAME.c, and one line in
+ * the table in sim/main.c. Every command accepts --help.
+ *
+ * Exit codes shared by all commands: */
+#ifndef SIM_CLI_H
+#define SIM_CLI_H
+
+enum {
+    SIM_EXIT_OK = 0,
+    SIM_EXIT_INTERNAL = 1, /* a bug or an I/O failure we did not expect */
+    SIM_EXIT_USAGE = 2,    /* bad arguments, bad config, bad input file */
+    SIM_EXIT_CHECK = 3,    /* `kvsim check`: a number moved beyond tolerance */
+};
+
+typedef int (*sim_cmd_fn)(int argc, char **argv);
+
+typedef struct sim_cmd {
+    const char *name;
+    const char *summary;
+    sim_cmd_fn fn;
+} sim_cmd;
+
+int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_policies(int argc, char **argv);
+
+/* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
+int sim_usage_error(const char *cmd, const char *msg);
+
+#endif

@@ -1,0 +1,135 @@
+/* sim/kvstore.h — the simulated KV cache: tiers of hash blocks per node, an
+ * index keyed by chained block keys, pins, scopes and replicas.
+ *
+ * Two layers:
+ *
+ *  kv_cache  one tier (HBM, DRAM or SSD) of one node: a fixed number of block
+ *            slots, an open-addressing index key → slot, pin counts, and an
+ *            eviction policy from sched/ (sched/evict.h). The core owns the
+ *            loop find → admit → evict → insert; the policy only answers hooks.
+ *
+ *  kv_store  all nodes' tiers plus the scope:
+ *            - "local": a node sees only its own tiers;
+ *            - "global" (Mooncake Store): a block resident on any node serves
+ *              any prefill node over the NIC. Puts are deduplicated across the
+ *              pool: storing a key that some node already holds refreshes that
+ *              copy instead of creating a second one. Replicas only appear
+ *              when the conductor asks for them (kv_store_commit with
+ *              replicate = true), which is how hot blocks spread (§4.2).
+ *
+ * The timed simulation asks kv_store_plan where a request's prefix would come
+ * from on a node (tier by tier, local vs remote holder) to charge the right
+ * transfer costs, then kv_store_commit carries the accesses out. Cache-only
+ * replay (kvsim hitrate) uses the same calls without any timing. */
+#ifndef SIM_KVSTORE_H
+#define SIM_KVSTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/trace.h"
+#include "sim/util.h"
+
+/* ---- one tier ---------------------------------------------------------- */
+
+typedef struct kv_cache kv_cache;
+
+typedef enum kv_result {
+    KV_HIT = 0,           /* key resident: policy refreshed it */
+    KV_INSERTED,          /* key was absent and is now resident (maybe after evictions) */
+    KV_NOT_ADMITTED,      /* absent and the admission rule declined it (e.g. ephemeral) */
+    KV_FULL,              /* absent and every resident slot is pinned: counted, not inserted */
+} kv_result;
+
+typedef struct kv_cache_stats {
+    int64_t hits, misses, inserts, evictions, full_events, not_admitted;
+} kv_cache_stats;
+
+/* Called for each key a tier evicts, before it disappears (kv_store uses it
+ * to demote to the next tier and to keep its replica index exact). */
+typedef void (*kv_evict_cb)(void *ctx, uint64_t key, sim_cache_class cls);
+
+/* policy: a name from the eviction registry ("lru", ...); params: the
+ * policy's parameter object or NULL. capacity_blocks may be 0 (a tier that
+ * holds nothing). Errors name an unknown policy or bad parameter. */
+int kv_cache_new(kv_cache **out, const char *policy, int64_t capacity_blocks, const json_t *params,
+                 sim_err *err);
+void kv_cache_free(kv_cache *c);
+void kv_cache_set_evict_cb(kv_cache *c, kv_evict_cb cb, void *ctx);
+
+bool kv_cache_contains(const kv_cache *c, uint64_t key);
+/* Access one block: a hit refreshes, a miss admits/evicts/inserts. */
+kv_result kv_cache_access(kv_cache *c, uint64_t key, sim_cache_class cls);
+/* Remove a key if resident (no eviction callback). Returns true if removed. */
+bool kv_cache_remove(kv_cache *c, uint64_t key);
+/* Pins nest; a pinned block is never chosen as a victim. No-op if absent. */
+void kv_cache_pin(kv_cache *c, uint64_t key);
+void kv_cache_unpin(kv_cache *c, uint64_t key);
+
+int64_t kv_cache_size(const kv_cache *c);     /* resident blocks */
+int64_t kv_cache_capacity(const kv_cache *c); /* slots */
+const kv_cache_stats *kv_cache_get_stats(const kv_cache *c);
+
+/* ---- the store: nodes × tiers ------------------------------------------ */
+
+typedef enum kv_tier { KV_TIER_HBM = 0, KV_TIER_DRAM, KV_TIER_SSD, KV_NTIERS } kv_tier;
+typedef enum kv_scope { KV_SCOPE_GLOBAL = 0, KV_SCOPE_LOCAL } kv_scope;
+
+typedef struct kv_store_cfg {
+    int nodes;
+    kv_scope scope;
+    int64_t tier_blocks[KV_NTIERS];   /* per node; 0 = tier absent */
+    const char *policy[KV_NTIERS];    /* eviction policy name per tier ("lru") */
+    const json_t *params;             /* policy.params object, may be NULL */
+    bool promote;                     /* a read from SSD promotes to DRAM */
+} kv_store_cfg;
+
+typedef struct kv_store kv_store;
+
+int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err);
+void kv_store_free(kv_store *s);
+
+/* Leading run of keys resident on `node` (any tier), no state change. */
+int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys, int32_t n);
+/* Leading run resident on any node (global scope) or on `node` (local). */
+int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n);
+
+/* Where the blocks of a prefix of `hit` blocks would come from when served
+ * to `node`. Blocks resident on node count by tier; others (global scope)
+ * count per holder node, preferring the holder whose index is passed in
+ * `prefer` order (the first holder found otherwise). remote_from has
+ * s->nodes entries, filled by the call. */
+typedef struct kv_fetch_plan {
+    int32_t hit_blocks;
+    int32_t local[KV_NTIERS];
+    int32_t remote[KV_NTIERS];  /* by the holder's tier */
+    int32_t *remote_from;       /* caller-provided, nodes entries: blocks per holder */
+} kv_fetch_plan;
+
+void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hit, kv_fetch_plan *plan);
+
+/* Carry out a request's accesses on `node` after its prefill:
+ *  - blocks [0, hit): refresh wherever they are served from; remote ones are
+ *    copied into node's DRAM when `replicate` (a replica) — otherwise they
+ *    stay where they are;
+ *  - blocks [hit, n): put into node's DRAM (global scope: deduplicated).
+ * cls applies to the request's new blocks (ephemeral/context, §5.2). */
+void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
+                     sim_cache_class cls);
+
+/* Pin/unpin the blocks of keys resident on node (in-use blocks, §3.2.1). */
+void kv_store_pin(kv_store *s, int node, const uint64_t *keys, int32_t n);
+void kv_store_unpin(kv_store *s, int node, const uint64_t *keys, int32_t n);
+
+/* Number of nodes holding key (0 when absent). */
+int kv_store_replicas(const kv_store *s, uint64_t key);
+/* Resident blocks of one tier of one node. */
+int64_t kv_store_blocks(const kv_store *s, int node, kv_tier tier);
+/* Drop every block of a node (node failure). */
+void kv_store_drop_node(kv_store *s, int node);
+/* Aggregated counters of every tier of every node. */
+void kv_store_stats(const kv_store *s, kv_tier tier, kv_cache_stats *out);
+
+#endif

@@ -1,0 +1,42 @@
+/* sim/main.c — the kvsim command-line entry point: dispatches to the
+ * subcommand table. The only place in kvsim that decides the exit status. */
+#include "sim/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const sim_cmd commands[] = {
+    {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+int sim_usage_error(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "kvsim %s: %s\n", cmd, msg);
+    return SIM_EXIT_USAGE;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "kvsim — trace-driven simulator of KV-cache-centric LLM serving (Mooncake)\n\n"
+               "usage: kvsim COMMAND [options]   (kvsim COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SIM_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return SIM_EXIT_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "kvsim: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return SIM_EXIT_USAGE;
+}

@@ -1,0 +1,99 @@
+/* sim/trace.h — Mooncake-format JSONL traces: streaming reader, validation,
+ * replay speed and sampling, fingerprint, statistics and a synthetic generator.
+ *
+ * Format (DESIGN.md §3), one request per line:
+ *   {"timestamp": ms, "input_length": tokens, "output_length": tokens,
+ *    "hash_ids": [..]}  plus optional "session", "cache", "slo_ttft_ms",
+ *    "slo_tbt_ms".
+ * Each hash_id names one block of `block_tokens` tokens; a request has
+ * exactly ceil(input_length / block_tokens) blocks at most (fewer hash_ids
+ * than blocks is allowed: the tail is then uncacheable).
+ *
+ * Block keys: the cache never sees raw hash_ids. keys[i] is the XXH3-64 of
+ * hash_ids[i] seeded with keys[i-1] (keys[-1] = 0), so a key names a block
+ * *and its whole prefix*, as Mooncake Store's keys do (§3.2.1). */
+#ifndef SIM_TRACE_H
+#define SIM_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/util.h"
+
+typedef enum sim_cache_class {
+    SIM_CACHE_DEFAULT = 0, /* no "cache" field */
+    SIM_CACHE_EPHEMERAL,   /* "cache": "ephemeral" — not worth admitting (§5.2) */
+    SIM_CACHE_CONTEXT,     /* "cache": "context"   — never dropped from the hierarchy */
+} sim_cache_class;
+
+typedef struct sim_request {
+    int64_t index;      /* 0-based position in the replayed stream (after sort/sample) */
+    int64_t line;       /* 1-based line number in the file */
+    double timestamp_ms; /* as in the file */
+    int64_t arrival_ns; /* timestamp_ms × 1e6 / speed, rounded */
+    int32_t input_len;
+    int32_t output_len;
+    int32_t nblocks;    /* number of hash_ids */
+    uint64_t *keys;     /* nblocks chained block keys (see above) */
+    int64_t *hash_ids;  /* nblocks raw ids as in the file */
+    int64_t session;    /* -1 when absent */
+    sim_cache_class cache;
+    double slo_ttft_ms; /* 0 when absent: the config's SLO applies */
+    double slo_tbt_ms;  /* 0 when absent */
+} sim_request;
+
+typedef struct sim_trace_opts {
+    int block_tokens;  /* tokens per hash block; 512 */
+    double speed;      /* replay speed factor; 2 = arrivals twice as dense */
+    bool skip_bad;     /* bad lines become a counted warning instead of an error */
+    bool sort;         /* accept non-monotonic timestamps by sorting (loads the file) */
+    double sample;     /* keep each request with this probability, (0,1]; 1 = all */
+    uint64_t seed;     /* RNG seed for sampling */
+    int64_t limit;     /* stop after this many requests; 0 = no limit */
+} sim_trace_opts;
+
+/* Defaults: block_tokens 512, speed 1, no skip, no sort, sample 1, seed 1. */
+sim_trace_opts sim_trace_default_opts(void);
+
+typedef struct sim_trace sim_trace;
+
+/* Open a trace file ("-" = stdin). Errors name the file. */
+int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts, sim_err *err);
+
+/* Next request: returns 1 with *req set (caller owns it: sim_request_free),
+ * 0 at end of trace, -1 on a bad line (err = "FILE:LINE: FIELD: problem").
+ * With skip_bad, bad lines are counted and skipped, never returned as -1. */
+int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err);
+
+/* Lines skipped under skip_bad so far, and the first skip's message. */
+int64_t sim_trace_skipped(const sim_trace *t);
+const char *sim_trace_first_skip(const sim_trace *t);
+
+void sim_trace_close(sim_trace *t);
+void sim_request_free(sim_request *r);
+
+/* XXH64 (seed 0) of the file's bytes: the trace fingerprint recorded with
+ * every run. */
+int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err);
+
+/* Block key chaining, exposed for tests and generators. */
+uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id);
+
+/* ---- statistics (kvsim trace stats) ------------------------------------ */
+typedef struct sim_trace_stats {
+    int64_t requests;
+    double duration_s;            /* last − first timestamp */
+    double arrival_rate;          /* requests / duration_s (0 if duration is 0) */
+    double input_mean, input_p50, input_p99;
+    double output_mean, output_p50, output_p99;
+    int64_t blocks;               /* Σ nblocks */
+    int64_t distinct_blocks;      /* distinct block keys */
+    double max_hit_rate_blocks;   /* infinite-cache prefix hit rate (DESIGN §4) */
+    double max_hit_rate_tokens;
+    int64_t skipped;              /* lines skipped under skip_bad */
+} sim_trace_stats;
+
+int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);
+
+#endif

@@ -1,0 +1,122 @@
+/* sim/util.c — error formatting, number parsing with size suffixes, wall
+ * clock and checked allocation shared by every layer. */
+#include "sim/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+int sim_errf(sim_err *err, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+typedef struct size_suffix {
+    const char *name;
+    double mult;
+} size_suffix;
+
+/* Longest names first so "KiB" is tried before "K". */
+static const size_suffix size_suffixes[] = {
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"PB", 1e15},
+    {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"B", 1.0},
+};
+
+int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
+{
+    if (!s || !*s) return sim_errf(err, "%s: empty value (expected a size such as 3e6, 512GiB or inf)", what);
+    if (strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0) {
+        *out = INFINITY;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v))
+        return sim_errf(err, "%s: '%s' is not a size (expected e.g. 3e6, 512GiB, 1TB or inf)", what, s);
+    double mult = 1.0;
+    if (*end) {
+        size_t i, n = sizeof size_suffixes / sizeof size_suffixes[0];
+        for (i = 0; i < n && strcmp(end, size_suffixes[i].name) != 0; i++) {}
+        if (i == n)
+            return sim_errf(err, "%s: '%s' has an unknown suffix '%s' (use k, M, G, T, KiB, MiB, GiB, TiB)",
+                            what, s, end);
+        mult = size_suffixes[i].mult;
+    }
+    if (v < 0) return sim_errf(err, "%s: '%s' is negative", what, s);
+    *out = v * mult;
+    return 0;
+}
+
+int sim_parse_double(const char *s, const char *what, double *out, sim_err *err)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || errno || !isfinite(v))
+        return sim_errf(err, "%s: '%s' is not a number", what, s ? s : "");
+    *out = v;
+    return 0;
+}
+
+int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err)
+{
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || end == s || *end || errno)
+        return sim_errf(err, "%s: '%s' is not an integer", what, s ? s : "");
+    if (v < 0) return sim_errf(err, "%s: '%s' is negative", what, s);
+    *out = v;
+    return 0;
+}
+
+double sim_wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *oom(size_t n)
+{
+    fprintf(stderr, "kvsim: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *sim_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+
+void *sim_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size);
+}
+
+void *sim_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+
+char *sim_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(sim_xmalloc(n), s, n);
+}

@@ -1,0 +1,49 @@
+/* sim/util.h — small shared helpers: the error record every layer fills in,
+ * size/number parsing with suffixes, and time unit conversions.
+ *
+ * Errors: functions return 0 on success and -1 on failure after writing a
+ * message into a caller-owned sim_err. The message names the bad input
+ * (file:line:field, option name, config key) so main can print it verbatim.
+ * Nothing below main exits the process. */
+#ifndef SIM_UTIL_H
+#define SIM_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sim_err {
+    char msg[1024];
+} sim_err;
+
+/* Format a message into err (may be NULL) and return -1. */
+int sim_errf(sim_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse a size or count: "3e6", "512GiB", "1TB", "10M", "inf".
+ * Decimal suffixes k/K, M, G, T, P (×1000^n; "B" optional: "1TB", "3M");
+ * binary suffixes KiB, MiB, GiB, TiB. "inf" gives INFINITY.
+ * Negative, empty or trailing garbage is an error naming `what`. */
+int sim_parse_size(const char *s, const char *what, double *out, sim_err *err);
+
+/* Parse a finite double / a non-negative int64 with the same error style. */
+int sim_parse_double(const char *s, const char *what, double *out, sim_err *err);
+int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err);
+
+/* Nanosecond clock of the simulation. */
+#define SIM_NS_PER_MS 1000000LL
+#define SIM_NS_PER_S  1000000000LL
+static inline int64_t sim_s_to_ns(double s) { return (int64_t)(s * 1e9 + (s >= 0 ? 0.5 : -0.5)); }
+static inline double  sim_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
+static inline double  sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
+
+/* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
+double sim_wall_seconds(void);
+
+/* malloc/calloc/realloc that never return NULL for nonzero sizes:
+ * out-of-memory aborts with a message (the one place allowed to stop). */
+void *sim_xmalloc(size_t n);
+void *sim_xcalloc(size_t n, size_t size);
+void *sim_xrealloc(void *p, size_t n);
+char *sim_xstrdup(const char *s);
+
+#endif

@@ -1,0 +1,82 @@
+/* tests/testutil.h — helpers shared by the cmocka test files: run the kvsim
+ * binary and capture what it printed, find ../shared data (tests that need it
+ * skip with a printed reason when it is absent), make temp files.
+ *
+ * Include after <cmocka.h> (and its prerequisites). Header-only: every
+ * function is static so each test binary gets its own copy. */
+#ifndef TESTS_TESTUTIL_H
+#define TESTS_TESTUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SHARED_TRACE "../shared/traces/mooncake_synthetic_trace.jsonl"
+
+typedef struct cli_result {
+    int status;   /* exit code, or 128+signal */
+    char *out;    /* captured stdout (NUL-terminated, caller frees) */
+    char *err;    /* captured stderr */
+} cli_result;
+
+static inline char *tu_slurp(FILE *f)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t k;
+    rewind(f);
+    while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (cap - n < 2) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* Run `$KVSIM_BIN args` (args is a shell-quoted string). */
+static inline cli_result tu_kvsim(const char *args)
+{
+    const char *bin = getenv("KVSIM_BIN");
+    if (!bin) bin = "build/san/kvsim";
+    char cmd[8192];
+    FILE *o = tmpfile(), *e = tmpfile();
+    snprintf(cmd, sizeof cmd, "%s %s >/dev/fd/%d 2>/dev/fd/%d", bin, args, fileno(o), fileno(e));
+    int st = system(cmd);
+    cli_result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = tu_slurp(o);
+    r.err = tu_slurp(e);
+    fclose(o);
+    fclose(e);
+    return r;
+}
+
+static inline void tu_free(cli_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Path of the shared Mooncake trace, or NULL (with a printed reason). */
+static inline const char *tu_shared_trace(void)
+{
+    if (access(SHARED_TRACE, R_OK) == 0) return SHARED_TRACE;
+    printf("skip: %s not present (tests that need ../shared are skipped)\n", SHARED_TRACE);
+    return NULL;
+}
+
+/* Write text to a fresh temp file; returns its path (static buffer per call site
+ * is not enough, so the caller frees). */
+static inline char *tu_write_temp(const char *text)
+{
+    char *path = strdup("/tmp/kvsim-test-XXXXXX");
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+#endif
