@@ -1,0 +1,102 @@
+/* sim/model.c — loading model presets and deriving KV and weight sizes. */
+#include "sim/model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct int_field {
+    const char *key;
+    size_t offset;
+} int_field;
+
+static const int_field model_int_fields[] = {
+    {"layers", offsetof(sim_model, layers)},     {"hidden", offsetof(sim_model, hidden)},
+    {"heads", offsetof(sim_model, heads)},       {"kv_heads", offsetof(sim_model, kv_heads)},
+    {"head_dim", offsetof(sim_model, head_dim)}, {"dtype_bytes", offsetof(sim_model, dtype_bytes)},
+};
+
+static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) return sim_errf(err, "model: missing field '%s'", key);
+    if (!json_is_number(v) || json_number_value(v) <= 0)
+        return sim_errf(err, "model: field '%s' must be a positive number", key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
+{
+    if (!json_is_object(obj)) return sim_errf(err, "model: expected a JSON object");
+    memset(out, 0, sizeof *out);
+    const char *name = json_string_value(json_object_get(obj, "name"));
+    snprintf(out->name, sizeof out->name, "%s", name ? name : "inline");
+    for (size_t i = 0; i < sizeof model_int_fields / sizeof model_int_fields[0]; i++) {
+        double v;
+        if (get_positive(obj, model_int_fields[i].key, &v, err)) return -1;
+        *(int *)((char *)out + model_int_fields[i].offset) = (int)v;
+    }
+    if (get_positive(obj, "params", &out->params, err)) return -1;
+    out->flops_a = 4;
+    out->flops_b = 22;
+    if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;
+    if (json_object_get(obj, "flops_b") && get_positive(obj, "flops_b", &out->flops_b, err)) return -1;
+    return 0;
+}
+
+int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err)
+{
+    char path[PATH_MAX];
+    if (sim_preset_path("models", name_or_path, path, sizeof path, err)) return -1;
+    json_error_t je;
+    json_t *obj = json_load_file(path, 0, &je);
+    if (!obj) return sim_errf(err, "model '%s': %s: %s", name_or_path, path, je.text);
+    int rc = sim_model_from_json(obj, out, err);
+    json_decref(obj);
+    return rc;
+}
+
+double sim_model_kv_bytes_per_token(const sim_model *m)
+{
+    return 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+}
+
+double sim_model_weight_bytes(const sim_model *m) { return m->params * m->dtype_bytes; }
+
+double sim_model_gqa(const sim_model *m) { return (double)m->heads / m->kv_heads; }
+
+const char *sim_config_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (dir[0]) return dir;
+    const char *env = getenv("KVSIM_CONFIG_DIR");
+    if (env && *env) return snprintf(dir, sizeof dir, "%s", env), dir;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        /* build/kvsim or build/san/kvsim: walk up until a configs/ appears. */
+        for (char *slash; (slash = strrchr(exe, '/')) != NULL;) {
+            *slash = 0;
+            snprintf(dir, sizeof dir, "%s/configs", exe);
+            if (access(dir, R_OK) == 0) return dir;
+        }
+    }
+    return snprintf(dir, sizeof dir, "configs"), dir;
+}
+
+int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err)
+{
+    size_t len = strlen(name);
+    bool is_path = strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".json"));
+    if (is_path) snprintf(buf, n, "%s", name);
+    else snprintf(buf, n, "%s/%s/%s.json", sim_config_dir(), kind, name);
+    if (access(buf, R_OK) != 0) {
+        if (is_path) return sim_errf(err, "%s: cannot read '%s'", kind, buf);
+        return sim_errf(err, "unknown %s preset '%s' (no %s)", kind, name, buf);
+    }
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* sim/model.h — model shape presets (configs/models/NAME.json or an inline
+ * JSON object) and the quantities derived from them that every layer needs:
+ * KV bytes per token (DESIGN §5) and weight bytes. */
+#ifndef SIM_MODEL_H
+#define SIM_MODEL_H
+
+#include <jansson.h>
+
+#include "sim/util.h"
+
+typedef struct sim_model {
+    char name[64];
+    int layers;      /* l */
+    int hidden;      /* d */
+    int heads;       /* query heads */
+    int kv_heads;
+    int head_dim;
+    int dtype_bytes; /* s */
+    double params;   /* parameter count, for weight bytes and decode FLOPs */
+    double flops_a;  /* a in Mooncake Eq. 1 */
+    double flops_b;  /* b in Mooncake Eq. 1 */
+} sim_model;
+
+/* From a JSON object with the fields above; errors name the missing field. */
+int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err);
+/* A preset by name (configs/models/NAME.json under the config dir) or path. */
+int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err);
+
+/* 2 · l · kv_heads · head_dim · s — LLaMA3-70B: 327,680 B = 320 KiB. */
+double sim_model_kv_bytes_per_token(const sim_model *m);
+/* params · s */
+double sim_model_weight_bytes(const sim_model *m);
+/* GQA ratio: heads / kv_heads */
+double sim_model_gqa(const sim_model *m);
+
+/* Directory holding configs/ presets: $KVSIM_CONFIG_DIR, else the configs/
+ * beside the running binary's build/ directory, else "configs". */
+const char *sim_config_dir(void);
+/* Resolve a preset: "NAME" → <config dir>/<kind>/NAME.json; a value that
+ * contains '/' or ends in .json is taken as a path. Writes into buf. */
+int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err);
+
+#endif
