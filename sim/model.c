@@ -2,6 +2,8 @@
 #include "sim/model.h"
 
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +72,7 @@ double sim_model_gqa(const sim_model *m) { return (double)m->heads / m->kv_heads
 
 const char *sim_config_dir(void)
 {
-    static char dir[PATH_MAX];
+    static char dir[PATH_MAX + 16];
     if (dir[0]) return dir;
     const char *env = getenv("KVSIM_CONFIG_DIR");
     if (env && *env) return snprintf(dir, sizeof dir, "%s", env), dir;
