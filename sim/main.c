@@ -7,6 +7,7 @@
 
 static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
+    {"policies", "list every registered policy with its parameters", cmd_policies},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
