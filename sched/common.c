@@ -2,8 +2,6 @@
  * SLOs of a request, service time on an instance, and parameter reading. */
 #include "sched/sched.h"
 
-#include <math.h>
-#include <string.h>
 
 double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req)
 {
@@ -41,20 +39,4 @@ void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i)
 {
     return kv_store_prefix_any(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks);
-}
-
-int sched_param(const json_t *params, const char *name, double dflt, double *out, sim_err *err)
-{
-    const json_t *v = params ? json_object_get(params, name) : NULL;
-    if (!v) {
-        *out = dflt;
-        return 0;
-    }
-    if (json_is_string(v) && !strcmp(json_string_value(v), "inf")) {
-        *out = INFINITY;
-        return 0;
-    }
-    if (!json_is_number(v)) return sim_errf(err, "policy.params.%s: expected a number", name);
-    *out = json_number_value(v);
-    return 0;
 }

@@ -133,7 +133,5 @@ void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i);
-/* Read a numeric parameter from policy.params with a default. */
-int sched_param(const json_t *params, const char *name, double dflt, double *out, sim_err *err);
 
 #endif

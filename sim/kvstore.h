@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "sched/evict.h"
 #include "sim/trace.h"
 #include "sim/util.h"
 
@@ -84,6 +85,9 @@ typedef struct kv_store_cfg {
     const char *policy[KV_NTIERS];    /* eviction policy name per tier ("lru") */
     const json_t *params;             /* policy.params object, may be NULL */
     bool promote;                     /* a read from SSD promotes to DRAM */
+    bool ignore_class;                /* treat every block as default class: plain
+                                         eviction, the §5.2 baseline (no ephemeral
+                                         filter, no context persistence) */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;
@@ -123,7 +127,7 @@ void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int
 void kv_store_pin(kv_store *s, int node, const uint64_t *keys, int32_t n);
 void kv_store_unpin(kv_store *s, int node, const uint64_t *keys, int32_t n);
 
-/* Number of nodes holding key (0 when absent). */
+/* Number of nodes holding key in a store tier, DRAM or SSD (0 when absent). */
 int kv_store_replicas(const kv_store *s, uint64_t key);
 /* Resident blocks of one tier of one node. */
 int64_t kv_store_blocks(const kv_store *s, int node, kv_tier tier);
@@ -131,5 +135,29 @@ int64_t kv_store_blocks(const kv_store *s, int node, kv_tier tier);
 void kv_store_drop_node(kv_store *s, int node);
 /* Aggregated counters of every tier of every node. */
 void kv_store_stats(const kv_store *s, kv_tier tier, kv_cache_stats *out);
+
+/* ---- additions for tiers, semantics-aware caching and offline replay ---- */
+
+/* kv_cache_access with the whole access record (req->next_use feeds offline
+ * policies such as belady; kv_cache_access passes SCHED_NEXT_USE_UNKNOWN).
+ * Semantics: a hit by a context request marks the block context; an
+ * ephemeral miss is never admitted; a tier of capacity 0 admits nothing. */
+kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req);
+/* Context blocks are not victims in this tier (the last level of the
+ * hierarchy, §5.2); kv_store sets it on each node's lowest store tier. */
+void kv_cache_set_keep_context(kv_cache *c, bool keep);
+/* Pin count of a resident key (0 when absent). */
+int32_t kv_cache_pins(const kv_cache *c, uint64_t key);
+
+/* kv_store_commit with next-use hints: next_use[i] is the position of
+ * keys[i]'s next access in an offline replay's block stream (NULL = unknown). */
+void kv_store_commit_hint(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
+                          sim_cache_class cls, const int64_t *next_use);
+
+/* Distinct keys held by the store tiers (DRAM/SSD) of any node, and a walk
+ * over them with their replica counts (Mooncake Fig. 18 sampling). HBM
+ * prefix caches are private to their instance and hold no replicas. */
+int64_t kv_store_keys(const kv_store *s);
+void kv_store_foreach_replica(const kv_store *s, void (*fn)(void *ctx, uint64_t key, int replicas), void *ctx);
 
 #endif

@@ -1,0 +1,86 @@
+/* sched/dlist.h — intrusive doubly-linked lists over slot numbers, the
+ * building block of every list-based eviction policy.
+ *
+ * The link arrays (prev/next indexed by slot) are shared by all lists of one
+ * policy: a slot is in at most one list at a time, so LFU's frequency buckets
+ * or S3-FIFO's small and main queues cost two integers per slot in total.
+ * Each list runs from head (newest) to tail (oldest); next points toward the
+ * tail, prev toward the head, -1 ends a list. Header-only for inlining. */
+#ifndef SCHED_DLIST_H
+#define SCHED_DLIST_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "sched/evict.h"
+#include "sim/util.h"
+
+typedef struct sched_links {
+    int64_t *prev, *next;
+} sched_links;
+
+typedef struct sched_list {
+    int64_t head, tail, size;
+} sched_list;
+
+static inline void sched_links_resize(sched_links *l, int64_t nslots)
+{
+    l->prev = sim_xrealloc(l->prev, (size_t)nslots * sizeof *l->prev);
+    l->next = sim_xrealloc(l->next, (size_t)nslots * sizeof *l->next);
+}
+
+static inline void sched_links_free(sched_links *l)
+{
+    free(l->prev);
+    free(l->next);
+}
+
+static inline void sched_list_init(sched_list *q)
+{
+    q->head = q->tail = -1;
+    q->size = 0;
+}
+
+static inline void sched_list_push_head(sched_list *q, sched_links *l, int64_t s)
+{
+    l->prev[s] = -1;
+    l->next[s] = q->head;
+    if (q->head >= 0) l->prev[q->head] = s;
+    else q->tail = s;
+    q->head = s;
+    q->size++;
+}
+
+static inline void sched_list_unlink(sched_list *q, sched_links *l, int64_t s)
+{
+    int64_t p = l->prev[s], n = l->next[s];
+    if (p >= 0) l->next[p] = n;
+    else q->head = n;
+    if (n >= 0) l->prev[n] = p;
+    else q->tail = p;
+    q->size--;
+}
+
+static inline void sched_list_move_head(sched_list *q, sched_links *l, int64_t s)
+{
+    if (q->head == s) return;
+    sched_list_unlink(q, l, s);
+    sched_list_push_head(q, l, s);
+}
+
+/* The oldest evictable slot of q, or SCHED_NO_VICTIM. Slots that may not be
+ * evicted now (pinned: in use, hence as good as just used) are rotated to the
+ * head on the way, so a long-pinned block is passed over once per lap instead
+ * of on every eviction: O(1) amortized while most slots are evictable, one
+ * lap (|q| steps, order preserved) when none is. */
+static inline int64_t sched_list_victim_rotate(sched_list *q, sched_links *l, const sched_evict_view *v)
+{
+    for (int64_t k = q->size; k > 0; k--) {
+        int64_t s = q->tail;
+        if (sched_evictable(v, s)) return s;
+        sched_list_move_head(q, l, s);
+    }
+    return SCHED_NO_VICTIM;
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* sched/evict.h — the eviction policy interface (libCacheSim-style hooks).
+ *
+ * A tier of the simulated KV store (sim/kvstore.c, kv_cache) owns the slots,
+ * the key index, pins and the loop find → admit → evict → insert. A policy
+ * only keeps ordering metadata in arrays indexed by slot (intrusive lists,
+ * sched/dlist.h) and answers the hooks below; every hook is O(1) amortized.
+ *
+ * Slots are integers in [0, nslots). The core grows nslots as the tier
+ * fills (an "inf" tier never allocates what it does not use) and tells the
+ * policy through resize() before handing out a new slot. A slot is either
+ * resident (between on_insert and on_remove) or free; hooks are only called
+ * for resident slots, except on_insert, which makes a free slot resident.
+ *
+ * The core calls, for one access of key k:
+ *   hit   → on_hit(slot, req)
+ *   miss  → [tier full: admit(req)? → victim(view) → on_remove(victim)]
+ *           → on_insert(slot, req)
+ * and on_remove(slot) whenever a slot leaves the tier for another reason
+ * (explicit remove, promotion, node failure). */
+#ifndef SCHED_EVICT_H
+#define SCHED_EVICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/trace.h"
+#include "sim/util.h"
+
+#define SCHED_NO_VICTIM ((int64_t)-1)
+#define SCHED_NEXT_USE_UNKNOWN ((int64_t)-1)
+
+/* What the core knows about the access being served (libCacheSim passes the
+ * request to every hook the same way). */
+typedef struct sched_evict_req {
+    uint64_t key;
+    sim_cache_class cls;
+    /* Offline replay only: position of this key's next access in the replayed
+     * block stream (INT64_MAX = never again), or SCHED_NEXT_USE_UNKNOWN. */
+    int64_t next_use;
+} sched_evict_req;
+
+/* The core's answer to "may this slot be evicted now?" — false for pinned
+ * (in-use, Mooncake §3.2.1) slots and for context blocks at the last level
+ * of the hierarchy (§5.2). */
+typedef struct sched_evict_view {
+    bool (*evictable)(const void *ctx, int64_t slot);
+    const void *ctx;
+} sched_evict_view;
+
+static inline bool sched_evictable(const sched_evict_view *v, int64_t slot)
+{
+    return v->evictable(v->ctx, slot);
+}
+
+typedef struct sched_evict_ops {
+    /* Allocate the policy state for a tier of `capacity` slots (INT64_MAX for
+     * an unbounded tier; per-slot arrays are sized by resize(), not here).
+     * params: the policy.params object or NULL; unknown keys are ignored, bad
+     * values of the policy's own keys fail with err naming the key. */
+    int (*create)(void **state, int64_t capacity, const json_t *params, sim_err *err);
+    void (*destroy)(void *state);
+    /* The tier now has nslots slots (it only grows): extend per-slot arrays.
+     * Called once right after create and again before any slot ≥ the old
+     * nslots is used. */
+    void (*resize)(void *state, int64_t nslots);
+    /* A resident slot was accessed again. */
+    void (*on_hit)(void *state, int64_t slot, const sched_evict_req *req);
+    /* A free slot now holds req->key. */
+    void (*on_insert)(void *state, int64_t slot, const sched_evict_req *req);
+    /* Optional (NULL = admit everything): the tier is full and req missed;
+     * return false to decline the insertion instead of evicting. */
+    bool (*admit)(void *state, const sched_evict_req *req);
+    /* Choose a resident slot for which view says evictable, or return
+     * SCHED_NO_VICTIM when there is none. The policy may reorder its own
+     * metadata while searching (second chances, queue moves) but must not
+     * forget the returned slot: the core calls on_remove(slot) right after. */
+    int64_t (*victim)(void *state, const sched_evict_view *view);
+    /* A resident slot left the tier (evicted or removed): unlink it. */
+    void (*on_remove)(void *state, int64_t slot);
+} sched_evict_ops;
+
+/* The policies (one file each, sched/evict_NAME.c; listed in registry.c). */
+extern const sched_evict_ops sched_evict_lru_ops;
+
+#endif

@@ -1,0 +1,88 @@
+/* sim/keymap.c — growth, insertion and deletion of the uint64 → int64
+ * open-addressing map (lookups are inline in keymap.h). */
+#include "sim/keymap.h"
+
+#include <stdlib.h>
+
+#include "sim/util.h"
+
+static void alloc_buckets(sim_keymap *m, int log2n)
+{
+    size_t n = (size_t)1 << log2n;
+    m->keys = sim_xmalloc(n * sizeof *m->keys);
+    m->vals = sim_xmalloc(n * sizeof *m->vals);
+    for (size_t i = 0; i < n; i++) m->vals[i] = SIM_KEYMAP_ABSENT;
+    m->mask = n - 1;
+    m->shift = 64 - log2n;
+    m->count = 0;
+}
+
+void sim_keymap_init(sim_keymap *m, int64_t expected)
+{
+    int log2n = 4;
+    while (((int64_t)1 << log2n) < 2 * expected) log2n++;
+    alloc_buckets(m, log2n);
+}
+
+void sim_keymap_free(sim_keymap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+}
+
+/* Index of key's bucket, or of the empty bucket where it would go. */
+static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
+{
+    uint64_t b = sim_keymap_bucket(m, key);
+    while (m->vals[b] >= 0 && m->keys[b] != key) b = (b + 1) & m->mask;
+    return b;
+}
+
+static void grow(sim_keymap *m)
+{
+    sim_keymap old = *m;
+    alloc_buckets(m, 64 - old.shift + 1);
+    for (uint64_t b = 0; b <= old.mask; b++)
+        if (old.vals[b] >= 0) sim_keymap_put(m, old.keys[b], old.vals[b]);
+    sim_keymap_free(&old);
+}
+
+void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
+{
+    if (2 * (m->count + 1) > (int64_t)(m->mask + 1)) grow(m);
+    uint64_t b = find_bucket(m, key);
+    if (m->vals[b] < 0) m->count++;
+    m->keys[b] = key;
+    m->vals[b] = val;
+}
+
+/* Backward-shift deletion (Knuth 6.4 Algorithm R): after emptying bucket
+ * `hole`, pull later members of the probe run back into it unless their
+ * home bucket lies cyclically in (hole, j]. */
+bool sim_keymap_del(sim_keymap *m, uint64_t key)
+{
+    uint64_t hole = find_bucket(m, key);
+    if (m->vals[hole] < 0) return false;
+    for (uint64_t j = (hole + 1) & m->mask; m->vals[j] >= 0; j = (j + 1) & m->mask) {
+        uint64_t home = sim_keymap_bucket(m, m->keys[j]);
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays) continue;
+        m->keys[hole] = m->keys[j];
+        m->vals[hole] = m->vals[j];
+        hole = j;
+    }
+    m->vals[hole] = SIM_KEYMAP_ABSENT;
+    m->count--;
+    return true;
+}
+
+int64_t sim_keymap_add(sim_keymap *m, uint64_t key, int64_t delta)
+{
+    int64_t v = sim_keymap_get(m, key);
+    int64_t nv = (v < 0 ? 0 : v) + delta;
+    if (nv > 0) sim_keymap_put(m, key, nv);
+    else if (v >= 0) sim_keymap_del(m, key);
+    return nv;
+}

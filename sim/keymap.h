@@ -1,0 +1,52 @@
+/* sim/keymap.h — a small open-addressing hash map from uint64 keys to
+ * non-negative int64 values: the KV store's block index (key → slot), its
+ * replica counts (key → nodes), S3-FIFO's ghost set and the next-use oracle.
+ *
+ * Linear probing over a power-of-two table kept at most half full, Fibonacci
+ * hashing (multiply by 2^64/φ, keep the top bits) so that both chained XXH3
+ * keys and small test integers spread, and backward-shift deletion so that
+ * no tombstones accumulate. A value of -1 marks an empty bucket, which is
+ * why stored values must be ≥ 0. Lookups are inline: they are the hot path
+ * of `kvsim hitrate`. */
+#ifndef SIM_KEYMAP_H
+#define SIM_KEYMAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SIM_KEYMAP_ABSENT ((int64_t)-1)
+
+typedef struct sim_keymap {
+    uint64_t *keys;
+    int64_t *vals; /* SIM_KEYMAP_ABSENT = empty bucket */
+    uint64_t mask; /* buckets − 1 */
+    int shift;     /* 64 − log2(buckets) */
+    int64_t count;
+} sim_keymap;
+
+static inline uint64_t sim_keymap_bucket(const sim_keymap *m, uint64_t key)
+{
+    return (key * 0x9E3779B97F4A7C15ull) >> m->shift;
+}
+
+/* The value stored for key, or SIM_KEYMAP_ABSENT. */
+static inline int64_t sim_keymap_get(const sim_keymap *m, uint64_t key)
+{
+    for (uint64_t b = sim_keymap_bucket(m, key);; b = (b + 1) & m->mask) {
+        if (m->vals[b] < 0) return SIM_KEYMAP_ABSENT;
+        if (m->keys[b] == key) return m->vals[b];
+    }
+}
+
+/* An empty map sized for about `expected` keys (it grows as needed). */
+void sim_keymap_init(sim_keymap *m, int64_t expected);
+void sim_keymap_free(sim_keymap *m);
+/* Insert or overwrite; val must be ≥ 0. */
+void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val);
+/* Remove key; returns whether it was present. */
+bool sim_keymap_del(sim_keymap *m, uint64_t key);
+/* Add delta to key's value (absent counts as 0); a result of 0 removes the
+ * key. Returns the new value. */
+int64_t sim_keymap_add(sim_keymap *m, uint64_t key, int64_t delta);
+
+#endif

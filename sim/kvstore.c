@@ -1,0 +1,538 @@
+/* sim/kvstore.c — the simulated KV cache (see kvstore.h): one tier
+ * (kv_cache) and the multi-node, multi-tier store (kv_store).
+ *
+ * A kv_cache owns slots 0..nslots-1 (grown on demand up to its capacity, so
+ * an "inf" tier costs only what it holds), an index key → slot, and per-slot
+ * key, pin count and cache class. The eviction policy (sched/evict.h) keeps
+ * its own per-slot ordering; the core drives it through hooks.
+ *
+ * A kv_store has, per node, up to three kv_caches: HBM (the instance's
+ * private prefix cache), DRAM and SSD (the "store tiers", Mooncake Store).
+ * DRAM and SSD of a node are exclusive: eviction from DRAM demotes to SSD,
+ * a promoted SSD read moves the block up. A replica index counts, per key,
+ * the nodes whose store tiers hold it; it is updated on every insert, drop
+ * and node failure, so it is exact at all times. */
+#include "sim/kvstore.h"
+
+#include <stdlib.h>
+
+#include "sched/registry.h"
+#include "sim/keymap.h"
+
+/* ======================================================================== */
+/* kv_cache: one tier                                                        */
+/* ======================================================================== */
+
+#define INITIAL_SLOTS 1024
+
+struct kv_cache {
+    const sched_evict_ops *ops;
+    void *pol;
+    int64_t capacity; /* slots allowed */
+    int64_t nslots;   /* slots allocated (≤ capacity) */
+    int64_t fresh;    /* slots ever handed out: [fresh, nslots) never used */
+    int64_t size;     /* resident blocks */
+    uint64_t *keys;   /* per slot */
+    int32_t *pins;
+    uint8_t *cls;     /* sim_cache_class */
+    int64_t *freed;   /* stack of released slots below fresh */
+    int64_t nfreed;
+    sim_keymap index; /* key → slot */
+    kv_evict_cb evict_cb;
+    void *evict_ctx;
+    bool keep_context;
+    kv_cache_stats st;
+};
+
+static bool cache_evictable(const void *ctx, int64_t slot)
+{
+    const kv_cache *c = ctx;
+    return c->pins[slot] == 0 && !(c->keep_context && c->cls[slot] == SIM_CACHE_CONTEXT);
+}
+
+static void cache_resize(kv_cache *c, int64_t nslots)
+{
+    size_t n = (size_t)nslots;
+    c->keys = sim_xrealloc(c->keys, n * sizeof *c->keys);
+    c->pins = sim_xrealloc(c->pins, n * sizeof *c->pins);
+    c->cls = sim_xrealloc(c->cls, n * sizeof *c->cls);
+    c->freed = sim_xrealloc(c->freed, n * sizeof *c->freed);
+    c->nslots = nslots;
+    c->ops->resize(c->pol, nslots);
+}
+
+int kv_cache_new(kv_cache **out, const char *policy, int64_t capacity_blocks, const json_t *params, sim_err *err)
+{
+    const sched_evict_entry *e;
+    if (capacity_blocks < 0) return sim_errf(err, "tier capacity: %lld blocks is negative", (long long)capacity_blocks);
+    if (sched_evict_find(policy, &e, err)) return -1;
+    kv_cache *c = sim_xcalloc(1, sizeof *c);
+    c->ops = e->ops;
+    c->capacity = capacity_blocks;
+    if (c->ops->create(&c->pol, capacity_blocks, params, err)) {
+        free(c);
+        return -1;
+    }
+    cache_resize(c, capacity_blocks < INITIAL_SLOTS ? capacity_blocks : INITIAL_SLOTS);
+    sim_keymap_init(&c->index, c->nslots);
+    *out = c;
+    return 0;
+}
+
+void kv_cache_free(kv_cache *c)
+{
+    if (!c) return;
+    c->ops->destroy(c->pol);
+    sim_keymap_free(&c->index);
+    free(c->keys);
+    free(c->pins);
+    free(c->cls);
+    free(c->freed);
+    free(c);
+}
+
+void kv_cache_set_evict_cb(kv_cache *c, kv_evict_cb cb, void *ctx)
+{
+    c->evict_cb = cb;
+    c->evict_ctx = ctx;
+}
+
+void kv_cache_set_keep_context(kv_cache *c, bool keep) { c->keep_context = keep; }
+
+static inline int64_t cache_find(const kv_cache *c, uint64_t key) { return sim_keymap_get(&c->index, key); }
+
+bool kv_cache_contains(const kv_cache *c, uint64_t key) { return cache_find(c, key) >= 0; }
+
+/* A hit: context requests promote the block to context (§5.2: the user
+ * marked it for reuse), then the policy refreshes it. */
+static void cache_touch(kv_cache *c, int64_t slot, const sched_evict_req *req)
+{
+    if (req->cls == SIM_CACHE_CONTEXT) c->cls[slot] = SIM_CACHE_CONTEXT;
+    c->ops->on_hit(c->pol, slot, req);
+}
+
+static void cache_release(kv_cache *c, int64_t slot)
+{
+    c->ops->on_remove(c->pol, slot);
+    sim_keymap_del(&c->index, c->keys[slot]);
+    c->pins[slot] = 0;
+    c->freed[c->nfreed++] = slot;
+    c->size--;
+}
+
+static int64_t cache_take_slot(kv_cache *c)
+{
+    if (c->nfreed > 0) return c->freed[--c->nfreed];
+    if (c->fresh == c->nslots) {
+        int64_t n = c->nslots * 2 > INITIAL_SLOTS ? c->nslots * 2 : INITIAL_SLOTS;
+        cache_resize(c, n < c->capacity ? n : c->capacity);
+    }
+    return c->fresh++;
+}
+
+/* Ask the policy for a victim and evict it (the callback sees the key before
+ * it disappears). False when every resident block is protected. */
+static bool cache_evict_one(kv_cache *c)
+{
+    const sched_evict_view view = {.evictable = cache_evictable, .ctx = c};
+    int64_t v = c->ops->victim(c->pol, &view);
+    if (v == SCHED_NO_VICTIM) return false;
+    if (c->evict_cb) c->evict_cb(c->evict_ctx, c->keys[v], (sim_cache_class)c->cls[v]);
+    cache_release(c, v);
+    c->st.evictions++;
+    return true;
+}
+
+/* Admit → evict → insert for a key known to be absent. *slot_out gets the
+ * new slot when the result is KV_INSERTED. */
+static kv_result cache_insert(kv_cache *c, const sched_evict_req *req, int64_t *slot_out)
+{
+    if (req->cls == SIM_CACHE_EPHEMERAL || c->capacity == 0) {
+        c->st.not_admitted++;
+        return KV_NOT_ADMITTED;
+    }
+    if (c->size >= c->capacity) {
+        if (c->ops->admit && !c->ops->admit(c->pol, req)) {
+            c->st.not_admitted++;
+            return KV_NOT_ADMITTED;
+        }
+        if (!cache_evict_one(c)) {
+            c->st.full_events++;
+            return KV_FULL;
+        }
+    }
+    int64_t slot = cache_take_slot(c);
+    c->keys[slot] = req->key;
+    c->pins[slot] = 0;
+    c->cls[slot] = (uint8_t)req->cls;
+    sim_keymap_put(&c->index, req->key, slot);
+    c->size++;
+    c->st.inserts++;
+    c->ops->on_insert(c->pol, slot, req);
+    if (slot_out) *slot_out = slot;
+    return KV_INSERTED;
+}
+
+kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req)
+{
+    int64_t slot = cache_find(c, req->key);
+    if (slot >= 0) {
+        c->st.hits++;
+        cache_touch(c, slot, req);
+        return KV_HIT;
+    }
+    c->st.misses++;
+    return cache_insert(c, req, NULL);
+}
+
+kv_result kv_cache_access(kv_cache *c, uint64_t key, sim_cache_class cls)
+{
+    const sched_evict_req req = {.key = key, .cls = cls, .next_use = SCHED_NEXT_USE_UNKNOWN};
+    return kv_cache_access_req(c, &req);
+}
+
+bool kv_cache_remove(kv_cache *c, uint64_t key)
+{
+    int64_t slot = cache_find(c, key);
+    if (slot < 0) return false;
+    cache_release(c, slot);
+    return true;
+}
+
+void kv_cache_pin(kv_cache *c, uint64_t key)
+{
+    int64_t slot = cache_find(c, key);
+    if (slot >= 0) c->pins[slot]++;
+}
+
+void kv_cache_unpin(kv_cache *c, uint64_t key)
+{
+    int64_t slot = cache_find(c, key);
+    if (slot >= 0 && c->pins[slot] > 0) c->pins[slot]--;
+}
+
+int32_t kv_cache_pins(const kv_cache *c, uint64_t key)
+{
+    int64_t slot = cache_find(c, key);
+    return slot >= 0 ? c->pins[slot] : 0;
+}
+
+int64_t kv_cache_size(const kv_cache *c) { return c->size; }
+int64_t kv_cache_capacity(const kv_cache *c) { return c->capacity; }
+const kv_cache_stats *kv_cache_get_stats(const kv_cache *c) { return &c->st; }
+
+/* ======================================================================== */
+/* kv_store: nodes × tiers                                                   */
+/* ======================================================================== */
+
+typedef struct tier_ref {
+    kv_store *s;
+    int node;
+    kv_tier tier;
+} tier_ref;
+
+struct kv_store {
+    int nodes;
+    kv_scope scope;
+    bool promote;
+    bool ignore_class;
+    kv_tier put_tier;  /* where new blocks go: DRAM, else SSD, else KV_NTIERS (none) */
+    kv_cache **caches; /* [node * KV_NTIERS + tier], NULL = tier absent */
+    tier_ref *refs;    /* eviction-callback contexts, same indexing */
+    sim_keymap replicas; /* key → nodes holding it in DRAM or SSD */
+};
+
+static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return s->caches[node * KV_NTIERS + t]; }
+
+static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
+
+/* A block leaving a node's store tier: DRAM victims move down to the SSD
+ * when the node has one (and it accepts them); anything else leaves the
+ * node, so its replica count drops. */
+static void on_store_evict(void *ctx, uint64_t key, sim_cache_class cls)
+{
+    tier_ref *r = ctx;
+    kv_cache *ssd = r->tier == KV_TIER_DRAM ? tier_of(r->s, r->node, KV_TIER_SSD) : NULL;
+    if (ssd) {
+        const sched_evict_req req = {.key = key, .cls = cls, .next_use = SCHED_NEXT_USE_UNKNOWN};
+        if (cache_insert(ssd, &req, NULL) == KV_INSERTED) return;
+    }
+    sim_keymap_add(&r->s->replicas, key, -1);
+}
+
+static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tier t, sim_err *err)
+{
+    kv_cache *c;
+    const char *policy = cfg->policy[t] ? cfg->policy[t] : "lru";
+    sim_err why;
+    if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
+        return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);
+    tier_ref *r = &s->refs[node * KV_NTIERS + t];
+    *r = (tier_ref){.s = s, .node = node, .tier = t};
+    if (t != KV_TIER_HBM) kv_cache_set_evict_cb(c, on_store_evict, r);
+    s->caches[node * KV_NTIERS + t] = c;
+    return 0;
+}
+
+/* The lowest store tier keeps context blocks: nothing below it to demote to. */
+static void store_mark_last_level(kv_store *s)
+{
+    kv_tier last = s->put_tier == KV_NTIERS ? KV_NTIERS : (tier_of(s, 0, KV_TIER_SSD) ? KV_TIER_SSD : KV_TIER_DRAM);
+    if (last == KV_NTIERS || s->ignore_class) return;
+    for (int n = 0; n < s->nodes; n++) kv_cache_set_keep_context(tier_of(s, n, last), true);
+}
+
+int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err)
+{
+    if (cfg->nodes < 1) return sim_errf(err, "kvstore: nodes must be at least 1 (got %d)", cfg->nodes);
+    if (cfg->scope != KV_SCOPE_GLOBAL && cfg->scope != KV_SCOPE_LOCAL)
+        return sim_errf(err, "kvstore: unknown scope %d", (int)cfg->scope);
+    kv_store *s = sim_xcalloc(1, sizeof *s);
+    s->nodes = cfg->nodes;
+    s->scope = cfg->scope;
+    s->promote = cfg->promote;
+    s->ignore_class = cfg->ignore_class;
+    s->put_tier = cfg->tier_blocks[KV_TIER_DRAM] > 0 ? KV_TIER_DRAM
+                  : cfg->tier_blocks[KV_TIER_SSD] > 0 ? KV_TIER_SSD
+                                                       : KV_NTIERS;
+    s->caches = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->caches);
+    s->refs = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->refs);
+    sim_keymap_init(&s->replicas, 1024);
+    for (int n = 0; n < s->nodes; n++)
+        for (kv_tier t = 0; t < KV_NTIERS; t++)
+            if (cfg->tier_blocks[t] > 0 && store_new_tier(s, cfg, n, t, err)) {
+                kv_store_free(s);
+                return -1;
+            }
+    store_mark_last_level(s);
+    *out = s;
+    return 0;
+}
+
+void kv_store_free(kv_store *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nodes * KV_NTIERS; i++) kv_cache_free(s->caches[i]);
+    free(s->caches);
+    free(s->refs);
+    sim_keymap_free(&s->replicas);
+    free(s);
+}
+
+static bool resident_local(const kv_store *s, int node, uint64_t key)
+{
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        const kv_cache *c = tier_of(s, node, t);
+        if (c && cache_find(c, key) >= 0) return true;
+    }
+    return false;
+}
+
+int kv_store_replicas(const kv_store *s, uint64_t key)
+{
+    int64_t v = sim_keymap_get(&s->replicas, key);
+    return v < 0 ? 0 : (int)v;
+}
+
+int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys, int32_t n)
+{
+    int32_t i = 0;
+    while (i < n && resident_local(s, node, keys[i])) i++;
+    return i;
+}
+
+int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n)
+{
+    if (s->scope == KV_SCOPE_LOCAL) return kv_store_prefix_local(s, node, keys, n);
+    int32_t i = 0;
+    while (i < n && (resident_local(s, node, keys[i]) || kv_store_replicas(s, keys[i]) > 0)) i++;
+    return i;
+}
+
+/* Where a node's store tiers hold key: the tier (DRAM before SSD) and slot,
+ * or KV_NTIERS. */
+static kv_tier store_tier_holding(const kv_store *s, int node, uint64_t key, int64_t *slot)
+{
+    for (kv_tier t = KV_TIER_DRAM; t < KV_NTIERS; t++) {
+        const kv_cache *c = tier_of(s, node, t);
+        if (c && (*slot = cache_find(c, key)) >= 0) return t;
+    }
+    return KV_NTIERS;
+}
+
+/* The first other node (ascending index) whose store tiers hold key, or -1. */
+static int remote_holder(const kv_store *s, int node, uint64_t key, kv_tier *tier, int64_t *slot)
+{
+    if (s->scope == KV_SCOPE_LOCAL || kv_store_replicas(s, key) == 0) return -1;
+    for (int h = 0; h < s->nodes; h++)
+        if (h != node && (*tier = store_tier_holding(s, h, key, slot)) != KV_NTIERS) return h;
+    return -1;
+}
+
+void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hit, kv_fetch_plan *plan)
+{
+    plan->hit_blocks = 0;
+    for (kv_tier t = 0; t < KV_NTIERS; t++) plan->local[t] = plan->remote[t] = 0;
+    if (plan->remote_from)
+        for (int h = 0; h < s->nodes; h++) plan->remote_from[h] = 0;
+    for (int32_t i = 0; i < hit; i++) {
+        const kv_cache *hbm = tier_of(s, node, KV_TIER_HBM);
+        int64_t slot;
+        kv_tier t = hbm && cache_find(hbm, keys[i]) >= 0 ? KV_TIER_HBM : store_tier_holding(s, node, keys[i], &slot);
+        if (t != KV_NTIERS) {
+            plan->local[t]++;
+        } else {
+            int h = remote_holder(s, node, keys[i], &t, &slot);
+            if (h < 0) continue;
+            plan->remote[t]++;
+            if (plan->remote_from) plan->remote_from[h]++;
+        }
+        plan->hit_blocks++;
+    }
+}
+
+/* A new copy of a block in node's put tier; counts the node as a holder. */
+static void store_put(kv_store *s, int node, const sched_evict_req *req)
+{
+    if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
+        sim_keymap_add(&s->replicas, req->key, 1);
+}
+
+/* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The
+ * SSD copy is held pinned while DRAM makes room, because DRAM's victims are
+ * demoted into that same SSD. If DRAM cannot take it, it stays in SSD. */
+static void store_promote(kv_store *s, int node, int64_t slot, const sched_evict_req *req)
+{
+    kv_cache *ssd = tier_of(s, node, KV_TIER_SSD), *dram = tier_of(s, node, KV_TIER_DRAM);
+    cache_touch(ssd, slot, req);
+    sched_evict_req moved = *req;
+    moved.cls = (sim_cache_class)ssd->cls[slot];
+    int32_t pins = ssd->pins[slot]++;
+    int64_t up;
+    kv_result r = cache_insert(dram, &moved, &up);
+    ssd->pins[slot]--;
+    if (r != KV_INSERTED) return;
+    dram->pins[up] = pins;
+    cache_release(ssd, slot);
+}
+
+static void count_store_misses(kv_store *s, int node)
+{
+    for (kv_tier t = KV_TIER_DRAM; t < KV_NTIERS; t++) {
+        kv_cache *c = tier_of(s, node, t);
+        if (c) c->st.misses++;
+    }
+}
+
+/* One block of a committed request on node (see kv_store_commit): the HBM
+ * prefix cache is accessed; the store copy is refreshed where it lives —
+ * locally (DRAM, or SSD with promotion), else on a remote holder (global
+ * scope, plus a local replica when asked) — or, when no visible copy
+ * exists, put into node's DRAM. Each tier counts a hit when it served the
+ * block and a miss when it was consulted and did not hold it. */
+static void commit_block(kv_store *s, int node, const sched_evict_req *req, bool replicate)
+{
+    kv_cache *hbm = tier_of(s, node, KV_TIER_HBM);
+    if (hbm) kv_cache_access_req(hbm, req);
+    if (s->put_tier == KV_NTIERS) return;
+    int64_t slot;
+    kv_tier t = store_tier_holding(s, node, req->key, &slot);
+    if (t == KV_TIER_DRAM || (t == KV_TIER_SSD && !tier_of(s, node, KV_TIER_DRAM))) {
+        tier_of(s, node, t)->st.hits++;
+        cache_touch(tier_of(s, node, t), slot, req);
+        return;
+    }
+    if (t == KV_TIER_SSD) {
+        tier_of(s, node, KV_TIER_DRAM)->st.misses++;
+        tier_of(s, node, KV_TIER_SSD)->st.hits++;
+        if (s->promote) store_promote(s, node, slot, req);
+        else cache_touch(tier_of(s, node, KV_TIER_SSD), slot, req);
+        return;
+    }
+    count_store_misses(s, node);
+    int h = remote_holder(s, node, req->key, &t, &slot);
+    if (h < 0) {
+        store_put(s, node, req);
+        return;
+    }
+    tier_of(s, h, t)->st.hits++;
+    cache_touch(tier_of(s, h, t), slot, req);
+    if (replicate) store_put(s, node, req);
+}
+
+void kv_store_commit_hint(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
+                          sim_cache_class cls, const int64_t *next_use)
+{
+    sched_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
+    for (int32_t i = 0; i < n; i++) {
+        req.key = keys[i];
+        req.next_use = next_use ? next_use[i] : SCHED_NEXT_USE_UNKNOWN;
+        commit_block(s, node, &req, replicate && i < hit);
+    }
+}
+
+void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
+                     sim_cache_class cls)
+{
+    kv_store_commit_hint(s, node, keys, n, hit, replicate, cls, NULL);
+}
+
+void kv_store_pin(kv_store *s, int node, const uint64_t *keys, int32_t n)
+{
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        kv_cache *c = tier_of(s, node, t);
+        if (c)
+            for (int32_t i = 0; i < n; i++) kv_cache_pin(c, keys[i]);
+    }
+}
+
+void kv_store_unpin(kv_store *s, int node, const uint64_t *keys, int32_t n)
+{
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        kv_cache *c = tier_of(s, node, t);
+        if (c)
+            for (int32_t i = 0; i < n; i++) kv_cache_unpin(c, keys[i]);
+    }
+}
+
+int64_t kv_store_blocks(const kv_store *s, int node, kv_tier tier)
+{
+    const kv_cache *c = tier_of(s, node, tier);
+    return c ? c->size : 0;
+}
+
+void kv_store_drop_node(kv_store *s, int node)
+{
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        kv_cache *c = tier_of(s, node, t);
+        if (!c) continue;
+        for (int64_t slot = 0; slot < c->fresh; slot++) {
+            if (cache_find(c, c->keys[slot]) != slot) continue; /* a released slot */
+            if (t != KV_TIER_HBM) sim_keymap_add(&s->replicas, c->keys[slot], -1);
+            cache_release(c, slot);
+        }
+    }
+}
+
+void kv_store_stats(const kv_store *s, kv_tier tier, kv_cache_stats *out)
+{
+    *out = (kv_cache_stats){0};
+    for (int n = 0; n < s->nodes; n++) {
+        const kv_cache *c = tier_of(s, n, tier);
+        if (!c) continue;
+        out->hits += c->st.hits;
+        out->misses += c->st.misses;
+        out->inserts += c->st.inserts;
+        out->evictions += c->st.evictions;
+        out->full_events += c->st.full_events;
+        out->not_admitted += c->st.not_admitted;
+    }
+}
+
+int64_t kv_store_keys(const kv_store *s) { return s->replicas.count; }
+
+void kv_store_foreach_replica(const kv_store *s, void (*fn)(void *ctx, uint64_t key, int replicas), void *ctx)
+{
+    for (uint64_t b = 0; b <= s->replicas.mask; b++)
+        if (s->replicas.vals[b] >= 0) fn(ctx, s->replicas.keys[b], (int)s->replicas.vals[b]);
+}
