@@ -7,15 +7,11 @@
 
 static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
+    {"trace", "trace tools: stats, gen", cmd_trace},
+    {"policies", "list every registered policy with its parameters", cmd_policies},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
-
-int sim_usage_error(const char *cmd, const char *msg)
-{
-    fprintf(stderr, "kvsim %s: %s\n", cmd, msg);
-    return SIM_EXIT_USAGE;
-}
 
 static void usage(FILE *f)
 {

@@ -7,11 +7,19 @@
 #ifndef TESTS_TESTUTIL_H
 #define TESTS_TESTUTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* cmocka 1.1 compares floats only; kvsim's expected values need doubles. */
+#define assert_double_equal(a, b, eps)                                                                          \
+    do {                                                                                                         \
+        double a_ = (a), b_ = (b), e_ = (eps);                                                                   \
+        if (!(fabs(a_ - b_) <= e_)) fail_msg("%s = %.12g, expected %.12g ± %g", #a, a_, b_, e_);                 \
+    } while (0)
 
 #define SHARED_TRACE "../shared/traces/mooncake_synthetic_trace.jsonl"
 

@@ -1,0 +1,42 @@
+/* sched/common.c — estimates every policy needs, computed one way only:
+ * SLOs of a request, service time on an instance, and parameter reading. */
+#include "sched/sched.h"
+
+
+double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req)
+{
+    return (req->slo_ttft_ms > 0 ? req->slo_ttft_ms : ctx->cfg->slo_ttft_ms) / 1e3;
+}
+
+double sched_slo_tbt_s(const sched_ctx *ctx, const sim_request *req)
+{
+    return (req->slo_tbt_ms > 0 ? req->slo_tbt_ms : ctx->cfg->slo_tbt_ms) / 1e3;
+}
+
+static int32_t prefix_tokens(const sched_ctx *ctx, const sim_request *req, int32_t blocks)
+{
+    int64_t t = (int64_t)blocks * ctx->cfg->block_tokens;
+    return t < req->input_len ? (int32_t)t : req->input_len;
+}
+
+double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks)
+{
+    int32_t p = prefix_tokens(ctx, req, prefix_blocks);
+    double load = sim_est_h2d_s(ctx->est, (double)p * ctx->kv_bytes_per_token);
+    return load + sim_est_prefill_s(ctx->est, req->input_len, p);
+}
+
+void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out)
+{
+    out->prefill = i;
+    out->prefix_blocks = prefix_blocks;
+    out->fetch_remote = ctx->cfg->scope == KV_SCOPE_GLOBAL;
+    out->replicate = false;
+    out->service_s = sched_est_service_s(ctx, req, prefix_blocks);
+    out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
+}
+
+int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i)
+{
+    return kv_store_prefix_any(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks);
+}

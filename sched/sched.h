@@ -1,0 +1,137 @@
+/* sched/sched.h — the conductor's policy interface (DESIGN §1, §6).
+ *
+ * sim/ is mechanism, sched/ is policy. A policy sees a sched_ctx — the
+ * conductor's *belief*: estimators, a shadow view of the cache metadata and
+ * per-instance load views — and returns a decision (which prefill instance,
+ * which decode instance, admit or reject). It never advances time or mutates
+ * cluster state; sim/cluster carries the decision out.
+ *
+ * Each policy kind is a struct of function pointers; each policy is one file
+ * in sched/ and one line in its registry table (sched/registry.c). Optional
+ * hooks may be NULL. Policy state is an opaque pointer the policy creates. */
+#ifndef SCHED_SCHED_H
+#define SCHED_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <gsl/gsl_rng.h>
+#include <jansson.h>
+
+#include "sim/config.h"
+#include "sim/estimator.h"
+#include "sim/kvstore.h"
+#include "sim/trace.h"
+
+/* What the conductor sees of one prefill instance. */
+typedef struct sched_prefill_view {
+    int node;          /* node index in the KV store */
+    bool active;       /* currently serving prefill */
+    int queue_len;     /* queued + running */
+    double queue_s;    /* estimated time until the instance is idle */
+    double nic_wait_s; /* estimated backlog on the node's NIC */
+} sched_prefill_view;
+
+/* What the conductor sees of one decode instance. */
+typedef struct sched_decode_view {
+    int node;
+    bool active;
+    int batch;            /* requests in the running batch */
+    int pending;          /* routed here, not yet in the batch */
+    int64_t kv_tokens;    /* KV tokens reserved (batch + pending) */
+    int64_t kv_capacity;  /* KV tokens the instance's HBM holds */
+    int64_t ctx_tokens;   /* context tokens the running batch reads per iteration */
+} sched_decode_view;
+
+typedef struct sched_ctx {
+    const sim_config *cfg;
+    const sim_estimator *est;
+    const kv_store *shadow; /* cache metadata as the conductor sees it now */
+    gsl_rng *rng;           /* the policies' own random stream */
+    int64_t now_ns;
+    int n_prefill;
+    const sched_prefill_view *prefill;
+    int n_decode;
+    const sched_decode_view *decode;
+    double kv_bytes_per_token;
+} sched_ctx;
+
+/* A router's decision. */
+typedef struct sched_route {
+    int prefill;           /* index into ctx->prefill; -1 = no instance */
+    int32_t prefix_blocks; /* blocks the conductor expects to reuse */
+    bool fetch_remote;     /* serve prefix blocks held on other nodes over the NIC */
+    bool replicate;        /* copy fetched blocks into the chosen node (Alg. 1 line 21) */
+    double service_s;      /* estimated load + prefill time on the chosen instance */
+    double ttft_s;         /* estimated TTFT (queue + service) */
+} sched_route;
+
+/* A decode selector's decision. */
+typedef struct sched_decode_choice {
+    int decode;    /* index into ctx->decode; -1 = none can ever hold the request */
+    double tbt_s;  /* predicted TBT on it with this request */
+} sched_decode_choice;
+
+typedef enum sched_verdict {
+    SCHED_ACCEPT = 0,
+    SCHED_REJECT_AT_ARRIVAL, /* early rejection / nothing can serve it */
+    SCHED_REJECT_TTFT_SLO,   /* HTTP 429 of Algorithm 1 */
+} sched_verdict;
+
+/* ---- policy kinds ---------------------------------------------------------- */
+
+typedef struct sched_router_ops {
+    const char *name, *help, *params;
+    /* Create policy state from policy.params (may be NULL = stateless). */
+    int (*create)(void **state, const json_t *params, sim_err *err);
+    void (*destroy)(void *state);
+    /* Pick a prefill instance for req. Contract: out->prefill is an active
+     * instance or -1; prefix/ttft estimates are filled for that instance. */
+    void (*route)(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out);
+} sched_router_ops;
+
+typedef struct sched_decode_ops {
+    const char *name, *help, *params;
+    int (*create)(void **state, const json_t *params, sim_err *err);
+    void (*destroy)(void *state);
+    void (*select)(void *state, const sched_ctx *ctx, const sim_request *req, sched_decode_choice *out);
+} sched_decode_ops;
+
+typedef struct sched_admission_ops {
+    const char *name, *help, *params;
+    int (*create)(void **state, const json_t *params, sim_err *err);
+    void (*destroy)(void *state);
+    /* At arrival, after routing and decode selection. */
+    sched_verdict (*admit)(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
+                           const sched_decode_choice *dec);
+} sched_admission_ops;
+
+typedef struct sched_pd_ops {
+    const char *name, *help, *params;
+} sched_pd_ops;
+
+/* ---- registry (sched/registry.c) ---------------------------------------- */
+
+const sched_router_ops *sched_router_lookup(const char *name);
+const sched_decode_ops *sched_decode_lookup(const char *name);
+const sched_admission_ops *sched_admission_lookup(const char *name);
+const sched_pd_ops *sched_pd_lookup(const char *name);
+
+/* Print every registered policy of every kind (kvsim policies). */
+void sched_print_policies(FILE *f);
+
+/* ---- helpers shared by policies (sched/common.c) ------------------------- */
+
+/* SLO of a request: its own when the trace carries one, else the config's. */
+double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req);
+double sched_slo_tbt_s(const sched_ctx *ctx, const sim_request *req);
+/* Estimated service time (prefix load + prefill) of req with prefix_blocks reused. */
+double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
+/* Fill a route for instance i with the given prefix (estimates included). */
+void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out);
+/* Prefix the mechanism will serve on instance i under the configured scope:
+ * the pool's prefix in global scope, the node's own in local scope. */
+int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i);
+
+#endif

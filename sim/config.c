@@ -1,0 +1,362 @@
+/* sim/config.c — loading, merging, validating and typing the run config.
+ *
+ * The JSON tree is merged first (defaults ← file ← presets ← --set), then
+ * read once into the typed struct sim_config through tables of typed fields,
+ * so every key's type error names the key. */
+#include "sim/config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+/* ---- JSON paths ---------------------------------------------------------- */
+
+static json_t *json_path_get(const json_t *root, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    const json_t *node = root;
+    for (char *save, *tok = strtok_r(buf, ".", &save); tok && node; tok = strtok_r(NULL, ".", &save))
+        node = json_is_object(node) ? json_object_get(node, tok) : NULL;
+    return (json_t *)node;
+}
+
+/* Keys below these paths are free-form (validated by their consumers). */
+static bool is_free_form(const char *path)
+{
+    return !strncmp(path, "policy.params", 13) || !strncmp(path, "model", 5) || !strncmp(path, "hardware", 8);
+}
+
+/* Merge src into dst; every key of src must exist in schema (the defaults). */
+static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, const char *prefix,
+                         const char *origin, sim_err *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)src, key, val) {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        const json_t *sch = schema ? json_object_get(schema, key) : NULL;
+        if (!sch && !is_free_form(path))
+            return sim_errf(err, "%s: unknown config key '%s'", origin, path);
+        json_t *cur = json_object_get(dst, key);
+        if (json_is_object(val) && json_is_object(cur) && strcmp(path, "model") && strcmp(path, "hardware")) {
+            if (merge_checked(cur, val, sch, path, origin, err)) return -1;
+        } else {
+            json_object_set_new(dst, key, json_deep_copy(val));
+        }
+    }
+    return 0;
+}
+
+/* Set root[path] = value, creating objects below free-form prefixes. */
+static int set_path(json_t *root, const json_t *schema, const char *path, json_t *value, sim_err *err)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *last = strrchr(buf, '.');
+    json_t *parent = root;
+    if (last) {
+        *last = 0;
+        for (char *save, *tok = strtok_r(buf, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+            json_t *next = json_object_get(parent, tok);
+            if (!next && is_free_form(path)) json_object_set_new(parent, tok, next = json_object());
+            if (!json_is_object(next)) {
+                json_decref(value);
+                return sim_errf(err, "--set %s: unknown config key", path);
+            }
+            parent = next;
+        }
+    }
+    const char *leaf = last ? last + 1 : buf;
+    if (!json_path_get(schema, path) && !is_free_form(path)) {
+        json_decref(value);
+        return sim_errf(err, "--set %s: unknown config key", path);
+    }
+    json_object_set_new(parent, leaf, value);
+    return 0;
+}
+
+static int apply_set(json_t *root, const json_t *schema, const char *set, sim_err *err)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq || eq == set) return sim_errf(err, "--set '%s': expected key.path=value", set);
+    char path[256];
+    snprintf(path, sizeof path, "%.*s", (int)(eq - set), set);
+    json_t *value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+    if (!value) value = json_string(eq + 1);
+    return set_path(root, schema, path, value, err);
+}
+
+static json_t *load_json_file(const char *path, const char *what, sim_err *err)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) sim_errf(err, "%s %s:%d: %s", what, path, je.line, je.text);
+    else if (!json_is_object(j)) {
+        json_decref(j);
+        j = NULL;
+        sim_errf(err, "%s %s: expected a JSON object", what, path);
+    }
+    return j;
+}
+
+/* Replace a preset name at root[key] by the preset's object. */
+static int resolve_preset(json_t *root, const char *key, const char *kind, sim_err *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (json_is_object(v)) return 0;
+    if (!json_is_string(v)) return sim_errf(err, "config key '%s': expected a preset name or an object", key);
+    char path[PATH_MAX];
+    if (sim_preset_path(kind, json_string_value(v), path, sizeof path, err)) return -1;
+    json_t *obj = load_json_file(path, kind, err);
+    if (!obj) return -1;
+    json_object_set_new(root, key, obj);
+    return 0;
+}
+
+/* ---- typed reads ----------------------------------------------------------- */
+
+int sim_json_size(const json_t *root, const char *path, double *out, sim_err *err)
+{
+    const json_t *v = json_path_get(root, path);
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        if (*out < 0) return sim_errf(err, "config key '%s': %g is negative", path, *out);
+        return 0;
+    }
+    if (json_is_string(v)) return sim_parse_size(json_string_value(v), path, out, err);
+    return sim_errf(err, "config key '%s': %s", path, v ? "expected a number or size" : "missing");
+}
+
+static int get_num(const json_t *root, const char *path, double *out, sim_err *err)
+{
+    const json_t *v = json_path_get(root, path);
+    if (!json_is_number(v)) return sim_errf(err, "config key '%s': %s", path, v ? "expected a number" : "missing");
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int get_int(const json_t *root, const char *path, int64_t lo, int64_t hi, int64_t *out, sim_err *err)
+{
+    double d = 0;
+    if (get_num(root, path, &d, err)) return -1;
+    if (d != floor(d) || d < (double)lo || d > (double)hi)
+        return sim_errf(err, "config key '%s': %g must be an integer in [%lld, %lld]", path, d, (long long)lo,
+                        (long long)hi);
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int get_str(const json_t *root, const char *path, char *buf, size_t n, sim_err *err)
+{
+    const json_t *v = json_path_get(root, path);
+    if (!json_is_string(v)) return sim_errf(err, "config key '%s': %s", path, v ? "expected a string" : "missing");
+    if (strlen(json_string_value(v)) >= n) return sim_errf(err, "config key '%s': value too long", path);
+    snprintf(buf, n, "%s", json_string_value(v));
+    return 0;
+}
+
+static int get_bool(const json_t *root, const char *path, bool *out, sim_err *err)
+{
+    const json_t *v = json_path_get(root, path);
+    if (!json_is_boolean(v)) return sim_errf(err, "config key '%s': %s", path, v ? "expected true or false" : "missing");
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* Tables of typed fields: one line per config key. */
+typedef struct num_field { const char *path; size_t off; double scale; bool positive; } num_field;
+typedef struct str_field { const char *path; size_t off; size_t len; } str_field;
+
+#define CF(field) offsetof(sim_config, field)
+#define HF(field) offsetof(sim_hw, field)
+
+static const num_field config_nums[] = {
+    {"slo.ttft_ms", CF(slo_ttft_ms), 1, true},
+    {"slo.tbt_ms", CF(slo_tbt_ms), 1, true},
+    {"cost.prefill_mfu", CF(prefill_mfu), 1, true},
+    {"cost.decode_overhead_ms", CF(decode_overhead_s), 1e-3, false},
+    {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3, false},
+    {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6, false},
+    {"cost.noise", CF(noise), 1, false},
+    {"cost.estimator_noise", CF(estimator_noise), 1, false},
+    {"metrics.sample_period_ms", CF(sample_period_s), 1e-3, true},
+    {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1, true},
+};
+
+static const num_field hw_nums[] = {
+    {"tflops_per_gpu", HF(flops), 1e12, true},       {"hbm_bytes_per_gpu", HF(hbm_bytes), 1, true},
+    {"hbm_GBps_per_gpu", HF(hbm_Bps), 1e9, true},    {"h2d_GBps", HF(h2d_Bps), 1e9, true},
+    {"nic_Gbps", HF(nic_Bps), 1e9 / 8, true},        {"dram_bytes", HF(dram_bytes), 1, true},
+    {"ssd_read_GBps", HF(ssd_read_Bps), 1e9, true},  {"ssd_write_GBps", HF(ssd_write_Bps), 1e9, true},
+    {"ssd_latency_us", HF(ssd_latency_s), 1e-6, false},
+};
+
+static const str_field config_strs[] = {
+    {"kvstore.eviction", CF(eviction), sizeof ((sim_config *)0)->eviction},
+    {"policy.router", CF(router), sizeof ((sim_config *)0)->router},
+    {"policy.decode", CF(decode_policy), sizeof ((sim_config *)0)->decode_policy},
+    {"policy.admission", CF(admission), sizeof ((sim_config *)0)->admission},
+    {"policy.pd_controller", CF(pd_controller), sizeof ((sim_config *)0)->pd_controller},
+    {"trace.path", CF(trace_path), sizeof ((sim_config *)0)->trace_path},
+};
+
+static int read_nums(const json_t *root, const char *prefix, const num_field *f, size_t n, void *base, sim_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[128];
+        double v = 0;
+        snprintf(path, sizeof path, "%s%s", prefix, f[i].path);
+        if (get_num(root, path, &v, err)) return -1;
+        if (f[i].positive ? v <= 0 : v < 0)
+            return sim_errf(err, "config key '%s': %g must be %s", path, v, f[i].positive ? "> 0" : ">= 0");
+        *(double *)((char *)base + f[i].off) = v * f[i].scale;
+    }
+    return 0;
+}
+
+static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
+{
+    const json_t *h = json_object_get(root, "hardware");
+    int64_t gpus;
+    memset(hw, 0, sizeof *hw);
+    const char *hname = json_string_value(json_object_get(h, "name"));
+    snprintf(hw->name, sizeof hw->name, "%s", hname ? hname : "inline");
+    if (get_int(root, "hardware.gpus_per_node", 1, 1024, &gpus, err)) return -1;
+    if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
+    hw->gpus = (int)gpus;
+    hw->flops *= gpus;
+    hw->hbm_bytes *= gpus;
+    hw->hbm_Bps *= gpus;
+    const json_t *cal = json_object_get(h, "calibration");
+    if (cal && !json_is_null(cal)) {
+        if (!json_is_string(cal)) return sim_errf(err, "config key 'hardware.calibration': expected a path");
+        snprintf(hw->calibration, sizeof hw->calibration, "%s", json_string_value(cal));
+    }
+    return 0;
+}
+
+static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
+{
+    char s[16];
+    if (get_str(root, "cluster.scope", s, sizeof s, err)) return -1;
+    if (!strcmp(s, "global")) *out = KV_SCOPE_GLOBAL;
+    else if (!strcmp(s, "local")) *out = KV_SCOPE_LOCAL;
+    else return sim_errf(err, "config key 'cluster.scope': '%s' is not global or local", s);
+    return 0;
+}
+
+static int read_ints(const json_t *root, sim_config *c, sim_err *err)
+{
+    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed;
+    if (get_int(root, "cluster.prefill", 1, 4096, &p, err) || get_int(root, "cluster.decode", 1, 4096, &d, err) ||
+        get_int(root, "cluster.prefill_chunk", 16, 1 << 24, &chunk, err) ||
+        get_int(root, "cluster.decode_max_batch", 1, 1 << 20, &batch, err) ||
+        get_int(root, "kvstore.block_tokens", 1, 1 << 20, &bt, err) ||
+        get_int(root, "trace.block_tokens", 1, 1 << 20, &tbt, err) ||
+        get_int(root, "cost.estimator_samples", 8, 1 << 20, &samples, err) ||
+        get_int(root, "trace.limit", 0, INT64_MAX / 2, &limit, err) ||
+        get_int(root, "seed", 0, INT64_MAX / 2, &seed, err))
+        return -1;
+    c->n_prefill = (int)p;
+    c->n_decode = (int)d;
+    c->prefill_chunk = (int)chunk;
+    c->decode_max_batch = (int)batch;
+    c->block_tokens = (int)bt;
+    c->trace.block_tokens = (int)tbt;
+    c->estimator_samples = (int)samples;
+    c->trace.limit = limit;
+    c->seed = (uint64_t)seed;
+    c->trace.seed = (uint64_t)seed;
+    return 0;
+}
+
+static int read_typed(sim_config *c, sim_err *err)
+{
+    const json_t *root = c->root;
+    if (sim_model_from_json(json_object_get(root, "model"), &c->model, err)) return -1;
+    if (read_hw(root, &c->hw, err) || read_ints(root, c, err) || read_scope(root, &c->scope, err)) return -1;
+    if (read_nums(root, "", config_nums, sizeof config_nums / sizeof config_nums[0], c, err)) return -1;
+    for (size_t i = 0; i < sizeof config_strs / sizeof config_strs[0]; i++)
+        if (get_str(root, config_strs[i].path, (char *)c + config_strs[i].off, config_strs[i].len, err)) return -1;
+    if (get_bool(root, "cluster.layerwise", &c->layerwise, err) || get_bool(root, "kvstore.promote", &c->promote, err) ||
+        get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) || get_bool(root, "trace.sort", &c->trace.sort, err))
+        return -1;
+    if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
+        sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||
+        sim_json_size(root, "kvstore.ssd_bytes", &c->ssd_bytes, err) ||
+        get_num(root, "trace.speed", &c->trace.speed, err) || get_num(root, "trace.sample", &c->trace.sample, err))
+        return -1;
+    if (c->trace.speed <= 0) return sim_errf(err, "config key 'trace.speed': %g must be > 0", c->trace.speed);
+    if (c->trace.sample <= 0 || c->trace.sample > 1)
+        return sim_errf(err, "config key 'trace.sample': %g must be in (0, 1]", c->trace.sample);
+    if (c->block_tokens != c->trace.block_tokens)
+        return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
+                        c->block_tokens, c->trace.block_tokens);
+    c->params = json_path_get(root, "policy.params");
+    if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
+    return 0;
+}
+
+static bool is_preset_set(const char *set)
+{
+    return !strncmp(set, "model=", 6) || !strncmp(set, "hardware=", 9);
+}
+
+static int build_tree(json_t *root, const char *config_path, char *const *sets, int nsets, sim_err *err)
+{
+    json_t *schema = json_deep_copy(root);
+    int rc = -1;
+    if (config_path) {
+        json_t *user = load_json_file(config_path, "config", err);
+        if (!user) goto out;
+        rc = merge_checked(root, user, schema, "", config_path, err);
+        json_decref(user);
+        if (rc) goto out;
+        rc = -1;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (is_preset_set(sets[i]) && apply_set(root, schema, sets[i], err)) goto out;
+    if (resolve_preset(root, "model", "models", err) || resolve_preset(root, "hardware", "hardware", err)) goto out;
+    for (int i = 0; i < nsets; i++)
+        if (!is_preset_set(sets[i]) && apply_set(root, schema, sets[i], err)) goto out;
+    rc = 0;
+out:
+    json_decref(schema);
+    return rc;
+}
+
+int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/default.json", sim_config_dir());
+    out->root = load_json_file(path, "default config", err);
+    if (!out->root) return -1;
+    out->trace = sim_trace_default_opts();
+    if (build_tree(out->root, config_path, sets, nsets, err) || read_typed(out, err)) {
+        sim_config_free(out);
+        return -1;
+    }
+    char *dump = json_dumps(out->root, JSON_SORT_KEYS | JSON_COMPACT);
+    out->hash = XXH64(dump, strlen(dump), 0);
+    free(dump);
+    return 0;
+}
+
+void sim_config_free(sim_config *c)
+{
+    json_decref(c->root);
+    c->root = NULL;
+}
+
+int64_t sim_config_blocks(const sim_config *c, double bytes)
+{
+    double per_block = sim_model_kv_bytes_per_token(&c->model) * c->block_tokens;
+    if (isinf(bytes)) return INT64_MAX / 4;
+    return (int64_t)floor(bytes / per_block);
+}

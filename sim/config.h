@@ -1,0 +1,83 @@
+/* sim/config.h — one JSON config holds everything a run depends on.
+ *
+ * Resolution order (DESIGN §1):
+ *   configs/default.json  →  --config FILE  →  model/hardware presets  →  --set key.path=value
+ * The default config is also the schema: a key that does not exist there is
+ * an error naming it (only policy.params.* is free-form, checked by the
+ * policies themselves). "model" and "hardware" are preset names
+ * (configs/models/, configs/hardware/) or inline objects; after resolution
+ * the config holds them expanded, so the resolved JSON alone reproduces a run.
+ * Sizes accept suffixes ("1TB", "512GiB", "3e6"). */
+#ifndef SIM_CONFIG_H
+#define SIM_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/kvstore.h"
+#include "sim/model.h"
+#include "sim/trace.h"
+#include "sim/util.h"
+
+typedef struct sim_hw {
+    char name[64];
+    int gpus;               /* GPUs per node (one instance = one node, Mooncake §7.1) */
+    double flops;           /* node peak FLOP/s: gpus × tflops_per_gpu × 1e12 */
+    double hbm_bytes;       /* node HBM */
+    double hbm_Bps;         /* node HBM bandwidth */
+    double h2d_Bps;         /* DRAM → HBM */
+    double nic_Bps;         /* per node */
+    double dram_bytes;
+    double ssd_read_Bps, ssd_write_Bps, ssd_latency_s;
+    char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
+} sim_hw;
+
+typedef struct sim_config {
+    json_t *root;           /* resolved config (owned) */
+    uint64_t hash;          /* XXH64 of root dumped with sorted keys */
+    sim_model model;
+    sim_hw hw;
+
+    int n_prefill, n_decode;
+    kv_scope scope;
+    int prefill_chunk;      /* tokens; chunked prefill above this */
+    bool layerwise;         /* layer-wise overlap of KV load/stream with compute */
+    int decode_max_batch;
+    double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */
+
+    int block_tokens;
+    char eviction[32];
+    double hbm_bytes, dram_bytes, ssd_bytes; /* prefix-cache budgets per node */
+    bool promote;
+
+    char router[32], decode_policy[32], admission[32], pd_controller[32];
+    const json_t *params;   /* policy.params (borrowed from root) */
+
+    double slo_ttft_ms, slo_tbt_ms;
+
+    char trace_path[PATH_MAX];
+    sim_trace_opts trace;
+
+    double prefill_mfu, decode_overhead_s, chunk_overhead_s, transfer_latency_s;
+    double noise, estimator_noise;
+    int estimator_samples;
+    double sample_period_s;
+    uint64_t seed;
+} sim_config;
+
+/* Load and resolve. config_path may be NULL (defaults only). sets: nsets
+ * strings "key.path=value" (value parsed as JSON when it is valid JSON, else
+ * taken as a string). Errors name the file, key or value at fault. */
+int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err);
+void sim_config_free(sim_config *c);
+
+/* Read a number or size string ("1TB") at a dotted path of any JSON object. */
+int sim_json_size(const json_t *root, const char *path, double *out, sim_err *err);
+
+/* Per-node block capacity of a tier budget in bytes. */
+int64_t sim_config_blocks(const sim_config *c, double bytes);
+
+#endif

@@ -1,0 +1,77 @@
+/* sim/cost.c — the analytic cost model of DESIGN §5 (see sim/cost.h). */
+#include "sim/cost.h"
+
+#include <math.h>
+
+int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
+{
+    const sim_hw *hw = &cfg->hw;
+    *c = (sim_cost){
+        .model = &cfg->model,
+        .hw = hw,
+        .mfu = cfg->prefill_mfu,
+        .decode_overhead_s = cfg->decode_overhead_s,
+        .chunk_overhead_s = cfg->chunk_overhead_s,
+        .latency_s = cfg->transfer_latency_s,
+        .kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model),
+        .weight_bytes = sim_model_weight_bytes(&cfg->model),
+        .prefill_chunk = cfg->prefill_chunk,
+        .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps,
+                   hw->ssd_latency_s, hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
+    };
+    c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
+    if (c->hbm_kv_bytes <= 0)
+        return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
+                        cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9,
+                        cfg->decode_hbm_frac);
+    return 0;
+}
+
+double sim_prefill_flops(const sim_model *m, double n)
+{
+    double d = m->hidden;
+    return m->layers * (m->flops_a * n * n * d + m->flops_b * n * d * d);
+}
+
+double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
+{
+    if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
+    double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
+    int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
+    return flops / (c->hw->flops * c->mfu) + (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+}
+
+double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
+{
+    double mem = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;
+    double compute = batch * 2.0 * c->model->params / (c->hw->flops * c->mfu);
+    return fmax(mem, compute) + c->decode_overhead_s;
+}
+
+static double transfer_s(double alpha, double beta, double bytes)
+{
+    return bytes > 0 ? alpha + bytes / beta : 0;
+}
+
+double sim_cost_h2d_s(const sim_cost *c, double bytes) { return transfer_s(c->curves.h2d_alpha, c->curves.h2d_beta, bytes); }
+double sim_cost_d2h_s(const sim_cost *c, double bytes) { return transfer_s(c->curves.d2h_alpha, c->curves.d2h_beta, bytes); }
+
+double sim_cost_ssd_read_s(const sim_cost *c, double bytes)
+{
+    return transfer_s(c->curves.ssd_read_alpha, c->curves.ssd_read_beta, bytes);
+}
+
+double sim_cost_ssd_write_s(const sim_cost *c, double bytes)
+{
+    return transfer_s(c->curves.ssd_write_alpha, c->curves.ssd_write_beta, bytes);
+}
+
+double sim_cost_nic_s(const sim_cost *c, double bytes) { return transfer_s(c->latency_s, c->hw->nic_Bps, bytes); }
+
+int64_t sim_cost_decode_kv_tokens(const sim_cost *c) { return (int64_t)(c->hbm_kv_bytes / c->kv_bytes_per_token); }
+
+double sim_eq2_min_bandwidth(const sim_model *m, double G, double p)
+{
+    double d = m->hidden, s = m->dtype_bytes;
+    return G * 2 * d * s / (sim_model_gqa(m) * (m->flops_a * p * d + m->flops_b * d * d));
+}

@@ -1,0 +1,58 @@
+/* sim/cost.h — the cost model: the "truth" the simulated hardware takes
+ * (DESIGN §5). The conductor never calls it directly; it sees only the
+ * estimators of sim/estimator.h.
+ *
+ *   KV bytes/token    2 · l · kv_heads · head_dim · s   (LLaMA3-70B: 320 KiB)
+ *   prefill FLOPs     flops(n) = l · (a·n²·d + b·n·d²)  (Mooncake Eq. 1)
+ *   prefill time      (flops(n) − flops(p)) / (G · mfu) + per-chunk overhead
+ *   decode iteration  max((weights + Σ context KV) / HBM bandwidth,
+ *                         batch · 2 · params / (G · mfu)) + overhead
+ *   transfers         latency + bytes / bandwidth (H2D, D2H, SSD, NIC); the
+ *                     bandwidths come from a calibration file when the
+ *                     hardware preset names one (sim/calib.h).
+ */
+#ifndef SIM_COST_H
+#define SIM_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/config.h"
+
+typedef struct sim_cost {
+    const sim_model *model;
+    const sim_hw *hw;
+    double mfu;
+    double decode_overhead_s, chunk_overhead_s, latency_s;
+    double kv_bytes_per_token, weight_bytes;
+    int prefill_chunk;
+    double hbm_kv_bytes; /* decode instance HBM left for KV after weights */
+    struct sim_transfer_curves {
+        double h2d_alpha, h2d_beta, d2h_alpha, d2h_beta;
+        double ssd_read_alpha, ssd_read_beta, ssd_write_alpha, ssd_write_beta;
+    } curves;
+    bool calibrated; /* curves came from a calibration file */
+} sim_cost;
+
+int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
+
+/* Mooncake Eq. 1. */
+double sim_prefill_flops(const sim_model *m, double n);
+/* Compute time of a prefill of n tokens whose first p are cached. */
+double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
+/* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
+double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
+double sim_cost_h2d_s(const sim_cost *c, double bytes);
+double sim_cost_d2h_s(const sim_cost *c, double bytes);
+double sim_cost_ssd_read_s(const sim_cost *c, double bytes);
+double sim_cost_ssd_write_s(const sim_cost *c, double bytes);
+double sim_cost_nic_s(const sim_cost *c, double bytes);
+/* Tokens of KV a decode instance can hold in HBM. */
+int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
+
+/* Mooncake Eq. 2: the smallest KV loading bandwidth B (bytes/s) at which
+ * reusing a prefix of p tokens beats recomputing it on a node of G FLOP/s:
+ *   B > G · 2ds / (gqa · (a·p·d + b·d²)). */
+double sim_eq2_min_bandwidth(const sim_model *m, double G, double p);
+
+#endif

@@ -1,0 +1,273 @@
+/* sim/results.c — SQLite schema, prepared inserts and the SQL summary of a
+ * run (see sim/results.h). */
+#include "sim/results.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#ifndef KVSIM_GIT
+#define KVSIM_GIT "unknown"
+#endif
+
+const char *const sim_stage_names[SIM_NSTAGES] = {
+    [SIM_STAGE_NONE] = NULL,
+    [SIM_STAGE_AT_ARRIVAL] = "at_arrival",
+    [SIM_STAGE_AFTER_PREFILL] = "after_prefill",
+    [SIM_STAGE_TTFT_SLO] = "ttft_slo",
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, created TEXT, kvsim_version TEXT,"
+    " config_json TEXT, config_hash TEXT, trace_path TEXT, trace_fingerprint TEXT, seed INTEGER,"
+    " wall_seconds REAL, summary_json TEXT);"
+    "CREATE TABLE IF NOT EXISTS requests(run_id INTEGER, id INTEGER, line INTEGER, arrival_ms REAL,"
+    " input_len INTEGER, output_len INTEGER, blocks INTEGER, prefill_inst INTEGER, decode_inst INTEGER,"
+    " hit_blocks INTEGER, hit_tokens INTEGER, remote_blocks INTEGER, prefill_start_ms REAL,"
+    " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
+    " tokens INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
+    "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT,"
+    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);";
+
+static const char insert_request_sql[] =
+    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)";
+static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+
+struct sim_results {
+    sqlite3 *db;
+    sqlite3_stmt *ins_request, *ins_sample;
+    int64_t run_id;
+};
+
+static int db_error(sim_results *r, const char *what, sim_err *err)
+{
+    return sim_errf(err, "results database: %s: %s", what, sqlite3_errmsg(r->db));
+}
+
+static int exec(sim_results *r, const char *sql, sim_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
+    sim_errf(err, "results database: %s", msg ? msg : sqlite3_errmsg(r->db));
+    sqlite3_free(msg);
+    return -1;
+}
+
+int sim_results_open(sim_results **out, const char *path, sim_err *err)
+{
+    sim_results *r = sim_xcalloc(1, sizeof *r);
+    bool temp = !path || !*path;
+    *out = NULL;
+    if (sqlite3_open(temp ? "" : path, &r->db) != SQLITE_OK) {
+        sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
+        sim_results_close(r);
+        return -1;
+    }
+    sqlite3_busy_timeout(r->db, 10000);
+    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, schema_sql, err) ||
+        sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK) {
+        if (!err || !err->msg[0] || r->db) sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path,
+                                                    sqlite3_errmsg(r->db));
+        sim_results_close(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err)
+{
+    if (exec(r, "BEGIN", err)) return -1;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "INSERT INTO runs(created, kvsim_version, config_json, config_hash, trace_path,"
+                           " trace_fingerprint, seed) VALUES(datetime('now'),?1,?2,?3,?4,?5,?6)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(r, "insert run", err);
+    char hash[17], fp[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)info->config_hash);
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)info->trace_fingerprint);
+    sqlite3_bind_text(st, 1, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, info->config_json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, info->trace_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, fp, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)info->seed);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return db_error(r, "insert run", err);
+    *run_id = r->run_id = sqlite3_last_insert_rowid(r->db);
+    return 0;
+}
+
+/* Bind a value that may be undefined (negative) as NULL. */
+static void bind_opt(sqlite3_stmt *st, int i, double v)
+{
+    if (v < 0) sqlite3_bind_null(st, i);
+    else sqlite3_bind_double(st, i, v);
+}
+
+static void bind_inst(sqlite3_stmt *st, int i, int inst)
+{
+    if (inst < 0) sqlite3_bind_null(st, i);
+    else sqlite3_bind_int(st, i, inst);
+}
+
+static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_err *err)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? 0 : db_error(r, what, err);
+}
+
+int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
+{
+    sqlite3_stmt *st = r->ins_request;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_int64(st, 2, w->id);
+    sqlite3_bind_int64(st, 3, w->line);
+    sqlite3_bind_double(st, 4, w->arrival_ms);
+    sqlite3_bind_int(st, 5, w->input_len);
+    sqlite3_bind_int(st, 6, w->output_len);
+    sqlite3_bind_int(st, 7, w->blocks);
+    bind_inst(st, 8, w->prefill_inst);
+    bind_inst(st, 9, w->decode_inst);
+    sqlite3_bind_int(st, 10, w->hit_blocks);
+    sqlite3_bind_int(st, 11, w->hit_tokens);
+    sqlite3_bind_int(st, 12, w->remote_blocks);
+    bind_opt(st, 13, w->prefill_start_ms);
+    bind_opt(st, 14, w->first_token_ms);
+    bind_opt(st, 15, w->done_ms);
+    bind_opt(st, 16, w->ttft_ms);
+    bind_opt(st, 17, w->tbt_ms);
+    bind_opt(st, 18, w->e2e_ms);
+    sqlite3_bind_double(st, 19, w->prefill_gpu_s);
+    sqlite3_bind_int(st, 20, w->tokens);
+    sqlite3_bind_text(st, 21, w->stage == SIM_STAGE_NONE ? "completed" : "rejected", -1, SQLITE_STATIC);
+    if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 22);
+    else sqlite3_bind_text(st, 22, sim_stage_names[w->stage], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 23, w->effective);
+    return step_reset(r, st, "insert request", err);
+}
+
+int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err)
+{
+    sqlite3_stmt *st = r->ins_sample;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_double(st, 2, w->t_ms);
+    sqlite3_bind_int(st, 3, w->instance);
+    sqlite3_bind_text(st, 4, w->role, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, w->queue_len);
+    sqlite3_bind_double(st, 6, w->load);
+    sqlite3_bind_int(st, 7, w->batch);
+    sqlite3_bind_double(st, 8, w->kv_used);
+    return step_reset(r, st, "insert sample", err);
+}
+
+/* ---- summary ---------------------------------------------------------------- */
+
+/* One numeric result of a query bound to the run id (0 when NULL). */
+static double query_num(sim_results *r, const char *sql)
+{
+    sqlite3_stmt *st;
+    double v = 0;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return NAN;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Quantile q of column `col` over completed requests, interpolated between
+ * the order statistics around q·(n−1) (GSL's definition). */
+static double quantile(sim_results *r, const char *col, double q, int64_t n)
+{
+    if (n <= 0) return 0;
+    double pos = q * (double)(n - 1);
+    int64_t lo = (int64_t)floor(pos);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s LIMIT 2 OFFSET %lld", col,
+             col, col, (long long)lo);
+    sqlite3_stmt *st;
+    double a = 0, b;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return NAN;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) a = sqlite3_column_double(st, 0);
+    b = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : a;
+    sqlite3_finalize(st);
+    return a + (b - a) * (pos - (double)lo);
+}
+
+static json_t *dist(sim_results *r, const char *col)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT COUNT(%s) FROM requests WHERE run_id=?1", col);
+    int64_t n = (int64_t)query_num(r, sql);
+    snprintf(sql, sizeof sql, "SELECT AVG(%s) FROM requests WHERE run_id=?1", col);
+    return json_pack("{s:f, s:f, s:f, s:f}", "mean", query_num(r, sql), "p50", quantile(r, col, 0.5, n), "p90",
+                     quantile(r, col, 0.9, n), "p99", quantile(r, col, 0.99, n));
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err)
+{
+    double n = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1");
+    double done = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='completed'");
+    double eff = query_num(r, "SELECT SUM(effective) FROM requests WHERE run_id=?1");
+    const char *pre = "FROM requests WHERE run_id=?1 AND prefill_start_ms IS NOT NULL";
+    char sql[256];
+#define PRE_SUM(expr) (snprintf(sql, sizeof sql, "SELECT " expr " %s", pre), query_num(r, sql))
+    double blocks = PRE_SUM("SUM(blocks)"), hit = PRE_SUM("SUM(hit_blocks)");
+    double tokens_in = PRE_SUM("SUM(input_len)"), hit_tokens = PRE_SUM("SUM(hit_tokens)");
+    double gpu = PRE_SUM("AVG(prefill_gpu_s)"), remote = PRE_SUM("SUM(remote_blocks)");
+#undef PRE_SUM
+    json_t *rej = json_object();
+    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_NSTAGES; s++) {
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND stage='%s'", sim_stage_names[s]);
+        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)query_num(r, sql)));
+    }
+    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done)));
+    *out = json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
+                     (json_int_t)n, "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff,
+                     "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms",
+                     dist(r, "ttft_ms"), "tbt_ms", dist(r, "tbt_ms"), "hit_rate_blocks", ratio(hit, blocks),
+                     "hit_rate_tokens", ratio(hit_tokens, tokens_in), "remote_blocks", (json_int_t)remote,
+                     "prefill_gpu_s_mean", gpu, "tokens",
+                     (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
+                     "sim_seconds", sim_seconds, "events", (json_int_t)events);
+    return *out ? 0 : sim_errf(err, "results: building the summary failed");
+}
+
+int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_seconds, sim_err *err)
+{
+    char *text = json_dumps(summary, JSON_COMPACT);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(r->db, "UPDATE runs SET wall_seconds=?1, summary_json=?2 WHERE id=?3", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_double(st, 1, wall_seconds);
+        sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 3, r->run_id);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_finalize(st);
+    }
+    free(text);
+    if (rc != SQLITE_OK) return db_error(r, "store summary", err);
+    return exec(r, "COMMIT", err);
+}
+
+void sim_results_close(sim_results *r)
+{
+    if (!r) return;
+    sqlite3_finalize(r->ins_request);
+    sqlite3_finalize(r->ins_sample);
+    sqlite3_close(r->db);
+    free(r);
+}

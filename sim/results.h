@@ -1,0 +1,81 @@
+/* sim/results.h — the SQLite results database (DESIGN §9).
+ *
+ * Tables:
+ *   runs      one row per run: resolved config JSON and its hash, trace path
+ *             and XXH64 fingerprint, seed, kvsim version, wall time, summary
+ *   requests  one row per request: arrival, lengths, instances, hits, TTFT,
+ *             TBT, end-to-end, prefill GPU time, status and rejection stage
+ *   samples   time series per instance: queue length, load, batch, KV use
+ *
+ * A run is written in one transaction with prepared statements (WAL mode on
+ * file databases). Without a path the database is SQLite's private temporary
+ * file, so a run's memory does not grow with the number of requests: the
+ * summary's exact percentiles are computed by SQL over the requests table. */
+#ifndef SIM_RESULTS_H
+#define SIM_RESULTS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/util.h"
+
+#define KVSIM_VERSION "0.1.0"
+
+typedef struct sim_results sim_results;
+
+typedef struct sim_run_info {
+    const char *config_json;
+    uint64_t config_hash;
+    const char *trace_path;
+    uint64_t trace_fingerprint;
+    uint64_t seed;
+} sim_run_info;
+
+typedef enum sim_stage {
+    SIM_STAGE_NONE = 0,        /* completed */
+    SIM_STAGE_AT_ARRIVAL,      /* rejected before prefill (early) */
+    SIM_STAGE_AFTER_PREFILL,   /* rejected after prefill: wasted prefill */
+    SIM_STAGE_TTFT_SLO,        /* HTTP 429 of Algorithm 1 */
+    SIM_NSTAGES
+} sim_stage;
+
+extern const char *const sim_stage_names[SIM_NSTAGES];
+
+typedef struct sim_request_row {
+    int64_t id, line;
+    double arrival_ms;
+    int32_t input_len, output_len, blocks;
+    int prefill_inst, decode_inst;       /* -1 = none */
+    int32_t hit_blocks, hit_tokens, remote_blocks;
+    double prefill_start_ms, first_token_ms, done_ms; /* < 0 = never happened */
+    double ttft_ms, tbt_ms, e2e_ms;                   /* < 0 = undefined */
+    double prefill_gpu_s;
+    int32_t tokens;
+    sim_stage stage;
+    int effective;
+} sim_request_row;
+
+typedef struct sim_sample_row {
+    double t_ms;
+    int instance;
+    const char *role;
+    int queue_len;
+    double load;
+    int batch;
+    double kv_used;
+} sim_sample_row;
+
+/* path NULL or "" = a private temporary database. */
+int sim_results_open(sim_results **out, const char *path, sim_err *err);
+/* Start a run: inserts its runs row and opens the transaction. */
+int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
+int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
+int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
+/* Build the run's summary object from its rows (caller owns the result). */
+int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err);
+/* Store the summary (with wall time) and commit. */
+int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_seconds, sim_err *err);
+void sim_results_close(sim_results *r);
+
+#endif

@@ -1,0 +1,543 @@
+/* sim/trace.c — the Mooncake JSONL trace reader (DESIGN.md §3): streaming
+ * parse and validation of one request per line, replay speed, sampling,
+ * optional sort, the file fingerprint and `kvsim trace stats` statistics.
+ *
+ * The reader sits on the hot path of every replay (`kvsim hitrate`,
+ * `kvsim run`), so it keeps one reusable line buffer (getline), parses a
+ * line at a time with jansson's json_loadb, and makes exactly one allocation
+ * per request (the struct with its key and id arrays behind it). Memory does
+ * not grow with trace length, except under `sort`, which must see the whole
+ * file before it can return the first request. */
+#include "sim/trace.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+#include <xxhash.h>
+
+struct sim_trace {
+    sim_trace_opts opts;
+    char *name;          /* file name used in messages ("<stdin>" for "-") */
+    FILE *f;
+    bool owns_file;
+    char *line;          /* getline buffer, reused for every line */
+    size_t line_cap;
+    int64_t lineno;
+    bool have_prev;      /* previous accepted timestamp, for the order check */
+    double prev_ts;
+    gsl_rng *rng;        /* sampling draws; NULL when sample == 1 */
+    int64_t emitted;
+    int64_t skipped;
+    char first_skip[sizeof(((sim_err *)0)->msg)];
+    /* sort mode: every valid request, loaded on the first sim_trace_next */
+    bool loaded;
+    sim_request **sorted;
+    size_t nsorted, next_sorted;
+};
+
+sim_trace_opts sim_trace_default_opts(void)
+{
+    return (sim_trace_opts){.block_tokens = 512, .speed = 1.0, .sample = 1.0, .seed = 1};
+}
+
+/* Keys chain each raw id onto the key of its prefix: XXH3-64 over the id's
+ * eight little-endian bytes, seeded with the previous key, so equal ids at
+ * different prefixes name different blocks (Mooncake §3.2.1). */
+uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id)
+{
+    uint64_t v = (uint64_t)hash_id;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(v >> (8 * i));
+    return XXH3_64bits_withSeed(le, sizeof le, prev_key);
+}
+
+static int check_opts(const char *name, const sim_trace_opts *o, sim_err *err)
+{
+    if (o->block_tokens < 1) return sim_errf(err, "%s: block_tokens must be at least 1", name);
+    if (!(o->speed > 0) || !isfinite(o->speed)) return sim_errf(err, "%s: speed must be a positive number", name);
+    if (!(o->sample > 0 && o->sample <= 1)) return sim_errf(err, "%s: sample must be in (0, 1]", name);
+    if (o->limit < 0) return sim_errf(err, "%s: limit must not be negative", name);
+    return 0;
+}
+
+int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts, sim_err *err)
+{
+    *out = NULL;
+    bool is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    if (check_opts(name, opts, err)) return -1;
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) return sim_errf(err, "%s: cannot open: %s", name, strerror(errno));
+    sim_trace *t = sim_xcalloc(1, sizeof *t);
+    t->opts = *opts;
+    t->name = sim_xstrdup(name);
+    t->f = f;
+    t->owns_file = !is_stdin;
+    if (opts->sample < 1) {
+        t->rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(t->rng, (unsigned long)opts->seed);
+    }
+    *out = t;
+    return 0;
+}
+
+void sim_request_free(sim_request *r)
+{
+    free(r);
+}
+
+void sim_trace_close(sim_trace *t)
+{
+    if (!t) return;
+    if (t->owns_file) fclose(t->f);
+    for (size_t i = t->next_sorted; i < t->nsorted; i++) sim_request_free(t->sorted[i]);
+    free(t->sorted);
+    if (t->rng) gsl_rng_free(t->rng);
+    free(t->line);
+    free(t->name);
+    free(t);
+}
+
+int64_t sim_trace_skipped(const sim_trace *t)
+{
+    return t->skipped;
+}
+
+const char *sim_trace_first_skip(const sim_trace *t)
+{
+    return t->skipped ? t->first_skip : NULL;
+}
+
+/* ---- one line -> one request ------------------------------------------ */
+
+/* "FILE:LINE: FIELD: problem" */
+__attribute__((format(printf, 4, 5))) static int line_err(const sim_trace *t, sim_err *err, const char *field,
+                                                          const char *fmt, ...)
+{
+    char problem[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+    return sim_errf(err, "%s:%" PRId64 ": %s: %s", t->name, t->lineno, field, problem);
+}
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown value";
+}
+
+/* A required integer field in [min, INT32_MAX]. */
+static int get_length(const sim_trace *t, const json_t *obj, const char *field, int32_t *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v) return line_err(t, err, field, "missing");
+    if (!json_is_integer(v)) return line_err(t, err, field, "expected an integer, got %s", json_type_name(v));
+    json_int_t n = json_integer_value(v);
+    if (n < 0) return line_err(t, err, field, "%" JSON_INTEGER_FORMAT " is negative", n);
+    if (n == 0) return line_err(t, err, field, "0 tokens (a request needs at least 1)");
+    if (n > INT32_MAX) return line_err(t, err, field, "%" JSON_INTEGER_FORMAT " is too large (max %d)", n, INT32_MAX);
+    *out = (int32_t)n;
+    return 0;
+}
+
+/* An optional non-negative number (timestamps, SLOs); *out untouched when absent. */
+static int get_number(const sim_trace *t, const json_t *obj, const char *field, bool required, double *out,
+                      sim_err *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v) return required ? line_err(t, err, field, "missing") : 0;
+    if (!json_is_number(v)) return line_err(t, err, field, "expected a number, got %s", json_type_name(v));
+    double x = json_number_value(v);
+    if (x < 0) return line_err(t, err, field, "%.15g is negative", x);
+    *out = x;
+    return 0;
+}
+
+static int get_session(const sim_trace *t, const json_t *obj, int64_t *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, "session");
+    *out = -1;
+    if (!v) return 0;
+    if (!json_is_integer(v)) return line_err(t, err, "session", "expected an integer, got %s", json_type_name(v));
+    if (json_integer_value(v) < 0)
+        return line_err(t, err, "session", "%" JSON_INTEGER_FORMAT " is negative", json_integer_value(v));
+    *out = json_integer_value(v);
+    return 0;
+}
+
+typedef struct cache_name {
+    const char *name;
+    sim_cache_class cls;
+} cache_name;
+
+static const cache_name cache_names[] = {
+    {"ephemeral", SIM_CACHE_EPHEMERAL},
+    {"context", SIM_CACHE_CONTEXT},
+};
+
+static int get_cache(const sim_trace *t, const json_t *obj, sim_cache_class *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, "cache");
+    *out = SIM_CACHE_DEFAULT;
+    if (!v) return 0;
+    if (!json_is_string(v)) return line_err(t, err, "cache", "expected a string, got %s", json_type_name(v));
+    for (size_t i = 0; i < sizeof cache_names / sizeof cache_names[0]; i++)
+        if (strcmp(json_string_value(v), cache_names[i].name) == 0) {
+            *out = cache_names[i].cls;
+            return 0;
+        }
+    return line_err(t, err, "cache", "\"%s\" is not one of ephemeral|context", json_string_value(v));
+}
+
+/* The hash_ids array: at most ceil(input_length / block_tokens) integers. */
+static int check_hash_ids(const sim_trace *t, const json_t *ids, int32_t input_len, sim_err *err)
+{
+    if (!ids) return line_err(t, err, "hash_ids", "missing");
+    if (!json_is_array(ids)) return line_err(t, err, "hash_ids", "expected an array, got %s", json_type_name(ids));
+    int64_t bt = t->opts.block_tokens;
+    int64_t max_blocks = (input_len + bt - 1) / bt;
+    size_t n = json_array_size(ids);
+    if ((int64_t)n > max_blocks)
+        return line_err(t, err, "hash_ids", "%zu ids but input_length %" PRId32 " allows at most %" PRId64
+                        " blocks of %" PRId64 " tokens", n, input_len, max_blocks, bt);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(ids, i);
+        if (!json_is_integer(v))
+            return line_err(t, err, "hash_ids", "element %zu is not an integer (got %s)", i, json_type_name(v));
+    }
+    return 0;
+}
+
+/* One allocation: the struct, then the keys, then the raw ids. */
+static sim_request *request_alloc(int32_t nblocks)
+{
+    size_t n = (size_t)nblocks;
+    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids));
+    memset(r, 0, sizeof *r);
+    r->nblocks = nblocks;
+    r->keys = (uint64_t *)(r + 1);
+    r->hash_ids = (int64_t *)(r->keys + n);
+    return r;
+}
+
+static sim_request *request_from_json(const sim_trace *t, const json_t *obj, sim_err *err)
+{
+    sim_request fields = {.line = t->lineno};
+    if (get_number(t, obj, "timestamp", true, &fields.timestamp_ms, err) ||
+        get_length(t, obj, "input_length", &fields.input_len, err) ||
+        get_length(t, obj, "output_length", &fields.output_len, err) ||
+        get_session(t, obj, &fields.session, err) || get_cache(t, obj, &fields.cache, err) ||
+        get_number(t, obj, "slo_ttft_ms", false, &fields.slo_ttft_ms, err) ||
+        get_number(t, obj, "slo_tbt_ms", false, &fields.slo_tbt_ms, err))
+        return NULL;
+    const json_t *ids = json_object_get(obj, "hash_ids");
+    if (check_hash_ids(t, ids, fields.input_len, err)) return NULL;
+    sim_request *r = request_alloc((int32_t)json_array_size(ids));
+    fields.nblocks = r->nblocks;
+    fields.keys = r->keys;
+    fields.hash_ids = r->hash_ids;
+    fields.arrival_ns = llround(fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed);
+    *r = fields;
+    uint64_t prev = 0;
+    for (int32_t i = 0; i < r->nblocks; i++) {
+        r->hash_ids[i] = json_integer_value(json_array_get(ids, (size_t)i));
+        r->keys[i] = prev = sim_block_key(prev, r->hash_ids[i]);
+    }
+    return r;
+}
+
+static bool is_blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isspace((unsigned char)s[i])) return false;
+    return true;
+}
+
+/* Parse the current line. Returns 1 with *out, 0 for a blank line, -1 bad. */
+static int parse_line(const sim_trace *t, size_t len, sim_request **out, sim_err *err)
+{
+    *out = NULL;
+    if (is_blank(t->line, len)) return 0;
+    json_error_t je;
+    json_t *obj = json_loadb(t->line, len, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) return line_err(t, err, "json", "malformed JSON (%s at column %d)", je.text, je.column);
+    if (!json_is_object(obj)) {
+        line_err(t, err, "json", "expected an object, got %s", json_type_name(obj));
+        json_decref(obj);
+        return -1;
+    }
+    *out = request_from_json(t, obj, err);
+    json_decref(obj);
+    return *out ? 1 : -1;
+}
+
+/* Under skip_bad a bad line is counted (first message kept) and reading goes on. */
+static bool absorb_bad_line(sim_trace *t, const sim_err *err)
+{
+    if (!t->opts.skip_bad) return false;
+    if (t->skipped++ == 0) snprintf(t->first_skip, sizeof t->first_skip, "%s", err->msg);
+    return true;
+}
+
+static int check_order(sim_trace *t, const sim_request *r, sim_err *err)
+{
+    if (t->opts.sort) return 0;
+    if (t->have_prev && r->timestamp_ms < t->prev_ts)
+        return line_err(t, err, "timestamp", "%.15g is before the previous request's %.15g (use --sort to reorder)",
+                        r->timestamp_ms, t->prev_ts);
+    t->have_prev = true;
+    t->prev_ts = r->timestamp_ms;
+    return 0;
+}
+
+/* The next valid request in file order: 1, 0 at end of file, -1 on error. */
+static int read_valid(sim_trace *t, sim_request **out, sim_err *err)
+{
+    for (;;) {
+        errno = 0;
+        ssize_t len = getline(&t->line, &t->line_cap, t->f);
+        if (len < 0) {
+            if (ferror(t->f)) return sim_errf(err, "%s: read error: %s", t->name, strerror(errno));
+            return 0;
+        }
+        t->lineno++;
+        int rc = parse_line(t, (size_t)len, out, err);
+        if (rc == 1 && check_order(t, *out, err)) {
+            sim_request_free(*out);
+            *out = NULL;
+            rc = -1;
+        }
+        if (rc == 1) return 1;
+        if (rc < 0 && !absorb_bad_line(t, err)) return -1;
+    }
+}
+
+/* ---- sort mode: load everything, stable-sort by timestamp -------------- */
+
+/* Line numbers are unique, so ordering ties by line makes qsort stable. */
+static int cmp_request_time(const void *a, const void *b)
+{
+    const sim_request *x = *(sim_request *const *)a, *y = *(sim_request *const *)b;
+    if (x->timestamp_ms != y->timestamp_ms) return x->timestamp_ms < y->timestamp_ms ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+static int load_sorted(sim_trace *t, sim_err *err)
+{
+    size_t cap = 0;
+    sim_request *r;
+    int rc;
+    t->loaded = true;
+    while ((rc = read_valid(t, &r, err)) == 1) {
+        if (t->nsorted == cap) t->sorted = sim_xrealloc(t->sorted, (cap = cap ? 2 * cap : 1024) * sizeof *t->sorted);
+        t->sorted[t->nsorted++] = r;
+    }
+    if (rc < 0) return -1;
+    if (t->nsorted) qsort(t->sorted, t->nsorted, sizeof *t->sorted, cmp_request_time);
+    return 0;
+}
+
+static int next_sorted(sim_trace *t, sim_request **out, sim_err *err)
+{
+    if (!t->loaded && load_sorted(t, err)) return -1;
+    if (t->next_sorted == t->nsorted) return 0;
+    *out = t->sorted[t->next_sorted++];
+    return 1;
+}
+
+/* ---- the public stream: order, then sampling, then limit --------------- */
+
+int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err)
+{
+    *req = NULL;
+    while (!t->opts.limit || t->emitted < t->opts.limit) {
+        sim_request *r;
+        int rc = t->opts.sort ? next_sorted(t, &r, err) : read_valid(t, &r, err);
+        if (rc <= 0) return rc;
+        if (t->rng && gsl_rng_uniform(t->rng) >= t->opts.sample) {
+            sim_request_free(r);
+            continue;
+        }
+        r->index = t->emitted++;
+        *req = r;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- fingerprint -------------------------------------------------------- */
+
+int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return sim_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    XXH64_state_t *st = XXH64_createState();
+    XXH64_reset(st, 0);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH64_update(st, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    *out = XXH64_digest(st);
+    XXH64_freeState(st);
+    return bad ? sim_errf(err, "%s: read error", path) : 0;
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* A set of 64-bit block keys: open addressing with linear probing. Keys are
+ * XXH3 outputs, already uniformly spread, so the low bits index directly;
+ * 0 marks an empty slot and the key 0 itself is tracked by a flag. */
+typedef struct key_set {
+    uint64_t *slots;
+    size_t mask;
+    size_t count;
+    bool has_zero;
+} key_set;
+
+static void key_set_init(key_set *s)
+{
+    s->mask = (1u << 16) - 1;
+    s->slots = sim_xcalloc(s->mask + 1, sizeof *s->slots);
+    s->count = 0;
+    s->has_zero = false;
+}
+
+static size_t key_set_slot(const key_set *s, uint64_t key)
+{
+    size_t i = (size_t)key & s->mask;
+    while (s->slots[i] && s->slots[i] != key) i = (i + 1) & s->mask;
+    return i;
+}
+
+static bool key_set_has(const key_set *s, uint64_t key)
+{
+    return key ? s->slots[key_set_slot(s, key)] == key : s->has_zero;
+}
+
+static void key_set_grow(key_set *s)
+{
+    key_set old = *s;
+    s->mask = 2 * old.mask + 1;
+    s->slots = sim_xcalloc(s->mask + 1, sizeof *s->slots);
+    for (size_t i = 0; i <= old.mask; i++)
+        if (old.slots[i]) s->slots[key_set_slot(s, old.slots[i])] = old.slots[i];
+    free(old.slots);
+}
+
+static void key_set_add(key_set *s, uint64_t key)
+{
+    if (!key) {
+        s->count += !s->has_zero;
+        s->has_zero = true;
+        return;
+    }
+    size_t i = key_set_slot(s, key);
+    if (s->slots[i]) return;
+    s->slots[i] = key;
+    if (++s->count * 4 > (s->mask + 1) * 3) key_set_grow(s);
+}
+
+/* A growable array of doubles (request lengths, for the quantiles). */
+typedef struct dvec {
+    double *v;
+    size_t n, cap;
+} dvec;
+
+static void dvec_push(dvec *d, double x)
+{
+    if (d->n == d->cap) d->v = sim_xrealloc(d->v, (d->cap = d->cap ? 2 * d->cap : 1024) * sizeof *d->v);
+    d->v[d->n++] = x;
+}
+
+static void summarize(dvec *d, double *mean, double *p50, double *p99)
+{
+    *mean = *p50 = *p99 = 0;
+    if (!d->n) return;
+    gsl_sort(d->v, 1, d->n);
+    *mean = gsl_stats_mean(d->v, 1, d->n);
+    *p50 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.50);
+    *p99 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.99);
+}
+
+typedef struct stats_acc {
+    key_set seen;
+    dvec input, output;
+    int64_t first_ns, last_ns;
+    int64_t hit_blocks;
+    double tokens, hit_tokens;
+} stats_acc;
+
+/* DESIGN §4 against an infinite cache: the prefix hit is the leading run of
+ * keys already seen; then every key of the request enters the cache. */
+static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
+{
+    if (s->requests == 0 || r->arrival_ns < a->first_ns) a->first_ns = r->arrival_ns;
+    if (s->requests == 0 || r->arrival_ns > a->last_ns) a->last_ns = r->arrival_ns;
+    s->requests++;
+    dvec_push(&a->input, r->input_len);
+    dvec_push(&a->output, r->output_len);
+    int32_t hit = 0;
+    while (hit < r->nblocks && key_set_has(&a->seen, r->keys[hit])) hit++;
+    for (int32_t i = hit; i < r->nblocks; i++) key_set_add(&a->seen, r->keys[i]);
+    s->blocks += r->nblocks;
+    a->hit_blocks += hit;
+    a->tokens += r->input_len;
+    a->hit_tokens += fmin((double)hit * block_tokens, (double)r->input_len);
+}
+
+static void stats_finish(stats_acc *a, sim_trace_stats *s)
+{
+    s->duration_s = s->requests ? sim_ns_to_s(a->last_ns - a->first_ns) : 0;
+    s->arrival_rate = s->duration_s > 0 ? (double)s->requests / s->duration_s : 0;
+    summarize(&a->input, &s->input_mean, &s->input_p50, &s->input_p99);
+    summarize(&a->output, &s->output_mean, &s->output_p50, &s->output_p99);
+    s->distinct_blocks = (int64_t)a->seen.count;
+    s->max_hit_rate_blocks = s->blocks ? (double)a->hit_blocks / (double)s->blocks : 0;
+    s->max_hit_rate_tokens = a->tokens > 0 ? a->hit_tokens / a->tokens : 0;
+}
+
+int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err)
+{
+    sim_trace *t;
+    memset(out, 0, sizeof *out);
+    if (sim_trace_open(&t, path, opts, err)) return -1;
+    stats_acc acc = {0};
+    key_set_init(&acc.seen);
+    sim_request *r;
+    int rc;
+    while ((rc = sim_trace_next(t, &r, err)) == 1) {
+        stats_add(&acc, out, r, opts->block_tokens);
+        sim_request_free(r);
+    }
+    if (rc == 0) {
+        stats_finish(&acc, out);
+        out->skipped = sim_trace_skipped(t);
+    }
+    free(acc.seen.slots);
+    free(acc.input.v);
+    free(acc.output.v);
+    sim_trace_close(t);
+    return rc;
+}

@@ -1,0 +1,119 @@
+/* tests/test_engine.c — the event heap's ordering and deterministic
+ * tie-breaking, and the exact TBT top-k against a brute-force reference. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+#include <stdlib.h>
+
+#include "sim/cluster.h"
+#include "sim/engine.h"
+
+/* Simultaneous events pop in insertion order; the clock follows. */
+static void test_tie_break_by_insertion(void **state)
+{
+    sim_engine e;
+    sim_event ev;
+    sim_engine_init(&e);
+    sim_engine_push(&e, 50, 0, 1, NULL);
+    sim_engine_push(&e, 10, 0, 2, NULL);
+    sim_engine_push(&e, 50, 0, 3, NULL);
+    sim_engine_push(&e, 10, 0, 4, NULL);
+    sim_engine_push(&e, 50, 0, 5, NULL);
+    int expect[] = {2, 4, 1, 3, 5};
+    for (int i = 0; i < 5; i++) {
+        assert_true(sim_engine_pop(&e, &ev));
+        assert_int_equal(ev.target, expect[i]);
+        assert_int_equal(e.now, ev.time);
+    }
+    assert_false(sim_engine_pop(&e, &ev));
+    assert_int_equal(e.processed, 5);
+    sim_engine_free(&e);
+}
+
+/* 10,000 random times (many equal) pop sorted by (time, seq). */
+static void test_random_order(void **state)
+{
+    sim_engine e;
+    sim_event ev, prev = {0};
+    sim_engine_init(&e);
+    srand(7);
+    for (int i = 0; i < 10000; i++) sim_engine_push(&e, rand() % 500, 0, i, NULL);
+    for (int i = 0; i < 10000; i++) {
+        assert_true(sim_engine_pop(&e, &ev));
+        if (i) assert_true(prev.time < ev.time || (prev.time == ev.time && prev.seq < ev.seq));
+        prev = ev;
+    }
+    sim_engine_free(&e);
+}
+
+/* An event scheduled in the past is clamped to now: time never goes back. */
+static void test_no_time_travel(void **state)
+{
+    sim_engine e;
+    sim_event ev;
+    sim_engine_init(&e);
+    sim_engine_push(&e, 100, 0, 0, NULL);
+    sim_engine_pop(&e, &ev);
+    sim_engine_push(&e, 40, 0, 1, NULL);
+    sim_engine_pop(&e, &ev);
+    assert_int_equal(ev.time, 100);
+    sim_engine_free(&e);
+}
+
+static int desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* TBT = mean of the longest max(1, floor(n/10)) intervals. By hand: intervals
+ * 1..25 → k = 2 → (25 + 24) / 2 = 24.5; 3 intervals → k = 1 → the max. */
+static void test_topk_by_hand(void **state)
+{
+    sim_topk t;
+    sim_topk_init(&t, 25);
+    for (int i = 1; i <= 25; i++) sim_topk_add(&t, (i * 7) % 25 + 1); /* a permutation of 1..25 */
+    assert_double_equal(sim_topk_mean(&t), 24.5, 1e-12);
+    sim_topk_free(&t);
+    sim_topk_init(&t, 3);
+    sim_topk_add(&t, 5);
+    sim_topk_add(&t, 9);
+    sim_topk_add(&t, 2);
+    assert_double_equal(sim_topk_mean(&t), 9, 0);
+    sim_topk_free(&t);
+}
+
+/* Random sequences against sorting every interval. */
+static void test_topk_matches_sort(void **state)
+{
+    srand(11);
+    for (int trial = 0; trial < 200; trial++) {
+        int n = 1 + rand() % 400;
+        double *v = malloc(sizeof(double) * (size_t)n);
+        sim_topk t;
+        sim_topk_init(&t, n);
+        for (int i = 0; i < n; i++) sim_topk_add(&t, v[i] = (rand() % 1000) / 7.0);
+        qsort(v, (size_t)n, sizeof *v, desc);
+        int k = n / 10 > 1 ? n / 10 : 1;
+        double s = 0;
+        for (int i = 0; i < k; i++) s += v[i];
+        assert_double_equal(sim_topk_mean(&t), s / k, 1e-9);
+        sim_topk_free(&t);
+        free(v);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tie_break_by_insertion), cmocka_unit_test(test_random_order),
+        cmocka_unit_test(test_no_time_travel),         cmocka_unit_test(test_topk_by_hand),
+        cmocka_unit_test(test_topk_matches_sort),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
