@@ -9,6 +9,7 @@ static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
     {"trace", "trace tools: stats, gen", cmd_trace},
     {"policies", "list every registered policy with its parameters", cmd_policies},
+    {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
