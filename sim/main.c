@@ -10,6 +10,7 @@ static const sim_cmd commands[] = {
     {"trace", "trace tools: stats, gen", cmd_trace},
     {"policies", "list every registered policy with its parameters", cmd_policies},
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
+    {"plan", "smallest DRAM per node reaching a target share of the achievable hit rate", cmd_plan},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
