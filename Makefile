@@ -16,7 +16,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -g -I. $(WARN) $(PKG_CFLAGS)
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+BASE    := -std=c11 -D_GNU_SOURCE -g -I. $(WARN) $(PKG_CFLAGS) -DKVSIM_GIT='"$(GIT_REV)"'
 CFLAGS  := $(BASE) -O2
 SANFLAGS:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := $(PKG_LIBS) -lm -lpthread

@@ -32,6 +32,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "sched/registry.h"
 #include "sched/sched.h"
 #include "sim/cost.h"
 #include "sim/engine.h"
@@ -185,6 +186,8 @@ static int32_t hit_tokens(const cluster *c, const sim_request *r, int32_t blocks
     return t < r->input_len ? (int32_t)t : r->input_len;
 }
 
+static void free_req(req_state *s);
+
 /* ---- finishing a request -------------------------------------------------------- */
 
 static void write_row(cluster *c, req_state *q, sim_stage stage)
@@ -216,9 +219,7 @@ static void finish(cluster *c, req_state *q, sim_stage stage)
     write_row(c, q, stage);
     c->inflight--;
     if (c->eng.now > c->last_done) c->last_done = c->eng.now;
-    sim_topk_free(&q->topk);
-    sim_request_free(q->r);
-    free(q);
+    free_req(q);
 }
 
 /* ---- trace feed ----------------------------------------------------------------- */
@@ -486,19 +487,29 @@ static gsl_rng *rng_new(uint64_t seed)
     return r;
 }
 
-static int setup_policies(cluster *c, sim_err *err)
+int sim_cluster_check_policies(const sim_config *cfg, sim_err *err)
 {
-    const sim_config *cfg = c->cfg;
-    c->router = sched_router_lookup(cfg->router);
-    c->decoder = sched_decode_lookup(cfg->decode_policy);
-    c->admission = sched_admission_lookup(cfg->admission);
-    if (!c->router) return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
-    if (!c->decoder)
+    const sched_evict_entry *ev;
+    if (!sched_router_lookup(cfg->router))
+        return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
+    if (!sched_decode_lookup(cfg->decode_policy))
         return sim_errf(err, "policy.decode: unknown decode selector '%s' (see kvsim policies)", cfg->decode_policy);
-    if (!c->admission)
+    if (!sched_admission_lookup(cfg->admission))
         return sim_errf(err, "policy.admission: unknown admission policy '%s' (see kvsim policies)", cfg->admission);
     if (!sched_pd_lookup(cfg->pd_controller))
         return sim_errf(err, "policy.pd_controller: unknown controller '%s' (see kvsim policies)", cfg->pd_controller);
+    if (sched_evict_find(cfg->eviction, &ev, err))
+        return sim_errf(err, "kvstore.eviction: unknown eviction policy '%s' (see kvsim policies)", cfg->eviction);
+    return 0;
+}
+
+static int setup_policies(cluster *c, sim_err *err)
+{
+    const sim_config *cfg = c->cfg;
+    if (sim_cluster_check_policies(cfg, err)) return -1;
+    c->router = sched_router_lookup(cfg->router);
+    c->decoder = sched_decode_lookup(cfg->decode_policy);
+    c->admission = sched_admission_lookup(cfg->admission);
     if ((c->router->create && c->router->create(&c->router_st, cfg->params, err)) ||
         (c->decoder->create && c->decoder->create(&c->decoder_st, cfg->params, err)) ||
         (c->admission->create && c->admission->create(&c->admission_st, cfg->params, err)))
@@ -547,29 +558,33 @@ static int setup(cluster *c, const sim_config *cfg, sim_results *db, sim_err *er
     return sim_trace_open(&c->trace, cfg->trace_path, &cfg->trace, err);
 }
 
-static void drain_queue(req_queue *q)
+static void free_req(req_state *s)
 {
-    for (req_state *s; (s = queue_pop(q)) != NULL;) {
-        sim_topk_free(&s->topk);
-        sim_request_free(s->r);
-        free(s);
-    }
+    sim_topk_free(&s->topk);
+    sim_request_free(s->r);
+    free(s);
 }
 
-/* Free whatever a failed run left in flight, then every structure. */
+static void drain_queue(req_queue *q)
+{
+    for (req_state *s; (s = queue_pop(q)) != NULL;) free_req(s);
+}
+
+/* Free whatever a failed run left in flight, then every structure. Each
+ * request lives in exactly one place: an ARRIVAL or KV_READY event, a
+ * prefill queue or slot, a decode waiting queue or batch. */
 static void teardown(cluster *c)
 {
     sim_event ev;
     while (sim_engine_pop(&c->eng, &ev))
-        if (ev.kind == EV_ARRIVAL) {
-            req_state *q = ev.data;
-            sim_request_free(q->r);
-            free(q);
-        }
+        if (ev.kind == EV_ARRIVAL || ev.kind == EV_KV_READY) free_req(ev.data);
     for (int i = 0; c->inst && i < c->n_inst; i++) {
-        drain_queue(&c->inst[i].queue);
-        drain_queue(&c->inst[i].waiting);
-        free(c->inst[i].batch);
+        instance *in = &c->inst[i];
+        drain_queue(&in->queue);
+        drain_queue(&in->waiting);
+        if (in->running) free_req(in->running);
+        for (int b = 0; b < in->nbatch; b++) free_req(in->batch[b]);
+        free(in->batch);
     }
     if (c->router_st) c->router->destroy(c->router_st);
     if (c->decoder_st) c->decoder->destroy(c->decoder_st);

@@ -20,6 +20,9 @@
  * Trace errors (bad lines) fail the run with the reader's message. */
 int sim_cluster_run(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err);
 
+/* Every policy name in cfg exists in its registry (errors name the key). */
+int sim_cluster_check_policies(const sim_config *cfg, sim_err *err);
+
 /* TBT of DESIGN §4: the mean of the longest 10% (at least one) of a request's
  * inter-token intervals. Kept exactly without storing every interval: a
  * min-heap of the k = max(1, floor(intervals/10)) largest seen so far. */

@@ -141,7 +141,7 @@ static int replay(const run_args *a)
     double t0 = sim_wall_seconds();
     uint64_t fp;
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
-    if (sim_trace_fingerprint(cfg.trace_path, &fp, &err) || sim_results_open(&db, a->db, &err)) goto out;
+    if (sim_cluster_check_policies(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) || sim_results_open(&db, a->db, &err)) goto out;
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
     sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed};
     int64_t run_id;

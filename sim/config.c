@@ -66,7 +66,7 @@ static int set_path(json_t *root, const json_t *schema, const char *path, json_t
             if (!next && is_free_form(path)) json_object_set_new(parent, tok, next = json_object());
             if (!json_is_object(next)) {
                 json_decref(value);
-                return sim_errf(err, "--set %s: unknown config key", path);
+                return sim_errf(err, "--set: unknown config key '%s'", path);
             }
             parent = next;
         }
@@ -74,7 +74,7 @@ static int set_path(json_t *root, const json_t *schema, const char *path, json_t
     const char *leaf = last ? last + 1 : buf;
     if (!json_path_get(schema, path) && !is_free_form(path)) {
         json_decref(value);
-        return sim_errf(err, "--set %s: unknown config key", path);
+        return sim_errf(err, "--set: unknown config key '%s'", path);
     }
     json_object_set_new(parent, leaf, value);
     return 0;

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tests/bench.sh — kvsim benchmarks (`make bench`). Timing targets live here,
+# never in tests. Every figure is printed with the command that produced it
+# and appended as a row to build/bench.tsv (bench, metric, value, unit,
+# command), loaded into build/bench.db when the sqlite3 shell exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KVSIM=build/kvsim
+SHARED=../shared/traces/mooncake_synthetic_trace.jsonl
+OUT=build/bench.tsv
+mkdir -p build/bench
+: >"$OUT"
+
+record() { # bench metric value unit command
+  printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$OUT"
+  printf '  %-34s %12s %-10s  $ %s\n' "$2" "$3" "$4" "$5"
+}
+
+# Wall seconds and peak RSS (MiB) of one command, via GNU time when present.
+measure() { # bench label command...
+  local bench=$1 label=$2; shift 2
+  local t0 t1 rss=""
+  t0=$(date +%s.%N)
+  if [ -x /usr/bin/time ]; then
+    rss=$(/usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1)
+  else
+    "$@" >/dev/null
+  fi
+  t1=$(date +%s.%N)
+  record "$bench" "$label wall" "$(echo "$t1 - $t0" | bc -l | xargs printf '%.3f')" s "$*"
+  [ -n "$rss" ] && record "$bench" "$label peak RSS" "$(echo "$rss / 1024" | bc -l | xargs printf '%.1f')" MiB "$*"
+  return 0
+}
+
+section_run() {
+  echo "== kvsim run: whole-command time and peak memory"
+  if [ -f "$SHARED" ]; then
+    measure run "synthetic 8P8D kvsim run" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json
+  else
+    echo "  skip: $SHARED not present"
+  fi
+  local big=build/bench/gen-1m.jsonl
+  [ -f "$big" ] || $KVSIM trace gen --requests 1000000 --rate 300 --seed 7 -o "$big"
+  measure run "1M-request 8P8D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
+    --set cluster.prefill=64 --set cluster.decode=64
+  local small=build/bench/gen-100k.jsonl
+  [ -f "$small" ] || $KVSIM trace gen --requests 100000 --rate 30 --seed 7 -o "$small"
+  measure run "100k-request 8P8D kvsim run" $KVSIM run --trace "$small" --config configs/clusters/mooncake-8p8d.json \
+    --set cluster.prefill=64 --set cluster.decode=64
+}
+
+sections=(section_run)
+for s in "${sections[@]}"; do "$s"; done
+
+if command -v sqlite3 >/dev/null; then
+  rm -f build/bench.db
+  sqlite3 build/bench.db "CREATE TABLE bench(bench TEXT, metric TEXT, value REAL, unit TEXT, command TEXT);" \
+    ".mode tabs" ".import $OUT bench"
+  echo "results: $OUT and build/bench.db (table bench)"
+else
+  echo "results: $OUT"
+fi

@@ -1,0 +1,349 @@
+/* tests/test_run.c — `kvsim run` end to end: determinism, conservation
+ * invariants under every baseline policy, the sanity of the model on the
+ * shared Mooncake trace, and bad input (exit 2 with a message naming it).
+ *
+ * Runs go through the CLI into SQLite files; the invariants are checked with
+ * SQL over the requests table, against bounds computed from the cost model. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "sim/config.h"
+#include "sim/cost.h"
+
+/* ---- a small trace with shared prefixes ---------------------------------- */
+
+/* 240 requests, one every 150 ms; 4 "system prompts" of 6 blocks shared by
+ * turns; inputs 3,000–9,000 tokens; outputs 1–120 tokens. Deterministic. */
+static char *small_trace(void)
+{
+    size_t cap = 1 << 20, n = 0;
+    char *text = malloc(cap);
+    int64_t next_id = 1000;
+    for (int i = 0; i < 240; i++) {
+        int prompt = (i * 7) % 4, input = 3000 + (i * 997) % 6001, output = 1 + (i * 31) % 120;
+        int blocks = (input + 511) / 512;
+        n += (size_t)snprintf(text + n, cap - n, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, "
+                                                 "\"hash_ids\": [", i * 150, input, output);
+        for (int b = 0; b < blocks; b++) {
+            long long id = b < 6 ? prompt * 10 + b : next_id++;
+            n += (size_t)snprintf(text + n, cap - n, "%s%lld", b ? ", " : "", id);
+        }
+        n += (size_t)snprintf(text + n, cap - n, "]}\n");
+    }
+    char *path = tu_write_temp(text);
+    free(text);
+    return path;
+}
+
+static char *trace_path;
+
+static int setup_trace(void **state)
+{
+    trace_path = small_trace();
+    return 0;
+}
+
+static int remove_trace(void **state)
+{
+    unlink(trace_path);
+    free(trace_path);
+    return 0;
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static json_t *run_json(const char *extra)
+{
+    char args[2048];
+    snprintf(args, sizeof args, "run --trace %s --json %s", trace_path, extra);
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0) fprintf(stderr, "kvsim %s\n%s", args, r.err);
+    assert_int_equal(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    tu_free(&r);
+    return j;
+}
+
+static char *temp_db(void)
+{
+    char *p = tu_write_temp("");
+    unlink(p);
+    return p;
+}
+
+/* One number from a SQL query. */
+static double sql_num(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    double v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : -1;
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* All request rows rendered as text, in id order. */
+static char *dump_requests(const char *db_path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT * FROM requests ORDER BY id", -1, &st, NULL), SQLITE_OK);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    out[0] = 0;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int c = 1; c < sqlite3_column_count(st); c++) { /* column 0 is run_id */
+            const char *v = (const char *)sqlite3_column_text(st, c);
+            size_t need = strlen(v ? v : "NULL") + 2;
+            if (n + need >= cap) out = realloc(out, cap *= 2);
+            n += (size_t)snprintf(out + n, cap - n, "%s|", v ? v : "NULL");
+        }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+static void strip_wall(json_t *summary)
+{
+    json_object_del(summary, "wall_seconds");
+    json_object_del(summary, "run_id");
+}
+
+/* ---- determinism ------------------------------------------------------------- */
+
+/* Same trace + config + seed ⇒ identical summary (wall time aside) and
+ * identical request rows; with noise on, a different seed changes them. */
+static void test_determinism(void **state)
+{
+    char *db1 = temp_db(), *db2 = temp_db(), args[512];
+    const char *noisy = "--set cost.noise=0.1 --set policy.router=random --seed 5";
+    snprintf(args, sizeof args, "%s --db %s", noisy, db1);
+    json_t *a = run_json(args);
+    snprintf(args, sizeof args, "%s --db %s", noisy, db2);
+    json_t *b = run_json(args);
+    strip_wall(a);
+    strip_wall(b);
+    assert_true(json_equal(a, b));
+    char *ra = dump_requests(db1), *rb = dump_requests(db2);
+    assert_string_equal(ra, rb);
+    json_t *c = run_json("--set cost.noise=0.1 --set policy.router=random --seed 6");
+    strip_wall(c);
+    assert_false(json_equal(a, c));
+    free(ra), free(rb), json_decref(a), json_decref(b), json_decref(c);
+    unlink(db1), unlink(db2), free(db1), free(db2);
+}
+
+/* ---- conservation --------------------------------------------------------------- */
+
+static void check_invariants(const char *db_path, const char *label)
+{
+    sqlite3 *db;
+    sim_config cfg;
+    sim_cost cost;
+    sim_err err;
+    assert_int_equal(sim_config_load(&cfg, NULL, NULL, 0, &err), 0);
+    assert_int_equal(sim_cost_init(&cost, &cfg, &err), 0);
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    /* every request ends exactly once (id is the primary key; count = 240) */
+    assert_int_equal((int)sql_num(db, "SELECT COUNT(*) FROM requests"), 240);
+    assert_int_equal((int)sql_num(db, "SELECT COUNT(DISTINCT id) FROM requests"), 240);
+    assert_int_equal((int)sql_num(db, "SELECT COUNT(*) FROM requests WHERE status NOT IN ('completed','rejected')"),
+                     0);
+    /* tokens emitted = Σ output_length of completed requests; rejected emit none */
+    assert_true(sql_num(db, "SELECT SUM(tokens) - SUM(output_len) FROM requests WHERE status='completed'") == 0);
+    assert_true(sql_num(db, "SELECT COALESCE(SUM(tokens),0) FROM requests WHERE status='rejected'") == 0);
+    /* TTFT ≥ the prefill time of its uncached part; TBT ≥ the smallest
+     * iteration it could have seen (batch of one holding its own context). */
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT input_len, hit_tokens, ttft_ms, tbt_ms, output_len FROM requests"
+                                        " WHERE status='completed'",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    int rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int n = sqlite3_column_int(st, 0), hit = sqlite3_column_int(st, 1), out = sqlite3_column_int(st, 4);
+        double ttft = sqlite3_column_double(st, 2) / 1e3;
+        if (ttft + 1e-9 < sim_cost_prefill_s(&cost, n, hit)) fail_msg("%s: TTFT %g below prefill time", label, ttft);
+        if (out > 1) {
+            double tbt = sqlite3_column_double(st, 3) / 1e3;
+            if (tbt + 1e-9 < sim_cost_decode_iter_s(&cost, 1, n))
+                fail_msg("%s: TBT %g below the smallest iteration", label, tbt);
+        } else {
+            assert_int_equal(sqlite3_column_type(st, 3), SQLITE_NULL);
+        }
+        rows++;
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(rows, (int)sql_num(db, "SELECT COUNT(*) FROM requests WHERE status='completed'"));
+    sqlite3_close(db);
+    sim_config_free(&cfg);
+}
+
+/* Invariants hold under every router, both scopes, and both admission
+ * policies (a tight TTFT SLO makes slo_reject reject some requests). */
+static void test_conservation_all_policies(void **state)
+{
+    const char *routers[] = {"random", "round_robin", "least_loaded", "cache_aware_local"};
+    const char *variants[] = {"", "--set policy.admission=slo_reject --set slo.ttft_ms=800",
+                              "--set cluster.scope=local --set cluster.layerwise=false"};
+    int rejected = 0;
+    for (size_t r = 0; r < 4; r++)
+        for (size_t v = 0; v < 3; v++) {
+            char *db = temp_db(), args[512], label[128];
+            snprintf(args, sizeof args, "--set policy.router=%s %s --set cluster.prefill=2 --set cluster.decode=2 --db %s",
+                     routers[r], variants[v], db);
+            snprintf(label, sizeof label, "%s/%zu", routers[r], v);
+            json_t *s = run_json(args);
+            rejected += (int)json_integer_value(json_object_get(json_object_get(s, "rejected"), "total"));
+            check_invariants(db, label);
+            json_decref(s);
+            unlink(db);
+            free(db);
+        }
+    assert_true(rejected > 0); /* slo_reject did reject */
+}
+
+/* ---- the model's sanity on the shared trace ------------------------------------ */
+
+static double mean_ttft_shared(const char *extra)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "run --trace %s --json --set cluster.prefill=4 --set cluster.decode=4 %s", SHARED_TRACE,
+             extra);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    double v = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
+    json_decref(j);
+    tu_free(&r);
+    return v;
+}
+
+/* cache_aware_local beats random on mean TTFT on 4P4D: in local scope at the
+ * trace's own speed (random scatters prefixes), and in global scope at 0.7×
+ * speed (below saturation, where placement matters). */
+static void test_cache_aware_beats_random(void **state)
+{
+    if (!tu_shared_trace()) skip();
+    double rnd = mean_ttft_shared("--set policy.router=random --set cluster.scope=local");
+    double cal = mean_ttft_shared("--set policy.router=cache_aware_local --set cluster.scope=local");
+    printf("local 4P4D: random %.0f ms, cache_aware_local %.0f ms\n", rnd, cal);
+    assert_true(cal < rnd);
+    rnd = mean_ttft_shared("--set policy.router=random --speed 0.7");
+    cal = mean_ttft_shared("--set policy.router=cache_aware_local --speed 0.7");
+    printf("global 4P4D at 0.7x: random %.0f ms, cache_aware_local %.0f ms\n", rnd, cal);
+    assert_true(cal < rnd);
+}
+
+/* Raising the replay speed raises TTFT and lowers SLO attainment. */
+static void test_speed_raises_ttft(void **state)
+{
+    if (!tu_shared_trace()) skip();
+    double prev_ttft = 0, prev_slo = 2;
+    const char *speeds[] = {"0.5", "0.7", "1"};
+    for (int i = 0; i < 3; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "run --trace %s --json --speed %s", SHARED_TRACE, speeds[i]);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        json_t *j = json_loads(r.out, 0, NULL);
+        double ttft = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
+        double slo = json_number_value(json_object_get(j, "slo_attainment"));
+        printf("speed %s: mean TTFT %.0f ms, SLO attainment %.3f\n", speeds[i], ttft, slo);
+        assert_true(ttft > prev_ttft);
+        assert_true(slo < prev_slo);
+        prev_ttft = ttft, prev_slo = slo;
+        json_decref(j);
+        tu_free(&r);
+    }
+}
+
+/* ---- bad input ------------------------------------------------------------------ */
+
+static void expect_usage_error(const char *args, const char *message)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != 2 || !strstr(r.err, message))
+        fail_msg("kvsim %s: status %d, stderr '%s', expected 2 and '%s'", args, r.status, r.err, message);
+    tu_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    char args[1024], *bad = tu_write_temp("{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, "
+                                          "\"hash_ids\": [1]}\n{\"timestamp\": 1, \"output_length\": 5}\n");
+    char *empty = tu_write_temp(""), *badcfg = tu_write_temp("{\"cluster\": {\"prefil\": 3}}");
+    char *notjson = tu_write_temp("{\"cluster\": ");
+    expect_usage_error("run --set policy.router=nope", "policy.router: unknown router 'nope'");
+    expect_usage_error("run --set policy.admission=nope", "unknown admission policy 'nope'");
+    expect_usage_error("run --set kvstore.eviction=nope", "unknown eviction policy 'nope'");
+    expect_usage_error("run --set cluster.foo=1", "unknown config key 'cluster.foo'");
+    expect_usage_error("run --set model=gpt-17", "unknown models preset 'gpt-17'");
+    expect_usage_error("run --set hardware=abacus", "unknown hardware preset 'abacus'");
+    expect_usage_error("run --set cluster.prefill=0", "cluster.prefill");
+    expect_usage_error("run --set kvstore.dram_bytes=-5", "kvstore.dram_bytes");
+    expect_usage_error("run --set kvstore.dram_bytes=\\\"12XB\\\"", "unknown suffix 'XB'");
+    expect_usage_error("run --set cluster.scope=\\\"nearby\\\"", "cluster.scope");
+    expect_usage_error("run --set nokey", "expected key.path=value");
+    expect_usage_error("run --frobnicate", "unknown or incomplete option");
+    expect_usage_error("run --trace /nonexistent/t.jsonl", "/nonexistent/t.jsonl");
+    snprintf(args, sizeof args, "run --trace %s", bad);
+    expect_usage_error(args, ":2: input_length: missing");
+    snprintf(args, sizeof args, "run --trace %s", empty);
+    expect_usage_error(args, "no requests");
+    snprintf(args, sizeof args, "run --config %s", badcfg);
+    expect_usage_error(args, "unknown config key 'cluster.prefil'");
+    snprintf(args, sizeof args, "run --config %s", notjson);
+    expect_usage_error(args, notjson);
+    snprintf(args, sizeof args, "run --trace %s --db /nonexistent/dir/x.db", trace_path);
+    expect_usage_error(args, "/nonexistent/dir/x.db");
+    unlink(bad), unlink(empty), unlink(badcfg), unlink(notjson);
+    free(bad), free(empty), free(badcfg), free(notjson);
+}
+
+/* --help on run and policies; the summary fields the brief promises. */
+static void test_help_and_summary_fields(void **state)
+{
+    cli_result r = tu_kvsim("run --help");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "usage: kvsim run"));
+    tu_free(&r);
+    r = tu_kvsim("policies");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "cache_aware_local"));
+    assert_non_null(strstr(r.out, "slo_reject"));
+    tu_free(&r);
+    json_t *s = run_json("");
+    const char *keys[] = {"requests",           "completed",   "rejected",     "ttft_ms", "tbt_ms",
+                          "slo_attainment",     "goodput_rps", "hit_rate_blocks", "hit_rate_tokens",
+                          "prefill_gpu_s_mean", "sim_seconds", "wall_seconds", "events"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!json_object_get(s, keys[i])) fail_msg("summary lacks '%s'", keys[i]);
+    const char *q[] = {"mean", "p50", "p90", "p99"};
+    for (size_t i = 0; i < 4; i++) assert_non_null(json_object_get(json_object_get(s, "ttft_ms"), q[i]));
+    assert_int_equal(json_integer_value(json_object_get(s, "requests")), 240);
+    json_decref(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_conservation_all_policies),
+        cmocka_unit_test(test_cache_aware_beats_random),
+        cmocka_unit_test(test_speed_raises_ttft),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_help_and_summary_fields),
+    };
+    return cmocka_run_group_tests(tests, setup_trace, remove_trace);
+}
