@@ -24,8 +24,10 @@ static void append_request(kv_replay_trace *t, const sim_request *r, int64_t *re
         t->input_len = sim_xrealloc(t->input_len, (size_t)*req_cap * sizeof *t->input_len);
         t->cls = sim_xrealloc(t->cls, (size_t)*req_cap);
     }
-    while (t->nblocks + r->nblocks > *blk_cap) *blk_cap *= 2;
-    t->keys = sim_xrealloc(t->keys, (size_t)*blk_cap * sizeof *t->keys);
+    if (t->nblocks + r->nblocks > *blk_cap) {
+        while (t->nblocks + r->nblocks > *blk_cap) *blk_cap *= 2;
+        t->keys = sim_xrealloc(t->keys, (size_t)*blk_cap * sizeof *t->keys);
+    }
     memcpy(t->keys + t->nblocks, r->keys, (size_t)r->nblocks * sizeof *t->keys);
     t->input_len[t->nreq] = r->input_len;
     t->cls[t->nreq] = (uint8_t)r->cache;
