@@ -154,10 +154,18 @@ typedef enum field_id {
     F_TIMESTAMP, F_INPUT, F_OUTPUT, F_HASH_IDS, F_SESSION, F_CACHE, F_SLO_TTFT, F_SLO_TBT, NFIELDS
 } field_id;
 
-static const char *const field_names[NFIELDS] = {
-    [F_TIMESTAMP] = "timestamp", [F_INPUT] = "input_length", [F_OUTPUT] = "output_length",
-    [F_HASH_IDS] = "hash_ids",   [F_SESSION] = "session",    [F_CACHE] = "cache",
-    [F_SLO_TTFT] = "slo_ttft_ms", [F_SLO_TBT] = "slo_tbt_ms",
+/* Each field's name, and its key as it appears on a line (for the recognizer). */
+typedef struct field_key {
+    const char *name;
+    const char *quoted;
+    size_t qlen;
+} field_key;
+
+#define FIELD_KEY(id, str) [id] = {str, "\"" str "\"", sizeof str + 1}
+static const field_key field_keys[NFIELDS] = {
+    FIELD_KEY(F_TIMESTAMP, "timestamp"), FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
+    FIELD_KEY(F_HASH_IDS, "hash_ids"),   FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
+    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
 };
 
 typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
@@ -218,7 +226,7 @@ static const char *raw_type_name(const raw_field *v)
 static int get_length(const sim_trace *t, const raw_line *raw, field_id f, int32_t *out, sim_err *err)
 {
     const raw_field *v = &raw->f[f];
-    const char *name = field_names[f];
+    const char *name = field_keys[f].name;
     if (v->kind == RAW_ABSENT) return line_err(t, err, name, "missing");
     if (v->kind != RAW_INT) return line_err(t, err, name, "expected an integer, got %s", raw_type_name(v));
     if (v->i < 0) return line_err(t, err, name, "%" PRId64 " is negative", v->i);
@@ -233,7 +241,7 @@ static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool 
                       sim_err *err)
 {
     const raw_field *v = &raw->f[f];
-    const char *name = field_names[f];
+    const char *name = field_keys[f].name;
     if (v->kind == RAW_ABSENT) return required ? line_err(t, err, name, "missing") : 0;
     if (v->kind != RAW_INT && v->kind != RAW_REAL)
         return line_err(t, err, name, "expected a number, got %s", raw_type_name(v));
@@ -370,7 +378,7 @@ static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
         line_err(t, err, "json", "expected an object, got %s", json_type_name(obj));
     } else {
         raw_line raw;
-        for (int f = 0; f < NFIELDS; f++) raw.f[f] = raw_from_json_value(json_object_get(obj, field_names[f]));
+        for (int f = 0; f < NFIELDS; f++) raw.f[f] = raw_from_json_value(json_object_get(obj, field_keys[f].name));
         r = request_from_raw(t, &raw, err);
     }
     json_decref(obj);
@@ -494,10 +502,14 @@ static const char *scan_value(sim_trace *t, field_id f, const char *p, const cha
     return q ? q : scan_real(p, end, &out->d);
 }
 
-static int field_by_name(const char *s, size_t n)
+/* A known key at p, tried from `expect` on (lines list their fields in a
+ * fixed order, so the first try nearly always matches); -1 if none. */
+static int match_key(const char *p, const char *end, int expect)
 {
-    for (int f = 0; f < NFIELDS; f++)
-        if (strlen(field_names[f]) == n && memcmp(field_names[f], s, n) == 0) return f;
+    for (int i = 0; i < NFIELDS; i++) {
+        int f = (expect + i) % NFIELDS;
+        if ((size_t)(end - p) >= field_keys[f].qlen && memcmp(p, field_keys[f].quoted, field_keys[f].qlen) == 0) return f;
+    }
     return -1;
 }
 
@@ -505,19 +517,15 @@ static int field_by_name(const char *s, size_t n)
 static bool recognize_line(sim_trace *t, const char *p, const char *end, raw_line *raw)
 {
     unsigned seen = 0;
-    memset(raw, 0, sizeof *raw);
+    for (int f = 0; f < NFIELDS; f++) raw->f[f].kind = RAW_ABSENT;
     p = skip_ws(p, end);
     if (p == end || *p++ != '{') return false;
     p = skip_ws(p, end);
     if (p < end && *p == '}') return skip_ws(p + 1, end) == end;
-    for (;;) {
-        const char *key;
-        size_t klen;
-        if (!(p = scan_plain_string(p, end, &key, &klen))) return false;
-        int f = field_by_name(key, klen);
-        if (f < 0 || (seen & 1u << f)) return false;
+    for (int f = 0;;) {
+        if ((f = match_key(p, end, f)) < 0 || (seen & 1u << f)) return false;
         seen |= 1u << f;
-        p = skip_ws(p, end);
+        p = skip_ws(p + field_keys[f].qlen, end);
         if (p == end || *p++ != ':') return false;
         if (!(p = scan_value(t, (field_id)f, skip_ws(p, end), end, &raw->f[f]))) return false;
         p = skip_ws(p, end);
