@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- kvsim trace stats -------------------------------------------------- */
 
@@ -202,10 +203,13 @@ static int set_gen_opt(const gen_opt *g, const char *arg, sim_tracegen_opts *o, 
     return 0;
 }
 
-/* Run the generator into `path`; a partial file is removed on failure. */
+/* Run the generator into `path`. On failure a file this run created is
+ * removed; an existing path (a device, a file being overwritten) is not. */
 static int write_trace(const sim_tracegen_opts *o, const char *path)
 {
     bool to_stdout = strcmp(path, "-") == 0;
+    struct stat st;
+    bool existed = to_stdout || stat(path, &st) == 0;
     FILE *out = to_stdout ? stdout : fopen(path, "w");
     char msg[1200];
     if (!out) {
@@ -218,7 +222,7 @@ static int write_trace(const sim_tracegen_opts *o, const char *path)
     bool write_failed = ferror(out) != 0;
     if (!to_stdout && fclose(out)) write_failed = true;
     if (rc || write_failed) {
-        if (!to_stdout) remove(path);
+        if (!existed) remove(path);
         if (!write_failed) return sim_usage_error("trace gen", err.msg);
         fprintf(stderr, "kvsim trace gen: %s: write error\n", path);
         return SIM_EXIT_INTERNAL;

@@ -146,7 +146,7 @@ static int generator_init(generator *g, const sim_tracegen_opts *o, sim_err *err
 
 static void generator_free(generator *g)
 {
-    for (int i = 0; i < g->o->max_live; i++) free(g->live[i].ids.v);
+    for (int i = 0; g->live && i < g->o->max_live; i++) free(g->live[i].ids.v);
     free(g->live);
     free(g->prompts);
     if (g->prompt_pick) gsl_ran_discrete_free(g->prompt_pick);
