@@ -136,6 +136,7 @@ static const gen_opt gen_opts[] = {
     {"prompt-sigma", GEN_DOUBLE, GEN_FIELD(prompt_sigma), "lognormal sigma of prompt lengths"},
     {"session-prob", GEN_DOUBLE, GEN_FIELD(session_prob), "probability a request continues a live session"},
     {"max-turns", GEN_INT, GEN_FIELD(max_turns), "requests per session at most"},
+    {"think-time", GEN_DOUBLE, GEN_FIELD(think_time), "seconds before a session's next turn may arrive"},
     {"max-live", GEN_INT, GEN_FIELD(max_live), "live sessions at most (the least recent ends)"},
     {"input-mean", GEN_DOUBLE, GEN_FIELD(input_mean), "mean new-turn input tokens (lognormal)"},
     {"input-sigma", GEN_DOUBLE, GEN_FIELD(input_sigma), "lognormal sigma of new-turn tokens"},

@@ -7,7 +7,8 @@
  *     whole blocks is drawn once, and its block ids are fixed, so sessions on
  *     the same prompt share that prefix.
  *   - multi-turn sessions: with probability session_prob a request continues
- *     a random live session. Its input is the previous input + the previous
+ *     a random live session that has been idle for at least think_time (the
+ *     user read the answer and typed the next turn). Its input is the previous input + the previous
  *     output + a new user turn, and it reuses the previous request's full
  *     blocks' ids (the partial last block changed, so it gets a fresh id).
  *     A session ends after max_turns requests, when its context would pass
@@ -35,11 +36,11 @@
 sim_tracegen_opts sim_tracegen_default_opts(void)
 {
     return (sim_tracegen_opts){
-        .requests = 1500,      .rate = 2.5,          .block_tokens = 512,  .prompts = 32,
-        .zipf = 1.0,           .prompt_mean = 2048,  .prompt_sigma = 0.6,  .session_prob = 0.5,
-        .max_turns = 10,       .max_live = 64,       .input_mean = 1000,   .input_sigma = 1.0,
-        .output_mean = 300,    .output_sigma = 0.8,  .max_input = 32768,   .max_output = 4096,
-        .seed = 1,
+        .requests = 1500,     .rate = 2.5,          .block_tokens = 512, .prompts = 32,
+        .zipf = 1.0,          .prompt_mean = 2048,  .prompt_sigma = 0.6, .session_prob = 0.5,
+        .max_turns = 10,      .think_time = 10,     .max_live = 64,      .input_mean = 1000,
+        .input_sigma = 1.0,   .output_mean = 300,   .output_sigma = 0.8, .max_input = 32768,
+        .max_output = 4096,   .seed = 1,
     };
 }
 
@@ -55,6 +56,7 @@ int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err)
     if (!(o->prompt_sigma >= 0) || !(o->input_sigma >= 0) || !(o->output_sigma >= 0))
         return sim_errf(err, "--prompt-sigma, --input-sigma and --output-sigma must not be negative");
     if (!(o->session_prob >= 0 && o->session_prob <= 1)) return sim_errf(err, "--session-prob must be in [0, 1]");
+    if (!(o->think_time >= 0)) return sim_errf(err, "--think-time must not be negative");
     if (o->max_turns < 1) return sim_errf(err, "--max-turns must be at least 1");
     if (o->max_live < 1) return sim_errf(err, "--max-live must be at least 1");
     if (o->max_input < 1 || o->max_output < 1) return sim_errf(err, "--max-input and --max-output must be at least 1");
@@ -84,7 +86,7 @@ typedef struct gen_prompt {
 typedef struct gen_session {
     int64_t id;
     int turns;            /* requests so far */
-    int64_t last_used;    /* index of its latest request, for LRU eviction */
+    double last_ms;       /* arrival of its latest request (think time, LRU eviction) */
     int32_t input_len, output_len;
     id_list ids;          /* hash ids of its latest request */
 } gen_session;
@@ -203,7 +205,7 @@ static int session_slot(generator *g)
     if (g->n_live == g->o->max_live) {
         int lru = 0;
         for (int i = 1; i < g->n_live; i++)
-            if (g->live[i].last_used < g->live[lru].last_used) lru = i;
+            if (g->live[i].last_ms < g->live[lru].last_ms) lru = i;
         end_session(g, lru);
     }
     return g->n_live++;
@@ -252,17 +254,34 @@ static const char *draw_cache_class(generator *g)
     return u < o->ephemeral_frac ? "ephemeral" : u < o->ephemeral_frac + o->context_frac ? "context" : NULL;
 }
 
-/* Build request `index` (without its timestamp); returns its session's slot. */
-static int make_request(generator *g, int64_t index, gen_request *req)
+/* A live session whose user has had think_time since its latest request
+ * (the answer has streamed back and the next turn is typed), chosen
+ * uniformly; -1 when none is ready. */
+static int pick_ready_session(generator *g, double now_ms)
+{
+    double think_ms = g->o->think_time * 1000.0;
+    int ready = 0;
+    for (int i = 0; i < g->n_live; i++) ready += g->live[i].last_ms + think_ms <= now_ms;
+    if (ready == 0) return -1;
+    unsigned long k = gsl_rng_uniform_int(g->rng, (unsigned long)ready);
+    for (int i = 0; i < g->n_live; i++)
+        if (g->live[i].last_ms + think_ms <= now_ms && k-- == 0) return i;
+    return -1;
+}
+
+/* Build the request arriving at req->timestamp_ms; returns its session's slot. */
+static int make_request(generator *g, gen_request *req)
 {
     int slot = -1;
-    if (g->n_live > 0 && gsl_rng_uniform(g->rng) < g->o->session_prob)
-        slot = continue_session(g, (int)gsl_rng_uniform_int(g->rng, (unsigned long)g->n_live));
+    if (g->n_live > 0 && gsl_rng_uniform(g->rng) < g->o->session_prob) {
+        int ready = pick_ready_session(g, req->timestamp_ms);
+        if (ready >= 0) slot = continue_session(g, ready);
+    }
     if (slot < 0) slot = start_session(g);
     gen_session *s = &g->live[slot];
     s->output_len = draw_len(g, g->o->output_mean, g->o->output_sigma, g->o->max_output);
     s->turns++;
-    s->last_used = index;
+    s->last_ms = req->timestamp_ms;
     req->input_len = s->input_len;
     req->output_len = s->output_len;
     req->session = s->id;
@@ -294,7 +313,7 @@ int sim_tracegen_write(const sim_tracegen_opts *o, FILE *out, const char *out_na
             rc = arr;
             break;
         }
-        int slot = make_request(&g, i, &req);
+        int slot = make_request(&g, &req);
         write_request(out, &req);
         /* after writing: the request used the session's id list */
         if (g.live[slot].turns >= o->max_turns) end_session(&g, slot);

@@ -657,16 +657,19 @@ static void test_gen_passes_reader(void **state)
 /* What the checker remembers of a session's latest request. */
 typedef struct seen_session {
     int turns;
+    double timestamp_ms;
     int32_t input_len, output_len;
     int32_t nblocks;
     int64_t ids[64];
 } seen_session;
 
-/* A continuation's input is previous input + previous output + a new turn
+/* A continuation arrives at least the think time (5 s) after its
+ * predecessor; its input is previous input + previous output + a new turn
  * (≥ 1 token); it reuses the previous request's floor(input/512) full
  * blocks' ids; its other ids are fresh (above every id seen so far). */
 static void check_continuation(const seen_session *prev, const sim_request *r, int64_t max_seen)
 {
+    assert_true(r->timestamp_ms >= prev->timestamp_ms + 5000);
     assert_true(r->input_len > prev->input_len + prev->output_len);
     int32_t full = prev->input_len / 512;
     assert_memory_equal(r->hash_ids, prev->ids, (size_t)full * sizeof *r->hash_ids);
@@ -675,7 +678,7 @@ static void check_continuation(const seen_session *prev, const sim_request *r, i
 
 static void test_gen_sessions_share_prefix(void **state)
 {
-    char *path = gen_trace("--requests 1000 --session-prob 0.7 --max-turns 6 --max-input 30000 --seed 11");
+    char *path = gen_trace("--requests 1000 --session-prob 0.7 --max-turns 6 --think-time 5 --max-input 30000 --seed 11");
     static seen_session sessions[GEN_N];
     memset(sessions, 0, sizeof sessions);
     sim_trace_opts o = sim_trace_default_opts();
@@ -695,6 +698,7 @@ static void test_gen_sessions_share_prefix(void **state)
             continuations++;
         }
         assert_true(++s->turns <= 6);
+        s->timestamp_ms = r->timestamp_ms;
         s->input_len = r->input_len;
         s->output_len = r->output_len;
         s->nblocks = r->nblocks;
