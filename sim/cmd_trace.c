@@ -72,6 +72,24 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
     json_decref(o);
 }
 
+/* Under --skip-bad, name the first skipped line: read again without
+ * skipping, up to the line that fails. */
+static void warn_skipped(const char *path, sim_trace_opts opts, int64_t skipped)
+{
+    sim_trace *t;
+    sim_request *r;
+    sim_err err;
+    opts.skip_bad = false;
+    opts.limit = 0;
+    if (sim_trace_open(&t, path, &opts, &err)) return;
+    int rc;
+    while ((rc = sim_trace_next(t, &r, &err)) == 1) sim_request_free(r);
+    if (rc < 0)
+        fprintf(stderr, "kvsim trace stats: warning: skipped %" PRId64 " bad line(s), the first: %s\n", skipped,
+                err.msg);
+    sim_trace_close(t);
+}
+
 static int trace_stats(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -104,6 +122,7 @@ static int trace_stats(int argc, char **argv)
     sim_trace_stats s;
     if (sim_trace_fingerprint(path, &fp, &err) || sim_trace_compute_stats(path, &opts, &s, &err))
         return sim_usage_error("trace stats", err.msg);
+    if (s.skipped) warn_skipped(path, opts, s.skipped);
     if (json)
         print_stats_json(path, fp, &s);
     else

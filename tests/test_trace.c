@@ -243,6 +243,8 @@ static void test_skip_bad(void **state)
     assert_int_equal(c.status, 0);
     assert_non_null(strstr(c.out, "\"skipped\": 2"));
     assert_non_null(strstr(c.out, "\"requests\": 3"));
+    assert_non_null(strstr(c.err, "skipped 2 bad line(s), the first: "));
+    assert_non_null(strstr(c.err, want));
     tu_free(&c);
     unlink(path);
     free(path);
