@@ -247,7 +247,7 @@ static int write_trace(const sim_tracegen_opts *o, const char *path)
         fprintf(stderr, "kvsim trace gen: %s: write error\n", path);
         return SIM_EXIT_INTERNAL;
     }
-    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, path);
+    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, to_stdout ? "stdout" : path);
     return SIM_EXIT_OK;
 }
 
