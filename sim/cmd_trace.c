@@ -118,6 +118,7 @@ static int trace_stats(int argc, char **argv)
     }
     if (optind != argc - 1) return sim_usage_error("trace stats", "expected exactly one FILE (see --help)");
     const char *path = argv[optind];
+    if (strcmp(path, "-") == 0) return sim_usage_error("trace stats", "FILE must be a file, not stdin (it is read twice)");
     uint64_t fp;
     sim_trace_stats s;
     if (sim_trace_fingerprint(path, &fp, &err) || sim_trace_compute_stats(path, &opts, &s, &err))

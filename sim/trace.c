@@ -3,11 +3,12 @@
  * optional sort, the file fingerprint and `kvsim trace stats` statistics.
  *
  * The reader sits on the hot path of every replay (`kvsim hitrate`,
- * `kvsim run`), so it keeps one reusable line buffer (getline), parses a
- * line at a time with jansson's json_loadb, and makes exactly one allocation
- * per request (the struct with its key and id arrays behind it). Memory does
- * not grow with trace length, except under `sort`, which must see the whole
- * file before it can return the first request. */
+ * `kvsim run`), so it keeps one reusable line buffer (getline), parses one
+ * line at a time (a strict recognizer for flat lines, jansson's json_loadb
+ * for everything else; see "one line -> one request" below), and makes
+ * exactly one allocation per request (the struct with its key and id arrays
+ * behind it). Memory does not grow with trace length, except under `sort`,
+ * which must see the whole file before it can return the first request. */
 #include "sim/trace.h"
 
 #include <ctype.h>
@@ -23,9 +24,6 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <jansson.h>
-/* Header-only xxHash: the 8-byte key hash inlines to a few instructions,
- * about 4x faster per block than a call into the shared library. */
-#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 /* The current line's hash ids and their chained keys, reused across lines. */
@@ -348,7 +346,12 @@ static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err 
         get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err) ||
         get_hash_ids(t, raw, fields.input_len, err))
         return NULL;
-    fields.arrival_ns = llround(fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed);
+    double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
+    if (arrival_ns >= 0x1p62) { /* int64 nanoseconds: ~146 years */
+        line_err(t, err, "timestamp", "%.15g is too large", fields.timestamp_ms);
+        return NULL;
+    }
+    fields.arrival_ns = llround(arrival_ns);
     return request_alloc(&fields, &t->ids);
 }
 

@@ -131,6 +131,8 @@ static void test_bad_negative(void **state)
                     "timestamp: -3 is negative");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
                     "input_length: 0 tokens (a request needs at least 1)");
+    expect_bad(2, "{\"timestamp\": 1e20, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
+                    "timestamp: 1e+20 is too large");
 }
 
 static void test_bad_wrong_types(void **state)
