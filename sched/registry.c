@@ -71,15 +71,18 @@ int sched_param_number(const json_t *params, const char *name, double def, doubl
 /* ---- conductor policies ------------------------------------------------ */
 
 extern const sched_router_ops sched_route_random, sched_route_round_robin, sched_route_least_loaded,
-    sched_route_cache_aware_local;
+    sched_route_cache_aware_local, sched_route_kvcentric;
 extern const sched_decode_ops sched_decode_least_loaded;
-extern const sched_admission_ops sched_admit_none, sched_admit_slo_reject;
+extern const sched_admission_ops sched_admit_none, sched_admit_slo_reject, sched_admit_baseline,
+    sched_admit_early_reject, sched_admit_early_reject_predict;
+extern const sched_pd_ops sched_pd_static, sched_pd_dynamic;
 
 static const sched_router_ops *const routers[] = {
     &sched_route_random,
     &sched_route_round_robin,
     &sched_route_least_loaded,
     &sched_route_cache_aware_local,
+    &sched_route_kvcentric,
 };
 
 static const sched_decode_ops *const decoders[] = {
@@ -89,16 +92,14 @@ static const sched_decode_ops *const decoders[] = {
 static const sched_admission_ops *const admissions[] = {
     &sched_admit_none,
     &sched_admit_slo_reject,
-};
-
-static const sched_pd_ops pd_static = {
-    .name = "static",
-    .help = "keep the configured prefill/decode split for the whole run",
-    .params = "",
+    &sched_admit_baseline,
+    &sched_admit_early_reject,
+    &sched_admit_early_reject_predict,
 };
 
 static const sched_pd_ops *const pd_controllers[] = {
-    &pd_static,
+    &sched_pd_static,
+    &sched_pd_dynamic,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -19,6 +19,7 @@ const char *const sim_stage_names[SIM_NSTAGES] = {
     [SIM_STAGE_AT_ARRIVAL] = "at_arrival",
     [SIM_STAGE_AFTER_PREFILL] = "after_prefill",
     [SIM_STAGE_TTFT_SLO] = "ttft_slo",
+    [SIM_STAGE_LOST] = "lost",
 };
 
 static const char schema_sql[] =
@@ -29,17 +30,19 @@ static const char schema_sql[] =
     " input_len INTEGER, output_len INTEGER, blocks INTEGER, prefill_inst INTEGER, decode_inst INTEGER,"
     " hit_blocks INTEGER, hit_tokens INTEGER, remote_blocks INTEGER, prefill_start_ms REAL,"
     " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
-    " tokens INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
-    "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT,"
-    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);";
+    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
+    "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
+    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
+    "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);";
 
 static const char insert_request_sql[] =
-    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)";
-static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
+static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
 struct sim_results {
     sqlite3 *db;
-    sqlite3_stmt *ins_request, *ins_sample;
+    sqlite3_stmt *ins_request, *ins_sample, *ins_replica;
     int64_t run_id;
 };
 
@@ -70,7 +73,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     sqlite3_busy_timeout(r->db, 10000);
     if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, schema_sql, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
         if (!err || !err->msg[0] || r->db) sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path,
                                                     sqlite3_errmsg(r->db));
         sim_results_close(r);
@@ -149,10 +153,12 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
     bind_opt(st, 18, w->e2e_ms);
     sqlite3_bind_double(st, 19, w->prefill_gpu_s);
     sqlite3_bind_int(st, 20, w->tokens);
-    sqlite3_bind_text(st, 21, w->stage == SIM_STAGE_NONE ? "completed" : "rejected", -1, SQLITE_STATIC);
-    if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 22);
-    else sqlite3_bind_text(st, 22, sim_stage_names[w->stage], -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 23, w->effective);
+    sqlite3_bind_int(st, 21, w->retries);
+    const char *status = w->stage == SIM_STAGE_NONE ? "completed" : w->stage == SIM_STAGE_LOST ? "lost" : "rejected";
+    sqlite3_bind_text(st, 22, status, -1, SQLITE_STATIC);
+    if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 23);
+    else sqlite3_bind_text(st, 23, sim_stage_names[w->stage], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 24, w->effective);
     return step_reset(r, st, "insert request", err);
 }
 
@@ -163,11 +169,24 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
     sqlite3_bind_double(st, 2, w->t_ms);
     sqlite3_bind_int(st, 3, w->instance);
     sqlite3_bind_text(st, 4, w->role, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 5, w->queue_len);
-    sqlite3_bind_double(st, 6, w->load);
-    sqlite3_bind_int(st, 7, w->batch);
-    sqlite3_bind_double(st, 8, w->kv_used);
+    sqlite3_bind_text(st, 5, w->state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, w->queue_len);
+    sqlite3_bind_double(st, 7, w->load);
+    sqlite3_bind_int(st, 8, w->batch);
+    sqlite3_bind_double(st, 9, w->kv_used);
     return step_reset(r, st, "insert sample", err);
+}
+
+int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
+    sqlite3_stmt *st = r->ins_replica;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_double(st, 2, t_ms);
+    sqlite3_bind_text(st, 3, hex, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, count);
+    return step_reset(r, st, "insert replica", err);
 }
 
 /* ---- summary ---------------------------------------------------------------- */
@@ -230,11 +249,13 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
     double gpu = PRE_SUM("AVG(prefill_gpu_s)"), remote = PRE_SUM("SUM(remote_blocks)");
 #undef PRE_SUM
     json_t *rej = json_object();
-    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_NSTAGES; s++) {
+    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++) {
         snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND stage='%s'", sim_stage_names[s]);
         json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)query_num(r, sql)));
     }
-    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done)));
+    double lost = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='lost'");
+    double retries = query_num(r, "SELECT SUM(retries) FROM requests WHERE run_id=?1");
+    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done - lost)));
     *out = json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
                      (json_int_t)n, "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff,
                      "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms",
@@ -243,6 +264,10 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
                      "prefill_gpu_s_mean", gpu, "tokens",
                      (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
                      "sim_seconds", sim_seconds, "events", (json_int_t)events);
+    if (*out) {
+        json_object_set_new(*out, "lost", json_integer((json_int_t)lost));
+        json_object_set_new(*out, "retries", json_integer((json_int_t)retries));
+    }
     return *out ? 0 : sim_errf(err, "results: building the summary failed");
 }
 
@@ -268,6 +293,7 @@ void sim_results_close(sim_results *r)
     if (!r) return;
     sqlite3_finalize(r->ins_request);
     sqlite3_finalize(r->ins_sample);
+    sqlite3_finalize(r->ins_replica);
     sqlite3_close(r->db);
     free(r);
 }

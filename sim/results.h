@@ -5,7 +5,9 @@
  *             and XXH64 fingerprint, seed, kvsim version, wall time, summary
  *   requests  one row per request: arrival, lengths, instances, hits, TTFT,
  *             TBT, end-to-end, prefill GPU time, status and rejection stage
- *   samples   time series per instance: queue length, load, batch, KV use
+ *   samples   time series per instance: role, state, queue length, load,
+ *             batch, KV use
+ *   replicas  replica counts of replicated keys over time (Fig. 18)
  *
  * A run is written in one transaction with prepared statements (WAL mode on
  * file databases). Without a path the database is SQLite's private temporary
@@ -37,6 +39,7 @@ typedef enum sim_stage {
     SIM_STAGE_AT_ARRIVAL,      /* rejected before prefill (early) */
     SIM_STAGE_AFTER_PREFILL,   /* rejected after prefill: wasted prefill */
     SIM_STAGE_TTFT_SLO,        /* HTTP 429 of Algorithm 1 */
+    SIM_STAGE_LOST,            /* its instance failed and cluster.on_failure = "lose" */
     SIM_NSTAGES
 } sim_stage;
 
@@ -52,6 +55,7 @@ typedef struct sim_request_row {
     double ttft_ms, tbt_ms, e2e_ms;                   /* < 0 = undefined */
     double prefill_gpu_s;
     int32_t tokens;
+    int32_t retries;     /* restarts after instance failures */
     sim_stage stage;
     int effective;
 } sim_request_row;
@@ -60,6 +64,7 @@ typedef struct sim_sample_row {
     double t_ms;
     int instance;
     const char *role;
+    const char *state;   /* active | draining | switching | down */
     int queue_len;
     double load;
     int batch;
@@ -72,6 +77,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err);
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
+/* One replica-count sample of one key (Mooncake Fig. 18). */
+int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Build the run's summary object from its rows (caller owns the result). */
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err);
 /* Store the summary (with wall time) and commit. */
