@@ -98,18 +98,18 @@ typedef struct check_totals {
 
 static void print_table_header(void)
 {
-    printf("%-30s %-16s %10s %10s %10s %9s  %s\n", "measurement", "metric", "expected", "got", "delta", "tolerance",
+    printf("%-36s %-16s %10s %10s %10s %9s  %s\n", "measurement", "metric", "expected", "got", "delta", "tolerance",
            "status");
 }
 
 static void print_row(const char *name, const char *metric, const json_t *expected, double got, double tol, bool ok)
 {
     if (!expected) {
-        printf("%-30s %-16s %10s %10.6f %10s %9s  %s\n", name, metric, "-", got, "-", "-", "recorded");
+        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", name, metric, "-", got, "-", "-", "recorded");
         return;
     }
     double e = json_number_value(expected), delta = fabs(got - e) < 5e-7 ? 0 : got - e;
-    printf("%-30s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", name, metric, e, got, delta, tol, ok ? "ok" : "FAIL");
+    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", name, metric, e, got, delta, tol, ok ? "ok" : "FAIL");
 }
 
 /* Compare one measurement's numbers with its "expect" object and print its
