@@ -468,6 +468,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
     }
     bool oracle = sched_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
+    cfg.next_use_hints = oracle;
     return replay(t, &cfg, router_lookup(s->route), oracle, out, err);
 }
 

@@ -271,6 +271,11 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
 {
     kv_cache *c;
     const char *policy = cfg->policy[t] ? cfg->policy[t] : "lru";
+    const sched_evict_entry *e = sched_evict_lookup(policy);
+    if (e && e->offline && !cfg->next_use_hints)
+        return sim_errf(err, "kvstore %s tier: eviction policy '%s' needs the future and only runs in an offline "
+                             "replay (kvsim hitrate --policy %s)",
+                        tier_names[t], policy, policy);
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
         return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);

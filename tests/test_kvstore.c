@@ -322,6 +322,13 @@ static void test_store_bad_config(void **state)
     assert_int_equal(kv_store_new(&s, &cfg, &err), -1);
     assert_non_null(strstr(err.msg, "dram"));
     assert_non_null(strstr(err.msg, "nosuch"));
+    /* belady without next-use hints (a timed run) is refused */
+    cfg.policy[KV_TIER_DRAM] = "belady";
+    assert_int_equal(kv_store_new(&s, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "offline"));
+    cfg.next_use_hints = true;
+    assert_int_equal(kv_store_new(&s, &cfg, &err), 0);
+    kv_store_free(s);
 }
 
 int main(void)
