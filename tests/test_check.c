@@ -98,12 +98,9 @@ static void test_record_check_perturb(void **state)
     r = kvsim("check --baseline %s", b);
     assert_int_equal(r.status, 0);
     tu_free(&r);
-    unlink(t);
-    unlink(b);
-    unlink(out);
-    free(t);
-    free(b);
-    free(out);
+    tu_remove_temp(t);
+    tu_remove_temp(b);
+    tu_remove_temp(out);
 }
 
 /* A measurement's own tolerance overrides the file's: 0 makes the
@@ -124,10 +121,8 @@ static void test_measurement_tolerance(void **state)
     assert_non_null(strstr(strstr(r.out, "strict"), "FAIL"));
     assert_non_null(strstr(strstr(r.out, "loose"), "ok"));
     tu_free(&r);
-    unlink(t);
-    unlink(b);
-    free(t);
-    free(b);
+    tu_remove_temp(t);
+    tu_remove_temp(b);
 }
 
 /* Bad baselines exit 2 with a message naming the problem. */
@@ -156,23 +151,14 @@ static void test_bad_baselines(void **state)
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         snprintf(text, sizeof text, bodies[i][0], t);
-        char *b = tu_write_temp(text);
-        cli_result r = kvsim("check --baseline %s", b);
-        if (r.status != 2 || !strstr(r.err, bodies[i][1]))
-            fail_msg("baseline %zu: exit %d, stderr '%s' (want 2 and '%s')", i, r.status, r.err, bodies[i][1]);
-        tu_free(&r);
-        unlink(b);
-        free(b);
+        char *b = tu_write_temp(text), args[1024];
+        snprintf(args, sizeof args, "check --baseline %s", b);
+        tu_expect_exit(args, 2, bodies[i][1]);
+        tu_remove_temp(b);
     }
-    cli_result r = kvsim("check");
-    assert_int_equal(r.status, 2);
-    tu_free(&r);
-    r = kvsim("check --write-baseline /tmp/x.json");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "--trace"));
-    tu_free(&r);
-    unlink(t);
-    free(t);
+    tu_expect_exit("check", 2, "--baseline");
+    tu_expect_exit("check --write-baseline /tmp/x.json", 2, "--trace");
+    tu_remove_temp(t);
 }
 
 /* The baselines the project ships pass as committed. */

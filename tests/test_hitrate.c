@@ -77,8 +77,7 @@ static void test_hand_trace(void **state)
     o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy belady --json", t);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     json_decref(o);
-    unlink(t);
-    free(t);
+    tu_remove_temp(t);
 }
 
 /* T2: [1 2] [3 4] [1 2] [1 2] on 2 nodes of 2 blocks (1024 tokens) each.
@@ -102,8 +101,7 @@ static void test_scopes_and_routers(void **state)
         assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
         json_decref(o);
     }
-    unlink(t);
-    free(t);
+    tu_remove_temp(t);
 }
 
 /* T1 with DRAM 2 blocks: 0 (see above). Adding an SSD of 3 blocks (no
@@ -118,8 +116,7 @@ static void test_tiers(void **state)
     assert_non_null(ssd);
     assert_int_equal(json_integer_value(json_object_get(ssd, "evictions")), 0);
     json_decref(o);
-    unlink(t);
-    free(t);
+    tu_remove_temp(t);
 }
 
 /* S (1024-token requests, 2 blocks each): r1 context [10 11], then default
@@ -158,10 +155,8 @@ static void test_semantics_aware(void **state)
     o = run_json("hitrate --trace %s --no-semantics --json", e);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     json_decref(o);
-    unlink(s);
-    unlink(e);
-    free(s);
-    free(e);
+    tu_remove_temp(s);
+    tu_remove_temp(e);
 }
 
 /* Plan on T1 (LRU; achievable 0.5): 2 blocks → 0, 3 → 0.4, 4 → 0.5 (the
@@ -186,8 +181,7 @@ static void test_plan_hand_trace(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "--target"));
     tu_free(&r);
-    unlink(t);
-    free(t);
+    tu_remove_temp(t);
 }
 
 /* Each bad input exits 2 with a message naming what was wrong. */
@@ -215,29 +209,17 @@ static void test_bad_input(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(args, sizeof args, cases[i][0], t);
-        cli_result r = tu_kvsim(args);
-        if (r.status != 2 || !strstr(r.err, cases[i][1]))
-            fail_msg("kvsim %s: exit %d, stderr '%s' (want 2 and '%s')", args, r.status, r.err, cases[i][1]);
-        tu_free(&r);
+        tu_expect_exit(args, 2, cases[i][1]);
     }
     const char *files[][2] = {{empty, "empty trace"}, {bad, ":1:"}, {"/nonexistent.jsonl", "cannot open"}};
     for (size_t i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "hitrate --trace %s", files[i][0]);
-        cli_result r = tu_kvsim(args);
-        if (r.status != 2 || !strstr(r.err, files[i][1]))
-            fail_msg("kvsim %s: exit %d, stderr '%s'", args, r.status, r.err);
-        tu_free(&r);
+        tu_expect_exit(args, 2, files[i][1]);
     }
-    cli_result r = tu_kvsim("hitrate");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "--trace"));
-    tu_free(&r);
-    unlink(t);
-    unlink(empty);
-    unlink(bad);
-    free(t);
-    free(empty);
-    free(bad);
+    tu_expect_exit("hitrate", 2, "--trace");
+    tu_remove_temp(t);
+    tu_remove_temp(empty);
+    tu_remove_temp(bad);
 }
 
 /* ---- the shared Mooncake trace (../shared/traces/README.md facts) ------- */
