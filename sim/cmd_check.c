@@ -236,7 +236,8 @@ static void usage(FILE *f)
                "  --policies LIST         new baseline: policies (default: all registered)\n"
                "  --capacity-tokens LIST  new baseline: capacities (default inf)\n"
                "  --tolerance X           new baseline: absolute tolerance (default 0.002)\n"
-               "  -h, --help              this text\n");
+               "  -h, --help              this text\n\nmeasurement kinds:\n");
+    for (size_t i = 0; i < NKINDS; i++) fprintf(f, "  %-23s %s\n", kinds[i].name, kinds[i].help);
 }
 
 static char *all_policies(void)
