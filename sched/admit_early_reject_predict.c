@@ -69,7 +69,7 @@ static sched_verdict predict_admit(void *state, const sched_ctx *ctx, const sim_
 const sched_admission_ops sched_admit_early_reject_predict = {
     .name = "early_reject_predict",
     .help = "early rejection on the decode load predicted for when the prefill ends (4.3.4)",
-    .params = "load_threshold=1: reject above this load; t_d_s=0: uniform decode time (0 = observed mean)",
+    .params = "load_threshold=1: reject above this load; t_d_s=0: uniform decode time t_d (0 = running estimate)",
     .create = predict_create,
     .destroy = predict_destroy,
     .admit = predict_admit,
