@@ -1,8 +1,8 @@
 /* sched/admit_baseline.c — `baseline` admission: Mooncake §4.3.2's baseline,
  * before early rejection. At arrival a request is admitted on the prefill
  * side's load alone (predicted TTFT / SLO_ttft ≤ load_threshold); its decode
- * instance checks its own load only when the prefill is done, and rejects
- * there if predicted TBT / SLO_tbt exceeds the threshold — the prefill work is
+ * instance checks its own load (sched_decode_load) only when the prefill is
+ * done, and rejects there if it exceeds the threshold — the prefill work is
  * then wasted (stage after_prefill, Table 4's baseline). */
 #include "sched/registry.h"
 #include "sched/sched.h"
@@ -35,7 +35,7 @@ static bool baseline_after_prefill(void *state, const sched_ctx *ctx, const sim_
     const threshold_state *st = state;
     const sched_decode_view *d = &ctx->decode[decode];
     double tbt = sim_est_decode_iter_s(ctx->est, d->batch + d->pending, d->kv_tokens);
-    return sched_decode_load(ctx, req, tbt) <= st->threshold;
+    return sched_decode_load(ctx, req, tbt, d->kv_tokens, d->kv_capacity) <= st->threshold;
 }
 
 const sched_admission_ops sched_admit_baseline = {

@@ -47,7 +47,10 @@ double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sc
     return route->ttft_s / sched_slo_ttft_s(ctx, req);
 }
 
-double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s)
+double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
+                         int64_t capacity)
 {
-    return tbt_s / sched_slo_tbt_s(ctx, req);
+    double mem = capacity > 0 ? (double)kv_tokens / (double)capacity : 0;
+    double tbt = tbt_s / sched_slo_tbt_s(ctx, req);
+    return tbt > mem ? tbt : mem;
 }

@@ -119,8 +119,8 @@ const sched_pd_ops *sched_pd_lookup(const char *name) { LOOKUP(pd_controllers, n
     do {                                                                                                           \
         fprintf(f, "%s (%s):\n", title, key);                                                                      \
         for (size_t i_ = 0; i_ < COUNT(table); i_++) {                                                             \
-            fprintf(f, "  %-20s %s\n", table[i_]->name, table[i_]->help);                                          \
-            if (*table[i_]->params) fprintf(f, "  %-20s params: %s\n", "", table[i_]->params);                     \
+            fprintf(f, "  %-22s %s\n", table[i_]->name, table[i_]->help);                                          \
+            if (*table[i_]->params) fprintf(f, "  %-22s params: %s\n", "", table[i_]->params);                     \
         }                                                                                                          \
     } while (0)
 
@@ -132,7 +132,7 @@ void sched_print_policies(FILE *f)
     PRINT_KIND(f, "PD-ratio controllers", "policy.pd_controller", pd_controllers);
     fprintf(f, "eviction (kvstore.eviction):\n");
     for (size_t i = 0; i < N_EVICT; i++) {
-        fprintf(f, "  %-20s %s\n", evict_table[i].name, evict_table[i].help);
-        if (*evict_table[i].params) fprintf(f, "  %-20s params: %s\n", "", evict_table[i].params);
+        fprintf(f, "  %-22s %s\n", evict_table[i].name, evict_table[i].help);
+        if (*evict_table[i].params) fprintf(f, "  %-22s params: %s\n", "", evict_table[i].params);
     }
 }

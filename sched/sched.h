@@ -40,6 +40,7 @@ typedef struct sched_decode_view {
     int batch;            /* requests in the running batch */
     int pending;          /* routed here, not yet in the batch */
     int64_t kv_tokens;    /* KV tokens reserved (batch + pending) */
+    int64_t kv_resident;  /* KV tokens of requests that reached it (batch + waiting) */
     int64_t kv_capacity;  /* KV tokens the instance's HBM holds */
     int64_t ctx_tokens;   /* context tokens the running batch reads per iteration */
 } sched_decode_view;
@@ -63,7 +64,7 @@ typedef struct sched_ctx {
     double kv_bytes_per_token;
     int n_inflight;                  /* filled only for admission policies that ask */
     const sched_inflight *inflight;
-    double mean_decode_s;            /* observed mean decode duration (t_d); 0 before any */
+    double mean_decode_s;            /* with inflight: the conductor's decode-time estimate t_d */
 } sched_ctx;
 
 /* A router's decision. */
@@ -80,7 +81,8 @@ typedef struct sched_route {
 /* A decode selector's decision. */
 typedef struct sched_decode_choice {
     int decode;    /* index into ctx->decode; -1 = none can ever hold the request */
-    double tbt_s;  /* predicted TBT on it with this request */
+    double tbt_s;  /* predicted iteration time on it with this request */
+    double load;   /* its decode load with this request (sched_decode_load) */
 } sched_decode_choice;
 
 typedef enum sched_verdict {
@@ -160,8 +162,13 @@ double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t
 void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out);
 /* Load of the prefill side for a route: predicted TTFT / SLO_ttft (§4.3.1). */
 double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sched_route *route);
-/* Load of a decode instance with this request: predicted TBT / SLO_tbt. */
-double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s);
+/* Load of a decode instance that would hold kv_tokens (this request
+ * included) with predicted iteration time tbt_s: the greater of
+ * tbt_s / SLO_tbt and kv_tokens / capacity. Above 1 on the second term the
+ * request would wait for HBM room, and that wait is its longest
+ * inter-token interval — so memory oversubscription is TBT load too. */
+double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
+                         int64_t capacity);
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i);

@@ -211,34 +211,47 @@ static void build_views(cluster *c)
         const instance *in = &c->inst[c->didx[k]];
         c->dview[k] = (sched_decode_view){
             .node = in->id, .active = in->state == ST_ACTIVE, .batch = in->nbatch, .pending = in->pending,
-            .kv_tokens = in->kv_reserved, .kv_capacity = c->kv_capacity, .ctx_tokens = in->ctx_tokens,
+            .kv_tokens = in->kv_reserved, .kv_resident = in->kv_batch + in->kv_waiting,
+            .kv_capacity = c->kv_capacity, .ctx_tokens = in->ctx_tokens,
         };
     }
 }
 
-/* Admitted, unfinished requests as the conductor predicts their decode. */
-static int build_inflight(cluster *c)
+/* Admitted, unfinished requests as the conductor predicts their decode, and
+ * the uniform decode time t_d it assumes (§4.3.4): the mean decode time of
+ * finished requests, but at least twice the mean time so far of those still
+ * decoding — early in a run only short decodes have finished, and a request
+ * seen mid-decode has on average half of its decode behind it. */
+static int build_inflight(cluster *c, double *t_d)
 {
     if (c->n_live > c->inflight_cap) {
         c->inflight_cap = (int)c->n_live * 2;
         c->inflight = sim_xrealloc(c->inflight, (size_t)c->inflight_cap * sizeof *c->inflight);
     }
-    int n = 0;
-    for (req_state *q = c->live_head; q; q = q->live_next)
-        if (q->decode >= 0)
-            c->inflight[n++] = (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng.now), q->need_kv};
+    int n = 0, decoding = 0;
+    double elapsed = 0;
+    for (req_state *q = c->live_head; q; q = q->live_next) {
+        if (q->decode < 0) continue;
+        c->inflight[n++] = (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng.now), q->need_kv};
+        if (q->first_token >= 0 && q->first_token <= c->eng.now)
+            decoding++, elapsed += sim_ns_to_s(c->eng.now - q->first_token);
+    }
+    double finished = c->decode_n ? c->decode_s_sum / (double)c->decode_n : 0;
+    double running = decoding ? 2 * elapsed / decoding : 0;
+    *t_d = finished > running ? finished : running;
     return n;
 }
 
 sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
 {
     build_views(c);
+    double t_d = 0;
+    int n_inflight = with_inflight ? build_inflight(c, &t_d) : 0;
     return (sched_ctx){
         .cfg = c->cfg, .est = &c->est, .shadow = c->store, .rng = c->rng_policy, .now_ns = c->eng.now,
         .n_prefill = c->n_prefill, .prefill = c->pview, .n_decode = c->n_decode, .decode = c->dview,
         .kv_bytes_per_token = c->cost.kv_bytes_per_token,
-        .n_inflight = with_inflight ? build_inflight(c) : 0, .inflight = c->inflight,
-        .mean_decode_s = c->decode_n ? c->decode_s_sum / (double)c->decode_n : 0,
+        .n_inflight = n_inflight, .inflight = c->inflight, .mean_decode_s = t_d,
     };
 }
 
@@ -421,6 +434,7 @@ static void start_iteration(cluster *c, instance *d)
     while (d->waiting.head && d->nbatch < c->cfg->decode_max_batch &&
            d->kv_batch + d->waiting.head->need_kv <= c->kv_capacity) {
         req_state *q = queue_pop(&d->waiting);
+        d->kv_waiting -= q->need_kv;
         d->batch[d->nbatch++] = q;
         d->kv_batch += q->need_kv;
         d->ctx_tokens += q->r->input_len + q->tokens;
@@ -438,6 +452,7 @@ static void on_kv_ready(cluster *c, const sim_event *ev)
     instance *d = &c->inst[ev->target];
     if (ev->gen != d->gen) return sim_cluster_lost_work(c, ev->data);
     queue_push(&d->waiting, ev->data);
+    d->kv_waiting += ((req_state *)ev->data)->need_kv;
     if (!d->iterating) start_iteration(c, d);
 }
 

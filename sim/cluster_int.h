@@ -72,7 +72,7 @@ typedef struct instance {
     req_queue waiting;
     req_state **batch;
     int nbatch, pending;
-    int64_t kv_reserved, kv_batch, ctx_tokens;
+    int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
     bool iterating;
 } instance;
 

@@ -48,8 +48,9 @@ static void again(cluster *c, int kind, double period_s)
 
 /* ---- samples -------------------------------------------------------------------- */
 
-/* Prefill load = estimated queue time / SLO_ttft; decode load = estimated
- * iteration time / SLO_tbt (Mooncake §4.3.1). */
+/* Prefill load = estimated queue time / SLO_ttft; decode load = the greater
+ * of estimated iteration time / SLO_tbt and reserved KV / HBM capacity, as
+ * the policies see it (Mooncake §4.3.1, sched_decode_load). */
 static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instance *in, double t_ms)
 {
     sim_sample_row row = {.t_ms = t_ms, .instance = in->id, .role = role_names[in->role],
@@ -62,8 +63,9 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
     } else {
         row.queue_len = in->waiting.n;
         row.batch = in->nbatch;
-        row.load = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) / (c->cfg->slo_tbt_ms / 1e3)
-                              : 0;
+        double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
+        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / (c->cfg->slo_tbt_ms / 1e3);
+        row.load = tbt_load > mem ? tbt_load : mem;
         row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
     }
     return row;
@@ -187,7 +189,7 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
         sim_cluster_lost_work(c, in->batch[b]);
     }
     in->nbatch = in->pending = 0;
-    in->kv_reserved = in->kv_batch = in->ctx_tokens = 0;
+    in->kv_reserved = in->kv_batch = in->kv_waiting = in->ctx_tokens = 0;
     in->iterating = false;
     in->nic_free = c->eng.now;
     kv_store_drop_node(c->store, in->id);

@@ -36,17 +36,25 @@ section_run() {
   echo "== kvsim run: whole-command time and peak memory"
   if [ -f "$SHARED" ]; then
     measure run "synthetic 8P8D kvsim run" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json
+    measure run "synthetic 8P8D kvcentric" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json \
+      --set policy.router=kvcentric
   else
     echo "  skip: $SHARED not present"
   fi
   local big=build/bench/gen-1m.jsonl
   [ -f "$big" ] || $KVSIM trace gen --requests 1000000 --rate 300 --seed 7 -o "$big"
-  measure run "1M-request 8P8D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
+  measure run "1M-request 64P64D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
     --set cluster.prefill=64 --set cluster.decode=64
   local small=build/bench/gen-100k.jsonl
   [ -f "$small" ] || $KVSIM trace gen --requests 100000 --rate 30 --seed 7 -o "$small"
-  measure run "100k-request 8P8D kvsim run" $KVSIM run --trace "$small" --config configs/clusters/mooncake-8p8d.json \
-    --set cluster.prefill=64 --set cluster.decode=64
+  measure run "100k-request 64P64D kvcentric" $KVSIM run --trace "$small" --config configs/clusters/mooncake-8p8d.json \
+    --set cluster.prefill=64 --set cluster.decode=64 --set policy.router=kvcentric
+  # Router decision cost: the same replay with 8 and 64 prefill instances.
+  for p in 8 64; do
+    measure run "100k-request ${p}P64D kvcentric" $KVSIM run --trace "$small" \
+      --config configs/clusters/mooncake-8p8d.json --set cluster.prefill=$p --set cluster.decode=64 \
+      --set policy.router=kvcentric
+  done
 }
 
 # Block accesses per second of one `kvsim hitrate` command, parse included:
