@@ -65,7 +65,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     sim_results *r = sim_xcalloc(1, sizeof *r);
     bool temp = !path || !*path;
     *out = NULL;
-    if (sqlite3_open(temp ? "" : path, &r->db) != SQLITE_OK) {
+    /* One thread per database: no SQLite mutexes. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(temp ? "" : path, &r->db, flags, NULL) != SQLITE_OK) {
         sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
         sim_results_close(r);
         return -1;

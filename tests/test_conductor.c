@@ -106,7 +106,9 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
 {
     if (!tu_shared_trace()) skip();
     char *db = temp_path(), args[1024];
-    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric --db %s", SHARED_TRACE, PRESET, db);
+    const char *sampled = "--set metrics.replica_period_ms=30000";
+    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric %s --db %s", SHARED_TRACE, PRESET, sampled,
+             db);
     json_decref(run(args));
     double top = sql_num(db, "WITH ranked AS (SELECT key, SUM(count) c FROM replicas GROUP BY key ORDER BY c DESC, key"
                              " LIMIT 1) SELECT r.count FROM replicas r JOIN ranked USING(key)"
@@ -117,8 +119,8 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
     unlink(db);
     snprintf(args, sizeof args,
              "--trace %s %s --set policy.router=kvcentric --set policy.params.kvcache_balancing_threshold=\\\"inf\\\" "
-             "--db %s",
-             SHARED_TRACE, PRESET, db);
+             "%s --db %s",
+             SHARED_TRACE, PRESET, sampled, db);
     json_t *s = run(args);
     assert_true(sql_num(db, "SELECT COUNT(*) FROM replicas") == 0);
     assert_true(num(s, "remote_blocks", NULL) == 0);
