@@ -123,13 +123,13 @@ int dp_transfer(dp_dev *dev, const dp_xfer *x, sim_err *err)
     return dev->ops->transfer(dev, x, err) ? DP_EIO : DP_OK;
 }
 
-int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, sim_err *err)
+int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err)
 {
-    if ((int64_t)bytes > dp_layer_bytes(&dev->shape) * dev->shape.layers) {
-        sim_errf(err, "reference copy of %zu bytes exceeds the paged buffer", bytes);
+    if ((int64_t)(offset + bytes) > dp_layer_bytes(&dev->shape) * dev->shape.layers) {
+        sim_errf(err, "reference copy of %zu bytes at offset %zu exceeds the paged buffer", bytes, offset);
         return DP_EINVAL;
     }
-    return dev->ops->peak_copy(dev, dir, host, bytes, err) ? DP_EIO : DP_OK;
+    return dev->ops->peak_copy(dev, dir, host, bytes, offset, err) ? DP_EIO : DP_OK;
 }
 
 int dp_aligned_alloc(size_t bytes, void **out, sim_err *err)

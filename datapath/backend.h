@@ -80,10 +80,11 @@ typedef struct dp_backend_ops {
      * when it returns the bytes are in place. */
     int (*transfer)(dp_dev *dev, const dp_xfer *x, sim_err *err);
     /* The reference peak the methods are judged against: one contiguous copy
-     * of `bytes` between `host` and the backend's own memory (store: from it,
-     * load: to it) — plain memcpy for cpu, pinned cudaMemcpyAsync for cuda. */
+     * of `bytes` between `host` and the backend's own memory at `offset`
+     * (store: from it, load: to it) — plain memcpy into the paged buffer for
+     * cpu, pinned cudaMemcpyAsync into device staging for cuda. */
     const char *peak_name;
-    int (*peak_copy)(dp_dev *dev, dp_dir dir, void *host, size_t bytes, sim_err *err);
+    int (*peak_copy)(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err);
 } dp_backend_ops;
 
 struct dp_dev {
@@ -113,9 +114,9 @@ int dp_dev_paged_read(dp_dev *dev, void *image, sim_err *err);
 /* Check the slot mapping (DP_ERANGE) and the method (DP_EINVAL), then move
  * the chunk (DP_EIO when the backend fails). */
 int dp_transfer(dp_dev *dev, const dp_xfer *x, sim_err *err);
-/* The backend's reference copy (DP_EINVAL when bytes exceed what it can
- * hold: the paged buffer for cpu). */
-int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, sim_err *err);
+/* The backend's reference copy; DP_EINVAL when offset + bytes exceed the
+ * paged buffer's size. */
+int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err);
 
 /* Page-aligned host memory (the CPU backend's "pinned" pool and buffers). */
 int dp_aligned_alloc(size_t bytes, void **out, sim_err *err);

@@ -244,11 +244,11 @@ static int cpu_paged_read(dp_dev *dev, void *image, sim_err *err)
     return 0;
 }
 
-static int cpu_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, sim_err *err)
+static int cpu_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err)
 {
     cpu_impl *im = dev->impl;
-    if (dir == DP_STORE) memcpy(host, im->paged, bytes);
-    else memcpy(im->paged, host, bytes);
+    if (dir == DP_STORE) memcpy(host, im->paged + offset, bytes);
+    else memcpy(im->paged + offset, host, bytes);
     return 0;
 }
 

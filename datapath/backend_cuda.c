@@ -261,13 +261,13 @@ static int cuda_transfer(dp_dev *dev, const dp_xfer *x, sim_err *err)
 
 /* Pinned host ↔ device staging, one cudaMemcpyAsync: the copy engine's
  * bandwidth, which the methods are judged against. */
-static int cuda_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, sim_err *err)
+static int cuda_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err)
 {
     cuda_impl *im = dev->impl;
-    if (cuda_reserve(im, 1, bytes, err)) return -1;
-    cudaError_t e = dir == DP_STORE
-                        ? cudaMemcpyAsync(host, im->staging, bytes, cudaMemcpyDeviceToHost, im->stream)
-                        : cudaMemcpyAsync(im->staging, host, bytes, cudaMemcpyHostToDevice, im->stream);
+    if (cuda_reserve(im, 1, offset + bytes, err)) return -1;
+    char *d = im->staging + offset;
+    cudaError_t e = dir == DP_STORE ? cudaMemcpyAsync(host, d, bytes, cudaMemcpyDeviceToHost, im->stream)
+                                    : cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, im->stream);
     if (cuda_check(e, "cudaMemcpyAsync(reference)", err)) return -1;
     return cuda_check(cudaStreamSynchronize(im->stream), "cudaStreamSynchronize", err);
 }

@@ -59,6 +59,20 @@ static int write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
+int dp_mkdirs(const char *dir, sim_err *err)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return sim_errf(err, "%s: path too long", dir);
+    for (char *p = buf + 1;; p++) {
+        bool end = *p == 0;
+        if (*p != '/' && !end) continue;
+        *p = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST) return sim_errf(err, "cannot create directory %s: %s", buf, strerror(errno));
+        if (end) return 0;
+        *p = '/';
+    }
+}
+
 bool dp_file_is_temp(const char *name) { return strstr(name, ".tmp.") != NULL; }
 
 int dp_file_write_atomic(const char *path, const void *buf, size_t n, bool *direct, sim_err *err)

@@ -27,6 +27,9 @@ int dp_file_write_atomic(const char *path, const void *buf, size_t n, bool *dire
  * cap (it cannot be what the caller expects); DP_EIO on other failures. */
 int dp_file_read(const char *path, void *buf, size_t cap, size_t *got, bool *direct, sim_err *err);
 
+/* mkdir -p; -1 naming the directory that could not be created. */
+int dp_mkdirs(const char *dir, sim_err *err);
+
 /* Does `name` look like a temporary left behind by dp_file_write_atomic? */
 bool dp_file_is_temp(const char *name);
 

@@ -19,21 +19,6 @@ struct dp_ssd {
     dp_ssd_stats stats;
 };
 
-/* mkdir -p */
-static int make_dirs(const char *dir, sim_err *err)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        bool end = *p == 0;
-        if (*p != '/' && !end) continue;
-        *p = 0;
-        if (mkdir(buf, 0755) && errno != EEXIST) return sim_errf(err, "ssd tier: cannot create %s: %s", buf, strerror(errno));
-        if (end) return 0;
-        *p = '/';
-    }
-}
-
 /* Remove temporaries a crashed writer left behind. */
 static int sweep_temps(const char *dir, sim_err *err)
 {
@@ -54,7 +39,7 @@ int dp_ssd_open(dp_ssd **out, const char *dir, const dp_shape *shape, sim_err *e
         sim_errf(err, "ssd tier: directory name too long: %s", dir);
         return DP_EINVAL;
     }
-    if (make_dirs(dir, err) || sweep_temps(dir, err)) return DP_EIO;
+    if (dp_mkdirs(dir, err) || sweep_temps(dir, err)) return DP_EIO;
     dp_ssd *d = sim_xcalloc(1, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     d->shape = *shape;

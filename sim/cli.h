@@ -26,6 +26,7 @@ typedef struct sim_cmd {
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);

@@ -7,6 +7,7 @@
 
 static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
+    {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -33,26 +33,6 @@ static const dp_shape shapes[] = {
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static dp_dev *open_cpu(const dp_shape *s, int threads)
-{
-    dp_dev *dev = NULL;
-    sim_err err;
-    int rc = dp_dev_open(&dev, "cpu", s, threads, &err);
-    if (rc) fail_msg("%s", err.msg);
-    return dev;
-}
-
-/* A cpu device whose paged buffer holds random bytes; *image gets a copy. */
-static dp_dev *open_random(gsl_rng *r, const dp_shape *s, int threads, void **image)
-{
-    dp_dev *dev = open_cpu(s, threads);
-    *image = malloc(tdp_image_bytes(s));
-    tdp_fill_random(r, *image, tdp_image_bytes(s));
-    sim_err err;
-    assert_int_equal(dp_dev_paged_write(dev, *image, &err), DP_OK);
-    return dev;
-}
-
 static void test_index_math_by_hand(void **state)
 {
     /* row = 2 heads · 4 dims · 2 bytes = 16; layer_slots = 3 pages · 16 = 48.
@@ -126,7 +106,7 @@ static void test_backend_registry(void **state)
     assert_int_not_equal(dp_dev_open(&dev, "cuda", &shapes[0], 1, &err), DP_OK);
     assert_null(dev);
     /* A method the backend lacks is refused before anything moves. */
-    dev = open_cpu(&shapes[2], 1);
+    dev = tdp_open("cpu", &shapes[2], 1);
     int64_t slot = 0;
     char chunk[64];
     dp_xfer x = {.dir = DP_STORE, .method = DP_METHOD_KERNEL_ZEROCOPY, .slots = &slot, .tokens = 1, .chunk = chunk};
@@ -144,36 +124,8 @@ static void test_cpu_matches_reference(void **state)
     const int token_counts[] = {1, 16, 37, 150};
     for (size_t si = 0; si < NSHAPES; si++)
         for (int threads = 1; threads <= 3; threads += 2)
-            for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++) {
-                const dp_shape *s = &shapes[si];
-                int tokens = token_counts[ti];
-                if ((tokens + 15) / DP_PAGE_TOKENS + 1 > s->pages) continue;
-                void *image;
-                dp_dev *dev = open_random(r, s, threads, &image);
-                int64_t *slots = tdp_random_slots(r, s, tokens, tokens / 10);
-                size_t cb = (size_t)dp_chunk_bytes(s, tokens);
-                void *chunk = malloc(cb);
-                memset(chunk, 0, cb); /* skipped tokens leave their rows as they were */
-                sim_err err;
-                dp_xfer x = {.dir = DP_STORE, .method = DP_METHOD_CPU, .slots = slots, .tokens = tokens, .chunk = chunk};
-                assert_int_equal(dp_transfer(dev, &x, &err), DP_OK);
-                void *want = tdp_expected_gather(s, image, slots, tokens);
-                assert_memory_equal(chunk, want, cb);
-                /* Scatter a fresh random chunk back. */
-                tdp_fill_random(r, chunk, cb);
-                x.dir = DP_LOAD;
-                assert_int_equal(dp_transfer(dev, &x, &err), DP_OK);
-                tdp_apply_scatter(s, image, slots, tokens, chunk);
-                void *got = malloc(tdp_image_bytes(s));
-                assert_int_equal(dp_dev_paged_read(dev, got, &err), DP_OK);
-                assert_memory_equal(got, image, tdp_image_bytes(s));
-                free(got);
-                free(want);
-                free(chunk);
-                free(slots);
-                free(image);
-                dp_dev_close(dev);
-            }
+            for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++)
+                tdp_check_transfer(r, "cpu", DP_METHOD_CPU, &shapes[si], threads, token_counts[ti]);
     gsl_rng_free(r);
 }
 
@@ -192,7 +144,7 @@ static int record_victim(void *ctx, uint64_t key, void *slot, sim_err *err)
 
 static void test_pool_lru_and_pins(void **state)
 {
-    dp_dev *dev = open_cpu(&shapes[2], 1);
+    dp_dev *dev = tdp_open("cpu", &shapes[2], 1);
     dp_pool *p;
     sim_err err;
     assert_int_equal(dp_pool_new(&p, dev, 100, 3, &err), DP_OK);
@@ -234,7 +186,7 @@ static void test_pool_lru_and_pins(void **state)
 static void test_pool_index_model(void **state)
 {
     enum { SLOTS = 64, KEYS = 200, OPS = 5000 };
-    dp_dev *dev = open_cpu(&shapes[2], 1);
+    dp_dev *dev = tdp_open("cpu", &shapes[2], 1);
     dp_pool *p;
     sim_err err;
     assert_int_equal(dp_pool_new(&p, dev, 64, SLOTS, &err), DP_OK);
@@ -264,74 +216,14 @@ static void test_pool_index_model(void **state)
     dp_dev_close(dev);
 }
 
-/* A request of `tokens` tokens split into chunks of `chunk` tokens. */
-typedef struct request {
-    int tokens, chunk, nchunks;
-    int64_t *slots;
-} request;
-
-static request make_request(gsl_rng *r, const dp_shape *s, int tokens, int chunk)
-{
-    request q = {.tokens = tokens, .chunk = chunk, .nchunks = (tokens + chunk - 1) / chunk};
-    q.slots = tdp_random_slots(r, s, tokens, 0);
-    return q;
-}
-
-static int chunk_len(const request *q, int c) { return c == q->nchunks - 1 ? q->tokens - c * q->chunk : q->chunk; }
-
-/* Store every chunk of a request, poison the paged buffer, load them back:
- * the image equals the poison with exactly the request's rows restored.
- * With 2 pool slots for 5 chunks, most loads come back from SSD files. */
-static void round_trip(const dp_shape *s, int threads, bool with_ssd, int pool_chunks)
-{
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, 1234 + (unsigned long)s->layers);
-    void *image;
-    dp_dev *dev = open_random(r, s, threads, &image);
-    char *dir = with_ssd ? tdp_tempdir() : NULL;
-    dp_cache_cfg cfg = {.chunk_tokens = 32, .pool_chunks = pool_chunks, .ssd_dir = dir, .method = DP_METHOD_CPU};
-    dp_cache *c;
-    sim_err err;
-    assert_int_equal(dp_cache_new(&c, dev, &cfg, &err), DP_OK);
-    request q = make_request(r, s, 150, 32); /* 4 full chunks + 22 tokens */
-    for (int k = 0; k < q.nchunks; k++)
-        assert_int_equal(dp_cache_store(c, 100 + (uint64_t)k, q.slots + k * q.chunk, chunk_len(&q, k), &err), DP_OK);
-    size_t n = tdp_image_bytes(s);
-    void *poison = malloc(n), *got = malloc(n);
-    memset(poison, 0xA5, n);
-    assert_int_equal(dp_dev_paged_write(dev, poison, &err), DP_OK);
-    for (int k = q.nchunks - 1; k >= 0; k--) { /* reverse order: the LRU victims come back from SSD */
-        int rc = dp_cache_load(c, 100 + (uint64_t)k, q.slots + k * q.chunk, chunk_len(&q, k), &err);
-        if (rc) fail_msg("load chunk %d: %s", k, err.msg);
-    }
-    void *chunk = tdp_expected_gather(s, image, q.slots, q.tokens);
-    tdp_apply_scatter(s, poison, q.slots, q.tokens, chunk);
-    assert_int_equal(dp_dev_paged_read(dev, got, &err), DP_OK);
-    assert_memory_equal(got, poison, n);
-    dp_cache_stats st = dp_cache_get_stats(c);
-    assert_int_equal(st.stores, 5);
-    assert_int_equal(st.loads, 5);
-    assert_int_equal(st.pool_hits + st.ssd_hits, 5);
-    if (with_ssd) assert_true(st.ssd_hits >= 3);
-    free(chunk);
-    free(poison);
-    free(got);
-    free(q.slots);
-    free(image);
-    dp_cache_free(c);
-    dp_dev_close(dev);
-    if (dir) tdp_rmdir(dir);
-    gsl_rng_free(r);
-}
-
 static void test_round_trip_pool(void **state)
 {
-    for (size_t i = 0; i < NSHAPES; i++) round_trip(&shapes[i], 2, false, 8);
+    for (size_t i = 0; i < NSHAPES; i++) tdp_round_trip("cpu", DP_METHOD_CPU, &shapes[i], 2, false, 8);
 }
 
 static void test_round_trip_through_ssd(void **state)
 {
-    for (size_t i = 0; i < NSHAPES; i++) round_trip(&shapes[i], 1, true, 2);
+    for (size_t i = 0; i < NSHAPES; i++) tdp_round_trip("cpu", DP_METHOD_CPU, &shapes[i], 1, true, 2);
 }
 
 /* A cache over a random paged buffer with one stored 32-token chunk. */
@@ -348,7 +240,7 @@ static fixture make_fixture(bool with_ssd, int pool_chunks)
 {
     fixture f = {.r = gsl_rng_alloc(gsl_rng_mt19937)};
     gsl_rng_set(f.r, 99);
-    f.dev = open_random(f.r, &shapes[0], 1, &f.image);
+    f.dev = tdp_open_random(f.r, "cpu", &shapes[0], 1, &f.image);
     f.dir = with_ssd ? tdp_tempdir() : NULL;
     dp_cache_cfg cfg = {.chunk_tokens = 32, .pool_chunks = pool_chunks, .ssd_dir = f.dir, .method = DP_METHOD_CPU};
     sim_err err;
