@@ -68,6 +68,12 @@ $(BUILD)/%.o: %.c $(HDRS)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/datapath/backend_cuda.o: CFLAGS += $(CUDA_DEF)
+# Rebuild the backend when CUDA comes or goes (e.g. `make NVCC=` after `make`):
+# the stamp changes only when the mode does.
+$(BUILD)/datapath/backend_cuda.o: $(BUILD)/cuda-mode
+$(BUILD)/cuda-mode: FORCE
+	@mkdir -p $(BUILD); echo $(if $(CU_OBJS),on,off) | cmp -s - $@ || echo $(if $(CU_OBJS),on,off) > $@
+FORCE:
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS)
 	@mkdir -p $(dir $@)

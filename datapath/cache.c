@@ -9,7 +9,8 @@
 
 struct dp_cache {
     dp_dev *dev;
-    dp_cache_cfg cfg;
+    int chunk_tokens;
+    dp_method method;
     dp_pool *pool;
     dp_ssd *ssd;
     dp_cache_stats stats;
@@ -21,7 +22,7 @@ static int demote_to_ssd(void *ctx, uint64_t key, void *slot, sim_err *err)
     dp_cache *c = ctx;
     dp_chunk_hdr h;
     memcpy(&h, slot, sizeof h);
-    if (h.magic != DP_CHUNK_MAGIC || h.tokens <= 0 || h.tokens > c->cfg.chunk_tokens)
+    if (h.magic != DP_CHUNK_MAGIC || h.tokens <= 0 || h.tokens > c->chunk_tokens)
         return sim_errf(err, "chunk %016llx: pool slot holds no sealed chunk; not demoted", (unsigned long long)key);
     return dp_ssd_put(c->ssd, key, slot, (size_t)dp_chunk_image_bytes(&c->dev->shape, h.tokens), err);
 }
@@ -39,7 +40,8 @@ int dp_cache_new(dp_cache **out, dp_dev *dev, const dp_cache_cfg *cfg, sim_err *
     }
     dp_cache *c = sim_xcalloc(1, sizeof *c);
     c->dev = dev;
-    c->cfg = *cfg;
+    c->chunk_tokens = cfg->chunk_tokens;
+    c->method = cfg->method;
     size_t slot = (size_t)dp_chunk_image_bytes(&dev->shape, cfg->chunk_tokens);
     int rc = dp_pool_new(&c->pool, dev, slot, cfg->pool_chunks, err);
     if (!rc && cfg->ssd_dir) rc = dp_ssd_open(&c->ssd, cfg->ssd_dir, &dev->shape, err);
@@ -47,7 +49,6 @@ int dp_cache_new(dp_cache **out, dp_dev *dev, const dp_cache_cfg *cfg, sim_err *
         dp_cache_free(c);
         return rc;
     }
-    c->cfg.ssd_dir = NULL; /* not owned; only its presence mattered */
     if (c->ssd) dp_pool_set_evict_cb(c->pool, demote_to_ssd, c);
     *out = c;
     return DP_OK;
@@ -63,8 +64,8 @@ void dp_cache_free(dp_cache *c)
 
 static int check_tokens(const dp_cache *c, const int64_t *slots, int tokens, sim_err *err)
 {
-    if (tokens > c->cfg.chunk_tokens) {
-        sim_errf(err, "chunk cache: %d tokens exceed the %d-token chunk", tokens, c->cfg.chunk_tokens);
+    if (tokens > c->chunk_tokens) {
+        sim_errf(err, "chunk cache: %d tokens exceed the %d-token chunk", tokens, c->chunk_tokens);
         return DP_ERANGE;
     }
     return dp_slots_check(&c->dev->shape, slots, tokens, err);
@@ -73,7 +74,7 @@ static int check_tokens(const dp_cache *c, const int64_t *slots, int tokens, sim
 static int move_chunk(dp_cache *c, dp_dir dir, void *image, const int64_t *slots, int tokens, sim_err *err)
 {
     dp_xfer x = {
-        .dir = dir, .method = c->cfg.method, .slots = slots, .tokens = tokens, .chunk = dp_chunk_payload(image)};
+        .dir = dir, .method = c->method, .slots = slots, .tokens = tokens, .chunk = dp_chunk_payload(image)};
     return dp_transfer(c->dev, &x, err);
 }
 
