@@ -30,7 +30,7 @@
 #include "datapath/layout.h"
 #include "datapath/probe/probe.h"
 
-#define PROBE_MAX_SETS 8
+#define PROBE_MAX_SETS 64
 #define PROBE_COLD_BYTES (64 << 20) /* rotate until this much is touched: twice a large L3 */
 #define PROBE_PEAK_BYTES (256 << 20)
 
@@ -110,8 +110,9 @@ typedef struct probe {
     const dp_probe_shape *shape;
     void *image, *readback, *expect;
     int64_t *perm;
-    void *chunks[PROBE_MAX_SETS];
-    int64_t *slots[PROBE_MAX_SETS];
+    char *region;       /* host chunks of all rotation sets, from the backend */
+    size_t region_bytes;
+    int64_t *slots;     /* slot mappings of all rotation sets */
     int nsets, tokens;
     int64_t bytes;
     double ref_median, base_median;
@@ -151,22 +152,28 @@ static sample *add_sample(probe *p)
 
 /* ---- timing ------------------------------------------------------------- */
 
+/* Rotation set k: its host chunk and its slot mapping. */
+static void *chunk_of(const probe *p, int set) { return p->region + (size_t)set * (size_t)p->bytes; }
+static int64_t *slots_of(const probe *p, int set) { return p->slots + (size_t)set * (size_t)p->tokens; }
+
 typedef int (*probe_op)(probe *p, const void *arg, int set, sim_err *err);
 
 typedef struct timing {
     double median, min, max;
 } timing;
 
-/* Warm up, then time reps runs rotating over the sets; median of the reps. */
+/* Warm up (every rotation set at least once, so no buffer is first touched
+ * or grown while timed), then time reps runs rotating over the sets; the
+ * median of the reps. */
 static int time_op(probe *p, probe_op op, const void *arg, int nsets, timing *out, sim_err *err)
 {
-    int reps = p->o->reps;
+    int reps = p->o->reps, warmup = p->o->warmup > nsets ? p->o->warmup : nsets;
     double *t = sim_xmalloc((size_t)reps * sizeof *t);
     int rc = 0;
-    for (int i = 0; i < p->o->warmup && !rc; i++) rc = op(p, arg, i % nsets, err);
+    for (int i = 0; i < warmup && !rc; i++) rc = op(p, arg, i % nsets, err);
     for (int i = 0; i < reps && !rc; i++) {
         double t0 = sim_wall_seconds();
-        rc = op(p, arg, (p->o->warmup + i) % nsets, err);
+        rc = op(p, arg, (warmup + i) % nsets, err);
         t[i] = sim_wall_seconds() - t0;
     }
     if (!rc) {
@@ -187,14 +194,15 @@ typedef struct xfer_arg {
 static int op_transfer(probe *p, const void *arg, int set, sim_err *err)
 {
     const xfer_arg *a = arg;
-    dp_xfer x = {.dir = a->dir, .method = a->method, .slots = p->slots[set], .tokens = p->tokens, .chunk = p->chunks[set]};
+    dp_xfer x = {.dir = a->dir, .method = a->method, .slots = slots_of(p, set), .tokens = p->tokens,
+                 .chunk = chunk_of(p, set)};
     return dp_transfer(p->dev, &x, err);
 }
 
 static int op_peak(probe *p, const void *arg, int set, sim_err *err)
 {
     const xfer_arg *a = arg;
-    return dp_dev_peak_copy(p->dev, a->dir, p->chunks[set], (size_t)p->bytes, (size_t)(set * p->bytes), err);
+    return dp_dev_peak_copy(p->dev, a->dir, chunk_of(p, set), (size_t)p->bytes, (size_t)(set * p->bytes), err);
 }
 
 /* ---- the log table -------------------------------------------------------- */
@@ -259,21 +267,21 @@ static int paged_matches(probe *p, sim_err *err, bool *equal)
 static int check_store(probe *p, dp_method m, sim_err *err)
 {
     char **b = layer_bases(p, p->image);
-    dp_ref_gather(&p->dev->shape, b, p->slots[0], p->tokens, p->expect);
+    dp_ref_gather(&p->dev->shape, b, slots_of(p, 0), p->tokens, p->expect);
     free(b);
-    memset(p->chunks[0], 0x5A, (size_t)p->bytes);
+    memset(chunk_of(p, 0), 0x5A, (size_t)p->bytes);
     xfer_arg a = {DP_STORE, m};
     if (op_transfer(p, &a, 0, err)) return -1;
-    return memcmp(p->chunks[0], p->expect, (size_t)p->bytes) ? mismatch(p, "store", m, err) : 0;
+    return memcmp(chunk_of(p, 0), p->expect, (size_t)p->bytes) ? mismatch(p, "store", m, err) : 0;
 }
 
 /* load: a random chunk scattered by the method leaves the paged buffer equal
  * to the reference scatter of it into the host image (no stray writes). */
 static int check_load(probe *p, dp_method m, sim_err *err)
 {
-    fill_random(&p->rng, p->chunks[0], (size_t)p->bytes);
+    fill_random(&p->rng, chunk_of(p, 0), (size_t)p->bytes);
     char **b = layer_bases(p, p->image);
-    dp_ref_scatter(&p->dev->shape, b, p->slots[0], p->tokens, p->chunks[0]);
+    dp_ref_scatter(&p->dev->shape, b, slots_of(p, 0), p->tokens, chunk_of(p, 0));
     free(b);
     xfer_arg a = {DP_LOAD, m};
     bool equal;
@@ -286,8 +294,8 @@ static int check_load(probe *p, dp_method m, sim_err *err)
 static int check_d2d(probe *p, dp_method m, sim_err *err)
 {
     char **b = layer_bases(p, p->image);
-    dp_ref_gather(&p->dev->shape, b, p->slots[0], p->tokens, p->expect);
-    dp_ref_scatter(&p->dev->shape, b, p->slots[1], p->tokens, p->expect);
+    dp_ref_gather(&p->dev->shape, b, slots_of(p, 0), p->tokens, p->expect);
+    dp_ref_scatter(&p->dev->shape, b, slots_of(p, 1), p->tokens, p->expect);
     free(b);
     xfer_arg st = {DP_STORE, m}, ld = {DP_LOAD, m};
     bool equal;
@@ -310,11 +318,15 @@ static int cold_sets(int64_t bytes)
     return (int)(want < 2 ? 2 : want > PROBE_MAX_SETS ? PROBE_MAX_SETS : want);
 }
 
-/* As many of those as have disjoint pages in the paged buffer. */
-static int rotation_sets(int64_t bytes, int64_t pages, int tokens)
+/* As many of those as have disjoint pages in the paged buffer and room in
+ * the chunk region. */
+static int rotation_sets(const probe *p)
 {
-    int64_t fit = pages / ((tokens + DP_PAGE_TOKENS - 1) / DP_PAGE_TOKENS);
-    return (int)(cold_sets(bytes) < fit ? cold_sets(bytes) : fit);
+    int64_t n = cold_sets(p->bytes);
+    int64_t pages = p->dev->shape.pages / ((p->tokens + DP_PAGE_TOKENS - 1) / DP_PAGE_TOKENS);
+    int64_t room = (int64_t)p->region_bytes / p->bytes;
+    n = n < pages ? n : pages;
+    return (int)(n < room ? n : room);
 }
 
 /* Set k's slot mapping: tokens laid over pages perm[k·P ..], P pages per set. */
@@ -323,7 +335,7 @@ static void build_slots(probe *p)
     int per_set = (p->tokens + DP_PAGE_TOKENS - 1) / DP_PAGE_TOKENS;
     for (int k = 0; k < p->nsets; k++)
         for (int t = 0; t < p->tokens; t++)
-            p->slots[k][t] = p->perm[k * per_set + t / DP_PAGE_TOKENS] * DP_PAGE_TOKENS + t % DP_PAGE_TOKENS;
+            slots_of(p, k)[t] = p->perm[k * per_set + t / DP_PAGE_TOKENS] * DP_PAGE_TOKENS + t % DP_PAGE_TOKENS;
 }
 
 /* Timed loads overwrite the paged buffer with whatever the chunks held:
@@ -350,7 +362,7 @@ static int measure_size(probe *p, int tokens, sim_err *err)
 {
     p->tokens = tokens;
     p->bytes = dp_chunk_bytes(&p->dev->shape, tokens);
-    p->nsets = rotation_sets(p->bytes, p->dev->shape.pages, tokens);
+    p->nsets = rotation_sets(p);
     build_slots(p);
     for (int d = 0; d < 2; d++) {
         dp_dir dir = d ? DP_LOAD : DP_STORE;
@@ -377,12 +389,10 @@ static int max_tokens(const dp_probe_opts *o)
 
 static void close_shape(probe *p)
 {
-    for (int k = 0; k < PROBE_MAX_SETS; k++) {
-        if (p->dev) dp_dev_host_free(p->dev, p->chunks[k]);
-        free(p->slots[k]);
-        p->chunks[k] = NULL;
-        p->slots[k] = NULL;
-    }
+    if (p->dev) dp_dev_host_free(p->dev, p->region);
+    free(p->slots);
+    p->region = NULL;
+    p->slots = NULL;
     free(p->image);
     free(p->readback);
     free(p->expect);
@@ -394,7 +404,7 @@ static void close_shape(probe *p)
 }
 
 /* Open the backend with room for two rotation sets of the largest chunk
- * (PROBE_MAX_SETS of small ones), random contents, shuffled page order. */
+ * (up to PROBE_MAX_SETS of small ones), random contents, shuffled pages. */
 static int open_shape(probe *p, const char *backend, const dp_probe_shape *sh, sim_err *err)
 {
     int max_pages = (max_tokens(p->o) + DP_PAGE_TOKENS - 1) / DP_PAGE_TOKENS;
@@ -415,11 +425,10 @@ static int open_shape(probe *p, const char *backend, const dp_probe_shape *sh, s
         p->perm[i] = p->perm[j];
         p->perm[j] = tmp;
     }
-    for (int k = 0; k < PROBE_MAX_SETS; k++) {
-        p->slots[k] = sim_xmalloc((size_t)max_tokens(p->o) * sizeof *p->slots[k]);
-        if (dp_dev_host_alloc(p->dev, chunk, &p->chunks[k], err)) return -1;
-        memset(p->chunks[k], 0, chunk); /* fault the pages in before anything is timed */
-    }
+    p->slots = sim_xmalloc((size_t)PROBE_MAX_SETS * (size_t)max_tokens(p->o) * sizeof *p->slots);
+    p->region_bytes = 2 * chunk > PROBE_COLD_BYTES ? 2 * chunk : PROBE_COLD_BYTES;
+    if (dp_dev_host_alloc(p->dev, p->region_bytes, (void **)&p->region, err)) return -1;
+    memset(p->region, 0, p->region_bytes); /* fault the pages in before anything is timed */
     return dp_dev_paged_write(p->dev, p->image, err);
 }
 
@@ -553,7 +562,8 @@ static void write_config(dp_jw *w, const probe *p)
     dp_jw_int(w, "warmup", o->warmup);
     if (p->cpu_threads) dp_jw_int(w, "cpu_threads", p->cpu_threads);
     dp_jw_int(w, "page_tokens", DP_PAGE_TOKENS);
-    dp_jw_str(w, "timer", "CLOCK_MONOTONIC around each synchronous call; median of reps");
+    dp_jw_str(w, "timer", "CLOCK_MONOTONIC around each synchronous call; median of reps after max(warmup, "
+                          "rotation sets) untimed runs");
     dp_jw_str(w, "bytes", "KV payload per transfer (tokens x bytes_per_token), counted once");
     dp_jw_arr(w, "chunk_tokens");
     for (int i = 0; i < o->ntokens; i++) dp_jw_int(w, NULL, o->tokens[i]);
