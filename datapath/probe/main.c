@@ -18,7 +18,7 @@ static void usage(FILE *f)
             "  --tokens LIST     chunk sizes in tokens (default: 16,32,64,128,256,512,1024)\n"
             "  --backends LIST   cpu,cuda (default: every backend; unusable ones are reported)\n"
             "  --reps N          timed runs per point, median reported (default 9)\n"
-            "  --warmup N        untimed runs first (default 2)\n"
+            "  --warmup N        untimed runs first (default 2; at least one per rotation buffer)\n"
             "  --threads N       cpu backend threads (default: online CPUs, at most 8)\n"
             "  --ssd-dir DIR     where host<->SSD files go (default: build/probe-ssd)\n"
             "  --no-ssd          skip the SSD directions\n"

@@ -162,25 +162,40 @@ typedef struct timing {
     double median, min, max;
 } timing;
 
-/* Warm up (every rotation set at least once, so no buffer is first touched
- * or grown while timed), then time reps runs rotating over the sets; the
- * median of the reps. */
-static int time_op(probe *p, probe_op op, const void *arg, int nsets, timing *out, sim_err *err)
+/* One operation to time and, afterwards, its timing. */
+typedef struct timed {
+    probe_op op;
+    const void *arg;
+    timing t;
+} timed;
+
+/* Warm up each operation (every rotation set at least once, so no buffer is
+ * first touched or grown while timed), then time reps rounds in which every
+ * operation runs once, rotating over the sets. Interleaving the operations
+ * exposes them to the same background load, so their ratios (method vs
+ * plain copy, method vs per-page) hold even on a busy machine. Median of
+ * the reps per operation. */
+static int time_ops(probe *p, timed *ops, int nops, int nsets, sim_err *err)
 {
     int reps = p->o->reps, warmup = p->o->warmup > nsets ? p->o->warmup : nsets;
-    double *t = sim_xmalloc((size_t)reps * sizeof *t);
+    double *t = sim_xmalloc((size_t)(reps * nops) * sizeof *t);
     int rc = 0;
-    for (int i = 0; i < warmup && !rc; i++) rc = op(p, arg, i % nsets, err);
-    for (int i = 0; i < reps && !rc; i++) {
-        double t0 = sim_wall_seconds();
-        rc = op(p, arg, (warmup + i) % nsets, err);
-        t[i] = sim_wall_seconds() - t0;
-    }
-    if (!rc) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        *out = (timing){.median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2,
-                        .min = t[0],
-                        .max = t[reps - 1]};
+    for (int j = 0; j < nops; j++)
+        for (int i = 0; i < warmup && !rc; i++) rc = ops[j].op(p, ops[j].arg, i % nsets, err);
+    /* Consecutive runs use consecutive sets, so no run finds the previous
+     * one's bytes in cache. */
+    for (int i = 0, k = 0; i < reps && !rc; i++)
+        for (int j = 0; j < nops && !rc; j++, k++) {
+            double t0 = sim_wall_seconds();
+            rc = ops[j].op(p, ops[j].arg, k % nsets, err);
+            t[j * reps + i] = sim_wall_seconds() - t0;
+        }
+    for (int j = 0; j < nops && !rc; j++) {
+        double *tj = t + j * reps;
+        qsort(tj, (size_t)reps, sizeof *tj, cmp_double);
+        ops[j].t = (timing){.median = reps % 2 ? tj[reps / 2] : (tj[reps / 2 - 1] + tj[reps / 2]) / 2,
+                            .min = tj[0],
+                            .max = tj[reps - 1]};
     }
     free(t);
     return rc;
@@ -345,35 +360,45 @@ static int resync(probe *p, dp_dir dir, sim_err *err)
     return dir == DP_LOAD ? dp_dev_paged_write(p->dev, p->image, err) : 0;
 }
 
-static int measure_method(probe *p, dp_method m, dp_dir dir, sim_err *err)
+/* Check a method's bytes against the reference before it is timed. */
+static int check_method(probe *p, dp_method m, dp_dir dir, sim_err *err)
 {
-    bool d2d = m == DP_METHOD_KERNEL_D2D;
-    if (d2d ? dir == DP_STORE && check_d2d(p, m, err) : (dir == DP_STORE ? check_store : check_load)(p, m, err))
-        return -1;
-    xfer_arg a = {dir, m};
-    timing t;
-    if (time_op(p, op_transfer, &a, p->nsets, &t, err) || resync(p, dir, err)) return -1;
-    record(p, p->dev->ops->name, dp_dir_name(dir), d2d ? "hbm" : "dram", dp_method_name(m), &t, -1);
-    if (m == DP_METHOD_PER_PAGE) p->base_median = t.median;
-    return 0;
+    if (m == DP_METHOD_KERNEL_D2D) return dir == DP_STORE ? check_d2d(p, m, err) : 0;
+    return dir == DP_STORE ? check_store(p, m, err) : check_load(p, m, err);
 }
 
+/* One chunk size: per direction, check every method, then time the plain
+ * copy and all methods interleaved. */
 static int measure_size(probe *p, int tokens, sim_err *err)
 {
+    enum { NMETHODS = sizeof method_order / sizeof method_order[0] };
     p->tokens = tokens;
     p->bytes = dp_chunk_bytes(&p->dev->shape, tokens);
     p->nsets = rotation_sets(p);
     build_slots(p);
     for (int d = 0; d < 2; d++) {
         dp_dir dir = d ? DP_LOAD : DP_STORE;
-        xfer_arg a = {dir, DP_METHOD_CPU};
-        timing t;
+        xfer_arg args[1 + NMETHODS] = {{dir, DP_METHOD_CPU}};
+        timed ops[1 + NMETHODS] = {{.op = op_peak, .arg = &args[0]}};
+        int n = 1;
+        for (size_t i = 0; i < NMETHODS; i++) {
+            if (!dp_dev_has_method(p->dev, method_order[i])) continue;
+            if (check_method(p, method_order[i], dir, err)) return -1;
+            args[n] = (xfer_arg){dir, method_order[i]};
+            ops[n] = (timed){.op = op_transfer, .arg = &args[n]};
+            n++;
+        }
+        if (resync(p, dir, err) || time_ops(p, ops, n, p->nsets, err) || resync(p, dir, err)) return -1;
         p->ref_median = p->base_median = 0;
-        if (time_op(p, op_peak, &a, p->nsets, &t, err) || resync(p, dir, err)) return -1;
-        record(p, p->dev->ops->name, dp_dir_name(dir), "dram", p->dev->ops->peak_name, &t, -1);
-        p->ref_median = t.median;
-        for (size_t i = 0; i < sizeof method_order / sizeof method_order[0]; i++)
-            if (dp_dev_has_method(p->dev, method_order[i]) && measure_method(p, method_order[i], dir, err)) return -1;
+        for (int j = 1; j < n; j++)
+            if (args[j].method == DP_METHOD_PER_PAGE) p->base_median = ops[j].t.median;
+        record(p, p->dev->ops->name, dp_dir_name(dir), "dram", p->dev->ops->peak_name, &ops[0].t, -1);
+        p->ref_median = ops[0].t.median;
+        for (int j = 1; j < n; j++) {
+            bool d2d = args[j].method == DP_METHOD_KERNEL_D2D;
+            record(p, p->dev->ops->name, dp_dir_name(dir), d2d ? "hbm" : "dram", dp_method_name(args[j].method),
+                   &ops[j].t, -1);
+        }
     }
     return 0;
 }
@@ -519,11 +544,11 @@ static int measure_ssd(probe *p, sim_err *err)
         if (dp_aligned_alloc(a.n, &a.image, err)) return -1;
         fill_random(&p->rng, a.image, a.n);
         int nsets = cold_sets(p->bytes);
-        timing t;
-        for (int w = 1; w >= 0 && !rc; w--) {
+        for (int w = 1; w >= 0 && !rc; w--) { /* write the files, then read them back */
             a.write = w;
-            rc = time_op(p, op_file, &a, nsets, &t, err);
-            if (!rc) record(p, "host", w ? "store" : "load", "ssd", "file", &t, p->o_direct);
+            timed op = {.op = op_file, .arg = &a};
+            rc = time_ops(p, &op, 1, nsets, err);
+            if (!rc) record(p, "host", w ? "store" : "load", "ssd", "file", &op.t, p->o_direct);
         }
         for (int k = 0; k < nsets; k++) {
             char path[4096];
