@@ -9,11 +9,17 @@
  * 16 rows per layer half — 32 KiB copies for LLaMA3.1-8B — so the copy runs
  * near memcpy speed instead of paying per-token overhead.
  *
- * The 2·layers (half, layer) units are split over a small persistent thread
- * pool (the caller is worker 0), because one core rarely saturates DRAM
- * bandwidth; chunks under DP_CPU_PARALLEL_MIN bytes stay on the caller,
- * where waking workers would cost more than it saves. */
+ * The 2·layers (half, layer) units are shared with a small persistent
+ * thread pool, because one core rarely saturates DRAM bandwidth. Units are
+ * claimed one at a time from an atomic ticket (generation in the high 32
+ * bits, next unit in the low 32) rather than split in advance: the caller
+ * claims too, so a worker the scheduler has not run yet (a busy or shared
+ * machine) just claims nothing instead of holding its share of the chunk
+ * hostage, and a worker waking late for an old job sees the generation
+ * changed and stops. Chunks under DP_CPU_PARALLEL_MIN bytes stay on the
+ * caller, where waking workers would cost more than it saves. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +47,6 @@ typedef struct cpu_impl cpu_impl;
 
 typedef struct cpu_worker {
     cpu_impl *impl;
-    int index;
     pthread_t thread;
 } cpu_worker;
 
@@ -55,10 +60,11 @@ struct cpu_impl {
     cpu_worker *workers;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    uint64_t generation; /* bumped once per parallel job */
-    int pending;         /* workers still copying the current job */
+    uint64_t generation;      /* bumped once per parallel job (under mu) */
     bool quit;
-    cpu_job job;
+    cpu_job job;              /* the current parallel job (under mu) */
+    _Atomic uint64_t ticket;  /* (generation << 32) | next unit to claim */
+    atomic_int finished;      /* units of the current job copied */
 };
 
 /* The "model name" line of /proc/cpuinfo, or "unknown CPU". */
@@ -87,22 +93,40 @@ static int cpu_available(char *label, size_t n, sim_err *err)
     return 0;
 }
 
-/* Copy every run of the units (half, layer) that belong to worker w of nw. */
-static void cpu_copy_units(const cpu_impl *im, const cpu_job *job, int w, int nw)
+/* Copy every run of unit u = (half, layer). */
+static void cpu_copy_unit(const cpu_impl *im, const cpu_job *job, int u)
 {
     const dp_shape *s = &im->dev->shape;
     int64_t row = dp_row_bytes(s), lslots = dp_layer_slots(s);
-    for (int u = w; u < 2 * s->layers; u += nw) {
-        int kv = u / s->layers, layer = u % s->layers;
-        char *paged = im->layer_base[layer] + dp_kv_paged_offset(row, lslots, kv, 0);
-        char *chunk = job->chunk + dp_kv_chunk_offset(row, s->layers, job->tokens, kv, layer, 0);
-        for (int r = 0; r < job->nruns; r++) {
-            const cpu_run *run = &job->runs[r];
-            char *p = paged + run->slot * row, *c = chunk + (int64_t)run->token * row;
-            size_t n = (size_t)(run->n * row);
-            if (job->dir == DP_STORE) memcpy(c, p, n);
-            else memcpy(p, c, n);
+    int kv = u / s->layers, layer = u % s->layers;
+    char *paged = im->layer_base[layer] + dp_kv_paged_offset(row, lslots, kv, 0);
+    char *chunk = job->chunk + dp_kv_chunk_offset(row, s->layers, job->tokens, kv, layer, 0);
+    for (int r = 0; r < job->nruns; r++) {
+        const cpu_run *run = &job->runs[r];
+        char *p = paged + run->slot * row, *c = chunk + (int64_t)run->token * row;
+        size_t n = (size_t)(run->n * row);
+        if (job->dir == DP_STORE) memcpy(c, p, n);
+        else memcpy(p, c, n);
+    }
+}
+
+/* Claim and copy units of job `gen` until none is left (or the job is no
+ * longer current); whoever finishes the last unit wakes the caller. */
+static void cpu_claim_units(cpu_impl *im, const cpu_job *job, uint64_t gen)
+{
+    const int units = 2 * im->dev->shape.layers;
+    const uint64_t tag = (gen & 0xffffffffu) << 32;
+    uint64_t t = atomic_load(&im->ticket);
+    for (;;) {
+        if ((t & ~0xffffffffull) != tag || (int)(t & 0xffffffffu) >= units) return;
+        if (!atomic_compare_exchange_weak(&im->ticket, &t, t + 1)) continue; /* t reloaded */
+        cpu_copy_unit(im, job, (int)(t & 0xffffffffu));
+        if (atomic_fetch_add(&im->finished, 1) + 1 == units) {
+            pthread_mutex_lock(&im->mu);
+            pthread_cond_signal(&im->done);
+            pthread_mutex_unlock(&im->mu);
         }
+        t = atomic_load(&im->ticket);
     }
 }
 
@@ -118,9 +142,8 @@ static void *cpu_worker_main(void *arg)
         seen = im->generation;
         cpu_job job = im->job;
         pthread_mutex_unlock(&im->mu);
-        cpu_copy_units(im, &job, wk->index, im->nworkers + 1);
+        cpu_claim_units(im, &job, seen);
         pthread_mutex_lock(&im->mu);
-        if (--im->pending == 0) pthread_cond_signal(&im->done);
     }
     pthread_mutex_unlock(&im->mu);
     return NULL;
@@ -152,19 +175,21 @@ static int cpu_transfer(dp_dev *dev, const dp_xfer *x, sim_err *err)
     cpu_impl *im = dev->impl;
     int nruns = cpu_build_runs(im, x->slots, x->tokens);
     cpu_job job = {.dir = x->dir, .tokens = x->tokens, .nruns = nruns, .runs = im->runs, .chunk = x->chunk};
+    const int units = 2 * dev->shape.layers;
     if (im->nworkers == 0 || dp_chunk_bytes(&dev->shape, x->tokens) < DP_CPU_PARALLEL_MIN) {
-        cpu_copy_units(im, &job, 0, 1);
+        for (int u = 0; u < units; u++) cpu_copy_unit(im, &job, u);
         return 0;
     }
     pthread_mutex_lock(&im->mu);
     im->job = job;
-    im->pending = im->nworkers;
-    im->generation++;
+    uint64_t gen = ++im->generation;
+    atomic_store(&im->finished, 0);
+    atomic_store(&im->ticket, (gen & 0xffffffffu) << 32);
     pthread_cond_broadcast(&im->go);
     pthread_mutex_unlock(&im->mu);
-    cpu_copy_units(im, &job, 0, im->nworkers + 1);
+    cpu_claim_units(im, &job, gen);
     pthread_mutex_lock(&im->mu);
-    while (im->pending) pthread_cond_wait(&im->done, &im->mu);
+    while (atomic_load(&im->finished) < units) pthread_cond_wait(&im->done, &im->mu);
     pthread_mutex_unlock(&im->mu);
     return 0;
 }
@@ -211,7 +236,7 @@ static int cpu_open(dp_dev *dev, sim_err *err)
     for (int l = 0; l < s->layers; l++) im->layer_base[l] = im->paged + (int64_t)l * dp_layer_bytes(s);
     im->workers = sim_xcalloc((size_t)dev->threads, sizeof *im->workers);
     for (int i = 0; i < dev->threads - 1; i++) {
-        im->workers[i] = (cpu_worker){.impl = im, .index = i + 1};
+        im->workers[i] = (cpu_worker){.impl = im};
         if (pthread_create(&im->workers[i].thread, NULL, cpu_worker_main, &im->workers[i])) {
             cpu_stop_workers(im, i);
             im->nworkers = 0;
