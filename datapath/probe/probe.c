@@ -7,17 +7,18 @@
  *
  *   1. slot mappings: whole pages in a shuffled order (vLLM hands out free
  *      blocks in no particular order), one disjoint set per rotation slot;
- *   2. per direction, the backend's reference copy (memcpy / pinned
- *      cudaMemcpy of the same bytes, contiguous) and every method: first
- *      checked byte for byte against the CPU reference (dp_ref_gather /
- *      dp_ref_scatter), then timed;
+ *   2. per direction, every method is first checked byte for byte against
+ *      the CPU reference (dp_ref_gather / dp_ref_scatter), then the
+ *      backend's reference copy (memcpy / pinned cudaMemcpy of the same
+ *      bytes, contiguous) and all methods are timed together, interleaved;
  *   3. host→SSD and SSD→host file I/O of the same sizes (first shape only:
  *      file cost depends on bytes, not on the model).
  *
- * Timing: `warmup` untimed runs, then `reps` runs each timed with
- * CLOCK_MONOTONIC around the synchronous call (which includes launch and
- * synchronisation, i.e. what a caller waits), median reported. Bytes are
- * the KV payload moved, counted once per transfer. */
+ * Timing: untimed warm-up runs, then `reps` rounds in which each operation
+ * runs once, each run timed with CLOCK_MONOTONIC around the synchronous
+ * call (which includes launch and synchronisation, i.e. what a caller
+ * waits); the median per operation is reported. Bytes are the KV payload
+ * moved, counted once per transfer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
