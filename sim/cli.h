@@ -29,6 +29,7 @@ int cmd_policies(int argc, char **argv);
 int cmd_hitrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);

@@ -12,6 +12,7 @@ static const sim_cmd commands[] = {
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
     {"plan", "smallest DRAM per node reaching a target share of the achievable hit rate", cmd_plan},
     {"check", "CI regression check: re-run a baseline's measurements, exit 3 if one moved", cmd_check},
+    {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
