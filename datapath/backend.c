@@ -57,9 +57,13 @@ const dp_backend_ops *dp_backend(const char *name, sim_err *err)
     return NULL;
 }
 
+/* Copy threads by default: half the online CPUs (1 to 8). A gather or
+ * scatter is memory-bound; one thread already moves about memcpy's
+ * bandwidth on a small machine, and a thread per CPU there competes with
+ * everything else for the same cores (measured in docs/datapath.md). */
 static int default_threads(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 

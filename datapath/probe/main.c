@@ -19,7 +19,7 @@ static void usage(FILE *f)
             "  --backends LIST   cpu,cuda (default: every backend; unusable ones are reported)\n"
             "  --reps N          timed runs per point, median reported (default 9)\n"
             "  --warmup N        untimed runs first (default 2; at least one per rotation buffer)\n"
-            "  --threads N       cpu backend threads (default: online CPUs, at most 8)\n"
+            "  --threads N       cpu backend threads (default: half the online CPUs, 1 to 8)\n"
             "  --ssd-dir DIR     where host<->SSD files go (default: build/probe-ssd)\n"
             "  --no-ssd          skip the SSD directions\n"
             "  --lab             kernel lab: llama3.1-8b only, no SSD, table to stdout\n"
