@@ -121,25 +121,40 @@ static void strip_wall(json_t *summary)
 /* ---- determinism ------------------------------------------------------------- */
 
 /* Same trace + config + seed ⇒ identical summary (wall time aside) and
- * identical request rows; with noise on, a different seed changes them. */
-static void test_determinism(void **state)
+ * identical request rows, with the simplest policies and with the whole
+ * conductor on (kvcentric, predictive early rejection, dynamic PD ratio,
+ * instance failures); with noise on, a different seed changes them. */
+static void check_deterministic(const char *config)
 {
-    char *db1 = temp_db(), *db2 = temp_db(), args[512];
-    const char *noisy = "--set cost.noise=0.1 --set policy.router=random --seed 5";
-    snprintf(args, sizeof args, "%s --db %s", noisy, db1);
+    char *db1 = temp_db(), *db2 = temp_db(), args[2048];
+    snprintf(args, sizeof args, "%s --db %s", config, db1);
     json_t *a = run_json(args);
-    snprintf(args, sizeof args, "%s --db %s", noisy, db2);
+    snprintf(args, sizeof args, "%s --db %s", config, db2);
     json_t *b = run_json(args);
     strip_wall(a);
     strip_wall(b);
     assert_true(json_equal(a, b));
     char *ra = dump_requests(db1), *rb = dump_requests(db2);
     assert_string_equal(ra, rb);
-    json_t *c = run_json("--set cost.noise=0.1 --set policy.router=random --seed 6");
+    free(ra), free(rb), json_decref(a), json_decref(b);
+    unlink(db1), unlink(db2), free(db1), free(db2);
+}
+
+static void test_determinism(void **state)
+{
+    const char *noisy = "--set cost.noise=0.1 --set policy.router=random --seed 5";
+    check_deterministic(noisy);
+    check_deterministic("--set cost.noise=0.1 --set policy.router=kvcentric --set policy.admission=early_reject_predict"
+                        " --set policy.pd_controller=dynamic --set policy.params.pd_period_s=3"
+                        " --set 'faults=[{\"at_ms\":5000,\"instance\":1,\"down_ms\":4000}]'"
+                        " --set metrics.replica_period_ms=2000 --seed 3");
+    char args[512];
+    snprintf(args, sizeof args, "%s", noisy);
+    json_t *a = run_json(args), *c = run_json("--set cost.noise=0.1 --set policy.router=random --seed 6");
+    strip_wall(a);
     strip_wall(c);
     assert_false(json_equal(a, c));
-    free(ra), free(rb), json_decref(a), json_decref(b), json_decref(c);
-    unlink(db1), unlink(db2), free(db1), free(db2);
+    json_decref(a), json_decref(c);
 }
 
 /* ---- conservation --------------------------------------------------------------- */
