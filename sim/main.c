@@ -9,6 +9,9 @@ static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
     {"trace", "trace tools: stats, gen", cmd_trace},
     {"policies", "list every registered policy with its parameters", cmd_policies},
+    {"sweep", "run a grid of config points in parallel workers into one results DB", cmd_sweep},
+    {"merge", "merge results databases (run ids remapped)", cmd_merge},
+    {"report", "HTML report with gnuplot figures from a results DB", cmd_report},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

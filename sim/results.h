@@ -6,6 +6,11 @@
  *   requests  one row per request: arrival, lengths, instances, hits, TTFT,
  *             TBT, end-to-end, prefill GPU time, status and rejection stage
  *   samples   time series per instance: queue length, load, batch, KV use
+ *   replicas  time series of the replica count of the top-ranked keys
+ *             (Mooncake Fig. 18): t_ms, rank (1 = hottest), key, replicas
+ *   hitrate   hit rate vs capacity points of `kvsim hitrate --db` (cache-only
+ *             replay, Fig. 16): one id per invocation; capacity_tokens NULL
+ *             is the infinite cache (the trace's theoretical maximum)
  *
  * A run is written in one transaction with prepared statements (WAL mode on
  * file databases). Without a path the database is SQLite's private temporary
@@ -14,6 +19,7 @@
 #ifndef SIM_RESULTS_H
 #define SIM_RESULTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -66,16 +72,44 @@ typedef struct sim_sample_row {
     double kv_used;
 } sim_sample_row;
 
+typedef struct sim_replica_row {
+    double t_ms;
+    int rank;          /* 1 = the most accessed key */
+    uint64_t key;      /* stored as 16 hex digits */
+    int replicas;      /* copies of the block across the pool */
+} sim_replica_row;
+
+typedef struct sim_hitrate_row {
+    const char *trace_path;
+    uint64_t trace_fingerprint;
+    int block_tokens;
+    const char *policy;      /* eviction policy */
+    const char *setup;       /* the rest of the replay setup ("scope global, 1 node"), may be NULL */
+    double capacity_tokens;  /* per node; INFINITY = the infinite cache */
+    double hit_rate_blocks, hit_rate_tokens;
+} sim_hitrate_row;
+
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);
 /* Start a run: inserts its runs row and opens the transaction. */
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
+/* A replica-count sample of the current run. */
+int sim_results_add_replicas(sim_results *r, const sim_replica_row *row, sim_err *err);
+/* Hit-rate points, outside any run: take a fresh id for one invocation's
+ * points, then add each point (capacity INFINITY for the infinite cache). */
+int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err);
+int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *row, sim_err *err);
 /* Build the run's summary object from its rows (caller owns the result). */
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err);
 /* Store the summary (with wall time) and commit. */
 int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_seconds, sim_err *err);
 void sim_results_close(sim_results *r);
+/* Whether the database holds a completed run with this config hash and
+ * trace fingerprint (the sweep's "already recorded" test). */
+int sim_results_has_run(sim_results *r, uint64_t config_hash, uint64_t trace_fingerprint, bool *found, sim_err *err);
+/* The SQLite connection, for tools that read or merge whole databases. */
+struct sqlite3 *sim_results_handle(sim_results *r);
 
 #endif

@@ -1,0 +1,589 @@
+/* sim/report_fig.c — the figures of `kvsim report` (see sim/report.h).
+ *
+ * Each figure queries the results database with prepared statements, writes
+ * its data file (tab-separated; one gnuplot index block per series, blocks
+ * separated by two blank lines, a "#" line naming each block) and the gnuplot
+ * body that plots it, and adds its section to the page. A figure whose data
+ * is absent from the database (no hitrate table rows, no role changes, no
+ * replica samples) is left out. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/report.h"
+
+/* Rows of a CDF kept per run: every request up to this many, evenly spaced
+ * order statistics beyond (a 1M-request run still plots instantly). */
+#define CDF_MAX_POINTS 2000
+#define MAX_KEYED_SERIES 16 /* more series than this: no legend */
+
+typedef struct body {
+    char *text;
+    size_t len;
+    FILE *f;
+} body;
+
+static void body_open(body *b) { b->f = open_memstream(&b->text, &b->len); }
+
+#define HEIGHT 540      /* pixels of a one-panel figure */
+#define HEIGHT_TALL 760 /* two panels */
+
+static int body_finish(rep *r, body *b, const char *name, const char *title, int height, sim_err *err)
+{
+    fclose(b->f);
+    int rc = rep_write_script(r, name, title, b->text, height, err);
+    free(b->text);
+    return rc;
+}
+
+static sqlite3_stmt *prepare(rep *r, const char *sql, sim_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+        sim_errf(err, "%s: query failed: %s", r->db_path, sqlite3_errmsg(r->db));
+    return st;
+}
+
+/* The count a query returns for ?1 = run_id (and ?2 = text, when given). */
+static int64_t count_rows(rep *r, const char *sql, int64_t run_id, const char *text)
+{
+    sqlite3_stmt *st = prepare(r, sql, NULL);
+    int64_t n = 0;
+    if (!st) return 0;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (text) sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static bool table_exists(rep *r, const char *table)
+{
+    sqlite3_stmt *st = prepare(r, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", NULL);
+    if (!st) return false;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* One plot clause: "FILE" index I using U with STYLE title "T". */
+static void plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
+                        const char *title)
+{
+    fprintf(f, "%s\"%s\" index %d using %s with %s ", first ? "plot " : ", \\\n     ", file, index, using, style);
+    if (title) {
+        fputs("title ", f);
+        rep_gp_string(f, title);
+    } else {
+        fputs("notitle", f);
+    }
+}
+
+/* ---- TTFT and TBT CDFs -------------------------------------------------------- */
+
+typedef struct cdf_spec {
+    const char *name, *col, *slo_key, *what, *title;
+} cdf_spec;
+
+/* Write one run's CDF block: at most CDF_MAX_POINTS evenly spaced order
+ * statistics (always the first and last), y = rank / n. */
+static int write_cdf_block(rep *r, FILE *dat, const cdf_spec *c, const rep_run *run, double *lo, double *hi,
+                           sim_err *err)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT COUNT(%s) FROM requests WHERE run_id=?1", c->col);
+    int64_t n = count_rows(r, sql, run->id, NULL);
+    if (n == 0) return 0;
+    snprintf(sql, sizeof sql, "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s", c->col,
+             c->col, c->col);
+    sqlite3_stmt *st = prepare(r, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    int64_t step = n > CDF_MAX_POINTS ? (n + CDF_MAX_POINTS - 1) / CDF_MAX_POINTS : 1;
+    fprintf(dat, "# run %lld: %s\n", (long long)run->id, run->label);
+    for (int64_t k = 1; sqlite3_step(st) == SQLITE_ROW; k++) {
+        double v = sqlite3_column_double(st, 0);
+        if (k == 1 || k == n || k % step == 0) fprintf(dat, "%.6g\t%.6g\n", v, (double)k / (double)n);
+        if (v > 0 && v < *lo) *lo = v;
+        if (v > *hi) *hi = v;
+    }
+    fputs("\n\n", dat);
+    sqlite3_finalize(st);
+    return 1;
+}
+
+/* Dashed vertical lines at each distinct SLO of the plotted runs. */
+static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, double *hi)
+{
+    double seen[64];
+    int nseen = 0;
+    for (int i = 0; i < r->nruns && nseen < 64; i++) {
+        double slo = rep_config_num(&r->runs[i], c->slo_key);
+        bool dup = isnan(slo);
+        for (int k = 0; k < nseen && !dup; k++) dup = seen[k] == slo;
+        if (dup) continue;
+        seen[nseen++] = slo;
+        if (slo > *hi) *hi = slo;
+        fprintf(b, "set arrow from %g, graph 0 to %g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
+                slo, slo);
+        fprintf(b, "set label \"SLO %g ms\" at %g, graph 0.5 left offset 0.5, 0 textcolor rgb \"#c00000\"\n", slo,
+                slo);
+    }
+}
+
+static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.dat", c->name);
+    FILE *dat = rep_open(r, file, err);
+    if (!dat) return -1;
+    body b;
+    body_open(&b);
+    double lo = INFINITY, hi = 0;
+    int nblocks = 0, rc = 0;
+    for (int i = 0; i < r->nruns && rc >= 0; i++) {
+        rc = write_cdf_block(r, dat, c, &r->runs[i], &lo, &hi, err);
+        if (rc == 1) plot_clause(b.f, nblocks == 0, file, nblocks, "1:2", "lines linewidth 2", r->runs[i].label);
+        nblocks += rc == 1;
+    }
+    fclose(dat);
+    fputc('\n', b.f);
+    fclose(b.f);
+    if (rc < 0 || nblocks == 0) {
+        free(b.text);
+        if (nblocks == 0) rep_remove(r, file);
+        return rc < 0 ? -1 : 0;
+    }
+    /* The plot command is written last: settings come first. */
+    char *plot = b.text;
+    body_open(&b);
+    fprintf(b.f, "set xlabel \"%s (ms)\"\nset ylabel \"fraction of completed requests\"\n", c->what);
+    fputs("set title figure_title\nset yrange [0:1]\nset grid\nset key top left\n", b.f);
+    slo_lines(b.f, r, c, &hi);
+    if (lo < INFINITY) fprintf(b.f, "set logscale x 10\nset xrange [%g:%g]\n", lo / 1.5, hi * 1.5);
+    fputs(plot, b.f);
+    free(plot);
+    if (body_finish(r, &b, c->name, c->title, HEIGHT, err)) return -1;
+    char caption[256];
+    snprintf(caption, sizeof caption,
+             "Cumulative distribution of %s over each run's completed requests (log scale); dashed red lines: the "
+             "%s SLO.", c->what, c->what);
+    rep_section(r, c->name, c->title, caption, NULL);
+    return 1;
+}
+
+int rep_fig_ttft(rep *r, sim_err *err)
+{
+    const cdf_spec c = {"ttft_cdf", "ttft_ms", "slo.ttft_ms", "TTFT", "TTFT distribution per run"};
+    return cdf_figure(r, &c, err);
+}
+
+int rep_fig_tbt(rep *r, sim_err *err)
+{
+    const cdf_spec c = {"tbt_cdf", "tbt_ms", "slo.tbt_ms", "TBT", "TBT distribution per run"};
+    return cdf_figure(r, &c, err);
+}
+
+/* ---- SLO attainment and goodput ------------------------------------------------- */
+
+static double summary_num(const rep_run *run, const char *key)
+{
+    return json_number_value(json_object_get(run->summary, key));
+}
+
+/* Horizontal bars, one row per run (labels stay readable with many runs);
+ * %d = the number of runs, for the y range. */
+static const char slo_body[] =
+    "set multiplot title figure_title\n"
+    "set style fill solid 0.85 border -1\n"
+    "set grid xtics\n"
+    "set tmargin 3\n"
+    "set yrange [%d - 0.4:-0.6]\n"
+    "set ytics nomirror scale 0\n"
+    "set lmargin at screen 0.30\n"
+    "set rmargin at screen 0.61\n"
+    "set xrange [0:1.18]\n"
+    "set xlabel \"SLO attainment (effective / all requests)\"\n"
+    "plot \"slo.dat\" using ($3/2):0:($3/2):(0.3):ytic(2) with boxxyerror linecolor rgb \"#4472c4\" notitle, \\\n"
+    "     \"\" using 3:0:(sprintf(\" %%.3f\", $3)) with labels left notitle\n"
+    "set format y \"\"\n"
+    "set lmargin at screen 0.66\n"
+    "set rmargin at screen 0.97\n"
+    "set xrange [0:*]\n"
+    "set offsets 0, graph 0.25, 0, 0\n"
+    "set xlabel \"goodput (effective requests/s)\"\n"
+    "plot \"slo.dat\" using ($4/2):0:($4/2):(0.3) with boxxyerror linecolor rgb \"#70ad47\" notitle, \\\n"
+    "     \"\" using 4:0:(sprintf(\" %%.3f\", $4)) with labels left notitle\n"
+    "unset multiplot\n";
+
+int rep_fig_slo(rep *r, sim_err *err)
+{
+    FILE *dat = rep_open(r, "slo.dat", err);
+    if (!dat) return -1;
+    fputs("# run\tlabel\tslo_attainment\tgoodput_rps\n", dat);
+    for (int i = 0; i < r->nruns; i++)
+        fprintf(dat, "%lld\t%s\t%.6g\t%.6g\n", (long long)r->runs[i].id, r->runs[i].label,
+                summary_num(&r->runs[i], "slo_attainment"), summary_num(&r->runs[i], "goodput_rps"));
+    fclose(dat);
+    char body_text[sizeof slo_body + 32];
+    snprintf(body_text, sizeof body_text, slo_body, r->nruns);
+    int height = 140 + 36 * r->nruns;
+    if (rep_write_script(r, "slo", "SLO attainment and goodput per run", body_text, height < 320 ? 320 : height, err))
+        return -1;
+    rep_section(r, "slo", "SLO attainment and goodput per run",
+                "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all "
+                "requests, rejected ones included). Right: goodput, effective requests per simulated second.",
+                NULL);
+    return 1;
+}
+
+/* ---- hit rate vs capacity (Mooncake Fig. 16) ---------------------------------------- */
+
+/* Curves: the newest hitrate id of each (trace, policy, setup). */
+static const char hitrate_curves_sql[] =
+    "SELECT MAX(id), trace_fingerprint, trace_path, policy, setup FROM hitrate WHERE capacity_tokens IS NOT NULL"
+    " GROUP BY trace_fingerprint, policy, setup ORDER BY trace_fingerprint, policy, setup";
+static const char hitrate_points_sql[] =
+    "SELECT capacity_tokens, hit_rate_blocks, hit_rate_tokens FROM hitrate WHERE id=?1 AND policy=?2 AND setup=?3"
+    " AND capacity_tokens IS NOT NULL ORDER BY capacity_tokens";
+static const char hitrate_max_sql[] =
+    "SELECT trace_fingerprint, trace_path, MAX(hit_rate_blocks), MAX(hit_rate_tokens) FROM hitrate"
+    " WHERE capacity_tokens IS NULL GROUP BY trace_fingerprint ORDER BY trace_fingerprint";
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return s ? s : "";
+}
+
+static int write_hitrate_curve(rep *r, FILE *dat, sqlite3_stmt *curve, double *lo, double *hi, sim_err *err)
+{
+    sqlite3_stmt *pts = prepare(r, hitrate_points_sql, err);
+    if (!pts) return -1;
+    sqlite3_bind_int64(pts, 1, sqlite3_column_int64(curve, 0));
+    sqlite3_bind_text(pts, 2, col_text(curve, 3), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(pts, 3, col_text(curve, 4), -1, SQLITE_TRANSIENT);
+    fprintf(dat, "# hitrate id %lld: trace %s (%s), policy %s, %s\n# capacity_tokens\thit_rate_blocks\thit_rate_tokens\n",
+            (long long)sqlite3_column_int64(curve, 0), col_text(curve, 2), col_text(curve, 1), col_text(curve, 3),
+            col_text(curve, 4));
+    while (sqlite3_step(pts) == SQLITE_ROW) {
+        double cap = sqlite3_column_double(pts, 0);
+        if (cap > 0 && cap < *lo) *lo = cap;
+        if (cap > *hi) *hi = cap;
+        fprintf(dat, "%.6g\t%.6g\t%.6g\n", cap, sqlite3_column_double(pts, 1), sqlite3_column_double(pts, 2));
+    }
+    fputs("\n\n", dat);
+    sqlite3_finalize(pts);
+    return 0;
+}
+
+/* The infinite-cache maxima as flat two-point lines across the capacity range. */
+static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, double lo, double hi,
+                             sim_err *err)
+{
+    sqlite3_stmt *st = prepare(r, hitrate_max_sql, err);
+    if (!st) return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double m = sqlite3_column_double(st, 2);
+        fprintf(dat, "# infinite cache: trace %s (%s)\n%.6g\t%.6g\n%.6g\t%.6g\n\n\n", col_text(st, 1), col_text(st, 0),
+                lo, m, hi, m);
+        char title[128];
+        snprintf(title, sizeof title, "infinite cache (%.3f), trace %.8s", m, col_text(st, 0));
+        plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2", "lines dashtype 2 linewidth 2 linecolor rgb \"black\"",
+                    title);
+        fprintf(caption, " Infinite cache of trace %s (fingerprint %s): %.4f.", col_text(st, 1), col_text(st, 0), m);
+        (*index)++;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *index, sim_err *err)
+{
+    double lo = INFINITY, hi = 0;
+    sqlite3_stmt *curves = prepare(r, hitrate_curves_sql, err);
+    if (!curves) return -1;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(curves) == SQLITE_ROW) {
+        rc = write_hitrate_curve(r, dat, curves, &lo, &hi, err);
+        char title[192];
+        snprintf(title, sizeof title, "%s%s%s, trace %.8s", col_text(curves, 3), *col_text(curves, 4) ? ", " : "",
+                 col_text(curves, 4), col_text(curves, 1));
+        plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
+        fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title,
+                (long long)sqlite3_column_int64(curves, 0), col_text(curves, 2), col_text(curves, 1));
+        (*index)++;
+    }
+    sqlite3_finalize(curves);
+    if (rc == 0 && *index > 0) rc = write_hitrate_max(r, dat, plot, caption, index, lo, hi, err);
+    return rc;
+}
+
+static const char hitrate_settings[] =
+    "set title figure_title\n"
+    "set xlabel \"cache capacity per node (tokens)\"\n"
+    "set ylabel \"prefix hit rate (blocks)\"\n"
+    "set logscale x 10\n"
+    "set format x \"%.0s%c\"\n"
+    "set yrange [0:1]\n"
+    "set grid\n"
+    "set key bottom right\n";
+
+int rep_fig_hitrate(rep *r, sim_err *err)
+{
+    if (!table_exists(r, "hitrate")) return 0;
+    FILE *dat = rep_open(r, "hitrate.dat", err);
+    if (!dat) return -1;
+    body plot, caption;
+    body_open(&plot);
+    body_open(&caption);
+    fputs(hitrate_settings, plot.f);
+    fputs("Prefix hit rate of a cache-only replay (kvsim hitrate --db) against the cache capacity per node; dashed: "
+          "the trace's infinite-cache maximum.", caption.f);
+    int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, err);
+    fclose(dat);
+    fputc('\n', plot.f);
+    fclose(caption.f);
+    if (rc == 0 && index > 0) {
+        rc = body_finish(r, &plot, "hitrate", "Hit rate vs cache capacity", HEIGHT, err);
+        if (rc == 0) rep_section(r, "hitrate", "Hit rate vs cache capacity", caption.text, NULL);
+    } else {
+        fclose(plot.f);
+        free(plot.text);
+        rep_remove(r, "hitrate.dat");
+    }
+    free(caption.text);
+    return rc ? -1 : index > 0;
+}
+
+/* ---- per-run timelines: load (Fig. 6/7), roles (Fig. 8), replicas (Fig. 18) --------- */
+
+typedef struct block_list {
+    int n;
+    int first;       /* index of the first block in the data file */
+} block_list;
+
+/* One block per instance that ever had `role`: its load samples while in
+ * that role, a blank line (a gap in the line) where it had another role. */
+static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *role, int *next_index, FILE *plot,
+                            bool *first_clause, const char *name, sim_err *err)
+{
+    sqlite3_stmt *st = prepare(r,
+                               "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
+                               " (SELECT DISTINCT instance FROM samples WHERE run_id=?1 AND role=?2) ORDER BY instance, t_ms",
+                               err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
+    bool keyed = count_rows(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id,
+                            role) <= MAX_KEYED_SERIES;
+    int inst = -1, count = 0;
+    bool in_segment = false;
+    char file[96], title[64];
+    snprintf(file, sizeof file, "%s.dat", name);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int i = sqlite3_column_int(st, 0);
+        if (i != inst) {
+            if (inst >= 0) fputs("\n\n", dat);
+            fprintf(dat, "# %s load of instance %d\n", role, i);
+            snprintf(title, sizeof title, "instance %d", i);
+            plot_clause(plot, *first_clause, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
+                        keyed ? title : NULL);
+            *first_clause = false;
+            inst = i;
+            count++;
+            in_segment = false;
+        }
+        bool here = sqlite3_column_int(st, 2);
+        if (here) fprintf(dat, "%.6g\t%.6g\n", sqlite3_column_double(st, 1), sqlite3_column_double(st, 3));
+        else if (in_segment) fputc('\n', dat);
+        in_segment = here;
+    }
+    if (inst >= 0) fputs("\n\n", dat);
+    sqlite3_finalize(st);
+    return count;
+}
+
+/* Rejected requests by stage, as marks at load 0 at their arrival time. */
+static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_index, FILE *plot, const char *name,
+                            sim_err *err)
+{
+    static const char *const stages[] = {"at_arrival", "after_prefill", "ttft_slo"};
+    static const char *const marks[] = {"pointtype 2 linecolor rgb \"#c00000\"", "pointtype 6 linecolor rgb \"#ff8c00\"",
+                                        "pointtype 8 linecolor rgb \"#7030a0\""};
+    sqlite3_stmt *st = prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms",
+                               err);
+    if (!st) return -1;
+    char file[96], title[64];
+    snprintf(file, sizeof file, "%s.dat", name);
+    for (size_t s = 0; s < sizeof stages / sizeof stages[0]; s++) {
+        sqlite3_bind_int64(st, 1, run->id);
+        sqlite3_bind_text(st, 2, stages[s], -1, SQLITE_STATIC);
+        int64_t n = 0;
+        for (; sqlite3_step(st) == SQLITE_ROW; n++) {
+            if (n == 0) fprintf(dat, "# rejected %s: arrival_ms\n", stages[s]);
+            fprintf(dat, "%.6g\t0\n", sqlite3_column_double(st, 0));
+        }
+        sqlite3_reset(st);
+        if (!n) continue;
+        fputs("\n\n", dat);
+        snprintf(title, sizeof title, "rejected %s (%lld)", stages[s], (long long)n);
+        char style[96];
+        snprintf(style, sizeof style, "points pointsize 0.6 %s", marks[s]);
+        plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, title);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static const char load_panel[] =
+    "set xlabel \"time (s)\"\n"
+    "set ylabel \"%s load (1 = at the SLO)\"\n"
+    "set title \"%s instances\"\n"
+    "set grid\n"
+    "set key outside right top\n"
+    "set yrange [0:*]\n"
+    "set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 linecolor rgb \"#c00000\"\n";
+
+static int fig_load(rep *r, const rep_run *run, sim_err *err)
+{
+    if (!count_rows(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL)) return 0;
+    static const char *const roles[] = {"prefill", "decode"};
+    char name[64], file[80];
+    snprintf(name, sizeof name, "load_run%lld", (long long)run->id);
+    snprintf(file, sizeof file, "%s.dat", name);
+    FILE *dat = rep_open(r, file, err);
+    if (!dat) return -1;
+    body b;
+    body_open(&b);
+    fputs("set multiplot layout 2,1 title figure_title\n", b.f);
+    int index = 0, rc = 0;
+    for (int k = 0; k < 2 && rc >= 0; k++) {
+        bool first = true;
+        fprintf(b.f, load_panel, roles[k], roles[k]);
+        rc = write_role_loads(r, dat, run, roles[k], &index, b.f, &first, name, err);
+        if (rc > 0) rc = write_rejections(r, dat, run, &index, b.f, name, err);
+        else if (rc == 0) fputs("plot NaN notitle", b.f);
+        fputs("\n", b.f);
+    }
+    fputs("unset multiplot\n", b.f);
+    fclose(dat);
+    char title[96];
+    snprintf(title, sizeof title, "Instance load over time, run #%lld", (long long)run->id);
+    if (rc < 0) {
+        fclose(b.f);
+        free(b.text);
+        return -1;
+    }
+    if (body_finish(r, &b, name, title, HEIGHT_TALL, err)) return -1;
+    rep_section(r, name, title,
+                "Load of each prefill instance (estimated queue time / TTFT SLO) and decode instance (estimated "
+                "iteration time / TBT SLO) per sample period (Mooncake Fig. 6/7); marks at 0: rejected requests at "
+                "their arrival, by rejection stage.",
+                run);
+    return 1;
+}
+
+/* Instances per role over time: only when some instance changed role. */
+static int fig_roles(rep *r, const rep_run *run, sim_err *err)
+{
+    if (!count_rows(r,
+                    "SELECT COUNT(*) FROM (SELECT instance FROM samples WHERE run_id=?1 GROUP BY instance"
+                    " HAVING COUNT(DISTINCT role) > 1)",
+                    run->id, NULL))
+        return 0;
+    char name[64], file[80];
+    snprintf(name, sizeof name, "roles_run%lld", (long long)run->id);
+    snprintf(file, sizeof file, "%s.dat", name);
+    sqlite3_stmt *st = prepare(r,
+                               "SELECT role, t_ms, COUNT(*) FROM samples WHERE run_id=?1 GROUP BY role, t_ms"
+                               " ORDER BY role, t_ms",
+                               err);
+    FILE *dat = st ? rep_open(r, file, err) : NULL;
+    if (!dat) return sqlite3_finalize(st), -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    body b;
+    body_open(&b);
+    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\nset key outside right top\n"
+          "set yrange [0:*]\n", b.f);
+    char role[64] = "";
+    int index = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (strcmp(role, col_text(st, 0))) {
+            if (index) fputs("\n\n", dat);
+            snprintf(role, sizeof role, "%s", col_text(st, 0));
+            fprintf(dat, "# instances in role %s\n", role);
+            plot_clause(b.f, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
+            index++;
+        }
+        fprintf(dat, "%.6g\t%d\n", sqlite3_column_double(st, 1), sqlite3_column_int(st, 2));
+    }
+    fputc('\n', b.f);
+    sqlite3_finalize(st);
+    fclose(dat);
+    char title[96];
+    snprintf(title, sizeof title, "Instance roles over time, run #%lld", (long long)run->id);
+    if (body_finish(r, &b, name, title, HEIGHT, err)) return -1;
+    rep_section(r, name, title,
+                "Number of instances in each role per sample period, as the PD-ratio controller moves instances "
+                "between prefill and decode (Mooncake Fig. 8).",
+                run);
+    return 1;
+}
+
+/* Replica counts of the top-ranked keys over time (Mooncake Fig. 18). */
+static int fig_replicas(rep *r, const rep_run *run, sim_err *err)
+{
+    if (!table_exists(r, "replicas") || !count_rows(r, "SELECT COUNT(*) FROM replicas WHERE run_id=?1", run->id, NULL))
+        return 0;
+    char name[64], file[80];
+    snprintf(name, sizeof name, "replicas_run%lld", (long long)run->id);
+    snprintf(file, sizeof file, "%s.dat", name);
+    sqlite3_stmt *st = prepare(r, "SELECT rank, t_ms, replicas FROM replicas WHERE run_id=?1 ORDER BY rank, t_ms", err);
+    FILE *dat = st ? rep_open(r, file, err) : NULL;
+    if (!dat) return sqlite3_finalize(st), -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    body b;
+    body_open(&b);
+    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"replicas\"\nset grid\nset key outside right top\n"
+          "set yrange [0:*]\n", b.f);
+    int rank = -1, index = 0;
+    char title[32];
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_int(st, 0) != rank) {
+            if (index) fputs("\n\n", dat);
+            rank = sqlite3_column_int(st, 0);
+            fprintf(dat, "# replicas of the key ranked %d\n", rank);
+            snprintf(title, sizeof title, "key rank %d", rank);
+            plot_clause(b.f, index == 0, file, index, "($1/1000):2", "steps linewidth 1.5",
+                        index < MAX_KEYED_SERIES ? title : NULL);
+            index++;
+        }
+        fprintf(dat, "%.6g\t%d\n", sqlite3_column_double(st, 1), sqlite3_column_int(st, 2));
+    }
+    fputc('\n', b.f);
+    sqlite3_finalize(st);
+    fclose(dat);
+    char ftitle[96];
+    snprintf(ftitle, sizeof ftitle, "Replicas of the hottest keys over time, run #%lld", (long long)run->id);
+    if (body_finish(r, &b, name, ftitle, HEIGHT, err)) return -1;
+    rep_section(r, name, ftitle,
+                "Copies of each top-ranked block key across the KV pool per sample (rank 1 = most accessed), "
+                "Mooncake Fig. 18.",
+                run);
+    return 1;
+}
+
+int rep_fig_run_timelines(rep *r, sim_err *err)
+{
+    static int (*const per_run[])(rep *, const rep_run *, sim_err *) = {fig_load, fig_roles, fig_replicas};
+    int made = 0;
+    for (int i = 0; i < r->nruns; i++)
+        for (size_t k = 0; k < sizeof per_run / sizeof per_run[0]; k++) {
+            int rc = per_run[k](r, &r->runs[i], err);
+            if (rc < 0) return -1;
+            made += rc;
+        }
+    return made > 0;
+}
