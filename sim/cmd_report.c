@@ -190,7 +190,10 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
 static int open_db(rep *r, sim_err *err)
 {
     if (access(r->db_path, R_OK) != 0) return sim_errf(err, "cannot read %s: %s", r->db_path, strerror(errno));
-    if (sqlite3_open_v2(r->db_path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    /* Read-write when allowed, so that closing removes the WAL files SQLite
+     * creates beside a WAL database; the report only reads. */
+    int flags = access(r->db_path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+    if (sqlite3_open_v2(r->db_path, &r->db, flags, NULL) != SQLITE_OK)
         return sim_errf(err, "cannot open %s: %s", r->db_path, sqlite3_errmsg(r->db));
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL) !=

@@ -377,6 +377,8 @@ static int emit_jobs(const sweep *s, int64_t recorded, sim_err *err)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (!getcwd(cwd, sizeof cwd) || n <= 0) return sim_errf(err, "cannot find the working directory or kvsim binary");
     exe[n] = 0;
+    if (mkdir(s->parts, 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s: %s", s->parts, strerror(errno));
     FILE *f = fopen(s->emit, "w");
     if (!f) return sim_errf(err, "--emit-jobs: cannot write %s: %s", s->emit, strerror(errno));
     for (int64_t i = 0; i < s->n; i++) {
