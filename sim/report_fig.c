@@ -359,15 +359,11 @@ int rep_fig_hitrate(rep *r, sim_err *err)
 
 /* ---- per-run timelines: load (Fig. 6/7), roles (Fig. 8), replicas (Fig. 18) --------- */
 
-typedef struct block_list {
-    int n;
-    int first;       /* index of the first block in the data file */
-} block_list;
-
 /* One block per instance that ever had `role`: its load samples while in
- * that role, a blank line (a gap in the line) where it had another role. */
+ * that role, a blank line (a gap in the line) where it had another role.
+ * Returns the number of blocks. */
 static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *role, int *next_index, FILE *plot,
-                            bool *first_clause, const char *name, sim_err *err)
+                            const char *file, sim_err *err)
 {
     sqlite3_stmt *st = prepare(r,
                                "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
@@ -380,17 +376,15 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
                             role) <= MAX_KEYED_SERIES;
     int inst = -1, count = 0;
     bool in_segment = false;
-    char file[96], title[64];
-    snprintf(file, sizeof file, "%s.dat", name);
+    char title[64];
     while (sqlite3_step(st) == SQLITE_ROW) {
         int i = sqlite3_column_int(st, 0);
         if (i != inst) {
             if (inst >= 0) fputs("\n\n", dat);
             fprintf(dat, "# %s load of instance %d\n", role, i);
             snprintf(title, sizeof title, "instance %d", i);
-            plot_clause(plot, *first_clause, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
+            plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
                         keyed ? title : NULL);
-            *first_clause = false;
             inst = i;
             count++;
             in_segment = false;
@@ -405,9 +399,10 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
     return count;
 }
 
-/* Rejected requests by stage, as marks at load 0 at their arrival time. */
-static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_index, FILE *plot, const char *name,
-                            sim_err *err)
+/* Rejected requests by stage, one block each, as marks at load 0 at their
+ * arrival time on every panel. */
+static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_index, FILE **panels, int npanels,
+                            const char *file, sim_err *err)
 {
     static const char *const stages[] = {"at_arrival", "after_prefill", "ttft_slo"};
     static const char *const marks[] = {"pointtype 2 linecolor rgb \"#c00000\"", "pointtype 6 linecolor rgb \"#ff8c00\"",
@@ -415,8 +410,6 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
     sqlite3_stmt *st = prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms",
                                err);
     if (!st) return -1;
-    char file[96], title[64];
-    snprintf(file, sizeof file, "%s.dat", name);
     for (size_t s = 0; s < sizeof stages / sizeof stages[0]; s++) {
         sqlite3_bind_int64(st, 1, run->id);
         sqlite3_bind_text(st, 2, stages[s], -1, SQLITE_STATIC);
@@ -428,10 +421,11 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
         sqlite3_reset(st);
         if (!n) continue;
         fputs("\n\n", dat);
+        char title[64], style[96];
         snprintf(title, sizeof title, "rejected %s (%lld)", stages[s], (long long)n);
-        char style[96];
         snprintf(style, sizeof style, "points pointsize 0.6 %s", marks[s]);
-        plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, title);
+        for (int p = 0; p < npanels; p++) plot_clause(panels[p], false, file, *next_index, "($1/1000):2", style, title);
+        (*next_index)++;
     }
     sqlite3_finalize(st);
     return 0;
@@ -444,33 +438,47 @@ static const char load_panel[] =
     "set grid\n"
     "set key outside right top\n"
     "set yrange [0:*]\n"
-    "set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 linecolor rgb \"#c00000\"\n";
+    "plot 1 with lines dashtype 2 linewidth 2 linecolor rgb \"#c00000\" title \"SLO (load 1)\"";
+
+/* Two panels, prefill and decode instances, each with the SLO (load 1); a
+ * panel with no instance of its role gets no rejection marks either. */
+static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const char *file, sim_err *err)
+{
+    static const char *const roles[] = {"prefill", "decode"};
+    body panel[2];
+    FILE *with_lines[2];
+    int index = 0, rc = 0, nlines = 0;
+    for (int k = 0; k < 2; k++) {
+        body_open(&panel[k]);
+        fprintf(panel[k].f, load_panel, roles[k], roles[k]);
+        int n = rc < 0 ? 0 : write_role_loads(r, dat, run, roles[k], &index, panel[k].f, file, err);
+        if (n < 0) rc = -1;
+        if (n > 0) with_lines[nlines++] = panel[k].f;
+    }
+    if (rc == 0) rc = write_rejections(r, dat, run, &index, with_lines, nlines, file, err);
+    fputs("set multiplot layout 2,1 title figure_title\n", script);
+    for (int k = 0; k < 2; k++) {
+        fclose(panel[k].f);
+        fprintf(script, "%s\n", panel[k].text);
+        free(panel[k].text);
+    }
+    fputs("unset multiplot\n", script);
+    return rc;
+}
 
 static int fig_load(rep *r, const rep_run *run, sim_err *err)
 {
     if (!count_rows(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL)) return 0;
-    static const char *const roles[] = {"prefill", "decode"};
-    char name[64], file[80];
+    char name[64], file[80], title[96];
     snprintf(name, sizeof name, "load_run%lld", (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
+    snprintf(title, sizeof title, "Instance load over time, run #%lld", (long long)run->id);
     FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     body b;
     body_open(&b);
-    fputs("set multiplot layout 2,1 title figure_title\n", b.f);
-    int index = 0, rc = 0;
-    for (int k = 0; k < 2 && rc >= 0; k++) {
-        bool first = true;
-        fprintf(b.f, load_panel, roles[k], roles[k]);
-        rc = write_role_loads(r, dat, run, roles[k], &index, b.f, &first, name, err);
-        if (rc > 0) rc = write_rejections(r, dat, run, &index, b.f, name, err);
-        else if (rc == 0) fputs("plot NaN notitle", b.f);
-        fputs("\n", b.f);
-    }
-    fputs("unset multiplot\n", b.f);
+    int rc = write_load(r, run, dat, b.f, file, err);
     fclose(dat);
-    char title[96];
-    snprintf(title, sizeof title, "Instance load over time, run #%lld", (long long)run->id);
     if (rc < 0) {
         fclose(b.f);
         free(b.text);
@@ -485,6 +493,35 @@ static int fig_load(rep *r, const rep_run *run, sim_err *err)
     return 1;
 }
 
+/* One block per role: the number of instances in it at every sample time
+ * (0 included, so a role that empties shows as 0). */
+static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err)
+{
+    sqlite3_stmt *roles = prepare(r, "SELECT DISTINCT role FROM samples WHERE run_id=?1 ORDER BY role", err);
+    sqlite3_stmt *counts = prepare(r,
+                                   "SELECT t_ms, SUM(role = ?2) FROM samples WHERE run_id=?1 GROUP BY t_ms ORDER BY t_ms",
+                                   err);
+    int index = 0;
+    if (roles && counts) {
+        sqlite3_bind_int64(roles, 1, run->id);
+        sqlite3_bind_int64(counts, 1, run->id);
+        for (; sqlite3_step(roles) == SQLITE_ROW; index++) {
+            const char *role = col_text(roles, 0);
+            fprintf(dat, "%s# instances in role %s\n", index ? "\n\n" : "", role);
+            plot_clause(plot, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
+            sqlite3_bind_text(counts, 2, role, -1, SQLITE_TRANSIENT);
+            while (sqlite3_step(counts) == SQLITE_ROW)
+                fprintf(dat, "%.6g\t%d\n", sqlite3_column_double(counts, 0), sqlite3_column_int(counts, 1));
+            sqlite3_reset(counts);
+        }
+        fputc('\n', plot);
+    }
+    int ok = roles && counts;
+    sqlite3_finalize(roles);
+    sqlite3_finalize(counts);
+    return ok ? 0 : -1;
+}
+
 /* Instances per role over time: only when some instance changed role. */
 static int fig_roles(rep *r, const rep_run *run, sim_err *err)
 {
@@ -493,37 +530,23 @@ static int fig_roles(rep *r, const rep_run *run, sim_err *err)
                     " HAVING COUNT(DISTINCT role) > 1)",
                     run->id, NULL))
         return 0;
-    char name[64], file[80];
+    char name[64], file[80], title[96];
     snprintf(name, sizeof name, "roles_run%lld", (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
-    sqlite3_stmt *st = prepare(r,
-                               "SELECT role, t_ms, COUNT(*) FROM samples WHERE run_id=?1 GROUP BY role, t_ms"
-                               " ORDER BY role, t_ms",
-                               err);
-    FILE *dat = st ? rep_open(r, file, err) : NULL;
-    if (!dat) return sqlite3_finalize(st), -1;
-    sqlite3_bind_int64(st, 1, run->id);
+    snprintf(title, sizeof title, "Instance roles over time, run #%lld", (long long)run->id);
+    FILE *dat = rep_open(r, file, err);
+    if (!dat) return -1;
     body b;
     body_open(&b);
-    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\nset key outside right top\n"
-          "set yrange [0:*]\n", b.f);
-    char role[64] = "";
-    int index = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (strcmp(role, col_text(st, 0))) {
-            if (index) fputs("\n\n", dat);
-            snprintf(role, sizeof role, "%s", col_text(st, 0));
-            fprintf(dat, "# instances in role %s\n", role);
-            plot_clause(b.f, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
-            index++;
-        }
-        fprintf(dat, "%.6g\t%d\n", sqlite3_column_double(st, 1), sqlite3_column_int(st, 2));
-    }
-    fputc('\n', b.f);
-    sqlite3_finalize(st);
+    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\n"
+          "set key outside right top\nset yrange [0:*]\n", b.f);
+    int rc = write_role_counts(r, run, dat, b.f, file, err);
     fclose(dat);
-    char title[96];
-    snprintf(title, sizeof title, "Instance roles over time, run #%lld", (long long)run->id);
+    if (rc) {
+        fclose(b.f);
+        free(b.text);
+        return -1;
+    }
     if (body_finish(r, &b, name, title, HEIGHT, err)) return -1;
     rep_section(r, name, title,
                 "Number of instances in each role per sample period, as the PD-ratio controller moves instances "
