@@ -48,7 +48,7 @@ static inline void su_rmrf(const char *dir)
 static inline sqlite3 *su_open(const char *path)
 {
     sqlite3 *db;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
     return db;
 }
 
