@@ -175,7 +175,10 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
     FILE *h = r->html;
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
     rep_html_text(h, title);
-    fprintf(h, "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" alt=\"", name, name);
+    /* onerror: a figure that fails to load says so on the browser console. */
+    fprintf(h, "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" onerror=\"console.error('kvsim report: cannot load ' + "
+               "this.src)\" alt=\"",
+            name, name);
     rep_html_text(h, title);
     fputs("\"></a>\n<p class=\"caption\">", h);
     rep_html_text(h, caption);
@@ -396,17 +399,8 @@ static const summary_col summary_cols[] = {
     {"wall s", "wall_seconds", "%.2f"},
 };
 
-static void comparison_row(FILE *h, const rep *r, const rep_run *run)
+static void config_cells(FILE *h, const rep *r, const rep_run *run)
 {
-    fprintf(h, "<tr data-run=\"%lld\"><td class=\"text\">#%lld</td>", (long long)run->id, (long long)run->id);
-    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++) {
-        const json_t *v = json_at(run->summary, summary_cols[c].path);
-        fputs("<td>", h);
-        if (json_is_number(v)) fprintf(h, summary_cols[c].fmt, json_number_value(v));
-        fputs("</td>", h);
-    }
-    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td>",
-            run->hash, run->fp, (long long)run->seed);
     size_t k;
     json_t *key;
     json_array_foreach(r->diff_keys, k, key) {
@@ -416,21 +410,32 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run)
         fputs("</td>", h);
         free(v);
     }
-    fputs("</tr>\n", h);
+}
+
+/* run | the differing config keys | summary | config hash, fingerprint, seed */
+static void comparison_row(FILE *h, const rep *r, const rep_run *run)
+{
+    fprintf(h, "<tr data-run=\"%lld\"><td class=\"text\">#%lld</td>", (long long)run->id, (long long)run->id);
+    config_cells(h, r, run);
+    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++) {
+        const json_t *v = json_at(run->summary, summary_cols[c].path);
+        fputs("<td>", h);
+        if (json_is_number(v)) fprintf(h, summary_cols[c].fmt, json_number_value(v));
+        fputs("</td>", h);
+    }
+    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
+            run->hash, run->fp, (long long)run->seed);
 }
 
 static void comparison_table(rep *r)
 {
     FILE *h = r->html;
     fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run", h);
-    fputs(json_array_size(r->diff_keys) ? "; the last columns are the config keys whose values differ between the "
-                                          "runs (every other key is the same).</p>\n"
+    fputs(json_array_size(r->diff_keys) ? "; the columns after the run are the config keys whose values differ "
+                                          "between the runs (every other key is the same).</p>\n"
                                         : "; the runs share one config.</p>\n",
           h);
     fputs("<div class=\"scroll\"><table id=\"comparison\">\n<tr><th>run</th>", h);
-    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++)
-        fprintf(h, "<th>%s</th>", summary_cols[c].head);
-    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th>", h);
     size_t k;
     json_t *key;
     json_array_foreach(r->diff_keys, k, key) {
@@ -438,7 +443,9 @@ static void comparison_table(rep *r)
         rep_html_text(h, json_string_value(key));
         fputs("</th>", h);
     }
-    fputs("</tr>\n", h);
+    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++)
+        fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
     for (int i = 0; i < r->nruns; i++) comparison_row(h, r, &r->runs[i]);
     fputs("</table></div>\n</section>\n", h);
 }

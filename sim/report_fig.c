@@ -159,12 +159,12 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
     char *plot = b.text;
     body_open(&b);
     fprintf(b.f, "set xlabel \"%s (ms)\"\nset ylabel \"fraction of completed requests\"\n", c->what);
-    fputs("set title figure_title\nset yrange [0:1]\nset grid\nset key top left\n", b.f);
+    fputs("set title figure_title\nset yrange [0:1]\nset grid\nset key below height 1\n", b.f);
     slo_lines(b.f, r, c, &hi);
     if (lo < INFINITY) fprintf(b.f, "set logscale x 10\nset xrange [%g:%g]\n", lo / 1.5, hi * 1.5);
     fputs(plot, b.f);
     free(plot);
-    if (body_finish(r, &b, c->name, c->title, HEIGHT, err)) return -1;
+    if (body_finish(r, &b, c->name, c->title, HEIGHT + 12 * nblocks, err)) return -1; /* room for the key */
     char caption[256];
     snprintf(caption, sizeof caption,
              "Cumulative distribution of %s over each run's completed requests (log scale); dashed red lines: the "
