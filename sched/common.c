@@ -32,6 +32,7 @@ void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t
     out->prefix_blocks = prefix_blocks;
     out->fetch_remote = ctx->cfg->scope == KV_SCOPE_GLOBAL;
     out->replicate = false;
+    out->transfer_from = -1;
     out->service_s = sched_est_service_s(ctx, req, prefix_blocks);
     out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
 }
@@ -39,4 +40,17 @@ void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i)
 {
     return kv_store_prefix_any(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks);
+}
+
+double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sched_route *route)
+{
+    return route->ttft_s / sched_slo_ttft_s(ctx, req);
+}
+
+double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
+                         int64_t capacity)
+{
+    double mem = capacity > 0 ? (double)kv_tokens / (double)capacity : 0;
+    double tbt = tbt_s / sched_slo_tbt_s(ctx, req);
+    return tbt > mem ? tbt : mem;
 }

@@ -83,5 +83,10 @@ typedef struct sched_evict_ops {
 
 /* The policies (one file each, sched/evict_NAME.c; listed in registry.c). */
 extern const sched_evict_ops sched_evict_lru_ops;
+extern const sched_evict_ops sched_evict_fifo_ops;
+extern const sched_evict_ops sched_evict_lfu_ops;
+extern const sched_evict_ops sched_evict_sieve_ops;
+extern const sched_evict_ops sched_evict_s3fifo_ops;
+extern const sched_evict_ops sched_evict_belady_ops;
 
 #endif

@@ -12,6 +12,18 @@
 
 static const sched_evict_entry evict_table[] = {
     {"lru", "least recently used (Mooncake Store default, §3.2.1)", "", false, &sched_evict_lru_ops},
+    {"fifo", "first in, first out: hits do not reorder", "", false, &sched_evict_fifo_ops},
+    {"lfu", "least frequently used, ties to LRU; counts halve periodically (aging)",
+     "lfu_max_freq=15: count saturation; lfu_age_period=0: accesses between halvings (0 = 10 x resident blocks)",
+     false, &sched_evict_lfu_ops},
+    {"sieve", "SIEVE (NSDI'24): FIFO queue, visited bit, a hand that sifts out unvisited blocks", "", false,
+     &sched_evict_sieve_ops},
+    {"s3fifo", "S3-FIFO (SOSP'23): small + main FIFO queues and a ghost queue",
+     "s3fifo_small_ratio=0.1: share of the small queue; s3fifo_ghost_ratio=0.9: ghost size / capacity; "
+     "s3fifo_move_threshold=2: hits in the small queue to move to main",
+     false, &sched_evict_s3fifo_ops},
+    {"belady", "offline optimum (furthest next use, with bypass); kvsim hitrate only", "", true,
+     &sched_evict_belady_ops},
 };
 
 #define N_EVICT (sizeof evict_table / sizeof evict_table[0])
@@ -59,15 +71,18 @@ int sched_param_number(const json_t *params, const char *name, double def, doubl
 /* ---- conductor policies ------------------------------------------------ */
 
 extern const sched_router_ops sched_route_random, sched_route_round_robin, sched_route_least_loaded,
-    sched_route_cache_aware_local;
+    sched_route_cache_aware_local, sched_route_kvcentric;
 extern const sched_decode_ops sched_decode_least_loaded;
-extern const sched_admission_ops sched_admit_none, sched_admit_slo_reject;
+extern const sched_admission_ops sched_admit_none, sched_admit_slo_reject, sched_admit_baseline,
+    sched_admit_early_reject, sched_admit_early_reject_predict;
+extern const sched_pd_ops sched_pd_static, sched_pd_dynamic;
 
 static const sched_router_ops *const routers[] = {
     &sched_route_random,
     &sched_route_round_robin,
     &sched_route_least_loaded,
     &sched_route_cache_aware_local,
+    &sched_route_kvcentric,
 };
 
 static const sched_decode_ops *const decoders[] = {
@@ -77,16 +92,14 @@ static const sched_decode_ops *const decoders[] = {
 static const sched_admission_ops *const admissions[] = {
     &sched_admit_none,
     &sched_admit_slo_reject,
-};
-
-static const sched_pd_ops pd_static = {
-    .name = "static",
-    .help = "keep the configured prefill/decode split for the whole run",
-    .params = "",
+    &sched_admit_baseline,
+    &sched_admit_early_reject,
+    &sched_admit_early_reject_predict,
 };
 
 static const sched_pd_ops *const pd_controllers[] = {
-    &pd_static,
+    &sched_pd_static,
+    &sched_pd_dynamic,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -106,8 +119,8 @@ const sched_pd_ops *sched_pd_lookup(const char *name) { LOOKUP(pd_controllers, n
     do {                                                                                                           \
         fprintf(f, "%s (%s):\n", title, key);                                                                      \
         for (size_t i_ = 0; i_ < COUNT(table); i_++) {                                                             \
-            fprintf(f, "  %-20s %s\n", table[i_]->name, table[i_]->help);                                          \
-            if (*table[i_]->params) fprintf(f, "  %-20s params: %s\n", "", table[i_]->params);                     \
+            fprintf(f, "  %-22s %s\n", table[i_]->name, table[i_]->help);                                          \
+            if (*table[i_]->params) fprintf(f, "  %-22s params: %s\n", "", table[i_]->params);                     \
         }                                                                                                          \
     } while (0)
 
@@ -119,7 +132,7 @@ void sched_print_policies(FILE *f)
     PRINT_KIND(f, "PD-ratio controllers", "policy.pd_controller", pd_controllers);
     fprintf(f, "eviction (kvstore.eviction):\n");
     for (size_t i = 0; i < N_EVICT; i++) {
-        fprintf(f, "  %-20s %s\n", evict_table[i].name, evict_table[i].help);
-        if (*evict_table[i].params) fprintf(f, "  %-20s params: %s\n", "", evict_table[i].params);
+        fprintf(f, "  %-22s %s\n", evict_table[i].name, evict_table[i].help);
+        if (*evict_table[i].params) fprintf(f, "  %-22s params: %s\n", "", evict_table[i].params);
     }
 }

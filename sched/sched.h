@@ -40,9 +40,16 @@ typedef struct sched_decode_view {
     int batch;            /* requests in the running batch */
     int pending;          /* routed here, not yet in the batch */
     int64_t kv_tokens;    /* KV tokens reserved (batch + pending) */
+    int64_t kv_resident;  /* KV tokens of requests that reached it (batch + waiting) */
     int64_t kv_capacity;  /* KV tokens the instance's HBM holds */
     int64_t ctx_tokens;   /* context tokens the running batch reads per iteration */
 } sched_decode_view;
+
+/* An admitted request still in flight, as the conductor predicts it. */
+typedef struct sched_inflight {
+    double decode_start_s; /* predicted (or actual, if ≤ 0) start of its decode, relative to now */
+    int64_t ctx_tokens;    /* KV tokens its decode reads */
+} sched_inflight;
 
 typedef struct sched_ctx {
     const sim_config *cfg;
@@ -55,14 +62,18 @@ typedef struct sched_ctx {
     int n_decode;
     const sched_decode_view *decode;
     double kv_bytes_per_token;
+    int n_inflight;                  /* filled only for admission policies that ask */
+    const sched_inflight *inflight;
+    double mean_decode_s;            /* with inflight: the conductor's decode-time estimate t_d */
 } sched_ctx;
 
 /* A router's decision. */
 typedef struct sched_route {
     int prefill;           /* index into ctx->prefill; -1 = no instance */
     int32_t prefix_blocks; /* blocks the conductor expects to reuse */
-    bool fetch_remote;     /* serve prefix blocks held on other nodes over the NIC */
-    bool replicate;        /* copy fetched blocks into the chosen node (Alg. 1 line 21) */
+    bool fetch_remote;     /* global scope: serve prefix blocks held on other nodes over the NIC */
+    bool replicate;        /* Alg. 1 line 21: copy the holder's prefix into the chosen node first */
+    int transfer_from;     /* with replicate: the holder (index into ctx->prefill); else -1 */
     double service_s;      /* estimated load + prefill time on the chosen instance */
     double ttft_s;         /* estimated TTFT (queue + service) */
 } sched_route;
@@ -70,7 +81,8 @@ typedef struct sched_route {
 /* A decode selector's decision. */
 typedef struct sched_decode_choice {
     int decode;    /* index into ctx->decode; -1 = none can ever hold the request */
-    double tbt_s;  /* predicted TBT on it with this request */
+    double tbt_s;  /* predicted iteration time on it with this request */
+    double load;   /* its decode load with this request (sched_decode_load) */
 } sched_decode_choice;
 
 typedef enum sched_verdict {
@@ -105,10 +117,28 @@ typedef struct sched_admission_ops {
     /* At arrival, after routing and decode selection. */
     sched_verdict (*admit)(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
                            const sched_decode_choice *dec);
+    /* Optional: when the prefill is done, may the request go on to decode
+     * instance `decode` (index into ctx->decode)? false = reject, counted
+     * as after_prefill (wasted prefill). */
+    bool (*after_prefill)(void *state, const sched_ctx *ctx, const sim_request *req, int decode);
+    bool needs_inflight; /* fill ctx->inflight before admit */
 } sched_admission_ops;
 
+/* What the PD-ratio controller sees each period (Mooncake §5.1). */
+typedef struct sched_pd_view {
+    const double *prefill_loads, *decode_loads; /* per-instance load samples since the last period */
+    int n_prefill_loads, n_decode_loads;
+    int n_prefill, n_decode; /* instances serving each role now */
+    bool switching;          /* an instance is draining or switching */
+} sched_pd_view;
+
+/* +1: move one instance prefill → decode; −1: decode → prefill; 0: keep. */
 typedef struct sched_pd_ops {
     const char *name, *help, *params;
+    int (*create)(void **state, const json_t *params, sim_err *err);
+    void (*destroy)(void *state);
+    int (*decide)(void *state, const sched_pd_view *view); /* NULL = never move */
+    double (*period_s)(const void *state);
 } sched_pd_ops;
 
 /* ---- registry (sched/registry.c) ---------------------------------------- */
@@ -130,6 +160,15 @@ double sched_slo_tbt_s(const sched_ctx *ctx, const sim_request *req);
 double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
 /* Fill a route for instance i with the given prefix (estimates included). */
 void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out);
+/* Load of the prefill side for a route: predicted TTFT / SLO_ttft (§4.3.1). */
+double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sched_route *route);
+/* Load of a decode instance that would hold kv_tokens (this request
+ * included) with predicted iteration time tbt_s: the greater of
+ * tbt_s / SLO_tbt and kv_tokens / capacity. Above 1 on the second term the
+ * request would wait for HBM room, and that wait is its longest
+ * inter-token interval — so memory oversubscription is TBT load too. */
+double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
+                         int64_t capacity);
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
@@ -186,6 +187,8 @@ static const num_field config_nums[] = {
     {"cost.estimator_noise", CF(estimator_noise), 1, false},
     {"metrics.sample_period_ms", CF(sample_period_s), 1e-3, true},
     {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1, true},
+    {"cluster.switch_ms", CF(switch_s), 1e-3, false},
+    {"metrics.replica_period_ms", CF(replica_period_s), 1e-3, false},
 };
 
 static const num_field hw_nums[] = {
@@ -275,6 +278,43 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     return 0;
 }
 
+static int read_fault(const json_t *f, size_t i, int instances, sim_fault *out, sim_err *err)
+{
+    const json_t *at = json_object_get(f, "at_ms"), *inst = json_object_get(f, "instance"),
+                 *down = json_object_get(f, "down_ms");
+    if (!json_is_object(f) || json_object_size(f) != 3 || !at || !inst || !down)
+        return sim_errf(err, "config key 'faults[%zu]': expected {\"at_ms\": T, \"instance\": I, \"down_ms\": D}", i);
+    if (!json_is_number(at) || json_number_value(at) < 0)
+        return sim_errf(err, "config key 'faults[%zu].at_ms': expected a time >= 0", i);
+    if (!json_is_integer(inst) || json_integer_value(inst) < 0 || json_integer_value(inst) >= instances)
+        return sim_errf(err, "config key 'faults[%zu].instance': expected an instance 0..%d", i, instances - 1);
+    if (!json_is_number(down) || json_number_value(down) <= 0)
+        return sim_errf(err, "config key 'faults[%zu].down_ms': expected a duration > 0", i);
+    *out = (sim_fault){json_number_value(at) / 1e3, (int)json_integer_value(inst), json_number_value(down) / 1e3};
+    return 0;
+}
+
+static int read_faults(sim_config *c, sim_err *err)
+{
+    const json_t *arr = json_object_get(c->root, "faults");
+    if (!json_is_array(arr)) return sim_errf(err, "config key 'faults': expected an array");
+    c->n_faults = (int)json_array_size(arr);
+    c->faults = sim_xcalloc((size_t)c->n_faults + 1, sizeof *c->faults);
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (read_fault(json_array_get(arr, i), i, c->n_prefill + c->n_decode, &c->faults[i], err)) return -1;
+    return 0;
+}
+
+static int read_on_failure(const json_t *root, bool *retry, sim_err *err)
+{
+    char s[16];
+    if (get_str(root, "cluster.on_failure", s, sizeof s, err)) return -1;
+    if (strcmp(s, "retry") && strcmp(s, "lose"))
+        return sim_errf(err, "config key 'cluster.on_failure': '%s' is not retry or lose", s);
+    *retry = !strcmp(s, "retry");
+    return 0;
+}
+
 static int read_typed(sim_config *c, sim_err *err)
 {
     const json_t *root = c->root;
@@ -297,6 +337,7 @@ static int read_typed(sim_config *c, sim_err *err)
     if (c->block_tokens != c->trace.block_tokens)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);
+    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err)) return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;
@@ -351,7 +392,9 @@ int sim_config_load(sim_config *out, const char *config_path, char *const *sets,
 void sim_config_free(sim_config *c)
 {
     json_decref(c->root);
+    free(c->faults);
     c->root = NULL;
+    c->faults = NULL;
 }
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)

@@ -35,6 +35,13 @@ typedef struct sim_hw {
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
 } sim_hw;
 
+/* One scheduled instance failure (config key "faults"). */
+typedef struct sim_fault {
+    double at_s;    /* failure time, trace clock */
+    int instance;   /* 0..prefill+decode-1 */
+    double down_s;  /* until recovery */
+} sim_fault;
+
 typedef struct sim_config {
     json_t *root;           /* resolved config (owned) */
     uint64_t hash;          /* XXH64 of root dumped with sorted keys */
@@ -65,6 +72,11 @@ typedef struct sim_config {
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;
+    double replica_period_s; /* 0 = no replica samples */
+    double switch_s;         /* PD role switch cost after draining */
+    bool retry_on_failure;   /* cluster.on_failure: retry (true) or lose */
+    int n_faults;
+    sim_fault *faults;       /* owned */
     uint64_t seed;
 } sim_config;
 

@@ -18,13 +18,13 @@ static bool before(const sim_event *a, const sim_event *b)
     return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
-void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, void *data)
+void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, uint32_t gen, void *data)
 {
     if (e->n == e->cap) {
         e->cap = e->cap ? e->cap * 2 : 256;
         e->heap = sim_xrealloc(e->heap, (size_t)e->cap * sizeof *e->heap);
     }
-    sim_event ev = {time < e->now ? e->now : time, e->next_seq++, kind, target, data};
+    sim_event ev = {time < e->now ? e->now : time, e->next_seq++, kind, target, gen, data};
     int64_t i = e->n++;
     while (i > 0 && before(&ev, &e->heap[(i - 1) / 2])) {
         e->heap[i] = e->heap[(i - 1) / 2];

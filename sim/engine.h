@@ -16,6 +16,7 @@ typedef struct sim_event {
     uint64_t seq;   /* insertion order: the tie-breaker */
     int32_t kind;
     int32_t target; /* e.g. instance index */
+    uint32_t gen;   /* the target's generation when scheduled: stale events are recognised */
     void *data;     /* e.g. a request */
 } sim_event;
 
@@ -30,7 +31,7 @@ typedef struct sim_engine {
 void sim_engine_init(sim_engine *e);
 void sim_engine_free(sim_engine *e);
 /* Schedule an event; time must not be in the past. */
-void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, void *data);
+void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, uint32_t gen, void *data);
 /* Pop the earliest event into *ev and advance now; false when empty. */
 bool sim_engine_pop(sim_engine *e, sim_event *ev);
 static inline bool sim_engine_empty(const sim_engine *e) { return e->n == 0; }

@@ -9,9 +9,8 @@
 static void alloc_buckets(sim_keymap *m, int log2n)
 {
     size_t n = (size_t)1 << log2n;
-    m->keys = sim_xmalloc(n * sizeof *m->keys);
-    m->vals = sim_xmalloc(n * sizeof *m->vals);
-    for (size_t i = 0; i < n; i++) m->vals[i] = SIM_KEYMAP_ABSENT;
+    m->e = sim_xmalloc(n * sizeof *m->e);
+    for (size_t i = 0; i < n; i++) m->e[i].val = SIM_KEYMAP_ABSENT;
     m->mask = n - 1;
     m->shift = 64 - log2n;
     m->count = 0;
@@ -26,17 +25,15 @@ void sim_keymap_init(sim_keymap *m, int64_t expected)
 
 void sim_keymap_free(sim_keymap *m)
 {
-    free(m->keys);
-    free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
+    free(m->e);
+    m->e = NULL;
 }
 
 /* Index of key's bucket, or of the empty bucket where it would go. */
 static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
 {
     uint64_t b = sim_keymap_bucket(m, key);
-    while (m->vals[b] >= 0 && m->keys[b] != key) b = (b + 1) & m->mask;
+    while (m->e[b].val >= 0 && m->e[b].key != key) b = (b + 1) & m->mask;
     return b;
 }
 
@@ -45,7 +42,7 @@ static void grow(sim_keymap *m)
     sim_keymap old = *m;
     alloc_buckets(m, 64 - old.shift + 1);
     for (uint64_t b = 0; b <= old.mask; b++)
-        if (old.vals[b] >= 0) sim_keymap_put(m, old.keys[b], old.vals[b]);
+        if (old.e[b].val >= 0) sim_keymap_put(m, old.e[b].key, old.e[b].val);
     sim_keymap_free(&old);
 }
 
@@ -53,9 +50,8 @@ void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 {
     if (2 * (m->count + 1) > (int64_t)(m->mask + 1)) grow(m);
     uint64_t b = find_bucket(m, key);
-    if (m->vals[b] < 0) m->count++;
-    m->keys[b] = key;
-    m->vals[b] = val;
+    if (m->e[b].val < 0) m->count++;
+    m->e[b] = (sim_keymap_entry){.key = key, .val = val};
 }
 
 /* Backward-shift deletion (Knuth 6.4 Algorithm R): after emptying bucket
@@ -64,16 +60,15 @@ void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 bool sim_keymap_del(sim_keymap *m, uint64_t key)
 {
     uint64_t hole = find_bucket(m, key);
-    if (m->vals[hole] < 0) return false;
-    for (uint64_t j = (hole + 1) & m->mask; m->vals[j] >= 0; j = (j + 1) & m->mask) {
-        uint64_t home = sim_keymap_bucket(m, m->keys[j]);
+    if (m->e[hole].val < 0) return false;
+    for (uint64_t j = (hole + 1) & m->mask; m->e[j].val >= 0; j = (j + 1) & m->mask) {
+        uint64_t home = sim_keymap_bucket(m, m->e[j].key);
         bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
         if (stays) continue;
-        m->keys[hole] = m->keys[j];
-        m->vals[hole] = m->vals[j];
+        m->e[hole] = m->e[j];
         hole = j;
     }
-    m->vals[hole] = SIM_KEYMAP_ABSENT;
+    m->e[hole].val = SIM_KEYMAP_ABSENT;
     m->count--;
     return true;
 }

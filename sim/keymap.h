@@ -16,9 +16,14 @@
 
 #define SIM_KEYMAP_ABSENT ((int64_t)-1)
 
+/* Key and value side by side: a probe touches one cache line. */
+typedef struct sim_keymap_entry {
+    uint64_t key;
+    int64_t val; /* SIM_KEYMAP_ABSENT = empty bucket */
+} sim_keymap_entry;
+
 typedef struct sim_keymap {
-    uint64_t *keys;
-    int64_t *vals; /* SIM_KEYMAP_ABSENT = empty bucket */
+    sim_keymap_entry *e;
     uint64_t mask; /* buckets − 1 */
     int shift;     /* 64 − log2(buckets) */
     int64_t count;
@@ -33,9 +38,15 @@ static inline uint64_t sim_keymap_bucket(const sim_keymap *m, uint64_t key)
 static inline int64_t sim_keymap_get(const sim_keymap *m, uint64_t key)
 {
     for (uint64_t b = sim_keymap_bucket(m, key);; b = (b + 1) & m->mask) {
-        if (m->vals[b] < 0) return SIM_KEYMAP_ABSENT;
-        if (m->keys[b] == key) return m->vals[b];
+        if (m->e[b].val < 0) return SIM_KEYMAP_ABSENT;
+        if (m->e[b].key == key) return m->e[b].val;
     }
+}
+
+/* Start loading key's home bucket into cache (a hint; no effect on results). */
+static inline void sim_keymap_prefetch(const sim_keymap *m, uint64_t key)
+{
+    __builtin_prefetch(&m->e[sim_keymap_bucket(m, key)]);
 }
 
 /* An empty map sized for about `expected` keys (it grows as needed). */

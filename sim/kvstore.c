@@ -11,7 +11,9 @@
  * DRAM and SSD of a node are exclusive: eviction from DRAM demotes to SSD,
  * a promoted SSD read moves the block up. A replica index counts, per key,
  * the nodes whose store tiers hold it; it is updated on every insert, drop
- * and node failure, so it is exact at all times. */
+ * and node failure, so it is exact at all times. A one-node store keeps no
+ * such index: node 0's own tiers answer every replica question, which
+ * spares the hot path of single-pool `kvsim hitrate` a second hash table. */
 #include "sim/kvstore.h"
 
 #include <stdlib.h>
@@ -25,6 +27,13 @@
 
 #define INITIAL_SLOTS 1024
 
+/* What the core keeps per slot, together so a victim check touches one line. */
+typedef struct kv_slot {
+    uint64_t key;
+    int32_t pins;
+    uint8_t cls; /* sim_cache_class */
+} kv_slot;
+
 struct kv_cache {
     const sched_evict_ops *ops;
     void *pol;
@@ -32,9 +41,7 @@ struct kv_cache {
     int64_t nslots;   /* slots allocated (≤ capacity) */
     int64_t fresh;    /* slots ever handed out: [fresh, nslots) never used */
     int64_t size;     /* resident blocks */
-    uint64_t *keys;   /* per slot */
-    int32_t *pins;
-    uint8_t *cls;     /* sim_cache_class */
+    kv_slot *slots;   /* per slot */
     int64_t *freed;   /* stack of released slots below fresh */
     int64_t nfreed;
     sim_keymap index; /* key → slot */
@@ -47,15 +54,13 @@ struct kv_cache {
 static bool cache_evictable(const void *ctx, int64_t slot)
 {
     const kv_cache *c = ctx;
-    return c->pins[slot] == 0 && !(c->keep_context && c->cls[slot] == SIM_CACHE_CONTEXT);
+    return c->slots[slot].pins == 0 && !(c->keep_context && c->slots[slot].cls == SIM_CACHE_CONTEXT);
 }
 
 static void cache_resize(kv_cache *c, int64_t nslots)
 {
     size_t n = (size_t)nslots;
-    c->keys = sim_xrealloc(c->keys, n * sizeof *c->keys);
-    c->pins = sim_xrealloc(c->pins, n * sizeof *c->pins);
-    c->cls = sim_xrealloc(c->cls, n * sizeof *c->cls);
+    c->slots = sim_xrealloc(c->slots, n * sizeof *c->slots);
     c->freed = sim_xrealloc(c->freed, n * sizeof *c->freed);
     c->nslots = nslots;
     c->ops->resize(c->pol, nslots);
@@ -84,9 +89,7 @@ void kv_cache_free(kv_cache *c)
     if (!c) return;
     c->ops->destroy(c->pol);
     sim_keymap_free(&c->index);
-    free(c->keys);
-    free(c->pins);
-    free(c->cls);
+    free(c->slots);
     free(c->freed);
     free(c);
 }
@@ -107,15 +110,15 @@ bool kv_cache_contains(const kv_cache *c, uint64_t key) { return cache_find(c, k
  * marked it for reuse), then the policy refreshes it. */
 static void cache_touch(kv_cache *c, int64_t slot, const sched_evict_req *req)
 {
-    if (req->cls == SIM_CACHE_CONTEXT) c->cls[slot] = SIM_CACHE_CONTEXT;
+    if (req->cls == SIM_CACHE_CONTEXT) c->slots[slot].cls = SIM_CACHE_CONTEXT;
     c->ops->on_hit(c->pol, slot, req);
 }
 
 static void cache_release(kv_cache *c, int64_t slot)
 {
     c->ops->on_remove(c->pol, slot);
-    sim_keymap_del(&c->index, c->keys[slot]);
-    c->pins[slot] = 0;
+    sim_keymap_del(&c->index, c->slots[slot].key);
+    c->slots[slot].pins = 0;
     c->freed[c->nfreed++] = slot;
     c->size--;
 }
@@ -137,7 +140,7 @@ static bool cache_evict_one(kv_cache *c)
     const sched_evict_view view = {.evictable = cache_evictable, .ctx = c};
     int64_t v = c->ops->victim(c->pol, &view);
     if (v == SCHED_NO_VICTIM) return false;
-    if (c->evict_cb) c->evict_cb(c->evict_ctx, c->keys[v], (sim_cache_class)c->cls[v]);
+    if (c->evict_cb) c->evict_cb(c->evict_ctx, c->slots[v].key, (sim_cache_class)c->slots[v].cls);
     cache_release(c, v);
     c->st.evictions++;
     return true;
@@ -162,9 +165,7 @@ static kv_result cache_insert(kv_cache *c, const sched_evict_req *req, int64_t *
         }
     }
     int64_t slot = cache_take_slot(c);
-    c->keys[slot] = req->key;
-    c->pins[slot] = 0;
-    c->cls[slot] = (uint8_t)req->cls;
+    c->slots[slot] = (kv_slot){.key = req->key, .pins = 0, .cls = (uint8_t)req->cls};
     sim_keymap_put(&c->index, req->key, slot);
     c->size++;
     c->st.inserts++;
@@ -202,19 +203,19 @@ bool kv_cache_remove(kv_cache *c, uint64_t key)
 void kv_cache_pin(kv_cache *c, uint64_t key)
 {
     int64_t slot = cache_find(c, key);
-    if (slot >= 0) c->pins[slot]++;
+    if (slot >= 0) c->slots[slot].pins++;
 }
 
 void kv_cache_unpin(kv_cache *c, uint64_t key)
 {
     int64_t slot = cache_find(c, key);
-    if (slot >= 0 && c->pins[slot] > 0) c->pins[slot]--;
+    if (slot >= 0 && c->slots[slot].pins > 0) c->slots[slot].pins--;
 }
 
 int32_t kv_cache_pins(const kv_cache *c, uint64_t key)
 {
     int64_t slot = cache_find(c, key);
-    return slot >= 0 ? c->pins[slot] : 0;
+    return slot >= 0 ? c->slots[slot].pins : 0;
 }
 
 int64_t kv_cache_size(const kv_cache *c) { return c->size; }
@@ -239,12 +240,18 @@ struct kv_store {
     kv_tier put_tier;  /* where new blocks go: DRAM, else SSD, else KV_NTIERS (none) */
     kv_cache **caches; /* [node * KV_NTIERS + tier], NULL = tier absent */
     tier_ref *refs;    /* eviction-callback contexts, same indexing */
-    sim_keymap replicas; /* key → nodes holding it in DRAM or SSD */
+    sim_keymap replicas; /* key → nodes holding it in DRAM or SSD (nodes > 1) */
 };
 
 static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return s->caches[node * KV_NTIERS + t]; }
 
 static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
+
+/* One more (+1) or one fewer (−1) node holds key in a store tier. */
+static inline void replica_add(kv_store *s, uint64_t key, int delta)
+{
+    if (s->nodes > 1) sim_keymap_add(&s->replicas, key, delta);
+}
 
 /* A block leaving a node's store tier: DRAM victims move down to the SSD
  * when the node has one (and it accepts them); anything else leaves the
@@ -257,13 +264,18 @@ static void on_store_evict(void *ctx, uint64_t key, sim_cache_class cls)
         const sched_evict_req req = {.key = key, .cls = cls, .next_use = SCHED_NEXT_USE_UNKNOWN};
         if (cache_insert(ssd, &req, NULL) == KV_INSERTED) return;
     }
-    sim_keymap_add(&r->s->replicas, key, -1);
+    replica_add(r->s, key, -1);
 }
 
 static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tier t, sim_err *err)
 {
     kv_cache *c;
     const char *policy = cfg->policy[t] ? cfg->policy[t] : "lru";
+    const sched_evict_entry *e = sched_evict_lookup(policy);
+    if (e && e->offline && !cfg->next_use_hints)
+        return sim_errf(err, "kvstore %s tier: eviction policy '%s' needs the future and only runs in an offline "
+                             "replay (kvsim hitrate --policy %s)",
+                        tier_names[t], policy, policy);
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
         return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);
@@ -328,14 +340,31 @@ static bool resident_local(const kv_store *s, int node, uint64_t key)
     return false;
 }
 
+static kv_tier store_tier_holding(const kv_store *s, int node, uint64_t key, int64_t *slot);
+
 int kv_store_replicas(const kv_store *s, uint64_t key)
 {
+    int64_t slot;
+    if (s->nodes == 1) return store_tier_holding(s, 0, key, &slot) != KV_NTIERS;
     int64_t v = sim_keymap_get(&s->replicas, key);
     return v < 0 ? 0 : (int)v;
 }
 
+/* A request's blocks are looked up one after the other, by the prefix
+ * check and again by the commit: asking for all their index buckets up
+ * front overlaps the cache misses instead of paying them in sequence. */
+static void prefetch_request(const kv_store *s, int node, const uint64_t *keys, int32_t n)
+{
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        const kv_cache *c = tier_of(s, node, t);
+        if (c)
+            for (int32_t i = 0; i < n; i++) sim_keymap_prefetch(&c->index, keys[i]);
+    }
+}
+
 int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys, int32_t n)
 {
+    prefetch_request(s, node, keys, n);
     int32_t i = 0;
     while (i < n && resident_local(s, node, keys[i])) i++;
     return i;
@@ -343,7 +372,7 @@ int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys,
 
 int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n)
 {
-    if (s->scope == KV_SCOPE_LOCAL) return kv_store_prefix_local(s, node, keys, n);
+    if (s->scope == KV_SCOPE_LOCAL || s->nodes == 1) return kv_store_prefix_local(s, node, keys, n);
     int32_t i = 0;
     while (i < n && (resident_local(s, node, keys[i]) || kv_store_replicas(s, keys[i]) > 0)) i++;
     return i;
@@ -363,7 +392,7 @@ static kv_tier store_tier_holding(const kv_store *s, int node, uint64_t key, int
 /* The first other node (ascending index) whose store tiers hold key, or -1. */
 static int remote_holder(const kv_store *s, int node, uint64_t key, kv_tier *tier, int64_t *slot)
 {
-    if (s->scope == KV_SCOPE_LOCAL || kv_store_replicas(s, key) == 0) return -1;
+    if (s->scope == KV_SCOPE_LOCAL || s->nodes == 1 || kv_store_replicas(s, key) == 0) return -1;
     for (int h = 0; h < s->nodes; h++)
         if (h != node && (*tier = store_tier_holding(s, h, key, slot)) != KV_NTIERS) return h;
     return -1;
@@ -395,7 +424,7 @@ void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hi
 static void store_put(kv_store *s, int node, const sched_evict_req *req)
 {
     if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
-        sim_keymap_add(&s->replicas, req->key, 1);
+        replica_add(s, req->key, 1);
 }
 
 /* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The
@@ -406,13 +435,13 @@ static void store_promote(kv_store *s, int node, int64_t slot, const sched_evict
     kv_cache *ssd = tier_of(s, node, KV_TIER_SSD), *dram = tier_of(s, node, KV_TIER_DRAM);
     cache_touch(ssd, slot, req);
     sched_evict_req moved = *req;
-    moved.cls = (sim_cache_class)ssd->cls[slot];
-    int32_t pins = ssd->pins[slot]++;
+    moved.cls = (sim_cache_class)ssd->slots[slot].cls;
+    int32_t pins = ssd->slots[slot].pins++;
     int64_t up;
     kv_result r = cache_insert(dram, &moved, &up);
-    ssd->pins[slot]--;
+    ssd->slots[slot].pins--;
     if (r != KV_INSERTED) return;
-    dram->pins[up] = pins;
+    dram->slots[up].pins = pins;
     cache_release(ssd, slot);
 }
 
@@ -507,8 +536,8 @@ void kv_store_drop_node(kv_store *s, int node)
         kv_cache *c = tier_of(s, node, t);
         if (!c) continue;
         for (int64_t slot = 0; slot < c->fresh; slot++) {
-            if (cache_find(c, c->keys[slot]) != slot) continue; /* a released slot */
-            if (t != KV_TIER_HBM) sim_keymap_add(&s->replicas, c->keys[slot], -1);
+            if (cache_find(c, c->slots[slot].key) != slot) continue; /* a released slot */
+            if (t != KV_TIER_HBM) replica_add(s, c->slots[slot].key, -1);
             cache_release(c, slot);
         }
     }
@@ -529,10 +558,27 @@ void kv_store_stats(const kv_store *s, kv_tier tier, kv_cache_stats *out)
     }
 }
 
-int64_t kv_store_keys(const kv_store *s) { return s->replicas.count; }
+int64_t kv_store_keys(const kv_store *s)
+{
+    if (s->nodes > 1) return s->replicas.count;
+    return kv_store_blocks(s, 0, KV_TIER_DRAM) + kv_store_blocks(s, 0, KV_TIER_SSD);
+}
+
+/* Every key of a map with its value (a one-node store passes each resident
+ * key of its store tiers with 1). */
+static void foreach_entry(const sim_keymap *m, bool count_one, void (*fn)(void *ctx, uint64_t key, int replicas),
+                          void *ctx)
+{
+    for (uint64_t b = 0; b <= m->mask; b++)
+        if (m->e[b].val >= 0) fn(ctx, m->e[b].key, count_one ? 1 : (int)m->e[b].val);
+}
 
 void kv_store_foreach_replica(const kv_store *s, void (*fn)(void *ctx, uint64_t key, int replicas), void *ctx)
 {
-    for (uint64_t b = 0; b <= s->replicas.mask; b++)
-        if (s->replicas.vals[b] >= 0) fn(ctx, s->replicas.keys[b], (int)s->replicas.vals[b]);
+    if (s->nodes > 1) {
+        foreach_entry(&s->replicas, false, fn, ctx);
+        return;
+    }
+    for (kv_tier t = KV_TIER_DRAM; t < KV_NTIERS; t++)
+        if (tier_of(s, 0, t)) foreach_entry(&tier_of(s, 0, t)->index, true, fn, ctx);
 }

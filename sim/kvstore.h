@@ -88,6 +88,9 @@ typedef struct kv_store_cfg {
     bool ignore_class;                /* treat every block as default class: plain
                                          eviction, the §5.2 baseline (no ephemeral
                                          filter, no context persistence) */
+    bool next_use_hints;              /* the caller passes next-use hints
+                                         (kv_store_commit_hint): required by
+                                         offline policies such as belady */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;

@@ -19,6 +19,7 @@ const char *const sim_stage_names[SIM_NSTAGES] = {
     [SIM_STAGE_AT_ARRIVAL] = "at_arrival",
     [SIM_STAGE_AFTER_PREFILL] = "after_prefill",
     [SIM_STAGE_TTFT_SLO] = "ttft_slo",
+    [SIM_STAGE_LOST] = "lost",
 };
 
 static const char schema_sql[] =
@@ -29,18 +30,18 @@ static const char schema_sql[] =
     " input_len INTEGER, output_len INTEGER, blocks INTEGER, prefill_inst INTEGER, decode_inst INTEGER,"
     " hit_blocks INTEGER, hit_tokens INTEGER, remote_blocks INTEGER, prefill_start_ms REAL,"
     " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
-    " tokens INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
-    "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT,"
+    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
+    "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
     " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
-    "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, rank INTEGER, key TEXT, replicas INTEGER);"
+    "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
     " hit_rate_blocks REAL, hit_rate_tokens REAL);";
 
 static const char insert_request_sql[] =
-    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)";
-static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
-static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4,?5)";
+    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
+static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
 struct sim_results {
     sqlite3 *db;
@@ -67,7 +68,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     sim_results *r = sim_xcalloc(1, sizeof *r);
     bool temp = !path || !*path;
     *out = NULL;
-    if (sqlite3_open(temp ? "" : path, &r->db) != SQLITE_OK) {
+    /* One thread per database: no SQLite mutexes. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(temp ? "" : path, &r->db, flags, NULL) != SQLITE_OK) {
         sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
         sim_results_close(r);
         return -1;
@@ -155,10 +158,12 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
     bind_opt(st, 18, w->e2e_ms);
     sqlite3_bind_double(st, 19, w->prefill_gpu_s);
     sqlite3_bind_int(st, 20, w->tokens);
-    sqlite3_bind_text(st, 21, w->stage == SIM_STAGE_NONE ? "completed" : "rejected", -1, SQLITE_STATIC);
-    if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 22);
-    else sqlite3_bind_text(st, 22, sim_stage_names[w->stage], -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 23, w->effective);
+    sqlite3_bind_int(st, 21, w->retries);
+    const char *status = w->stage == SIM_STAGE_NONE ? "completed" : w->stage == SIM_STAGE_LOST ? "lost" : "rejected";
+    sqlite3_bind_text(st, 22, status, -1, SQLITE_STATIC);
+    if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 23);
+    else sqlite3_bind_text(st, 23, sim_stage_names[w->stage], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 24, w->effective);
     return step_reset(r, st, "insert request", err);
 }
 
@@ -169,24 +174,24 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
     sqlite3_bind_double(st, 2, w->t_ms);
     sqlite3_bind_int(st, 3, w->instance);
     sqlite3_bind_text(st, 4, w->role, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 5, w->queue_len);
-    sqlite3_bind_double(st, 6, w->load);
-    sqlite3_bind_int(st, 7, w->batch);
-    sqlite3_bind_double(st, 8, w->kv_used);
+    sqlite3_bind_text(st, 5, w->state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, w->queue_len);
+    sqlite3_bind_double(st, 7, w->load);
+    sqlite3_bind_int(st, 8, w->batch);
+    sqlite3_bind_double(st, 9, w->kv_used);
     return step_reset(r, st, "insert sample", err);
 }
 
-int sim_results_add_replicas(sim_results *r, const sim_replica_row *w, sim_err *err)
+int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err)
 {
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
     sqlite3_stmt *st = r->ins_replica;
-    char key[17];
-    snprintf(key, sizeof key, "%016llx", (unsigned long long)w->key);
     sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_double(st, 2, w->t_ms);
-    sqlite3_bind_int(st, 3, w->rank);
-    sqlite3_bind_text(st, 4, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 5, w->replicas);
-    return step_reset(r, st, "insert replicas", err);
+    sqlite3_bind_double(st, 2, t_ms);
+    sqlite3_bind_text(st, 3, hex, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, count);
+    return step_reset(r, st, "insert replica", err);
 }
 
 /* ---- hit rate vs capacity ------------------------------------------------------ */
@@ -309,11 +314,13 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
     double gpu = PRE_SUM("AVG(prefill_gpu_s)"), remote = PRE_SUM("SUM(remote_blocks)");
 #undef PRE_SUM
     json_t *rej = json_object();
-    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_NSTAGES; s++) {
+    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++) {
         snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND stage='%s'", sim_stage_names[s]);
         json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)query_num(r, sql)));
     }
-    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done)));
+    double lost = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='lost'");
+    double retries = query_num(r, "SELECT SUM(retries) FROM requests WHERE run_id=?1");
+    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done - lost)));
     *out = json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
                      (json_int_t)n, "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff,
                      "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms",
@@ -322,6 +329,10 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
                      "prefill_gpu_s_mean", gpu, "tokens",
                      (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
                      "sim_seconds", sim_seconds, "events", (json_int_t)events);
+    if (*out) {
+        json_object_set_new(*out, "lost", json_integer((json_int_t)lost));
+        json_object_set_new(*out, "retries", json_integer((json_int_t)retries));
+    }
     return *out ? 0 : sim_errf(err, "results: building the summary failed");
 }
 

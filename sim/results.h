@@ -5,9 +5,9 @@
  *             and XXH64 fingerprint, seed, kvsim version, wall time, summary
  *   requests  one row per request: arrival, lengths, instances, hits, TTFT,
  *             TBT, end-to-end, prefill GPU time, status and rejection stage
- *   samples   time series per instance: queue length, load, batch, KV use
- *   replicas  time series of the replica count of the top-ranked keys
- *             (Mooncake Fig. 18): t_ms, rank (1 = hottest), key, replicas
+ *   samples   time series per instance: role, state, queue length, load,
+ *             batch, KV use
+ *   replicas  replica counts of replicated keys over time (Fig. 18)
  *   hitrate   hit rate vs capacity points of `kvsim hitrate --db` (cache-only
  *             replay, Fig. 16): one id per invocation; capacity_tokens NULL
  *             is the infinite cache (the trace's theoretical maximum)
@@ -43,6 +43,7 @@ typedef enum sim_stage {
     SIM_STAGE_AT_ARRIVAL,      /* rejected before prefill (early) */
     SIM_STAGE_AFTER_PREFILL,   /* rejected after prefill: wasted prefill */
     SIM_STAGE_TTFT_SLO,        /* HTTP 429 of Algorithm 1 */
+    SIM_STAGE_LOST,            /* its instance failed and cluster.on_failure = "lose" */
     SIM_NSTAGES
 } sim_stage;
 
@@ -58,6 +59,7 @@ typedef struct sim_request_row {
     double ttft_ms, tbt_ms, e2e_ms;                   /* < 0 = undefined */
     double prefill_gpu_s;
     int32_t tokens;
+    int32_t retries;     /* restarts after instance failures */
     sim_stage stage;
     int effective;
 } sim_request_row;
@@ -66,18 +68,12 @@ typedef struct sim_sample_row {
     double t_ms;
     int instance;
     const char *role;
+    const char *state;   /* active | draining | switching | down */
     int queue_len;
     double load;
     int batch;
     double kv_used;
 } sim_sample_row;
-
-typedef struct sim_replica_row {
-    double t_ms;
-    int rank;          /* 1 = the most accessed key */
-    uint64_t key;      /* stored as 16 hex digits */
-    int replicas;      /* copies of the block across the pool */
-} sim_replica_row;
 
 typedef struct sim_hitrate_row {
     const char *trace_path;
@@ -95,8 +91,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err);
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
-/* A replica-count sample of the current run. */
-int sim_results_add_replicas(sim_results *r, const sim_replica_row *row, sim_err *err);
+/* One replica-count sample of one key (Mooncake Fig. 18). */
+int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's
  * points, then add each point (capacity INFINITY for the infinite cache). */
 int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err);

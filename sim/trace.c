@@ -3,11 +3,12 @@
  * optional sort, the file fingerprint and `kvsim trace stats` statistics.
  *
  * The reader sits on the hot path of every replay (`kvsim hitrate`,
- * `kvsim run`), so it keeps one reusable line buffer (getline), parses a
- * line at a time with jansson's json_loadb, and makes exactly one allocation
- * per request (the struct with its key and id arrays behind it). Memory does
- * not grow with trace length, except under `sort`, which must see the whole
- * file before it can return the first request. */
+ * `kvsim run`), so it keeps one reusable line buffer (getline), parses one
+ * line at a time (a strict recognizer for flat lines, jansson's json_loadb
+ * for everything else; see "one line -> one request" below), and makes
+ * exactly one allocation per request (the struct with its key and id arrays
+ * behind it). Memory does not grow with trace length, except under `sort`,
+ * which must see the whole file before it can return the first request. */
 #include "sim/trace.h"
 
 #include <ctype.h>
@@ -25,6 +26,13 @@
 #include <jansson.h>
 #include <xxhash.h>
 
+/* The current line's hash ids and their chained keys, reused across lines. */
+typedef struct id_buf {
+    int64_t *v;
+    uint64_t *k;
+    size_t n, cap;
+} id_buf;
+
 struct sim_trace {
     sim_trace_opts opts;
     char *name;          /* file name used in messages ("<stdin>" for "-") */
@@ -32,6 +40,7 @@ struct sim_trace {
     bool owns_file;
     char *line;          /* getline buffer, reused for every line */
     size_t line_cap;
+    id_buf ids;          /* the current line's hash_ids */
     int64_t lineno;
     bool have_prev;      /* previous accepted timestamp, for the order check */
     double prev_ts;
@@ -83,6 +92,9 @@ int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts
     t->name = sim_xstrdup(name);
     t->f = f;
     t->owns_file = !is_stdin;
+    t->ids.cap = 256;
+    t->ids.v = sim_xmalloc(t->ids.cap * sizeof *t->ids.v);
+    t->ids.k = sim_xmalloc(t->ids.cap * sizeof *t->ids.k);
     if (opts->sample < 1) {
         t->rng = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(t->rng, (unsigned long)opts->seed);
@@ -104,6 +116,8 @@ void sim_trace_close(sim_trace *t)
     free(t->sorted);
     if (t->rng) gsl_rng_free(t->rng);
     free(t->line);
+    free(t->ids.v);
+    free(t->ids.k);
     free(t->name);
     free(t);
 }
@@ -118,7 +132,56 @@ const char *sim_trace_first_skip(const sim_trace *t)
     return t->skipped ? t->first_skip : NULL;
 }
 
-/* ---- one line -> one request ------------------------------------------ */
+/* ---- one line -> one request ------------------------------------------ *
+ *
+ * Two front ends fill the same raw_line, one validator turns it into a
+ * request, so both give the same requests and the same messages.
+ *
+ * jansson is the parser of record: any line it would parse differently, or
+ * reject, is handed to it. But json_loadb costs ~2 µs per line plus a heap
+ * value per hash id, which caps a replay near 3M blocks/s. Nearly every
+ * line is a flat object of known keys with plain values, so a strict
+ * recognizer for exactly that subset reads those lines directly: known keys
+ * without escapes, each at most once; numbers in JSON grammar (integers up to
+ * 18 digits, finite reals); ASCII strings without escapes; hash_ids as a list
+ * of integers. Anything else — unknown keys, nesting, null, booleans,
+ * escapes, non-ASCII, malformed text — makes the recognizer decline and the
+ * line goes through jansson, which then also words any syntax error. */
+
+typedef enum field_id {
+    F_TIMESTAMP, F_INPUT, F_OUTPUT, F_HASH_IDS, F_SESSION, F_CACHE, F_SLO_TTFT, F_SLO_TBT, NFIELDS
+} field_id;
+
+/* Each field's name, and its key as it appears on a line (for the recognizer). */
+typedef struct field_key {
+    const char *name;
+    const char *quoted;
+    size_t qlen;
+} field_key;
+
+#define FIELD_KEY(id, str) [id] = {str, "\"" str "\"", sizeof str + 1}
+static const field_key field_keys[NFIELDS] = {
+    FIELD_KEY(F_TIMESTAMP, "timestamp"), FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
+    FIELD_KEY(F_HASH_IDS, "hash_ids"),   FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
+    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
+};
+
+typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
+
+/* One top-level field as found on the line. RAW_IDS: the hash ids are in
+ * t->ids already (recognizer). RAW_JSON: any other jansson value. */
+typedef struct raw_field {
+    raw_kind kind;
+    int64_t i;
+    double d;
+    const char *s;
+    size_t slen;
+    const json_t *json;
+} raw_field;
+
+typedef struct raw_line {
+    raw_field f[NFIELDS];
+} raw_line;
 
 /* "FILE:LINE: FIELD: problem" */
 __attribute__((format(printf, 4, 5))) static int line_err(const sim_trace *t, sim_err *err, const char *field,
@@ -147,42 +210,53 @@ static const char *json_type_name(const json_t *v)
     return "an unknown value";
 }
 
-/* A required integer field in [min, INT32_MAX]. */
-static int get_length(const sim_trace *t, const json_t *obj, const char *field, int32_t *out, sim_err *err)
+static const char *raw_type_name(const raw_field *v)
 {
-    const json_t *v = json_object_get(obj, field);
-    if (!v) return line_err(t, err, field, "missing");
-    if (!json_is_integer(v)) return line_err(t, err, field, "expected an integer, got %s", json_type_name(v));
-    json_int_t n = json_integer_value(v);
-    if (n < 0) return line_err(t, err, field, "%" JSON_INTEGER_FORMAT " is negative", n);
-    if (n == 0) return line_err(t, err, field, "0 tokens (a request needs at least 1)");
-    if (n > INT32_MAX) return line_err(t, err, field, "%" JSON_INTEGER_FORMAT " is too large (max %d)", n, INT32_MAX);
-    *out = (int32_t)n;
+    static const char *const names[] = {[RAW_ABSENT] = "nothing", [RAW_INT] = "an integer",
+                                        [RAW_REAL] = "a real number", [RAW_STRING] = "a string",
+                                        [RAW_IDS] = "an array"};
+    return v->kind == RAW_JSON ? json_type_name(v->json) : names[v->kind];
+}
+
+/* ---- validation ---- */
+
+/* A required token count in [1, INT32_MAX]. */
+static int get_length(const sim_trace *t, const raw_line *raw, field_id f, int32_t *out, sim_err *err)
+{
+    const raw_field *v = &raw->f[f];
+    const char *name = field_keys[f].name;
+    if (v->kind == RAW_ABSENT) return line_err(t, err, name, "missing");
+    if (v->kind != RAW_INT) return line_err(t, err, name, "expected an integer, got %s", raw_type_name(v));
+    if (v->i < 0) return line_err(t, err, name, "%" PRId64 " is negative", v->i);
+    if (v->i == 0) return line_err(t, err, name, "0 tokens (a request needs at least 1)");
+    if (v->i > INT32_MAX) return line_err(t, err, name, "%" PRId64 " is too large (max %d)", v->i, INT32_MAX);
+    *out = (int32_t)v->i;
     return 0;
 }
 
-/* An optional non-negative number (timestamps, SLOs); *out untouched when absent. */
-static int get_number(const sim_trace *t, const json_t *obj, const char *field, bool required, double *out,
+/* A non-negative number (timestamp, SLOs); *out untouched when absent and optional. */
+static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool required, double *out,
                       sim_err *err)
 {
-    const json_t *v = json_object_get(obj, field);
-    if (!v) return required ? line_err(t, err, field, "missing") : 0;
-    if (!json_is_number(v)) return line_err(t, err, field, "expected a number, got %s", json_type_name(v));
-    double x = json_number_value(v);
-    if (x < 0) return line_err(t, err, field, "%.15g is negative", x);
+    const raw_field *v = &raw->f[f];
+    const char *name = field_keys[f].name;
+    if (v->kind == RAW_ABSENT) return required ? line_err(t, err, name, "missing") : 0;
+    if (v->kind != RAW_INT && v->kind != RAW_REAL)
+        return line_err(t, err, name, "expected a number, got %s", raw_type_name(v));
+    double x = v->kind == RAW_INT ? (double)v->i : v->d;
+    if (x < 0) return line_err(t, err, name, "%.15g is negative", x);
     *out = x;
     return 0;
 }
 
-static int get_session(const sim_trace *t, const json_t *obj, int64_t *out, sim_err *err)
+static int get_session(const sim_trace *t, const raw_line *raw, int64_t *out, sim_err *err)
 {
-    const json_t *v = json_object_get(obj, "session");
+    const raw_field *v = &raw->f[F_SESSION];
     *out = -1;
-    if (!v) return 0;
-    if (!json_is_integer(v)) return line_err(t, err, "session", "expected an integer, got %s", json_type_name(v));
-    if (json_integer_value(v) < 0)
-        return line_err(t, err, "session", "%" JSON_INTEGER_FORMAT " is negative", json_integer_value(v));
-    *out = json_integer_value(v);
+    if (v->kind == RAW_ABSENT) return 0;
+    if (v->kind != RAW_INT) return line_err(t, err, "session", "expected an integer, got %s", raw_type_name(v));
+    if (v->i < 0) return line_err(t, err, "session", "%" PRId64 " is negative", v->i);
+    *out = v->i;
     return 0;
 }
 
@@ -196,75 +270,272 @@ static const cache_name cache_names[] = {
     {"context", SIM_CACHE_CONTEXT},
 };
 
-static int get_cache(const sim_trace *t, const json_t *obj, sim_cache_class *out, sim_err *err)
+static int get_cache(const sim_trace *t, const raw_line *raw, sim_cache_class *out, sim_err *err)
 {
-    const json_t *v = json_object_get(obj, "cache");
+    const raw_field *v = &raw->f[F_CACHE];
     *out = SIM_CACHE_DEFAULT;
-    if (!v) return 0;
-    if (!json_is_string(v)) return line_err(t, err, "cache", "expected a string, got %s", json_type_name(v));
+    if (v->kind == RAW_ABSENT) return 0;
+    if (v->kind != RAW_STRING) return line_err(t, err, "cache", "expected a string, got %s", raw_type_name(v));
     for (size_t i = 0; i < sizeof cache_names / sizeof cache_names[0]; i++)
-        if (strcmp(json_string_value(v), cache_names[i].name) == 0) {
+        if (strlen(cache_names[i].name) == v->slen && memcmp(v->s, cache_names[i].name, v->slen) == 0) {
             *out = cache_names[i].cls;
             return 0;
         }
-    return line_err(t, err, "cache", "\"%s\" is not one of ephemeral|context", json_string_value(v));
+    return line_err(t, err, "cache", "\"%.*s\" is not one of ephemeral|context", (int)v->slen, v->s);
 }
 
-/* The hash_ids array: at most ceil(input_length / block_tokens) integers. */
-static int check_hash_ids(const sim_trace *t, const json_t *ids, int32_t input_len, sim_err *err)
+/* Append an id and its chained key. Hashing as each id is read lets the
+ * CPU overlap the key chain's latency with the parsing of the next id. */
+static inline void ids_push(id_buf *b, int64_t v)
 {
-    if (!ids) return line_err(t, err, "hash_ids", "missing");
-    if (!json_is_array(ids)) return line_err(t, err, "hash_ids", "expected an array, got %s", json_type_name(ids));
+    if (b->n == b->cap) {
+        b->cap *= 2;
+        b->v = sim_xrealloc(b->v, b->cap * sizeof *b->v);
+        b->k = sim_xrealloc(b->k, b->cap * sizeof *b->k);
+    }
+    b->k[b->n] = sim_block_key(b->n ? b->k[b->n - 1] : 0, v);
+    b->v[b->n++] = v;
+}
+
+/* hash_ids into t->ids: an array of integers, at most
+ * ceil(input_length / block_tokens) of them. */
+static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, sim_err *err)
+{
+    const raw_field *v = &raw->f[F_HASH_IDS];
+    if (v->kind == RAW_ABSENT) return line_err(t, err, "hash_ids", "missing");
+    if (v->kind == RAW_JSON && json_is_array(v->json)) {
+        t->ids.n = 0;
+        for (size_t i = 0; i < json_array_size(v->json); i++) {
+            const json_t *e = json_array_get(v->json, i);
+            if (!json_is_integer(e))
+                return line_err(t, err, "hash_ids", "element %zu is not an integer (got %s)", i, json_type_name(e));
+            ids_push(&t->ids, json_integer_value(e));
+        }
+    } else if (v->kind != RAW_IDS) {
+        return line_err(t, err, "hash_ids", "expected an array, got %s", raw_type_name(v));
+    }
     int64_t bt = t->opts.block_tokens;
     int64_t max_blocks = (input_len + bt - 1) / bt;
-    size_t n = json_array_size(ids);
-    if ((int64_t)n > max_blocks)
+    if ((int64_t)t->ids.n > max_blocks)
         return line_err(t, err, "hash_ids", "%zu ids but input_length %" PRId32 " allows at most %" PRId64
-                        " blocks of %" PRId64 " tokens", n, input_len, max_blocks, bt);
-    for (size_t i = 0; i < n; i++) {
-        const json_t *v = json_array_get(ids, i);
-        if (!json_is_integer(v))
-            return line_err(t, err, "hash_ids", "element %zu is not an integer (got %s)", i, json_type_name(v));
-    }
+                        " blocks of %" PRId64 " tokens", t->ids.n, input_len, max_blocks, bt);
     return 0;
 }
 
 /* One allocation: the struct, then the keys, then the raw ids. */
-static sim_request *request_alloc(int32_t nblocks)
+static sim_request *request_alloc(const sim_request *fields, const id_buf *ids)
 {
-    size_t n = (size_t)nblocks;
+    size_t n = ids->n;
     sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids));
-    memset(r, 0, sizeof *r);
-    r->nblocks = nblocks;
+    *r = *fields;
+    r->nblocks = (int32_t)n;
     r->keys = (uint64_t *)(r + 1);
     r->hash_ids = (int64_t *)(r->keys + n);
+    memcpy(r->hash_ids, ids->v, n * sizeof *r->hash_ids);
+    memcpy(r->keys, ids->k, n * sizeof *r->keys);
     return r;
 }
 
-static sim_request *request_from_json(const sim_trace *t, const json_t *obj, sim_err *err)
+static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err *err)
 {
     sim_request fields = {.line = t->lineno};
-    if (get_number(t, obj, "timestamp", true, &fields.timestamp_ms, err) ||
-        get_length(t, obj, "input_length", &fields.input_len, err) ||
-        get_length(t, obj, "output_length", &fields.output_len, err) ||
-        get_session(t, obj, &fields.session, err) || get_cache(t, obj, &fields.cache, err) ||
-        get_number(t, obj, "slo_ttft_ms", false, &fields.slo_ttft_ms, err) ||
-        get_number(t, obj, "slo_tbt_ms", false, &fields.slo_tbt_ms, err))
+    if (get_number(t, raw, F_TIMESTAMP, true, &fields.timestamp_ms, err) ||
+        get_length(t, raw, F_INPUT, &fields.input_len, err) || get_length(t, raw, F_OUTPUT, &fields.output_len, err) ||
+        get_session(t, raw, &fields.session, err) || get_cache(t, raw, &fields.cache, err) ||
+        get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
+        get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err) ||
+        get_hash_ids(t, raw, fields.input_len, err))
         return NULL;
-    const json_t *ids = json_object_get(obj, "hash_ids");
-    if (check_hash_ids(t, ids, fields.input_len, err)) return NULL;
-    sim_request *r = request_alloc((int32_t)json_array_size(ids));
-    fields.nblocks = r->nblocks;
-    fields.keys = r->keys;
-    fields.hash_ids = r->hash_ids;
-    fields.arrival_ns = llround(fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed);
-    *r = fields;
-    uint64_t prev = 0;
-    for (int32_t i = 0; i < r->nblocks; i++) {
-        r->hash_ids[i] = json_integer_value(json_array_get(ids, (size_t)i));
-        r->keys[i] = prev = sim_block_key(prev, r->hash_ids[i]);
+    double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
+    if (arrival_ns >= 0x1p62) { /* int64 nanoseconds: ~146 years */
+        line_err(t, err, "timestamp", "%.15g is too large", fields.timestamp_ms);
+        return NULL;
     }
+    fields.arrival_ns = llround(arrival_ns);
+    return request_alloc(&fields, &t->ids);
+}
+
+/* ---- front end 1: jansson ---- */
+
+static raw_field raw_from_json_value(const json_t *v)
+{
+    if (!v) return (raw_field){.kind = RAW_ABSENT};
+    switch (json_typeof(v)) {
+    case JSON_INTEGER: return (raw_field){.kind = RAW_INT, .i = json_integer_value(v)};
+    case JSON_REAL: return (raw_field){.kind = RAW_REAL, .d = json_real_value(v)};
+    case JSON_STRING: return (raw_field){.kind = RAW_STRING, .s = json_string_value(v), .slen = json_string_length(v)};
+    default: return (raw_field){.kind = RAW_JSON, .json = v};
+    }
+}
+
+static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
+{
+    json_error_t je;
+    json_t *obj = json_loadb(t->line, len, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) {
+        line_err(t, err, "json", "malformed JSON (%s at column %d)", je.text, je.column);
+        return NULL;
+    }
+    sim_request *r = NULL;
+    if (!json_is_object(obj)) {
+        line_err(t, err, "json", "expected an object, got %s", json_type_name(obj));
+    } else {
+        raw_line raw;
+        for (int f = 0; f < NFIELDS; f++) raw.f[f] = raw_from_json_value(json_object_get(obj, field_keys[f].name));
+        r = request_from_raw(t, &raw, err);
+    }
+    json_decref(obj);
     return r;
+}
+
+/* ---- front end 2: the recognizer for flat lines ---- */
+
+static bool is_json_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && is_json_ws(*p)) p++;
+    return p;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static const char *skip_digits(const char *p, const char *end)
+{
+    while (p < end && is_digit(*p)) p++;
+    return p;
+}
+
+/* A string of printable ASCII without escapes; *s, *n: its contents. */
+static const char *scan_plain_string(const char *p, const char *end, const char **s, size_t *n)
+{
+    if (p == end || *p != '"') return NULL;
+    const char *q = ++p;
+    while (q < end && *q != '"') {
+        if (*q < 0x20 || *q == '\\' || (unsigned char)*q >= 0x7f) return NULL;
+        q++;
+    }
+    if (q == end) return NULL;
+    *s = p;
+    *n = (size_t)(q - p);
+    return q + 1;
+}
+
+/* A JSON integer of at most 18 digits (no overflow), not followed by a
+ * fraction or exponent. */
+static inline const char *scan_int(const char *p, const char *end, int64_t *out)
+{
+    bool neg = p < end && *p == '-';
+    const char *digits = p += neg;
+    int64_t v = 0;
+    while (p < end && is_digit(*p)) v = v * 10 + (*p++ - '0');
+    size_t nd = (size_t)(p - digits);
+    if (nd == 0 || nd > 18 || (nd > 1 && *digits == '0')) return NULL;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return NULL;
+    *out = neg ? -v : v;
+    return p;
+}
+
+/* A JSON number with a fraction or an exponent, finite. */
+static const char *scan_real(const char *p, const char *end, double *out)
+{
+    const char *start = p;
+    p += p < end && *p == '-';
+    const char *digits = p;
+    p = skip_digits(p, end);
+    if (p == digits || (p - digits > 1 && *digits == '0')) return NULL;
+    bool real = false;
+    if (p < end && *p == '.') {
+        const char *frac = ++p;
+        if ((p = skip_digits(p, end)) == frac) return NULL;
+        real = true;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        p += p < end && (*p == '+' || *p == '-');
+        const char *exp = p;
+        if ((p = skip_digits(p, end)) == exp) return NULL;
+        real = true;
+    }
+    char buf[64];
+    size_t n = (size_t)(p - start);
+    if (!real || n >= sizeof buf) return NULL;
+    memcpy(buf, start, n);
+    buf[n] = 0;
+    *out = strtod(buf, NULL);
+    return isfinite(*out) ? p : NULL;
+}
+
+/* p is at '['; t->ids gets the integers; returns the position after ']'. */
+static const char *scan_int_array(const char *p, const char *end, id_buf *ids)
+{
+    ids->n = 0;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']') return p + 1;
+    for (;;) {
+        int64_t v;
+        if (!(p = scan_int(p, end, &v))) return NULL;
+        ids_push(ids, v);
+        p = skip_ws(p, end);
+        if (p < end && *p == ']') return p + 1;
+        if (p == end || *p != ',') return NULL;
+        p = skip_ws(p + 1, end);
+    }
+}
+
+static const char *scan_value(sim_trace *t, field_id f, const char *p, const char *end, raw_field *out)
+{
+    if (p == end) return NULL;
+    if (*p == '"') {
+        out->kind = RAW_STRING;
+        return scan_plain_string(p, end, &out->s, &out->slen);
+    }
+    if (*p == '[') {
+        out->kind = RAW_IDS;
+        return f == F_HASH_IDS ? scan_int_array(p, end, &t->ids) : NULL;
+    }
+    const char *q = scan_int(p, end, &out->i);
+    out->kind = q ? RAW_INT : RAW_REAL;
+    return q ? q : scan_real(p, end, &out->d);
+}
+
+/* A known key at p, tried from `expect` on (lines list their fields in a
+ * fixed order, so the first try nearly always matches); -1 if none. */
+static int match_key(const char *p, const char *end, int expect)
+{
+    for (int i = 0; i < NFIELDS; i++) {
+        int f = (expect + i) % NFIELDS;
+        if ((size_t)(end - p) >= field_keys[f].qlen && memcmp(p, field_keys[f].quoted, field_keys[f].qlen) == 0) return f;
+    }
+    return -1;
+}
+
+/* Fill raw from a flat line; false when the line is outside the subset. */
+static bool recognize_line(sim_trace *t, const char *p, const char *end, raw_line *raw)
+{
+    unsigned seen = 0;
+    for (int f = 0; f < NFIELDS; f++) raw->f[f].kind = RAW_ABSENT;
+    p = skip_ws(p, end);
+    if (p == end || *p++ != '{') return false;
+    p = skip_ws(p, end);
+    if (p < end && *p == '}') return skip_ws(p + 1, end) == end;
+    for (int f = 0;;) {
+        if ((f = match_key(p, end, f)) < 0 || (seen & 1u << f)) return false;
+        seen |= 1u << f;
+        p = skip_ws(p + field_keys[f].qlen, end);
+        if (p == end || *p++ != ':') return false;
+        if (!(p = scan_value(t, (field_id)f, skip_ws(p, end), end, &raw->f[f]))) return false;
+        p = skip_ws(p, end);
+        if (p < end && *p == '}') return skip_ws(p + 1, end) == end;
+        if (p == end || *p++ != ',') return false;
+        p = skip_ws(p, end);
+    }
 }
 
 static bool is_blank(const char *s, size_t n)
@@ -275,20 +546,15 @@ static bool is_blank(const char *s, size_t n)
 }
 
 /* Parse the current line. Returns 1 with *out, 0 for a blank line, -1 bad. */
-static int parse_line(const sim_trace *t, size_t len, sim_request **out, sim_err *err)
+static int parse_line(sim_trace *t, size_t len, sim_request **out, sim_err *err)
 {
     *out = NULL;
     if (is_blank(t->line, len)) return 0;
-    json_error_t je;
-    json_t *obj = json_loadb(t->line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!obj) return line_err(t, err, "json", "malformed JSON (%s at column %d)", je.text, je.column);
-    if (!json_is_object(obj)) {
-        line_err(t, err, "json", "expected an object, got %s", json_type_name(obj));
-        json_decref(obj);
-        return -1;
-    }
-    *out = request_from_json(t, obj, err);
-    json_decref(obj);
+    raw_line raw;
+    if (recognize_line(t, t->line, t->line + len, &raw))
+        *out = request_from_raw(t, &raw, err);
+    else
+        *out = request_from_jansson(t, len, err);
     return *out ? 1 : -1;
 }
 

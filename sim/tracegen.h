@@ -25,6 +25,7 @@ typedef struct sim_tracegen_opts {
     double prompt_sigma;
     double session_prob;     /* probability a request continues a live session */
     int max_turns;           /* a session ends after this many requests */
+    double think_time;       /* seconds a session waits before its next turn can arrive */
     int max_live;            /* live sessions kept; the oldest ends when a new one needs room */
     double input_mean, input_sigma;   /* new-turn tokens, lognormal */
     double output_mean, output_sigma; /* output tokens, lognormal */

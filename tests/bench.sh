@@ -36,20 +36,70 @@ section_run() {
   echo "== kvsim run: whole-command time and peak memory"
   if [ -f "$SHARED" ]; then
     measure run "synthetic 8P8D kvsim run" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json
+    measure run "synthetic 8P8D kvcentric" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json \
+      --set policy.router=kvcentric
   else
     echo "  skip: $SHARED not present"
   fi
   local big=build/bench/gen-1m.jsonl
   [ -f "$big" ] || $KVSIM trace gen --requests 1000000 --rate 300 --seed 7 -o "$big"
-  measure run "1M-request 8P8D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
+  measure run "1M-request 64P64D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
     --set cluster.prefill=64 --set cluster.decode=64
   local small=build/bench/gen-100k.jsonl
   [ -f "$small" ] || $KVSIM trace gen --requests 100000 --rate 30 --seed 7 -o "$small"
-  measure run "100k-request 8P8D kvsim run" $KVSIM run --trace "$small" --config configs/clusters/mooncake-8p8d.json \
-    --set cluster.prefill=64 --set cluster.decode=64
+  measure run "100k-request 64P64D kvcentric" $KVSIM run --trace "$small" --config configs/clusters/mooncake-8p8d.json \
+    --set cluster.prefill=64 --set cluster.decode=64 --set policy.router=kvcentric
+  # Router decision cost: the same replay with 8 and 64 prefill instances.
+  for p in 8 64; do
+    measure run "100k-request ${p}P64D kvcentric" $KVSIM run --trace "$small" \
+      --config configs/clusters/mooncake-8p8d.json --set cluster.prefill=$p --set cluster.decode=64 \
+      --set policy.router=kvcentric
+  done
 }
 
-sections=(section_run)
+# Block accesses per second of one `kvsim hitrate` command, parse included:
+# each capacity point and the maximum replay access every block once, so
+# accesses = (points + 1) x blocks. Best wall time of 3 runs (the machine
+# may be shared); the CPU-time rate is printed beside it.
+hitrate_rate() { # label trace caps policy
+  local label=$1 trace=$2 caps=$3 policy=$4
+  local cmd="$KVSIM hitrate --trace $trace --capacity-tokens $caps --policy $policy"
+  local blocks points best="" cpu="" i t0 t1 w c
+  blocks=$($KVSIM hitrate --trace "$trace" --capacity-tokens 0 --json | grep -o '"blocks": [0-9]*' | grep -o '[0-9]*$')
+  points=$(( $(tr -cd , <<<"$caps" | wc -c) + 2 ))
+  for i in 1 2 3; do
+    t0=$(date +%s.%N)
+    c=$( { /usr/bin/time -f '%U %S' $cmd >/dev/null; } 2>&1 | tail -1 | awk '{print $1 + $2}')
+    t1=$(date +%s.%N)
+    w=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$best" ] || [ "$(echo "$w < $best" | bc -l)" = 1 ]; then best=$w; cpu=$c; fi
+  done
+  record hitrate "$label accesses/s (wall)" "$(echo "$points * $blocks / $best / 1000000" | bc -l | xargs printf '%.2f')" \
+    "M/s" "$cmd"
+  record hitrate "$label accesses/s (cpu)" "$(echo "$points * $blocks / $cpu / 1000000" | bc -l | xargs printf '%.2f')" \
+    "M/s" "$cmd"
+}
+
+section_hitrate() {
+  echo "== kvsim hitrate: block accesses per second per policy (whole command, parse included)"
+  local sweep=2.5e5,5e5,1e6,2e6,3e6,5e6,1e7,1.5e7,2e7,3e7 p
+  local big=build/bench/gen-100k.jsonl
+  [ -f "$big" ] || $KVSIM trace gen --requests 100000 --rate 30 --seed 7 -o "$big" >/dev/null
+  if [ -f "$SHARED" ]; then
+    for p in lru fifo lfu sieve s3fifo belady; do hitrate_rate "synthetic 10-point $p" "$SHARED" "$sweep" "$p"; done
+    hitrate_rate "synthetic 1-point lru" "$SHARED" 3e6 lru
+    measure hitrate "synthetic 10-point lru sweep" $KVSIM hitrate --trace "$SHARED" --capacity-tokens "$sweep"
+  else
+    echo "  skip: $SHARED not present"
+  fi
+  for p in lru s3fifo; do hitrate_rate "gen-100k 1-point $p" "$big" 1e6 "$p"; done
+  hitrate_rate "gen-100k 10-point lru" "$big" 1e5,2e5,3e5,5e5,7e5,1e6,1.5e6,2e6,3e6,5e6 lru
+  measure hitrate "gen-100k plan 0.9" $KVSIM plan --trace "$big" --target 0.9
+}
+
+sections=(section_run section_hitrate)
+# BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
+read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done
 
 if command -v sqlite3 >/dev/null; then

@@ -19,11 +19,11 @@ static void test_tie_break_by_insertion(void **state)
     sim_engine e;
     sim_event ev;
     sim_engine_init(&e);
-    sim_engine_push(&e, 50, 0, 1, NULL);
-    sim_engine_push(&e, 10, 0, 2, NULL);
-    sim_engine_push(&e, 50, 0, 3, NULL);
-    sim_engine_push(&e, 10, 0, 4, NULL);
-    sim_engine_push(&e, 50, 0, 5, NULL);
+    sim_engine_push(&e, 50, 0, 1, 0, NULL);
+    sim_engine_push(&e, 10, 0, 2, 0, NULL);
+    sim_engine_push(&e, 50, 0, 3, 0, NULL);
+    sim_engine_push(&e, 10, 0, 4, 0, NULL);
+    sim_engine_push(&e, 50, 0, 5, 0, NULL);
     int expect[] = {2, 4, 1, 3, 5};
     for (int i = 0; i < 5; i++) {
         assert_true(sim_engine_pop(&e, &ev));
@@ -42,7 +42,7 @@ static void test_random_order(void **state)
     sim_event ev, prev = {0};
     sim_engine_init(&e);
     srand(7);
-    for (int i = 0; i < 10000; i++) sim_engine_push(&e, rand() % 500, 0, i, NULL);
+    for (int i = 0; i < 10000; i++) sim_engine_push(&e, rand() % 500, 0, i, 0, NULL);
     for (int i = 0; i < 10000; i++) {
         assert_true(sim_engine_pop(&e, &ev));
         if (i) assert_true(prev.time < ev.time || (prev.time == ev.time && prev.seq < ev.seq));
@@ -57,9 +57,9 @@ static void test_no_time_travel(void **state)
     sim_engine e;
     sim_event ev;
     sim_engine_init(&e);
-    sim_engine_push(&e, 100, 0, 0, NULL);
+    sim_engine_push(&e, 100, 0, 0, 0, NULL);
     sim_engine_pop(&e, &ev);
-    sim_engine_push(&e, 40, 0, 1, NULL);
+    sim_engine_push(&e, 40, 0, 1, 0, NULL);
     sim_engine_pop(&e, &ev);
     assert_int_equal(ev.time, 100);
     sim_engine_free(&e);

@@ -21,6 +21,12 @@ static kv_cache *new_cache(const char *policy, int64_t cap)
     return c;
 }
 
+/* Keys 1 .. n accessed in order (a fresh tier of capacity n: all inserted). */
+static void fill(kv_cache *c, uint64_t n)
+{
+    for (uint64_t k = 1; k <= n; k++) kv_cache_access(c, k, SIM_CACHE_DEFAULT);
+}
+
 /* LRU, capacity 3, keys 1 2 3 1 4 2 5 1 2 3 (list written MRU first):
  *   1 miss [1]      2 miss [2 1]     3 miss [3 2 1]   1 HIT  [1 3 2]
  *   4 miss, evict 2 [4 1 3]          2 miss, evict 3 [2 4 1]
@@ -51,8 +57,7 @@ static void test_lru_hand_sequence(void **state)
 static void test_pins_never_evicted(void **state)
 {
     kv_cache *c = new_cache("lru", 2);
-    kv_cache_access(c, 1, SIM_CACHE_DEFAULT);
-    kv_cache_access(c, 2, SIM_CACHE_DEFAULT);
+    fill(c, 2);
     kv_cache_pin(c, 1);
     kv_cache_pin(c, 1);
     assert_int_equal(kv_cache_pins(c, 1), 2);
@@ -79,8 +84,7 @@ static void test_pins_never_evicted(void **state)
 static void test_full_when_all_pinned(void **state)
 {
     kv_cache *c = new_cache("lru", 2);
-    kv_cache_access(c, 1, SIM_CACHE_DEFAULT);
-    kv_cache_access(c, 2, SIM_CACHE_DEFAULT);
+    fill(c, 2);
     kv_cache_pin(c, 1);
     kv_cache_pin(c, 2);
     assert_int_equal(kv_cache_access(c, 3, SIM_CACHE_DEFAULT), KV_FULL);
@@ -322,6 +326,13 @@ static void test_store_bad_config(void **state)
     assert_int_equal(kv_store_new(&s, &cfg, &err), -1);
     assert_non_null(strstr(err.msg, "dram"));
     assert_non_null(strstr(err.msg, "nosuch"));
+    /* belady without next-use hints (a timed run) is refused */
+    cfg.policy[KV_TIER_DRAM] = "belady";
+    assert_int_equal(kv_store_new(&s, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "offline"));
+    cfg.next_use_hints = true;
+    assert_int_equal(kv_store_new(&s, &cfg, &err), 0);
+    kv_store_free(s);
 }
 
 int main(void)

@@ -3,7 +3,8 @@
  * The database: 4 runs of an 80-request trace (admission none / slo_reject
  * × replay speed 1 / 4, TTFT SLO 800 ms, so slo_reject rejects some), plus
  * data the spine does not write yet, added by hand: instance 0 of run 1
- * switching to decode at 2 s (a PD controller), replica samples for run 2 and
+ * switching to decode at 2 s (a PD controller), replica samples for run 2
+ * (key bb: 3 + 4 = 7 copies summed, ranked 1st; aa: 2 + 2 + 2 = 6, 2nd) and
  * hit-rate points (through sim_results_add_hitrate). The page must link
  * every figure file, each SVG/PNG must be real, each figure must appear only
  * with its data, the table must list every run with only the differing
@@ -27,8 +28,8 @@ static char *dir, db[512], plain_db[512], rep[512], plain_rep[512], *html;
 static void add_extras(const char *path)
 {
     su_exec(path, "UPDATE samples SET role='decode' WHERE run_id=1 AND instance=0 AND t_ms>=2000;"
-                  "INSERT INTO replicas VALUES(2,0,1,'00000000000000aa',1),(2,1000,1,'00000000000000aa',3),"
-                  "(2,0,2,'00000000000000bb',1),(2,1000,2,'00000000000000bb',2);");
+                  "INSERT INTO replicas VALUES(2,0,'00000000000000aa',2),(2,1000,'00000000000000aa',2),"
+                  "(2,2000,'00000000000000aa',2),(2,0,'00000000000000bb',3),(2,2000,'00000000000000bb',4);");
     sim_results *r;
     sim_err err = {{0}};
     int64_t id;
@@ -283,6 +284,11 @@ static void test_figure_data(void **state)
     assert_non_null(strstr(hr, "100000\t0.125\t0.135\n1e+06\t0.25\t0.26\n1e+07\t0.5\t0.51\n"));
     assert_non_null(strstr(hr, "100000\t0.625\n1e+07\t0.625\n"));
     free(hr);
+    /* Replicas: only the key ranked 1st (bb) exists among ranks 1, 10, 100...;
+     * it had fewer than two copies at 1 s: a gap (blank line). */
+    char *rep2 = read_in(rep, "replicas_run2.dat");
+    assert_string_equal(rep2, "# key ranked 1: 00000000000000bb\n0\t3\n\n2000\t4\n");
+    free(rep2);
     /* Roles: run 1 has 3 prefill and 5 decode instances from 2 s on. */
     char *roles = read_in(rep, "roles_run1.dat");
     assert_non_null(strstr(roles, "# instances in role decode\n0\t4\n1000\t4\n2000\t5\n"));
@@ -324,6 +330,29 @@ static void test_scripts_run_standalone(void **state)
     snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot slo.gp", rep);
     assert_int_equal(system(cmd), 0);
     assert_true(su_size(png) > 0);
+}
+
+/* `kvsim hitrate --db` stores one id per invocation: the finite points and
+ * the infinite cache once (capacity NULL). On the test trace the infinite
+ * cache hits the 6 shared prompt blocks of every request but the first of
+ * each of the 4 prompts: 76 × 6 = 456 hit blocks over Σ ceil(input/512). */
+static void test_hitrate_db(void **state)
+{
+    char hdb[600], args[2048];
+    snprintf(hdb, sizeof hdb, "%s/hitrate.db", dir);
+    snprintf(args, sizeof args, "hitrate --trace %s/t.jsonl --capacity-tokens 2048,1e6,inf --db %s", dir, hdb);
+    for (int i = 0; i < 2; i++) {
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        tu_free(&r);
+    }
+    double blocks = 0;
+    for (int i = 0; i < 80; i++) blocks += (3000 + (i * 997) % 6001 + 511) / 512;
+    assert_double_equal(su_num(hdb, "SELECT hit_rate_blocks FROM hitrate WHERE id=2 AND capacity_tokens IS NULL"),
+                        456 / blocks, 1e-12);
+    assert_double_equal(su_num(hdb, "SELECT COUNT(*) FROM hitrate WHERE id=2"), 3, 0); /* 2048, 1e6, max */
+    assert_double_equal(su_num(hdb, "SELECT COUNT(DISTINCT id) FROM hitrate"), 2, 0);
+    assert_double_equal(su_num(hdb, "SELECT COUNT(*) FROM hitrate WHERE policy='lru' AND block_tokens=512"), 6, 0);
 }
 
 /* ---- a browser renders it ----------------------------------------------------------- */
@@ -407,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_figure_data),
         cmocka_unit_test(test_run_selection),
         cmocka_unit_test(test_scripts_run_standalone),
+        cmocka_unit_test(test_hitrate_db),
         cmocka_unit_test(test_headless_chromium),
         cmocka_unit_test(test_bad_input),
     };

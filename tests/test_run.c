@@ -62,7 +62,7 @@ static int remove_trace(void **state)
 
 static json_t *run_json(const char *extra)
 {
-    char args[2048];
+    char args[4096];
     snprintf(args, sizeof args, "run --trace %s --json %s", trace_path, extra);
     cli_result r = tu_kvsim(args);
     if (r.status != 0) fprintf(stderr, "kvsim %s\n%s", args, r.err);
@@ -156,16 +156,16 @@ static void check_invariants(const char *db_path, const char *label)
     /* every request ends exactly once (id is the primary key; count = 240) */
     assert_int_equal((int)sql_num(db, "SELECT COUNT(*) FROM requests"), 240);
     assert_int_equal((int)sql_num(db, "SELECT COUNT(DISTINCT id) FROM requests"), 240);
-    assert_int_equal((int)sql_num(db, "SELECT COUNT(*) FROM requests WHERE status NOT IN ('completed','rejected')"),
-                     0);
+    assert_int_equal(
+        (int)sql_num(db, "SELECT COUNT(*) FROM requests WHERE status NOT IN ('completed','rejected','lost')"), 0);
     /* tokens emitted = Σ output_length of completed requests; rejected emit none */
     assert_true(sql_num(db, "SELECT SUM(tokens) - SUM(output_len) FROM requests WHERE status='completed'") == 0);
-    assert_true(sql_num(db, "SELECT COALESCE(SUM(tokens),0) FROM requests WHERE status='rejected'") == 0);
+    assert_true(sql_num(db, "SELECT COALESCE(SUM(tokens),0) FROM requests WHERE status!='completed'") == 0);
     /* TTFT ≥ the prefill time of its uncached part; TBT ≥ the smallest
      * iteration it could have seen (batch of one holding its own context). */
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT input_len, hit_tokens, ttft_ms, tbt_ms, output_len FROM requests"
+                                        "SELECT input_len, hit_tokens, ttft_ms, tbt_ms, output_len, prefill_gpu_s FROM requests"
                                         " WHERE status='completed'",
                                         -1, &st, NULL),
                      SQLITE_OK);
@@ -174,6 +174,7 @@ static void check_invariants(const char *db_path, const char *label)
         int n = sqlite3_column_int(st, 0), hit = sqlite3_column_int(st, 1), out = sqlite3_column_int(st, 4);
         double ttft = sqlite3_column_double(st, 2) / 1e3;
         if (ttft + 1e-9 < sim_cost_prefill_s(&cost, n, hit)) fail_msg("%s: TTFT %g below prefill time", label, ttft);
+        if (ttft + 1e-9 < sqlite3_column_double(st, 5)) fail_msg("%s: TTFT %g below its prefill GPU time", label, ttft);
         if (out > 1) {
             double tbt = sqlite3_column_double(st, 3) / 1e3;
             if (tbt + 1e-9 < sim_cost_decode_iter_s(&cost, 1, n))
@@ -189,28 +190,47 @@ static void check_invariants(const char *db_path, const char *label)
     sim_config_free(&cfg);
 }
 
-/* Invariants hold under every router, both scopes, and both admission
- * policies (a tight TTFT SLO makes slo_reject reject some requests). */
+/* Invariants hold under every router, both scopes, every admission policy
+ * (a tight TTFT SLO makes them reject), the dynamic PD controller, and
+ * instance failures with retry or loss. */
 static void test_conservation_all_policies(void **state)
 {
-    const char *routers[] = {"random", "round_robin", "least_loaded", "cache_aware_local"};
-    const char *variants[] = {"", "--set policy.admission=slo_reject --set slo.ttft_ms=800",
-                              "--set cluster.scope=local --set cluster.layerwise=false"};
-    int rejected = 0;
-    for (size_t r = 0; r < 4; r++)
-        for (size_t v = 0; v < 3; v++) {
-            char *db = temp_db(), args[512], label[128];
+    const char *routers[] = {"random", "round_robin", "least_loaded", "cache_aware_local", "kvcentric"};
+    const char *faults = "--set 'faults=[{\"at_ms\":5000,\"instance\":0,\"down_ms\":4000},"
+                         "{\"at_ms\":9000,\"instance\":3,\"down_ms\":3000}]'";
+    char retry[512], lose[512];
+    snprintf(retry, sizeof retry, "%s", faults);
+    snprintf(lose, sizeof lose, "%s --set cluster.on_failure=lose", faults);
+    const char *variants[] = {"",
+                              "--set policy.admission=slo_reject --set slo.ttft_ms=800",
+                              "--set policy.admission=baseline --set slo.ttft_ms=800 --set slo.tbt_ms=20",
+                              "--set policy.admission=early_reject --set slo.ttft_ms=800 --set slo.tbt_ms=20",
+                              "--set policy.admission=early_reject_predict --set slo.ttft_ms=800",
+                              "--set cluster.scope=local --set cluster.layerwise=false",
+                              "--set policy.pd_controller=dynamic --set policy.params.pd_period_s=3 "
+                              "--set cluster.switch_ms=500 --set slo.tbt_ms=15",
+                              retry,
+                              lose};
+    size_t nvariants = sizeof variants / sizeof variants[0];
+    int rejected = 0, retries = 0, lost = 0;
+    for (size_t r = 0; r < 5; r++)
+        for (size_t v = 0; v < nvariants; v++) {
+            char *db = temp_db(), args[2048], label[128];
             snprintf(args, sizeof args, "--set policy.router=%s %s --set cluster.prefill=2 --set cluster.decode=2 --db %s",
                      routers[r], variants[v], db);
             snprintf(label, sizeof label, "%s/%zu", routers[r], v);
             json_t *s = run_json(args);
             rejected += (int)json_integer_value(json_object_get(json_object_get(s, "rejected"), "total"));
+            retries += (int)json_integer_value(json_object_get(s, "retries"));
+            lost += (int)json_integer_value(json_object_get(s, "lost"));
             check_invariants(db, label);
             json_decref(s);
             unlink(db);
             free(db);
         }
-    assert_true(rejected > 0); /* slo_reject did reject */
+    assert_true(rejected > 0); /* the admission policies did reject */
+    assert_true(retries > 0);  /* failures restarted requests */
+    assert_true(lost > 0);     /* and lost some in lose mode */
 }
 
 /* ---- the model's sanity on the shared trace ------------------------------------ */

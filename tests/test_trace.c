@@ -55,6 +55,24 @@ static void expect_bad_line(int bad_line, const char *bad, const char *expect)
     free(path);
 }
 
+/* The same line with an unknown field added, which the reader's fast
+ * recognizer declines, so jansson reads it: the verdict must not change. */
+static void with_unknown_field(const char *line, char *out, size_t n)
+{
+    const char *close = strrchr(line, '}');
+    assert_non_null(close);
+    snprintf(out, n, "%.*s, \"zz\": null%s", (int)(close - line), line, close);
+}
+
+static void expect_bad(int bad_line, const char *bad, const char *expect)
+{
+    char variant[1024];
+    expect_bad_line(bad_line, bad, expect);
+    if (bad[strlen(bad) - 1] != '}') return;
+    with_unknown_field(bad, variant, sizeof variant);
+    expect_bad_line(bad_line, variant, expect);
+}
+
 static void free_all(sim_request **reqs, int n)
 {
     for (int i = 0; i < n; i++) sim_request_free(reqs[i]);
@@ -87,45 +105,47 @@ static int read_all(const char *text, const sim_trace_opts *opts, sim_request **
 
 static void test_bad_malformed_json(void **state)
 {
-    expect_bad_line(3, "{\"timestamp\": 1, \"input_length\":", "json: malformed JSON (");
+    expect_bad(3, "{\"timestamp\": 1, \"input_length\":", "json: malformed JSON (");
 }
 
 static void test_bad_not_an_object(void **state)
 {
-    expect_bad_line(2, "[1, 2, 3]", "json: expected an object, got an array");
+    expect_bad(2, "[1, 2, 3]", "json: expected an object, got an array");
 }
 
 static void test_bad_missing_fields(void **state)
 {
-    expect_bad_line(7, "{\"timestamp\": 5000, \"output_length\": 5, \"hash_ids\": []}", "input_length: missing");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 5, \"hash_ids\": []}", "output_length: missing");
-    expect_bad_line(2, "{\"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}", "timestamp: missing");
-    expect_bad_line(4, "{\"timestamp\": 5000, \"input_length\": 5, \"output_length\": 5}", "hash_ids: missing");
+    expect_bad(7, "{\"timestamp\": 5000, \"output_length\": 5, \"hash_ids\": []}", "input_length: missing");
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 5, \"hash_ids\": []}", "output_length: missing");
+    expect_bad(2, "{\"input_length\": 5, \"output_length\": 5, \"hash_ids\": []}", "timestamp: missing");
+    expect_bad(4, "{\"timestamp\": 5000, \"input_length\": 5, \"output_length\": 5}", "hash_ids: missing");
 }
 
 static void test_bad_negative(void **state)
 {
-    expect_bad_line(9, "{\"timestamp\": 5000, \"input_length\": -5, \"output_length\": 5, \"hash_ids\": []}",
+    expect_bad(9, "{\"timestamp\": 5000, \"input_length\": -5, \"output_length\": 5, \"hash_ids\": []}",
                     "input_length: -5 is negative");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 5, \"output_length\": -1, \"hash_ids\": []}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 5, \"output_length\": -1, \"hash_ids\": []}",
                     "output_length: -1 is negative");
-    expect_bad_line(1, "{\"timestamp\": -3, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
+    expect_bad(1, "{\"timestamp\": -3, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
                     "timestamp: -3 is negative");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
                     "input_length: 0 tokens (a request needs at least 1)");
+    expect_bad(2, "{\"timestamp\": 1e20, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
+                    "timestamp: 1e+20 is too large");
 }
 
 static void test_bad_wrong_types(void **state)
 {
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": \"4000\", \"output_length\": 5, \"hash_ids\": []}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": \"4000\", \"output_length\": 5, \"hash_ids\": []}",
                     "input_length: expected an integer, got a string");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 40.5, \"output_length\": 5, \"hash_ids\": []}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 40.5, \"output_length\": 5, \"hash_ids\": []}",
                     "input_length: expected an integer, got a real number");
-    expect_bad_line(2, "{\"timestamp\": \"noon\", \"input_length\": 4, \"output_length\": 5, \"hash_ids\": []}",
+    expect_bad(2, "{\"timestamp\": \"noon\", \"input_length\": 4, \"output_length\": 5, \"hash_ids\": []}",
                     "timestamp: expected a number, got a string");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": {}}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": {}}",
                     "hash_ids: expected an array, got an object");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
                        "\"session\": \"a\"}",
                     "session: expected an integer, got a string");
 }
@@ -133,18 +153,18 @@ static void test_bad_wrong_types(void **state)
 static void test_bad_hash_ids(void **state)
 {
     /* ceil(4000 / 512) = 8 blocks at most */
-    expect_bad_line(4, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, "
+    expect_bad(4, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, "
                        "\"hash_ids\": [1,2,3,4,5,6,7,8,9,10,11,12]}",
                     "hash_ids: 12 ids but input_length 4000 allows at most 8 blocks of 512 tokens");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [1, 2.5]}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [1, 2.5]}",
                     "hash_ids: element 1 is not an integer (got a real number)");
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [\"7\"]}",
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [\"7\"]}",
                     "hash_ids: element 0 is not an integer (got a string)");
 }
 
 static void test_bad_cache_class(void **state)
 {
-    expect_bad_line(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
+    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
                        "\"cache\": \"forever\"}",
                     "cache: \"forever\" is not one of ephemeral|context");
 }
@@ -225,6 +245,8 @@ static void test_skip_bad(void **state)
     assert_int_equal(c.status, 0);
     assert_non_null(strstr(c.out, "\"skipped\": 2"));
     assert_non_null(strstr(c.out, "\"requests\": 3"));
+    assert_non_null(strstr(c.err, "skipped 2 bad line(s), the first: "));
+    assert_non_null(strstr(c.err, want));
     tu_free(&c);
     unlink(path);
     free(path);
@@ -465,6 +487,306 @@ static void test_shared_trace_facts(void **state)
     assert_float_equal(s.max_hit_rate_tokens, 0.651, 0.0005);
 }
 
+/* ---- the fast recognizer agrees with jansson ------------------------------ */
+
+/* Read one line; returns 1 with *out, or -1 with err. */
+static int read_one(const char *line, sim_request **out, sim_err *err)
+{
+    char text[1200];
+    snprintf(text, sizeof text, "%s\n", line);
+    int n = read_all(text, &(sim_trace_opts){.block_tokens = 512, .speed = 1, .sample = 1, .seed = 1}, out, 1, err);
+    return n == 1 ? 1 : -1;
+}
+
+/* The part of a message after "FILE:LINE: " (temp file names differ). */
+static const char *after_location(const char *msg)
+{
+    const char *p = strstr(msg, ": ");
+    return p ? p + 2 : msg;
+}
+
+static void expect_same_as_jansson(const char *line)
+{
+    char variant[1200];
+    with_unknown_field(line, variant, sizeof variant);
+    sim_request *a = NULL, *b = NULL;
+    sim_err ea = {""}, eb = {""};
+    int ra = read_one(line, &a, &ea), rb = read_one(variant, &b, &eb);
+    if (ra != rb) fail_msg("'%s': %d (%s) but with jansson %d (%s)", line, ra, ea.msg, rb, eb.msg);
+    if (ra < 0) {
+        /* jansson's column moves with the added field; compare up to it */
+        size_t n = strcspn(after_location(ea.msg), "(");
+        assert_memory_equal(after_location(ea.msg), after_location(eb.msg), n);
+        return;
+    }
+    assert_true(a->timestamp_ms == b->timestamp_ms);
+    assert_int_equal(a->input_len, b->input_len);
+    assert_int_equal(a->output_len, b->output_len);
+    assert_int_equal(a->session, b->session);
+    assert_int_equal(a->cache, b->cache);
+    assert_int_equal(a->nblocks, b->nblocks);
+    assert_memory_equal(a->hash_ids, b->hash_ids, (size_t)a->nblocks * sizeof *a->hash_ids);
+    assert_memory_equal(a->keys, b->keys, (size_t)a->nblocks * sizeof *a->keys);
+    sim_request_free(a);
+    sim_request_free(b);
+}
+
+static void test_recognizer_matches_jansson(void **state)
+{
+    static const char *const lines[] = {
+        "{\"timestamp\":0,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,-2]}",
+        "{ \"timestamp\" : 1.5e3 ,\t\"input_length\":1024,\"output_length\":1,\"hash_ids\":[ 7 , 8 ] }",
+        "{\"hash_ids\": [3], \"output_length\": 2, \"input_length\": 9, \"timestamp\": 4, \"session\": 7}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1234567890123456789]}",
+        "{\"timestamp\": -0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [0]}",
+        "{\"timestamp\": 2.5, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [], \"cache\": \"context\"}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash\\u005fids\": [3]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": \"cont\\u0065xt\"}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": \"\xc3\xa9t\xc3\xa9\"}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [01]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1,]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1 2]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1]}",
+        "{\"timestamp\": 1., \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]}",
+        "{\"timestamp\": 1e999, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]} x}",
+        "{\"timestamp\": 0, \"input_length\": 99999999999, \"output_length\": 1, \"hash_ids\": [1]}",
+        "{\"timestamp\": 0, \"input_length\": 4e2, \"output_length\": 1, \"hash_ids\": [1]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": [1], \"hash_ids\": [1]}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1], \"session\": -2}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1, 2]}",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) expect_same_as_jansson(lines[i]);
+}
+
+/* Every line of the shared trace read through jansson instead gives the same statistics. */
+static void test_shared_trace_through_jansson(void **state)
+{
+    const char *path = tu_shared_trace();
+    if (!path) skip();
+    FILE *in = fopen(path, "r");
+    char *variant_path = tu_write_temp("");
+    FILE *out = fopen(variant_path, "w");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
+        char *close = strrchr(line, '}');
+        fprintf(out, "%.*s, \"zz\": null%s", (int)(close - line), line, close);
+    }
+    free(line);
+    fclose(in);
+    fclose(out);
+    sim_trace_opts o = sim_trace_default_opts();
+    sim_trace_stats a, b;
+    sim_err err;
+    assert_int_equal(sim_trace_compute_stats(path, &o, &a, &err), 0);
+    assert_int_equal(sim_trace_compute_stats(variant_path, &o, &b, &err), 0);
+    assert_int_equal(a.requests, b.requests);
+    assert_int_equal(a.blocks, b.blocks);
+    assert_int_equal(a.distinct_blocks, b.distinct_blocks);
+    assert_true(a.max_hit_rate_blocks == b.max_hit_rate_blocks);
+    assert_true(a.max_hit_rate_tokens == b.max_hit_rate_tokens);
+    assert_true(a.input_mean == b.input_mean && a.output_p99 == b.output_p99 && a.duration_s == b.duration_s);
+    unlink(variant_path);
+    free(variant_path);
+}
+
+/* ---- the generator -------------------------------------------------------- */
+
+/* `kvsim trace gen ARGS -o TEMP`; returns the temp path (caller frees). */
+static char *gen_trace(const char *args)
+{
+    char *path = tu_write_temp("");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "trace gen %s -o %s", args, path);
+    cli_result r = tu_kvsim(cmd);
+    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
+    tu_free(&r);
+    return path;
+}
+
+static char *slurp_path(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *text = tu_slurp(f);
+    fclose(f);
+    return text;
+}
+
+static void test_gen_deterministic(void **state)
+{
+    char *a = gen_trace("--requests 400 --seed 5");
+    char *b = gen_trace("--requests 400 --seed 5");
+    char *c = gen_trace("--requests 400 --seed 6");
+    char *ta = slurp_path(a), *tb = slurp_path(b), *tc = slurp_path(c);
+    assert_true(strlen(ta) > 1000);
+    assert_string_equal(ta, tb);
+    assert_true(strcmp(ta, tc) != 0);
+    free(ta), free(tb), free(tc);
+    unlink(a), unlink(b), unlink(c);
+    free(a), free(b), free(c);
+}
+
+static void test_gen_passes_reader(void **state)
+{
+    /* cache tags: Binomial(2000, 0.2) ≈ 400 ± 18 each; allow ±5 sd */
+    char *path = gen_trace("--requests 2000 --ephemeral-frac 0.2 --context-frac 0.2 --seed 3");
+    sim_trace_opts o = sim_trace_default_opts();
+    sim_trace *t;
+    sim_err err;
+    assert_int_equal(sim_trace_open(&t, path, &o, &err), 0);
+    sim_request *r;
+    int n = 0, rc, eph = 0, ctx = 0;
+    while ((rc = sim_trace_next(t, &r, &err)) == 1) {
+        n++;
+        eph += r->cache == SIM_CACHE_EPHEMERAL;
+        ctx += r->cache == SIM_CACHE_CONTEXT;
+        assert_true(r->session >= 0);
+        sim_request_free(r);
+    }
+    if (rc < 0) fail_msg("%s", err.msg);
+    assert_int_equal(n, 2000);
+    assert_int_equal(sim_trace_skipped(t), 0);
+    assert_in_range(eph, 310, 490);
+    assert_in_range(ctx, 310, 490);
+    sim_trace_close(t);
+    unlink(path);
+    free(path);
+}
+
+#define GEN_N 1000
+
+/* What the checker remembers of a session's latest request. */
+typedef struct seen_session {
+    int turns;
+    double timestamp_ms;
+    int32_t input_len, output_len;
+    int32_t nblocks;
+    int64_t ids[64];
+} seen_session;
+
+/* A continuation arrives at least the think time (5 s) after its
+ * predecessor; its input is previous input + previous output + a new turn
+ * (≥ 1 token); it reuses the previous request's floor(input/512) full
+ * blocks' ids; its other ids are fresh (above every id seen so far). */
+static void check_continuation(const seen_session *prev, const sim_request *r, int64_t max_seen)
+{
+    assert_true(r->timestamp_ms >= prev->timestamp_ms + 5000);
+    assert_true(r->input_len > prev->input_len + prev->output_len);
+    int32_t full = prev->input_len / 512;
+    assert_memory_equal(r->hash_ids, prev->ids, (size_t)full * sizeof *r->hash_ids);
+    for (int32_t i = full; i < r->nblocks; i++) assert_true(r->hash_ids[i] > max_seen);
+}
+
+static void test_gen_sessions_share_prefix(void **state)
+{
+    char *path = gen_trace("--requests 1000 --session-prob 0.7 --max-turns 6 --think-time 5 --max-input 30000 --seed 11");
+    static seen_session sessions[GEN_N];
+    memset(sessions, 0, sizeof sessions);
+    sim_trace_opts o = sim_trace_default_opts();
+    sim_trace *t;
+    sim_err err;
+    assert_int_equal(sim_trace_open(&t, path, &o, &err), 0);
+    sim_request *r;
+    int64_t max_seen = -1;
+    int continuations = 0;
+    while (sim_trace_next(t, &r, &err) == 1) {
+        assert_in_range(r->session, 0, GEN_N - 1);
+        assert_int_equal(r->nblocks, (r->input_len + 511) / 512);
+        assert_true(r->nblocks <= 64);
+        seen_session *s = &sessions[r->session];
+        if (s->turns > 0) {
+            check_continuation(s, r, max_seen);
+            continuations++;
+        }
+        assert_true(++s->turns <= 6);
+        s->timestamp_ms = r->timestamp_ms;
+        s->input_len = r->input_len;
+        s->output_len = r->output_len;
+        s->nblocks = r->nblocks;
+        memcpy(s->ids, r->hash_ids, (size_t)r->nblocks * sizeof *r->hash_ids);
+        for (int32_t i = 0; i < r->nblocks; i++)
+            if (r->hash_ids[i] > max_seen) max_seen = r->hash_ids[i];
+        sim_request_free(r);
+    }
+    /* session-prob 0.7: most requests continue a session (some turns overflow and restart) */
+    assert_true(continuations > 400);
+    sim_trace_close(t);
+    unlink(path);
+    free(path);
+}
+
+static void test_gen_arrivals_from(void **state)
+{
+    const char *text = "{\"timestamp\": 10, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                       "{\"timestamp\": 25.5, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                       "{\"timestamp\": 40, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1]}\n";
+    char *src = tu_write_temp(text);
+    char args[256];
+    snprintf(args, sizeof args, "--arrivals-from %s --requests 10", src);
+    char *path = gen_trace(args);
+    sim_request *reqs[3];
+    sim_err err;
+    char *gen = slurp_path(path);
+    sim_trace_opts o = sim_trace_default_opts();
+    assert_int_equal(read_all(gen, &o, reqs, 3, &err), 3);
+    assert_true(reqs[0]->timestamp_ms == 10 && reqs[1]->timestamp_ms == 25.5 && reqs[2]->timestamp_ms == 40);
+    free_all(reqs, 3);
+    free(gen);
+    unlink(path), unlink(src);
+    free(path), free(src);
+}
+
+static void test_gen_bad_options(void **state)
+{
+    static const struct {
+        const char *args, *expect;
+    } cases[] = {
+        {"--rate -1 -o /dev/null", "kvsim trace gen: --rate must be positive"},
+        {"--zipf abc -o /dev/null", "kvsim trace gen: --zipf: 'abc' is not a number"},
+        {"--requests 10", "kvsim trace gen: -o FILE is required"},
+        {"--ephemeral-frac 0.7 --context-frac 0.5 -o /dev/null", "--ephemeral-frac and --context-frac"},
+        {"--arrivals-from /nonexistent.jsonl -o /dev/null", "/nonexistent.jsonl: cannot open"},
+        {"--max-turns 0 -o /dev/null", "--max-turns must be at least 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "trace gen %s", cases[i].args);
+        cli_result r = tu_kvsim(cmd);
+        if (r.status != 2 || !strstr(r.err, cases[i].expect))
+            fail_msg("kvsim %s: exit %d, stderr '%s'; wanted 2 and '%s'", cmd, r.status, r.err, cases[i].expect);
+        tu_free(&r);
+    }
+}
+
+static void test_help(void **state)
+{
+    static const char *const cmds[] = {"trace --help", "trace stats --help", "trace gen --help"};
+    for (size_t i = 0; i < 3; i++) {
+        cli_result r = tu_kvsim(cmds[i]);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "usage: kvsim trace"));
+        tu_free(&r);
+    }
+    cli_result r = tu_kvsim("trace frobnicate");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "unknown subcommand 'frobnicate'"));
+    tu_free(&r);
+}
+
+/* The bundled trace is exactly what the documented command (the defaults) writes. */
+static void test_bundled_trace_reproducible(void **state)
+{
+    char *path = gen_trace("");
+    char *fresh = slurp_path(path), *bundled = slurp_path("traces/default.jsonl");
+    assert_string_equal(fresh, bundled);
+    free(fresh), free(bundled);
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +810,15 @@ int main(void)
         cmocka_unit_test(test_stats_hand_computed),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_shared_trace_facts),
+        cmocka_unit_test(test_recognizer_matches_jansson),
+        cmocka_unit_test(test_shared_trace_through_jansson),
+        cmocka_unit_test(test_gen_deterministic),
+        cmocka_unit_test(test_gen_passes_reader),
+        cmocka_unit_test(test_gen_sessions_share_prefix),
+        cmocka_unit_test(test_gen_arrivals_from),
+        cmocka_unit_test(test_gen_bad_options),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_bundled_trace_reproducible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,4 +87,22 @@ static inline char *tu_write_temp(const char *text)
     return path;
 }
 
+/* Run `$KVSIM_BIN args`; fail the test unless it exits with `status` and its
+ * stderr contains `needle` (NULL = anything). */
+static inline void tu_expect_exit(const char *args, int status, const char *needle)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != status || (needle && !strstr(r.err, needle)))
+        fail_msg("kvsim %s: exit %d, stderr '%s' (want %d and '%s')", args, r.status, r.err, status,
+                 needle ? needle : "");
+    tu_free(&r);
+}
+
+/* Delete a file made by tu_write_temp and free its path. */
+static inline void tu_remove_temp(char *path)
+{
+    unlink(path);
+    free(path);
+}
+
 #endif

@@ -1,0 +1,51 @@
+/* sched/admit_early_reject.c — `early_reject` admission: Mooncake §4.3.2.
+ * The decode side's load is assessed before the prefill begins: at arrival,
+ * reject when the greater of the prefill load (predicted TTFT / SLO_ttft on
+ * the chosen prefill instance) and the decode load of the chosen decode
+ * instance as it is now — the requests that reached it plus this one
+ * (sched_decode_load) — exceeds load_threshold. No prefill work is wasted,
+ * but the decode load it sees lags the requests still in prefill: the
+ * anti-phase oscillation of §4.3.3. */
+#include "sched/registry.h"
+#include "sched/sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct early_state {
+    double threshold;
+} early_state;
+
+static int early_create(void **state, const json_t *params, sim_err *err)
+{
+    early_state *st = sim_xcalloc(1, sizeof *st);
+    *state = st;
+    return sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
+}
+
+static void early_destroy(void *state) { free(state); }
+
+static sched_verdict early_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
+                                 const sched_decode_choice *dec)
+{
+    const early_state *st = state;
+    bool needs_decode = req->output_len > 1;
+    if (route->prefill < 0 || (needs_decode && dec->decode < 0)) return SCHED_REJECT_AT_ARRIVAL;
+    double load = sched_prefill_load(ctx, req, route);
+    if (needs_decode) {
+        const sched_decode_view *d = &ctx->decode[dec->decode];
+        int64_t kv = d->kv_resident + (int64_t)req->input_len + req->output_len;
+        double tbt = sim_est_decode_iter_s(ctx->est, d->batch + 1, kv);
+        load = fmax(load, sched_decode_load(ctx, req, tbt, kv, d->kv_capacity));
+    }
+    return load > st->threshold ? SCHED_REJECT_AT_ARRIVAL : SCHED_ACCEPT;
+}
+
+const sched_admission_ops sched_admit_early_reject = {
+    .name = "early_reject",
+    .help = "reject at arrival when max(prefill load, current decode load) exceeds the threshold (4.3.2)",
+    .params = "load_threshold=1: reject above this load (predicted latency / SLO)",
+    .create = early_create,
+    .destroy = early_destroy,
+    .admit = early_admit,
+};

@@ -1,0 +1,140 @@
+/* sim/cluster_int.h — private state of the cluster model, shared by
+ * sim/cluster.c (the request flow) and sim/control.c (PD-ratio control,
+ * faults, samples). Not for use outside the cluster model. */
+#ifndef SIM_CLUSTER_INT_H
+#define SIM_CLUSTER_INT_H
+
+#include <gsl/gsl_rng.h>
+
+#include "sched/sched.h"
+#include "sim/cluster.h"
+#include "sim/cost.h"
+#include "sim/engine.h"
+#include "sim/estimator.h"
+#include "sim/kvstore.h"
+#include "sim/trace.h"
+
+/* Event kinds: the index into the handler table. */
+enum {
+    EV_ARRIVAL,      /* a trace request arrives (data: req) */
+    EV_RETRY,        /* a request re-enters after a failure (data: req) */
+    EV_PREFILL_DONE, /* target: prefill instance, gen: its generation, data: req */
+    EV_KV_READY,     /* target: decode instance, gen: its generation, data: req */
+    EV_DECODE_STEP,  /* target: decode instance, gen: its generation */
+    EV_SAMPLE,       /* per-instance samples */
+    EV_REPLICAS,     /* replica-count samples */
+    EV_CONTROL,      /* PD-ratio controller period */
+    EV_SWITCH_DONE,  /* target: instance whose role switch completes */
+    EV_FAULT,        /* target: failing instance */
+    EV_RECOVER,      /* target: recovering instance */
+    EV_NKINDS
+};
+
+typedef enum inst_role { ROLE_PREFILL = 0, ROLE_DECODE } inst_role;
+typedef enum inst_state { ST_ACTIVE = 0, ST_DRAINING, ST_SWITCHING, ST_DOWN } inst_state;
+
+typedef struct req_state {
+    sim_request *r;
+    struct req_state *next;               /* queue link */
+    struct req_state *live_prev, *live_next; /* admitted-and-unfinished list */
+    bool live;
+    sched_route route;
+    int prefill, decode;   /* instance ids; -1 = none */
+    int transfer_from;     /* instance id of the kvcentric holder; -1 = none */
+    uint32_t decode_gen;   /* decode instance generation at reservation */
+    int64_t est_decode_start;
+    int64_t prefill_start, first_token, kv_ready, last_token;
+    int32_t hit_blocks, remote_blocks;
+    double prefill_gpu_s;
+    int32_t tokens, retries;
+    int64_t need_kv;
+    sim_topk topk;
+} req_state;
+
+typedef struct req_queue {
+    req_state *head, *tail;
+    int n;
+} req_queue;
+
+typedef struct instance {
+    int id;
+    inst_role role, next_role;
+    inst_state state;
+    uint32_t gen;          /* bumped on failure: older events are stale */
+    int view;              /* index in the conductor's view of its role */
+    int64_t nic_free;
+    /* prefill role */
+    req_queue queue;
+    req_state *running;
+    int64_t running_est_end;
+    double queued_est_s;
+    /* decode role */
+    req_queue waiting;
+    req_state **batch;
+    int nbatch, pending;
+    int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
+    bool iterating;
+} instance;
+
+typedef struct load_samples {
+    double *v;
+    int n, cap;
+} load_samples;
+
+typedef struct cluster {
+    const sim_config *cfg;
+    sim_cost cost;
+    sim_estimator est;
+    kv_store *store;
+    sim_engine eng;
+    gsl_rng *rng_policy, *rng_noise, *rng_fit;
+    sim_trace *trace;
+    bool trace_done, failed;
+    sim_err *err;
+    sim_results *db;
+
+    instance *inst;
+    int n_inst;
+    int n_prefill, n_decode;   /* instances per role (any state) */
+    int *pidx, *didx;          /* view index → instance id */
+    sched_prefill_view *pview;
+    sched_decode_view *dview;
+    sched_inflight *inflight;
+    int inflight_cap;
+
+    const sched_router_ops *router;
+    const sched_decode_ops *decoder;
+    const sched_admission_ops *admission;
+    const sched_pd_ops *pd;
+    void *router_st, *decoder_st, *admission_st, *pd_st;
+
+    req_state *live_head;      /* admitted, unfinished */
+    int64_t n_live;
+    int32_t *remote_from;
+    int64_t inflight_reqs, first_arrival, last_done;
+    int64_t kv_capacity;
+    double block_bytes;
+    double decode_s_sum;       /* observed decode durations (t_d) */
+    int64_t decode_n;
+    bool switching;
+    load_samples prefill_loads, decode_loads;
+} cluster;
+
+/* sim/cluster.c */
+sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight);
+void sim_cluster_refresh_views(cluster *c);
+void sim_cluster_lost_work(cluster *c, req_state *q);
+void sim_cluster_check_drained(cluster *c, instance *in);
+bool sim_cluster_done(const cluster *c);
+
+/* sim/control.c */
+void sim_control_start(cluster *c);
+void sim_control_on_sample(cluster *c, const sim_event *ev);
+void sim_control_on_replicas(cluster *c, const sim_event *ev);
+void sim_control_on_control(cluster *c, const sim_event *ev);
+void sim_control_on_switch_done(cluster *c, const sim_event *ev);
+void sim_control_on_fault(cluster *c, const sim_event *ev);
+void sim_control_on_recover(cluster *c, const sim_event *ev);
+void sim_control_free(cluster *c);
+
+#endif

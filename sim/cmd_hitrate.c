@@ -1,0 +1,201 @@
+/* sim/cmd_hitrate.c — `kvsim hitrate`: prefix hit rate vs cache capacity by
+ * cache-only replay (DESIGN.md §4; Mooncake Fig. 16 for one pool, Fig. 17
+ * for global vs local pools over N nodes, §5.2 for tiers and cache classes).
+ *
+ * The trace is parsed once; each capacity in the list is one replay. */
+#include "sim/cli.h"
+#include "sim/hitrate.h"
+#include "sim/results.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
+            "                     [--scope global|local] [--nodes N] [--route ROUTER]\n"
+            "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
+            "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
+            "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
+            "request's prefix hit is counted, then all its blocks are accessed in order.\n"
+            "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
+            "trace's maximum (an infinite cache).\n\n");
+    kv_hitrate_print_options(f, true);
+    fprintf(f, "  --json                  one JSON object instead of the table\n"
+            "  --db FILE               also store the points in the hitrate table of a results\n"
+            "                          database (kvsim report draws them; the infinite cache is\n"
+            "                          stored once, as the trace maximum)\n"
+            "  -h, --help              this text\n");
+}
+
+/* Exact integers as integers, infinity as the string "inf". */
+static json_t *tokens_json(double tokens)
+{
+    if (isinf(tokens)) return json_string("inf");
+    if (tokens == floor(tokens) && tokens < 9e15) return json_integer((json_int_t)tokens);
+    return json_real(tokens);
+}
+
+static json_t *tiers_json(const kv_replay_result *r)
+{
+    json_t *o = json_object();
+    for (kv_tier t = 0; t < KV_NTIERS; t++) {
+        const kv_cache_stats *s = &r->tier[t];
+        if (s->hits + s->misses + s->inserts == 0) continue;
+        json_object_set_new(o, tier_names[t],
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "hits", (json_int_t)s->hits, "misses",
+                                      (json_int_t)s->misses, "inserts", (json_int_t)s->inserts, "evictions",
+                                      (json_int_t)s->evictions, "full_events", (json_int_t)s->full_events,
+                                      "not_admitted", (json_int_t)s->not_admitted));
+    }
+    return o;
+}
+
+static json_t *point_json(double tokens, int block_tokens, const kv_replay_result *r)
+{
+    json_t *p = json_pack("{s:o, s:f, s:f, s:I, s:I, s:o}", "capacity_tokens", tokens_json(tokens), "hit_rate_blocks",
+                          r->hit_rate_blocks, "hit_rate_tokens", r->hit_rate_tokens, "hit_blocks",
+                          (json_int_t)r->hit_blocks, "blocks", (json_int_t)r->blocks, "tiers", tiers_json(r));
+    if (!isinf(tokens))
+        json_object_set_new(p, "capacity_blocks", json_integer((json_int_t)kv_tokens_to_blocks(tokens, block_tokens)));
+    return p;
+}
+
+static void print_header(const kv_hitrate_spec *s, const kv_replay_trace *t, const kv_replay_result *max)
+{
+    char setup[512];
+    kv_hitrate_describe(s, setup, sizeof setup);
+    printf("trace     %s (%" PRId64 " requests, %" PRId64 " blocks)\n", t->path, t->nreq, t->nblocks);
+    printf("setup     %s\n", setup);
+    printf("max       %.4f blocks, %.4f tokens (infinite cache)\n\n", max->hit_rate_blocks, max->hit_rate_tokens);
+    printf("%16s %12s %16s %16s %7s\n", "capacity_tokens", "blocks/node", "hit_rate_blocks", "hit_rate_tokens",
+           "of_max");
+}
+
+static void print_row(double tokens, int block_tokens, const kv_replay_result *r, const kv_replay_result *max)
+{
+    char cap[32], blocks[32];
+    if (isinf(tokens)) {
+        snprintf(cap, sizeof cap, "inf");
+        snprintf(blocks, sizeof blocks, "inf");
+    } else {
+        snprintf(cap, sizeof cap, "%.0f", tokens);
+        snprintf(blocks, sizeof blocks, "%" PRId64, kv_tokens_to_blocks(tokens, block_tokens));
+    }
+    double of_max = max->hit_rate_blocks > 0 ? r->hit_rate_blocks / max->hit_rate_blocks : 0;
+    printf("%16s %12s %16.4f %16.4f %7.3f\n", cap, blocks, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
+}
+
+/* Where --db points go: one hitrate id per invocation. */
+typedef struct point_sink {
+    sim_results *db;
+    int64_t id;
+    sim_hitrate_row row;
+    char setup[512];
+} point_sink;
+
+static int sink_open(point_sink *k, const char *path, const kv_hitrate_spec *s, sim_err *err)
+{
+    if (!path) return 0;
+    kv_hitrate_describe(s, k->setup, sizeof k->setup);
+    k->row = (sim_hitrate_row){.trace_path = s->trace, .block_tokens = s->block_tokens, .policy = s->policy,
+                               .setup = k->setup};
+    return sim_trace_fingerprint(s->trace, &k->row.trace_fingerprint, err) || sim_results_open(&k->db, path, err) ||
+                   sim_results_hitrate_id(k->db, &k->id, err)
+               ? -1
+               : 0;
+}
+
+/* Store one point; an infinite capacity is the maximum, stored once. */
+static int sink_put(point_sink *k, double tokens, const kv_replay_result *r, sim_err *err)
+{
+    if (!k->db) return 0;
+    k->row.capacity_tokens = tokens;
+    k->row.hit_rate_blocks = r->hit_rate_blocks;
+    k->row.hit_rate_tokens = r->hit_rate_tokens;
+    return sim_results_add_hitrate(k->db, k->id, &k->row, err);
+}
+
+/* Replay every capacity and print; 0 or an exit status. */
+static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, point_sink *sink)
+{
+    sim_err err;
+    kv_replay_result max, r;
+    if (kv_hitrate_max(t, &max, &err) || sink_put(sink, INFINITY, &max, &err))
+        return sim_usage_error("hitrate", err.msg);
+    json_t *points = json_array();
+    if (!json) print_header(s, t, &max);
+    for (int i = 0; i < s->ncapacity; i++) {
+        if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) ||
+            (!isinf(s->capacity[i]) && sink_put(sink, s->capacity[i], &r, &err))) {
+            json_decref(points);
+            return sim_usage_error("hitrate", err.msg);
+        }
+        if (json) json_array_append_new(points, point_json(s->capacity[i], s->block_tokens, &r));
+        else print_row(s->capacity[i], s->block_tokens, &r, &max);
+    }
+    if (json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,
+                              "scope", s->scope == KV_SCOPE_GLOBAL ? "global" : "local", "nodes", s->nodes,
+                              "block_tokens", s->block_tokens, "max_hit_rate_blocks", max.hit_rate_blocks,
+                              "max_hit_rate_tokens", max.hit_rate_tokens, "points", points);
+        json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
+        putchar('\n');
+        json_decref(o);
+    } else {
+        json_decref(points);
+    }
+    return SIM_EXIT_OK;
+}
+
+int cmd_hitrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        KV_HITRATE_LONGOPTS,
+        {"json", no_argument, NULL, 'j'},
+        {"db", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    kv_hitrate_spec spec;
+    kv_hitrate_spec_init(&spec);
+    bool json = false;
+    const char *db = NULL;
+    sim_err err;
+    int c, li, rc = 0;
+    optind = 1;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
+        switch (c) {
+        case 0: rc = kv_hitrate_set(&spec, longopts[li].name, optarg ? optarg : "", &err); break;
+        case 'j': json = true; break;
+        case 'd': db = optarg; break;
+        case 'h': usage(stdout); kv_hitrate_spec_free(&spec); return SIM_EXIT_OK;
+        default: usage(stderr); kv_hitrate_spec_free(&spec); return SIM_EXIT_USAGE;
+        }
+    }
+    if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (rc == 0) rc = kv_hitrate_finish(&spec, &err);
+    kv_replay_trace t;
+    point_sink sink = {0};
+    if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
+    if (rc == 0 && sink_open(&sink, db, &spec, &err)) {
+        kv_replay_free(&t);
+        rc = -1;
+    }
+    if (rc) {
+        sim_results_close(sink.db);
+        kv_hitrate_spec_free(&spec);
+        return sim_usage_error("hitrate", err.msg);
+    }
+    int status = run_points(&spec, &t, json, &sink);
+    sim_results_close(sink.db);
+    kv_replay_free(&t);
+    kv_hitrate_spec_free(&spec);
+    return status;
+}

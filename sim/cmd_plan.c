@@ -1,0 +1,176 @@
+/* sim/cmd_plan.c — `kvsim plan`: the smallest DRAM capacity per node that
+ * reaches a target fraction of the achievable prefix hit rate, in tokens,
+ * blocks and bytes for a model (Mooncake §7.3.1: "1 TB of DRAM holds about
+ * 3M tokens of LLaMA3-70B — how much is enough?").
+ *
+ * The achievable hit rate is the same setup's with unbounded DRAM. The
+ * search bisects the capacity in blocks between 0 and the trace's distinct
+ * block count (where nothing is ever evicted, so the hit rate equals the
+ * unbounded one). Bisection assumes the hit rate does not decrease with
+ * capacity, which holds for stack policies such as LRU and Belady; for the
+ * others the answer is a capacity that reaches the target, not necessarily
+ * the smallest one. */
+#include "sim/cli.h"
+#include "sim/hitrate.h"
+#include "sim/model.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kvsim plan --trace FILE [--target F] [--model NAME] [--policy NAME]\n"
+               "                  [--nodes N] [--scope global|local] [--route ROUTER] [--tiers SPEC]\n"
+               "                  [--block-tokens N] [--params JSON] [--json]\n\n"
+               "Capacity planning by cache-only replay: bisects the DRAM capacity per node for\n"
+               "the smallest one whose block hit rate reaches F x the hit rate the same setup\n"
+               "gets with unbounded DRAM, and reports it in blocks, tokens and bytes.\n\n"
+               "  --target F              fraction of the achievable hit rate, (0, 1] (default 0.9)\n"
+               "  --model NAME            model preset or JSON file for KV bytes per token\n"
+               "                          (default llama3-70b; presets in configs/models/)\n");
+    kv_hitrate_print_options(f, false);
+    fprintf(f, "  --json                  one JSON object instead of the text\n"
+               "  -h, --help              this text\n");
+}
+
+typedef struct plan_result {
+    kv_replay_result max, best;
+    double goal;
+    int64_t blocks;
+    int replays;
+} plan_result;
+
+/* Bisection on blocks per node: invariant rate(lo) < goal ≤ rate(hi). */
+static int bisect(kv_replay_trace *t, const kv_hitrate_spec *s, int64_t distinct, plan_result *p, sim_err *err)
+{
+    int64_t lo = 0, hi = distinct;
+    p->best = p->max;
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        kv_replay_result r;
+        if (kv_hitrate_point(t, s, (double)mid * s->block_tokens, &r, err)) return -1;
+        p->replays++;
+        if (r.hit_rate_blocks >= p->goal) {
+            hi = mid;
+            p->best = r;
+        } else {
+            lo = mid;
+        }
+    }
+    p->blocks = hi;
+    return 0;
+}
+
+static int plan(kv_replay_trace *t, const kv_hitrate_spec *s, double target, plan_result *p, sim_err *err)
+{
+    *p = (plan_result){0};
+    kv_replay_result all;
+    if (kv_hitrate_max(t, &all, err) || kv_hitrate_point(t, s, INFINITY, &p->max, err)) return -1;
+    p->replays = 2;
+    p->goal = target * p->max.hit_rate_blocks;
+    if (p->goal <= 0) {
+        p->best = p->max;
+        return 0;
+    }
+    /* Every distinct key is inserted exactly once into an unbounded cache. */
+    return bisect(t, s, all.tier[KV_TIER_DRAM].inserts, p, err);
+}
+
+static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb, double target,
+                       const plan_result *p)
+{
+    char setup[512];
+    kv_hitrate_describe(s, setup, sizeof setup);
+    double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
+    printf("trace     %s (%" PRId64 " requests)\n", t->path, t->nreq);
+    printf("setup     %s\n", setup);
+    printf("target    %.3g x achievable %.4f = block hit rate %.4f\n", target, p->max.hit_rate_blocks, p->goal);
+    printf("capacity  %" PRId64 " blocks = %.0f tokens per node (hit rate %.4f blocks, %.4f tokens)\n", p->blocks,
+           tokens, p->best.hit_rate_blocks, p->best.hit_rate_tokens);
+    printf("model     %s: %.0f bytes/token -> %.3g TB DRAM per node, %.3g TB across %d node%s\n", m->name, kvb,
+           bytes / 1e12, bytes * s->nodes / 1e12, s->nodes, s->nodes > 1 ? "s" : "");
+    printf("replays   %d\n", p->replays);
+}
+
+static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb,
+                       double target, const plan_result *p)
+{
+    double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:i}",
+                          "trace", t->path, "policy", s->policy, "scope",
+                          s->scope == KV_SCOPE_GLOBAL ? "global" : "local", "nodes", s->nodes, "model", m->name,
+                          "kv_bytes_per_token", kvb, "target", target, "max_hit_rate_blocks",
+                          p->max.hit_rate_blocks, "goal_hit_rate_blocks", p->goal, "hit_rate_blocks",
+                          p->best.hit_rate_blocks, "hit_rate_tokens", p->best.hit_rate_tokens, "capacity_blocks",
+                          (json_int_t)p->blocks, "capacity_tokens", tokens, "capacity_bytes", bytes, "total_bytes",
+                          bytes * s->nodes, "replays", p->replays);
+    json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(o);
+}
+
+/* Command-line parsing into spec/target/model; 0 or -1 with err. */
+static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *target, const char **model, bool *json,
+                      bool *help, sim_err *err)
+{
+    static const struct option longopts[] = {
+        KV_HITRATE_LONGOPTS,
+        {"target", required_argument, NULL, 't'},
+        {"model", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, li, rc = 0;
+    optind = 1;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
+        switch (c) {
+        case 0:
+            if (!strcmp(longopts[li].name, "capacity-tokens"))
+                return sim_errf(err, "plan searches the capacity: --capacity-tokens does not apply");
+            rc = kv_hitrate_set(spec, longopts[li].name, optarg ? optarg : "", err);
+            break;
+        case 't':
+            rc = sim_parse_double(optarg, "--target", target, err);
+            if (rc == 0 && !(*target > 0 && *target <= 1)) rc = sim_errf(err, "--target: %s is not in (0, 1]", optarg);
+            break;
+        case 'm': *model = optarg; break;
+        case 'j': *json = true; break;
+        case 'h': *help = true; return 0;
+        default: return sim_errf(err, "bad option (see --help)");
+        }
+    }
+    if (rc == 0 && optind < argc) rc = sim_errf(err, "unexpected argument '%s' (see --help)", argv[optind]);
+    return rc ? rc : kv_hitrate_finish(spec, err);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    kv_hitrate_spec spec;
+    kv_hitrate_spec_init(&spec);
+    double target = 0.9;
+    const char *model_name = "llama3-70b";
+    bool json = false, help = false;
+    sim_model model;
+    kv_replay_trace t = {0};
+    plan_result p;
+    sim_err err;
+    int status = SIM_EXIT_OK;
+    if (parse_args(argc, argv, &spec, &target, &model_name, &json, &help, &err) ||
+        (!help && (sim_model_load(model_name, &model, &err) || kv_replay_load(&t, spec.trace, spec.block_tokens, &err) ||
+                   plan(&t, &spec, target, &p, &err))))
+        status = sim_usage_error("plan", err.msg);
+    else if (help)
+        usage(stdout);
+    else if (json)
+        print_json(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
+    else
+        print_text(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
+    kv_replay_free(&t);
+    kv_hitrate_spec_free(&spec);
+    return status;
+}

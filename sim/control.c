@@ -1,0 +1,204 @@
+/* sim/control.c — the cluster's control plane: periodic samples of every
+ * instance and of replica counts, the PD-ratio controller's mechanism
+ * (drain → switch → serve the other role), and scheduled failures and
+ * recoveries (Mooncake §5.1, §5.3, Fig. 18). Policies decide (sched/pd_*.c);
+ * this file carries the decisions out. */
+#include "sim/cluster_int.h"
+
+#include <stdlib.h>
+
+static const char *const role_names[] = {[ROLE_PREFILL] = "prefill", [ROLE_DECODE] = "decode"};
+static const char *const state_names[] = {
+    [ST_ACTIVE] = "active", [ST_DRAINING] = "draining", [ST_SWITCHING] = "switching", [ST_DOWN] = "down"};
+
+static void push_load(load_samples *s, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->v = sim_xrealloc(s->v, (size_t)s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = v;
+}
+
+void sim_control_free(cluster *c)
+{
+    free(c->prefill_loads.v);
+    free(c->decode_loads.v);
+}
+
+void sim_control_start(cluster *c)
+{
+    const sim_config *cfg = c->cfg;
+    int64_t t0 = c->first_arrival;
+    sim_engine_push(&c->eng, t0, EV_SAMPLE, -1, 0, NULL);
+    if (cfg->replica_period_s > 0)
+        sim_engine_push(&c->eng, t0 + sim_s_to_ns(cfg->replica_period_s), EV_REPLICAS, -1, 0, NULL);
+    if (c->pd->decide)
+        sim_engine_push(&c->eng, t0 + sim_s_to_ns(c->pd->period_s(c->pd_st)), EV_CONTROL, -1, 0, NULL);
+    for (int i = 0; i < cfg->n_faults; i++)
+        sim_engine_push(&c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i,
+                        NULL);
+}
+
+/* Re-arm a periodic event while the replay has work left. */
+static void again(cluster *c, int kind, double period_s)
+{
+    if (!sim_cluster_done(c)) sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(period_s), kind, -1, 0, NULL);
+}
+
+/* ---- samples -------------------------------------------------------------------- */
+
+/* Prefill load = estimated queue time / SLO_ttft; decode load = the greater
+ * of estimated iteration time / SLO_tbt and reserved KV / HBM capacity, as
+ * the policies see it (Mooncake §4.3.1, sched_decode_load). */
+static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instance *in, double t_ms)
+{
+    sim_sample_row row = {.t_ms = t_ms, .instance = in->id, .role = role_names[in->role],
+                          .state = state_names[in->state]};
+    if (in->role == ROLE_PREFILL) {
+        row.queue_len = ctx->prefill[in->view].queue_len;
+        row.load = ctx->prefill[in->view].queue_s / (c->cfg->slo_ttft_ms / 1e3);
+        int64_t cap = sim_config_blocks(c->cfg, c->cfg->dram_bytes);
+        row.kv_used = cap > 0 ? (double)kv_store_blocks(c->store, in->id, KV_TIER_DRAM) / (double)cap : 0;
+    } else {
+        row.queue_len = in->waiting.n;
+        row.batch = in->nbatch;
+        double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
+        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / (c->cfg->slo_tbt_ms / 1e3);
+        row.load = tbt_load > mem ? tbt_load : mem;
+        row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
+    }
+    return row;
+}
+
+void sim_control_on_sample(cluster *c, const sim_event *ev)
+{
+    sched_ctx ctx = sim_cluster_ctx(c, false);
+    double t_ms = sim_ns_to_ms(c->eng.now);
+    for (int i = 0; i < c->n_inst && !c->failed; i++) {
+        const instance *in = &c->inst[i];
+        sim_sample_row row = sample_row(c, &ctx, in, t_ms);
+        if (sim_results_add_sample(c->db, &row, c->err)) c->failed = true;
+        if (in->state == ST_ACTIVE)
+            push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
+    }
+    again(c, EV_SAMPLE, c->cfg->sample_period_s);
+}
+
+typedef struct replica_ctx {
+    cluster *c;
+    double t_ms;
+} replica_ctx;
+
+static void record_replica(void *ctx, uint64_t key, int replicas)
+{
+    replica_ctx *rc = ctx;
+    if (replicas >= 2 && !rc->c->failed && sim_results_add_replica(rc->c->db, rc->t_ms, key, replicas, rc->c->err))
+        rc->c->failed = true;
+}
+
+/* Keys with two or more replicas (a key with one copy is implied by the
+ * cache contents), every metrics.replica_period_ms as in Mooncake Fig. 18. */
+void sim_control_on_replicas(cluster *c, const sim_event *ev)
+{
+    replica_ctx rc = {c, sim_ns_to_ms(c->eng.now)};
+    kv_store_foreach_replica(c->store, record_replica, &rc);
+    again(c, EV_REPLICAS, c->cfg->replica_period_s);
+}
+
+/* ---- PD-ratio control ------------------------------------------------------------ */
+
+/* The active instance of `role` with the least work: the cheapest to drain. */
+static instance *least_busy(cluster *c, inst_role role)
+{
+    instance *best = NULL;
+    int best_work = 0;
+    for (int i = 0; i < c->n_inst; i++) {
+        instance *in = &c->inst[i];
+        if (in->role != role || in->state != ST_ACTIVE) continue;
+        int work = role == ROLE_PREFILL ? in->queue.n + (in->running != NULL) : in->nbatch + in->pending;
+        if (!best || work < best_work) best = in, best_work = work;
+    }
+    return best;
+}
+
+static int active_in_role(const cluster *c, inst_role role)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_inst; i++) n += c->inst[i].role == role && c->inst[i].state == ST_ACTIVE;
+    return n;
+}
+
+void sim_control_on_control(cluster *c, const sim_event *ev)
+{
+    sched_pd_view view = {
+        .prefill_loads = c->prefill_loads.v, .n_prefill_loads = c->prefill_loads.n,
+        .decode_loads = c->decode_loads.v, .n_decode_loads = c->decode_loads.n,
+        .n_prefill = active_in_role(c, ROLE_PREFILL), .n_decode = active_in_role(c, ROLE_DECODE),
+        .switching = c->switching,
+    };
+    int move = c->pd->decide(c->pd_st, &view);
+    instance *in = move > 0 ? least_busy(c, ROLE_PREFILL) : move < 0 ? least_busy(c, ROLE_DECODE) : NULL;
+    if (in) {
+        in->state = ST_DRAINING;
+        in->next_role = move > 0 ? ROLE_DECODE : ROLE_PREFILL;
+        c->switching = true;
+        sim_cluster_check_drained(c, in);
+    }
+    c->prefill_loads.n = c->decode_loads.n = 0;
+    again(c, EV_CONTROL, c->pd->period_s(c->pd_st));
+}
+
+void sim_control_on_switch_done(cluster *c, const sim_event *ev)
+{
+    instance *in = &c->inst[ev->target];
+    if (ev->gen != in->gen) return; /* it failed while switching */
+    in->role = in->next_role;
+    in->state = ST_ACTIVE;
+    c->switching = false;
+    sim_cluster_refresh_views(c);
+}
+
+/* ---- failures (§5.3: the conductor's shadow view is rebuilt from the
+ * surviving nodes — here the store itself, which drops the node's blocks) -- */
+
+static void lose_queue(cluster *c, req_queue *q, bool detach_decode)
+{
+    for (req_state *s; (s = q->head) != NULL;) {
+        q->head = s->next;
+        if (detach_decode) s->decode = -1;
+        sim_cluster_lost_work(c, s);
+    }
+    q->tail = NULL;
+    q->n = 0;
+}
+
+void sim_control_on_fault(cluster *c, const sim_event *ev)
+{
+    instance *in = &c->inst[ev->target];
+    if (in->state == ST_DOWN) return;
+    if (in->state != ST_ACTIVE) c->switching = false; /* its switch is abandoned */
+    in->gen++;
+    in->state = ST_DOWN;
+    in->running = NULL; /* its PREFILL_DONE event now carries a stale generation */
+    in->queued_est_s = 0;
+    lose_queue(c, &in->queue, false);
+    lose_queue(c, &in->waiting, true);
+    for (int b = 0; b < in->nbatch; b++) {
+        in->batch[b]->decode = -1;
+        sim_cluster_lost_work(c, in->batch[b]);
+    }
+    in->nbatch = in->pending = 0;
+    in->kv_reserved = in->kv_batch = in->kv_waiting = in->ctx_tokens = 0;
+    in->iterating = false;
+    in->nic_free = c->eng.now;
+    kv_store_drop_node(c->store, in->id);
+    double down = c->cfg->faults[ev->gen].down_s;
+    sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(down), EV_RECOVER, in->id, in->gen, NULL);
+}
+
+void sim_control_on_recover(cluster *c, const sim_event *ev)
+{
+    instance *in = &c->inst[ev->target];
+    if (ev->gen == in->gen && in->state == ST_DOWN) in->state = ST_ACTIVE;
+}

@@ -1,0 +1,479 @@
+/* sim/hitrate.c — cache-only replay (see hitrate.h): trace loading into a
+ * compact key stream, the replay setup (set field by field from the command
+ * line or a baseline), the cache-only routers, the next-use oracle for
+ * offline policies, and the replay loop itself. */
+#include "sim/hitrate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/registry.h"
+#include "sim/keymap.h"
+
+/* ======================================================================== */
+/* the loaded trace                                                          */
+/* ======================================================================== */
+
+static void append_request(kv_replay_trace *t, const sim_request *r, int64_t *req_cap, int64_t *blk_cap)
+{
+    if (t->nreq + 1 >= *req_cap) {
+        *req_cap *= 2;
+        t->off = sim_xrealloc(t->off, (size_t)*req_cap * sizeof *t->off);
+        t->input_len = sim_xrealloc(t->input_len, (size_t)*req_cap * sizeof *t->input_len);
+        t->cls = sim_xrealloc(t->cls, (size_t)*req_cap);
+    }
+    if (t->nblocks + r->nblocks > *blk_cap) {
+        while (t->nblocks + r->nblocks > *blk_cap) *blk_cap *= 2;
+        t->keys = sim_xrealloc(t->keys, (size_t)*blk_cap * sizeof *t->keys);
+    }
+    memcpy(t->keys + t->nblocks, r->keys, (size_t)r->nblocks * sizeof *t->keys);
+    t->input_len[t->nreq] = r->input_len;
+    t->cls[t->nreq] = (uint8_t)r->cache;
+    t->nblocks += r->nblocks;
+    t->off[++t->nreq] = t->nblocks;
+}
+
+int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err)
+{
+    *t = (kv_replay_trace){.block_tokens = block_tokens};
+    sim_trace_opts opts = sim_trace_default_opts();
+    opts.block_tokens = block_tokens;
+    sim_trace *tr;
+    if (sim_trace_open(&tr, path, &opts, err)) return -1;
+    int64_t req_cap = 1024, blk_cap = 1 << 16;
+    t->off = sim_xcalloc((size_t)req_cap, sizeof *t->off);
+    t->input_len = sim_xmalloc((size_t)req_cap * sizeof *t->input_len);
+    t->cls = sim_xmalloc((size_t)req_cap);
+    t->keys = sim_xmalloc((size_t)blk_cap * sizeof *t->keys);
+    sim_request *r;
+    int rc;
+    while ((rc = sim_trace_next(tr, &r, err)) == 1) {
+        append_request(t, r, &req_cap, &blk_cap);
+        sim_request_free(r);
+    }
+    sim_trace_close(tr);
+    if (rc == 0 && t->nreq == 0) rc = sim_errf(err, "%s: empty trace (no requests)", path);
+    if (rc < 0) {
+        kv_replay_free(t);
+        return -1;
+    }
+    t->path = sim_xstrdup(path);
+    return 0;
+}
+
+void kv_replay_free(kv_replay_trace *t)
+{
+    free(t->path);
+    free(t->off);
+    free(t->keys);
+    free(t->input_len);
+    free(t->cls);
+    free(t->next_use);
+    *t = (kv_replay_trace){0};
+}
+
+/* The oracle offline policies need: for each position in the block stream,
+ * the next position holding the same key. One backward pass with a map
+ * key → the nearest later position seen so far. */
+static void build_next_use(kv_replay_trace *t)
+{
+    sim_keymap later;
+    sim_keymap_init(&later, t->nblocks / 2);
+    t->next_use = sim_xmalloc((size_t)t->nblocks * sizeof *t->next_use);
+    for (int64_t p = t->nblocks - 1; p >= 0; p--) {
+        int64_t v = sim_keymap_get(&later, t->keys[p]);
+        t->next_use[p] = v < 0 ? INT64_MAX : v;
+        sim_keymap_put(&later, t->keys[p], p);
+    }
+    sim_keymap_free(&later);
+}
+
+/* ======================================================================== */
+/* cache-only routers                                                        */
+/* ======================================================================== */
+
+/* Without timing there are no queues: a cache-only router sees the store and
+ * how many requests each node has served so far. */
+typedef struct replay_router {
+    const char *name, *help;
+    int (*pick)(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys, int32_t n);
+} replay_router;
+
+/* Mooncake §7.3.2: the node with the longest prefix in its own tiers; ties
+ * go to the node that has served the fewest requests, then the lowest index. */
+static int pick_cache_aware(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                            int32_t n)
+{
+    int best = 0;
+    int32_t best_len = -1;
+    for (int i = 0; i < nodes; i++) {
+        int32_t len = kv_store_prefix_local(s, i, keys, n);
+        if (len > best_len || (len == best_len && served[i] < served[best])) {
+            best = i;
+            best_len = len;
+        }
+    }
+    return best;
+}
+
+static int pick_round_robin(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                            int32_t n)
+{
+    return (int)(seq % nodes);
+}
+
+static const replay_router routers[] = {
+    {"cache_aware_local", "longest prefix held by the node itself, ties to the least-used node", pick_cache_aware},
+    {"round_robin", "requests to nodes in turn, ignoring the cache", pick_round_robin},
+};
+
+#define NROUTERS (sizeof routers / sizeof routers[0])
+
+static const replay_router *router_lookup(const char *name)
+{
+    for (size_t i = 0; i < NROUTERS; i++)
+        if (!strcmp(routers[i].name, name)) return &routers[i];
+    return NULL;
+}
+
+/* ======================================================================== */
+/* the replay setup                                                          */
+/* ======================================================================== */
+
+void kv_hitrate_spec_init(kv_hitrate_spec *s)
+{
+    *s = (kv_hitrate_spec){.scope = KV_SCOPE_GLOBAL, .nodes = 1, .block_tokens = 512, .promote = true,
+                           .semantics = true};
+    snprintf(s->policy, sizeof s->policy, "lru");
+    snprintf(s->route, sizeof s->route, "cache_aware_local");
+}
+
+void kv_hitrate_spec_free(kv_hitrate_spec *s)
+{
+    free(s->trace);
+    free(s->capacity);
+    json_decref(s->params);
+    s->trace = NULL;
+    s->capacity = NULL;
+    s->params = NULL;
+}
+
+int64_t kv_tokens_to_blocks(double tokens, int block_tokens)
+{
+    double b = floor(tokens / block_tokens);
+    return b >= 9.2e18 ? INT64_MAX : (int64_t)b;
+}
+
+static int set_trace(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    free(s->trace);
+    s->trace = sim_xstrdup(v);
+    return 0;
+}
+
+/* LIST: comma-separated sizes ("1e6,3e6,10e6", "inf"); each ≥ 0. */
+static int set_capacity(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    size_t len = strlen(v);
+    if (len == 0 || v[0] == ',' || v[len - 1] == ',' || strstr(v, ",,"))
+        return sim_errf(err, "%s: '%s' is not a list of sizes (expected e.g. 1e6,3e6,inf)", key, v);
+    char *copy = sim_xstrdup(v), *save = NULL;
+    double *caps = sim_xmalloc((len / 2 + 1) * sizeof *caps);
+    int n = 0, rc = 0;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save))
+        rc = sim_parse_size(item, key, &caps[n++], err);
+    free(copy);
+    if (rc) {
+        free(caps);
+        return -1;
+    }
+    free(s->capacity);
+    s->capacity = caps;
+    s->ncapacity = n;
+    return 0;
+}
+
+static int set_policy(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    const sched_evict_entry *e;
+    if (sched_evict_find(v, &e, err)) return -1;
+    snprintf(s->policy, sizeof s->policy, "%s", e->name);
+    return 0;
+}
+
+static int set_scope(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    if (!strcmp(v, "global")) s->scope = KV_SCOPE_GLOBAL;
+    else if (!strcmp(v, "local")) s->scope = KV_SCOPE_LOCAL;
+    else return sim_errf(err, "%s: '%s' is not a scope (global or local)", key, v);
+    return 0;
+}
+
+static int set_nodes(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    int64_t n;
+    if (sim_parse_i64(v, key, &n, err)) return -1;
+    if (n < 1 || n > 65536) return sim_errf(err, "%s: %s is outside [1, 65536]", key, v);
+    s->nodes = (int)n;
+    return 0;
+}
+
+static int set_route(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    if (!router_lookup(v)) {
+        char known[256] = "";
+        for (size_t i = 0; i < NROUTERS; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", routers[i].name);
+        return sim_errf(err, "%s: unknown cache-only router '%s' (known: %s)", key, v, known);
+    }
+    snprintf(s->route, sizeof s->route, "%s", v);
+    return 0;
+}
+
+/* SPEC: comma-separated TIER=TOKENS with TIER in hbm, dram, ssd. */
+static int set_tiers(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    static const char *const names[KV_NTIERS] = {"hbm", "dram", "ssd"};
+    char *copy = sim_xstrdup(v), *save = NULL;
+    int rc = 0;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        kv_tier t = 0;
+        if (eq) *eq = 0;
+        while (t < KV_NTIERS && strcmp(item, names[t])) t++;
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", key, item);
+        if (!eq || t == KV_NTIERS)
+            rc = sim_errf(err, "%s: '%s' is not TIER=TOKENS with TIER hbm, dram or ssd (e.g. dram=3e6,ssd=30e6)",
+                          key, item);
+        else
+            rc = sim_parse_size(eq + 1, what, &s->tier_tokens[t], err);
+        if (rc == 0 && t == KV_TIER_DRAM) s->dram_in_tiers = true;
+    }
+    free(copy);
+    return rc;
+}
+
+static int set_block_tokens(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    int64_t n;
+    if (sim_parse_i64(v, key, &n, err)) return -1;
+    if (n < 1 || n > (1 << 30)) return sim_errf(err, "%s: %s is outside [1, 2^30]", key, v);
+    s->block_tokens = (int)n;
+    return 0;
+}
+
+static int parse_bool(const char *key, const char *v, bool *out, sim_err *err)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1")) *out = true;
+    else if (!strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0")) *out = false;
+    else return sim_errf(err, "%s: '%s' is not true or false", key, v);
+    return 0;
+}
+
+static int set_promote(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    return parse_bool(key, v, &s->promote, err);
+}
+
+static int set_semantics(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    return parse_bool(key, v, &s->semantics, err);
+}
+
+static int set_params(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    json_error_t je;
+    json_t *p = json_loads(v, 0, &je);
+    if (!p || !json_is_object(p)) {
+        json_decref(p);
+        return sim_errf(err, "%s: expected a JSON object such as {\"lfu_age_period\": 1000}", key);
+    }
+    json_decref(s->params);
+    s->params = p;
+    return 0;
+}
+
+static int set_no_promote(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    s->promote = false;
+    return 0;
+}
+
+static int set_no_semantics(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    s->semantics = false;
+    return 0;
+}
+
+typedef int (*spec_setter)(kv_hitrate_spec *s, const char *key, const char *value, sim_err *err);
+
+static const struct {
+    const char *key;
+    spec_setter set;
+} setters[] = {
+    {"trace", set_trace},   {"capacity-tokens", set_capacity}, {"policy", set_policy},
+    {"scope", set_scope},   {"nodes", set_nodes},              {"route", set_route},
+    {"tiers", set_tiers},   {"block-tokens", set_block_tokens}, {"promote", set_promote},
+    {"semantics", set_semantics}, {"params", set_params}, {"no-promote", set_no_promote},
+    {"no-semantics", set_no_semantics},
+};
+
+void kv_hitrate_print_options(FILE *f, bool with_capacity)
+{
+    fprintf(f, "  --trace FILE            Mooncake JSONL trace (required)\n");
+    if (with_capacity)
+        fprintf(f, "  --capacity-tokens LIST  DRAM capacity per node in tokens, comma-separated;\n"
+                   "                          sizes like 1e6, 3M, inf (default inf)\n");
+    fprintf(f,
+            "  --policy NAME           eviction policy of every tier (default lru; see\n"
+            "                          kvsim policies); belady = offline optimum, DRAM only\n"
+            "  --scope global|local    global: any node's blocks serve every node, stored\n"
+            "                          once (Mooncake Store); local: a node sees only its\n"
+            "                          own (default global)\n"
+            "  --nodes N               nodes, each with the given capacity (default 1)\n"
+            "  --route ROUTER          how requests pick a node when N > 1:\n"
+            "                          cache_aware_local (default): longest prefix held by\n"
+            "                          the node itself, ties to the node that served the\n"
+            "                          fewest requests; round_robin: in turn\n"
+            "  --tiers SPEC            tiers per node, TIER=TOKENS comma-separated, TIER =\n"
+            "                          hbm (instance prefix cache), dram, ssd; e.g. ssd=30e6\n"
+            "                          or dram=3e6,ssd=30e6 (dram= instead of\n"
+            "                          --capacity-tokens). DRAM victims are demoted to SSD.\n"
+            "  --block-tokens N        tokens per hash block (default 512)\n"
+            "  --params JSON           policy parameters, e.g. '{\"lfu_age_period\": 1000}'\n"
+            "  --no-promote            SSD hits stay in SSD (default: promoted to DRAM)\n"
+            "  --no-semantics          ignore the trace's \"cache\" field (plain eviction);\n"
+            "                          by default ephemeral blocks are not admitted and\n"
+            "                          context blocks are never dropped (Mooncake 5.2)\n");
+}
+
+int kv_hitrate_set(kv_hitrate_spec *s, const char *key, const char *value, sim_err *err)
+{
+    for (size_t i = 0; i < sizeof setters / sizeof setters[0]; i++)
+        if (!strcmp(setters[i].key, key)) return setters[i].set(s, key, value, err);
+    return sim_errf(err, "unknown hitrate field '%s'", key);
+}
+
+/* JSON names use '_' where options use '-' (capacity_tokens). */
+int kv_hitrate_set_json(kv_hitrate_spec *s, const char *key, const json_t *value, sim_err *err)
+{
+    char name[64], buf[64];
+    snprintf(name, sizeof name, "%s", key);
+    for (char *p = name; *p; p++)
+        if (*p == '_') *p = '-';
+    if (json_is_string(value)) return kv_hitrate_set(s, name, json_string_value(value), err);
+    if (json_is_boolean(value)) return kv_hitrate_set(s, name, json_is_true(value) ? "true" : "false", err);
+    if (json_is_number(value)) {
+        snprintf(buf, sizeof buf, "%.17g", json_number_value(value));
+        return kv_hitrate_set(s, name, buf, err);
+    }
+    if (json_is_object(value)) {
+        char *text = json_dumps(value, JSON_COMPACT);
+        int rc = kv_hitrate_set(s, name, text, err);
+        free(text);
+        return rc;
+    }
+    return sim_errf(err, "%s: expected a string, number, boolean or object", key);
+}
+
+int kv_hitrate_finish(kv_hitrate_spec *s, sim_err *err)
+{
+    if (!s->trace) return sim_errf(err, "a trace is required (--trace FILE)");
+    if (s->ncapacity > 0 && s->dram_in_tiers)
+        return sim_errf(err, "--tiers dram= and --capacity-tokens both set the DRAM capacity; use one");
+    if (s->ncapacity == 0) {
+        s->capacity = sim_xmalloc(sizeof *s->capacity);
+        s->capacity[0] = s->dram_in_tiers ? s->tier_tokens[KV_TIER_DRAM] : INFINITY;
+        s->ncapacity = 1;
+    }
+    const sched_evict_entry *e = sched_evict_lookup(s->policy);
+    if (e->offline && (s->tier_tokens[KV_TIER_HBM] > 0 || s->tier_tokens[KV_TIER_SSD] > 0))
+        return sim_errf(err, "policy %s: the offline reference supports a DRAM tier only (no hbm/ssd in --tiers)",
+                        s->policy);
+    return 0;
+}
+
+static void format_tokens(double tokens, char *buf, size_t n)
+{
+    if (isinf(tokens)) snprintf(buf, n, "inf");
+    else snprintf(buf, n, "%.6g", tokens);
+}
+
+void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n)
+{
+    char hbm[32], ssd[32];
+    format_tokens(s->tier_tokens[KV_TIER_HBM], hbm, sizeof hbm);
+    format_tokens(s->tier_tokens[KV_TIER_SSD], ssd, sizeof ssd);
+    snprintf(buf, n, "policy %s, %s scope, %d node%s%s%s, %d-token blocks, hbm %s, ssd %s tokens/node%s%s", s->policy,
+             s->scope == KV_SCOPE_GLOBAL ? "global" : "local", s->nodes, s->nodes > 1 ? "s" : "",
+             s->nodes > 1 ? " routed by " : "", s->nodes > 1 ? s->route : "", s->block_tokens, hbm, ssd,
+             s->semantics ? "" : ", cache classes ignored", s->promote ? "" : ", no promotion");
+}
+
+/* ======================================================================== */
+/* replay                                                                    */
+/* ======================================================================== */
+
+static void finish_result(const kv_store *st, kv_replay_result *out)
+{
+    out->hit_rate_blocks = out->blocks ? (double)out->hit_blocks / (double)out->blocks : 0;
+    out->hit_rate_tokens = out->tokens ? (double)out->hit_tokens / (double)out->tokens : 0;
+    for (kv_tier t = 0; t < KV_NTIERS; t++) kv_store_stats(st, t, &out->tier[t]);
+}
+
+/* DESIGN §4: per request, count the prefix hit as the chosen node sees the
+ * store, then access every block in order (kv_store_commit). */
+static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const replay_router *router, bool oracle,
+                  kv_replay_result *out, sim_err *err)
+{
+    kv_store *st;
+    if (kv_store_new(&st, cfg, err)) return -1;
+    int64_t *served = sim_xcalloc((size_t)cfg->nodes, sizeof *served);
+    *out = (kv_replay_result){.requests = t->nreq};
+    for (int64_t r = 0; r < t->nreq; r++) {
+        const uint64_t *keys = t->keys + t->off[r];
+        int32_t n = (int32_t)(t->off[r + 1] - t->off[r]);
+        int node = cfg->nodes > 1 ? router->pick(st, cfg->nodes, served, r, keys, n) : 0;
+        int32_t hit = kv_store_prefix_any(st, node, keys, n);
+        int64_t hit_tokens = (int64_t)hit * t->block_tokens;
+        out->hit_blocks += hit;
+        out->blocks += n;
+        out->hit_tokens += hit_tokens < t->input_len[r] ? hit_tokens : t->input_len[r];
+        out->tokens += t->input_len[r];
+        kv_store_commit_hint(st, node, keys, n, hit, false, (sim_cache_class)t->cls[r],
+                             oracle ? t->next_use + t->off[r] : NULL);
+        served[node]++;
+    }
+    finish_result(st, out);
+    free(served);
+    kv_store_free(st);
+    return 0;
+}
+
+int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
+                     sim_err *err)
+{
+    if (t->block_tokens != s->block_tokens)
+        return sim_errf(err, "%s: loaded with %d-token blocks, replay asks for %d", t->path, t->block_tokens,
+                        s->block_tokens);
+    kv_store_cfg cfg = {.nodes = s->nodes, .scope = s->scope, .params = s->params, .promote = s->promote,
+                        .ignore_class = !s->semantics};
+    for (kv_tier k = 0; k < KV_NTIERS; k++) {
+        cfg.tier_blocks[k] = kv_tokens_to_blocks(k == KV_TIER_DRAM ? capacity_tokens : s->tier_tokens[k],
+                                                 s->block_tokens);
+        cfg.policy[k] = s->policy;
+    }
+    bool oracle = sched_evict_lookup(s->policy)->offline;
+    if (oracle && !t->next_use) build_next_use(t);
+    cfg.next_use_hints = oracle;
+    return replay(t, &cfg, router_lookup(s->route), oracle, out, err);
+}
+
+int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
+{
+    kv_store_cfg cfg = {.nodes = 1, .scope = KV_SCOPE_GLOBAL, .tier_blocks = {0, INT64_MAX, 0}, .ignore_class = true};
+    return replay(t, &cfg, NULL, false, out, err);
+}

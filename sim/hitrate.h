@@ -1,0 +1,114 @@
+/* sim/hitrate.h — cache-only replay (DESIGN.md §4, Mooncake Fig. 16/17):
+ * the engine behind `kvsim hitrate`, `kvsim plan` and `kvsim check`.
+ *
+ * For each request in trace order, no timing: pick a node (one node, or a
+ * cache-only router over N nodes), count its prefix hit against the store
+ * as the scope sees it, then access all its blocks in order (hits refresh,
+ * misses insert and evict per policy) through kv_store_commit. Block hit
+ * rate = Σ hit_blocks / Σ blocks; token hit rate = Σ min(hit_blocks ×
+ * block_tokens, input_length) / Σ input_length.
+ *
+ * The trace is loaded once into a compact key stream (8 bytes per block),
+ * so a capacity sweep or a bisection replays it many times without parsing
+ * it again. */
+#ifndef SIM_HITRATE_H
+#define SIM_HITRATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "sim/kvstore.h"
+#include "sim/trace.h"
+#include "sim/util.h"
+
+/* ---- the loaded trace --------------------------------------------------- */
+
+typedef struct kv_replay_trace {
+    char *path;
+    int block_tokens;
+    int64_t nreq, nblocks;
+    int64_t *off;        /* nreq + 1 offsets into keys */
+    uint64_t *keys;      /* every request's chained block keys, in order */
+    int32_t *input_len;  /* per request */
+    uint8_t *cls;        /* per request: sim_cache_class */
+    int64_t *next_use;   /* per block position: the next position with the same
+                            key (INT64_MAX = never); built on first offline use */
+} kv_replay_trace;
+
+/* Load a trace file (errors name the file and line; an empty trace is an
+ * error: it has no hit rate). */
+int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err);
+void kv_replay_free(kv_replay_trace *t);
+
+/* ---- what to replay ----------------------------------------------------- */
+
+/* One replay setup, filled key by key from command-line options or from a
+ * baseline's JSON object with the same names (kv_hitrate_set). */
+typedef struct kv_hitrate_spec {
+    char *trace;
+    char policy[32];      /* eviction policy of every tier; "lru" */
+    kv_scope scope;       /* "global" */
+    int nodes;            /* 1 */
+    char route[32];       /* cache-only router over the nodes; "cache_aware_local" */
+    int block_tokens;     /* 512 */
+    double tier_tokens[KV_NTIERS]; /* per node; 0 = absent; DRAM: see capacity */
+    bool dram_in_tiers;   /* --tiers named dram= */
+    double *capacity;     /* DRAM tokens per node to replay (INFINITY = unbounded) */
+    int ncapacity;
+    bool promote;         /* SSD reads move blocks up to DRAM; true */
+    bool semantics;       /* honour ephemeral/context (§5.2); true */
+    json_t *params;       /* policy.params, or NULL */
+} kv_hitrate_spec;
+
+void kv_hitrate_spec_init(kv_hitrate_spec *s);
+void kv_hitrate_spec_free(kv_hitrate_spec *s);
+
+/* Set one field by name: trace, capacity-tokens (a LIST: "1e6,3e6,inf"),
+ * policy, scope (global|local), nodes, route, tiers ("hbm=1e5,dram=3e6,
+ * ssd=30e6", tokens per node), block-tokens, promote (true|false),
+ * semantics (true|false), params (a JSON object), and the flags
+ * no-promote / no-semantics (value ignored). Errors name the field. */
+int kv_hitrate_set(kv_hitrate_spec *s, const char *key, const char *value, sim_err *err);
+/* The fields as getopt_long options (val 0, name = field), to splice into a
+ * command's option table; such an option is handled by
+ * kv_hitrate_set(spec, longopts[index].name, optarg ? optarg : "", err).
+ * kv_hitrate_print_options prints their help. */
+#define KV_HITRATE_LONGOPTS                                                                                           \
+    {"trace", required_argument, NULL, 0}, {"capacity-tokens", required_argument, NULL, 0},                        \
+        {"policy", required_argument, NULL, 0}, {"scope", required_argument, NULL, 0},                             \
+        {"nodes", required_argument, NULL, 0}, {"route", required_argument, NULL, 0},                              \
+        {"tiers", required_argument, NULL, 0}, {"block-tokens", required_argument, NULL, 0},                       \
+        {"params", required_argument, NULL, 0}, {"no-promote", no_argument, NULL, 0},                              \
+        {"no-semantics", no_argument, NULL, 0}
+void kv_hitrate_print_options(FILE *f, bool with_capacity);
+
+/* Same, for a JSON value (strings as is, numbers and booleans converted). */
+int kv_hitrate_set_json(kv_hitrate_spec *s, const char *key, const json_t *value, sim_err *err);
+/* Final checks and defaults once every field is set: a trace is required;
+ * without capacity-tokens the DRAM capacity is --tiers dram= or inf. */
+int kv_hitrate_finish(kv_hitrate_spec *s, sim_err *err);
+/* A short "policy lru, scope global, 1 node, tiers ..." description. */
+void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n);
+
+/* ---- replay ------------------------------------------------------------- */
+
+typedef struct kv_replay_result {
+    int64_t requests, blocks, hit_blocks, tokens, hit_tokens;
+    double hit_rate_blocks, hit_rate_tokens;
+    kv_cache_stats tier[KV_NTIERS]; /* summed over nodes */
+} kv_replay_result;
+
+/* Replay t under spec with `capacity_tokens` of DRAM per node. */
+int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
+                     sim_err *err);
+/* The trace's theoretical maximum: one infinite cache, every block
+ * admitted (DESIGN §4). */
+int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
+
+/* Capacity in blocks for a capacity in tokens (floor; INFINITY → INT64_MAX). */
+int64_t kv_tokens_to_blocks(double tokens, int block_tokens);
+
+#endif

@@ -1,0 +1,48 @@
+/* sim/tbt.c — the exact TBT of DESIGN §4 without a log of every token: a
+ * request keeps a min-heap of the k = max(1, floor(intervals/10)) largest
+ * inter-token intervals seen so far; TBT is their mean. */
+#include "sim/cluster.h"
+
+#include <stdlib.h>
+
+void sim_topk_init(sim_topk *t, int32_t intervals)
+{
+    t->k = intervals / 10 > 1 ? intervals / 10 : 1;
+    t->n = 0;
+    t->v = sim_xmalloc((size_t)t->k * sizeof *t->v);
+}
+
+/* Keep the k largest values seen: a min-heap whose root is the smallest kept. */
+void sim_topk_add(sim_topk *t, double x)
+{
+    int32_t i;
+    if (t->n < t->k) {
+        for (i = t->n++; i > 0 && t->v[(i - 1) / 2] > x; i = (i - 1) / 2) t->v[i] = t->v[(i - 1) / 2];
+        t->v[i] = x;
+        return;
+    }
+    if (x <= t->v[0]) return;
+    for (i = 0;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= t->n) break;
+        if (c + 1 < t->n && t->v[c + 1] < t->v[c]) c++;
+        if (t->v[c] >= x) break;
+        t->v[i] = t->v[c];
+        i = c;
+    }
+    t->v[i] = x;
+}
+
+double sim_topk_mean(const sim_topk *t)
+{
+    double s = 0;
+    for (int32_t i = 0; i < t->n; i++) s += t->v[i];
+    return t->n ? s / t->n : 0;
+}
+
+void sim_topk_free(sim_topk *t)
+{
+    free(t->v);
+    t->v = NULL;
+}
+

@@ -1,0 +1,190 @@
+/* tests/test_check.c — `kvsim check`, the CI regression check: recording a
+ * baseline, passing it, failing with exit 3 and a readable table when a
+ * number is perturbed beyond its tolerance, re-recording, bad baselines,
+ * and the two baselines the project ships. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/testutil.h"
+
+/* T1 of test_hitrate.c: LRU hit rates inf → 5/10, 1536 tokens (3 blocks)
+ * → 4/10; FIFO 3 blocks → 2/10 (hand simulations there). */
+static const char *T1 = "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+                        "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+                        "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
+
+static cli_result kvsim(const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return tu_kvsim(args);
+}
+
+/* The expect object of the measurement named `name` in a baseline file. */
+static json_t *expect_of(json_t *root, const char *name)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(root, "measurements"), i, m) {
+        if (!strcmp(json_string_value(json_object_get(m, "name")), name)) return json_object_get(m, "expect");
+    }
+    fail_msg("no measurement '%s'", name);
+    return NULL;
+}
+
+static void set_expect(const char *path, const char *name, const char *metric, double v)
+{
+    json_t *root = json_load_file(path, 0, NULL);
+    json_object_set_new(expect_of(root, name), metric, json_real(v));
+    assert_int_equal(json_dump_file(root, path, JSON_INDENT(2)), 0);
+    json_decref(root);
+}
+
+/* Record lru and fifo at inf and 1536 tokens (4 measurements × 2 metrics),
+ * check the recorded numbers against the hand values, then check: all 8
+ * within tolerance. Perturb lru 1536 from 0.4 to 0.41 (beyond 0.002): exit 3
+ * with a FAIL row showing expected 0.41, got 0.4, delta −0.01. A move of
+ * 0.001 stays within tolerance: exit 0. Re-recording restores 0.4. */
+static void test_record_check_perturb(void **state)
+{
+    char *t = tu_write_temp(T1), *b = tu_write_temp(""), *out = tu_write_temp("");
+    cli_result r = kvsim("check --write-baseline %s --trace %s --policies lru,fifo --capacity-tokens inf,1536", b, t);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "recorded 8 numbers"));
+    tu_free(&r);
+    json_t *root = json_load_file(b, 0, NULL);
+    assert_float_equal(json_number_value(json_object_get(expect_of(root, "lru inf"), "hit_rate_blocks")), 0.5, 1e-6);
+    assert_float_equal(json_number_value(json_object_get(expect_of(root, "lru 1536"), "hit_rate_blocks")), 0.4, 1e-6);
+    assert_float_equal(json_number_value(json_object_get(expect_of(root, "fifo 1536"), "hit_rate_blocks")), 0.2, 1e-6);
+    json_decref(root);
+
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "all 8 numbers within tolerance"));
+    tu_free(&r);
+
+    set_expect(b, "lru 1536", "hit_rate_blocks", 0.41);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.out, "expected"));
+    assert_non_null(strstr(r.out, "delta"));
+    const char *row = strstr(r.out, "lru 1536");
+    assert_non_null(row);
+    row = strstr(row, "hit_rate_blocks");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "0.410000"));
+    assert_non_null(strstr(row, "0.400000"));
+    assert_non_null(strstr(row, "-0.010000"));
+    assert_non_null(strstr(row, "FAIL"));
+    assert_non_null(strstr(r.err, "1 of 8 numbers moved"));
+    tu_free(&r);
+
+    r = kvsim("check --baseline %s --write-baseline %s", b, out);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    root = json_load_file(out, 0, NULL);
+    assert_float_equal(json_number_value(json_object_get(expect_of(root, "lru 1536"), "hit_rate_blocks")), 0.4, 1e-6);
+    json_decref(root);
+
+    set_expect(b, "lru 1536", "hit_rate_blocks", 0.401);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    tu_remove_temp(t);
+    tu_remove_temp(b);
+    tu_remove_temp(out);
+}
+
+/* A measurement's own tolerance overrides the file's: 0 makes the
+ * 0.001 move above fail. */
+static void test_measurement_tolerance(void **state)
+{
+    char *t = tu_write_temp(T1);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": [{\"name\": \"strict\", \"kind\": "
+             "\"hitrate\", \"args\": {\"trace\": \"%s\", \"capacity_tokens\": 1536}, \"tolerance\": 0, \"expect\": "
+             "{\"hit_rate_blocks\": 0.401}}, {\"name\": \"loose\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+             "\"%s\", \"capacity_tokens\": \"1536\"}, \"expect\": {\"hit_rate_blocks\": 0.401}}]}",
+             t, t);
+    char *b = tu_write_temp(text);
+    cli_result r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(strstr(r.out, "strict"), "FAIL"));
+    assert_non_null(strstr(strstr(r.out, "loose"), "ok"));
+    tu_free(&r);
+    tu_remove_temp(t);
+    tu_remove_temp(b);
+}
+
+/* Bad baselines exit 2 with a message naming the problem. */
+static void test_bad_baselines(void **state)
+{
+    char *t = tu_write_temp(T1);
+    char text[1024];
+    const char *bodies[][2] = {
+        {"not json", ":1:"},
+        {"{\"measurements\": 3}", "must be an array"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"teleport\", \"args\": {}}]}", "unknown or missing kind 'teleport'"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"/nonexistent\"}, "
+         "\"expect\": {\"hit_rate_blocks\": 0}}]}",
+         "measurement x: /nonexistent"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", \"policy\": "
+         "\"nosuch\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
+         "unknown eviction policy"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}, \"expect\": "
+         "{\"speed\": 1}}]}",
+         "no metric 'speed'"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}}]}",
+         "no \"expect\""},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
+         "\"capacity_tokens\": \"1,2\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
+         "one value"},
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        snprintf(text, sizeof text, bodies[i][0], t);
+        char *b = tu_write_temp(text), args[1024];
+        snprintf(args, sizeof args, "check --baseline %s", b);
+        tu_expect_exit(args, 2, bodies[i][1]);
+        tu_remove_temp(b);
+    }
+    tu_expect_exit("check", 2, "--baseline");
+    tu_expect_exit("check --write-baseline /tmp/x.json", 2, "--trace");
+    tu_remove_temp(t);
+}
+
+/* The baselines the project ships pass as committed. */
+static void test_shipped_default_baseline(void **state)
+{
+    cli_result r = tu_kvsim("check --baseline tests/baselines/default.json");
+    if (r.status != 0) fail_msg("exit %d:\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
+static void test_shipped_shared_baseline(void **state)
+{
+    if (!tu_shared_trace()) skip();
+    cli_result r = tu_kvsim("check --baseline tests/baselines/mooncake_synthetic.json");
+    if (r.status != 0) fail_msg("exit %d:\n%s%s", r.status, r.out, r.err);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_record_check_perturb),
+        cmocka_unit_test(test_measurement_tolerance),
+        cmocka_unit_test(test_bad_baselines),
+        cmocka_unit_test(test_shipped_default_baseline),
+        cmocka_unit_test(test_shipped_shared_baseline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,324 @@
+/* tests/test_hitrate.c — `kvsim hitrate` and `kvsim plan` end to end:
+ * the cache-only replay definition (DESIGN §4) on tiny hand-simulated
+ * traces, scopes and routers, tiers, semantics-aware classes, planning,
+ * bad input, and the published facts of the shared Mooncake trace. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/testutil.h"
+
+/* T1, 512-token blocks (10 blocks, 5036 tokens, 5 distinct blocks):
+ *   r1 [1 2 3]   input 1536
+ *   r2 [1 2 4]   input 1500
+ *   r3 [1 2 3 5] input 2000 */
+static const char *T1 = "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+                        "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+                        "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
+
+/* Run kvsim with args (printf-style), expect exit 0 and parse stdout as JSON. */
+static json_t *run_json(const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", args, r.status, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    if (!o) fail_msg("kvsim %s: not JSON: %s", args, r.out);
+    tu_free(&r);
+    return o;
+}
+
+static double point(const json_t *o, size_t i, const char *field)
+{
+    return json_number_value(json_object_get(json_array_get(json_object_get(o, "points"), i), field));
+}
+
+/* Infinite cache: r1 0 hits; r2 hits 1 2 (2); r3 hits 1 2 3 (3) → 5/10.
+ *   tokens: 0 + min(1024, 1500) + min(1536, 2000) = 2560 of 5036.
+ * LRU, 3 blocks (1536 tokens), list MRU first:
+ *   r1 → [3 2 1]; r2 prefix 2, 1 2 hit → [2 1 3], 4 evicts 3 → [4 2 1];
+ *   r3 prefix 1 2 (3 gone) = 2 → 4/10; tokens 0 + 1024 + 1024 = 2048.
+ * LRU, 2 blocks: r1 leaves [3 2], so no request ever finds block 1 → 0.
+ * FIFO, 3 blocks: r1 → [3 2 1]; r2 prefix 2 (no reorder), 4 evicts 1;
+ *   r3 finds no 1 → 0; 2/10.
+ * Belady, 3 blocks, next uses: r1 1→3 2→4 3→8; r2 1→6 2→7 4→∞: block 4 is
+ *   needed later than everything resident (8) → not admitted; r3 finds
+ *   1 2 3 → 5/10 = the maximum. */
+static void test_hand_trace(void **state)
+{
+    char *t = tu_write_temp(T1);
+    json_t *o = run_json("hitrate --trace %s --capacity-tokens inf,1536,1024 --json", t);
+    assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.5, 1e-12);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
+    assert_float_equal(point(o, 0, "hit_rate_tokens"), 2560.0 / 5036.0, 1e-9);
+    assert_float_equal(point(o, 1, "hit_rate_blocks"), 0.4, 1e-12);
+    assert_float_equal(point(o, 1, "hit_rate_tokens"), 2048.0 / 5036.0, 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "points"), 1),
+                                                        "capacity_blocks")),
+                     3);
+    assert_float_equal(point(o, 2, "hit_rate_blocks"), 0.0, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "points"), 0),
+                                                          "capacity_tokens")),
+                        "inf");
+    json_decref(o);
+    o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy fifo --json", t);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.2, 1e-12);
+    json_decref(o);
+    o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy belady --json", t);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
+    json_decref(o);
+    tu_remove_temp(t);
+}
+
+/* T2: [1 2] [3 4] [1 2] [1 2] on 2 nodes of 2 blocks (1024 tokens) each.
+ * round_robin sends r1, r3 to node 0 and r2, r4 to node 1:
+ *   global: r3 hits 2 on node 0; r4 on node 1 is served by node 0 → 4/8.
+ *   local:  r3 hits 2; r4 sees only node 1's [3 4] → 2/8.
+ * cache_aware_local sends r4 to node 0 (prefix 2): local 4/8 as well. */
+static void test_scopes_and_routers(void **state)
+{
+    char *t = tu_write_temp("{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                            "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
+                            "{\"timestamp\": 2, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                            "{\"timestamp\": 3, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n");
+    const char *cases[][3] = {{"global", "round_robin", "0.5"},
+                              {"local", "round_robin", "0.25"},
+                              {"local", "cache_aware_local", "0.5"},
+                              {"global", "cache_aware_local", "0.5"}};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *o = run_json("hitrate --trace %s --capacity-tokens 1024 --nodes 2 --scope %s --route %s --json", t,
+                             cases[i][0], cases[i][1]);
+        assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
+        json_decref(o);
+    }
+    tu_remove_temp(t);
+}
+
+/* T1 with DRAM 2 blocks: 0 (see above). Adding an SSD of 3 blocks (no
+ * promotion) gives room for all 5 distinct blocks: DRAM victims move down
+ * and nothing is ever dropped, so the hit rate is the maximum 0.5. */
+static void test_tiers(void **state)
+{
+    char *t = tu_write_temp(T1);
+    json_t *o = run_json("hitrate --trace %s --tiers dram=1024,ssd=1536 --no-promote --json", t);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
+    json_t *ssd = json_object_get(json_object_get(json_array_get(json_object_get(o, "points"), 0), "tiers"), "ssd");
+    assert_non_null(ssd);
+    assert_int_equal(json_integer_value(json_object_get(ssd, "evictions")), 0);
+    json_decref(o);
+    tu_remove_temp(t);
+}
+
+/* S (1024-token requests, 2 blocks each): r1 context [10 11], then default
+ * [20 21], [22 23], then [10 11] again. Tiers: DRAM 2 blocks + SSD 2.
+ *  semantics: r2 pushes 10 11 down to SSD; r3's victims 20 21 find the SSD
+ *    full of context blocks (never dropped at the last level) and are
+ *    dropped instead; r4 finds 10 11 in SSD → 2/8 = 0.25.
+ *  plain LRU: r3's victims push 10 11 out of the SSD → r4 misses → 0.
+ * DRAM only (2 blocks): with semantics the context blocks are never victims
+ *  (r2, r3 are not stored) → 0.25; plain → 0.
+ * E: ephemeral [40 41] then default [40 41], unbounded: the ephemeral
+ *  blocks are not admitted → 0 with semantics, 2/4 = 0.5 without. */
+static void test_semantics_aware(void **state)
+{
+    char *s = tu_write_temp(
+        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11], \"cache\": \"context\"}\n"
+        "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [20, 21]}\n"
+        "{\"timestamp\": 2, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [22, 23]}\n"
+        "{\"timestamp\": 3, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11]}\n");
+    const char *cases[][3] = {{"dram=1024,ssd=1024", "", "0.25"},
+                              {"dram=1024,ssd=1024", "--no-semantics", "0"},
+                              {"dram=1024", "", "0.25"},
+                              {"dram=1024", "--no-semantics", "0"}};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *o = run_json("hitrate --trace %s --tiers %s %s --json", s, cases[i][0], cases[i][1]);
+        assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
+        json_decref(o);
+    }
+    char *e = tu_write_temp(
+        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41], \"cache\": \"ephemeral\"}\n"
+        "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41]}\n");
+    json_t *o = run_json("hitrate --trace %s --json", e);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.0, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.5, 1e-12);
+    json_decref(o);
+    o = run_json("hitrate --trace %s --no-semantics --json", e);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
+    json_decref(o);
+    tu_remove_temp(s);
+    tu_remove_temp(e);
+}
+
+/* Plan on T1 (LRU; achievable 0.5): 2 blocks → 0, 3 → 0.4, 4 → 0.5 (the
+ * fourth slot keeps block 3 for r3).
+ *  target 1.0 → 4 blocks = 2048 tokens = 2048 × 327,680 B (LLaMA3-70B:
+ *  2 · 80 layers · 8 kv heads · 128 · 2 B) = 671,088,640 B;
+ *  target 0.7 (goal 0.35) → 3 blocks; 2 nodes double the total bytes. */
+static void test_plan_hand_trace(void **state)
+{
+    char *t = tu_write_temp(T1);
+    json_t *o = run_json("plan --trace %s --target 1 --json", t);
+    assert_int_equal(json_integer_value(json_object_get(o, "capacity_blocks")), 4);
+    assert_float_equal(json_number_value(json_object_get(o, "capacity_tokens")), 2048, 0);
+    assert_float_equal(json_number_value(json_object_get(o, "capacity_bytes")), 671088640.0, 0);
+    assert_float_equal(json_number_value(json_object_get(o, "hit_rate_blocks")), 0.5, 1e-12);
+    json_decref(o);
+    o = run_json("plan --trace %s --target 0.7 --nodes 2 --model llama3-70b --json", t);
+    assert_int_equal(json_integer_value(json_object_get(o, "capacity_blocks")), 3);
+    assert_float_equal(json_number_value(json_object_get(o, "total_bytes")), 2 * 1536 * 327680.0, 0);
+    json_decref(o);
+    cli_result r = tu_kvsim("plan --help");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "--target"));
+    tu_free(&r);
+    tu_remove_temp(t);
+}
+
+/* Each bad input exits 2 with a message naming what was wrong. */
+static void test_bad_input(void **state)
+{
+    char *t = tu_write_temp(T1), *empty = tu_write_temp(""),
+         *bad = tu_write_temp("{\"timestamp\": 0, \"input_length\": -5, \"output_length\": 1, \"hash_ids\": []}\n");
+    char args[1024];
+    const char *cases[][2] = {
+        {"hitrate --trace %s --policy nosuch", "unknown eviction policy 'nosuch'"},
+        {"hitrate --trace %s --capacity-tokens -5", "negative"},
+        {"hitrate --trace %s --capacity-tokens 3x", "unknown suffix"},
+        {"hitrate --trace %s --capacity-tokens abc", "not a size"},
+        {"hitrate --trace %s --capacity-tokens 1e6,,2e6", "not a list"},
+        {"hitrate --trace %s --scope galactic", "not a scope"},
+        {"hitrate --trace %s --tiers flash=1e6", "TIER=TOKENS"},
+        {"hitrate --trace %s --route nosuch", "unknown cache-only router"},
+        {"hitrate --trace %s --policy belady --tiers ssd=1e6", "DRAM tier only"},
+        {"hitrate --trace %s --nodes 0", "outside"},
+        {"hitrate --trace %s --params '[1]'", "JSON object"},
+        {"hitrate --trace %s --capacity-tokens 1e6 --tiers dram=1e6", "both set"},
+        {"plan --trace %s --target 1.5", "--target"},
+        {"plan --trace %s --capacity-tokens 1e6", "does not apply"},
+        {"plan --trace %s --model nosuch", "nosuch"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, cases[i][0], t);
+        tu_expect_exit(args, 2, cases[i][1]);
+    }
+    const char *files[][2] = {{empty, "empty trace"}, {bad, ":1:"}, {"/nonexistent.jsonl", "cannot open"}};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "hitrate --trace %s", files[i][0]);
+        tu_expect_exit(args, 2, files[i][1]);
+    }
+    tu_expect_exit("hitrate", 2, "--trace");
+    tu_remove_temp(t);
+    tu_remove_temp(empty);
+    tu_remove_temp(bad);
+}
+
+/* ---- the shared Mooncake trace (../shared/traces/README.md facts) ------- */
+
+/* LRU, global: infinite → 0.640 (the trace's maximum), 3M tokens → 0.309. */
+static void test_shared_lru_facts(void **state)
+{
+    const char *t = tu_shared_trace();
+    if (!t) skip();
+    json_t *o = run_json("hitrate --trace %s --capacity-tokens inf,3e6 --json", t);
+    assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.640, 0.0005);
+    assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.640, 0.002);
+    assert_float_equal(point(o, 0, "hit_rate_tokens"), 0.651, 0.0005);
+    assert_float_equal(point(o, 1, "hit_rate_blocks"), 0.309, 0.002);
+    json_decref(o);
+}
+
+/* Over a 10-point sweep: LRU never decreases with capacity (a stack
+ * policy), and Belady is at least every online policy at every capacity. */
+static void test_shared_monotone_and_belady_bound(void **state)
+{
+    const char *t = tu_shared_trace();
+    if (!t) skip();
+    const char *caps = "2.5e5,5e5,1e6,2e6,3e6,5e6,1e7,1.5e7,2e7,3e7";
+    const char *online[] = {"lru", "fifo", "lfu", "sieve", "s3fifo"};
+    json_t *opt = run_json("hitrate --trace %s --capacity-tokens %s --policy belady --json", t, caps);
+    for (size_t p = 0; p < 5; p++) {
+        json_t *o = run_json("hitrate --trace %s --capacity-tokens %s --policy %s --json", t, caps, online[p]);
+        for (size_t i = 0; i < 10; i++) {
+            double h = point(o, i, "hit_rate_blocks"), b = point(opt, i, "hit_rate_blocks");
+            if (h > b + 1e-12) fail_msg("%s beats belady at point %zu: %f > %f", online[p], i, h, b);
+            if (p == 0 && i > 0 && h < point(o, i - 1, "hit_rate_blocks"))
+                fail_msg("lru decreases between points %zu and %zu", i - 1, i);
+        }
+        json_decref(o);
+    }
+    json_decref(opt);
+}
+
+/* Mooncake Fig. 17's comparison, 10 nodes × 3M tokens each. With requests
+ * spread without regard to the cache (round_robin), a local pool holds
+ * each shared prefix on one node only while the global pool serves it to
+ * all: the global/local ratio is > 1. With cache-aware routing (longest
+ * local prefix, ties to the least-used node) every request returns to the
+ * node holding its prefix, so on this trace local reaches the same hit rate
+ * as global (both the 0.640 maximum): ratio ≥ 1, not more. */
+static void test_shared_global_vs_local(void **state)
+{
+    const char *t = tu_shared_trace();
+    if (!t) skip();
+    double h[2][2];
+    const char *scopes[] = {"global", "local"}, *routes[] = {"round_robin", "cache_aware_local"};
+    for (int s = 0; s < 2; s++)
+        for (int r = 0; r < 2; r++) {
+            json_t *o = run_json("hitrate --trace %s --capacity-tokens 3e6 --nodes 10 --scope %s --route %s --json", t,
+                                 scopes[s], routes[r]);
+            h[s][r] = point(o, 0, "hit_rate_blocks");
+            json_decref(o);
+        }
+    assert_true(h[1][0] > 0);
+    assert_true(h[0][0] / h[1][0] > 1.0);
+    assert_true(h[0][1] >= h[1][1] - 1e-12);
+}
+
+/* DRAM 3M + SSD 30M ≥ DRAM 3M alone; plan's answer reaches its goal and one
+ * block less does not. */
+static void test_shared_tiers_and_plan(void **state)
+{
+    const char *t = tu_shared_trace();
+    if (!t) skip();
+    json_t *a = run_json("hitrate --trace %s --tiers dram=3e6 --json", t);
+    json_t *b = run_json("hitrate --trace %s --tiers dram=3e6,ssd=30e6 --json", t);
+    assert_true(point(b, 0, "hit_rate_blocks") >= point(a, 0, "hit_rate_blocks"));
+    json_decref(a);
+    json_decref(b);
+    json_t *p = run_json("plan --trace %s --target 0.9 --json", t);
+    double goal = json_number_value(json_object_get(p, "goal_hit_rate_blocks"));
+    json_int_t blocks = json_integer_value(json_object_get(p, "capacity_blocks"));
+    json_t *o = run_json("hitrate --trace %s --capacity-tokens %lld,%lld --json", t, (long long)blocks * 512,
+                         (long long)(blocks - 1) * 512);
+    assert_true(point(o, 0, "hit_rate_blocks") >= goal);
+    assert_true(point(o, 1, "hit_rate_blocks") < goal);
+    json_decref(o);
+    json_decref(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_trace),
+        cmocka_unit_test(test_scopes_and_routers),
+        cmocka_unit_test(test_tiers),
+        cmocka_unit_test(test_semantics_aware),
+        cmocka_unit_test(test_plan_hand_trace),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_shared_lru_facts),
+        cmocka_unit_test(test_shared_monotone_and_belady_bound),
+        cmocka_unit_test(test_shared_global_vs_local),
+        cmocka_unit_test(test_shared_tiers_and_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
