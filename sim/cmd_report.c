@@ -28,7 +28,9 @@ static const char report_usage[] =
     "differ between them) and figures, each as DIR/NAME.svg and DIR/NAME.png rendered\n"
     "by gnuplot from DIR/NAME.dat with the editable script DIR/NAME.gp:\n"
     "  ttft_cdf, tbt_cdf        TTFT and TBT distributions per run, with the SLOs\n"
-    "  slo                      SLO attainment and goodput per run\n"
+    "  slo, latency, cache      per-run bars: SLO attainment and goodput, mean TTFT and\n"
+    "                           TBT, hit rate and prefill GPU time\n"
+    "  rejections               rejected requests per run (when any)\n"
     "  hitrate                  hit rate vs capacity (kvsim hitrate --db), with the\n"
     "                           infinite-cache line\n"
     "  load_runN                prefill/decode load per instance over time, rejections marked\n"
@@ -51,7 +53,7 @@ typedef struct report_args {
     int64_t last;
 } report_args;
 
-static const rep_figure_fn figures[] = {rep_fig_ttft, rep_fig_tbt, rep_fig_slo, rep_fig_hitrate,
+static const rep_figure_fn figures[] = {rep_fig_ttft, rep_fig_tbt, rep_fig_bars, rep_fig_hitrate,
                                         rep_fig_run_timelines};
 
 /* ---- helpers for the figures ------------------------------------------------ */

@@ -46,7 +46,7 @@ typedef int (*rep_figure_fn)(rep *r, sim_err *err);
 /* Figures over all selected runs, in page order. */
 int rep_fig_ttft(rep *r, sim_err *err);
 int rep_fig_tbt(rep *r, sim_err *err);
-int rep_fig_slo(rep *r, sim_err *err);
+int rep_fig_bars(rep *r, sim_err *err);
 int rep_fig_hitrate(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);

@@ -187,56 +187,121 @@ int rep_fig_tbt(rep *r, sim_err *err)
 
 /* ---- SLO attainment and goodput ------------------------------------------------- */
 
-static double summary_num(const rep_run *run, const char *key)
-{
-    return json_number_value(json_object_get(run->summary, key));
-}
+/* ---- per-run bars: SLO, latency, cache, rejections ----------------------------- */
 
-/* Horizontal bars, one row per run (labels stay readable with many runs);
- * %d = the number of runs, for the y range. */
-static const char slo_body[] =
+typedef struct bar_metric {
+    const char *path;   /* summary path, e.g. "ttft_ms.mean" */
+    const char *axis;   /* axis label */
+    double max;         /* x range end (0 = automatic) */
+} bar_metric;
+
+typedef struct bar_figure {
+    const char *name, *title, *caption;
+    bar_metric left, right;
+    bool only_if_nonzero; /* drawn only when some run has a nonzero left value */
+} bar_figure;
+
+static const bar_figure bar_figures[] = {
+    {"slo", "SLO attainment and goodput per run",
+     "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all requests, "
+     "rejected ones included). Right: goodput, effective requests per simulated second.",
+     {"slo_attainment", "SLO attainment (effective / all requests)", 1}, {"goodput_rps", "goodput (effective requests/s)", 0},
+     false},
+    {"latency", "Mean TTFT and TBT per run",
+     "Mean time to first token and mean TBT (each request's mean of its longest 10% inter-token intervals) over the "
+     "completed requests (Mooncake Fig. 5 and 23b).",
+     {"ttft_ms.mean", "mean TTFT (ms)", 0}, {"tbt_ms.mean", "mean TBT (ms)", 0}, false},
+    {"cache", "Prefix hit rate and prefill GPU time per run",
+     "Block prefix hit rate of the prefilled requests and the mean compute time a prefill occupied (Mooncake Fig. 17).",
+     {"hit_rate_blocks", "prefix hit rate (blocks)", 1}, {"prefill_gpu_s_mean", "prefill GPU time per request (s)", 0},
+     false},
+    {"rejections", "Rejected requests per run",
+     "All rejected requests, and those rejected after their prefill ran: wasted prefill (Mooncake Table 4).",
+     {"rejected.total", "rejected requests", 0}, {"rejected.after_prefill", "rejected after prefill (wasted)", 0},
+     true},
+};
+
+/* Horizontal bars, one row per run (labels stay readable with many runs),
+ * two panels side by side. */
+static const char bars_settings[] =
     "set multiplot title figure_title\n"
     "set style fill solid 0.85 border -1\n"
     "set grid xtics\n"
     "set tmargin 3\n"
     "set yrange [%d - 0.4:-0.6]\n"
-    "set ytics nomirror scale 0\n"
-    "set lmargin at screen 0.30\n"
-    "set rmargin at screen 0.61\n"
-    "set xrange [0:1.18]\n"
-    "set xlabel \"SLO attainment (effective / all requests)\"\n"
-    "plot \"slo.dat\" using ($3/2):0:($3/2):(0.3):ytic(2) with boxxyerror linecolor rgb \"#4472c4\" notitle, \\\n"
-    "     \"\" using 3:0:(sprintf(\" %%.3f\", $3)) with labels left notitle\n"
-    "set format y \"\"\n"
-    "set lmargin at screen 0.66\n"
-    "set rmargin at screen 0.97\n"
-    "set xrange [0:*]\n"
-    "set offsets 0, graph 0.25, 0, 0\n"
-    "set xlabel \"goodput (effective requests/s)\"\n"
-    "plot \"slo.dat\" using ($4/2):0:($4/2):(0.3) with boxxyerror linecolor rgb \"#70ad47\" notitle, \\\n"
-    "     \"\" using 4:0:(sprintf(\" %%.3f\", $4)) with labels left notitle\n"
-    "unset multiplot\n";
+    "set ytics nomirror scale 0\n";
 
-int rep_fig_slo(rep *r, sim_err *err)
+static const char bars_panel[] =
+    "set lmargin at screen %s\n"
+    "set rmargin at screen %s\n"
+    "set xlabel \"%s\"\n"
+    "set xrange [0:%s]\n"
+    "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3)%s with boxxyerror linecolor rgb \"%s\" notitle, \\\n"
+    "     \"\" using %d:0:(sprintf(\" %%.4g\", $%d)) with labels left notitle\n";
+
+static double summary_at(const rep_run *run, const char *path)
 {
-    if (!r->nruns) return 0;
-    FILE *dat = rep_open(r, "slo.dat", err);
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const json_t *v = run->summary;
+    for (char *save, *tok = strtok_r(buf, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, tok);
+    return json_number_value(v);
+}
+
+/* The x range end of a panel: the metric's own maximum, else the largest
+ * value; room is left for the value labels (1 when everything is 0). */
+static void range_end(const rep *r, const bar_metric *m, char *buf, size_t n)
+{
+    double top = m->max;
+    for (int i = 0; i < r->nruns && !m->max; i++) top = fmax(top, summary_at(&r->runs[i], m->path));
+    snprintf(buf, n, "%g", top > 0 ? top * 1.25 : 1);
+}
+
+static void bars_body(FILE *b, const rep *r, const bar_figure *f)
+{
+    char left_max[32], right_max[32];
+    range_end(r, &f->left, left_max, sizeof left_max);
+    range_end(r, &f->right, right_max, sizeof right_max);
+    fprintf(b, bars_settings, r->nruns);
+    fprintf(b, bars_panel, "0.30", "0.61", f->left.axis, left_max, f->name, 3, 3, ":ytic(2)", "#4472c4", 3, 3);
+    fputs("set format y \"\"\n", b);
+    fprintf(b, bars_panel, "0.66", "0.97", f->right.axis, right_max, f->name, 4, 4, "", "#70ad47", 4, 4);
+    fputs("unset multiplot\n", b);
+}
+
+static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
+{
+    bool any = false;
+    for (int i = 0; i < r->nruns; i++) any = any || summary_at(&r->runs[i], f->left.path) != 0;
+    if (!r->nruns || (f->only_if_nonzero && !any)) return 0;
+    char file[64];
+    snprintf(file, sizeof file, "%s.dat", f->name);
+    FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
-    fputs("# run\tlabel\tslo_attainment\tgoodput_rps\n", dat);
+    fprintf(dat, "# run\tlabel\t%s\t%s\n", f->left.path, f->right.path);
     for (int i = 0; i < r->nruns; i++)
         fprintf(dat, "%lld\t%s\t%.6g\t%.6g\n", (long long)r->runs[i].id, r->runs[i].label,
-                summary_num(&r->runs[i], "slo_attainment"), summary_num(&r->runs[i], "goodput_rps"));
+                summary_at(&r->runs[i], f->left.path), summary_at(&r->runs[i], f->right.path));
     fclose(dat);
-    char body_text[sizeof slo_body + 32];
-    snprintf(body_text, sizeof body_text, slo_body, r->nruns);
+    body b;
+    body_open(&b);
+    bars_body(b.f, r, f);
     int height = 140 + 36 * r->nruns;
-    if (rep_write_script(r, "slo", "SLO attainment and goodput per run", body_text, height < 320 ? 320 : height, err))
-        return -1;
-    rep_section(r, "slo", "SLO attainment and goodput per run",
-                "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all "
-                "requests, rejected ones included). Right: goodput, effective requests per simulated second.",
-                NULL);
+    if (body_finish(r, &b, f->name, f->title, height < 320 ? 320 : height, err)) return -1;
+    rep_section(r, f->name, f->title, f->caption, NULL);
     return 1;
+}
+
+int rep_fig_bars(rep *r, sim_err *err)
+{
+    int made = 0;
+    for (size_t i = 0; i < sizeof bar_figures / sizeof bar_figures[0]; i++) {
+        int rc = bar_figure_write(r, &bar_figures[i], err);
+        if (rc < 0) return -1;
+        made += rc;
+    }
+    return made > 0;
 }
 
 /* ---- hit rate vs capacity (Mooncake Fig. 16) ---------------------------------------- */

@@ -153,15 +153,17 @@ static void test_every_figure_file_linked(void **state)
         figures += svg;
     }
     closedir(d);
-    /* ttft_cdf, tbt_cdf, slo, hitrate, load_run1..4, roles_run1, replicas_run2 */
-    assert_int_equal(figures, 10);
+    /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, hitrate, load_run1..4,
+     * roles_run1, replicas_run2 */
+    assert_int_equal(figures, 13);
 }
 
 /* A figure appears only when its data is in the database. */
 static void test_figures_only_with_their_data(void **state)
 {
-    static const char *const present[] = {"ttft_cdf", "tbt_cdf", "slo", "hitrate", "load_run1", "load_run2",
-                                          "load_run3", "load_run4", "roles_run1", "replicas_run2"};
+    static const char *const present[] = {"ttft_cdf",  "tbt_cdf",   "slo",       "latency",    "cache",
+                                          "rejections", "hitrate",  "load_run1", "load_run2", "load_run3",
+                                          "load_run4",  "roles_run1", "replicas_run2"};
     static const char *const absent[] = {"roles_run2", "roles_run3", "replicas_run1", "replicas_run3"};
     static const char *const exts[] = {"svg", "png", "dat", "gp"};
     char name[128];
@@ -269,6 +271,13 @@ static void test_figure_data(void **state)
     snprintf(expect, sizeof expect, "\t%.6g\t", want);
     assert_non_null(strstr(line, expect));
     free(slo);
+    /* Rejection bars: run 4's total and wasted (after-prefill) rejections. */
+    char *rej = read_in(rep, "rejections.dat");
+    snprintf(expect, sizeof expect, "\n4\t#4 admission=slo_reject speed=4\t%.0f\t%.0f\n",
+             su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND status='rejected'"),
+             su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND stage='after_prefill'"));
+    if (!strstr(rej, expect)) fail_msg("rejections.dat lacks '%s':\n%s", expect, rej);
+    free(rej);
     /* Rejection marks: one per rejected request of run 4, written once. */
     char *load = read_in(rep, "load_run4.dat");
     int rejected = (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND status='rejected'");
