@@ -232,12 +232,13 @@ static const char bars_settings[] =
     "set ytics nomirror scale 0\n";
 
 static const char bars_panel[] =
-    "set lmargin at screen %s\n"
-    "set rmargin at screen %s\n"
+    "set lmargin at screen %.3f\n"
+    "set rmargin at screen %.3f\n"
     "set xlabel \"%s\"\n"
-    "set xrange [0:%s]\n"
+    "set xrange [0:%g]\n"
+    "set format x \"%s\"\n"
     "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3)%s with boxxyerror linecolor rgb \"%s\" notitle, \\\n"
-    "     \"\" using %d:0:(sprintf(\" %%.4g\", $%d)) with labels left notitle\n";
+    "     \"\" using %d:0:($%d >= 1000 ? sprintf(\" %%.0f\", $%d) : sprintf(\" %%.4g\", $%d)) with labels left notitle\n";
 
 static double summary_at(const rep_run *run, const char *path)
 {
@@ -251,22 +252,32 @@ static double summary_at(const rep_run *run, const char *path)
 
 /* The x range end of a panel: the metric's own maximum, else the largest
  * value; room is left for the value labels (1 when everything is 0). */
-static void range_end(const rep *r, const bar_metric *m, char *buf, size_t n)
+static double range_end(const rep *r, const bar_metric *m)
 {
     double top = m->max;
     for (int i = 0; i < r->nruns && !m->max; i++) top = fmax(top, summary_at(&r->runs[i], m->path));
-    snprintf(buf, n, "%g", top > 0 ? top * 1.25 : 1);
+    return top > 0 ? top * 1.25 : 1;
 }
 
+static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
+                             double right, bool labels)
+{
+    double end = range_end(r, m);
+    fprintf(b, bars_panel, left, right, m->axis, end, end >= 1e4 ? "%.0s%c" : "%g", f->name, col, col,
+            labels ? ":ytic(2)" : "", col == 3 ? "#4472c4" : "#70ad47", col, col, col, col);
+}
+
+/* The run labels get the left margin they need (about 7 px a character at
+ * 960 px); the two panels share the rest. */
 static void bars_body(FILE *b, const rep *r, const bar_figure *f)
 {
-    char left_max[32], right_max[32];
-    range_end(r, &f->left, left_max, sizeof left_max);
-    range_end(r, &f->right, right_max, sizeof right_max);
+    size_t longest = 0;
+    for (int i = 0; i < r->nruns; i++) longest = strlen(r->runs[i].label) > longest ? strlen(r->runs[i].label) : longest;
+    double left = fmin(0.5, fmax(0.15, 0.03 + 0.0075 * (double)longest)), mid = left + (0.97 - left - 0.06) / 2;
     fprintf(b, bars_settings, r->nruns);
-    fprintf(b, bars_panel, "0.30", "0.61", f->left.axis, left_max, f->name, 3, 3, ":ytic(2)", "#4472c4", 3, 3);
+    bars_panel_write(b, r, f, &f->left, 3, left, mid, true);
     fputs("set format y \"\"\n", b);
-    fprintf(b, bars_panel, "0.66", "0.97", f->right.axis, right_max, f->name, 4, 4, "", "#70ad47", 4, 4);
+    bars_panel_write(b, r, f, &f->right, 4, mid + 0.06, 0.97, false);
     fputs("unset multiplot\n", b);
 }
 
@@ -323,16 +334,71 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return s ? s : "";
 }
 
-static int write_hitrate_curve(rep *r, FILE *dat, sqlite3_stmt *curve, double *lo, double *hi, sim_err *err)
+typedef struct hr_curve {
+    int64_t id;
+    char *fp, *path, *policy, *setup;
+} hr_curve;
+
+static int load_curves(rep *r, hr_curve **out, int *n, sim_err *err)
+{
+    sqlite3_stmt *st = prepare(r, hitrate_curves_sql, err);
+    if (!st) return -1;
+    int cap = 8;
+    *out = sim_xcalloc((size_t)cap, sizeof **out);
+    for (*n = 0; sqlite3_step(st) == SQLITE_ROW; (*n)++) {
+        if (*n == cap) *out = sim_xrealloc(*out, (size_t)(cap *= 2) * sizeof **out);
+        (*out)[*n] = (hr_curve){.id = sqlite3_column_int64(st, 0), .fp = sim_xstrdup(col_text(st, 1)),
+                                .path = sim_xstrdup(col_text(st, 2)), .policy = sim_xstrdup(col_text(st, 3)),
+                                .setup = sim_xstrdup(col_text(st, 4))};
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void free_curves(hr_curve *c, int n)
+{
+    for (int i = 0; i < n; i++) free(c[i].fp), free(c[i].path), free(c[i].policy), free(c[i].setup);
+    free(c);
+}
+
+/* Whether the ", "-separated setup has the part p[0..len). */
+static bool has_part(const char *setup, const char *p, size_t len)
+{
+    for (const char *s = setup; *s;) {
+        size_t n = strcspn(s, ",");
+        if (n == len && !strncmp(s, p, len)) return true;
+        s += n;
+        while (*s == ',' || *s == ' ') s++;
+    }
+    return false;
+}
+
+/* The parts of curve i's setup that some other curve lacks (common parts
+ * when `common`), joined by ", ". */
+static void setup_parts(const hr_curve *c, int n, int i, bool common, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const char *s = c[i].setup; *s;) {
+        size_t len = strcspn(s, ",");
+        bool shared = true;
+        for (int k = 0; k < n && shared; k++) shared = has_part(c[k].setup, s, len);
+        if (shared == common && used < size)
+            used += (size_t)snprintf(buf + used, size - used, "%s%.*s", used ? ", " : "", (int)len, s);
+        s += len;
+        while (*s == ',' || *s == ' ') s++;
+    }
+}
+
+static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo, double *hi, sim_err *err)
 {
     sqlite3_stmt *pts = prepare(r, hitrate_points_sql, err);
     if (!pts) return -1;
-    sqlite3_bind_int64(pts, 1, sqlite3_column_int64(curve, 0));
-    sqlite3_bind_text(pts, 2, col_text(curve, 3), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(pts, 3, col_text(curve, 4), -1, SQLITE_TRANSIENT);
-    fprintf(dat, "# hitrate id %lld: trace %s (%s), policy %s, %s\n# capacity_tokens\thit_rate_blocks\thit_rate_tokens\n",
-            (long long)sqlite3_column_int64(curve, 0), col_text(curve, 2), col_text(curve, 1), col_text(curve, 3),
-            col_text(curve, 4));
+    sqlite3_bind_int64(pts, 1, c->id);
+    sqlite3_bind_text(pts, 2, c->policy, -1, SQLITE_STATIC);
+    sqlite3_bind_text(pts, 3, c->setup, -1, SQLITE_STATIC);
+    fprintf(dat, "# hitrate id %lld: trace %s (%s), %s\n# capacity_tokens\thit_rate_blocks\thit_rate_tokens\n",
+            (long long)c->id, c->path, c->fp, *c->setup ? c->setup : c->policy);
     while (sqlite3_step(pts) == SQLITE_ROW) {
         double cap = sqlite3_column_double(pts, 0);
         if (cap > 0 && cap < *lo) *lo = cap;
@@ -365,25 +431,30 @@ static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *ind
     return 0;
 }
 
+/* Legends name only what differs between the curves; the caption says the
+ * rest and where each curve comes from. */
 static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *index, sim_err *err)
 {
     double lo = INFINITY, hi = 0;
-    sqlite3_stmt *curves = prepare(r, hitrate_curves_sql, err);
-    if (!curves) return -1;
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(curves) == SQLITE_ROW) {
-        rc = write_hitrate_curve(r, dat, curves, &lo, &hi, err);
-        char title[192];
-        /* The setup names the policy; without one, the policy alone. */
-        const char *setup = *col_text(curves, 4) ? col_text(curves, 4) : col_text(curves, 3);
-        snprintf(title, sizeof title, "%s, trace %.8s", setup, col_text(curves, 1));
+    hr_curve *c = NULL;
+    int n = 0, rc = load_curves(r, &c, &n, err);
+    char title[256];
+    if (rc == 0 && n) {
+        setup_parts(c, n, 0, true, title, sizeof title);
+        if (*title) fprintf(caption, " Every curve: %s.", title);
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        rc = write_hitrate_curve(r, dat, &c[i], &lo, &hi, err);
+        setup_parts(c, n, i, false, title, sizeof title);
+        if (!*title) snprintf(title, sizeof title, "%s", c[i].policy);
+        if (strcmp(c[i].fp, c[0].fp)) snprintf(title + strlen(title), sizeof title - strlen(title), ", trace %.8s", c[i].fp);
         plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
-        fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title,
-                (long long)sqlite3_column_int64(curves, 0), col_text(curves, 2), col_text(curves, 1));
+        fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title, (long long)c[i].id,
+                c[i].path, c[i].fp);
         (*index)++;
     }
-    sqlite3_finalize(curves);
     if (rc == 0 && *index > 0) rc = write_hitrate_max(r, dat, plot, caption, index, lo, hi, err);
+    free_curves(c, n);
     return rc;
 }
 
