@@ -463,27 +463,40 @@ static int write_figures(rep *r, sim_err *err)
     return made;
 }
 
-/* Render every queued script with one gnuplot process run in DIR. */
-static int render(rep *r, sim_err *err)
+/* One gnuplot process, in DIR, for scripts first, first + step, ... */
+static pid_t start_gnuplot(const rep *r, int first, int step)
 {
-    if (!r->nscripts) return 0;
     char **argv = sim_xcalloc((size_t)r->nscripts + 2, sizeof *argv);
-    argv[0] = "gnuplot";
-    memcpy(argv + 1, r->scripts, (size_t)r->nscripts * sizeof *argv);
-    fflush(stdout);
-    fflush(stderr);
+    int n = 0;
+    argv[n++] = "gnuplot";
+    for (int i = first; i < r->nscripts; i += step) argv[n++] = r->scripts[i];
     pid_t pid = fork();
     if (pid == 0) {
         if (chdir(r->dir) == 0) execvp("gnuplot", argv);
         _exit(127); /* in the child: chdir or exec failed */
     }
     free(argv);
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->dir);
+    return pid;
+}
+
+/* Render the queued scripts with one gnuplot process per CPU, each taking
+ * every n-th script (a process renders its scripts one after another). */
+static int render(rep *r, sim_err *err)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nproc = (int)(ncpu < 1 ? 1 : ncpu > r->nscripts ? r->nscripts : ncpu), started = 0, worst = 0;
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < nproc; i++) started += start_gnuplot(r, i, nproc) > 0;
+    for (int i = 0; i < started; i++) {
+        int status = 0;
+        if (wait(&status) < 0) return sim_errf(err, "waiting for gnuplot: %s", strerror(errno));
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        if (code > worst) worst = code;
+    }
+    if (started < nproc) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
+    if (worst == 127) return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
+    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->dir);
     return 0;
 }
 

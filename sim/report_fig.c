@@ -717,47 +717,73 @@ static int replica_times(rep *r, const rep_run *run, double **times, int *n, sim
     return 0;
 }
 
-/* One key's counts at every sample time; a sample without the key (fewer
- * than two copies then) is a gap in its line. */
-static void write_replica_series(FILE *dat, sqlite3_stmt *series, const double *times, int ntimes)
+/* One key's counts at every sample time, from `rows` (key, t_ms, count,
+ * ordered by key then time) positioned on the key's first row; leaves it on
+ * the next key's first row. A sample without the key (fewer than two copies
+ * then) is a gap in its line. Returns whether rows remain. */
+static bool write_replica_series(FILE *dat, sqlite3_stmt *rows, const double *times, int ntimes)
 {
-    bool has = sqlite3_step(series) == SQLITE_ROW, in_segment = false;
+    char *key = sim_xstrdup(col_text(rows, 0));
+    bool has = true, in_segment = false;
     for (int i = 0; i < ntimes; i++) {
-        bool here = has && sqlite3_column_double(series, 0) == times[i];
+        bool here = has && !strcmp(col_text(rows, 0), key) && sqlite3_column_double(rows, 1) == times[i];
         if (here) {
-            fprintf(dat, "%.6g\t%d\n", times[i], sqlite3_column_int(series, 1));
-            has = sqlite3_step(series) == SQLITE_ROW;
+            fprintf(dat, "%.6g\t%d\n", times[i], sqlite3_column_int(rows, 2));
+            has = sqlite3_step(rows) == SQLITE_ROW;
         } else if (in_segment) {
             fputc('\n', dat);
         }
         in_segment = here;
     }
-    sqlite3_reset(series);
+    free(key);
+    return has;
 }
 
+#define REPLICA_RANKS 5 /* 1st, 10th, 100th, 1,000th, 10,000th */
+
+/* The ranked keys, then one query for all their samples (key order). */
 static int write_replicas(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err)
 {
     double *times = NULL;
-    int ntimes = 0, index = 0;
-    sqlite3_stmt *ranked = prepare(r, replica_ranks_sql, err);
-    sqlite3_stmt *series = prepare(r, "SELECT t_ms, count FROM replicas WHERE run_id=?1 AND key=?2 ORDER BY t_ms", err);
-    int rc = ranked && series ? replica_times(r, run, &times, &ntimes, err) : -1;
-    if (rc == 0) {
+    int ntimes = 0, nkeys = 0, rc = -1;
+    char *keys[REPLICA_RANKS] = {0};
+    int ranks[REPLICA_RANKS];
+    sqlite3_stmt *ranked = prepare(r, replica_ranks_sql, err), *rows = NULL;
+    if (ranked && replica_times(r, run, &times, &ntimes, err) == 0) {
         sqlite3_bind_int64(ranked, 1, run->id);
-        sqlite3_bind_int64(series, 1, run->id);
+        for (; nkeys < REPLICA_RANKS && sqlite3_step(ranked) == SQLITE_ROW; nkeys++) {
+            keys[nkeys] = sim_xstrdup(col_text(ranked, 0));
+            ranks[nkeys] = sqlite3_column_int(ranked, 1);
+        }
+        rows = prepare(r,
+                       "SELECT key, t_ms, count FROM replicas WHERE run_id=?1 AND key IN (?2, ?3, ?4, ?5, ?6)"
+                       " ORDER BY key, t_ms",
+                       err);
     }
-    for (; rc == 0 && sqlite3_step(ranked) == SQLITE_ROW; index++) {
-        char title[64];
-        snprintf(title, sizeof title, "key ranked %d", sqlite3_column_int(ranked, 1));
-        fprintf(dat, "%s# %s: %s\n", index ? "\n\n" : "", title, col_text(ranked, 0));
-        plot_clause(plot, index == 0, file, index, "($1/1000):2", "linespoints linewidth 2 pointtype 7", title);
-        sqlite3_bind_text(series, 2, col_text(ranked, 0), -1, SQLITE_TRANSIENT);
-        write_replica_series(dat, series, times, ntimes);
+    if (rows) {
+        rc = 0;
+        sqlite3_bind_int64(rows, 1, run->id);
+        for (int k = 0; k < nkeys; k++) sqlite3_bind_text(rows, k + 2, keys[k], -1, SQLITE_STATIC);
+        int block[REPLICA_RANKS], nblocks = 0;
+        bool more = sqlite3_step(rows) == SQLITE_ROW;
+        for (; more; nblocks++) {
+            int k = 0;
+            while (k < nkeys - 1 && strcmp(keys[k], col_text(rows, 0))) k++;
+            block[k] = nblocks;
+            fprintf(dat, "%s# key ranked %d: %s\n", nblocks ? "\n\n" : "", ranks[k], keys[k]);
+            more = write_replica_series(dat, rows, times, ntimes);
+        }
+        for (int k = 0; k < nkeys; k++) { /* the legend in rank order */
+            char title[64];
+            snprintf(title, sizeof title, "key ranked %d", ranks[k]);
+            plot_clause(plot, k == 0, file, block[k], "($1/1000):2", "linespoints linewidth 2 pointtype 7", title);
+        }
+        fputc('\n', plot);
     }
-    fputc('\n', plot);
+    for (int k = 0; k < nkeys; k++) free(keys[k]);
     free(times);
     sqlite3_finalize(ranked);
-    sqlite3_finalize(series);
+    sqlite3_finalize(rows);
     return rc;
 }
 

@@ -33,7 +33,10 @@ static const char schema_sql[] =
     " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
     " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
+    /* kvsim report reads samples run by run and instance by instance. */
+    "CREATE INDEX IF NOT EXISTS samples_by_run ON samples(run_id, instance, t_ms);"
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
+    "CREATE INDEX IF NOT EXISTS replicas_by_run ON replicas(run_id);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
     " hit_rate_blocks REAL, hit_rate_tokens REAL);";
