@@ -4,6 +4,8 @@
 #   make run      install missing packages, build, replay the bundled trace
 #   make test     install missing packages, build with ASan+UBSan, run every test
 #   make bench    benchmarks (timings live here, never in tests)
+#   make probe    build/kvsim-probe alone (libc + CUDA runtime; no packages needed)
+#   make lab      check then time every data-path method (the probe in lab mode)
 #
 # Sources are picked up by wildcard: a new file in sim/, sched/ or datapath/
 # joins the build with no edit here; tests/test_*.c each become one binary.
@@ -26,11 +28,13 @@ LDLIBS  := $(PKG_LIBS) -lm -lpthread
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_SRCS   := $(wildcard kernels/*.cu)
-ifneq ($(NVCC),)
+# KVSIM_HAVE_CUDA reaches datapath/backend_cuda.c only; cudart is linked only
+# when there are kernels to link.
+ifneq ($(and $(NVCC),$(CU_SRCS)),)
   $(if $(filter 0,$(MAKELEVEL)),$(info ✓ nvcc found ($(NVCC)): CUDA backend and kernels are built for sm_90))
-  NVFLAGS  := -O3 -std=c++17 -arch=sm_90 -I. -Xcompiler -Wall,-Werror
+  NVFLAGS  := -O3 -std=c++17 -arch=sm_90 -I. -Xcompiler -Wall,-Wextra,-Werror
   CU_OBJS  := $(CU_SRCS:%.cu=$(BUILD)/%.o)
-  CUDA_DEF := -DKVSIM_HAVE_CUDA -I$(CUDA_HOME)/include
+  CUDA_DEF := -DKVSIM_HAVE_CUDA -isystem $(CUDA_HOME)/include
   CUDA_LIB := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 else
   $(if $(filter 0,$(MAKELEVEL)),$(info ✗ nvcc not found: CPU backend only (CUDA backend reports "not built")))
@@ -43,20 +47,34 @@ SAN_OBJS  := $(LIB_SRCS:%.c=$(SAN)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(SAN)/tests/%)
 HDRS      := $(wildcard sim/*.h sched/*.h datapath/*.h kernels/*.h tests/*.h)
+# The probe links only files that need nothing beyond libc (and cudart).
+PROBE_LIB := sim/util.c datapath/layout.c datapath/backend.c datapath/backend_cpu.c \
+             datapath/backend_cuda.c datapath/fileio.c
+PROBE_OBJS:= $(patsubst %.c,$(BUILD)/%.o,$(wildcard datapath/probe/*.c) $(PROBE_LIB))
+# Non-sanitized test binaries that drive the GPU (skip with a reason without one).
+GPU_TESTS := $(if $(CU_OBJS),$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/gpu_*.c)))
 
-.PHONY: all deps run test bench clean build-main build-test
+.PHONY: all deps run test bench clean build-main build-test probe lab
 # The public targets check packages first, then build in a sub-make so that
 # pkg-config is asked again after an install.
 all: deps
 	@$(MAKE) --no-print-directory build-main
-build-main: $(BUILD)/kvsim
+build-main: $(BUILD)/kvsim $(BUILD)/kvsim-probe
 
 deps:
 	@mk/deps.sh
 
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CUDA_DEF) -c $< -o $@
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/datapath/backend_cuda.o: CFLAGS += $(CUDA_DEF)
+# Rebuild the backend when CUDA comes or goes (e.g. `make NVCC=` after `make`):
+# the stamp changes only when the mode does.
+$(BUILD)/datapath/backend_cuda.o: $(BUILD)/cuda-mode
+$(BUILD)/cuda-mode: FORCE
+	@mkdir -p $(BUILD); echo $(if $(CU_OBJS),on,off) | cmp -s - $@ || echo $(if $(CU_OBJS),on,off) > $@
+FORCE:
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS)
 	@mkdir -p $(dir $@)
@@ -64,6 +82,17 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS)
 
 $(BUILD)/kvsim: $(BUILD)/sim/main.o $(OBJS) $(CU_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIB)
+
+$(BUILD)/kvsim-probe: $(PROBE_OBJS) $(CU_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread $(CUDA_LIB)
+
+probe: $(BUILD)/kvsim-probe
+lab: $(BUILD)/kvsim-probe
+	$(BUILD)/kvsim-probe --lab --out /dev/null
+
+$(BUILD)/tests/gpu_%: tests/gpu_%.c $(OBJS) $(CU_OBJS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDA_DEF) -o $@ $< $(OBJS) $(CU_OBJS) $(LDLIBS) -lcmocka $(CUDA_LIB)
 
 # Sanitizer build: CPU backend only (ASan and the CUDA runtime do not mix).
 $(SAN)/%.o: %.c $(HDRS)
@@ -82,8 +111,8 @@ run: all
 
 test: deps
 	@$(MAKE) --no-print-directory build-test
-	@KVSIM_BIN=$(SAN)/kvsim tests/run.sh $(TEST_BINS)
-build-test: $(SAN)/kvsim $(TEST_BINS)
+	@KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe tests/run.sh $(TEST_BINS) $(GPU_TESTS)
+build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
 bench: all
 	@tests/bench.sh

@@ -7,32 +7,18 @@
 #include "sched/registry.h"
 #include "sched/sched.h"
 
-#include <stdlib.h>
-
-typedef struct threshold_state {
-    double threshold;
-} threshold_state;
-
-static int baseline_create(void **state, const json_t *params, sim_err *err)
-{
-    threshold_state *st = sim_xcalloc(1, sizeof *st);
-    *state = st;
-    return sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
-}
-
-static void baseline_destroy(void *state) { free(state); }
 
 static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim_request *req,
                                     const sched_route *route, const sched_decode_choice *dec)
 {
-    const threshold_state *st = state;
+    const sched_threshold *st = state;
     if (route->prefill < 0 || (req->output_len > 1 && dec->decode < 0)) return SCHED_REJECT_AT_ARRIVAL;
     return sched_prefill_load(ctx, req, route) > st->threshold ? SCHED_REJECT_AT_ARRIVAL : SCHED_ACCEPT;
 }
 
 static bool baseline_after_prefill(void *state, const sched_ctx *ctx, const sim_request *req, int decode)
 {
-    const threshold_state *st = state;
+    const sched_threshold *st = state;
     const sched_decode_view *d = &ctx->decode[decode];
     double tbt = sim_est_decode_iter_s(ctx->est, d->batch + d->pending, d->kv_tokens);
     return sched_decode_load(ctx, req, tbt, d->kv_tokens, d->kv_capacity) <= st->threshold;
@@ -42,8 +28,8 @@ const sched_admission_ops sched_admit_baseline = {
     .name = "baseline",
     .help = "prefill load at arrival; decode load checked only after prefill (wasted work, 4.3.2)",
     .params = "load_threshold=1: reject above this load (predicted latency / SLO)",
-    .create = baseline_create,
-    .destroy = baseline_destroy,
+    .create = sched_threshold_create,
+    .destroy = sched_state_free,
     .admit = baseline_admit,
     .after_prefill = baseline_after_prefill,
 };

@@ -10,25 +10,11 @@
 #include "sched/sched.h"
 
 #include <math.h>
-#include <stdlib.h>
-
-typedef struct early_state {
-    double threshold;
-} early_state;
-
-static int early_create(void **state, const json_t *params, sim_err *err)
-{
-    early_state *st = sim_xcalloc(1, sizeof *st);
-    *state = st;
-    return sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
-}
-
-static void early_destroy(void *state) { free(state); }
 
 static sched_verdict early_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
                                  const sched_decode_choice *dec)
 {
-    const early_state *st = state;
+    const sched_threshold *st = state;
     bool needs_decode = req->output_len > 1;
     if (route->prefill < 0 || (needs_decode && dec->decode < 0)) return SCHED_REJECT_AT_ARRIVAL;
     double load = sched_prefill_load(ctx, req, route);
@@ -45,7 +31,7 @@ const sched_admission_ops sched_admit_early_reject = {
     .name = "early_reject",
     .help = "reject at arrival when max(prefill load, current decode load) exceeds the threshold (4.3.2)",
     .params = "load_threshold=1: reject above this load (predicted latency / SLO)",
-    .create = early_create,
-    .destroy = early_destroy,
+    .create = sched_threshold_create,
+    .destroy = sched_state_free,
     .admit = early_admit,
 };

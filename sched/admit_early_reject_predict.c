@@ -33,8 +33,6 @@ static int predict_create(void **state, const json_t *params, sim_err *err)
     return sched_param_number(params, "t_d_s", 0, 0, 1e9, &st->t_d, err);
 }
 
-static void predict_destroy(void *state) { free(state); }
-
 /* Predicted decode load of one decode instance at time t (seconds from now). */
 static double predicted_load(const sched_ctx *ctx, const sim_request *req, double t, double t_d)
 {
@@ -71,7 +69,7 @@ const sched_admission_ops sched_admit_early_reject_predict = {
     .help = "early rejection on the decode load predicted for when the prefill ends (4.3.4)",
     .params = "load_threshold=1: reject above this load; t_d_s=0: uniform decode time t_d (0 = running estimate)",
     .create = predict_create,
-    .destroy = predict_destroy,
+    .destroy = sched_state_free,
     .admit = predict_admit,
     .needs_inflight = true,
 };

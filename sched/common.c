@@ -1,6 +1,9 @@
 /* sched/common.c — estimates every policy needs, computed one way only:
  * SLOs of a request, service time on an instance, and parameter reading. */
+#include "sched/registry.h"
 #include "sched/sched.h"
+
+#include <stdlib.h>
 
 
 double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req)
@@ -54,3 +57,12 @@ double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tb
     double tbt = tbt_s / sched_slo_tbt_s(ctx, req);
     return tbt > mem ? tbt : mem;
 }
+
+int sched_threshold_create(void **state, const json_t *params, sim_err *err)
+{
+    sched_threshold *st = sim_xcalloc(1, sizeof *st);
+    *state = st;
+    return sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
+}
+
+void sched_state_free(void *state) { free(state); }

@@ -37,8 +37,6 @@ static int pd_create(void **state, const json_t *params, sim_err *err)
     return sched_param_number(params, "pd_trim", 0.1, 0, 0.49, &st->trim, err);
 }
 
-static void pd_destroy(void *state) { free(state); }
-
 static double trimmed_mean(const double *v, int n, double trim)
 {
     if (n == 0) return 0;
@@ -69,7 +67,7 @@ const sched_pd_ops sched_pd_dynamic = {
     .help = "move one instance toward the loaded side when f_im leaves the band (Mooncake 5.1)",
     .params = "pd_period_s=30; pd_band=1.5; pd_trim=0.1 (fraction dropped at each end)",
     .create = pd_create,
-    .destroy = pd_destroy,
+    .destroy = sched_state_free,
     .decide = pd_decide,
     .period_s = pd_period,
 };

@@ -45,8 +45,6 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
     return 0;
 }
 
-static void kvc_destroy(void *state) { free(state); }
-
 /* Fill `out` for instance i reusing `prefix` blocks, `transfer` of them
  * fetched from holder h first. */
 static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix, int32_t transfer, int h,
@@ -90,6 +88,6 @@ const sched_router_ops sched_route_kvcentric = {
     .help = "Mooncake Algorithm 1: min TTFT incl. fetching the best remote prefix (replicates hot blocks)",
     .params = "kvcache_balancing_threshold=1: fetch when best_len/local_len exceeds it (\"inf\" = never)",
     .create = kvc_create,
-    .destroy = kvc_destroy,
+    .destroy = sched_state_free,
     .route = route_kvcentric,
 };

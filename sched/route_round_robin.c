@@ -14,8 +14,6 @@ static int rr_create(void **state, const json_t *params, sim_err *err)
     return 0;
 }
 
-static void rr_destroy(void *state) { free(state); }
-
 static void route_rr(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out)
 {
     rr_state *st = state;
@@ -34,6 +32,6 @@ const sched_router_ops sched_route_round_robin = {
     .help = "active prefill instances in turn",
     .params = "",
     .create = rr_create,
-    .destroy = rr_destroy,
+    .destroy = sched_state_free,
     .route = route_rr,
 };

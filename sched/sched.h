@@ -169,6 +169,14 @@ double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sc
  * inter-token interval — so memory oversubscription is TBT load too. */
 double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
                          int64_t capacity);
+/* State of admission policies that only need policy.params.load_threshold
+ * (default 1): create/destroy hooks shared by baseline and early_reject. */
+typedef struct sched_threshold {
+    double threshold;
+} sched_threshold;
+int sched_threshold_create(void **state, const json_t *params, sim_err *err);
+void sched_state_free(void *state);
+
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i);

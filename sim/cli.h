@@ -32,6 +32,7 @@ int cmd_report(int argc, char **argv);
 int cmd_hitrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a
  * string whatever it looks like, e.g. a trace path). Caller frees. */

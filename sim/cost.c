@@ -1,7 +1,40 @@
 /* sim/cost.c — the analytic cost model of DESIGN §5 (see sim/cost.h). */
 #include "sim/cost.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/calib.h"
+
+/* A calibration path as written in a preset ("configs/calibration/X.json") is
+ * relative to the project root: try it as given, then beside configs/. */
+static void calib_path(const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", name);
+    if (name[0] == '/' || access(buf, R_OK) == 0) return;
+    const char *dir = sim_config_dir(); /* .../configs */
+    size_t len = strlen(dir);
+    if (len >= 7 && !strcmp(dir + len - 7, "configs")) snprintf(buf, n, "%.*s%s", (int)(len - 7), dir, name);
+}
+
+/* DRAM→HBM, HBM→DRAM and SSD transfer curves from the hardware preset's
+ * calibration file (DESIGN §7), replacing the analytic bandwidths. */
+static int load_calibration(sim_cost *c, const char *name, sim_err *err)
+{
+    char path[PATH_MAX + 64];
+    sim_calib cal;
+    calib_path(name, path, sizeof path);
+    if (sim_calib_load(path, &cal, err)) return -1;
+    c->curves = (struct sim_transfer_curves){
+        cal.load_dram.alpha_s,  cal.load_dram.beta_Bps, cal.store_dram.alpha_s, cal.store_dram.beta_Bps,
+        cal.load_ssd.alpha_s,   cal.load_ssd.beta_Bps,  cal.store_ssd.alpha_s,  cal.store_ssd.beta_Bps,
+    };
+    c->calibrated = true;
+    return 0;
+}
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
@@ -19,6 +52,7 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
         .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps,
                    hw->ssd_latency_s, hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
     };
+    if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",

@@ -8,8 +8,9 @@
  *   decode iteration  max((weights + Σ context KV) / HBM bandwidth,
  *                         batch · 2 · params / (G · mfu)) + overhead
  *   transfers         latency + bytes / bandwidth (H2D, D2H, SSD, NIC); the
- *                     bandwidths come from a calibration file when the
- *                     hardware preset names one (sim/calib.h).
+ *                     H2D, D2H and SSD curves t = alpha + bytes/beta come
+ *                     from a calibration file when the hardware preset names
+ *                     one ("calibration": path; sim/calib.h).
  */
 #ifndef SIM_COST_H
 #define SIM_COST_H

@@ -96,6 +96,35 @@ static void test_fig5_router_ordering(void **state)
     }
 }
 
+/* ---- Fig. 17 ------------------------------------------------------------------ */
+
+/* §7.3.2: 10 prefill nodes of 3M tokens each (3e6 × 320 KiB = 983,040,000,000
+ * bytes), requests routed to the longest prefix match under load: the global
+ * pool's hit rate beats per-node caches and it saves prefill GPU time.
+ * (Cache-only replay without load routes every request back to its prefix's
+ * node, and the two scopes then tie on this trace — see tests/test_hitrate.c.) */
+static void test_fig17_global_beats_local(void **state)
+{
+    if (!tu_shared_trace()) skip();
+    double hit[2], gpu[2];
+    const char *scopes[] = {"local", "global"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024];
+        snprintf(args, sizeof args,
+                 "--trace %s %s --set cluster.prefill=10 --set cluster.decode=6 --set cluster.scope=%s "
+                 "--set kvstore.dram_bytes=983040000000",
+                 SHARED_TRACE, PRESET, scopes[i]);
+        json_t *s = run(args);
+        hit[i] = num(s, "hit_rate_blocks", NULL);
+        gpu[i] = num(s, "prefill_gpu_s_mean", NULL);
+        json_decref(s);
+    }
+    printf("Fig. 17 (10 x 3M tokens): hit rate local %.4f, global %.4f (x%.3f); prefill GPU %.3f vs %.3f s\n",
+           hit[0], hit[1], hit[1] / hit[0], gpu[0], gpu[1]);
+    assert_true(hit[1] / hit[0] > 1);
+    assert_true(gpu[1] < gpu[0]);
+}
+
 /* ---- replication (Fig. 18) -------------------------------------------------- */
 
 /* Under kvcentric (global pool, threshold 1) the top-ranked key — ranked by
@@ -106,7 +135,9 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
 {
     if (!tu_shared_trace()) skip();
     char *db = temp_path(), args[1024];
-    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric --db %s", SHARED_TRACE, PRESET, db);
+    const char *sampled = "--set metrics.replica_period_ms=30000";
+    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric %s --db %s", SHARED_TRACE, PRESET, sampled,
+             db);
     json_decref(run(args));
     double top = sql_num(db, "WITH ranked AS (SELECT key, SUM(count) c FROM replicas GROUP BY key ORDER BY c DESC, key"
                              " LIMIT 1) SELECT r.count FROM replicas r JOIN ranked USING(key)"
@@ -117,8 +148,8 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
     unlink(db);
     snprintf(args, sizeof args,
              "--trace %s %s --set policy.router=kvcentric --set policy.params.kvcache_balancing_threshold=\\\"inf\\\" "
-             "--db %s",
-             SHARED_TRACE, PRESET, db);
+             "%s --db %s",
+             SHARED_TRACE, PRESET, sampled, db);
     json_t *s = run(args);
     assert_true(sql_num(db, "SELECT COUNT(*) FROM replicas") == 0);
     assert_true(num(s, "remote_blocks", NULL) == 0);
@@ -281,6 +312,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fig5_router_ordering),
+        cmocka_unit_test(test_fig17_global_beats_local),
         cmocka_unit_test(test_kvcentric_replicates_hot_blocks),
         cmocka_unit_test(test_table4_rejections),
         cmocka_unit_test(test_pd_ratio_sweep_peaks_inside),

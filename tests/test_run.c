@@ -288,6 +288,48 @@ static void test_speed_raises_ttft(void **state)
     }
 }
 
+/* ---- calibration ------------------------------------------------------------------ */
+
+static double mean_ttft(const char *extra)
+{
+    json_t *s = run_json(extra);
+    double v = json_number_value(json_object_get(json_object_get(s, "ttft_ms"), "mean"));
+    json_decref(s);
+    return v;
+}
+
+/* The shipped CPU calibration's curves replace the analytic DRAM→HBM
+ * bandwidth (128 GB/s on a800x8; about 6 GB/s measured on the CPU backend),
+ * so loads take longer; halving every curve's bandwidth in a copy of the
+ * file makes them longer still. Without layer-wise overlap, load time adds
+ * straight into TTFT. Prefill compute does not change. */
+static void test_calibration_drives_load_times(void **state)
+{
+    const char *serial = "--set cluster.layerwise=false";
+    char extra[1024];
+    snprintf(extra, sizeof extra, "%s --set hardware=a800x8", serial);
+    double analytic = mean_ttft(extra);
+    snprintf(extra, sizeof extra, "%s --set hardware=cpu-local", serial);
+    double shipped = mean_ttft(extra);
+    json_t *cal = json_load_file("configs/calibration/cpu-local.json", 0, NULL);
+    assert_non_null(cal);
+    size_t i;
+    json_t *curve;
+    json_array_foreach(json_object_get(cal, "curves"), i, curve)
+        json_object_set_new(curve, "beta_Bps", json_real(json_number_value(json_object_get(curve, "beta_Bps")) / 2));
+    char *slow = tu_write_temp("");
+    assert_int_equal(json_dump_file(cal, slow, 0), 0);
+    snprintf(extra, sizeof extra, "%s --set hardware=cpu-local --set hardware.calibration=\\\"%s\\\"", serial, slow);
+    double halved = mean_ttft(extra);
+    printf("mean TTFT: analytic %.1f ms, CPU calibration %.1f ms, its bandwidths halved %.1f ms\n", analytic, shipped,
+           halved);
+    assert_true(shipped > analytic);
+    assert_true(halved > shipped);
+    json_decref(cal);
+    unlink(slow);
+    free(slow);
+}
+
 /* ---- bad input ------------------------------------------------------------------ */
 
 static void expect_usage_error(const char *args, const char *message)
@@ -315,6 +357,7 @@ static void test_bad_input(void **state)
     expect_usage_error("run --set kvstore.dram_bytes=\\\"12XB\\\"", "unknown suffix 'XB'");
     expect_usage_error("run --set cluster.scope=\\\"nearby\\\"", "cluster.scope");
     expect_usage_error("run --set nokey", "expected key.path=value");
+    expect_usage_error("run --set hardware.calibration=\\\"/nonexistent/cal.json\\\"", "/nonexistent/cal.json");
     expect_usage_error("run --frobnicate", "unknown or incomplete option");
     expect_usage_error("run --trace /nonexistent/t.jsonl", "/nonexistent/t.jsonl");
     snprintf(args, sizeof args, "run --trace %s", bad);
@@ -362,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_conservation_all_policies),
         cmocka_unit_test(test_cache_aware_beats_random),
         cmocka_unit_test(test_speed_raises_ttft),
+        cmocka_unit_test(test_calibration_drives_load_times),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help_and_summary_fields),
     };
