@@ -604,33 +604,6 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
     return rc;
 }
 
-static int fig_load(rep *r, const rep_run *run, sim_err *err)
-{
-    if (!count_rows(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL)) return 0;
-    char name[64], file[80], title[96];
-    snprintf(name, sizeof name, "load_run%lld", (long long)run->id);
-    snprintf(file, sizeof file, "%s.dat", name);
-    snprintf(title, sizeof title, "Instance load over time, run #%lld", (long long)run->id);
-    FILE *dat = rep_open(r, file, err);
-    if (!dat) return -1;
-    body b;
-    body_open(&b);
-    int rc = write_load(r, run, dat, b.f, file, err);
-    fclose(dat);
-    if (rc < 0) {
-        fclose(b.f);
-        free(b.text);
-        return -1;
-    }
-    if (body_finish(r, &b, name, title, HEIGHT_TALL, err)) return -1;
-    rep_section(r, name, title,
-                "Load of each prefill instance (estimated queue time / TTFT SLO) and decode instance (estimated "
-                "iteration time / TBT SLO) per sample period (Mooncake Fig. 6/7); marks at 0: rejected requests at "
-                "their arrival, by rejection stage.",
-                run);
-    return 1;
-}
-
 /* One block per role: the number of instances in it at every sample time
  * (0 included, so a role that empties shows as 0). */
 static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err)
@@ -658,39 +631,6 @@ static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, 
     sqlite3_finalize(roles);
     sqlite3_finalize(counts);
     return ok ? 0 : -1;
-}
-
-/* Instances per role over time: only when some instance changed role. */
-static int fig_roles(rep *r, const rep_run *run, sim_err *err)
-{
-    if (!count_rows(r,
-                    "SELECT COUNT(*) FROM (SELECT instance FROM samples WHERE run_id=?1 GROUP BY instance"
-                    " HAVING COUNT(DISTINCT role) > 1)",
-                    run->id, NULL))
-        return 0;
-    char name[64], file[80], title[96];
-    snprintf(name, sizeof name, "roles_run%lld", (long long)run->id);
-    snprintf(file, sizeof file, "%s.dat", name);
-    snprintf(title, sizeof title, "Instance roles over time, run #%lld", (long long)run->id);
-    FILE *dat = rep_open(r, file, err);
-    if (!dat) return -1;
-    body b;
-    body_open(&b);
-    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\n"
-          "set key outside right top\nset yrange [0:*]\n", b.f);
-    int rc = write_role_counts(r, run, dat, b.f, file, err);
-    fclose(dat);
-    if (rc) {
-        fclose(b.f);
-        free(b.text);
-        return -1;
-    }
-    if (body_finish(r, &b, name, title, HEIGHT, err)) return -1;
-    rep_section(r, name, title,
-                "Number of instances in each role per sample period, as the PD-ratio controller moves instances "
-                "between prefill and decode (Mooncake Fig. 8).",
-                run);
-    return 1;
 }
 
 /* ---- replicas (Mooncake Fig. 18) ---- */
@@ -787,43 +727,87 @@ static int write_replicas(rep *r, const rep_run *run, FILE *dat, FILE *plot, con
     return rc;
 }
 
-static int fig_replicas(rep *r, const rep_run *run, sim_err *err)
+/* ---- the per-run timeline figures ------------------------------------------------ */
+
+typedef struct timeline_fig {
+    const char *prefix, *title, *settings, *caption; /* title: printf format of the run id */
+    int height;
+    bool (*has_data)(rep *r, const rep_run *run);
+    int (*write)(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err);
+} timeline_fig;
+
+static bool has_samples(rep *r, const rep_run *run)
 {
-    if (!table_exists(r, "replicas") || !count_rows(r, "SELECT COUNT(*) FROM replicas WHERE run_id=?1", run->id, NULL))
-        return 0;
-    char name[64], file[80], title[96];
-    snprintf(name, sizeof name, "replicas_run%lld", (long long)run->id);
+    return count_rows(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL) > 0;
+}
+
+/* Only when some instance changed role (a PD-ratio controller at work). */
+static bool has_role_changes(rep *r, const rep_run *run)
+{
+    return count_rows(r,
+                      "SELECT COUNT(*) FROM (SELECT instance FROM samples WHERE run_id=?1 GROUP BY instance"
+                      " HAVING COUNT(DISTINCT role) > 1)",
+                      run->id, NULL) > 0;
+}
+
+static bool has_replicas(rep *r, const rep_run *run)
+{
+    return table_exists(r, "replicas") &&
+           count_rows(r, "SELECT COUNT(*) FROM replicas WHERE run_id=?1", run->id, NULL) > 0;
+}
+
+static const timeline_fig timeline_figs[] = {
+    {"load", "Instance load over time, run #%lld", "",
+     "Load of each prefill instance (estimated queue time / TTFT SLO) and decode instance (estimated iteration time "
+     "/ TBT SLO) per sample period (Mooncake Fig. 6/7); marks at 0: rejected requests at their arrival, by "
+     "rejection stage.",
+     HEIGHT_TALL, has_samples, write_load},
+    {"roles", "Instance roles over time, run #%lld",
+     "set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\n"
+     "set key outside right top\nset yrange [0:*]\n",
+     "Number of instances in each role per sample period, as the PD-ratio controller moves instances between "
+     "prefill and decode (Mooncake Fig. 8).",
+     HEIGHT, has_role_changes, write_role_counts},
+    {"replicas", "Replicas of hot keys over time, run #%lld",
+     "set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"replicas\"\nset grid\n"
+     "set key outside right top\nset yrange [0:*]\n",
+     "Copies across the KV pool of the block keys ranked 1st, 10th, 100th, 1,000th and 10,000th by their "
+     "cumulative count over all samples (Mooncake Fig. 18); only keys with two or more copies are sampled, so a "
+     "gap is a sample with fewer.",
+     HEIGHT, has_replicas, write_replicas},
+};
+
+/* PREFIX_runID.dat and .gp and the section, when the run has the data. */
+static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, sim_err *err)
+{
+    if (!f->has_data(r, run)) return 0;
+    char name[64], file[80], title[128];
+    snprintf(name, sizeof name, "%s_run%lld", f->prefix, (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
-    snprintf(title, sizeof title, "Replicas of hot keys over time, run #%lld", (long long)run->id);
+    snprintf(title, sizeof title, f->title, (long long)run->id);
     FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     body b;
     body_open(&b);
-    fputs("set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"replicas\"\nset grid\n"
-          "set key outside right top\nset yrange [0:*]\n", b.f);
-    int rc = write_replicas(r, run, dat, b.f, file, err);
+    fputs(f->settings, b.f);
+    int rc = f->write(r, run, dat, b.f, file, err);
     fclose(dat);
     if (rc) {
         fclose(b.f);
         free(b.text);
         return -1;
     }
-    if (body_finish(r, &b, name, title, HEIGHT, err)) return -1;
-    rep_section(r, name, title,
-                "Copies across the KV pool of the block keys ranked 1st, 10th, 100th, 1,000th and 10,000th by "
-                "their cumulative count over all samples (Mooncake Fig. 18); only keys with two or more copies are "
-                "sampled, so a gap is a sample with fewer.",
-                run);
+    if (body_finish(r, &b, name, title, f->height, err)) return -1;
+    rep_section(r, name, title, f->caption, run);
     return 1;
 }
 
 int rep_fig_run_timelines(rep *r, sim_err *err)
 {
-    static int (*const per_run[])(rep *, const rep_run *, sim_err *) = {fig_load, fig_roles, fig_replicas};
     int made = 0;
     for (int i = 0; i < r->nruns; i++)
-        for (size_t k = 0; k < sizeof per_run / sizeof per_run[0]; k++) {
-            int rc = per_run[k](r, &r->runs[i], err);
+        for (size_t k = 0; k < sizeof timeline_figs / sizeof timeline_figs[0]; k++) {
+            int rc = timeline_figure(r, &r->runs[i], &timeline_figs[k], err);
             if (rc < 0) return -1;
             made += rc;
         }

@@ -49,10 +49,7 @@ static void report(const char *database, const char *out, const char *extra)
 {
     char args[2048];
     snprintf(args, sizeof args, "report --db %s -o %s %s", database, out, extra);
-    cli_result r = tu_kvsim(args);
-    if (r.status) fprintf(stderr, "kvsim %s\n%s", args, r.err);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    su_expect_ok(args, "kvsim report: ");
 }
 
 static int setup(void **state)
@@ -69,9 +66,7 @@ static int setup(void **state)
              "sweep --trace %s --set slo.ttft_ms=800 --grid 'policy.admission=none,slo_reject;trace.speed=1,4' "
              "--jobs 2 --db %s",
              trace, db);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    su_expect_ok(args, NULL);
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, plain_db);
     assert_int_equal(system(cmd), 0);
     add_extras(db);
@@ -104,13 +99,6 @@ static bool has_file(const char *d, const char *name)
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", d, name);
     return su_size(path) > 0;
-}
-
-static int count_substr(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
-    return n;
 }
 
 /* Whether the page has an attribute src="name" or href="name". */
@@ -196,14 +184,14 @@ static void test_comparison_table(void **state)
     for (int id = 1; id <= 4; id++) {
         char row[64];
         snprintf(row, sizeof row, "<tr data-run=\"%d\">", id);
-        assert_int_equal(count_substr(html, row), 1);
+        assert_int_equal(su_count(html, row), 1);
     }
-    assert_int_equal(count_substr(html, "<tr data-run="), 4);
+    assert_int_equal(su_count(html, "<tr data-run="), 4);
     /* The grid keys differ; slo.ttft_ms (800 everywhere) and the rest do not. */
-    assert_int_equal(count_substr(html, "<th>policy.admission</th>"), 1);
-    assert_int_equal(count_substr(html, "<th>trace.speed</th>"), 1);
-    assert_int_equal(count_substr(html, "<th>slo.ttft_ms</th>"), 0);
-    assert_int_equal(count_substr(html, "<th>cluster.prefill</th>"), 0);
+    assert_int_equal(su_count(html, "<th>policy.admission</th>"), 1);
+    assert_int_equal(su_count(html, "<th>trace.speed</th>"), 1);
+    assert_int_equal(su_count(html, "<th>slo.ttft_ms</th>"), 0);
+    assert_int_equal(su_count(html, "<th>cluster.prefill</th>"), 0);
     /* Run 4 = slo_reject × 4 (grid order); its row ends with those values. */
     const char *row4 = strstr(html, "<tr data-run=\"4\">");
     const char *end4 = strstr(row4, "</tr>");
@@ -217,7 +205,7 @@ static void test_comparison_table(void **state)
     while (sqlite3_step(st) == SQLITE_ROW) {
         char caption[128];
         snprintf(caption, sizeof caption, "config <code>%s</code>", (const char *)sqlite3_column_text(st, 0));
-        assert_true(count_substr(html, caption) >= 4); /* ttft, tbt, slo, its load figure */
+        assert_true(su_count(html, caption) >= 4); /* ttft, tbt, slo, its load figure */
         assert_non_null(strstr(html, (const char *)sqlite3_column_text(st, 1)));
     }
     sqlite3_finalize(st);
@@ -313,19 +301,19 @@ static void test_run_selection(void **state)
     snprintf(out, sizeof out, "%s/last2", dir);
     report(db, out, "--last 2");
     char *page = read_in(out, "index.html");
-    assert_int_equal(count_substr(page, "<tr data-run="), 2);
+    assert_int_equal(su_count(page, "<tr data-run="), 2);
     assert_non_null(strstr(page, "<tr data-run=\"3\">"));
     assert_non_null(strstr(page, "<tr data-run=\"4\">"));
     free(page);
     snprintf(out, sizeof out, "%s/pick", dir);
     report(db, out, "--runs 1,3");
     page = read_in(out, "index.html");
-    assert_int_equal(count_substr(page, "<tr data-run="), 2);
+    assert_int_equal(su_count(page, "<tr data-run="), 2);
     assert_non_null(strstr(page, "<tr data-run=\"1\">"));
     assert_non_null(strstr(page, "<tr data-run=\"3\">"));
     /* Runs 1 and 3 differ only in admission: the only config column. */
-    assert_int_equal(count_substr(page, "<th>policy.admission</th>"), 1);
-    assert_int_equal(count_substr(page, "<th>trace.speed</th>"), 0);
+    assert_int_equal(su_count(page, "<th>policy.admission</th>"), 1);
+    assert_int_equal(su_count(page, "<th>trace.speed</th>"), 0);
     assert_false(has_file(out, "load_run2.svg"));
     free(page);
 }
@@ -350,11 +338,7 @@ static void test_hitrate_db(void **state)
     char hdb[600], args[2048];
     snprintf(hdb, sizeof hdb, "%s/hitrate.db", dir);
     snprintf(args, sizeof args, "hitrate --trace %s/t.jsonl --capacity-tokens 2048,1e6,inf --db %s", dir, hdb);
-    for (int i = 0; i < 2; i++) {
-        cli_result r = tu_kvsim(args);
-        assert_int_equal(r.status, 0);
-        tu_free(&r);
-    }
+    for (int i = 0; i < 2; i++) su_expect_ok(args, "max ");
     double blocks = 0;
     for (int i = 0; i < 80; i++) blocks += (3000 + (i * 997) % 6001 + 511) / 512;
     assert_double_equal(su_num(hdb, "SELECT hit_rate_blocks FROM hitrate WHERE id=2 AND capacity_tokens IS NULL"),
@@ -402,38 +386,28 @@ static void test_headless_chromium(void **state)
 
 /* ---- bad input ------------------------------------------------------------------------ */
 
-static void expect_usage_error(const char *args, const char *message)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != 2 || !strstr(r.err, message))
-        fail_msg("kvsim %s: status %d, stderr '%s', expected 2 and '%s'", args, r.status, r.err, message);
-    tu_free(&r);
-}
-
 static void test_bad_input(void **state)
 {
     char args[2048], garbage[600], empty[600];
     snprintf(garbage, sizeof garbage, "%s/garbage.db", dir);
     snprintf(empty, sizeof empty, "%s/empty.db", dir);
-    FILE *f = fopen(garbage, "w");
-    for (int i = 0; i < 64; i++) fputs("not a database, plain text padding ", f);
-    fclose(f);
+    su_write_garbage(garbage);
     su_exec(empty, "CREATE TABLE other(x)");
     snprintf(args, sizeof args, "report --db %s/missing.db -o %s/x", dir, dir);
-    expect_usage_error(args, "cannot read");
+    su_expect_usage_error(args, "cannot read");
     snprintf(args, sizeof args, "report --db %s -o %s/x", garbage, dir);
-    expect_usage_error(args, "not a SQLite database");
+    su_expect_usage_error(args, "not a SQLite database");
     snprintf(args, sizeof args, "report --db %s -o %s/x", empty, dir);
-    expect_usage_error(args, "not a kvsim results database");
+    su_expect_usage_error(args, "not a kvsim results database");
     snprintf(args, sizeof args, "report --db %s --runs 1,99 -o %s/x", db, dir);
-    expect_usage_error(args, "no completed run 99");
+    su_expect_usage_error(args, "no completed run 99");
     snprintf(args, sizeof args, "report --db %s --runs 1,x -o %s/x", db, dir);
-    expect_usage_error(args, "--runs");
+    su_expect_usage_error(args, "--runs");
     snprintf(args, sizeof args, "report --db %s --runs 1 --last 2 -o %s/x", db, dir);
-    expect_usage_error(args, "--runs and --last exclude each other");
+    su_expect_usage_error(args, "--runs and --last exclude each other");
     snprintf(args, sizeof args, "report --db %s", db);
-    expect_usage_error(args, "-o DIR is required");
-    expect_usage_error("report -o x", "--db FILE is required");
+    su_expect_usage_error(args, "-o DIR is required");
+    su_expect_usage_error("report -o x", "--db FILE is required");
 }
 
 int main(void)

@@ -39,18 +39,17 @@ static int teardown(void **state)
 
 #define GRID "policy.router=random,least_loaded,round_robin;trace.speed=1,2"
 
-static cli_result sweep(const char *db, const char *extra)
+static char *sweep_args(const char *db, const char *extra)
 {
-    char args[2048];
+    static char args[2048];
     snprintf(args, sizeof args, "sweep --trace %s --grid '%s' --db %s %s", trace, GRID, db, extra);
-    return tu_kvsim(args);
+    return args;
 }
 
-static int count_substr(const char *text, const char *needle)
+/* The sweep of GRID into db exits 0, printing needle (when given). */
+static void sweep_ok(const char *db, const char *extra, const char *needle)
 {
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
-    return n;
+    su_expect_ok(sweep_args(db, extra), needle);
 }
 
 /* ---- grid syntax (library) -------------------------------------------------- */
@@ -97,9 +96,7 @@ static void single_run(const char *sets, const char *db)
 {
     char args[2048];
     snprintf(args, sizeof args, "run --trace %s %s --db %s", trace, sets, db);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    su_expect_ok(args, NULL);
 }
 
 static char *db_summary(const char *db, int64_t run_id)
@@ -121,11 +118,11 @@ static void test_sweep_matches_single_runs(void **state)
     char db[600], parts[620], single[600];
     snprintf(db, sizeof db, "%s/sweep.db", dir);
     snprintf(single, sizeof single, "%s/single.db", dir);
-    cli_result r = sweep(db, "--jobs 2");
+    cli_result r = tu_kvsim(sweep_args(db, "--jobs 2"));
     if (r.status) fprintf(stderr, "%s", r.err);
     assert_int_equal(r.status, 0);
     /* Not a terminal: one plain progress line per point. */
-    assert_int_equal(count_substr(r.err, "] done "), 6);
+    assert_int_equal(su_count(r.err, "] done "), 6);
     assert_non_null(strstr(r.out, "6 points: 6 run, 0 already recorded, 0 failed"));
     tu_free(&r);
     assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
@@ -146,10 +143,7 @@ static void test_sweep_matches_single_runs(void **state)
         free(want), free(got);
     }
     /* Re-running the whole sweep runs nothing. */
-    r = sweep(db, "--jobs 2");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "6 points: 0 run, 6 already recorded"));
-    tu_free(&r);
+    sweep_ok(db, "--jobs 2", "6 points: 0 run, 6 already recorded");
     assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
 }
 
@@ -216,7 +210,7 @@ static void test_killed_sweep_resumes(void **state)
     assert_int_equal(r.status, 0);
     snprintf(expect, sizeof expect, "6 points, %d already recorded, running %d with 1 jobs", kept, 6 - kept);
     if (!strstr(r.err, expect)) fail_msg("expected '%s' in:\n%s", expect, r.err);
-    assert_int_equal(count_substr(r.err, "] done "), 6 - kept);
+    assert_int_equal(su_count(r.err, "] done "), 6 - kept);
     tu_free(&r);
     assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
     assert_double_equal(su_num(db, "SELECT COUNT(DISTINCT config_hash) FROM runs"), 6, 0);
@@ -245,34 +239,22 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     snprintf(ref, sizeof ref, "%s/ref.db", dir);
     snprintf(db, sizeof db, "%s/emitted.db", dir);
     snprintf(jobs, sizeof jobs, "%s/jobs.txt", dir);
-    cli_result r = sweep(ref, "--jobs 2");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
-    r = sweep(db, "--emit-jobs");
-    assert_int_equal(r.status, 2); /* --emit-jobs needs its FILE */
-    tu_free(&r);
+    sweep_ok(ref, "--jobs 2", NULL);
+    su_expect_usage_error(sweep_args(db, "--emit-jobs"), "unknown or incomplete option"); /* it needs its FILE */
     snprintf(args, sizeof args, "--emit-jobs %s", jobs);
-    r = sweep(db, args);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "wrote 6 commands"));
-    tu_free(&r);
+    sweep_ok(db, args, "wrote 6 commands");
     char *lines = su_slurp_path(jobs);
-    assert_int_equal(count_substr(lines, "\n"), 6);
-    assert_int_equal(count_substr(lines, " run "), 6);
+    assert_int_equal(su_count(lines, "\n"), 6);
+    assert_int_equal(su_count(lines, " run "), 6);
     free(lines);
     run_job_lines(jobs);
     snprintf(args, sizeof args, "merge %s %s.parts/*.db", db, db);
-    r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    su_expect_ok(args, "kvsim merge: ");
     char *a = su_dump(ref), *b = su_dump(db);
     assert_string_equal(a, b);
     free(a), free(b);
     /* A sweep over the merged database finds every point recorded. */
-    r = sweep(db, "");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "0 run, 6 already recorded"));
-    tu_free(&r);
+    sweep_ok(db, "", "0 run, 6 already recorded");
 }
 
 /* ---- merge: id remapping, --skip-existing, hitrate ids ------------------------------------- */
@@ -296,17 +278,12 @@ static void test_merge_remaps_ids(void **state)
     char src[600], out[600], args[4096];
     snprintf(src, sizeof src, "%s/src.db", dir);
     snprintf(out, sizeof out, "%s/out.db", dir);
-    cli_result r = sweep(src, "--jobs 2");
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    sweep_ok(src, "--jobs 2", NULL);
     add_hitrate_set(src, 1e6);
     add_hitrate_set(src, INFINITY);
     /* Twice: runs 1-6 then 7-12, each run's rows following its new id. */
     snprintf(args, sizeof args, "merge %s %s %s", out, src, src);
-    r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "6 runs (now 7-12)"));
-    tu_free(&r);
+    su_expect_ok(args, "6 runs (now 7-12)");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
     double n1 = su_num(src, "SELECT COUNT(*) FROM requests WHERE run_id=1");
     assert_true(n1 > 0);
@@ -319,48 +296,34 @@ static void test_merge_remaps_ids(void **state)
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM hitrate WHERE capacity_tokens IS NULL"), 2, 0);
     /* --skip-existing: nothing new. */
     snprintf(args, sizeof args, "merge --skip-existing %s %s", out, src);
-    r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "0 runs, 6 already present"));
-    tu_free(&r);
+    su_expect_ok(args, "0 runs, 6 already present");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
 }
 
 /* ---- bad input --------------------------------------------------------------------------- */
-
-static void expect_usage_error(const char *args, const char *message)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != 2 || !strstr(r.err, message))
-        fail_msg("kvsim %s: status %d, stderr '%s', expected 2 and '%s'", args, r.status, r.err, message);
-    tu_free(&r);
-}
 
 static void test_bad_input(void **state)
 {
     char args[2048], garbage[600], db[600];
     snprintf(garbage, sizeof garbage, "%s/garbage.db", dir);
     snprintf(db, sizeof db, "%s/bad.db", dir);
-    FILE *f = fopen(garbage, "w");
-    fputs("this is not a database, not even close, it is plain text padding", f);
-    for (int i = 0; i < 64; i++) fputs(" padding padding padding padding", f);
-    fclose(f);
+    su_write_garbage(garbage);
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router' --db %s", trace, db);
-    expect_usage_error(args, "--grid: 'policy.router' is not key=v1,v2");
+    su_expect_usage_error(args, "--grid: 'policy.router' is not key=v1,v2");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router=random;nope.key=1,2' --db %s", trace, db);
-    expect_usage_error(args, "unknown config key 'nope.key'");
+    su_expect_usage_error(args, "unknown config key 'nope.key'");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router=random,nope' --db %s", trace, db);
-    expect_usage_error(args, "nope");
+    su_expect_usage_error(args, "nope");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --db %s", trace, garbage);
-    expect_usage_error(args, "garbage.db");
+    su_expect_usage_error(args, "garbage.db");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --jobs 0", trace);
-    expect_usage_error(args, "--jobs");
-    expect_usage_error("sweep --trace x.jsonl", "--grid is required");
+    su_expect_usage_error(args, "--jobs");
+    su_expect_usage_error("sweep --trace x.jsonl", "--grid is required");
     snprintf(args, sizeof args, "merge %s/out.db %s", dir, garbage);
-    expect_usage_error(args, "garbage.db: cannot open: file is not a database");
+    su_expect_usage_error(args, "garbage.db: cannot open: file is not a database");
     snprintf(args, sizeof args, "merge %s/out.db %s/missing.db", dir, dir);
-    expect_usage_error(args, "missing.db: cannot read");
-    expect_usage_error("merge only-one.db", "expected OUT.db and at least one IN.db");
+    su_expect_usage_error(args, "missing.db: cannot read");
+    su_expect_usage_error("merge only-one.db", "expected OUT.db and at least one IN.db");
     /* Nothing ran: the sweep DB of the failed sweeps holds no run. */
     assert_int_not_equal(access(db, F_OK), 0);
 }
