@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <glob.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,9 @@ static const char sweep_usage[] =
     "  -h, --help         this help\n"
     "\n"
     "Progress goes to stderr: a bar on a terminal, one line per point otherwise.\n"
-    "Exit status: 0 ok, 2 bad arguments/grid/config/database, 1 a point failed.\n";
+    "SIGINT/SIGTERM stop the workers too; finished points stay recorded in FILE.parts/.\n"
+    "Exit status: 0 ok, 2 bad arguments/grid/config/database, 1 a point failed,\n"
+    "128+N stopped by signal N.\n";
 
 typedef enum point_state { PT_TODO, PT_RECORDED, PT_DUPLICATE, PT_RUNNING, PT_DONE, PT_FAILED } point_state;
 
@@ -327,18 +330,46 @@ static sweep_point *by_pid(sweep *s, pid_t pid)
     return NULL;
 }
 
+/* SIGINT, SIGTERM or SIGHUP stop the sweep: the running workers get the same
+ * signal (their open transactions roll back) and the sweep reports what is
+ * left for the next run instead of leaving workers behind. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: waitpid returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+}
+
+static int stop_workers(sweep *s, sim_err *err)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->pts[i].state == PT_RUNNING) kill(s->pts[i].pid, stop_signal);
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->pts[i].state == PT_RUNNING) waitpid(s->pts[i].pid, NULL, 0);
+    if (s->tty) fputc('\n', stderr);
+    return sim_errf(err, "stopped by signal %d: %lld of %lld points done; run the same sweep again to finish",
+                    (int)stop_signal, (long long)(s->finished - s->failed), (long long)s->todo);
+}
+
 /* Keep `jobs` points running until every point has finished. */
 static int run_points(sweep *s, sim_err *err)
 {
     int64_t next = 0;
     int running = 0;
+    catch_stop_signals();
     if (s->tty) draw_bar(s, 0);
     for (;;) {
-        for (; running < s->jobs && next < s->n; next++) {
+        for (; running < s->jobs && next < s->n && !stop_signal; next++) {
             if (s->pts[next].state != PT_TODO) continue;
             if (spawn(s, &s->pts[next], err)) return -1;
             running++;
         }
+        if (stop_signal) return stop_workers(s, err);
         if (!running) break;
         int status;
         pid_t pid = waitpid(-1, &status, 0);
@@ -445,7 +476,11 @@ static int sweep_main(sweep *s)
     fprintf(stderr, "kvsim sweep: %lld points, %lld already recorded, running %lld with %d jobs -> %s\n",
             (long long)s->n, (long long)recorded, (long long)s->todo, s->jobs, s->db);
     rc = SIM_EXIT_INTERNAL;
-    if (run_points(s, &err) || merge_parts(s, db, &st, &err)) goto out;
+    if (run_points(s, &err)) {
+        if (stop_signal) rc = 128 + stop_signal;
+        goto out;
+    }
+    if (merge_parts(s, db, &st, &err)) goto out;
     rmdir(s->parts);
     print_totals(s, recorded, &st);
     rc = s->failed ? SIM_EXIT_INTERNAL : SIM_EXIT_OK;

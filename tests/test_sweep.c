@@ -150,8 +150,9 @@ static void test_sweep_matches_single_runs(void **state)
 /* ---- interrupted sweep, resumed ------------------------------------------------------- */
 
 /* Start the sweep in its own process group, read its progress lines, and
- * SIGKILL the whole group (sweep and workers) after `done` points. */
-static void sweep_and_kill(const char *args, int done)
+ * after `done` points send sig to the whole group (group) or to the sweep
+ * alone. Returns the sweep's wait status. */
+static int sweep_and_kill(const char *args, int done, int sig, bool group)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -174,10 +175,11 @@ static void sweep_and_kill(const char *args, int done)
     int seen = 0;
     while (seen < done && fgets(line, sizeof line, f)) seen += strstr(line, "] done ") != NULL;
     assert_int_equal(seen, done);
-    kill(-pid, SIGKILL);
+    kill(group ? -pid : pid, sig);
     int status;
     waitpid(pid, &status, 0);
     fclose(f);
+    return status;
 }
 
 /* Completed runs in the database and in the part databases a crash left. */
@@ -202,7 +204,7 @@ static void test_killed_sweep_resumes(void **state)
     snprintf(big, sizeof big, "%s/big.jsonl", dir);
     su_write_trace(big, 400, 100); /* slower points: the kill lands while one runs */
     snprintf(args, sizeof args, "sweep --trace %s --grid '%s' --db %s --jobs 1", big, GRID, db);
-    sweep_and_kill(args, 2);
+    sweep_and_kill(args, 2, SIGKILL, true);
     int kept = recorded_runs(db);
     assert_true(kept >= 2 && kept < 6);
     cli_result r = tu_kvsim(args);
@@ -214,6 +216,24 @@ static void test_killed_sweep_resumes(void **state)
     tu_free(&r);
     assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
     assert_double_equal(su_num(db, "SELECT COUNT(DISTINCT config_hash) FROM runs"), 6, 0);
+}
+
+/* SIGTERM to the sweep alone stops its workers too: it exits 128 + 15 and
+ * no orphaned worker records a run afterwards. */
+static void test_sigterm_stops_workers(void **state)
+{
+    char db[600], big[600], args[2048];
+    snprintf(db, sizeof db, "%s/term.db", dir);
+    snprintf(big, sizeof big, "%s/big.jsonl", dir);
+    su_write_trace(big, 400, 100);
+    snprintf(args, sizeof args, "sweep --trace %s --grid '%s' --db %s --jobs 2", big, GRID, db);
+    int status = sweep_and_kill(args, 1, SIGTERM, false);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 128 + SIGTERM);
+    int kept = recorded_runs(db);
+    assert_true(kept >= 1 && kept < 6);
+    usleep(1500 * 1000); /* longer than a point takes: an orphan would have finished */
+    assert_int_equal(recorded_runs(db), kept);
 }
 
 /* ---- emitted jobs + merge = sweep ---------------------------------------------------------- */
@@ -335,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_grid_syntax_errors),
         cmocka_unit_test(test_sweep_matches_single_runs),
         cmocka_unit_test(test_killed_sweep_resumes),
+        cmocka_unit_test(test_sigterm_stops_workers),
         cmocka_unit_test(test_emit_jobs_merge_equals_sweep),
         cmocka_unit_test(test_merge_remaps_ids),
         cmocka_unit_test(test_bad_input),
