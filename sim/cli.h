@@ -26,10 +26,17 @@ typedef struct sim_cmd {
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_hitrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+
+/* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a
+ * string whatever it looks like, e.g. a trace path). Caller frees. */
+char *sim_cli_string_set(const char *key, const char *value);
 
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);

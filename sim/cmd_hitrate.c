@@ -5,6 +5,7 @@
  * The trace is parsed once; each capacity in the list is one replay. */
 #include "sim/cli.h"
 #include "sim/hitrate.h"
+#include "sim/results.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,13 +21,16 @@ static void usage(FILE *f)
             "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
             "                     [--scope global|local] [--nodes N] [--route ROUTER]\n"
             "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
-            "                     [--no-promote] [--no-semantics] [--json]\n\n"
+            "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
             "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
             "request's prefix hit is counted, then all its blocks are accessed in order.\n"
             "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
             "trace's maximum (an infinite cache).\n\n");
     kv_hitrate_print_options(f, true);
     fprintf(f, "  --json                  one JSON object instead of the table\n"
+            "  --db FILE               also store the points in the hitrate table of a results\n"
+            "                          database (kvsim report draws them; the infinite cache is\n"
+            "                          stored once, as the trace maximum)\n"
             "  -h, --help              this text\n");
 }
 
@@ -88,16 +92,48 @@ static void print_row(double tokens, int block_tokens, const kv_replay_result *r
     printf("%16s %12s %16.4f %16.4f %7.3f\n", cap, blocks, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
 }
 
+/* Where --db points go: one hitrate id per invocation. */
+typedef struct point_sink {
+    sim_results *db;
+    int64_t id;
+    sim_hitrate_row row;
+    char setup[512];
+} point_sink;
+
+static int sink_open(point_sink *k, const char *path, const kv_hitrate_spec *s, sim_err *err)
+{
+    if (!path) return 0;
+    kv_hitrate_describe(s, k->setup, sizeof k->setup);
+    k->row = (sim_hitrate_row){.trace_path = s->trace, .block_tokens = s->block_tokens, .policy = s->policy,
+                               .setup = k->setup};
+    return sim_trace_fingerprint(s->trace, &k->row.trace_fingerprint, err) || sim_results_open(&k->db, path, err) ||
+                   sim_results_hitrate_id(k->db, &k->id, err)
+               ? -1
+               : 0;
+}
+
+/* Store one point; an infinite capacity is the maximum, stored once. */
+static int sink_put(point_sink *k, double tokens, const kv_replay_result *r, sim_err *err)
+{
+    if (!k->db) return 0;
+    k->row.capacity_tokens = tokens;
+    k->row.hit_rate_blocks = r->hit_rate_blocks;
+    k->row.hit_rate_tokens = r->hit_rate_tokens;
+    return sim_results_add_hitrate(k->db, k->id, &k->row, err);
+}
+
 /* Replay every capacity and print; 0 or an exit status. */
-static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json)
+static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, point_sink *sink)
 {
     sim_err err;
     kv_replay_result max, r;
-    if (kv_hitrate_max(t, &max, &err)) return sim_usage_error("hitrate", err.msg);
+    if (kv_hitrate_max(t, &max, &err) || sink_put(sink, INFINITY, &max, &err))
+        return sim_usage_error("hitrate", err.msg);
     json_t *points = json_array();
     if (!json) print_header(s, t, &max);
     for (int i = 0; i < s->ncapacity; i++) {
-        if (kv_hitrate_point(t, s, s->capacity[i], &r, &err)) {
+        if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) ||
+            (!isinf(s->capacity[i]) && sink_put(sink, s->capacity[i], &r, &err))) {
             json_decref(points);
             return sim_usage_error("hitrate", err.msg);
         }
@@ -123,12 +159,14 @@ int cmd_hitrate(int argc, char **argv)
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,
         {"json", no_argument, NULL, 'j'},
+        {"db", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);
     bool json = false;
+    const char *db = NULL;
     sim_err err;
     int c, li, rc = 0;
     optind = 1;
@@ -136,6 +174,7 @@ int cmd_hitrate(int argc, char **argv)
         switch (c) {
         case 0: rc = kv_hitrate_set(&spec, longopts[li].name, optarg ? optarg : "", &err); break;
         case 'j': json = true; break;
+        case 'd': db = optarg; break;
         case 'h': usage(stdout); kv_hitrate_spec_free(&spec); return SIM_EXIT_OK;
         default: usage(stderr); kv_hitrate_spec_free(&spec); return SIM_EXIT_USAGE;
         }
@@ -143,12 +182,19 @@ int cmd_hitrate(int argc, char **argv)
     if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
     if (rc == 0) rc = kv_hitrate_finish(&spec, &err);
     kv_replay_trace t;
+    point_sink sink = {0};
     if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
+    if (rc == 0 && sink_open(&sink, db, &spec, &err)) {
+        kv_replay_free(&t);
+        rc = -1;
+    }
     if (rc) {
+        sim_results_close(sink.db);
         kv_hitrate_spec_free(&spec);
         return sim_usage_error("hitrate", err.msg);
     }
-    int status = run_points(&spec, &t, json);
+    int status = run_points(&spec, &t, json, &sink);
+    sim_results_close(sink.db);
     kv_replay_free(&t);
     kv_hitrate_spec_free(&spec);
     return status;

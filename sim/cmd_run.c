@@ -43,13 +43,7 @@ typedef struct run_args {
 /* Append a --set whose value is the JSON encoding of a string. */
 static void add_string_set(run_args *a, const char *key, const char *value)
 {
-    json_t *s = json_string(value);
-    char *enc = json_dumps(s, JSON_ENCODE_ANY);
-    size_t n = strlen(key) + strlen(enc) + 2;
-    a->sets[a->nsets] = sim_xmalloc(n);
-    snprintf(a->sets[a->nsets++], n, "%s=%s", key, enc);
-    free(enc);
-    json_decref(s);
+    a->sets[a->nsets++] = sim_cli_string_set(key, value);
 }
 
 static void add_set(run_args *a, const char *key, const char *value)

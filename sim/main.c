@@ -12,6 +12,9 @@ static const sim_cmd commands[] = {
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
     {"plan", "smallest DRAM per node reaching a target share of the achievable hit rate", cmd_plan},
     {"check", "CI regression check: re-run a baseline's measurements, exit 3 if one moved", cmd_check},
+    {"sweep", "run a grid of config points in parallel workers into one results DB", cmd_sweep},
+    {"merge", "merge results databases (run ids remapped)", cmd_merge},
+    {"report", "HTML report with gnuplot figures from a results DB", cmd_report},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
 };
 

@@ -33,7 +33,13 @@ static const char schema_sql[] =
     " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
     " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
-    "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);";
+    /* kvsim report reads samples run by run and instance by instance. */
+    "CREATE INDEX IF NOT EXISTS samples_by_run ON samples(run_id, instance, t_ms);"
+    "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
+    "CREATE INDEX IF NOT EXISTS replicas_by_run ON replicas(run_id);"
+    "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
+    " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
+    " hit_rate_blocks REAL, hit_rate_tokens REAL);";
 
 static const char insert_request_sql[] =
     "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
@@ -190,6 +196,66 @@ int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count
     sqlite3_bind_int(st, 4, count);
     return step_reset(r, st, "insert replica", err);
 }
+
+/* ---- hit rate vs capacity ------------------------------------------------------ */
+
+int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT COALESCE(MAX(id), 0) + 1 FROM hitrate", -1, &st, NULL) != SQLITE_OK)
+        return db_error(r, "hitrate id", err);
+    int rc = sqlite3_step(st);
+    *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : db_error(r, "hitrate id", err);
+}
+
+int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "INSERT INTO hitrate VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_error(r, "insert hitrate", err);
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)w->trace_fingerprint);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->trace_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, fp, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, w->block_tokens);
+    sqlite3_bind_text(st, 6, w->policy, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, w->setup ? w->setup : "", -1, SQLITE_TRANSIENT);
+    if (isinf(w->capacity_tokens)) sqlite3_bind_null(st, 8);
+    else sqlite3_bind_double(st, 8, w->capacity_tokens);
+    sqlite3_bind_double(st, 9, w->hit_rate_blocks);
+    sqlite3_bind_double(st, 10, w->hit_rate_tokens);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(r, "insert hitrate", err);
+}
+
+int sim_results_has_run(sim_results *r, uint64_t config_hash, uint64_t trace_fingerprint, bool *found, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT 1 FROM runs WHERE config_hash=?1 AND trace_fingerprint=?2"
+                           " AND summary_json IS NOT NULL LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(r, "look up run", err);
+    char hash[17], fp[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)config_hash);
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)trace_fingerprint);
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, fp, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_error(r, "look up run", err);
+    *found = rc == SQLITE_ROW;
+    return 0;
+}
+
+struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 
 /* ---- summary ---------------------------------------------------------------- */
 

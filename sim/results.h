@@ -8,6 +8,9 @@
  *   samples   time series per instance: role, state, queue length, load,
  *             batch, KV use
  *   replicas  replica counts of replicated keys over time (Fig. 18)
+ *   hitrate   hit rate vs capacity points of `kvsim hitrate --db` (cache-only
+ *             replay, Fig. 16): one id per invocation; capacity_tokens NULL
+ *             is the infinite cache (the trace's theoretical maximum)
  *
  * A run is written in one transaction with prepared statements (WAL mode on
  * file databases). Without a path the database is SQLite's private temporary
@@ -16,6 +19,7 @@
 #ifndef SIM_RESULTS_H
 #define SIM_RESULTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -71,6 +75,16 @@ typedef struct sim_sample_row {
     double kv_used;
 } sim_sample_row;
 
+typedef struct sim_hitrate_row {
+    const char *trace_path;
+    uint64_t trace_fingerprint;
+    int block_tokens;
+    const char *policy;      /* eviction policy */
+    const char *setup;       /* the rest of the replay setup ("scope global, 1 node"), may be NULL */
+    double capacity_tokens;  /* per node; INFINITY = the infinite cache */
+    double hit_rate_blocks, hit_rate_tokens;
+} sim_hitrate_row;
+
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);
 /* Start a run: inserts its runs row and opens the transaction. */
@@ -79,10 +93,19 @@ int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err 
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
+/* Hit-rate points, outside any run: take a fresh id for one invocation's
+ * points, then add each point (capacity INFINITY for the infinite cache). */
+int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err);
+int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *row, sim_err *err);
 /* Build the run's summary object from its rows (caller owns the result). */
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err);
 /* Store the summary (with wall time) and commit. */
 int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_seconds, sim_err *err);
 void sim_results_close(sim_results *r);
+/* Whether the database holds a completed run with this config hash and
+ * trace fingerprint (the sweep's "already recorded" test). */
+int sim_results_has_run(sim_results *r, uint64_t config_hash, uint64_t trace_fingerprint, bool *found, sim_err *err);
+/* The SQLite connection, for tools that read or merge whole databases. */
+struct sqlite3 *sim_results_handle(sim_results *r);
 
 #endif

@@ -97,6 +97,34 @@ section_hitrate() {
   measure hitrate "gen-100k plan 0.9" $KVSIM plan --trace "$big" --target 0.9
 }
 
+# Sweep throughput: 8 points (4 routers x 2 replay speeds) of the default
+# 4P4D cluster on the synthetic trace, into a fresh database, at --jobs 1 and
+# 2; then the time `kvsim report` takes for a 20-run database (5 routers x 4
+# speeds), gnuplot included.
+section_sweep() {
+  echo "== kvsim sweep and report: points per minute, report time for 20 runs"
+  if [ ! -f "$SHARED" ]; then
+    echo "  skip: $SHARED not present"
+    return
+  fi
+  local grid="policy.router=random,round_robin,least_loaded,cache_aware_local;trace.speed=1,1.5"
+  local j db t0 t1
+  for j in 1 2; do
+    db=build/bench/sweep-j$j.db
+    rm -rf "$db" "$db.parts"
+    t0=$(date +%s.%N)
+    $KVSIM sweep --trace "$SHARED" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    record sweep "sweep 8 points --jobs $j" "$(echo "8 * 60 / ($t1 - $t0)" | bc -l | xargs printf '%.1f')" points/min \
+      "$KVSIM sweep --trace $SHARED --grid '$grid' --jobs $j --db $db"
+  done
+  db=build/bench/report-20.db
+  rm -rf "$db" "$db.parts" build/bench/report-20
+  $KVSIM sweep --trace "$SHARED" --grid "policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=1,1.25,1.5,2" \
+    --jobs 2 --db "$db" >/dev/null 2>&1
+  measure report "report of 20 runs" $KVSIM report --db "$db" -o build/bench/report-20
+}
+
 # ---- datapath: gather/scatter of 256-token chunks vs a plain copy ----------
 # The probe times each method and the backend's plain contiguous copy of the
 # same bytes (memcpy for cpu, pinned cudaMemcpy for cuda) and prints
@@ -121,7 +149,7 @@ section_datapath() {
 }
 
 
-sections=(section_run section_hitrate section_datapath)
+sections=(section_run section_hitrate section_datapath section_sweep)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done

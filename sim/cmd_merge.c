@@ -1,0 +1,55 @@
+/* sim/cmd_merge.c — `kvsim merge OUT.db IN.db...`: gather the databases that
+ * sweep workers or cluster jobs wrote (one per job) into one, run ids
+ * remapped (sim/merge.c). */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "sim/cli.h"
+#include "sim/merge.h"
+
+static const char merge_usage[] =
+    "usage: kvsim merge [--skip-existing] OUT.db IN.db...\n"
+    "\n"
+    "Copy every completed run of each IN.db (runs, requests, samples, replicas and\n"
+    "any other per-run table, plus hitrate points) into OUT.db, which is created when\n"
+    "missing. Run ids are renumbered in OUT.db; inputs are merged in the order given,\n"
+    "each in one transaction.\n"
+    "\n"
+    "  --skip-existing    leave out runs OUT.db already holds (same config hash and\n"
+    "                     trace fingerprint), so merging twice changes nothing\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad arguments or an unreadable database, 1 internal error.\n";
+
+static void print_stats(const char *in, const sim_merge_stats *s)
+{
+    printf("kvsim merge: %s: %lld runs", in, (long long)s->runs);
+    if (s->runs) printf(" (now %lld-%lld)", (long long)s->first_run, (long long)s->last_run);
+    printf(", %lld already present, %lld hitrate sets\n", (long long)s->skipped, (long long)s->hitrate_sets);
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"skip-existing", no_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    bool skip = false;
+    opterr = 0;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (ch == 'h') return fputs(merge_usage, stdout), SIM_EXIT_OK;
+        if (ch != 's') return sim_usage_error("merge", "unknown option (see kvsim merge --help)");
+        skip = true;
+    }
+    if (argc - optind < 2) return sim_usage_error("merge", "expected OUT.db and at least one IN.db");
+    sim_err err = {{0}};
+    sim_results *out;
+    if (sim_results_open(&out, argv[optind], &err)) return sim_usage_error("merge", err.msg);
+    int rc = SIM_EXIT_OK;
+    for (int i = optind + 1; i < argc && rc == SIM_EXIT_OK; i++) {
+        sim_merge_stats st = {0};
+        if (sim_merge_db(out, argv[i], skip, &st, &err)) rc = sim_usage_error("merge", err.msg);
+        else print_stats(argv[i], &st);
+    }
+    sim_results_close(out);
+    return rc;
+}
