@@ -425,7 +425,7 @@ static void finish_result(const kv_store *st, kv_replay_result *out)
 }
 
 /* DESIGN §4: per request, count the prefix hit as the chosen node sees the
- * store, then access every block in order (kv_store_commit). */
+ * store, then access every block in order (kv_store_access). */
 static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const replay_router *router, bool oracle,
                   kv_replay_result *out, sim_err *err)
 {
@@ -437,14 +437,13 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
         const uint64_t *keys = t->keys + t->off[r];
         int32_t n = (int32_t)(t->off[r + 1] - t->off[r]);
         int node = cfg->nodes > 1 ? router->pick(st, cfg->nodes, served, r, keys, n) : 0;
-        int32_t hit = kv_store_prefix_any(st, node, keys, n);
+        int32_t hit = kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r],
+                                      oracle ? t->next_use + t->off[r] : NULL);
         int64_t hit_tokens = (int64_t)hit * t->block_tokens;
         out->hit_blocks += hit;
         out->blocks += n;
         out->hit_tokens += hit_tokens < t->input_len[r] ? hit_tokens : t->input_len[r];
         out->tokens += t->input_len[r];
-        kv_store_commit_hint(st, node, keys, n, hit, false, (sim_cache_class)t->cls[r],
-                             oracle ? t->next_use + t->off[r] : NULL);
         served[node]++;
     }
     finish_result(st, out);

@@ -238,6 +238,9 @@ struct kv_store {
     bool promote;
     bool ignore_class;
     kv_tier put_tier;  /* where new blocks go: DRAM, else SSD, else KV_NTIERS (none) */
+    bool single_tier;  /* each node is one store tier (no HBM, not DRAM + SSD) and sees
+                          only itself (one node, or local scope): kv_store_access's
+                          one-pass case */
     kv_cache **caches; /* [node * KV_NTIERS + tier], NULL = tier absent */
     tier_ref *refs;    /* eviction-callback contexts, same indexing */
     sim_keymap replicas; /* key → nodes holding it in DRAM or SSD (nodes > 1) */
@@ -279,11 +282,22 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
         return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);
-    tier_ref *r = &s->refs[node * KV_NTIERS + t];
-    *r = (tier_ref){.s = s, .node = node, .tier = t};
-    if (t != KV_TIER_HBM) kv_cache_set_evict_cb(c, on_store_evict, r);
+    s->refs[node * KV_NTIERS + t] = (tier_ref){.s = s, .node = node, .tier = t};
     s->caches[node * KV_NTIERS + t] = c;
     return 0;
+}
+
+/* A store tier's victims need the callback when they move down (DRAM with
+ * an SSD below) or when a replica index counts them (several nodes); a lone
+ * tier of a one-node store just lets them go. */
+static void store_set_evict_cbs(kv_store *s)
+{
+    for (int i = 0; i < s->nodes * KV_NTIERS; i++) {
+        tier_ref *r = &s->refs[i];
+        bool demotes = r->tier == KV_TIER_DRAM && tier_of(s, r->node, KV_TIER_SSD);
+        if (s->caches[i] && r->tier != KV_TIER_HBM && (demotes || s->nodes > 1))
+            kv_cache_set_evict_cb(s->caches[i], on_store_evict, r);
+    }
 }
 
 /* The lowest store tier keeps context blocks: nothing below it to demote to. */
@@ -317,6 +331,10 @@ int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err)
                 return -1;
             }
     store_mark_last_level(s);
+    store_set_evict_cbs(s);
+    s->single_tier = s->put_tier != KV_NTIERS && cfg->tier_blocks[KV_TIER_HBM] == 0 &&
+                     !(cfg->tier_blocks[KV_TIER_DRAM] > 0 && cfg->tier_blocks[KV_TIER_SSD] > 0) &&
+                     (s->nodes == 1 || s->scope == KV_SCOPE_LOCAL);
     *out = s;
     return 0;
 }
@@ -504,6 +522,46 @@ void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int
                      sim_cache_class cls)
 {
     kv_store_commit_hint(s, node, keys, n, hit, replicate, cls, NULL);
+}
+
+/* kv_store_access on a single-tier node: the prefix check and the commit
+ * in one pass. Before the first absent key only hits happen, and a hit
+ * evicts nothing, so every key of the leading run is still resident when
+ * its turn comes: probing each key once, counting the leading hits, gives
+ * exactly the prefix and the accesses of the two-pass form. */
+static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint64_t *keys, int32_t n,
+                                  sched_evict_req *req, const int64_t *next_use)
+{
+    prefetch_request(s, node, keys, n);
+    int32_t hit = 0;
+    bool leading = true;
+    for (int32_t i = 0; i < n; i++) {
+        req->key = keys[i];
+        req->next_use = next_use ? next_use[i] : SCHED_NEXT_USE_UNKNOWN;
+        int64_t slot = cache_find(c, keys[i]);
+        if (slot >= 0) {
+            hit += leading;
+            c->st.hits++;
+            cache_touch(c, slot, req);
+        } else {
+            leading = false;
+            c->st.misses++;
+            store_put(s, node, req);
+        }
+    }
+    return hit;
+}
+
+int32_t kv_store_access(kv_store *s, int node, const uint64_t *keys, int32_t n, sim_cache_class cls,
+                        const int64_t *next_use)
+{
+    if (!s->single_tier) {
+        int32_t hit = kv_store_prefix_any(s, node, keys, n);
+        kv_store_commit_hint(s, node, keys, n, hit, false, cls, next_use);
+        return hit;
+    }
+    sched_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
+    return access_single_tier(s, node, tier_of(s, node, s->put_tier), keys, n, &req, next_use);
 }
 
 void kv_store_pin(kv_store *s, int node, const uint64_t *keys, int32_t n)
