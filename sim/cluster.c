@@ -78,7 +78,7 @@ static void live_remove(cluster *c, req_state *q)
     c->n_live--;
 }
 
-static double noise(cluster *c)
+double sim_cluster_noise(cluster *c)
 {
     if (c->cfg->noise <= 0) return 1;
     double f = 1 + gsl_ran_gaussian(c->rng_noise, c->cfg->noise);
@@ -200,7 +200,9 @@ static void build_views(cluster *c)
     int64_t now = c->eng.now;
     for (int k = 0; k < c->n_prefill; k++) {
         const instance *in = &c->inst[c->pidx[k]];
-        double running = in->running && in->running_est_end > now ? sim_ns_to_s(in->running_est_end - now) : 0;
+        int64_t busy = in->running ? in->running_est_end : now;
+        if (in->blocked_until > busy) busy = in->blocked_until;
+        double running = busy > now ? sim_ns_to_s(busy - now) : 0;
         c->pview[k] = (sched_prefill_view){
             .node = in->id, .active = in->state == ST_ACTIVE, .queue_len = in->queue.n + (in->running != NULL),
             .queue_s = running + in->queued_est_s,
@@ -336,9 +338,14 @@ static void start_prefill(cluster *c, instance *in)
                                     : kv_store_prefix_local(c->store, in->id, r->keys, r->nblocks);
         load = prefix_load_s(c, q, in->id, hit);
     }
-    double compute = sim_cost_prefill_s(&c->cost, r->input_len, hit_tokens(c, r, hit)) * noise(c);
-    double dur = c->cfg->layerwise ? fmax(load, compute) + fmin(load, compute) / c->cfg->model.layers
-                                   : load + compute;
+    int32_t cached = hit_tokens(c, r, hit);
+    double compute, dur;
+    if (sim_cpp_applies(c, r, cached)) {
+        dur = sim_cpp_prefill(c, in, r, cached, load, &compute);
+    } else {
+        compute = sim_cost_prefill_s(&c->cost, r->input_len, cached) * sim_cluster_noise(c);
+        dur = c->cfg->layerwise ? fmax(load, compute) + fmin(load, compute) / c->cfg->model.layers : load + compute;
+    }
     q->hit_blocks = hit;
     q->prefill_gpu_s = compute;
     q->prefill_start = c->eng.now;
@@ -351,10 +358,22 @@ static void start_prefill(cluster *c, instance *in)
     sim_engine_push(&c->eng, q->first_token, EV_PREFILL_DONE, in->id, in->gen, q);
 }
 
+/* Start the next queued request unless the instance is down or busy as a
+ * pipeline stage of another member's request (then retry when that ends). */
 static void next_prefill(cluster *c, instance *in)
 {
+    if (in->blocked_until > c->eng.now) {
+        if (in->queue.head) sim_engine_push(&c->eng, in->blocked_until, EV_UNBLOCK, in->id, in->gen, NULL);
+        return;
+    }
     if (in->queue.head && in->state != ST_DOWN) start_prefill(c, in);
     else sim_cluster_check_drained(c, in);
+}
+
+static void on_unblock(cluster *c, const sim_event *ev)
+{
+    instance *in = &c->inst[ev->target];
+    if (ev->gen == in->gen && !in->running) next_prefill(c, in);
 }
 
 /* Admission's second look, after prefill (the baseline's wasted prefill). */
@@ -416,7 +435,7 @@ static void admit(cluster *c, req_state *q)
     live_add(c, q);
     in->queued_est_s += q->route.service_s;
     queue_push(&in->queue, q);
-    if (!in->running) start_prefill(c, in);
+    if (!in->running) next_prefill(c, in);
 }
 
 static void on_arrival(cluster *c, const sim_event *ev)
@@ -443,7 +462,7 @@ static void start_iteration(cluster *c, instance *d)
     }
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
-    double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * noise(c);
+    double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
     sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
 }
 
@@ -509,6 +528,7 @@ static const handler_fn handlers[EV_NKINDS] = {
     [EV_SWITCH_DONE] = sim_control_on_switch_done,
     [EV_FAULT] = sim_control_on_fault,
     [EV_RECOVER] = sim_control_on_recover,
+    [EV_UNBLOCK] = on_unblock,
 };
 
 /* ---- set-up and the run loop ------------------------------------------------------ */

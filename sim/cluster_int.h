@@ -27,6 +27,7 @@ enum {
     EV_SWITCH_DONE,  /* target: instance whose role switch completes */
     EV_FAULT,        /* target: failing instance */
     EV_RECOVER,      /* target: recovering instance */
+    EV_UNBLOCK,      /* target: instance whose pipeline stage (CPP) is done */
     EV_NKINDS
 };
 
@@ -68,6 +69,7 @@ typedef struct instance {
     req_state *running;
     int64_t running_est_end;
     double queued_est_s;
+    int64_t blocked_until; /* busy as a pipeline stage of a group member's request */
     /* decode role */
     req_queue waiting;
     req_state **batch;
@@ -126,6 +128,16 @@ void sim_cluster_refresh_views(cluster *c);
 void sim_cluster_lost_work(cluster *c, req_state *q);
 void sim_cluster_check_drained(cluster *c, instance *in);
 bool sim_cluster_done(const cluster *c);
+
+double sim_cluster_noise(cluster *c);
+
+/* sim/cpp.c */
+bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_tokens);
+/* Prefill r on in's group as a pipeline; returns seconds from now to its
+ * end, sets *gpu_s to the compute summed over stages, and blocks the other
+ * members until their stages are done. */
+double sim_cpp_prefill(cluster *c, instance *in, const sim_request *r, int32_t cached_tokens, double load_s,
+                       double *gpu_s);
 
 /* sim/control.c */
 void sim_control_start(cluster *c);

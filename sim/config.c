@@ -255,10 +255,12 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 
 static int read_ints(const json_t *root, sim_config *c, sim_err *err)
 {
-    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed;
+    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min;
     if (get_int(root, "cluster.prefill", 1, 4096, &p, err) || get_int(root, "cluster.decode", 1, 4096, &d, err) ||
         get_int(root, "cluster.prefill_chunk", 16, 1 << 24, &chunk, err) ||
         get_int(root, "cluster.decode_max_batch", 1, 1 << 20, &batch, err) ||
+        get_int(root, "cluster.cpp_group", 1, 4096, &cpp, err) ||
+        get_int(root, "cluster.cpp_threshold", 0, 1 << 30, &cpp_min, err) ||
         get_int(root, "kvstore.block_tokens", 1, 1 << 20, &bt, err) ||
         get_int(root, "trace.block_tokens", 1, 1 << 20, &tbt, err) ||
         get_int(root, "cost.estimator_samples", 8, 1 << 20, &samples, err) ||
@@ -268,6 +270,8 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     c->n_prefill = (int)p;
     c->n_decode = (int)d;
     c->prefill_chunk = (int)chunk;
+    c->cpp_group = (int)cpp;
+    c->cpp_threshold = (int)cpp_min;
     c->decode_max_batch = (int)batch;
     c->block_tokens = (int)bt;
     c->trace.block_tokens = (int)tbt;

@@ -51,6 +51,8 @@ typedef struct sim_config {
     int n_prefill, n_decode;
     kv_scope scope;
     int prefill_chunk;      /* tokens; chunked prefill above this */
+    int cpp_group;          /* chunked pipeline parallelism: prefill nodes per group (1 = off) */
+    int cpp_threshold;      /* uncached tokens above which a request uses its group */
     bool layerwise;         /* layer-wise overlap of KV load/stream with compute */
     int decode_max_batch;
     double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */

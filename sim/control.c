@@ -181,6 +181,7 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
     in->gen++;
     in->state = ST_DOWN;
     in->running = NULL; /* its PREFILL_DONE event now carries a stale generation */
+    in->blocked_until = 0;
     in->queued_est_s = 0;
     lose_queue(c, &in->queue, false);
     lose_queue(c, &in->waiting, true);

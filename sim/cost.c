@@ -75,6 +75,12 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     return flops / (c->hw->flops * c->mfu) + (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
 }
 
+double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
+{
+    double flops = sim_prefill_flops(c->model, o + len) - sim_prefill_flops(c->model, o);
+    return flops / (c->hw->flops * c->mfu) + c->chunk_overhead_s;
+}
+
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
     double mem = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;

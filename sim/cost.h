@@ -41,6 +41,9 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
 double sim_prefill_flops(const sim_model *m, double n);
 /* Compute time of a prefill of n tokens whose first p are cached. */
 double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
+/* One prefill chunk of len tokens after the first o on one node:
+ * (flops(o + len) − flops(o)) / (G · mfu) + the per-chunk overhead. */
+double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);

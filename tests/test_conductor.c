@@ -14,6 +14,8 @@
  *  - §7.5: SLO attainment over P:D ratios peaks inside the sweep; the dynamic
  *    PD controller started at a bad ratio moves toward the better one and
  *    beats the static bad ratio.
+ *  - §3.3: chunked pipeline parallelism shortens a long prefill within the
+ *    pipeline's bounds.
  *  - Faults: a failed prefill node dips the hit rate, which recovers. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +27,9 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+
+#include "sim/config.h"
+#include "sim/cost.h"
 
 #define PRESET "--config configs/clusters/mooncake-8p8d.json"
 
@@ -290,6 +295,52 @@ static void test_dynamic_pd_controller(void **state)
     free(trace), free(db);
 }
 
+/* ---- chunked pipeline parallelism (§3.3) ------------------------------------------ */
+
+/* One 131,072-token request on an idle 8P cluster, chunks of 8,192: alone it
+ * costs S = Σ c_j of compute on one node; pipelined over a group of X = 4
+ * its TTFT T must lie between the perfect split S/X and S/X plus the
+ * pipeline's fill and drain, (X − 1)·max c_j / X. Total GPU time is S
+ * either way. A short request arriving meanwhile is served outside the busy
+ * group. */
+static void test_cpp_pipeline(void **state)
+{
+    char *trace = tu_write_temp("");
+    FILE *f = fopen(trace, "w");
+    fprintf(f, "{\"timestamp\": 0, \"input_length\": 131072, \"output_length\": 2, \"hash_ids\": [");
+    for (int i = 0; i < 256; i++) fprintf(f, "%s%d", i ? ", " : "", i);
+    fprintf(f, "]}\n{\"timestamp\": 1000, \"input_length\": 4096, \"output_length\": 2, \"hash_ids\": "
+               "[1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007]}\n");
+    fclose(f);
+    sim_config cfg;
+    sim_cost cost;
+    sim_err err;
+    assert_int_equal(sim_config_load(&cfg, NULL, NULL, 0, &err), 0);
+    assert_int_equal(sim_cost_init(&cost, &cfg, &err), 0);
+    double serial = 0, biggest = 0;
+    for (int32_t o = 0; o < 131072; o += 8192) {
+        double cj = sim_cost_chunk_s(&cost, o, 8192);
+        serial += cj;
+        biggest = cj > biggest ? cj : biggest;
+    }
+    char *db = temp_path(), args[1024];
+    snprintf(args, sizeof args,
+             "--trace %s --set cluster.prefill=8 --set cluster.cpp_group=4 --set cluster.cpp_threshold=32768 --db %s",
+             trace, db);
+    json_decref(run(args));
+    double ttft = sql_num(db, "SELECT ttft_ms FROM requests WHERE id=0") / 1e3;
+    double gpu = sql_num(db, "SELECT prefill_gpu_s FROM requests WHERE id=0");
+    double other = sql_num(db, "SELECT prefill_inst FROM requests WHERE id=1");
+    printf("CPP x4: TTFT %.2f s (serial %.2f s, bounds [%.2f, %.2f]); GPU %.2f s; short request on instance %.0f\n",
+           ttft, serial, serial / 4, serial / 4 + 3 * biggest / 4, gpu, other);
+    assert_true(ttft >= serial / 4 && ttft <= serial / 4 + 3 * biggest / 4 + 1e-6);
+    assert_double_equal(gpu, serial, 1e-6);
+    assert_true(other >= 4);
+    sim_config_free(&cfg);
+    unlink(db), unlink(trace);
+    free(db), free(trace);
+}
+
 /* ---- faults ------------------------------------------------------------------- */
 
 /* Prefill instance 2 fails at 300 s for 120 s: its cache vanishes. The hit
@@ -365,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_prediction_damps_oscillation),
         cmocka_unit_test(test_pd_ratio_sweep_peaks_inside),
         cmocka_unit_test(test_dynamic_pd_controller),
+        cmocka_unit_test(test_cpp_pipeline),
         cmocka_unit_test(test_fault_dip_and_recovery),
         cmocka_unit_test(test_bad_conductor_config),
     };

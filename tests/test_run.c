@@ -224,6 +224,7 @@ static void test_conservation_all_policies(void **state)
                               "--set cluster.scope=local --set cluster.layerwise=false",
                               "--set policy.pd_controller=dynamic --set policy.params.pd_period_s=3 "
                               "--set cluster.switch_ms=500 --set slo.tbt_ms=15",
+                              "--set cluster.cpp_group=2 --set cluster.cpp_threshold=2000",
                               retry,
                               lose};
     size_t nvariants = sizeof variants / sizeof variants[0];
