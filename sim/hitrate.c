@@ -437,6 +437,8 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
         const uint64_t *keys = t->keys + t->off[r];
         int32_t n = (int32_t)(t->off[r + 1] - t->off[r]);
         int node = cfg->nodes > 1 ? router->pick(st, cfg->nodes, served, r, keys, n) : 0;
+        if (cfg->nodes == 1 && r + 1 < t->nreq)
+            kv_store_prefetch(st, 0, t->keys + t->off[r + 1], (int32_t)(t->off[r + 2] - t->off[r + 1]));
         int32_t hit = kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r],
                                       oracle ? t->next_use + t->off[r] : NULL);
         int64_t hit_tokens = (int64_t)hit * t->block_tokens;

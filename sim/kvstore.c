@@ -371,7 +371,7 @@ int kv_store_replicas(const kv_store *s, uint64_t key)
 /* A request's blocks are looked up one after the other, by the prefix
  * check and again by the commit: asking for all their index buckets up
  * front overlaps the cache misses instead of paying them in sequence. */
-static void prefetch_request(const kv_store *s, int node, const uint64_t *keys, int32_t n)
+void kv_store_prefetch(const kv_store *s, int node, const uint64_t *keys, int32_t n)
 {
     for (kv_tier t = 0; t < KV_NTIERS; t++) {
         const kv_cache *c = tier_of(s, node, t);
@@ -382,7 +382,7 @@ static void prefetch_request(const kv_store *s, int node, const uint64_t *keys, 
 
 int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys, int32_t n)
 {
-    prefetch_request(s, node, keys, n);
+    kv_store_prefetch(s, node, keys, n);
     int32_t i = 0;
     while (i < n && resident_local(s, node, keys[i])) i++;
     return i;
@@ -532,7 +532,6 @@ void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int
 static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint64_t *keys, int32_t n,
                                   sched_evict_req *req, const int64_t *next_use)
 {
-    prefetch_request(s, node, keys, n);
     int32_t hit = 0;
     bool leading = true;
     for (int32_t i = 0; i < n; i++) {

@@ -165,6 +165,10 @@ void kv_store_commit_hint(kv_store *s, int node, const uint64_t *keys, int32_t n
 int32_t kv_store_access(kv_store *s, int node, const uint64_t *keys, int32_t n, sim_cache_class cls,
                         const int64_t *next_use);
 
+/* A hint, no state change: start loading the index entries that the keys'
+ * lookups on `node` will read (a replay calls it one request ahead). */
+void kv_store_prefetch(const kv_store *s, int node, const uint64_t *keys, int32_t n);
+
 /* Distinct keys held by the store tiers (DRAM/SSD) of any node, and a walk
  * over them with their replica counts (Mooncake Fig. 18 sampling). HBM
  * prefix caches are private to their instance and hold no replicas. */
