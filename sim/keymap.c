@@ -32,8 +32,8 @@ void sim_keymap_free(sim_keymap *m)
 /* Index of key's bucket, or of the empty bucket where it would go. */
 static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
 {
-    uint64_t b = sim_keymap_bucket(m, key);
-    while (m->e[b].val >= 0 && m->e[b].key != key) b = (b + 1) & m->mask;
+    uint64_t b;
+    sim_keymap_probe(m, key, &b);
     return b;
 }
 
@@ -54,17 +54,28 @@ void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
     m->e[b] = (sim_keymap_entry){.key = key, .val = val};
 }
 
+/* Growing rehashes every key, so the bucket is found again after it. */
+void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
+{
+    if (2 * (m->count + 1) > (int64_t)(m->mask + 1)) {
+        grow(m);
+        where = find_bucket(m, key);
+    }
+    m->count++;
+    m->e[where] = (sim_keymap_entry){.key = key, .val = val};
+}
+
 /* Backward-shift deletion (Knuth 6.4 Algorithm R): after emptying bucket
- * `hole`, pull later members of the probe run back into it unless their
- * home bucket lies cyclically in (hole, j]. */
+ * `hole`, walk the rest of the probe run and pull back each entry that may
+ * sit at the hole — one at least as far (cyclically) from its home bucket
+ * as from the hole — which makes its bucket the next hole. */
 bool sim_keymap_del(sim_keymap *m, uint64_t key)
 {
     uint64_t hole = find_bucket(m, key);
     if (m->e[hole].val < 0) return false;
     for (uint64_t j = (hole + 1) & m->mask; m->e[j].val >= 0; j = (j + 1) & m->mask) {
-        uint64_t home = sim_keymap_bucket(m, m->e[j].key);
-        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-        if (stays) continue;
+        uint64_t from_home = (j - sim_keymap_bucket(m, m->e[j].key)) & m->mask;
+        if (from_home < ((j - hole) & m->mask)) continue;
         m->e[hole] = m->e[j];
         hole = j;
     }

@@ -34,13 +34,23 @@ static inline uint64_t sim_keymap_bucket(const sim_keymap *m, uint64_t key)
     return (key * 0x9E3779B97F4A7C15ull) >> m->shift;
 }
 
+/* The value stored for key, or SIM_KEYMAP_ABSENT; *where gets the bucket
+ * holding key or, when it is absent, the empty bucket that ends its probe
+ * run: where sim_keymap_put_at inserts it, as long as the map has not
+ * changed in between. (An empty bucket's val is SIM_KEYMAP_ABSENT.) */
+static inline int64_t sim_keymap_probe(const sim_keymap *m, uint64_t key, uint64_t *where)
+{
+    uint64_t b = sim_keymap_bucket(m, key);
+    while (m->e[b].val >= 0 && m->e[b].key != key) b = (b + 1) & m->mask;
+    *where = b;
+    return m->e[b].val;
+}
+
 /* The value stored for key, or SIM_KEYMAP_ABSENT. */
 static inline int64_t sim_keymap_get(const sim_keymap *m, uint64_t key)
 {
-    for (uint64_t b = sim_keymap_bucket(m, key);; b = (b + 1) & m->mask) {
-        if (m->e[b].val < 0) return SIM_KEYMAP_ABSENT;
-        if (m->e[b].key == key) return m->e[b].val;
-    }
+    uint64_t where;
+    return sim_keymap_probe(m, key, &where);
 }
 
 /* Start loading key's home bucket into cache (a hint; no effect on results). */
@@ -54,6 +64,9 @@ void sim_keymap_init(sim_keymap *m, int64_t expected);
 void sim_keymap_free(sim_keymap *m);
 /* Insert or overwrite; val must be ≥ 0. */
 void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val);
+/* Insert a key that sim_keymap_probe reported absent, at the bucket it
+ * returned in *where (one probe for the lookup and the insertion). */
+void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val);
 /* Remove key; returns whether it was present. */
 bool sim_keymap_del(sim_keymap *m, uint64_t key);
 /* Add delta to key's value (absent counts as 0); a result of 0 removes the

@@ -133,57 +133,82 @@ static int64_t cache_take_slot(kv_cache *c)
     return c->fresh++;
 }
 
-/* Ask the policy for a victim and evict it (the callback sees the key before
- * it disappears). False when every resident block is protected. */
-static bool cache_evict_one(kv_cache *c)
+/* Ask the policy for a victim and take it out of the policy's order (the
+ * callback sees its key before it disappears). Its index entry and slot
+ * are left to the caller, who reuses them. SCHED_NO_VICTIM when every
+ * resident block is protected. */
+static int64_t cache_pick_victim(kv_cache *c)
 {
     const sched_evict_view view = {.evictable = cache_evictable, .ctx = c};
     int64_t v = c->ops->victim(c->pol, &view);
-    if (v == SCHED_NO_VICTIM) return false;
+    if (v == SCHED_NO_VICTIM) return v;
     if (c->evict_cb) c->evict_cb(c->evict_ctx, c->slots[v].key, (sim_cache_class)c->slots[v].cls);
-    cache_release(c, v);
+    c->ops->on_remove(c->pol, v);
     c->st.evictions++;
-    return true;
+    return v;
 }
 
-/* Admit → evict → insert for a key known to be absent. *slot_out gets the
- * new slot when the result is KV_INSERTED. */
-static kv_result cache_insert(kv_cache *c, const sched_evict_req *req, int64_t *slot_out)
+/* The slot for a new key whose index probe ended at bucket `where`: a free
+ * slot while the tier has room, else the victim's. The new key enters the
+ * index before the victim's leaves it, because deleting first could shift
+ * the probe run under `where`. -1 when every resident block is protected. */
+static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
 {
-    if (req->cls == SIM_CACHE_EPHEMERAL || c->capacity == 0) {
+    if (c->size < c->capacity) {
+        int64_t slot = cache_take_slot(c);
+        sim_keymap_put_at(&c->index, where, key, slot);
+        c->size++;
+        return slot;
+    }
+    int64_t v = cache_pick_victim(c);
+    if (v == SCHED_NO_VICTIM) return -1;
+    uint64_t old = c->slots[v].key;
+    sim_keymap_put_at(&c->index, where, key, v);
+    sim_keymap_del(&c->index, old);
+    return v;
+}
+
+/* Admit → evict → insert for a key known to be absent, whose index probe
+ * ended at bucket `where` (the index unchanged since). *slot_out gets the
+ * new slot when the result is KV_INSERTED. */
+static kv_result cache_insert_at(kv_cache *c, const sched_evict_req *req, uint64_t where, int64_t *slot_out)
+{
+    bool full = c->size >= c->capacity;
+    if (req->cls == SIM_CACHE_EPHEMERAL || c->capacity == 0 || (full && c->ops->admit && !c->ops->admit(c->pol, req))) {
         c->st.not_admitted++;
         return KV_NOT_ADMITTED;
     }
-    if (c->size >= c->capacity) {
-        if (c->ops->admit && !c->ops->admit(c->pol, req)) {
-            c->st.not_admitted++;
-            return KV_NOT_ADMITTED;
-        }
-        if (!cache_evict_one(c)) {
-            c->st.full_events++;
-            return KV_FULL;
-        }
+    int64_t slot = cache_claim_slot(c, req->key, where);
+    if (slot < 0) {
+        c->st.full_events++;
+        return KV_FULL;
     }
-    int64_t slot = cache_take_slot(c);
     c->slots[slot] = (kv_slot){.key = req->key, .pins = 0, .cls = (uint8_t)req->cls};
-    sim_keymap_put(&c->index, req->key, slot);
-    c->size++;
     c->st.inserts++;
     c->ops->on_insert(c->pol, slot, req);
     if (slot_out) *slot_out = slot;
     return KV_INSERTED;
 }
 
+/* cache_insert_at for a key not probed yet. */
+static kv_result cache_insert(kv_cache *c, const sched_evict_req *req, int64_t *slot_out)
+{
+    uint64_t where;
+    sim_keymap_probe(&c->index, req->key, &where);
+    return cache_insert_at(c, req, where, slot_out);
+}
+
 kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req)
 {
-    int64_t slot = cache_find(c, req->key);
+    uint64_t where;
+    int64_t slot = sim_keymap_probe(&c->index, req->key, &where);
     if (slot >= 0) {
         c->st.hits++;
         cache_touch(c, slot, req);
         return KV_HIT;
     }
     c->st.misses++;
-    return cache_insert(c, req, NULL);
+    return cache_insert_at(c, req, where, NULL);
 }
 
 kv_result kv_cache_access(kv_cache *c, uint64_t key, sim_cache_class cls)
@@ -438,11 +463,19 @@ void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hi
     }
 }
 
-/* A new copy of a block in node's put tier; counts the node as a holder. */
+/* A new copy of a block in node's put tier, whose index probe ended at
+ * `where`; counts the node as a holder. */
+static void store_put_at(kv_store *s, int node, const sched_evict_req *req, uint64_t where)
+{
+    if (cache_insert_at(tier_of(s, node, s->put_tier), req, where, NULL) == KV_INSERTED)
+        replica_add(s, req->key, 1);
+}
+
 static void store_put(kv_store *s, int node, const sched_evict_req *req)
 {
-    if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
-        replica_add(s, req->key, 1);
+    uint64_t where;
+    sim_keymap_probe(&tier_of(s, node, s->put_tier)->index, req->key, &where);
+    store_put_at(s, node, req, where);
 }
 
 /* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The
@@ -537,7 +570,8 @@ static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint
     for (int32_t i = 0; i < n; i++) {
         req->key = keys[i];
         req->next_use = next_use ? next_use[i] : SCHED_NEXT_USE_UNKNOWN;
-        int64_t slot = cache_find(c, keys[i]);
+        uint64_t where;
+        int64_t slot = sim_keymap_probe(&c->index, keys[i], &where);
         if (slot >= 0) {
             hit += leading;
             c->st.hits++;
@@ -545,7 +579,7 @@ static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint
         } else {
             leading = false;
             c->st.misses++;
-            store_put(s, node, req);
+            store_put_at(s, node, req, where);
         }
     }
     return hit;
