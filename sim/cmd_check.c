@@ -280,6 +280,7 @@ static int finish(json_t *root, const char *write_path, const check_totals *tot)
 
 int cmd_check(int argc, char **argv)
 {
+    kv_replay_keep_memory();
     static const struct option longopts[] = {
         {"baseline", required_argument, NULL, 'b'}, {"write-baseline", required_argument, NULL, 'w'},
         {"trace", required_argument, NULL, 't'},    {"policies", required_argument, NULL, 'p'},

@@ -156,6 +156,7 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, p
 
 int cmd_hitrate(int argc, char **argv)
 {
+    kv_replay_keep_memory();
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,
         {"json", no_argument, NULL, 'j'},

@@ -150,6 +150,7 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *targ
 
 int cmd_plan(int argc, char **argv)
 {
+    kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);
     double target = 0.9;

@@ -42,6 +42,10 @@ typedef struct kv_replay_trace {
  * error: it has no hit rate). */
 int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err);
 void kv_replay_free(kv_replay_trace *t);
+/* For commands that replay many times (a capacity sweep, a bisection):
+ * keep freed memory in the process for the next replay instead of
+ * returning it to the kernel. Process-wide; call once, first thing. */
+void kv_replay_keep_memory(void);
 
 /* ---- what to replay ----------------------------------------------------- */
 

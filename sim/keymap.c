@@ -19,7 +19,7 @@ static void alloc_buckets(sim_keymap *m, int log2n)
 void sim_keymap_init(sim_keymap *m, int64_t expected)
 {
     int log2n = 4;
-    while (((int64_t)1 << log2n) < 2 * expected) log2n++;
+    while (((int64_t)1 << log2n) < SIM_KEYMAP_SPREAD * expected) log2n++;
     alloc_buckets(m, log2n);
 }
 
@@ -48,7 +48,7 @@ static void grow(sim_keymap *m)
 
 void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 {
-    if (2 * (m->count + 1) > (int64_t)(m->mask + 1)) grow(m);
+    if (SIM_KEYMAP_SPREAD * (m->count + 1) > (int64_t)(m->mask + 1)) grow(m);
     uint64_t b = find_bucket(m, key);
     if (m->e[b].val < 0) m->count++;
     m->e[b] = (sim_keymap_entry){.key = key, .val = val};
@@ -57,7 +57,7 @@ void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 /* Growing rehashes every key, so the bucket is found again after it. */
 void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
 {
-    if (2 * (m->count + 1) > (int64_t)(m->mask + 1)) {
+    if (SIM_KEYMAP_SPREAD * (m->count + 1) > (int64_t)(m->mask + 1)) {
         grow(m);
         where = find_bucket(m, key);
     }
