@@ -479,6 +479,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
                                                  s->block_tokens);
         cfg.policy[k] = s->policy;
     }
+    if (s->nodes == 1) cfg.expected_keys = t->distinct;
     bool oracle = sched_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
     cfg.next_use_hints = oracle;
@@ -488,5 +489,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
 {
     kv_store_cfg cfg = {.nodes = 1, .scope = KV_SCOPE_GLOBAL, .tier_blocks = {0, INT64_MAX, 0}, .ignore_class = true};
-    return replay(t, &cfg, NULL, false, out, err);
+    if (replay(t, &cfg, NULL, false, out, err)) return -1;
+    t->distinct = out->tier[KV_TIER_DRAM].inserts;
+    return 0;
 }

@@ -36,6 +36,7 @@ typedef struct kv_replay_trace {
     uint8_t *cls;        /* per request: sim_cache_class */
     int64_t *next_use;   /* per block position: the next position with the same
                             key (INT64_MAX = never); built on first offline use */
+    int64_t distinct;    /* distinct block keys; 0 until kv_hitrate_max has run */
 } kv_replay_trace;
 
 /* Load a trace file (errors name the file and line; an empty trace is an
@@ -109,7 +110,8 @@ typedef struct kv_replay_result {
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
                      sim_err *err);
 /* The trace's theoretical maximum: one infinite cache, every block
- * admitted (DESIGN §4). */
+ * admitted (DESIGN §4). Also records t->distinct, which later one-node
+ * replays use to allocate their tables at full size up front. */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
 
 /* Capacity in blocks for a capacity in tokens (floor; INFINITY → INT64_MAX). */

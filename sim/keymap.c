@@ -16,11 +16,17 @@ static void alloc_buckets(sim_keymap *m, int log2n)
     m->count = 0;
 }
 
-void sim_keymap_init(sim_keymap *m, int64_t expected)
+/* log2 of the bucket count that holds `expected` keys. */
+static int log2_buckets(int64_t expected)
 {
     int log2n = 4;
     while (((int64_t)1 << log2n) < SIM_KEYMAP_SPREAD * expected) log2n++;
-    alloc_buckets(m, log2n);
+    return log2n;
+}
+
+void sim_keymap_init(sim_keymap *m, int64_t expected)
+{
+    alloc_buckets(m, log2_buckets(expected));
 }
 
 void sim_keymap_free(sim_keymap *m)
@@ -37,13 +43,25 @@ static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
     return b;
 }
 
-static void grow(sim_keymap *m)
+/* Move every key into a table of 2^log2n buckets. */
+static void rehash(sim_keymap *m, int log2n)
 {
     sim_keymap old = *m;
-    alloc_buckets(m, 64 - old.shift + 1);
+    alloc_buckets(m, log2n);
     for (uint64_t b = 0; b <= old.mask; b++)
         if (old.e[b].val >= 0) sim_keymap_put(m, old.e[b].key, old.e[b].val);
     sim_keymap_free(&old);
+}
+
+static void grow(sim_keymap *m)
+{
+    rehash(m, 64 - m->shift + 1);
+}
+
+void sim_keymap_reserve(sim_keymap *m, int64_t expected)
+{
+    int log2n = log2_buckets(expected);
+    if (log2n > 64 - m->shift) rehash(m, log2n);
 }
 
 void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)

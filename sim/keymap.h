@@ -68,6 +68,8 @@ static inline void sim_keymap_prefetch(const sim_keymap *m, uint64_t key)
 /* An empty map sized for about `expected` keys (it grows as needed). */
 void sim_keymap_init(sim_keymap *m, int64_t expected);
 void sim_keymap_free(sim_keymap *m);
+/* Make room for `expected` keys now rather than growing step by step. */
+void sim_keymap_reserve(sim_keymap *m, int64_t expected);
 /* Insert or overwrite; val must be ≥ 0. */
 void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val);
 /* Insert a key that sim_keymap_probe reported absent, at the bucket it

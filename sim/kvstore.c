@@ -243,6 +243,13 @@ int32_t kv_cache_pins(const kv_cache *c, uint64_t key)
     return slot >= 0 ? c->slots[slot].pins : 0;
 }
 
+void kv_cache_reserve(kv_cache *c, int64_t blocks)
+{
+    int64_t n = blocks < c->capacity ? blocks : c->capacity;
+    if (n > c->nslots) cache_resize(c, n);
+    sim_keymap_reserve(&c->index, n);
+}
+
 int64_t kv_cache_size(const kv_cache *c) { return c->size; }
 int64_t kv_cache_capacity(const kv_cache *c) { return c->capacity; }
 const kv_cache_stats *kv_cache_get_stats(const kv_cache *c) { return &c->st; }
@@ -307,6 +314,7 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
         return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);
+    if (cfg->expected_keys > 0) kv_cache_reserve(c, cfg->expected_keys);
     s->refs[node * KV_NTIERS + t] = (tier_ref){.s = s, .node = node, .tier = t};
     s->caches[node * KV_NTIERS + t] = c;
     return 0;

@@ -69,6 +69,10 @@ bool kv_cache_remove(kv_cache *c, uint64_t key);
 void kv_cache_pin(kv_cache *c, uint64_t key);
 void kv_cache_unpin(kv_cache *c, uint64_t key);
 
+/* Allocate room for `blocks` resident blocks (at most the capacity) now: a
+ * tier known to fill that far skips the growth steps. No other effect. */
+void kv_cache_reserve(kv_cache *c, int64_t blocks);
+
 int64_t kv_cache_size(const kv_cache *c);     /* resident blocks */
 int64_t kv_cache_capacity(const kv_cache *c); /* slots */
 const kv_cache_stats *kv_cache_get_stats(const kv_cache *c);
@@ -91,6 +95,10 @@ typedef struct kv_store_cfg {
     bool next_use_hints;              /* the caller passes next-use hints
                                          (kv_store_commit_hint): required by
                                          offline policies such as belady */
+    int64_t expected_keys;            /* hint, 0 = unknown: at most this many
+                                         distinct keys will be stored; each tier
+                                         allocates min(capacity, this) up front
+                                         (kv_cache_reserve) */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;
