@@ -1,7 +1,7 @@
 /* sched/dlist.h — intrusive doubly-linked lists over slot numbers, the
  * building block of every list-based eviction policy.
  *
- * The link arrays (prev/next indexed by slot) are shared by all lists of one
+ * The link array (prev/next pairs indexed by slot) is shared by all lists of one
  * policy: a slot is in at most one list at a time, so LFU's frequency buckets
  * or S3-FIFO's small and main queues cost two integers per slot in total.
  * Each list runs from head (newest) to tail (oldest); next points toward the
@@ -15,8 +15,14 @@
 #include "sched/evict.h"
 #include "sim/util.h"
 
+/* A slot's two neighbours side by side, so that unlinking it reads one
+ * cache line instead of two. */
+typedef struct sched_link {
+    int64_t prev, next;
+} sched_link;
+
 typedef struct sched_links {
-    int64_t *prev, *next;
+    sched_link *at; /* indexed by slot */
 } sched_links;
 
 typedef struct sched_list {
@@ -25,14 +31,12 @@ typedef struct sched_list {
 
 static inline void sched_links_resize(sched_links *l, int64_t nslots)
 {
-    l->prev = sim_xrealloc(l->prev, (size_t)nslots * sizeof *l->prev);
-    l->next = sim_xrealloc(l->next, (size_t)nslots * sizeof *l->next);
+    l->at = sim_xrealloc(l->at, (size_t)nslots * sizeof *l->at);
 }
 
 static inline void sched_links_free(sched_links *l)
 {
-    free(l->prev);
-    free(l->next);
+    free(l->at);
 }
 
 static inline void sched_list_init(sched_list *q)
@@ -43,9 +47,8 @@ static inline void sched_list_init(sched_list *q)
 
 static inline void sched_list_push_head(sched_list *q, sched_links *l, int64_t s)
 {
-    l->prev[s] = -1;
-    l->next[s] = q->head;
-    if (q->head >= 0) l->prev[q->head] = s;
+    l->at[s] = (sched_link){.prev = -1, .next = q->head};
+    if (q->head >= 0) l->at[q->head].prev = s;
     else q->tail = s;
     q->head = s;
     q->size++;
@@ -53,10 +56,10 @@ static inline void sched_list_push_head(sched_list *q, sched_links *l, int64_t s
 
 static inline void sched_list_unlink(sched_list *q, sched_links *l, int64_t s)
 {
-    int64_t p = l->prev[s], n = l->next[s];
-    if (p >= 0) l->next[p] = n;
+    int64_t p = l->at[s].prev, n = l->at[s].next;
+    if (p >= 0) l->at[p].next = n;
     else q->head = n;
-    if (n >= 0) l->prev[n] = p;
+    if (n >= 0) l->at[n].prev = p;
     else q->tail = p;
     q->size--;
 }

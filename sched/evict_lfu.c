@@ -67,7 +67,7 @@ static void lfu_resize(void *state, int64_t nslots)
 static void lfu_age(lfu_state *st)
 {
     for (int f = 1; f <= st->max_freq; f++) sched_list_init(&st->buckets[f]);
-    for (int64_t s = st->recency.tail; s >= 0; s = st->age_links.prev[s]) {
+    for (int64_t s = st->recency.tail; s >= 0; s = st->age_links.at[s].prev) {
         st->freq[s] = st->freq[s] / 2 > 1 ? st->freq[s] / 2 : 1;
         sched_list_push_head(&st->buckets[st->freq[s]], &st->bucket_links, s);
     }

@@ -72,7 +72,7 @@ static int64_t sieve_victim(void *state, const sched_evict_view *view)
             st->hand = o;
             return o;
         }
-        o = st->links.prev[o];
+        o = st->links.at[o].prev;
     }
     st->hand = o;
     return SCHED_NO_VICTIM;
@@ -81,7 +81,7 @@ static int64_t sieve_victim(void *state, const sched_evict_view *view)
 static void sieve_on_remove(void *state, int64_t slot)
 {
     sieve_state *st = state;
-    if (st->hand == slot) st->hand = st->links.prev[slot];
+    if (st->hand == slot) st->hand = st->links.at[slot].prev;
     sched_list_unlink(&st->queue, &st->links, slot);
 }
 
