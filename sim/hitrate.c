@@ -429,11 +429,21 @@ void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n)
 /* replay                                                                    */
 /* ======================================================================== */
 
-static void finish_result(const kv_store *st, kv_replay_result *out)
+/* One request's prefix hit into the totals (DESIGN §4: hit tokens are
+ * capped by the request's input length). */
+static void tally_request(const kv_replay_trace *t, int64_t r, int32_t hit, kv_replay_result *out)
+{
+    int64_t hit_tokens = (int64_t)hit * t->block_tokens;
+    out->hit_blocks += hit;
+    out->blocks += t->off[r + 1] - t->off[r];
+    out->hit_tokens += hit_tokens < t->input_len[r] ? hit_tokens : t->input_len[r];
+    out->tokens += t->input_len[r];
+}
+
+static void finish_rates(kv_replay_result *out)
 {
     out->hit_rate_blocks = out->blocks ? (double)out->hit_blocks / (double)out->blocks : 0;
     out->hit_rate_tokens = out->tokens ? (double)out->hit_tokens / (double)out->tokens : 0;
-    for (kv_tier t = 0; t < KV_NTIERS; t++) kv_store_stats(st, t, &out->tier[t]);
 }
 
 /* DESIGN §4: per request, count the prefix hit as the chosen node sees the
@@ -453,14 +463,11 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
             kv_store_prefetch(st, 0, t->keys + t->off[r + 1], (int32_t)(t->off[r + 2] - t->off[r + 1]));
         int32_t hit = kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r],
                                       oracle ? t->next_use + t->off[r] : NULL);
-        int64_t hit_tokens = (int64_t)hit * t->block_tokens;
-        out->hit_blocks += hit;
-        out->blocks += n;
-        out->hit_tokens += hit_tokens < t->input_len[r] ? hit_tokens : t->input_len[r];
-        out->tokens += t->input_len[r];
+        tally_request(t, r, hit, out);
         served[node]++;
     }
-    finish_result(st, out);
+    finish_rates(out);
+    for (kv_tier k = 0; k < KV_NTIERS; k++) kv_store_stats(st, k, &out->tier[k]);
     free(served);
     kv_store_free(st);
     return 0;
@@ -486,10 +493,35 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
     return replay(t, &cfg, router_lookup(s->route), oracle, out, err);
 }
 
+/* An infinite cache that admits every block never evicts, so its replay
+ * needs no store: only the set of keys seen so far. A request's prefix hit
+ * is the leading run of seen keys; each unseen key is a miss and joins the
+ * set. The DRAM counters are those an unbounded DRAM tier would keep. */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
 {
-    kv_store_cfg cfg = {.nodes = 1, .scope = KV_SCOPE_GLOBAL, .tier_blocks = {0, INT64_MAX, 0}, .ignore_class = true};
-    if (replay(t, &cfg, NULL, false, out, err)) return -1;
-    t->distinct = out->tier[KV_TIER_DRAM].inserts;
+    sim_keymap seen;
+    sim_keymap_init(&seen, t->distinct);
+    *out = (kv_replay_result){.requests = t->nreq};
+    kv_cache_stats *dram = &out->tier[KV_TIER_DRAM];
+    for (int64_t r = 0; r < t->nreq; r++) {
+        int32_t hit = 0;
+        bool leading = true;
+        for (int64_t i = t->off[r]; i < t->off[r + 1]; i++) {
+            uint64_t where;
+            if (sim_keymap_probe(&seen, t->keys[i], &where) >= 0) {
+                hit += leading;
+                dram->hits++;
+            } else {
+                leading = false;
+                dram->misses++;
+                sim_keymap_put_at(&seen, where, t->keys[i], 0);
+            }
+        }
+        tally_request(t, r, hit, out);
+    }
+    dram->inserts = dram->misses;
+    t->distinct = seen.count;
+    sim_keymap_free(&seen);
+    finish_rates(out);
     return 0;
 }
