@@ -12,6 +12,7 @@
 
 #include "sched/registry.h"
 #include "sim/keymap.h"
+#include "sim/keyset.h"
 
 /* ======================================================================== */
 /* the loaded trace                                                          */
@@ -494,34 +495,33 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
 }
 
 /* An infinite cache that admits every block never evicts, so its replay
- * needs no store: only the set of keys seen so far. A request's prefix hit
- * is the leading run of seen keys; each unseen key is a miss and joins the
- * set. The DRAM counters are those an unbounded DRAM tier would keep. */
+ * needs no store: only the set of keys seen so far (sim_keyset, an eighth
+ * of a store index's memory). A request's prefix hit is the leading run of
+ * seen keys; each unseen key is a miss and joins the set. The DRAM counters
+ * are those an unbounded DRAM tier would keep. */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
 {
-    sim_keymap seen;
-    sim_keymap_init(&seen, t->distinct);
+    sim_keyset seen;
+    sim_keyset_init(&seen, t->distinct);
     *out = (kv_replay_result){.requests = t->nreq};
     kv_cache_stats *dram = &out->tier[KV_TIER_DRAM];
     for (int64_t r = 0; r < t->nreq; r++) {
         int32_t hit = 0;
         bool leading = true;
         for (int64_t i = t->off[r]; i < t->off[r + 1]; i++) {
-            uint64_t where;
-            if (sim_keymap_probe(&seen, t->keys[i], &where) >= 0) {
-                hit += leading;
-                dram->hits++;
-            } else {
+            if (sim_keyset_add(&seen, t->keys[i])) {
                 leading = false;
                 dram->misses++;
-                sim_keymap_put_at(&seen, where, t->keys[i], 0);
+            } else {
+                hit += leading;
+                dram->hits++;
             }
         }
         tally_request(t, r, hit, out);
     }
     dram->inserts = dram->misses;
     t->distinct = seen.count;
-    sim_keymap_free(&seen);
+    sim_keyset_free(&seen);
     finish_rates(out);
     return 0;
 }

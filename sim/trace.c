@@ -32,6 +32,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sim/keyset.h"
+
 /* The current line's hash ids and their chained keys, reused across lines. */
 typedef struct id_buf {
     int64_t *v;
@@ -676,59 +678,6 @@ int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err)
 
 /* ---- statistics --------------------------------------------------------- */
 
-/* A set of 64-bit block keys: open addressing with linear probing. Keys are
- * XXH3 outputs, already uniformly spread, so the low bits index directly;
- * 0 marks an empty slot and the key 0 itself is tracked by a flag. */
-typedef struct key_set {
-    uint64_t *slots;
-    size_t mask;
-    size_t count;
-    bool has_zero;
-} key_set;
-
-static void key_set_init(key_set *s)
-{
-    s->mask = (1u << 16) - 1;
-    s->slots = sim_xcalloc(s->mask + 1, sizeof *s->slots);
-    s->count = 0;
-    s->has_zero = false;
-}
-
-static size_t key_set_slot(const key_set *s, uint64_t key)
-{
-    size_t i = (size_t)key & s->mask;
-    while (s->slots[i] && s->slots[i] != key) i = (i + 1) & s->mask;
-    return i;
-}
-
-static bool key_set_has(const key_set *s, uint64_t key)
-{
-    return key ? s->slots[key_set_slot(s, key)] == key : s->has_zero;
-}
-
-static void key_set_grow(key_set *s)
-{
-    key_set old = *s;
-    s->mask = 2 * old.mask + 1;
-    s->slots = sim_xcalloc(s->mask + 1, sizeof *s->slots);
-    for (size_t i = 0; i <= old.mask; i++)
-        if (old.slots[i]) s->slots[key_set_slot(s, old.slots[i])] = old.slots[i];
-    free(old.slots);
-}
-
-static void key_set_add(key_set *s, uint64_t key)
-{
-    if (!key) {
-        s->count += !s->has_zero;
-        s->has_zero = true;
-        return;
-    }
-    size_t i = key_set_slot(s, key);
-    if (s->slots[i]) return;
-    s->slots[i] = key;
-    if (++s->count * 4 > (s->mask + 1) * 3) key_set_grow(s);
-}
-
 /* A growable array of doubles (request lengths, for the quantiles). */
 typedef struct dvec {
     double *v;
@@ -752,7 +701,7 @@ static void summarize(dvec *d, double *mean, double *p50, double *p99)
 }
 
 typedef struct stats_acc {
-    key_set seen;
+    sim_keyset seen;
     dvec input, output;
     int64_t first_ns, last_ns;
     int64_t hit_blocks;
@@ -769,8 +718,8 @@ static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, in
     dvec_push(&a->input, r->input_len);
     dvec_push(&a->output, r->output_len);
     int32_t hit = 0;
-    while (hit < r->nblocks && key_set_has(&a->seen, r->keys[hit])) hit++;
-    for (int32_t i = hit; i < r->nblocks; i++) key_set_add(&a->seen, r->keys[i]);
+    while (hit < r->nblocks && sim_keyset_has(&a->seen, r->keys[hit])) hit++;
+    for (int32_t i = hit; i < r->nblocks; i++) sim_keyset_add(&a->seen, r->keys[i]);
     s->blocks += r->nblocks;
     a->hit_blocks += hit;
     a->tokens += r->input_len;
@@ -794,7 +743,7 @@ int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_tr
     memset(out, 0, sizeof *out);
     if (sim_trace_open(&t, path, opts, err)) return -1;
     stats_acc acc = {0};
-    key_set_init(&acc.seen);
+    sim_keyset_init(&acc.seen, 1 << 15);
     sim_request *r;
     int rc;
     while ((rc = sim_trace_next(t, &r, err)) == 1) {
@@ -805,7 +754,7 @@ int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_tr
         stats_finish(&acc, out);
         out->skipped = sim_trace_skipped(t);
     }
-    free(acc.seen.slots);
+    sim_keyset_free(&acc.seen);
     free(acc.input.v);
     free(acc.output.v);
     sim_trace_close(t);

@@ -1,0 +1,65 @@
+/* sim/keyset.c — the uint64 key set (see keyset.h). */
+#include "sim/keyset.h"
+
+#include <stdlib.h>
+
+#include "sim/util.h"
+
+static void alloc_buckets(sim_keyset *s, int log2n)
+{
+    s->b = sim_xcalloc((size_t)1 << log2n, sizeof *s->b);
+    s->mask = ((uint64_t)1 << log2n) - 1;
+    s->shift = 64 - log2n;
+}
+
+void sim_keyset_init(sim_keyset *s, int64_t expected)
+{
+    int log2n = 4;
+    while (((int64_t)1 << log2n) < 2 * expected) log2n++;
+    alloc_buckets(s, log2n);
+    s->count = 0;
+    s->has_zero = false;
+}
+
+void sim_keyset_free(sim_keyset *s)
+{
+    free(s->b);
+    s->b = NULL;
+}
+
+/* key's bucket, or the empty bucket that ends its probe run (key ≠ 0). */
+static uint64_t find_bucket(const sim_keyset *s, uint64_t key)
+{
+    uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> s->shift;
+    while (s->b[i] && s->b[i] != key) i = (i + 1) & s->mask;
+    return i;
+}
+
+static void grow(sim_keyset *s)
+{
+    sim_keyset old = *s;
+    alloc_buckets(s, 64 - old.shift + 1);
+    for (uint64_t i = 0; i <= old.mask; i++)
+        if (old.b[i]) s->b[find_bucket(s, old.b[i])] = old.b[i];
+    sim_keyset_free(&old);
+}
+
+bool sim_keyset_has(const sim_keyset *s, uint64_t key)
+{
+    return key ? s->b[find_bucket(s, key)] == key : s->has_zero;
+}
+
+bool sim_keyset_add(sim_keyset *s, uint64_t key)
+{
+    if (!key) {
+        bool added = !s->has_zero;
+        s->has_zero = true;
+        s->count += added;
+        return added;
+    }
+    uint64_t i = find_bucket(s, key);
+    if (s->b[i]) return false;
+    s->b[i] = key;
+    if (2 * ++s->count > (int64_t)(s->mask + 1)) grow(s);
+    return true;
+}
