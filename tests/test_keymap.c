@@ -1,0 +1,96 @@
+/* tests/test_keymap.c — the two uint64 hash tables behind the KV store and
+ * the replays: sim_keymap (key → value, with deletion) and sim_keyset
+ * (membership). Small integer keys crowd the probe runs, so growth,
+ * backward-shift deletion and the probe/put_at pair are all exercised;
+ * each expected value is derived in the comment above its assertion. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sim/keymap.h"
+#include "sim/keyset.h"
+
+/* Keys 0..999 with value 3k, then the even keys deleted: 500 remain, each
+ * odd key still maps to 3k, each even key is absent and a second deletion
+ * reports false. The map starts at 16 buckets, so it grows many times. */
+static void test_keymap_put_get_del(void **state)
+{
+    sim_keymap m;
+    sim_keymap_init(&m, 1);
+    for (uint64_t k = 0; k < 1000; k++) sim_keymap_put(&m, k, (int64_t)(3 * k));
+    assert_int_equal(m.count, 1000);
+    for (uint64_t k = 0; k < 1000; k += 2) assert_true(sim_keymap_del(&m, k));
+    assert_int_equal(m.count, 500);
+    for (uint64_t k = 0; k < 1000; k++)
+        assert_int_equal(sim_keymap_get(&m, k), k % 2 ? (int64_t)(3 * k) : SIM_KEYMAP_ABSENT);
+    assert_false(sim_keymap_del(&m, 0));
+    sim_keymap_free(&m);
+}
+
+/* Deleting from the middle of probe runs: in a map reserved for 4096 keys,
+ * keys 1..2048 with every third one removed leave 2048 − 682 = 1366 keys
+ * (the multiples of 3 up to 2048 are 3·1 .. 3·682 = 2046), each found with
+ * its own value. */
+static void test_keymap_delete_keeps_runs(void **state)
+{
+    sim_keymap m;
+    sim_keymap_init(&m, 1);
+    sim_keymap_reserve(&m, 4096);
+    for (uint64_t k = 1; k <= 2048; k++) sim_keymap_put(&m, k, (int64_t)k);
+    for (uint64_t k = 3; k <= 2048; k += 3) assert_true(sim_keymap_del(&m, k));
+    assert_int_equal(m.count, 2048 - 682);
+    for (uint64_t k = 1; k <= 2048; k++)
+        assert_int_equal(sim_keymap_get(&m, k), k % 3 ? (int64_t)k : SIM_KEYMAP_ABSENT);
+    sim_keymap_free(&m);
+}
+
+/* sim_keymap_probe reports an absent key with the bucket where
+ * sim_keymap_put_at then stores it; a present key with its value. 100 keys
+ * into a 16-bucket map: put_at must grow it on the way (16/4 = 4 keys fit). */
+static void test_keymap_probe_put_at(void **state)
+{
+    sim_keymap m;
+    sim_keymap_init(&m, 1);
+    for (uint64_t k = 1; k <= 100; k++) {
+        uint64_t where;
+        assert_int_equal(sim_keymap_probe(&m, k * 7919, &where), SIM_KEYMAP_ABSENT);
+        sim_keymap_put_at(&m, where, k * 7919, (int64_t)k);
+    }
+    assert_int_equal(m.count, 100);
+    for (uint64_t k = 1; k <= 100; k++) {
+        uint64_t where;
+        assert_int_equal(sim_keymap_probe(&m, k * 7919, &where), (int64_t)k);
+        assert_int_equal(m.e[where].key, k * 7919);
+    }
+    sim_keymap_free(&m);
+}
+
+/* sim_keyset_add is true only the first time; key 0 counts like any other.
+ * Keys 0..4999 added twice: 5000 adds true, 5000 false, count 5000; 5000 and
+ * above absent. */
+static void test_keyset(void **state)
+{
+    sim_keyset s;
+    sim_keyset_init(&s, 0);
+    int added = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t k = 0; k < 5000; k++) added += sim_keyset_add(&s, k);
+    assert_int_equal(added, 5000);
+    assert_int_equal(s.count, 5000);
+    for (uint64_t k = 0; k < 5100; k++) assert_int_equal(sim_keyset_has(&s, k), k < 5000);
+    sim_keyset_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keymap_put_get_del),
+        cmocka_unit_test(test_keymap_delete_keeps_runs),
+        cmocka_unit_test(test_keymap_probe_put_at),
+        cmocka_unit_test(test_keyset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
