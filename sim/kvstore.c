@@ -587,7 +587,7 @@ static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint
         } else {
             leading = false;
             c->st.misses++;
-            store_put_at(s, node, req, where);
+            if (cache_insert_at(c, req, where, NULL) == KV_INSERTED) replica_add(s, req->key, 1);
         }
     }
     return hit;
