@@ -499,6 +499,8 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
  * of a store index's memory). A request's prefix hit is the leading run of
  * seen keys; each unseen key is a miss and joins the set. The DRAM counters
  * are those an unbounded DRAM tier would keep. */
+#define MAX_PREFETCH 16 /* keys ahead whose buckets are requested early */
+
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
 {
     sim_keyset seen;
@@ -509,6 +511,7 @@ int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
         int32_t hit = 0;
         bool leading = true;
         for (int64_t i = t->off[r]; i < t->off[r + 1]; i++) {
+            if (i + MAX_PREFETCH < t->nblocks) sim_keyset_prefetch(&seen, t->keys[i + MAX_PREFETCH]);
             if (sim_keyset_add(&seen, t->keys[i])) {
                 leading = false;
                 dram->misses++;

@@ -30,7 +30,7 @@ void sim_keyset_free(sim_keyset *s)
 /* key's bucket, or the empty bucket that ends its probe run (key ≠ 0). */
 static uint64_t find_bucket(const sim_keyset *s, uint64_t key)
 {
-    uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> s->shift;
+    uint64_t i = sim_keyset_home(s, key);
     while (s->b[i] && s->b[i] != key) i = (i + 1) & s->mask;
     return i;
 }

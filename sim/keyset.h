@@ -23,11 +23,23 @@ typedef struct sim_keyset {
     bool has_zero;
 } sim_keyset;
 
+/* Fibonacci hashing, as in keymap.h: the top bits of key × 2^64/φ. */
+static inline uint64_t sim_keyset_home(const sim_keyset *s, uint64_t key)
+{
+    return (key * 0x9E3779B97F4A7C15ull) >> s->shift;
+}
+
 /* An empty set sized for about `expected` keys (it grows as needed). */
 void sim_keyset_init(sim_keyset *s, int64_t expected);
 void sim_keyset_free(sim_keyset *s);
 bool sim_keyset_has(const sim_keyset *s, uint64_t key);
 /* Add key; true when it was not in the set before. */
 bool sim_keyset_add(sim_keyset *s, uint64_t key);
+
+/* Start loading key's home bucket into cache (a hint; no effect on results). */
+static inline void sim_keyset_prefetch(const sim_keyset *s, uint64_t key)
+{
+    __builtin_prefetch(&s->b[sim_keyset_home(s, key)]);
+}
 
 #endif
