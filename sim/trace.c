@@ -511,13 +511,29 @@ static const char *scan_value(sim_trace *t, field_id f, const char *p, const cha
     return q ? q : scan_real(p, end, &out->d);
 }
 
+/* Whether the n bytes at p and q are equal, for 4 ≤ n ≤ 16 (quoted field
+ * keys are 7 to 15 bytes): two overlapping word comparisons, the first and
+ * the last 8 (or 4) bytes, instead of a memcmp call per key of every line. */
+static inline bool same_key_bytes(const char *p, const char *q, size_t n)
+{
+    if (n >= 8) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, p, 8), memcpy(&b0, q, 8), memcpy(&a1, p + n - 8, 8), memcpy(&b1, q + n - 8, 8);
+        return a0 == b0 && a1 == b1;
+    }
+    uint32_t a0, b0, a1, b1;
+    memcpy(&a0, p, 4), memcpy(&b0, q, 4), memcpy(&a1, p + n - 4, 4), memcpy(&b1, q + n - 4, 4);
+    return a0 == b0 && a1 == b1;
+}
+
 /* A known key at p, tried from `expect` on (lines list their fields in a
  * fixed order, so the first try nearly always matches); -1 if none. */
 static int match_key(const char *p, const char *end, int expect)
 {
     for (int i = 0; i < NFIELDS; i++) {
         int f = (expect + i) % NFIELDS;
-        if ((size_t)(end - p) >= field_keys[f].qlen && memcmp(p, field_keys[f].quoted, field_keys[f].qlen) == 0) return f;
+        if ((size_t)(end - p) >= field_keys[f].qlen && same_key_bytes(p, field_keys[f].quoted, field_keys[f].qlen))
+            return f;
     }
     return -1;
 }
