@@ -126,18 +126,30 @@ typedef struct sched_admission_ops {
 
 /* What the PD-ratio controller sees each period (Mooncake §5.1). */
 typedef struct sched_pd_view {
+    double t_s;              /* simulated time */
     const double *prefill_loads, *decode_loads; /* per-instance load samples since the last period */
     int n_prefill_loads, n_decode_loads;
     int n_prefill, n_decode; /* instances serving each role now */
+    int n_on, n_max;         /* instances powered on (any state but off); instances that exist */
     bool switching;          /* an instance is draining or switching */
 } sched_pd_view;
 
-/* +1: move one instance prefill → decode; −1: decode → prefill; 0: keep. */
+typedef enum sched_pd_role { SCHED_PREFILL = 0, SCHED_DECODE = 1 } sched_pd_role;
+
+/* One period's decision: at most one step.
+ *   move  +1: one instance prefill → decode; −1: decode → prefill; 0: none.
+ *   scale +1: power one instance on, into role; −1: drain one of role and
+ *         power it off (the capacity tide); 0: none. */
+typedef struct sched_pd_decision {
+    int move, scale;
+    sched_pd_role role;
+} sched_pd_decision;
+
 typedef struct sched_pd_ops {
     const char *name, *help, *params;
     int (*create)(void **state, const json_t *params, sim_err *err);
     void (*destroy)(void *state);
-    int (*decide)(void *state, const sched_pd_view *view); /* NULL = never move */
+    void (*decide)(void *state, const sched_pd_view *view, sched_pd_decision *out); /* NULL = never */
     double (*period_s)(const void *state);
 } sched_pd_ops;
 

@@ -32,7 +32,7 @@ enum {
 };
 
 typedef enum inst_role { ROLE_PREFILL = 0, ROLE_DECODE } inst_role;
-typedef enum inst_state { ST_ACTIVE = 0, ST_DRAINING, ST_SWITCHING, ST_DOWN } inst_state;
+typedef enum inst_state { ST_ACTIVE = 0, ST_DRAINING, ST_SWITCHING, ST_DOWN, ST_OFF } inst_state;
 
 typedef struct req_state {
     sim_request *r;
@@ -61,6 +61,7 @@ typedef struct instance {
     int id;
     inst_role role, next_role;
     inst_state state;
+    bool power_off;        /* draining toward ST_OFF (capacity tide) */
     uint32_t gen;          /* bumped on failure: older events are stale */
     int view;              /* index in the conductor's view of its role */
     int64_t nic_free;

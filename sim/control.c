@@ -9,7 +9,8 @@
 
 static const char *const role_names[] = {[ROLE_PREFILL] = "prefill", [ROLE_DECODE] = "decode"};
 static const char *const state_names[] = {
-    [ST_ACTIVE] = "active", [ST_DRAINING] = "draining", [ST_SWITCHING] = "switching", [ST_DOWN] = "down"};
+    [ST_ACTIVE] = "active", [ST_DRAINING] = "draining", [ST_SWITCHING] = "switching", [ST_DOWN] = "down",
+    [ST_OFF] = "off"};
 
 static void push_load(load_samples *s, double v)
 {
@@ -129,22 +130,61 @@ static int active_in_role(const cluster *c, inst_role role)
     return n;
 }
 
+static int powered_on(const cluster *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_inst; i++) n += c->inst[i].state != ST_OFF;
+    return n;
+}
+
+static instance *first_off(cluster *c)
+{
+    for (int i = 0; i < c->n_inst; i++)
+        if (c->inst[i].state == ST_OFF) return &c->inst[i];
+    return NULL;
+}
+
+/* Drain `in`; when idle it switches to next_role, or powers off. */
+static void start_drain(cluster *c, instance *in, inst_role next_role, bool power_off)
+{
+    in->state = ST_DRAINING;
+    in->next_role = next_role;
+    in->power_off = power_off;
+    c->switching = true;
+    sim_cluster_check_drained(c, in);
+}
+
+/* Power an off instance on into `role`; it serves after cluster.switch_ms. */
+static void power_on(cluster *c, instance *in, inst_role role)
+{
+    in->state = ST_SWITCHING;
+    in->next_role = role;
+    c->switching = true;
+    sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);
+}
+
+static void carry_out(cluster *c, const sched_pd_decision *d)
+{
+    inst_role role = d->role == SCHED_DECODE ? ROLE_DECODE : ROLE_PREFILL;
+    instance *in;
+    if (d->scale > 0 && (in = first_off(c)) != NULL) power_on(c, in, role);
+    else if (d->scale < 0 && (in = least_busy(c, role)) != NULL) start_drain(c, in, role, true);
+    else if (d->move > 0 && (in = least_busy(c, ROLE_PREFILL)) != NULL) start_drain(c, in, ROLE_DECODE, false);
+    else if (d->move < 0 && (in = least_busy(c, ROLE_DECODE)) != NULL) start_drain(c, in, ROLE_PREFILL, false);
+}
+
 void sim_control_on_control(cluster *c, const sim_event *ev)
 {
     sched_pd_view view = {
+        .t_s = sim_ns_to_s(c->eng.now),
         .prefill_loads = c->prefill_loads.v, .n_prefill_loads = c->prefill_loads.n,
         .decode_loads = c->decode_loads.v, .n_decode_loads = c->decode_loads.n,
         .n_prefill = active_in_role(c, ROLE_PREFILL), .n_decode = active_in_role(c, ROLE_DECODE),
-        .switching = c->switching,
+        .n_on = powered_on(c), .n_max = c->n_inst, .switching = c->switching,
     };
-    int move = c->pd->decide(c->pd_st, &view);
-    instance *in = move > 0 ? least_busy(c, ROLE_PREFILL) : move < 0 ? least_busy(c, ROLE_DECODE) : NULL;
-    if (in) {
-        in->state = ST_DRAINING;
-        in->next_role = move > 0 ? ROLE_DECODE : ROLE_PREFILL;
-        c->switching = true;
-        sim_cluster_check_drained(c, in);
-    }
+    sched_pd_decision d;
+    c->pd->decide(c->pd_st, &view, &d);
+    carry_out(c, &d);
     c->prefill_loads.n = c->decode_loads.n = 0;
     again(c, EV_CONTROL, c->pd->period_s(c->pd_st));
 }
@@ -154,7 +194,8 @@ void sim_control_on_switch_done(cluster *c, const sim_event *ev)
     instance *in = &c->inst[ev->target];
     if (ev->gen != in->gen) return; /* it failed while switching */
     in->role = in->next_role;
-    in->state = ST_ACTIVE;
+    in->state = in->power_off ? ST_OFF : ST_ACTIVE;
+    in->power_off = false;
     c->switching = false;
     sim_cluster_refresh_views(c);
 }
@@ -176,8 +217,9 @@ static void lose_queue(cluster *c, req_queue *q, bool detach_decode)
 void sim_control_on_fault(cluster *c, const sim_event *ev)
 {
     instance *in = &c->inst[ev->target];
-    if (in->state == ST_DOWN) return;
+    if (in->state == ST_DOWN || in->state == ST_OFF) return;
     if (in->state != ST_ACTIVE) c->switching = false; /* its switch is abandoned */
+    in->power_off = false;
     in->gen++;
     in->state = ST_DOWN;
     in->running = NULL; /* its PREFILL_DONE event now carries a stale generation */

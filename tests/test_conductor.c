@@ -295,6 +295,38 @@ static void test_dynamic_pd_controller(void **state)
     free(trace), free(db);
 }
 
+/* The capacity tide (§5.1): 16 instances on until 150 s, 10 wanted from
+ * 150 s, 16 again from 450 s. The controller powers instances off one per
+ * period (each after draining) and back on; no request is lost, and every
+ * instance is on at the end. */
+static double powered_on_at(const char *db, const char *when)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT SUM(state != 'off') FROM samples WHERE t_ms = (SELECT %s)", when);
+    return sql_num(db, sql);
+}
+
+static void test_capacity_tide(void **state)
+{
+    char *trace = gen_trace(PD_TRACE), *db = temp_path(), args[1024];
+    snprintf(args, sizeof args,
+             "--trace %s %s %s --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,16],[150,10],[450,16]]'"
+             " --db %s",
+             trace, PRESET, PD_SLO, db);
+    json_t *s = run(args);
+    double low = sql_num(db, "SELECT MIN(n) FROM (SELECT SUM(state != 'off') n FROM samples GROUP BY t_ms)");
+    double at_400 = powered_on_at(db, "MIN(t_ms) FROM samples WHERE t_ms >= 400000");
+    double end = powered_on_at(db, "MAX(t_ms) FROM samples");
+    printf("tide 16 -> 10 -> 16: fewest on %.0f, on at 400 s %.0f, on at the end %.0f\n", low, at_400, end);
+    assert_true(at_400 < 16);
+    assert_true(low >= 10);
+    assert_true(end == 16);
+    assert_int_equal((int)num(s, "completed", NULL), 4000);
+    json_decref(s);
+    unlink(trace), unlink(db);
+    free(trace), free(db);
+}
+
 /* ---- chunked pipeline parallelism (§3.3) ------------------------------------------ */
 
 /* One 131,072-token request on an idle 8P cluster, chunks of 8,192: alone it
@@ -396,6 +428,8 @@ static void test_bad_conductor_config(void **state)
         {"run --set 'faults=[{\"at_ms\":1,\"instance\":99,\"down_ms\":5}]'", "faults[0].instance"},
         {"run --set 'faults=[{\"at_ms\":1}]'", "faults[0]"},
         {"run --set cluster.on_failure=\\\"ignore\\\"", "cluster.on_failure"},
+        {"run --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,16],[10]]'", "policy.params.tide[1]"},
+        {"run --set cluster.cpp_group=0", "cluster.cpp_group"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cli_result r = tu_kvsim(cases[i].args);
@@ -416,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_prediction_damps_oscillation),
         cmocka_unit_test(test_pd_ratio_sweep_peaks_inside),
         cmocka_unit_test(test_dynamic_pd_controller),
+        cmocka_unit_test(test_capacity_tide),
         cmocka_unit_test(test_cpp_pipeline),
         cmocka_unit_test(test_fault_dip_and_recovery),
         cmocka_unit_test(test_bad_conductor_config),

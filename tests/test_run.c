@@ -225,6 +225,8 @@ static void test_conservation_all_policies(void **state)
                               "--set policy.pd_controller=dynamic --set policy.params.pd_period_s=3 "
                               "--set cluster.switch_ms=500 --set slo.tbt_ms=15",
                               "--set cluster.cpp_group=2 --set cluster.cpp_threshold=2000",
+                              "--set policy.pd_controller=dynamic --set policy.params.pd_period_s=2 "
+                              "--set cluster.switch_ms=500 --set 'policy.params.tide=[[0,4],[6,2],[20,4]]'",
                               retry,
                               lose};
     size_t nvariants = sizeof variants / sizeof variants[0];
