@@ -471,19 +471,11 @@ void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hi
     }
 }
 
-/* A new copy of a block in node's put tier, whose index probe ended at
- * `where`; counts the node as a holder. */
-static void store_put_at(kv_store *s, int node, const sched_evict_req *req, uint64_t where)
-{
-    if (cache_insert_at(tier_of(s, node, s->put_tier), req, where, NULL) == KV_INSERTED)
-        replica_add(s, req->key, 1);
-}
-
+/* A new copy of a block in node's put tier; counts the node as a holder. */
 static void store_put(kv_store *s, int node, const sched_evict_req *req)
 {
-    uint64_t where;
-    sim_keymap_probe(&tier_of(s, node, s->put_tier)->index, req->key, &where);
-    store_put_at(s, node, req, where);
+    if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
+        replica_add(s, req->key, 1);
 }
 
 /* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The
