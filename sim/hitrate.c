@@ -495,7 +495,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
 }
 
 /* An infinite cache that admits every block never evicts, so its replay
- * needs no store: only the set of keys seen so far (sim_keyset, an eighth
+ * needs no store: only the set of keys seen so far (sim_keyset, a quarter
  * of a store index's memory). A request's prefix hit is the leading run of
  * seen keys; each unseen key is a miss and joins the set. The DRAM counters
  * are those an unbounded DRAM tier would keep. */

@@ -3,8 +3,8 @@
  * in `kvsim trace stats` and in kvsim hitrate's maximum replay.
  *
  * The compact sibling of sim_keymap (keymap.h): 8 bytes per bucket instead
- * of 16 and at most half full instead of a quarter, so a set costs an
- * eighth of a map's memory — which matters because a replay's first touch
+ * of 16 and at most half full instead of a quarter, so a set costs a
+ * quarter of a map's memory — which matters because a replay's first touch
  * of fresh memory is a page fault per 4 KiB. Linear probing over a
  * power-of-two table with Fibonacci hashing, as in keymap.h; nothing is
  * ever removed. 0 marks an empty bucket, and the key 0 itself is kept as a
