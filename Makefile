@@ -35,7 +35,9 @@ ifneq ($(and $(NVCC),$(CU_SRCS)),)
   NVFLAGS  := -O3 -std=c++17 -arch=sm_90 -I. -Xcompiler -Wall,-Wextra,-Werror
   CU_OBJS  := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   CUDA_DEF := -DKVSIM_HAVE_CUDA -isystem $(CUDA_HOME)/include
-  CUDA_LIB := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+  # The CUDA runtime is linked statically, as nvcc does by default: no shared
+  # cudart to load at every start (and nothing to find on a GPU host).
+  CUDA_LIB := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
 else
   $(if $(filter 0,$(MAKELEVEL)),$(info ✗ nvcc not found: CPU backend only (CUDA backend reports "not built")))
 endif
