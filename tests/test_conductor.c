@@ -64,17 +64,10 @@ static double sql_num(const char *db_path, const char *sql)
     return v;
 }
 
-static char *temp_path(void)
-{
-    char *p = tu_write_temp("");
-    unlink(p);
-    return p;
-}
-
 /* A trace from `kvsim trace gen` with the given options (caller frees). */
 static char *gen_trace(const char *opts)
 {
-    char *path = temp_path(), cmd[1024];
+    char *path = tu_temp_path(), cmd[1024];
     snprintf(cmd, sizeof cmd, "trace gen %s -o %s", opts, path);
     cli_result r = tu_kvsim(cmd);
     assert_int_equal(r.status, 0);
@@ -141,7 +134,7 @@ static void test_fig17_global_beats_local(void **state)
 static void test_kvcentric_replicates_hot_blocks(void **state)
 {
     if (!tu_shared_trace()) skip();
-    char *db = temp_path(), args[1024];
+    char *db = tu_temp_path(), args[1024];
     const char *sampled = "--set metrics.replica_period_ms=30000";
     snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric %s --db %s", SHARED_TRACE, PRESET, sampled,
              db);
@@ -224,7 +217,7 @@ static void test_prediction_damps_oscillation(void **state)
     const char *policies[] = {"early_reject", "early_reject_predict"};
     double var[2], rejected[2];
     for (int i = 0; i < 2; i++) {
-        char *db = temp_path(), args[1024];
+        char *db = tu_temp_path(), args[1024];
         snprintf(args, sizeof args,
                  "--trace %s --set cluster.prefill=4 --set cluster.decode=4 --set cluster.scope=local "
                  "--set policy.router=kvcentric --set policy.admission=%s --db %s",
@@ -282,7 +275,7 @@ static void test_pd_ratio_sweep_peaks_inside(void **state)
  * to decode and beats the static 12:4 split. */
 static void test_dynamic_pd_controller(void **state)
 {
-    char *trace = gen_trace(PD_TRACE), *db = temp_path(), extra[512];
+    char *trace = gen_trace(PD_TRACE), *db = tu_temp_path(), extra[512];
     double fixed = pd_attainment(trace, 12, "");
     snprintf(extra, sizeof extra, "--set policy.pd_controller=dynamic --db %s", db);
     double dynamic = pd_attainment(trace, 12, extra);
@@ -308,7 +301,7 @@ static double powered_on_at(const char *db, const char *when)
 
 static void test_capacity_tide(void **state)
 {
-    char *trace = gen_trace(PD_TRACE), *db = temp_path(), args[1024];
+    char *trace = gen_trace(PD_TRACE), *db = tu_temp_path(), args[1024];
     snprintf(args, sizeof args,
              "--trace %s %s %s --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,16],[150,10],[450,16]]'"
              " --db %s",
@@ -355,7 +348,7 @@ static void test_cpp_pipeline(void **state)
         serial += cj;
         biggest = cj > biggest ? cj : biggest;
     }
-    char *db = temp_path(), args[1024];
+    char *db = tu_temp_path(), args[1024];
     snprintf(args, sizeof args,
              "--trace %s --set cluster.prefill=8 --set cluster.cpp_group=4 --set cluster.cpp_threshold=32768 --db %s",
              trace, db);
@@ -392,7 +385,7 @@ static double window_hit(const char *db, double from_ms, double to_ms)
 static void test_fault_dip_and_recovery(void **state)
 {
     if (!tu_shared_trace()) skip();
-    char *db_ok = temp_path(), *db_fault = temp_path(), args[1024];
+    char *db_ok = tu_temp_path(), *db_fault = tu_temp_path(), args[1024];
     const char *base = "--set cluster.scope=local --set policy.router=kvcentric";
     const char *fault = "--set 'faults=[{\"at_ms\":300000,\"instance\":2,\"down_ms\":120000}]'";
     snprintf(args, sizeof args, "--trace %s %s %s --db %s", SHARED_TRACE, PRESET, base, db_ok);
@@ -431,13 +424,7 @@ static void test_bad_conductor_config(void **state)
         {"run --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,16],[10]]'", "policy.params.tide[1]"},
         {"run --set cluster.cpp_group=0", "cluster.cpp_group"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cli_result r = tu_kvsim(cases[i].args);
-        if (r.status != 2 || !strstr(r.err, cases[i].message))
-            fail_msg("kvsim %s: exit %d, stderr '%s'; expected 2 and '%s'", cases[i].args, r.status, r.err,
-                     cases[i].message);
-        tu_free(&r);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tu_expect_exit(cases[i].args, 2, cases[i].message);
 }
 
 int main(void)

@@ -73,13 +73,6 @@ static json_t *run_json(const char *extra)
     return j;
 }
 
-static char *temp_db(void)
-{
-    char *p = tu_write_temp("");
-    unlink(p);
-    return p;
-}
-
 /* One number from a SQL query. */
 static double sql_num(sqlite3 *db, const char *sql)
 {
@@ -126,7 +119,7 @@ static void strip_wall(json_t *summary)
  * instance failures); with noise on, a different seed changes them. */
 static void check_deterministic(const char *config)
 {
-    char *db1 = temp_db(), *db2 = temp_db(), args[2048];
+    char *db1 = tu_temp_path(), *db2 = tu_temp_path(), args[2048];
     snprintf(args, sizeof args, "%s --db %s", config, db1);
     json_t *a = run_json(args);
     snprintf(args, sizeof args, "%s --db %s", config, db2);
@@ -233,7 +226,7 @@ static void test_conservation_all_policies(void **state)
     int rejected = 0, retries = 0, lost = 0;
     for (size_t r = 0; r < 5; r++)
         for (size_t v = 0; v < nvariants; v++) {
-            char *db = temp_db(), args[2048], label[128];
+            char *db = tu_temp_path(), args[2048], label[128];
             snprintf(args, sizeof args, "--set policy.router=%s %s --set cluster.prefill=2 --set cluster.decode=2 --db %s",
                      routers[r], variants[v], db);
             snprintf(label, sizeof label, "%s/%zu", routers[r], v);
@@ -350,44 +343,36 @@ static void test_calibration_drives_load_times(void **state)
 
 /* ---- bad input ------------------------------------------------------------------ */
 
-static void expect_usage_error(const char *args, const char *message)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != 2 || !strstr(r.err, message))
-        fail_msg("kvsim %s: status %d, stderr '%s', expected 2 and '%s'", args, r.status, r.err, message);
-    tu_free(&r);
-}
-
 static void test_bad_input(void **state)
 {
     char args[1024], *bad = tu_write_temp("{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, "
                                           "\"hash_ids\": [1]}\n{\"timestamp\": 1, \"output_length\": 5}\n");
     char *empty = tu_write_temp(""), *badcfg = tu_write_temp("{\"cluster\": {\"prefil\": 3}}");
     char *notjson = tu_write_temp("{\"cluster\": ");
-    expect_usage_error("run --set policy.router=nope", "policy.router: unknown router 'nope'");
-    expect_usage_error("run --set policy.admission=nope", "unknown admission policy 'nope'");
-    expect_usage_error("run --set kvstore.eviction=nope", "unknown eviction policy 'nope'");
-    expect_usage_error("run --set cluster.foo=1", "unknown config key 'cluster.foo'");
-    expect_usage_error("run --set model=gpt-17", "unknown models preset 'gpt-17'");
-    expect_usage_error("run --set hardware=abacus", "unknown hardware preset 'abacus'");
-    expect_usage_error("run --set cluster.prefill=0", "cluster.prefill");
-    expect_usage_error("run --set kvstore.dram_bytes=-5", "kvstore.dram_bytes");
-    expect_usage_error("run --set kvstore.dram_bytes=\\\"12XB\\\"", "unknown suffix 'XB'");
-    expect_usage_error("run --set cluster.scope=\\\"nearby\\\"", "cluster.scope");
-    expect_usage_error("run --set nokey", "expected key.path=value");
-    expect_usage_error("run --set hardware.calibration=\\\"/nonexistent/cal.json\\\"", "/nonexistent/cal.json");
-    expect_usage_error("run --frobnicate", "unknown or incomplete option");
-    expect_usage_error("run --trace /nonexistent/t.jsonl", "/nonexistent/t.jsonl");
+    tu_expect_exit("run --set policy.router=nope", 2, "policy.router: unknown router 'nope'");
+    tu_expect_exit("run --set policy.admission=nope", 2, "unknown admission policy 'nope'");
+    tu_expect_exit("run --set kvstore.eviction=nope", 2, "unknown eviction policy 'nope'");
+    tu_expect_exit("run --set cluster.foo=1", 2, "unknown config key 'cluster.foo'");
+    tu_expect_exit("run --set model=gpt-17", 2, "unknown models preset 'gpt-17'");
+    tu_expect_exit("run --set hardware=abacus", 2, "unknown hardware preset 'abacus'");
+    tu_expect_exit("run --set cluster.prefill=0", 2, "cluster.prefill");
+    tu_expect_exit("run --set kvstore.dram_bytes=-5", 2, "kvstore.dram_bytes");
+    tu_expect_exit("run --set kvstore.dram_bytes=\\\"12XB\\\"", 2, "unknown suffix 'XB'");
+    tu_expect_exit("run --set cluster.scope=\\\"nearby\\\"", 2, "cluster.scope");
+    tu_expect_exit("run --set nokey", 2, "expected key.path=value");
+    tu_expect_exit("run --set hardware.calibration=\\\"/nonexistent/cal.json\\\"", 2, "/nonexistent/cal.json");
+    tu_expect_exit("run --frobnicate", 2, "unknown or incomplete option");
+    tu_expect_exit("run --trace /nonexistent/t.jsonl", 2, "/nonexistent/t.jsonl");
     snprintf(args, sizeof args, "run --trace %s", bad);
-    expect_usage_error(args, ":2: input_length: missing");
+    tu_expect_exit(args, 2, ":2: input_length: missing");
     snprintf(args, sizeof args, "run --trace %s", empty);
-    expect_usage_error(args, "no requests");
+    tu_expect_exit(args, 2, "no requests");
     snprintf(args, sizeof args, "run --config %s", badcfg);
-    expect_usage_error(args, "unknown config key 'cluster.prefil'");
+    tu_expect_exit(args, 2, "unknown config key 'cluster.prefil'");
     snprintf(args, sizeof args, "run --config %s", notjson);
-    expect_usage_error(args, notjson);
+    tu_expect_exit(args, 2, notjson);
     snprintf(args, sizeof args, "run --trace %s --db /nonexistent/dir/x.db", trace_path);
-    expect_usage_error(args, "/nonexistent/dir/x.db");
+    tu_expect_exit(args, 2, "/nonexistent/dir/x.db");
     unlink(bad), unlink(empty), unlink(badcfg), unlink(notjson);
     free(bad), free(empty), free(badcfg), free(notjson);
 }

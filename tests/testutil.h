@@ -98,6 +98,14 @@ static inline void tu_expect_exit(const char *args, int status, const char *need
     tu_free(&r);
 }
 
+/* A fresh temp path with no file behind it (for --db, -o); caller frees. */
+static inline char *tu_temp_path(void)
+{
+    char *p = tu_write_temp("");
+    unlink(p);
+    return p;
+}
+
 /* Delete a file made by tu_write_temp and free its path. */
 static inline void tu_remove_temp(char *path)
 {
