@@ -37,6 +37,27 @@ static void append_request(kv_replay_trace *t, const sim_request *r, int64_t *re
     t->off[++t->nreq] = t->nblocks;
 }
 
+/* Replace every block key by its dense number: 0 for the first distinct
+ * key of the trace, 1 for the next new one, and so on. A replay only asks
+ * whether two blocks are the same, so numbering changes no result; it lets
+ * the replay's indexes be plain arrays (sim_keymap's dense mode) and makes
+ * "seen before" a comparison: a key is new exactly when its number equals
+ * the count of distinct keys so far. One pass through a numbering key set,
+ * requesting buckets a few keys ahead to overlap the cache misses. */
+#define NUMBER_PREFETCH 16
+
+static void number_blocks(kv_replay_trace *t)
+{
+    sim_keyset num;
+    sim_keyset_init(&num, t->nblocks / 4);
+    for (int64_t i = 0; i < t->nblocks; i++) {
+        if (i + NUMBER_PREFETCH < t->nblocks) sim_keyset_prefetch(&num, t->keys[i + NUMBER_PREFETCH]);
+        t->keys[i] = (uint64_t)sim_keyset_number(&num, t->keys[i]);
+    }
+    t->distinct = num.count;
+    sim_keyset_free(&num);
+}
+
 int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err)
 {
     *t = (kv_replay_trace){.block_tokens = block_tokens};
@@ -61,6 +82,7 @@ int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_e
         kv_replay_free(t);
         return -1;
     }
+    number_blocks(t);
     t->path = sim_xstrdup(path);
     return 0;
 }
@@ -88,19 +110,18 @@ void kv_replay_free(kv_replay_trace *t)
 }
 
 /* The oracle offline policies need: for each position in the block stream,
- * the next position holding the same key. One backward pass with a map
- * key → the nearest later position seen so far. */
+ * the next position holding the same key. One backward pass with, per
+ * (dense) key, the nearest later position seen so far. */
 static void build_next_use(kv_replay_trace *t)
 {
-    sim_keymap later;
-    sim_keymap_init(&later, t->nblocks / 2);
+    int64_t *later = sim_xmalloc((size_t)t->distinct * sizeof *later);
+    for (int64_t k = 0; k < t->distinct; k++) later[k] = INT64_MAX;
     t->next_use = sim_xmalloc((size_t)t->nblocks * sizeof *t->next_use);
     for (int64_t p = t->nblocks - 1; p >= 0; p--) {
-        int64_t v = sim_keymap_get(&later, t->keys[p]);
-        t->next_use[p] = v < 0 ? INT64_MAX : v;
-        sim_keymap_put(&later, t->keys[p], p);
+        t->next_use[p] = later[t->keys[p]];
+        later[t->keys[p]] = p;
     }
-    sim_keymap_free(&later);
+    free(later);
 }
 
 /* ======================================================================== */
@@ -474,6 +495,11 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
     return 0;
 }
 
+/* Dense indexes cost 4 bytes per distinct key, per node and tier, whatever
+ * the capacity: beyond this many entries in all, hashed indexes (which cost
+ * per resident block) are used instead. */
+#define DENSE_MAX_ENTRIES ((int64_t)1 << 26)
+
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
                      sim_err *err)
 {
@@ -488,6 +514,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
         cfg.policy[k] = s->policy;
     }
     if (s->nodes == 1) cfg.expected_keys = t->distinct;
+    if ((int64_t)s->nodes * t->distinct <= DENSE_MAX_ENTRIES) cfg.key_universe = t->distinct;
     bool oracle = sched_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
     cfg.next_use_hints = oracle;
@@ -495,36 +522,29 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
 }
 
 /* An infinite cache that admits every block never evicts, so its replay
- * needs no store: only the set of keys seen so far (sim_keyset, a quarter
- * of a store index's memory). A request's prefix hit is the leading run of
- * seen keys; each unseen key is a miss and joins the set. The DRAM counters
- * are those an unbounded DRAM tier would keep. */
-#define MAX_PREFETCH 16 /* keys ahead whose buckets are requested early */
-
+ * needs no store, only whether each block was seen before — with dense
+ * numbering (number_blocks), whether its number is below the count of
+ * distinct keys so far. A request's prefix hit is the leading run of seen
+ * keys; each unseen key is a miss. The DRAM counters are those an
+ * unbounded DRAM tier would keep. */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err)
 {
-    sim_keyset seen;
-    sim_keyset_init(&seen, t->distinct);
     *out = (kv_replay_result){.requests = t->nreq};
     kv_cache_stats *dram = &out->tier[KV_TIER_DRAM];
+    uint64_t seen = 0;
     for (int64_t r = 0; r < t->nreq; r++) {
         int32_t hit = 0;
         bool leading = true;
         for (int64_t i = t->off[r]; i < t->off[r + 1]; i++) {
-            if (i + MAX_PREFETCH < t->nblocks) sim_keyset_prefetch(&seen, t->keys[i + MAX_PREFETCH]);
-            if (sim_keyset_add(&seen, t->keys[i])) {
-                leading = false;
-                dram->misses++;
-            } else {
-                hit += leading;
-                dram->hits++;
-            }
+            bool new_key = t->keys[i] >= seen;
+            seen += new_key;
+            leading &= !new_key;
+            hit += leading;
         }
         tally_request(t, r, hit, out);
     }
-    dram->inserts = dram->misses;
-    t->distinct = seen.count;
-    sim_keyset_free(&seen);
+    dram->misses = dram->inserts = (int64_t)seen;
+    dram->hits = t->nblocks - (int64_t)seen;
     finish_rates(out);
     return 0;
 }

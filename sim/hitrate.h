@@ -8,9 +8,9 @@
  * rate = Σ hit_blocks / Σ blocks; token hit rate = Σ min(hit_blocks ×
  * block_tokens, input_length) / Σ input_length.
  *
- * The trace is loaded once into a compact key stream (8 bytes per block),
- * so a capacity sweep or a bisection replays it many times without parsing
- * it again. */
+ * The trace is loaded once into a compact key stream (8 bytes per block,
+ * blocks renumbered densely), so a capacity sweep or a bisection replays
+ * it many times without parsing it again. */
 #ifndef SIM_HITRATE_H
 #define SIM_HITRATE_H
 
@@ -31,12 +31,13 @@ typedef struct kv_replay_trace {
     int block_tokens;
     int64_t nreq, nblocks;
     int64_t *off;        /* nreq + 1 offsets into keys */
-    uint64_t *keys;      /* every request's chained block keys, in order */
+    uint64_t *keys;      /* every request's blocks in order, as dense numbers:
+                            0, 1, 2, … in order of first appearance */
     int32_t *input_len;  /* per request */
     uint8_t *cls;        /* per request: sim_cache_class */
     int64_t *next_use;   /* per block position: the next position with the same
                             key (INT64_MAX = never); built on first offline use */
-    int64_t distinct;    /* distinct block keys; 0 until kv_hitrate_max has run */
+    int64_t distinct;    /* distinct blocks (numbers 0 .. distinct − 1) */
 } kv_replay_trace;
 
 /* Load a trace file (errors name the file and line; an empty trace is an
@@ -110,8 +111,7 @@ typedef struct kv_replay_result {
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
                      sim_err *err);
 /* The trace's theoretical maximum: one infinite cache, every block
- * admitted (DESIGN §4). Also records t->distinct, which later one-node
- * replays use to allocate their tables at full size up front. */
+ * admitted (DESIGN §4). */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
 
 /* Capacity in blocks for a capacity in tokens (floor; INFINITY → INT64_MAX). */

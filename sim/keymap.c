@@ -1,5 +1,6 @@
 /* sim/keymap.c — growth, insertion and deletion of the uint64 → int64
- * open-addressing map (lookups are inline in keymap.h). */
+ * open-addressing map, and its dense mode (lookups are inline in
+ * keymap.h). */
 #include "sim/keymap.h"
 
 #include <stdlib.h>
@@ -29,14 +30,27 @@ static int log2_buckets(int64_t expected)
 
 void sim_keymap_init(sim_keymap *m, int64_t expected)
 {
+    *m = (sim_keymap){0};
     alloc_buckets(m, log2_buckets(expected));
+}
+
+/* All bits set makes every value −1, as in alloc_buckets. */
+void sim_keymap_init_dense(sim_keymap *m, int64_t universe)
+{
+    assert(universe >= 0 && universe <= INT32_MAX);
+    size_t n = universe > 0 ? (size_t)universe : 1;
+    *m = (sim_keymap){.dense = sim_xmalloc(n * sizeof *m->dense), .universe = (uint64_t)universe};
+    memset(m->dense, 0xff, n * sizeof *m->dense);
 }
 
 void sim_keymap_free(sim_keymap *m)
 {
     free(m->e);
+    free(m->dense);
     m->e = NULL;
+    m->dense = NULL;
 }
+
 
 /* Index of key's bucket, or of the empty bucket where it would go. */
 static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
@@ -63,12 +77,17 @@ static void grow(sim_keymap *m)
 
 void sim_keymap_reserve(sim_keymap *m, int64_t expected)
 {
+    if (m->dense) return;
     int log2n = log2_buckets(expected);
     if (log2n > 64 - m->shift) rehash(m, log2n);
 }
 
 void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 {
+    if (m->dense) {
+        sim_keymap_dense_set(m, key, val);
+        return;
+    }
     if (SIM_KEYMAP_SPREAD * (m->count + 1) > (int64_t)(m->mask + 1)) grow(m);
     uint64_t b = find_bucket(m, key);
     if (m->e[b].val < 0) m->count++;
@@ -76,7 +95,7 @@ void sim_keymap_put(sim_keymap *m, uint64_t key, int64_t val)
 }
 
 /* Growing rehashes every key, so the bucket is found again after it. */
-void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
+void sim_keymap_hashed_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
 {
     if (SIM_KEYMAP_SPREAD * (m->count + 1) > (int64_t)(m->mask + 1)) {
         grow(m);
@@ -90,7 +109,7 @@ void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
  * `hole`, walk the rest of the probe run and pull back each entry that may
  * sit at the hole — one at least as far (cyclically) from its home bucket
  * as from the hole — which makes its bucket the next hole. */
-bool sim_keymap_del(sim_keymap *m, uint64_t key)
+bool sim_keymap_hashed_del(sim_keymap *m, uint64_t key)
 {
     uint64_t hole = find_bucket(m, key);
     if (m->e[hole].val < 0) return false;
@@ -112,4 +131,16 @@ int64_t sim_keymap_add(sim_keymap *m, uint64_t key, int64_t delta)
     if (nv > 0) sim_keymap_put(m, key, nv);
     else if (v >= 0) sim_keymap_del(m, key);
     return nv;
+}
+
+uint64_t sim_keymap_buckets(const sim_keymap *m) { return m->dense ? m->universe : m->mask + 1; }
+
+int64_t sim_keymap_at(const sim_keymap *m, uint64_t b, uint64_t *key)
+{
+    if (m->dense) {
+        *key = b;
+        return m->dense[b];
+    }
+    *key = m->e[b].key;
+    return m->e[b].val;
 }

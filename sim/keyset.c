@@ -1,4 +1,4 @@
-/* sim/keyset.c — the uint64 key set (see keyset.h). */
+/* sim/keyset.c — the numbering uint64 key set (see keyset.h). */
 #include "sim/keyset.h"
 
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 static void alloc_buckets(sim_keyset *s, int log2n)
 {
     s->b = sim_xcalloc((size_t)1 << log2n, sizeof *s->b);
+    s->num = sim_xmalloc(((size_t)1 << log2n) * sizeof *s->num);
     s->mask = ((uint64_t)1 << log2n) - 1;
     s->shift = 64 - log2n;
 }
@@ -18,13 +19,15 @@ void sim_keyset_init(sim_keyset *s, int64_t expected)
     while (((int64_t)1 << log2n) < 2 * expected) log2n++;
     alloc_buckets(s, log2n);
     s->count = 0;
-    s->has_zero = false;
+    s->zero_num = -1;
 }
 
 void sim_keyset_free(sim_keyset *s)
 {
     free(s->b);
+    free(s->num);
     s->b = NULL;
+    s->num = NULL;
 }
 
 /* key's bucket, or the empty bucket that ends its probe run (key ≠ 0). */
@@ -39,27 +42,37 @@ static void grow(sim_keyset *s)
 {
     sim_keyset old = *s;
     alloc_buckets(s, 64 - old.shift + 1);
-    for (uint64_t i = 0; i <= old.mask; i++)
-        if (old.b[i]) s->b[find_bucket(s, old.b[i])] = old.b[i];
+    for (uint64_t i = 0; i <= old.mask; i++) {
+        if (!old.b[i]) continue;
+        uint64_t j = find_bucket(s, old.b[i]);
+        s->b[j] = old.b[i];
+        s->num[j] = old.num[i];
+    }
     sim_keyset_free(&old);
 }
 
 bool sim_keyset_has(const sim_keyset *s, uint64_t key)
 {
-    return key ? s->b[find_bucket(s, key)] == key : s->has_zero;
+    return key ? s->b[find_bucket(s, key)] == key : s->zero_num >= 0;
+}
+
+int64_t sim_keyset_number(sim_keyset *s, uint64_t key)
+{
+    if (!key) {
+        if (s->zero_num < 0) s->zero_num = s->count++;
+        return s->zero_num;
+    }
+    uint64_t i = find_bucket(s, key);
+    if (s->b[i]) return s->num[i];
+    s->b[i] = key;
+    int64_t n = s->num[i] = (int32_t)s->count++;
+    if (2 * s->count > (int64_t)(s->mask + 1)) grow(s);
+    return n;
 }
 
 bool sim_keyset_add(sim_keyset *s, uint64_t key)
 {
-    if (!key) {
-        bool added = !s->has_zero;
-        s->has_zero = true;
-        s->count += added;
-        return added;
-    }
-    uint64_t i = find_bucket(s, key);
-    if (s->b[i]) return false;
-    s->b[i] = key;
-    if (2 * ++s->count > (int64_t)(s->mask + 1)) grow(s);
-    return true;
+    int64_t before = s->count;
+    sim_keyset_number(s, key);
+    return s->count > before;
 }

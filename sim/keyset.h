@@ -1,14 +1,15 @@
-/* sim/keyset.h — a set of uint64 keys, for when only membership matters:
- * the distinct blocks of a trace and its infinite-cache (maximum) hit rate,
- * in `kvsim trace stats` and in kvsim hitrate's maximum replay.
+/* sim/keyset.h — a set of uint64 keys that numbers them in the order they
+ * were added (0, 1, 2, …): the distinct blocks of a trace in `kvsim trace
+ * stats`, and the dense block numbering of kvsim hitrate's loaded trace
+ * (hitrate.c: number_blocks).
  *
- * The compact sibling of sim_keymap (keymap.h): 8 bytes per bucket instead
- * of 16 and at most half full instead of a quarter, so a set costs a
- * quarter of a map's memory — which matters because a replay's first touch
- * of fresh memory is a page fault per 4 KiB. Linear probing over a
- * power-of-two table with Fibonacci hashing, as in keymap.h; nothing is
- * ever removed. 0 marks an empty bucket, and the key 0 itself is kept as a
- * flag. */
+ * The compact, insert-only sibling of sim_keymap (keymap.h): 8 bytes of
+ * key and 4 of number per bucket, at most half full, instead of 16 bytes
+ * at most a quarter full — under half a map's memory, which matters because
+ * a replay's first touch of fresh memory is a page fault per 4 KiB (on a
+ * virtual machine, microseconds each). Linear probing over a power-of-two
+ * table with Fibonacci hashing, as in keymap.h; nothing is ever removed.
+ * 0 marks an empty bucket, and the key 0 itself is kept aside. */
 #ifndef SIM_KEYSET_H
 #define SIM_KEYSET_H
 
@@ -16,11 +17,12 @@
 #include <stdint.h>
 
 typedef struct sim_keyset {
-    uint64_t *b;   /* buckets; 0 = empty */
-    uint64_t mask; /* buckets − 1 */
-    int shift;     /* 64 − log2(buckets) */
-    int64_t count; /* keys in the set, 0 included */
-    bool has_zero;
+    uint64_t *b;      /* buckets; 0 = empty */
+    int32_t *num;     /* per bucket: the key's number (valid where b ≠ 0) */
+    uint64_t mask;    /* buckets − 1 */
+    int shift;        /* 64 − log2(buckets) */
+    int64_t count;    /* keys in the set, 0 included = the next number */
+    int64_t zero_num; /* the key 0's number, −1 while absent */
 } sim_keyset;
 
 /* Fibonacci hashing, as in keymap.h: the top bits of key × 2^64/φ. */
@@ -29,12 +31,15 @@ static inline uint64_t sim_keyset_home(const sim_keyset *s, uint64_t key)
     return (key * 0x9E3779B97F4A7C15ull) >> s->shift;
 }
 
-/* An empty set sized for about `expected` keys (it grows as needed). */
+/* An empty set sized for about `expected` keys (it grows as needed; at
+ * most 2^31 keys). */
 void sim_keyset_init(sim_keyset *s, int64_t expected);
 void sim_keyset_free(sim_keyset *s);
 bool sim_keyset_has(const sim_keyset *s, uint64_t key);
 /* Add key; true when it was not in the set before. */
 bool sim_keyset_add(sim_keyset *s, uint64_t key);
+/* key's number, adding it (with the next number, count) when absent. */
+int64_t sim_keyset_number(sim_keyset *s, uint64_t key);
 
 /* Start loading key's home bucket into cache (a hint; no effect on results). */
 static inline void sim_keyset_prefetch(const sim_keyset *s, uint64_t key)

@@ -250,6 +250,12 @@ void kv_cache_reserve(kv_cache *c, int64_t blocks)
     sim_keymap_reserve(&c->index, n);
 }
 
+void kv_cache_dense_keys(kv_cache *c, int64_t universe)
+{
+    sim_keymap_free(&c->index);
+    sim_keymap_init_dense(&c->index, universe);
+}
+
 int64_t kv_cache_size(const kv_cache *c) { return c->size; }
 int64_t kv_cache_capacity(const kv_cache *c) { return c->capacity; }
 const kv_cache_stats *kv_cache_get_stats(const kv_cache *c) { return &c->st; }
@@ -314,6 +320,7 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
         return sim_errf(err, "kvstore %s tier: %s", tier_names[t], why.msg);
+    if (cfg->key_universe > 0) kv_cache_dense_keys(c, cfg->key_universe);
     if (cfg->expected_keys > 0) kv_cache_reserve(c, cfg->expected_keys);
     s->refs[node * KV_NTIERS + t] = (tier_ref){.s = s, .node = node, .tier = t};
     s->caches[node * KV_NTIERS + t] = c;
@@ -660,8 +667,11 @@ int64_t kv_store_keys(const kv_store *s)
 static void foreach_entry(const sim_keymap *m, bool count_one, void (*fn)(void *ctx, uint64_t key, int replicas),
                           void *ctx)
 {
-    for (uint64_t b = 0; b <= m->mask; b++)
-        if (m->e[b].val >= 0) fn(ctx, m->e[b].key, count_one ? 1 : (int)m->e[b].val);
+    uint64_t key;
+    for (uint64_t b = 0; b < sim_keymap_buckets(m); b++) {
+        int64_t v = sim_keymap_at(m, b, &key);
+        if (v >= 0) fn(ctx, key, count_one ? 1 : (int)v);
+    }
 }
 
 void kv_store_foreach_replica(const kv_store *s, void (*fn)(void *ctx, uint64_t key, int replicas), void *ctx)

@@ -72,6 +72,10 @@ void kv_cache_unpin(kv_cache *c, uint64_t key);
 /* Allocate room for `blocks` resident blocks (at most the capacity) now: a
  * tier known to fill that far skips the growth steps. No other effect. */
 void kv_cache_reserve(kv_cache *c, int64_t blocks);
+/* Promise that every key this (still empty) tier will see is < universe
+ * (dense block numbers, as kvsim hitrate makes them): its index becomes a
+ * plain array over the universe (sim_keymap's dense mode). No other effect. */
+void kv_cache_dense_keys(kv_cache *c, int64_t universe);
 
 int64_t kv_cache_size(const kv_cache *c);     /* resident blocks */
 int64_t kv_cache_capacity(const kv_cache *c); /* slots */
@@ -99,6 +103,8 @@ typedef struct kv_store_cfg {
                                          distinct keys will be stored; each tier
                                          allocates min(capacity, this) up front
                                          (kv_cache_reserve) */
+    int64_t key_universe;             /* 0, or every key is < this: each tier
+                                         indexes keys by array (kv_cache_dense_keys) */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;

@@ -58,15 +58,15 @@ section_run() {
 }
 
 # Block accesses per second of one `kvsim hitrate` command, parse included:
-# each capacity point and the maximum replay access every block once, so
-# accesses = (points + 1) x blocks. Best wall time of 3 runs (the machine
+# each capacity point accesses every block once, so accesses = points x
+# blocks (the maximum's pass, a comparison per block, is not counted). Best wall time of 3 runs (the machine
 # may be shared); the CPU-time rate is printed beside it.
 hitrate_rate() { # label trace caps policy
   local label=$1 trace=$2 caps=$3 policy=$4
   local cmd="$KVSIM hitrate --trace $trace --capacity-tokens $caps --policy $policy"
   local blocks points best="" cpu="" i t0 t1 w c
   blocks=$($KVSIM hitrate --trace "$trace" --capacity-tokens 0 --json | grep -o '"blocks": [0-9]*' | grep -o '[0-9]*$')
-  points=$(( $(tr -cd , <<<"$caps" | wc -c) + 2 ))
+  points=$(( $(tr -cd , <<<"$caps" | wc -c) + 1 ))
   for i in 1 2 3; do
     t0=$(date +%s.%N)
     c=$( { /usr/bin/time -f '%U %S' $cmd >/dev/null; } 2>&1 | tail -1 | awk '{print $1 + $2}')

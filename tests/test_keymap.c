@@ -1,6 +1,6 @@
 /* tests/test_keymap.c — the two uint64 hash tables behind the KV store and
- * the replays: sim_keymap (key → value, with deletion) and sim_keyset
- * (membership). Small integer keys crowd the probe runs, so growth,
+ * the replays: sim_keymap (key → value, with deletion; hashed and dense
+ * modes) and sim_keyset (membership and insertion-order numbering). Small integer keys crowd the probe runs, so growth,
  * backward-shift deletion and the probe/put_at pair are all exercised;
  * each expected value is derived in the comment above its assertion. */
 #include <setjmp.h>
@@ -84,6 +84,68 @@ static void test_keyset(void **state)
     sim_keyset_free(&s);
 }
 
+/* Dense mode follows the same protocol: the probe of an absent key names
+ * the key itself as its bucket; put_at, put, del and add keep count. Keys
+ * 0..99 of a universe of 100 with value k+1, then the multiples of 3
+ * deleted (0, 3, .., 99: 34 keys) leave 66; add(7, +5) gives 8 + 5 = 13,
+ * add(7, −13) removes key 7 (65 left). Iterating the buckets visits each
+ * remaining key once with its value: Σ (k+1) over the 65 keys = Σ_{0..99}
+ * (k+1) − Σ over the multiples of 3 (3j+1, j = 0..33) − 8 = 5050 − 1717 − 8
+ * = 3325. */
+static void test_keymap_dense(void **state)
+{
+    sim_keymap m;
+    sim_keymap_init_dense(&m, 100);
+    for (uint64_t k = 0; k < 100; k++) {
+        uint64_t where;
+        assert_int_equal(sim_keymap_probe(&m, k, &where), SIM_KEYMAP_ABSENT);
+        assert_int_equal(where, k);
+        sim_keymap_put_at(&m, where, k, (int64_t)k + 1);
+    }
+    assert_int_equal(m.count, 100);
+    for (uint64_t k = 0; k < 100; k += 3) assert_true(sim_keymap_del(&m, k));
+    assert_false(sim_keymap_del(&m, 0));
+    assert_int_equal(m.count, 66);
+    assert_int_equal(sim_keymap_add(&m, 7, 5), 13);
+    assert_int_equal(sim_keymap_add(&m, 7, -13), 0);
+    assert_int_equal(m.count, 65);
+    int64_t sum = 0, seen = 0;
+    for (uint64_t b = 0; b < sim_keymap_buckets(&m); b++) {
+        uint64_t key;
+        int64_t v = sim_keymap_at(&m, b, &key);
+        if (v < 0) continue;
+        assert_int_equal(v, (int64_t)key + 1);
+        sum += v;
+        seen++;
+    }
+    assert_int_equal(seen, 65);
+    assert_int_equal(sum, 3325);
+    sim_keymap_put(&m, 5, 40);
+    assert_int_equal(sim_keymap_get(&m, 5), 40);
+    assert_int_equal(m.count, 65);
+    sim_keymap_free(&m);
+}
+
+/* sim_keyset_number numbers keys in the order they first arrive, through
+ * growth (the set starts at 16 buckets) and for the key 0: the stream
+ * 900, 0, 900, 5, 0, 7 gives 0, 1, 0, 2, 1, 3; then keys 1000..4999 get
+ * 4..4003, and every key keeps its number when asked again. */
+static void test_keyset_numbering(void **state)
+{
+    sim_keyset s;
+    sim_keyset_init(&s, 0);
+    const uint64_t stream[] = {900, 0, 900, 5, 0, 7};
+    const int64_t expect[] = {0, 1, 0, 2, 1, 3};
+    for (int i = 0; i < 6; i++) assert_int_equal(sim_keyset_number(&s, stream[i]), expect[i]);
+    for (uint64_t k = 1000; k < 5000; k++) assert_int_equal(sim_keyset_number(&s, k), (int64_t)k - 996);
+    assert_int_equal(s.count, 4004);
+    for (uint64_t k = 1000; k < 5000; k++) assert_int_equal(sim_keyset_number(&s, k), (int64_t)k - 996);
+    assert_int_equal(sim_keyset_number(&s, 0), 1);
+    assert_int_equal(sim_keyset_number(&s, 7), 3);
+    assert_int_equal(s.count, 4004);
+    sim_keyset_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +153,8 @@ int main(void)
         cmocka_unit_test(test_keymap_delete_keeps_runs),
         cmocka_unit_test(test_keymap_probe_put_at),
         cmocka_unit_test(test_keyset),
+        cmocka_unit_test(test_keymap_dense),
+        cmocka_unit_test(test_keyset_numbering),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "sched/registry.h"
 #include "sim/kvstore.h"
 
 static kv_cache *new_cache(const char *policy, int64_t cap)
@@ -335,6 +336,56 @@ static void test_store_bad_config(void **state)
     kv_store_free(s);
 }
 
+/* Dense block numbers (cfg.key_universe: each tier indexes keys by array)
+ * are only a faster index: for every online policy, scope and tier setup,
+ * the same access stream gives the same prefix hits, counters and
+ * residency as the hashed index. The stream: 3000 requests of 1..8 keys
+ * from a universe of 400, drawn by a fixed linear congruential generator,
+ * on 3 nodes with DRAM 40 (+ SSD 60) blocks each. */
+static int32_t replay_stream(kv_store *s, uint32_t *rng, int64_t *hits_total)
+{
+    uint64_t keys[8];
+    int32_t n = 1 + (int32_t)((*rng = *rng * 1664525u + 1013904223u) >> 29);
+    for (int32_t i = 0; i < n; i++) keys[i] = ((*rng = *rng * 1664525u + 1013904223u) >> 8) % 400;
+    int node = (int)((*rng >> 4) % 3);
+    int32_t hit = kv_store_access(s, node, keys, n, (*rng >> 12) % 7 ? SIM_CACHE_DEFAULT : SIM_CACHE_CONTEXT, NULL);
+    *hits_total += hit;
+    return hit;
+}
+
+static void test_dense_keys_same_replay(void **state)
+{
+    for (size_t p = 0; p < sched_evict_count(); p++) {
+        const sched_evict_entry *e = sched_evict_at(p);
+        if (e->offline) continue;
+        for (int setup = 0; setup < 4; setup++) {
+            kv_store_cfg cfg = {.nodes = 3, .scope = setup & 1 ? KV_SCOPE_LOCAL : KV_SCOPE_GLOBAL,
+                                .tier_blocks = {0, 40, setup & 2 ? 60 : 0}, .promote = true};
+            for (kv_tier t = 0; t < KV_NTIERS; t++) cfg.policy[t] = e->name;
+            kv_store *hashed, *dense;
+            sim_err err;
+            assert_int_equal(kv_store_new(&hashed, &cfg, &err), 0);
+            cfg.key_universe = 400;
+            assert_int_equal(kv_store_new(&dense, &cfg, &err), 0);
+            uint32_t rng_h = 7, rng_d = 7;
+            int64_t hits_h = 0, hits_d = 0;
+            for (int r = 0; r < 3000; r++)
+                assert_int_equal(replay_stream(hashed, &rng_h, &hits_h), replay_stream(dense, &rng_d, &hits_d));
+            assert_true(hits_h > 0);
+            for (kv_tier t = KV_TIER_DRAM; t < KV_NTIERS; t++) {
+                kv_cache_stats a, b;
+                kv_store_stats(hashed, t, &a);
+                kv_store_stats(dense, t, &b);
+                assert_memory_equal(&a, &b, sizeof a);
+                for (int n = 0; n < 3; n++) assert_int_equal(kv_store_blocks(hashed, n, t), kv_store_blocks(dense, n, t));
+            }
+            for (uint64_t k = 0; k < 400; k++) assert_int_equal(kv_store_replicas(hashed, k), kv_store_replicas(dense, k));
+            kv_store_free(hashed);
+            kv_store_free(dense);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_ssd_demotion_and_promotion),
         cmocka_unit_test(test_semantics_aware_classes),
         cmocka_unit_test(test_store_bad_config),
+        cmocka_unit_test(test_dense_keys_same_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
