@@ -9,6 +9,7 @@
 #ifndef SCHED_DLIST_H
 #define SCHED_DLIST_H
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -16,9 +17,10 @@
 #include "sim/util.h"
 
 /* A slot's two neighbours side by side, so that unlinking it reads one
- * cache line instead of two. */
+ * cache line instead of two; 32-bit, so that a tier of 64k blocks keeps its
+ * links in 512 KiB (a tier holds fewer than 2^31 blocks: sched_links_resize). */
 typedef struct sched_link {
-    int64_t prev, next;
+    int32_t prev, next;
 } sched_link;
 
 typedef struct sched_links {
@@ -31,6 +33,7 @@ typedef struct sched_list {
 
 static inline void sched_links_resize(sched_links *l, int64_t nslots)
 {
+    assert(nslots <= INT32_MAX);
     l->at = sim_xrealloc(l->at, (size_t)nslots * sizeof *l->at);
 }
 
@@ -47,8 +50,8 @@ static inline void sched_list_init(sched_list *q)
 
 static inline void sched_list_push_head(sched_list *q, sched_links *l, int64_t s)
 {
-    l->at[s] = (sched_link){.prev = -1, .next = q->head};
-    if (q->head >= 0) l->at[q->head].prev = s;
+    l->at[s] = (sched_link){.prev = -1, .next = (int32_t)q->head};
+    if (q->head >= 0) l->at[q->head].prev = (int32_t)s;
     else q->tail = s;
     q->head = s;
     q->size++;
@@ -57,9 +60,9 @@ static inline void sched_list_push_head(sched_list *q, sched_links *l, int64_t s
 static inline void sched_list_unlink(sched_list *q, sched_links *l, int64_t s)
 {
     int64_t p = l->at[s].prev, n = l->at[s].next;
-    if (p >= 0) l->at[p].next = n;
+    if (p >= 0) l->at[p].next = (int32_t)n;
     else q->head = n;
-    if (n >= 0) l->at[n].prev = p;
+    if (n >= 0) l->at[n].prev = (int32_t)p;
     else q->tail = p;
     q->size--;
 }

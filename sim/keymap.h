@@ -107,8 +107,13 @@ static inline void sim_keymap_dense_set(sim_keymap *m, uint64_t key, int64_t val
  * returned in *where (one probe for the lookup and the insertion). */
 static inline void sim_keymap_put_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val)
 {
-    if (m->dense) sim_keymap_dense_set(m, key, val);
-    else sim_keymap_hashed_put_at(m, where, key, val);
+    if (!m->dense) {
+        sim_keymap_hashed_put_at(m, where, key, val);
+        return;
+    }
+    assert(key < m->universe && m->dense[key] < 0 && val >= 0 && val < INT32_MAX);
+    m->count++;
+    m->dense[key] = (int32_t)val;
 }
 
 /* Remove key; returns whether it was present. */
@@ -118,6 +123,21 @@ static inline bool sim_keymap_del(sim_keymap *m, uint64_t key)
     bool present = m->dense[key] >= 0;
     sim_keymap_dense_set(m, key, SIM_KEYMAP_ABSENT);
     return present;
+}
+
+/* Hand the value of `old` (present) to `key` (absent, probed to `where`)
+ * and remove `old`: an eviction's index update. In dense mode two stores,
+ * with no load of old's entry and no change of count. */
+static inline void sim_keymap_replace_at(sim_keymap *m, uint64_t where, uint64_t key, int64_t val, uint64_t old)
+{
+    if (m->dense) {
+        assert(key < m->universe && old < m->universe && val < INT32_MAX);
+        m->dense[key] = (int32_t)val;
+        m->dense[old] = (int32_t)SIM_KEYMAP_ABSENT;
+        return;
+    }
+    sim_keymap_hashed_put_at(m, where, key, val);
+    sim_keymap_hashed_del(m, old);
 }
 /* Add delta to key's value (absent counts as 0); a result of 0 removes the
  * key. Returns the new value. */

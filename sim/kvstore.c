@@ -150,8 +150,9 @@ static int64_t cache_pick_victim(kv_cache *c)
 
 /* The slot for a new key whose index probe ended at bucket `where`: a free
  * slot while the tier has room, else the victim's. The new key enters the
- * index before the victim's leaves it, because deleting first could shift
- * the probe run under `where`. -1 when every resident block is protected. */
+ * index before the victim's leaves it (sim_keymap_replace_at), because
+ * deleting first could shift the probe run under `where`. -1 when every
+ * resident block is protected. */
 static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
 {
     if (c->size < c->capacity) {
@@ -162,9 +163,7 @@ static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
     }
     int64_t v = cache_pick_victim(c);
     if (v == SCHED_NO_VICTIM) return -1;
-    uint64_t old = c->slots[v].key;
-    sim_keymap_put_at(&c->index, where, key, v);
-    sim_keymap_del(&c->index, old);
+    sim_keymap_replace_at(&c->index, where, key, v, c->slots[v].key);
     return v;
 }
 
