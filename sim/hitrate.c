@@ -48,8 +48,8 @@ static void append_request(kv_replay_trace *t, const sim_request *r, int64_t *re
 
 static void number_blocks(kv_replay_trace *t)
 {
-    sim_keyset num; /* sized for half the blocks distinct: it grows only beyond */
-    sim_keyset_init(&num, t->nblocks / 2);
+    sim_keyset num; /* sized for a third of the blocks distinct; grows beyond */
+    sim_keyset_init(&num, t->nblocks / 3);
     for (int64_t i = 0; i < t->nblocks; i++) {
         if (i + NUMBER_PREFETCH < t->nblocks) sim_keyset_prefetch(&num, t->keys[i + NUMBER_PREFETCH]);
         t->keys[i] = (uint64_t)sim_keyset_number(&num, t->keys[i]);
