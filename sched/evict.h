@@ -43,15 +43,18 @@ typedef struct sched_evict_req {
 
 /* The core's answer to "may this slot be evicted now?" — false for pinned
  * (in-use, Mooncake §3.2.1) slots and for context blocks at the last level
- * of the hierarchy (§5.2). */
+ * of the hierarchy (§5.2). `all` is set while the tier has never held such
+ * a slot (a cache-only replay of a trace without context blocks): every
+ * slot is evictable, and the question is not asked. */
 typedef struct sched_evict_view {
     bool (*evictable)(const void *ctx, int64_t slot);
     const void *ctx;
+    bool all;
 } sched_evict_view;
 
 static inline bool sched_evictable(const sched_evict_view *v, int64_t slot)
 {
-    return v->evictable(v->ctx, slot);
+    return v->all || v->evictable(v->ctx, slot);
 }
 
 typedef struct sched_evict_ops {

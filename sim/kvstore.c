@@ -48,6 +48,7 @@ struct kv_cache {
     kv_evict_cb evict_cb;
     void *evict_ctx;
     bool keep_context;
+    bool ever_protected; /* a slot was ever pinned or held a context block */
     kv_cache_stats st;
 };
 
@@ -110,7 +111,10 @@ bool kv_cache_contains(const kv_cache *c, uint64_t key) { return cache_find(c, k
  * marked it for reuse), then the policy refreshes it. */
 static void cache_touch(kv_cache *c, int64_t slot, const sched_evict_req *req)
 {
-    if (req->cls == SIM_CACHE_CONTEXT) c->slots[slot].cls = SIM_CACHE_CONTEXT;
+    if (req->cls == SIM_CACHE_CONTEXT) {
+        c->slots[slot].cls = SIM_CACHE_CONTEXT;
+        c->ever_protected = true;
+    }
     c->ops->on_hit(c->pol, slot, req);
 }
 
@@ -139,7 +143,7 @@ static int64_t cache_take_slot(kv_cache *c)
  * resident block is protected. */
 static int64_t cache_pick_victim(kv_cache *c)
 {
-    const sched_evict_view view = {.evictable = cache_evictable, .ctx = c};
+    const sched_evict_view view = {.evictable = cache_evictable, .ctx = c, .all = !c->ever_protected};
     int64_t v = c->ops->victim(c->pol, &view);
     if (v == SCHED_NO_VICTIM) return v;
     if (c->evict_cb) c->evict_cb(c->evict_ctx, c->slots[v].key, (sim_cache_class)c->slots[v].cls);
@@ -183,6 +187,7 @@ static kv_result cache_insert_at(kv_cache *c, const sched_evict_req *req, uint64
         return KV_FULL;
     }
     c->slots[slot] = (kv_slot){.key = req->key, .pins = 0, .cls = (uint8_t)req->cls};
+    c->ever_protected |= req->cls == SIM_CACHE_CONTEXT;
     c->st.inserts++;
     c->ops->on_insert(c->pol, slot, req);
     if (slot_out) *slot_out = slot;
@@ -227,7 +232,10 @@ bool kv_cache_remove(kv_cache *c, uint64_t key)
 void kv_cache_pin(kv_cache *c, uint64_t key)
 {
     int64_t slot = cache_find(c, key);
-    if (slot >= 0) c->slots[slot].pins++;
+    if (slot >= 0) {
+        c->slots[slot].pins++;
+        c->ever_protected = true;
+    }
 }
 
 void kv_cache_unpin(kv_cache *c, uint64_t key)
@@ -494,6 +502,7 @@ static void store_promote(kv_store *s, int node, int64_t slot, const sched_evict
     sched_evict_req moved = *req;
     moved.cls = (sim_cache_class)ssd->slots[slot].cls;
     int32_t pins = ssd->slots[slot].pins++;
+    ssd->ever_protected = dram->ever_protected = true;
     int64_t up;
     kv_result r = cache_insert(dram, &moved, &up);
     ssd->slots[slot].pins--;
