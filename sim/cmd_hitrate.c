@@ -142,7 +142,7 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, p
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,
-                              "scope", s->scope == KV_SCOPE_GLOBAL ? "global" : "local", "nodes", s->nodes,
+                              "scope", kv_scope_name(s->scope), "nodes", s->nodes,
                               "block_tokens", s->block_tokens, "max_hit_rate_blocks", max.hit_rate_blocks,
                               "max_hit_rate_tokens", max.hit_rate_tokens, "points", points);
         json_dumpf(o, stdout, JSON_REAL_PRECISION(10));

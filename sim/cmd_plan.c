@@ -102,7 +102,7 @@ static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const
     double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
     json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:i}",
                           "trace", t->path, "policy", s->policy, "scope",
-                          s->scope == KV_SCOPE_GLOBAL ? "global" : "local", "nodes", s->nodes, "model", m->name,
+                          kv_scope_name(s->scope), "nodes", s->nodes, "model", m->name,
                           "kv_bytes_per_token", kvb, "target", target, "max_hit_rate_blocks",
                           p->max.hit_rate_blocks, "goal_hit_rate_blocks", p->goal, "hit_rate_blocks",
                           p->best.hit_rate_blocks, "hit_rate_tokens", p->best.hit_rate_tokens, "capacity_blocks",

@@ -108,7 +108,7 @@ static void print_summary(const sim_config *cfg, const json_t *s)
 {
     const json_t *rej = json_object_get(s, "rejected");
     printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
-           cfg->n_prefill, cfg->n_decode, cfg->scope == KV_SCOPE_GLOBAL ? "global" : "local", cfg->router,
+           cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router,
            cfg->admission);
     printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),

@@ -247,9 +247,8 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 {
     char s[16];
     if (get_str(root, "cluster.scope", s, sizeof s, err)) return -1;
-    if (!strcmp(s, "global")) *out = KV_SCOPE_GLOBAL;
-    else if (!strcmp(s, "local")) *out = KV_SCOPE_LOCAL;
-    else return sim_errf(err, "config key 'cluster.scope': '%s' is not global or local", s);
+    if (kv_scope_from_name(s, out))
+        return sim_errf(err, "config key 'cluster.scope': '%s' is not global or local", s);
     return 0;
 }
 

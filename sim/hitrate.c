@@ -239,9 +239,7 @@ static int set_policy(kv_hitrate_spec *s, const char *key, const char *v, sim_er
 
 static int set_scope(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
 {
-    if (!strcmp(v, "global")) s->scope = KV_SCOPE_GLOBAL;
-    else if (!strcmp(v, "local")) s->scope = KV_SCOPE_LOCAL;
-    else return sim_errf(err, "%s: '%s' is not a scope (global or local)", key, v);
+    if (kv_scope_from_name(v, &s->scope)) return sim_errf(err, "%s: '%s' is not a scope (global or local)", key, v);
     return 0;
 }
 
@@ -299,12 +297,19 @@ static int set_block_tokens(kv_hitrate_spec *s, const char *key, const char *v, 
     return 0;
 }
 
+static const struct {
+    const char *word;
+    bool value;
+} bool_words[] = {{"true", true}, {"on", true}, {"1", true}, {"false", false}, {"off", false}, {"0", false}};
+
 static int parse_bool(const char *key, const char *v, bool *out, sim_err *err)
 {
-    if (!strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1")) *out = true;
-    else if (!strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0")) *out = false;
-    else return sim_errf(err, "%s: '%s' is not true or false", key, v);
-    return 0;
+    for (size_t i = 0; i < sizeof bool_words / sizeof bool_words[0]; i++)
+        if (!strcmp(v, bool_words[i].word)) {
+            *out = bool_words[i].value;
+            return 0;
+        }
+    return sim_errf(err, "%s: '%s' is not true or false", key, v);
 }
 
 static int set_promote(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
@@ -442,7 +447,7 @@ void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n)
     format_tokens(s->tier_tokens[KV_TIER_HBM], hbm, sizeof hbm);
     format_tokens(s->tier_tokens[KV_TIER_SSD], ssd, sizeof ssd);
     snprintf(buf, n, "policy %s, %s scope, %d node%s%s%s, %d-token blocks, hbm %s, ssd %s tokens/node%s%s", s->policy,
-             s->scope == KV_SCOPE_GLOBAL ? "global" : "local", s->nodes, s->nodes > 1 ? "s" : "",
+             kv_scope_name(s->scope), s->nodes, s->nodes > 1 ? "s" : "",
              s->nodes > 1 ? " routed by " : "", s->nodes > 1 ? s->route : "", s->block_tokens, hbm, ssd,
              s->semantics ? "" : ", cache classes ignored", s->promote ? "" : ", no promotion");
 }

@@ -17,6 +17,7 @@
 #include "sim/kvstore.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/registry.h"
 #include "sim/keymap.h"
@@ -294,6 +295,20 @@ struct kv_store {
 static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return s->caches[node * KV_NTIERS + t]; }
 
 static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
+
+static const char *const scope_names[] = {[KV_SCOPE_GLOBAL] = "global", [KV_SCOPE_LOCAL] = "local"};
+
+const char *kv_scope_name(kv_scope s) { return scope_names[s]; }
+
+int kv_scope_from_name(const char *name, kv_scope *out)
+{
+    for (kv_scope s = KV_SCOPE_GLOBAL; s <= KV_SCOPE_LOCAL; s++)
+        if (!strcmp(name, scope_names[s])) {
+            *out = s;
+            return 0;
+        }
+    return -1;
+}
 
 /* One more (+1) or one fewer (−1) node holds key in a store tier. */
 static inline void replica_add(kv_store *s, uint64_t key, int delta)

@@ -86,6 +86,10 @@ const kv_cache_stats *kv_cache_get_stats(const kv_cache *c);
 typedef enum kv_tier { KV_TIER_HBM = 0, KV_TIER_DRAM, KV_TIER_SSD, KV_NTIERS } kv_tier;
 typedef enum kv_scope { KV_SCOPE_GLOBAL = 0, KV_SCOPE_LOCAL } kv_scope;
 
+/* "global" / "local", and back: 0, or −1 for any other name. */
+const char *kv_scope_name(kv_scope s);
+int kv_scope_from_name(const char *name, kv_scope *out);
+
 typedef struct kv_store_cfg {
     int nodes;
     kv_scope scope;
