@@ -501,8 +501,8 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
 }
 
 /* Dense indexes cost 4 bytes per distinct key, per node and tier, whatever
- * the capacity: beyond this many entries in all, hashed indexes (which cost
- * per resident block) are used instead. */
+ * the capacity: beyond this many entries in all (256 MiB), hashed indexes
+ * (which cost per resident block) are used instead. */
 #define DENSE_MAX_ENTRIES ((int64_t)1 << 26)
 
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
@@ -519,7 +519,9 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
         cfg.policy[k] = s->policy;
     }
     if (s->nodes == 1) cfg.expected_keys = t->distinct;
-    if ((int64_t)s->nodes * t->distinct <= DENSE_MAX_ENTRIES) cfg.key_universe = t->distinct;
+    int tiers = 0;
+    for (kv_tier k = 0; k < KV_NTIERS; k++) tiers += cfg.tier_blocks[k] > 0;
+    if ((int64_t)tiers * s->nodes * t->distinct <= DENSE_MAX_ENTRIES) cfg.key_universe = t->distinct;
     bool oracle = sched_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
     cfg.next_use_hints = oracle;
