@@ -126,6 +126,28 @@ static void test_keymap_dense(void **state)
     sim_keymap_free(&m);
 }
 
+/* sim_keymap_replace_at, in both modes: keys 0..9 hold 100+k; key 20 (absent,
+ * probed) takes over key 4's value and key 4 leaves: 20 → 104, 4 absent,
+ * still 10 keys, and every other key keeps its value. */
+static void test_keymap_replace_at(void **state)
+{
+    for (int dense = 0; dense < 2; dense++) {
+        sim_keymap m;
+        if (dense) sim_keymap_init_dense(&m, 32);
+        else sim_keymap_init(&m, 1);
+        for (uint64_t k = 0; k < 10; k++) sim_keymap_put(&m, k, (int64_t)(100 + k));
+        uint64_t where;
+        assert_int_equal(sim_keymap_probe(&m, 20, &where), SIM_KEYMAP_ABSENT);
+        sim_keymap_replace_at(&m, where, 20, sim_keymap_get(&m, 4), 4);
+        assert_int_equal(sim_keymap_get(&m, 20), 104);
+        assert_int_equal(sim_keymap_get(&m, 4), SIM_KEYMAP_ABSENT);
+        assert_int_equal(m.count, 10);
+        for (uint64_t k = 0; k < 10; k++)
+            if (k != 4) assert_int_equal(sim_keymap_get(&m, k), (int64_t)(100 + k));
+        sim_keymap_free(&m);
+    }
+}
+
 /* sim_keyset_number numbers keys in the order they first arrive, through
  * growth (the set starts at 16 buckets) and for the key 0: the stream
  * 900, 0, 900, 5, 0, 7 gives 0, 1, 0, 2, 1, 3; then keys 1000..4999 get
@@ -154,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_keymap_probe_put_at),
         cmocka_unit_test(test_keyset),
         cmocka_unit_test(test_keymap_dense),
+        cmocka_unit_test(test_keymap_replace_at),
         cmocka_unit_test(test_keyset_numbering),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
