@@ -271,22 +271,10 @@ static void test_calibrate_errors(void **state)
     free(doc);
     calibrate_doc("{\"samples\": []}", "", 2, "kvsim_probe: expected 1");
     calibrate_doc("{\"kvsim_probe\": 1, \"samples\": [{\"backend\": \"cpu\"}]}", "", 2, "samples[0].shape: missing");
-    cli_result r = tu_kvsim("calibrate --probe-json x.json");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "kvsim calibrate: --out FILE is required"));
-    tu_free(&r);
-    r = tu_kvsim("calibrate --probe-json x.json --run-probe --out y.json");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "exactly one of"));
-    tu_free(&r);
-    r = tu_kvsim("calibrate --probe-json /nonexistent/p.json --out /tmp/kvsim-never.json");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "/nonexistent/p.json"));
-    tu_free(&r);
-    r = tu_kvsim("calibrate --help");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "usage: kvsim calibrate"));
-    tu_free(&r);
+    tu_expect_exit("calibrate --probe-json x.json", 2, "kvsim calibrate: --out FILE is required");
+    tu_expect_exit("calibrate --probe-json x.json --run-probe --out y.json", 2, "exactly one of");
+    tu_expect_exit("calibrate --probe-json /nonexistent/p.json --out /tmp/kvsim-never.json", 2, "/nonexistent/p.json");
+    tu_expect_stdout("calibrate --help", "usage: kvsim calibrate");
 }
 
 /* The real probe (CPU backend, tiny shape) through --run-probe: the raw
@@ -304,9 +292,7 @@ static void test_calibrate_run_probe(void **state)
              "calibrate --run-probe --probe-args '--backends cpu --shapes tiny --tokens 64,256,1024 --reps 5 "
              "--warmup 1 --quiet --ssd-dir %s/ssd' --out %s/cal.json",
              dir, dir);
-    cli_result r = tu_kvsim(args);
-    if (r.status) fail_msg("status %d: %s%s", r.status, r.out, r.err);
-    tu_free(&r);
+    tu_expect_exit(args, 0, NULL);
     snprintf(path, sizeof path, "%s/cal.probe.json", dir);
     assert_int_equal(access(path, R_OK), 0);
     snprintf(path, sizeof path, "%s/cal.json", dir);

@@ -164,17 +164,13 @@ static void test_bad_baselines(void **state)
 /* The baselines the project ships pass as committed. */
 static void test_shipped_default_baseline(void **state)
 {
-    cli_result r = tu_kvsim("check --baseline tests/baselines/default.json");
-    if (r.status != 0) fail_msg("exit %d:\n%s%s", r.status, r.out, r.err);
-    tu_free(&r);
+    tu_expect_exit("check --baseline tests/baselines/default.json", 0, NULL);
 }
 
 static void test_shipped_shared_baseline(void **state)
 {
     if (!tu_shared_trace()) skip();
-    cli_result r = tu_kvsim("check --baseline tests/baselines/mooncake_synthetic.json");
-    if (r.status != 0) fail_msg("exit %d:\n%s%s", r.status, r.out, r.err);
-    tu_free(&r);
+    tu_expect_exit("check --baseline tests/baselines/mooncake_synthetic.json", 0, NULL);
 }
 
 int main(void)

@@ -37,12 +37,7 @@ static json_t *run(const char *args)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "run --json %s", args);
-    cli_result r = tu_kvsim(cmd);
-    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
-    json_t *j = json_loads(r.out, 0, NULL);
-    assert_non_null(j);
-    tu_free(&r);
-    return j;
+    return tu_kvsim_json(cmd);
 }
 
 static double num(const json_t *j, const char *a, const char *b)
@@ -69,9 +64,7 @@ static char *gen_trace(const char *opts)
 {
     char *path = tu_temp_path(), cmd[1024];
     snprintf(cmd, sizeof cmd, "trace gen %s -o %s", opts, path);
-    cli_result r = tu_kvsim(cmd);
-    assert_int_equal(r.status, 0);
-    tu_free(&r);
+    tu_expect_exit(cmd, 0, NULL);
     return path;
 }
 

@@ -29,13 +29,7 @@ static json_t *run_json(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    cli_result r = tu_kvsim(args);
-    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", args, r.status, r.err);
-    json_error_t je;
-    json_t *o = json_loads(r.out, 0, &je);
-    if (!o) fail_msg("kvsim %s: not JSON: %s", args, r.out);
-    tu_free(&r);
-    return o;
+    return tu_kvsim_json(args);
 }
 
 static double point(const json_t *o, size_t i, const char *field)
@@ -177,10 +171,7 @@ static void test_plan_hand_trace(void **state)
     assert_int_equal(json_integer_value(json_object_get(o, "capacity_blocks")), 3);
     assert_float_equal(json_number_value(json_object_get(o, "total_bytes")), 2 * 1536 * 327680.0, 0);
     json_decref(o);
-    cli_result r = tu_kvsim("plan --help");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "--target"));
-    tu_free(&r);
+    tu_expect_stdout("plan --help", "--target");
     tu_remove_temp(t);
 }
 

@@ -64,13 +64,7 @@ static json_t *run_json(const char *extra)
 {
     char args[4096];
     snprintf(args, sizeof args, "run --trace %s --json %s", trace_path, extra);
-    cli_result r = tu_kvsim(args);
-    if (r.status != 0) fprintf(stderr, "kvsim %s\n%s", args, r.err);
-    assert_int_equal(r.status, 0);
-    json_t *j = json_loads(r.out, 0, NULL);
-    assert_non_null(j);
-    tu_free(&r);
-    return j;
+    return tu_kvsim_json(args);
 }
 
 /* One number from a SQL query. */
@@ -251,12 +245,9 @@ static double mean_ttft_shared(const char *extra)
     char args[1024];
     snprintf(args, sizeof args, "run --trace %s --json --set cluster.prefill=4 --set cluster.decode=4 %s", SHARED_TRACE,
              extra);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = tu_kvsim_json(args);
     double v = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
     json_decref(j);
-    tu_free(&r);
     return v;
 }
 
@@ -285,9 +276,7 @@ static void test_speed_raises_ttft(void **state)
     for (int i = 0; i < 3; i++) {
         char args[512];
         snprintf(args, sizeof args, "run --trace %s --json --speed %s", SHARED_TRACE, speeds[i]);
-        cli_result r = tu_kvsim(args);
-        assert_int_equal(r.status, 0);
-        json_t *j = json_loads(r.out, 0, NULL);
+        json_t *j = tu_kvsim_json(args);
         double ttft = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
         double slo = json_number_value(json_object_get(j, "slo_attainment"));
         printf("speed %s: mean TTFT %.0f ms, SLO attainment %.3f\n", speeds[i], ttft, slo);
@@ -295,7 +284,6 @@ static void test_speed_raises_ttft(void **state)
         assert_true(slo < prev_slo);
         prev_ttft = ttft, prev_slo = slo;
         json_decref(j);
-        tu_free(&r);
     }
 }
 
@@ -380,15 +368,9 @@ static void test_bad_input(void **state)
 /* --help on run and policies; the summary fields the brief promises. */
 static void test_help_and_summary_fields(void **state)
 {
-    cli_result r = tu_kvsim("run --help");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "usage: kvsim run"));
-    tu_free(&r);
-    r = tu_kvsim("policies");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.out, "cache_aware_local"));
-    assert_non_null(strstr(r.out, "slo_reject"));
-    tu_free(&r);
+    tu_expect_stdout("run --help", "usage: kvsim run");
+    tu_expect_stdout("policies", "cache_aware_local");
+    tu_expect_stdout("policies", "slo_reject");
     json_t *s = run_json("");
     const char *keys[] = {"requests",           "completed",   "rejected",     "ttft_ms", "tbt_ms",
                           "slo_attainment",     "goodput_rps", "hit_rate_blocks", "hit_rate_tokens",

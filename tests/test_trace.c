@@ -206,10 +206,7 @@ static void test_blank_lines_are_skipped(void **state)
 
 static void test_missing_file(void **state)
 {
-    cli_result r = tu_kvsim("trace stats /nonexistent/trace.jsonl");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "/nonexistent/trace.jsonl: cannot open"));
-    tu_free(&r);
+    tu_expect_exit("trace stats /nonexistent/trace.jsonl", 2, "/nonexistent/trace.jsonl: cannot open");
 }
 
 /* ---- reader semantics --------------------------------------------------- */
@@ -600,9 +597,7 @@ static char *gen_trace(const char *args)
     char *path = tu_write_temp("");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "trace gen %s -o %s", args, path);
-    cli_result r = tu_kvsim(cmd);
-    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
-    tu_free(&r);
+    tu_expect_exit(cmd, 0, NULL);
     return path;
 }
 
@@ -764,16 +759,8 @@ static void test_gen_bad_options(void **state)
 static void test_help(void **state)
 {
     static const char *const cmds[] = {"trace --help", "trace stats --help", "trace gen --help"};
-    for (size_t i = 0; i < 3; i++) {
-        cli_result r = tu_kvsim(cmds[i]);
-        assert_int_equal(r.status, 0);
-        assert_non_null(strstr(r.out, "usage: kvsim trace"));
-        tu_free(&r);
-    }
-    cli_result r = tu_kvsim("trace frobnicate");
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "unknown subcommand 'frobnicate'"));
-    tu_free(&r);
+    for (size_t i = 0; i < 3; i++) tu_expect_stdout(cmds[i], "usage: kvsim trace");
+    tu_expect_exit("trace frobnicate", 2, "unknown subcommand 'frobnicate'");
 }
 
 /* The bundled trace is exactly what the documented command (the defaults) writes. */

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 /* cmocka 1.1 compares floats only; kvsim's expected values need doubles. */
 #define assert_double_equal(a, b, eps)                                                                          \
     do {                                                                                                         \
@@ -96,6 +98,28 @@ static inline void tu_expect_exit(const char *args, int status, const char *need
         fail_msg("kvsim %s: exit %d, stderr '%s' (want %d and '%s')", args, r.status, r.err, status,
                  needle ? needle : "");
     tu_free(&r);
+}
+
+/* Run `$KVSIM_BIN args`; fail the test unless it exits 0 and its stdout
+ * contains `needle` (--help texts, listings). */
+static inline void tu_expect_stdout(const char *args, const char *needle)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0 || !strstr(r.out, needle))
+        fail_msg("kvsim %s: exit %d, stdout '%s' (want 0 and '%s')", args, r.status, r.out, needle);
+    tu_free(&r);
+}
+
+/* Run `$KVSIM_BIN args`; fail the test unless it exits 0 and prints a JSON
+ * value on stdout, which is returned (caller decrefs). */
+static inline json_t *tu_kvsim_json(const char *args)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", args, r.status, r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    if (!j) fail_msg("kvsim %s: not JSON: %s", args, r.out);
+    tu_free(&r);
+    return j;
 }
 
 /* A fresh temp path with no file behind it (for --db, -o); caller frees. */
