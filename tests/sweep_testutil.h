@@ -1,7 +1,8 @@
 /* tests/sweep_testutil.h — helpers shared by test_sweep.c and test_report.c:
  * a small deterministic trace, a scratch directory, one-number SQL queries,
- * a canonical text dump of a results database for row-by-row comparison,
- * and expectations on a kvsim command's exit status and output. Include after tests/testutil.h. Header-only (static). */
+ * and a canonical text dump of a results database for row-by-row
+ * comparison (exit-status and output checks are tests/testutil.h's).
+ * Include after tests/testutil.h. Header-only (static). */
 #ifndef TESTS_SWEEP_TESTUTIL_H
 #define TESTS_SWEEP_TESTUTIL_H
 
@@ -146,25 +147,6 @@ static inline int su_count(const char *text, const char *needle)
     int n = 0;
     for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
     return n;
-}
-
-/* `kvsim args` exits 0 and, when needle is given, prints it on stdout. */
-static inline void su_expect_ok(const char *args, const char *needle)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != 0 || (needle && !strstr(r.out, needle)))
-        fail_msg("kvsim %s: status %d, stdout '%s', stderr '%s', expected 0 and '%s'", args, r.status, r.out, r.err,
-                 needle ? needle : "");
-    tu_free(&r);
-}
-
-/* `kvsim args` exits 2 with message on stderr. */
-static inline void su_expect_usage_error(const char *args, const char *message)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != 2 || !strstr(r.err, message))
-        fail_msg("kvsim %s: status %d, stderr '%s', expected 2 and '%s'", args, r.status, r.err, message);
-    tu_free(&r);
 }
 
 /* A file of text that SQLite must refuse as a database. */

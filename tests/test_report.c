@@ -49,7 +49,7 @@ static void report(const char *database, const char *out, const char *extra)
 {
     char args[2048];
     snprintf(args, sizeof args, "report --db %s -o %s %s", database, out, extra);
-    su_expect_ok(args, "kvsim report: ");
+    tu_expect_stdout(args, "kvsim report: ");
 }
 
 static int setup(void **state)
@@ -66,7 +66,7 @@ static int setup(void **state)
              "sweep --trace %s --set slo.ttft_ms=800 --grid 'policy.admission=none,slo_reject;trace.speed=1,4' "
              "--jobs 2 --db %s",
              trace, db);
-    su_expect_ok(args, NULL);
+    tu_expect_stdout(args, NULL);
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, plain_db);
     assert_int_equal(system(cmd), 0);
     add_extras(db);
@@ -338,7 +338,7 @@ static void test_hitrate_db(void **state)
     char hdb[600], args[2048];
     snprintf(hdb, sizeof hdb, "%s/hitrate.db", dir);
     snprintf(args, sizeof args, "hitrate --trace %s/t.jsonl --capacity-tokens 2048,1e6,inf --db %s", dir, hdb);
-    for (int i = 0; i < 2; i++) su_expect_ok(args, "max ");
+    for (int i = 0; i < 2; i++) tu_expect_stdout(args, "max ");
     double blocks = 0;
     for (int i = 0; i < 80; i++) blocks += (3000 + (i * 997) % 6001 + 511) / 512;
     assert_double_equal(su_num(hdb, "SELECT hit_rate_blocks FROM hitrate WHERE id=2 AND capacity_tokens IS NULL"),
@@ -394,20 +394,20 @@ static void test_bad_input(void **state)
     su_write_garbage(garbage);
     su_exec(empty, "CREATE TABLE other(x)");
     snprintf(args, sizeof args, "report --db %s/missing.db -o %s/x", dir, dir);
-    su_expect_usage_error(args, "cannot read");
+    tu_expect_exit(args, 2, "cannot read");
     snprintf(args, sizeof args, "report --db %s -o %s/x", garbage, dir);
-    su_expect_usage_error(args, "not a SQLite database");
+    tu_expect_exit(args, 2, "not a SQLite database");
     snprintf(args, sizeof args, "report --db %s -o %s/x", empty, dir);
-    su_expect_usage_error(args, "not a kvsim results database");
+    tu_expect_exit(args, 2, "not a kvsim results database");
     snprintf(args, sizeof args, "report --db %s --runs 1,99 -o %s/x", db, dir);
-    su_expect_usage_error(args, "no completed run 99");
+    tu_expect_exit(args, 2, "no completed run 99");
     snprintf(args, sizeof args, "report --db %s --runs 1,x -o %s/x", db, dir);
-    su_expect_usage_error(args, "--runs");
+    tu_expect_exit(args, 2, "--runs");
     snprintf(args, sizeof args, "report --db %s --runs 1 --last 2 -o %s/x", db, dir);
-    su_expect_usage_error(args, "--runs and --last exclude each other");
+    tu_expect_exit(args, 2, "--runs and --last exclude each other");
     snprintf(args, sizeof args, "report --db %s", db);
-    su_expect_usage_error(args, "-o DIR is required");
-    su_expect_usage_error("report -o x", "--db FILE is required");
+    tu_expect_exit(args, 2, "-o DIR is required");
+    tu_expect_exit("report -o x", 2, "--db FILE is required");
 }
 
 int main(void)

@@ -49,7 +49,7 @@ static char *sweep_args(const char *db, const char *extra)
 /* The sweep of GRID into db exits 0, printing needle (when given). */
 static void sweep_ok(const char *db, const char *extra, const char *needle)
 {
-    su_expect_ok(sweep_args(db, extra), needle);
+    tu_expect_stdout(sweep_args(db, extra), needle);
 }
 
 /* ---- grid syntax (library) -------------------------------------------------- */
@@ -96,7 +96,7 @@ static void single_run(const char *sets, const char *db)
 {
     char args[2048];
     snprintf(args, sizeof args, "run --trace %s %s --db %s", trace, sets, db);
-    su_expect_ok(args, NULL);
+    tu_expect_stdout(args, NULL);
 }
 
 static char *db_summary(const char *db, int64_t run_id)
@@ -260,7 +260,7 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     snprintf(db, sizeof db, "%s/emitted.db", dir);
     snprintf(jobs, sizeof jobs, "%s/jobs.txt", dir);
     sweep_ok(ref, "--jobs 2", NULL);
-    su_expect_usage_error(sweep_args(db, "--emit-jobs"), "unknown or incomplete option"); /* it needs its FILE */
+    tu_expect_exit(sweep_args(db, "--emit-jobs"), 2, "unknown or incomplete option"); /* it needs its FILE */
     snprintf(args, sizeof args, "--emit-jobs %s", jobs);
     sweep_ok(db, args, "wrote 6 commands");
     char *lines = su_slurp_path(jobs);
@@ -269,7 +269,7 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     free(lines);
     run_job_lines(jobs);
     snprintf(args, sizeof args, "merge %s %s.parts/*.db", db, db);
-    su_expect_ok(args, "kvsim merge: ");
+    tu_expect_stdout(args, "kvsim merge: ");
     char *a = su_dump(ref), *b = su_dump(db);
     assert_string_equal(a, b);
     free(a), free(b);
@@ -303,7 +303,7 @@ static void test_merge_remaps_ids(void **state)
     add_hitrate_set(src, INFINITY);
     /* Twice: runs 1-6 then 7-12, each run's rows following its new id. */
     snprintf(args, sizeof args, "merge %s %s %s", out, src, src);
-    su_expect_ok(args, "6 runs (now 7-12)");
+    tu_expect_stdout(args, "6 runs (now 7-12)");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
     double n1 = su_num(src, "SELECT COUNT(*) FROM requests WHERE run_id=1");
     assert_true(n1 > 0);
@@ -316,7 +316,7 @@ static void test_merge_remaps_ids(void **state)
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM hitrate WHERE capacity_tokens IS NULL"), 2, 0);
     /* --skip-existing: nothing new. */
     snprintf(args, sizeof args, "merge --skip-existing %s %s", out, src);
-    su_expect_ok(args, "0 runs, 6 already present");
+    tu_expect_stdout(args, "0 runs, 6 already present");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
 }
 
@@ -329,21 +329,21 @@ static void test_bad_input(void **state)
     snprintf(db, sizeof db, "%s/bad.db", dir);
     su_write_garbage(garbage);
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router' --db %s", trace, db);
-    su_expect_usage_error(args, "--grid: 'policy.router' is not key=v1,v2");
+    tu_expect_exit(args, 2, "--grid: 'policy.router' is not key=v1,v2");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router=random;nope.key=1,2' --db %s", trace, db);
-    su_expect_usage_error(args, "unknown config key 'nope.key'");
+    tu_expect_exit(args, 2, "unknown config key 'nope.key'");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'policy.router=random,nope' --db %s", trace, db);
-    su_expect_usage_error(args, "nope");
+    tu_expect_exit(args, 2, "nope");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --db %s", trace, garbage);
-    su_expect_usage_error(args, "garbage.db");
+    tu_expect_exit(args, 2, "garbage.db");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --jobs 0", trace);
-    su_expect_usage_error(args, "--jobs");
-    su_expect_usage_error("sweep --trace x.jsonl", "--grid is required");
+    tu_expect_exit(args, 2, "--jobs");
+    tu_expect_exit("sweep --trace x.jsonl", 2, "--grid is required");
     snprintf(args, sizeof args, "merge %s/out.db %s", dir, garbage);
-    su_expect_usage_error(args, "garbage.db: cannot open: file is not a database");
+    tu_expect_exit(args, 2, "garbage.db: cannot open: file is not a database");
     snprintf(args, sizeof args, "merge %s/out.db %s/missing.db", dir, dir);
-    su_expect_usage_error(args, "missing.db: cannot read");
-    su_expect_usage_error("merge only-one.db", "expected OUT.db and at least one IN.db");
+    tu_expect_exit(args, 2, "missing.db: cannot read");
+    tu_expect_exit("merge only-one.db", 2, "expected OUT.db and at least one IN.db");
     /* Nothing ran: the sweep DB of the failed sweeps holds no run. */
     assert_int_not_equal(access(db, F_OK), 0);
 }

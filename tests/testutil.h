@@ -101,12 +101,13 @@ static inline void tu_expect_exit(const char *args, int status, const char *need
 }
 
 /* Run `$KVSIM_BIN args`; fail the test unless it exits 0 and its stdout
- * contains `needle` (--help texts, listings). */
+ * contains `needle` (NULL = anything). */
 static inline void tu_expect_stdout(const char *args, const char *needle)
 {
     cli_result r = tu_kvsim(args);
-    if (r.status != 0 || !strstr(r.out, needle))
-        fail_msg("kvsim %s: exit %d, stdout '%s' (want 0 and '%s')", args, r.status, r.out, needle);
+    if (r.status != 0 || (needle && !strstr(r.out, needle)))
+        fail_msg("kvsim %s: exit %d, stdout '%s', stderr '%s' (want 0 and '%s')", args, r.status, r.out, r.err,
+                 needle ? needle : "");
     tu_free(&r);
 }
 
