@@ -1,0 +1,172 @@
+/* tests/test_summaries.c — results must not move by a bit unless a change
+ * means them to: every command line of tests/fixtures/summaries.cases is
+ * re-run and compared with the output recorded in
+ * tests/fixtures/summaries.jsonl.
+ *
+ * A `run` case is compared at full precision: its summary_json row in a
+ * results DB (the printed summary rounds to 10 digits) and an XXH64 digest
+ * of every requests row. Other commands are compared on their --json
+ * output. wall_seconds and run_id are dropped before comparing.
+ *
+ * Re-record (only when a change is meant to move results):
+ *   KVSIM_RECORD_SUMMARIES=1 build/san/tests/test_summaries */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <xxhash.h>
+
+#include "tests/testutil.h"
+
+#define CASES "tests/fixtures/summaries.cases"
+#define RECORDED "tests/fixtures/summaries.jsonl"
+
+static void drop_volatile(json_t *j)
+{
+    if (!json_is_object(j)) return;
+    json_object_del(j, "wall_seconds");
+    json_object_del(j, "run_id");
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) drop_volatile(v);
+}
+
+/* XXH64 over every requests row, in id order, as text. */
+static char *requests_digest(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    XXH64_state_t *h = XXH64_createState();
+    XXH64_reset(h, 0);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT * FROM requests ORDER BY id", -1, &st, NULL), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            const unsigned char *t = sqlite3_column_text(st, c);
+            XXH64_update(h, t ? (const char *)t : "NULL", t ? strlen((const char *)t) + 1 : 5);
+        }
+    sqlite3_finalize(st);
+    char *out = malloc(17);
+    snprintf(out, 17, "%016llx", (unsigned long long)XXH64_digest(h));
+    XXH64_freeState(h);
+    return out;
+}
+
+/* The summary and requests digest a `run` case wrote into db_path. */
+static json_t *run_result(const char *db_path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT summary_json FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    json_t *sum = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    sqlite3_finalize(st);
+    assert_non_null(sum);
+    char *d = requests_digest(db);
+    sqlite3_close(db);
+    json_t *out = json_pack("{s:o, s:s}", "summary", sum, "requests_xxh64", d);
+    free(d);
+    return out;
+}
+
+/* Run one case; returns its normalized result (caller decrefs), or NULL
+ * when it needs ../shared and that is absent. */
+static json_t *run_case(const char *line)
+{
+    char args[4096], *at = strstr(line, "@shared");
+    if (at) {
+        if (!tu_shared_trace()) return NULL;
+        snprintf(args, sizeof args, "%.*s%s%s", (int)(at - line), line, SHARED_TRACE, at + 7);
+    } else {
+        snprintf(args, sizeof args, "%s", line);
+    }
+    json_t *res;
+    if (!strncmp(args, "run ", 4)) {
+        char *db = tu_write_temp("");
+        unlink(db);
+        char full[4200];
+        snprintf(full, sizeof full, "%s --db %s", args, db);
+        json_decref(tu_kvsim_json(full));
+        res = run_result(db);
+        unlink(db);
+        free(db);
+    } else {
+        res = tu_kvsim_json(args);
+    }
+    drop_volatile(res);
+    return res;
+}
+
+static char *canon(const json_t *j) { return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)); }
+
+/* Cases as lines (comments and blanks dropped); returns the count. */
+static int read_cases(char lines[][512], int max)
+{
+    FILE *f = fopen(CASES, "r");
+    assert_non_null(f);
+    int n = 0;
+    char buf[512];
+    while (fgets(buf, sizeof buf, f) && n < max) {
+        buf[strcspn(buf, "\n")] = 0;
+        if (buf[0] && buf[0] != '#') strcpy(lines[n++], buf);
+    }
+    fclose(f);
+    return n;
+}
+
+static void record(char lines[][512], int n)
+{
+    FILE *out = fopen(RECORDED, "w");
+    assert_non_null(out);
+    for (int i = 0; i < n; i++) {
+        json_t *r = run_case(lines[i]);
+        if (!r) fail_msg("recording needs ../shared (case '%s')", lines[i]);
+        json_t *row = json_pack("{s:s, s:o}", "case", lines[i], "result", r);
+        char *s = canon(row);
+        fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(row);
+    }
+    fclose(out);
+    printf("recorded %d cases into %s\n", n, RECORDED);
+}
+
+static void test_summaries_unchanged(void **state)
+{
+    static char lines[128][512];
+    int n = read_cases(lines, 128);
+    assert_true(n > 0);
+    if (getenv("KVSIM_RECORD_SUMMARIES")) return record(lines, n);
+    FILE *f = fopen(RECORDED, "r");
+    assert_non_null(f);
+    json_error_t je;
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *row = json_loadf(f, JSON_DISABLE_EOF_CHECK, &je);
+        if (!row) fail_msg("%s: no recorded result for case %d '%s': %s", RECORDED, i + 1, lines[i], je.text);
+        const char *c = json_string_value(json_object_get(row, "case"));
+        if (!c || strcmp(c, lines[i])) fail_msg("%s: case %d is '%s', %s has '%s': re-record", RECORDED, i + 1, c, CASES, lines[i]);
+        json_t *now = run_case(lines[i]);
+        if (now) {
+            char *want = canon(json_object_get(row, "result")), *got = canon(now);
+            if (strcmp(want, got)) fail_msg("kvsim %s:\n  recorded %s\n  now      %s", lines[i], want, got);
+            free(want);
+            free(got);
+            json_decref(now);
+            checked++;
+        }
+        json_decref(row);
+    }
+    fclose(f);
+    printf("%d of %d recorded summaries identical\n", checked, n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_summaries_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
