@@ -7,8 +7,10 @@
 #   make probe    build/kvsim-probe alone (libc + CUDA runtime; no packages needed)
 #   make lab      check then time every data-path method (the probe in lab mode)
 #
-# Sources are picked up by wildcard: a new file in sim/, sched/ or datapath/
-# joins the build with no edit here; tests/test_*.c each become one binary.
+# Sources are picked up by directory: a new .c file anywhere under sim/,
+# sched/, reports/ or datapath/ joins the build with no edit here;
+# tests/test_*.c each become one binary. Header dependencies are generated
+# by the compiler (-MMD): an edit rebuilds only what includes it.
 
 CC      ?= cc
 BUILD   := build
@@ -57,13 +59,18 @@ else
   $(if $(filter 0,$(MAKELEVEL)),$(info ✗ nvcc not found: CPU backend only (CUDA backend reports "not built")))
 endif
 
-SRCS      := $(wildcard sim/*.c sched/*.c datapath/*.c)
-LIB_SRCS  := $(filter-out sim/main.c,$(SRCS))
+# The simulator (build/kvsim) is sim/, sched/ and reports/; the host data
+# path (datapath/) links into the probe and the tests, never into kvsim.
+MAIN_SRC  := sim/cli/main.c
+SIM_SRCS  := $(sort $(shell find sim sched reports -name '*.c'))
+DP_SRCS   := $(wildcard datapath/*.c)
+LIB_SRCS  := $(filter-out $(MAIN_SRC),$(SIM_SRCS))
 OBJS      := $(LIB_SRCS:%.c=$(BUILD)/%.o)
-SAN_OBJS  := $(LIB_SRCS:%.c=$(SAN)/%.o)
+DP_OBJS   := $(DP_SRCS:%.c=$(BUILD)/%.o)
+SAN_OBJS  := $(LIB_SRCS:%.c=$(SAN)/%.o) $(DP_SRCS:%.c=$(SAN)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(SAN)/tests/%)
-HDRS      := $(wildcard sim/*.h sched/*.h datapath/*.h kernels/*.h tests/*.h)
+DEPFLAGS   = -MMD -MP
 # The probe links only files that need nothing beyond libc (and cudart).
 PROBE_LIB := sim/util.c datapath/layout.c datapath/backend.c datapath/backend_cpu.c \
              datapath/backend_cuda.c datapath/fileio.c
@@ -81,9 +88,9 @@ build-main: $(BUILD)/kvsim $(BUILD)/kvsim-probe
 deps:
 	@mk/deps.sh
 
-$(BUILD)/%.o: %.c $(HDRS)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/datapath/backend_cuda.o: CFLAGS += $(CUDA_DEF)
 # Rebuild the backend when CUDA comes or goes (e.g. `make NVCC=` after `make`):
@@ -93,12 +100,12 @@ $(BUILD)/cuda-mode: FORCE
 	@mkdir -p $(BUILD); echo $(if $(CU_OBJS),on,off) | cmp -s - $@ || echo $(if $(CU_OBJS),on,off) > $@
 FORCE:
 
-$(BUILD)/kernels/%.o: kernels/%.cu $(HDRS)
+$(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/kvsim: $(BUILD)/sim/main.o $(OBJS) $(CU_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(MAIN_LIBS) $(CUDA_LIB)
+$(BUILD)/kvsim: $(BUILD)/sim/cli/main.o $(OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(MAIN_LIBS)
 
 $(BUILD)/kvsim-probe: $(PROBE_OBJS) $(CU_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread $(CUDA_LIB)
@@ -107,21 +114,21 @@ probe: $(BUILD)/kvsim-probe
 lab: $(BUILD)/kvsim-probe
 	$(BUILD)/kvsim-probe --lab --out /dev/null
 
-$(BUILD)/tests/gpu_%: tests/gpu_%.c $(OBJS) $(CU_OBJS) $(HDRS)
+$(BUILD)/tests/gpu_%: tests/gpu_%.c $(OBJS) $(DP_OBJS) $(CU_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CUDA_DEF) -o $@ $< $(OBJS) $(CU_OBJS) $(LDLIBS) -lcmocka $(CUDA_LIB)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(CUDA_DEF) -o $@ $< $(OBJS) $(DP_OBJS) $(CU_OBJS) $(LDLIBS) -lcmocka $(CUDA_LIB)
 
 # Sanitizer build: CPU backend only (ASan and the CUDA runtime do not mix).
-$(SAN)/%.o: %.c $(HDRS)
+$(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS -c $< -o $@
+	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -c $< -o $@
 
-$(SAN)/kvsim: $(SAN)/sim/main.o $(SAN_OBJS)
+$(SAN)/kvsim: $(SAN)/sim/cli/main.o $(filter-out $(SAN)/datapath/%,$(SAN_OBJS))
 	$(CC) $(BASE) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-$(SAN)/tests/%: tests/%.c $(SAN_OBJS) $(HDRS)
+$(SAN)/tests/%: tests/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
+	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
 
 run: all
 	$(BUILD)/kvsim run
@@ -136,3 +143,6 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# Generated header dependencies (absent on a first build, which builds all).
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

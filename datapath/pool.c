@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/dlist.h"
-#include "sim/keymap.h"
+#include "sim/index/dlist.h"
+#include "sim/index/keymap.h"
 
 struct dp_pool {
     dp_dev *dev;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/report.h"
+#include "reports/report.h"
 
 /* Rows of a CDF kept per run: every request up to this many, evenly spaced
  * order statistics beyond (a 1M-request run still plots instantly). */

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "sched/evict.h"
+#include "sim/store/evict/evict.h"
 #include "sim/util.h"
 
 /* ---- eviction policies (per tier of the KV store) ---------------------- */

@@ -19,10 +19,10 @@
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
 
-#include "sim/config.h"
-#include "sim/estimator.h"
-#include "sim/kvstore.h"
-#include "sim/trace.h"
+#include "sim/config/config.h"
+#include "sim/cost/estimator.h"
+#include "sim/store/kvstore.h"
+#include "sim/trace/trace.h"
 
 /* What the conductor sees of one prefill instance. */
 typedef struct sched_prefill_view {

@@ -14,7 +14,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
-#include "sim/calib.h"
+#include "sim/cost/calib.h"
 #include "tests/testutil.h"
 
 static void assert_rel(double got, double want, double tol)

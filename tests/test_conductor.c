@@ -28,8 +28,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "sim/config.h"
-#include "sim/cost.h"
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
 
 #define PRESET "--config configs/clusters/mooncake-8p8d.json"
 

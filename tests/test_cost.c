@@ -10,9 +10,9 @@
 
 #include <math.h>
 
-#include "sim/config.h"
-#include "sim/cost.h"
-#include "sim/estimator.h"
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
+#include "sim/cost/estimator.h"
 
 static void load(sim_config *cfg, char **sets, int n)
 {

@@ -10,8 +10,8 @@
 
 #include <stdlib.h>
 
-#include "sim/cluster.h"
-#include "sim/engine.h"
+#include "sim/serving/disagg/cluster.h"
+#include "sim/engine/engine.h"
 
 /* Simultaneous events pop in insertion order; the clock follows. */
 static void test_tie_break_by_insertion(void **state)

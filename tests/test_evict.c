@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "sched/registry.h"
-#include "sim/kvstore.h"
+#include "sim/store/kvstore.h"
 
 enum { A = 1, B, C, D, E };
 static const uint64_t SEQ[] = {D, C, B, D, E, C, B, C, A, B, A};

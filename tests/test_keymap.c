@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "sim/keymap.h"
-#include "sim/keyset.h"
+#include "sim/index/keymap.h"
+#include "sim/index/keyset.h"
 
 /* Keys 0..999 with value 3k, then the even keys deleted: 500 remain, each
  * odd key still maps to 3k, each even key is absent and a second deletion

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "sched/registry.h"
-#include "sim/kvstore.h"
+#include "sim/store/kvstore.h"
 
 static kv_cache *new_cache(const char *policy, int64_t cap)
 {

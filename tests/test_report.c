@@ -20,7 +20,7 @@
 
 #include <dirent.h>
 
-#include "sim/results.h"
+#include "sim/results/results.h"
 
 static char *dir, db[512], plain_db[512], rep[512], plain_rep[512], *html;
 

@@ -15,8 +15,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "sim/config.h"
-#include "sim/cost.h"
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
 
 /* ---- a small trace with shared prefixes ---------------------------------- */
 

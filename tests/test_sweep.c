@@ -17,8 +17,8 @@
 
 #include <glob.h>
 
-#include "sim/grid.h"
-#include "sim/results.h"
+#include "sim/config/grid.h"
+#include "sim/results/results.h"
 
 static char *dir, trace[512];
 

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <xxhash.h>
 
-#include "sim/trace.h"
+#include "sim/trace/trace.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -1,6 +1,6 @@
 /* sim/cli.c — helpers shared by the subcommands. Kept out of main.c so that
  * test binaries, which link every object except main.o, can link cmd_*.o. */
-#include "sim/cli.h"
+#include "sim/cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

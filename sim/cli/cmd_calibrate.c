@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "sim/calib.h"
-#include "sim/cli.h"
+#include "sim/cost/calib.h"
+#include "sim/cli/cli.h"
 
 extern char **environ;
 

@@ -10,9 +10,9 @@
  *   kvsim check --write-baseline OUT --trace T [--policies L] [--capacity-tokens L]
  *                                          record a new baseline: every policy × capacity
  */
-#include "sim/check.h"
-#include "sim/cli.h"
-#include "sim/hitrate.h"
+#include "sim/replay/check.h"
+#include "sim/cli/cli.h"
+#include "sim/replay/hitrate.h"
 #include "sched/registry.h"
 
 #include <getopt.h>

@@ -3,9 +3,9 @@
  * for global vs local pools over N nodes, §5.2 for tiers and cache classes).
  *
  * The trace is parsed once; each capacity in the list is one replay. */
-#include "sim/cli.h"
-#include "sim/hitrate.h"
-#include "sim/results.h"
+#include "sim/cli/cli.h"
+#include "sim/replay/hitrate.h"
+#include "sim/results/results.h"
 
 #include <getopt.h>
 #include <inttypes.h>

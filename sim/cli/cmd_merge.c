@@ -4,8 +4,8 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "sim/cli.h"
-#include "sim/merge.h"
+#include "sim/cli/cli.h"
+#include "sim/results/merge.h"
 
 static const char merge_usage[] =
     "usage: kvsim merge [--skip-existing] OUT.db IN.db...\n"

@@ -10,9 +10,9 @@
  * capacity, which holds for stack policies such as LRU and Belady; for the
  * others the answer is a capacity that reaches the target, not necessarily
  * the smallest one. */
-#include "sim/cli.h"
-#include "sim/hitrate.h"
-#include "sim/model.h"
+#include "sim/cli/cli.h"
+#include "sim/replay/hitrate.h"
+#include "sim/config/model.h"
 
 #include <getopt.h>
 #include <inttypes.h>

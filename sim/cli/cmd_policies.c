@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
-#include "sim/cli.h"
+#include "sim/cli/cli.h"
 
 int cmd_policies(int argc, char **argv)
 {

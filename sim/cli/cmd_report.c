@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/cli.h"
-#include "sim/report.h"
-#include "sim/results.h"
+#include "sim/cli/cli.h"
+#include "reports/report.h"
+#include "sim/results/results.h"
 
 static const char report_usage[] =
     "usage: kvsim report --db FILE [--runs ID,...|--last N] [--title TEXT] -o DIR\n"

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cli.h"
-#include "sim/cluster.h"
-#include "sim/config.h"
-#include "sim/results.h"
+#include "sim/cli/cli.h"
+#include "sim/serving/disagg/cluster.h"
+#include "sim/config/config.h"
+#include "sim/results/results.h"
 
 static const char run_usage[] =
     "usage: kvsim run [--trace FILE] [--config FILE] [--set key.path=value]... [--seed N]\n"

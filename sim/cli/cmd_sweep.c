@@ -30,13 +30,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/cli.h"
-#include "sim/cluster.h"
-#include "sim/config.h"
-#include "sim/grid.h"
-#include "sim/keymap.h"
-#include "sim/merge.h"
-#include "sim/results.h"
+#include "sim/cli/cli.h"
+#include "sim/serving/disagg/cluster.h"
+#include "sim/config/config.h"
+#include "sim/config/grid.h"
+#include "sim/index/keymap.h"
+#include "sim/results/merge.h"
+#include "sim/results/results.h"
 
 static const char sweep_usage[] =
     "usage: kvsim sweep --grid 'key=v1,v2;key2=a,b' [--trace FILE] [--config FILE]\n"

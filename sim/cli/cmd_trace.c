@@ -5,9 +5,9 @@
  *   kvsim trace gen -o FILE  seeded synthetic conversation-like trace
  *
  * Bad input files exit 2 with the reader's "FILE:LINE: FIELD: problem". */
-#include "sim/cli.h"
-#include "sim/trace.h"
-#include "sim/tracegen.h"
+#include "sim/cli/cli.h"
+#include "sim/trace/trace.h"
+#include "sim/trace/tracegen.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /* sim/main.c — the kvsim command-line entry point: dispatches to the
  * subcommand table. The only place in kvsim that decides the exit status. */
-#include "sim/cli.h"
+#include "sim/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

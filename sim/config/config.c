@@ -3,7 +3,7 @@
  * The JSON tree is merged first (defaults ← file ← presets ← --set), then
  * read once into the typed struct sim_config through tables of typed fields,
  * so every key's type error names the key. */
-#include "sim/config.h"
+#include "sim/config/config.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -17,9 +17,9 @@
 
 #include <jansson.h>
 
-#include "sim/kvstore.h"
-#include "sim/model.h"
-#include "sim/trace.h"
+#include "sim/store/kvstore.h"
+#include "sim/config/model.h"
+#include "sim/trace/trace.h"
 #include "sim/util.h"
 
 typedef struct sim_hw {

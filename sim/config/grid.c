@@ -1,5 +1,5 @@
 /* sim/grid.c — parsing and expanding sweep grids (see sim/grid.h). */
-#include "sim/grid.h"
+#include "sim/config/grid.h"
 
 #include <ctype.h>
 #include <stdio.h>

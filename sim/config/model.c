@@ -1,5 +1,5 @@
 /* sim/model.c — loading model presets and deriving KV and weight sizes. */
-#include "sim/model.h"
+#include "sim/config/model.h"
 
 #include <limits.h>
 #include <stdbool.h>

@@ -12,7 +12,7 @@
  * faster than the model allows), we refit through the origin
  * (gsl_fit_wmul), since a negative fixed cost would make tiny transfers
  * take negative time in the simulator. */
-#include "sim/calib.h"
+#include "sim/cost/calib.h"
 
 #include <gsl/gsl_fit.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* sim/cost.c — the analytic cost model of DESIGN §5 (see sim/cost.h). */
-#include "sim/cost.h"
+#include "sim/cost/cost.h"
 
 #include <limits.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/calib.h"
+#include "sim/cost/calib.h"
 
 /* A calibration path as written in a preset ("configs/calibration/X.json") is
  * relative to the project root: try it as given, then beside configs/. */

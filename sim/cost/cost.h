@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim/config.h"
+#include "sim/config/config.h"
 
 typedef struct sim_cost {
     const sim_model *model;

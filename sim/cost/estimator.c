@@ -1,6 +1,6 @@
 /* sim/estimator.c — the conductor's prefill-time regression and transfer
  * estimates (see sim/estimator.h for the model and why). */
-#include "sim/estimator.h"
+#include "sim/cost/estimator.h"
 
 #include <math.h>
 

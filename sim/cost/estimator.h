@@ -14,7 +14,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "sim/cost.h"
+#include "sim/cost/cost.h"
 
 typedef struct sim_estimator {
     const sim_cost *cost;

@@ -1,5 +1,5 @@
 /* sim/engine.c — binary min-heap ordered by (time, seq). */
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 #include <stdlib.h>
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "sched/evict.h"
+#include "sim/store/evict/evict.h"
 #include "sim/util.h"
 
 /* A slot's two neighbours side by side, so that unlinking it reads one

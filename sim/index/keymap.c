@@ -1,7 +1,7 @@
 /* sim/keymap.c — growth, insertion and deletion of the uint64 → int64
  * open-addressing map, and its dense mode (lookups are inline in
  * keymap.h). */
-#include "sim/keymap.h"
+#include "sim/index/keymap.h"
 
 #include <stdlib.h>
 #include <string.h>

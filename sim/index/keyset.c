@@ -1,5 +1,5 @@
 /* sim/keyset.c — the numbering uint64 key set (see keyset.h). */
-#include "sim/keyset.h"
+#include "sim/index/keyset.h"
 
 #include <stdlib.h>
 

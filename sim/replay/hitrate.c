@@ -2,7 +2,7 @@
  * compact key stream, the replay setup (set field by field from the command
  * line or a baseline), the cache-only routers, the next-use oracle for
  * offline policies, and the replay loop itself. */
-#include "sim/hitrate.h"
+#include "sim/replay/hitrate.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "sched/registry.h"
-#include "sim/keymap.h"
-#include "sim/keyset.h"
+#include "sim/index/keymap.h"
+#include "sim/index/keyset.h"
 
 /* ======================================================================== */
 /* the loaded trace                                                          */

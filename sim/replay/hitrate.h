@@ -20,8 +20,8 @@
 
 #include <jansson.h>
 
-#include "sim/kvstore.h"
-#include "sim/trace.h"
+#include "sim/store/kvstore.h"
+#include "sim/trace/trace.h"
 #include "sim/util.h"
 
 /* ---- the loaded trace --------------------------------------------------- */

@@ -7,7 +7,7 @@
  * from the source's own CREATE statement, and only the columns both sides
  * have are copied (an older target keeps working). Values move with
  * INSERT ... SELECT inside SQLite; identifiers are quoted with %w. */
-#include "sim/merge.h"
+#include "sim/results/merge.h"
 
 #include <errno.h>
 #include <stdio.h>

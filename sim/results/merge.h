@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim/results.h"
+#include "sim/results/results.h"
 #include "sim/util.h"
 
 typedef struct sim_merge_stats {

@@ -1,6 +1,6 @@
 /* sim/results.c — SQLite schema, prepared inserts and the SQL summary of a
  * run (see sim/results.h). */
-#include "sim/results.h"
+#include "sim/results/results.h"
 
 #include <math.h>
 #include <stdio.h>

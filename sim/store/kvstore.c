@@ -14,13 +14,13 @@
  * and node failure, so it is exact at all times. A one-node store keeps no
  * such index: node 0's own tiers answer every replica question, which
  * spares the hot path of single-pool `kvsim hitrate` a second hash table. */
-#include "sim/kvstore.h"
+#include "sim/store/kvstore.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/registry.h"
-#include "sim/keymap.h"
+#include "sim/index/keymap.h"
 
 /* ======================================================================== */
 /* kv_cache: one tier                                                        */

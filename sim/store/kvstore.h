@@ -29,8 +29,8 @@
 
 #include <jansson.h>
 
-#include "sched/evict.h"
-#include "sim/trace.h"
+#include "sim/store/evict/evict.h"
+#include "sim/trace/trace.h"
 #include "sim/util.h"
 
 /* ---- one tier ---------------------------------------------------------- */

@@ -9,7 +9,7 @@
  * exactly one allocation per request (the struct with its key and id arrays
  * behind it). Memory does not grow with trace length, except under `sort`,
  * which must see the whole file before it can return the first request. */
-#include "sim/trace.h"
+#include "sim/trace/trace.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -32,7 +32,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "sim/keyset.h"
+#include "sim/index/keyset.h"
 
 /* The current line's hash ids and their chained keys, reused across lines. */
 typedef struct id_buf {

@@ -19,7 +19,7 @@
  *   - arrivals are Poisson at `rate`, or copied from an existing trace.
  * One GSL mt19937 stream drives every draw in a fixed order, so a seed gives
  * byte-identical output. Memory is bounded by the live sessions. */
-#include "sim/tracegen.h"
+#include "sim/trace/tracegen.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -31,7 +31,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "sim/trace.h"
+#include "sim/trace/trace.h"
 
 sim_tracegen_opts sim_tracegen_default_opts(void)
 {

@@ -29,7 +29,7 @@
  * carry the generation they were scheduled under, so work on a failed
  * instance is recognised when its event fires and the request is retried
  * or lost (cluster.on_failure). */
-#include "sim/cluster_int.h"
+#include "sim/serving/disagg/cluster_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#include "sim/config.h"
-#include "sim/results.h"
+#include "sim/config/config.h"
+#include "sim/results/results.h"
 
 /* Replay cfg's trace. Writes request and sample rows into db (inside the run
  * begun by the caller) and returns the run's summary (caller owns it).

@@ -7,12 +7,12 @@
 #include <gsl/gsl_rng.h>
 
 #include "sched/sched.h"
-#include "sim/cluster.h"
-#include "sim/cost.h"
-#include "sim/engine.h"
-#include "sim/estimator.h"
-#include "sim/kvstore.h"
-#include "sim/trace.h"
+#include "sim/serving/disagg/cluster.h"
+#include "sim/cost/cost.h"
+#include "sim/engine/engine.h"
+#include "sim/cost/estimator.h"
+#include "sim/store/kvstore.h"
+#include "sim/trace/trace.h"
 
 /* Event kinds: the index into the handler table. */
 enum {

@@ -3,7 +3,7 @@
  * (drain → switch → serve the other role), and scheduled failures and
  * recoveries (Mooncake §5.1, §5.3, Fig. 18). Policies decide (sched/pd_*.c);
  * this file carries the decisions out. */
-#include "sim/cluster_int.h"
+#include "sim/serving/disagg/cluster_int.h"
 
 #include <stdlib.h>
 

@@ -18,7 +18,7 @@
  * prefix KV must be loaded before the first stage starts; the conductor's
  * estimates stay those of one node (conservative); the first member is the
  * routed instance, which also streams the KV to decode. */
-#include "sim/cluster_int.h"
+#include "sim/serving/disagg/cluster_int.h"
 
 #include <math.h>
 

@@ -25,7 +25,7 @@
 
 #include <jansson.h>
 
-#include "sim/trace.h"
+#include "sim/trace/trace.h"
 #include "sim/util.h"
 
 #define SCHED_NO_VICTIM ((int64_t)-1)

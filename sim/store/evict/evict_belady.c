@@ -13,7 +13,7 @@
  * a block's parent is always accessed just before it, so the parent's next
  * use is strictly sooner, the cache never holds a block without its prefix,
  * and every block hit is a prefix hit. */
-#include "sched/evict.h"
+#include "sim/store/evict/evict.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * One insertion-order queue (sched/queue.h): hits change nothing, the victim
  * is the oldest evictable slot (a pinned one is re-queued at the head, as if
  * re-inserted, see sched_list_victim_rotate). Every hook is O(1). */
-#include "sched/queue.h"
+#include "sim/store/evict/queue.h"
 
 static void fifo_on_hit(void *state, int64_t slot, const sched_evict_req *req) {}
 

@@ -11,8 +11,8 @@
  * lets the halving rebuild each bucket in exact recency order with one walk
  * from oldest to newest, so aging costs O(resident) once per period:
  * O(1) amortized per access. */
-#include "sched/dlist.h"
-#include "sched/evict.h"
+#include "sim/index/dlist.h"
+#include "sim/store/evict/evict.h"
 #include "sched/registry.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * One recency list (sched/queue.h): an insert or a hit puts the slot at the
  * head, the victim is the oldest evictable slot at the tail (pinned ones are
  * rotated past, see sched_list_victim_rotate). Every hook is O(1). */
-#include "sched/queue.h"
+#include "sim/store/evict/queue.h"
 
 static void lru_on_hit(void *state, int64_t slot, const sched_evict_req *req)
 {

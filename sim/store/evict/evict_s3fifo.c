@@ -13,10 +13,10 @@
  * Pinned slots are reinserted at their queue's head and passed over. Every
  * hook is O(1) amortized: each reinsertion spends a counter unit bought by
  * an earlier hit, or passes a pinned slot once per lap. */
-#include "sched/dlist.h"
-#include "sched/evict.h"
+#include "sim/index/dlist.h"
+#include "sim/store/evict/evict.h"
 #include "sched/registry.h"
-#include "sim/keymap.h"
+#include "sim/index/keymap.h"
 
 #include <stdlib.h>
 

@@ -9,8 +9,8 @@
  * are sifted out quickly while popular ones stay. Pinned slots are passed
  * over like visited ones. O(1) amortized: each step of the hand clears a
  * bit set by an earlier hit, or passes a pinned slot once per lap. */
-#include "sched/dlist.h"
-#include "sched/evict.h"
+#include "sim/index/dlist.h"
+#include "sim/store/evict/evict.h"
 
 #include <stdlib.h>
 

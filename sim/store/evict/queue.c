@@ -1,5 +1,5 @@
 /* sched/queue.c — the single-queue skeleton of LRU and FIFO (see queue.h). */
-#include "sched/queue.h"
+#include "sim/store/evict/queue.h"
 
 #include <stdlib.h>
 

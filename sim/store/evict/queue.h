@@ -8,8 +8,8 @@
 #ifndef SCHED_QUEUE_H
 #define SCHED_QUEUE_H
 
-#include "sched/dlist.h"
-#include "sched/evict.h"
+#include "sim/index/dlist.h"
+#include "sim/store/evict/evict.h"
 
 typedef struct sched_queue {
     sched_links links;
