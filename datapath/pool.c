@@ -1,7 +1,7 @@
 /* datapath/pool.c — slots, key index, LRU and pins of the pinned chunk pool.
  *
- * The index is the simulator's own key → slot map (sim/keymap.h) and the
- * LRU its intrusive list over slot numbers (sched/dlist.h), most recent at
+ * The index is the simulator's own key → slot map (sim/index/keymap.h) and the
+ * LRU its intrusive list over slot numbers (sim/index/dlist.h), most recent at
  * the head. Eviction walks from the tail (least recent) past pinned slots,
  * as LMCache's get_evict_candidates does; unlike the simulated tiers'
  * policies it does not rotate them (a pool is small and pins are short). */
@@ -20,8 +20,8 @@ struct dp_pool {
     int64_t nslots;
     uint64_t *key;     /* per slot */
     int32_t *pins;     /* per slot */
-    sched_links links; /* per slot */
-    sched_list lru;    /* used slots, most recent at the head */
+    sim_links links; /* per slot */
+    sim_list lru;    /* used slots, most recent at the head */
     int64_t *free_slots, nfree;
     sim_keymap index;  /* key → slot */
     dp_pool_evict_fn evict;
@@ -48,8 +48,8 @@ int dp_pool_new(dp_pool **out, dp_dev *dev, size_t slot_bytes, int64_t nslots, s
     }
     p->key = sim_xcalloc((size_t)nslots, sizeof *p->key);
     p->pins = sim_xcalloc((size_t)nslots, sizeof *p->pins);
-    sched_links_resize(&p->links, nslots);
-    sched_list_init(&p->lru);
+    sim_links_resize(&p->links, nslots);
+    sim_list_init(&p->lru);
     p->free_slots = sim_xcalloc((size_t)nslots, sizeof *p->free_slots);
     for (int64_t s = 0; s < nslots; s++) p->free_slots[s] = nslots - 1 - s;
     p->nfree = nslots;
@@ -64,7 +64,7 @@ void dp_pool_free(dp_pool *p)
     dp_dev_host_free(p->dev, p->base);
     free(p->key);
     free(p->pins);
-    sched_links_free(&p->links);
+    sim_links_free(&p->links);
     free(p->free_slots);
     sim_keymap_free(&p->index);
     free(p);
@@ -84,14 +84,14 @@ void *dp_pool_find(dp_pool *p, uint64_t key)
         return NULL;
     }
     p->stats.hits++;
-    sched_list_move_head(&p->lru, &p->links, s);
+    sim_list_move_head(&p->lru, &p->links, s);
     return slot_ptr(p, s);
 }
 
 static void release_slot(dp_pool *p, int64_t s)
 {
     sim_keymap_del(&p->index, p->key[s]);
-    sched_list_unlink(&p->lru, &p->links, s);
+    sim_list_unlink(&p->lru, &p->links, s);
     p->pins[s] = 0;
 }
 
@@ -112,7 +112,7 @@ int dp_pool_insert(dp_pool *p, uint64_t key, void **slot, sim_err *err)
 {
     int64_t s = sim_keymap_get(&p->index, key);
     if (s >= 0) {
-        sched_list_move_head(&p->lru, &p->links, s);
+        sim_list_move_head(&p->lru, &p->links, s);
         *slot = slot_ptr(p, s);
         return DP_OK;
     }
@@ -126,7 +126,7 @@ int dp_pool_insert(dp_pool *p, uint64_t key, void **slot, sim_err *err)
     p->key[s] = key;
     p->pins[s] = 0;
     sim_keymap_put(&p->index, key, s);
-    sched_list_push_head(&p->lru, &p->links, s);
+    sim_list_push_head(&p->lru, &p->links, s);
     p->stats.inserts++;
     *slot = slot_ptr(p, s);
     return DP_OK;

@@ -1,4 +1,4 @@
-/* sim/report_fig.c — the figures of `kvsim report` (see sim/report.h).
+/* reports/figures.c — the figures of `kvsim report` (see reports/report.h).
  *
  * Each figure queries the results database with prepared statements, writes
  * its data file (tab-separated; one gnuplot index block per series, blocks

@@ -1,6 +1,6 @@
-/* sim/report.h — the pieces of `kvsim report` shared between the command
- * (sim/cmd_report.c: run selection, HTML page, gnuplot) and the figures
- * (sim/report_fig.c: one function per figure that writes NAME.dat and
+/* reports/report.h — the pieces of `kvsim report` shared between the command
+ * (sim/cli/cmd_report.c: run selection, HTML page, gnuplot) and the figures
+ * (reports/figures.c: one function per figure that writes NAME.dat and
  * NAME.gp into the report directory and its section of the page).
  *
  * Every figure is rendered by gnuplot from its .dat file by its .gp script,
@@ -51,7 +51,7 @@ int rep_fig_hitrate(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 
-/* ---- helpers shared by the figures (sim/cmd_report.c) -------------------- */
+/* ---- helpers shared by the figures (sim/cli/cmd_report.c) -------------------- */
 
 /* fopen DIR/NAME for writing (errors name the path). */
 FILE *rep_open(const rep *r, const char *name, sim_err *err);

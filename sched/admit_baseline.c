@@ -4,7 +4,6 @@
  * instance checks its own load (sched_decode_load) only when the prefill is
  * done, and rejects there if it exceeds the threshold — the prefill work is
  * then wasted (stage after_prefill, Table 4's baseline). */
-#include "sched/registry.h"
 #include "sched/sched.h"
 
 

@@ -6,7 +6,6 @@
  * (sched_decode_load) — exceeds load_threshold. No prefill work is wasted,
  * but the decode load it sees lags the requests still in prefill: the
  * anti-phase oscillation of §4.3.3. */
-#include "sched/registry.h"
 #include "sched/sched.h"
 
 #include <math.h>

@@ -12,10 +12,10 @@
  * load_threshold.
  *
  * Decision where the paper is silent: t_d defaults (t_d_s = 0) to the
- * conductor's running estimate (sim/cluster.c build_inflight: mean finished
+ * conductor's running estimate (sim/serving/disagg/cluster.c build_inflight: mean finished
  * decode time, at least twice the mean elapsed time of decodes in progress),
  * 10 s before any request decoded. */
-#include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sched/sched.h"
 
 #include <math.h>
@@ -29,8 +29,8 @@ static int predict_create(void **state, const json_t *params, sim_err *err)
 {
     predict_state *st = sim_xcalloc(1, sizeof *st);
     *state = st;
-    if (sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err)) return -1;
-    return sched_param_number(params, "t_d_s", 0, 0, 1e9, &st->t_d, err);
+    if (sim_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err)) return -1;
+    return sim_param_number(params, "t_d_s", 0, 0, 1e9, &st->t_d, err);
 }
 
 /* Predicted decode load of one decode instance at time t (seconds from now). */

@@ -1,6 +1,6 @@
 /* sched/common.c — estimates every policy needs, computed one way only:
  * SLOs of a request, service time on an instance, and parameter reading. */
-#include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sched/sched.h"
 
 #include <stdlib.h>
@@ -62,7 +62,7 @@ int sched_threshold_create(void **state, const json_t *params, sim_err *err)
 {
     sched_threshold *st = sim_xcalloc(1, sizeof *st);
     *state = st;
-    return sched_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
+    return sim_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
 }
 
 void sched_state_free(void *state) { free(state); }

@@ -21,7 +21,7 @@
  * Decisions where the paper is silent: the band (1.5) rather than driving
  * f_im to exactly 1, which the paper warns oscillates; one tide step per
  * period, like ratio moves; the schedule holds its last value. */
-#include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sched/sched.h"
 
 #include <stdlib.h>
@@ -72,9 +72,9 @@ static int pd_create(void **state, const json_t *params, sim_err *err)
 {
     pd_state *st = sim_xcalloc(1, sizeof *st);
     *state = st;
-    if (sched_param_number(params, "pd_period_s", 30, 1e-3, 1e9, &st->period, err) ||
-        sched_param_number(params, "pd_band", 1.5, 1, 1e9, &st->band, err) ||
-        sched_param_number(params, "pd_trim", 0.1, 0, 0.49, &st->trim, err))
+    if (sim_param_number(params, "pd_period_s", 30, 1e-3, 1e9, &st->period, err) ||
+        sim_param_number(params, "pd_band", 1.5, 1, 1e9, &st->band, err) ||
+        sim_param_number(params, "pd_trim", 0.1, 0, 0.49, &st->trim, err))
         return -1;
     return read_tide(st, params, err);
 }

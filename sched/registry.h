@@ -1,44 +1,33 @@
-/* sched/registry.h — the policy registries: one table per policy kind,
- * mapping a name from the config or the command line to its ops, with a
- * one-line help and the parameters it reads (for `kvsim policies`).
+/* sched/registry.h — the conductor's policy registries: one table per
+ * policy kind (routers, decode selectors, admission, PD-ratio controllers),
+ * mapping a name from the config to its ops. Every ops struct carries its
+ * name, one-line help and the parameters it reads.
  *
  * Adding a policy = one file in sched/ + one line in its table in
- * registry.c. Lookups are the only place names are compared. */
+ * registry.c. Lookups are the only place names are compared; everything
+ * that lists policies (kvsim policies, the tests that cover every policy)
+ * iterates the tables with X_count() / X_at(i). */
 #ifndef SCHED_REGISTRY_H
 #define SCHED_REGISTRY_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
-#include <jansson.h>
+#include "sched/sched.h"
 
-#include "sim/store/evict/evict.h"
-#include "sim/util.h"
+size_t sched_router_count(void);
+const sched_router_ops *sched_router_at(size_t i); /* NULL past the end */
+const sched_router_ops *sched_router_lookup(const char *name);
 
-/* ---- eviction policies (per tier of the KV store) ---------------------- */
+size_t sched_decode_count(void);
+const sched_decode_ops *sched_decode_at(size_t i);
+const sched_decode_ops *sched_decode_lookup(const char *name);
 
-typedef struct sched_evict_entry {
-    const char *name;
-    const char *help;   /* one line */
-    const char *params; /* "key=default: meaning; ..." read from policy.params, or "" */
-    bool offline;       /* needs next-use hints from an offline replay (belady) */
-    const sched_evict_ops *ops;
-} sched_evict_entry;
+size_t sched_admission_count(void);
+const sched_admission_ops *sched_admission_at(size_t i);
+const sched_admission_ops *sched_admission_lookup(const char *name);
 
-/* The entry named `name`, or NULL. */
-const sched_evict_entry *sched_evict_lookup(const char *name);
-/* Same, but an unknown name fails with "unknown eviction policy 'x' (known: ...)". */
-int sched_evict_find(const char *name, const sched_evict_entry **out, sim_err *err);
-/* Iteration in table order: entries 0 .. sched_evict_count()-1. */
-size_t sched_evict_count(void);
-const sched_evict_entry *sched_evict_at(size_t i);
-
-/* ---- parameters shared by every kind ----------------------------------- */
-
-/* params[name] as a number in [min, max]; `def` when params is NULL or has
- * no such key. A non-number or out-of-range value fails naming
- * policy.params.NAME. */
-int sched_param_number(const json_t *params, const char *name, double def, double min, double max, double *out,
-                       sim_err *err);
+size_t sched_pd_count(void);
+const sched_pd_ops *sched_pd_at(size_t i);
+const sched_pd_ops *sched_pd_lookup(const char *name);
 
 #endif

@@ -21,7 +21,7 @@
  *   elsewhere and the TTFT estimate favours it); "inf" disables fetching.
  * - best_len is searched over prefill instances only (decode nodes hold no
  *   prefix cache in kvsim). */
-#include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sched/sched.h"
 
 #include <math.h>
@@ -37,7 +37,7 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
     kvc_state *st = sim_xcalloc(1, sizeof *st);
     const json_t *v = params ? json_object_get(params, "kvcache_balancing_threshold") : NULL;
     if (json_is_string(v) && !strcmp(json_string_value(v), "inf")) st->threshold = INFINITY;
-    else if (sched_param_number(params, "kvcache_balancing_threshold", 1.0, 0, INFINITY, &st->threshold, err)) {
+    else if (sim_param_number(params, "kvcache_balancing_threshold", 1.0, 0, INFINITY, &st->threshold, err)) {
         free(st);
         return -1;
     }

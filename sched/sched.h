@@ -153,16 +153,6 @@ typedef struct sched_pd_ops {
     double (*period_s)(const void *state);
 } sched_pd_ops;
 
-/* ---- registry (sched/registry.c) ---------------------------------------- */
-
-const sched_router_ops *sched_router_lookup(const char *name);
-const sched_decode_ops *sched_decode_lookup(const char *name);
-const sched_admission_ops *sched_admission_lookup(const char *name);
-const sched_pd_ops *sched_pd_lookup(const char *name);
-
-/* Print every registered policy of every kind (kvsim policies). */
-void sched_print_policies(FILE *f);
-
 /* ---- helpers shared by policies (sched/common.c) ------------------------- */
 
 /* SLO of a request: its own when the trace carries one, else the config's. */

@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "sim/serving/disagg/cluster.h"
+#include "sim/serving/serving.h"
 #include "sim/engine/engine.h"
 
 /* Simultaneous events pop in insertion order; the clock follows. */

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "sched/registry.h"
+#include "sim/store/evict/registry.h"
 #include "sim/store/kvstore.h"
 
 enum { A = 1, B, C, D, E };
@@ -105,7 +105,7 @@ static void test_belady(void **state)
     const int64_t next[] = {3, 5, 6, INT64_MAX, INT64_MAX, 7, 9, INT64_MAX, 10, INT64_MAX, INT64_MAX};
     kv_cache *c = new_cache("belady", 3, NULL);
     for (size_t i = 0; i < NSEQ; i++) {
-        const sched_evict_req req = {.key = SEQ[i], .cls = SIM_CACHE_DEFAULT, .next_use = next[i]};
+        const kv_evict_req req = {.key = SEQ[i], .cls = SIM_CACHE_DEFAULT, .next_use = next[i]};
         kv_cache_access_req(c, &req);
     }
     const kv_cache_stats *st = kv_cache_get_stats(c);
@@ -137,15 +137,15 @@ static void test_lfu_aging(void **state)
  * 200 new keys never evicts them; with all four pinned, a miss is KV_FULL. */
 static void test_pins_all_policies(void **state)
 {
-    for (size_t p = 0; p < sched_evict_count(); p++) {
-        const sched_evict_entry *e = sched_evict_at(p);
+    for (size_t p = 0; p < kv_evict_count(); p++) {
+        const kv_evict_entry *e = kv_evict_at(p);
         kv_cache *c = new_cache(e->name, 4, NULL);
         for (uint64_t k = 1; k <= 4; k++) kv_cache_access(c, k, SIM_CACHE_DEFAULT);
         kv_cache_access(c, 1, SIM_CACHE_DEFAULT); /* make 1 and 3 look worth keeping too */
         kv_cache_pin(c, 1);
         kv_cache_pin(c, 3);
         for (uint64_t k = 100; k < 300; k++) {
-            const sched_evict_req req = {.key = k, .cls = SIM_CACHE_DEFAULT, .next_use = (int64_t)k};
+            const kv_evict_req req = {.key = k, .cls = SIM_CACHE_DEFAULT, .next_use = (int64_t)k};
             kv_cache_access_req(c, &req);
             if (!kv_cache_contains(c, 1) || !kv_cache_contains(c, 3)) fail_msg("%s evicted a pinned block", e->name);
         }
@@ -155,7 +155,7 @@ static void test_pins_all_policies(void **state)
         if (n == 2) {
             kv_cache_pin(c, others[0]);
             kv_cache_pin(c, others[1]);
-            const sched_evict_req req = {.key = 999, .cls = SIM_CACHE_DEFAULT, .next_use = 0};
+            const kv_evict_req req = {.key = 999, .cls = SIM_CACHE_DEFAULT, .next_use = 0};
             if (kv_cache_access_req(c, &req) != KV_FULL) fail_msg("%s: all pinned must be KV_FULL", e->name);
         }
         kv_cache_free(c);
@@ -166,14 +166,14 @@ static void test_pins_all_policies(void **state)
  * exceeds capacity and inserts − evictions − removals = size throughout. */
 static void test_random_consistency(void **state)
 {
-    for (size_t p = 0; p < sched_evict_count(); p++) {
-        const sched_evict_entry *e = sched_evict_at(p);
+    for (size_t p = 0; p < kv_evict_count(); p++) {
+        const kv_evict_entry *e = kv_evict_at(p);
         kv_cache *c = new_cache(e->name, 50, NULL);
         srand(7);
         int64_t removed = 0;
         for (int i = 0; i < 20000; i++) {
             uint64_t k = (uint64_t)(rand() % 200);
-            const sched_evict_req req = {.key = k, .cls = SIM_CACHE_DEFAULT, .next_use = i + rand() % 500};
+            const kv_evict_req req = {.key = k, .cls = SIM_CACHE_DEFAULT, .next_use = i + rand() % 500};
             kv_cache_access_req(c, &req);
             int op = rand() % 20;
             if (op == 0) kv_cache_pin(c, k);
@@ -199,7 +199,7 @@ static void test_bad_params(void **state)
     assert_int_equal(kv_cache_new(&c, "s3fifo", 4, params, &err), -1);
     assert_non_null(strstr(err.msg, "s3fifo_small_ratio"));
     json_decref(params);
-    assert_int_equal(sched_evict_find("nosuch", &(const sched_evict_entry *){NULL}, &err), -1);
+    assert_int_equal(kv_evict_find("nosuch", &(const kv_evict_entry *){NULL}, &err), -1);
     assert_non_null(strstr(err.msg, "known: lru, fifo"));
 }
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "sched/registry.h"
+#include "sim/store/evict/registry.h"
 #include "sim/store/kvstore.h"
 
 static kv_cache *new_cache(const char *policy, int64_t cap)
@@ -355,8 +355,8 @@ static int32_t replay_stream(kv_store *s, uint32_t *rng, int64_t *hits_total)
 
 static void test_dense_keys_same_replay(void **state)
 {
-    for (size_t p = 0; p < sched_evict_count(); p++) {
-        const sched_evict_entry *e = sched_evict_at(p);
+    for (size_t p = 0; p < kv_evict_count(); p++) {
+        const kv_evict_entry *e = kv_evict_at(p);
         if (e->offline) continue;
         for (int setup = 0; setup < 4; setup++) {
             kv_store_cfg cfg = {.nodes = 3, .scope = setup & 1 ? KV_SCOPE_LOCAL : KV_SCOPE_GLOBAL,

@@ -1,5 +1,5 @@
-/* tests/test_trace.c — the Mooncake trace reader (sim/trace.c), `kvsim trace
- * stats` and `kvsim trace gen` (sim/cmd_trace.c, sim/tracegen.c).
+/* tests/test_trace.c — the Mooncake trace reader (sim/trace/trace.c), `kvsim trace
+ * stats` and `kvsim trace gen` (sim/cli/cmd_trace.c, sim/trace/tracegen.c).
  *
  * Bad input is checked end to end through the CLI: every class of bad line
  * must exit 2 and print "FILE:LINE: FIELD: problem". Reader semantics

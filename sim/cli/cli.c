@@ -1,4 +1,4 @@
-/* sim/cli.c — helpers shared by the subcommands. Kept out of main.c so that
+/* sim/cli/cli.c — helpers shared by the subcommands. Kept out of main.c so that
  * test binaries, which link every object except main.o, can link cmd_*.o. */
 #include "sim/cli/cli.h"
 

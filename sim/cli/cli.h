@@ -1,8 +1,8 @@
-/* sim/cli.h — the kvsim subcommand table.
+/* sim/cli/cli.h — the kvsim subcommand table.
  *
  * Each subcommand is one function `int cmd_NAME(int argc, char **argv)`
  * (argv[0] is the subcommand name) living in sim/cmd_NAME.c, and one line in
- * the table in sim/main.c. Every command accepts --help.
+ * the table in sim/cli/main.c. Every command accepts --help.
  *
  * Exit codes shared by all commands: */
 #ifndef SIM_CLI_H

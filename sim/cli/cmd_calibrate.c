@@ -1,5 +1,5 @@
-/* sim/cmd_calibrate.c — `kvsim calibrate`: turn the data-path probe's raw
- * measurements into the calibration file the cost model reads (sim/calib.h).
+/* sim/cli/cmd_calibrate.c — `kvsim calibrate`: turn the data-path probe's raw
+ * measurements into the calibration file the cost model reads (sim/cost/calib.h).
  *
  * The probe's samples are grouped by (direction, tier, method) — pooled over
  * model shapes unless --shape picks one — and each group is fitted with
@@ -319,7 +319,7 @@ static int run_probe(const char *json_out, const char *extra, sim_err *err)
 }
 
 /* "kvsim calibrate: msg" on stderr, exit status 2. (sim_usage_error lives in
- * sim/main.c, which test binaries do not link.) */
+ * sim/cli/main.c, which test binaries do not link.) */
 static int usage_error(const char *msg)
 {
     fprintf(stderr, "kvsim %s: %s\n", CAL_CMD, msg);

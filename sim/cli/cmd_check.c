@@ -1,5 +1,5 @@
-/* sim/cmd_check.c — `kvsim check`: the CI regression check (format in
- * sim/check.h).
+/* sim/cli/cmd_check.c — `kvsim check`: the CI regression check (format in
+ * sim/replay/check.h).
  *
  *   kvsim check --baseline FILE            re-run every measurement FILE names;
  *                                          exit 3 with a table of expected / got /
@@ -13,7 +13,7 @@
 #include "sim/replay/check.h"
 #include "sim/cli/cli.h"
 #include "sim/replay/hitrate.h"
-#include "sched/registry.h"
+#include "sim/store/evict/registry.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -195,8 +195,8 @@ static int new_baseline(const new_baseline_opts *o, json_t **out, sim_err *err)
     char *pols = sim_xstrdup(o->policies), *caps = NULL, *sp = NULL, *sc = NULL;
     int rc = 0;
     for (char *p = strtok_r(pols, ",", &sp); p && rc == 0; p = strtok_r(NULL, ",", &sp)) {
-        const sched_evict_entry *e;
-        rc = sched_evict_find(p, &e, err);
+        const kv_evict_entry *e;
+        rc = kv_evict_find(p, &e, err);
         free(caps);
         caps = sim_xstrdup(o->capacities);
         for (char *c = strtok_r(caps, ",", &sc); c && rc == 0; c = strtok_r(NULL, ",", &sc)) {
@@ -243,8 +243,8 @@ static void usage(FILE *f)
 static char *all_policies(void)
 {
     char buf[512] = "";
-    for (size_t i = 0; i < sched_evict_count(); i++)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", sched_evict_at(i)->name);
+    for (size_t i = 0; i < kv_evict_count(); i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", kv_evict_at(i)->name);
     return sim_xstrdup(buf);
 }
 

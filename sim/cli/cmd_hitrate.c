@@ -1,4 +1,4 @@
-/* sim/cmd_hitrate.c — `kvsim hitrate`: prefix hit rate vs cache capacity by
+/* sim/cli/cmd_hitrate.c — `kvsim hitrate`: prefix hit rate vs cache capacity by
  * cache-only replay (DESIGN.md §4; Mooncake Fig. 16 for one pool, Fig. 17
  * for global vs local pools over N nodes, §5.2 for tiers and cache classes).
  *

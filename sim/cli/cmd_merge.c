@@ -1,6 +1,6 @@
-/* sim/cmd_merge.c — `kvsim merge OUT.db IN.db...`: gather the databases that
+/* sim/cli/cmd_merge.c — `kvsim merge OUT.db IN.db...`: gather the databases that
  * sweep workers or cluster jobs wrote (one per job) into one, run ids
- * remapped (sim/merge.c). */
+ * remapped (sim/results/merge.c). */
 #include <getopt.h>
 #include <stdio.h>
 

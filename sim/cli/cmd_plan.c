@@ -1,4 +1,4 @@
-/* sim/cmd_plan.c — `kvsim plan`: the smallest DRAM capacity per node that
+/* sim/cli/cmd_plan.c — `kvsim plan`: the smallest DRAM capacity per node that
  * reaches a target fraction of the achievable prefix hit rate, in tokens,
  * blocks and bytes for a model (Mooncake §7.3.1: "1 TB of DRAM holds about
  * 3M tokens of LLaMA3-70B — how much is enough?").

@@ -1,4 +1,4 @@
-/* sim/cmd_report.c — `kvsim report`: turn a results database into a report
+/* sim/cli/cmd_report.c — `kvsim report`: turn a results database into a report
  * directory: index.html (one self-contained page, no network) with a table
  * comparing every selected run and the figures, each as SVG and PNG
  * rendered by gnuplot from the .dat and .gp files written beside it.
@@ -6,7 +6,7 @@
  * The comparison shows only the config keys whose values differ between the
  * runs (configs are flattened to dotted paths first), and those keys also
  * label the runs in every legend. Every caption names what was run: trace
- * fingerprint, config hash and seed. Figures are in sim/report_fig.c. */
+ * fingerprint, config hash and seed. Figures are in reports/figures.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* sim/cmd_run.c — `kvsim run`: replay a trace through the simulated cluster
+/* sim/cli/cmd_run.c — `kvsim run`: replay a trace through the simulated cluster
  * and record the run (config, fingerprints, per-request rows, samples,
  * summary) in a SQLite database. */
 #include <getopt.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sim/cli/cli.h"
-#include "sim/serving/disagg/cluster.h"
+#include "sim/serving/serving.h"
 #include "sim/config/config.h"
 #include "sim/results/results.h"
 
@@ -135,11 +135,11 @@ static int replay(const run_args *a)
     double t0 = sim_wall_seconds();
     uint64_t fp;
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
-    if (sim_cluster_check_policies(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) || sim_results_open(&db, a->db, &err)) goto out;
+    if (sim_serving_check(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) || sim_results_open(&db, a->db, &err)) goto out;
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
     sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed};
     int64_t run_id;
-    int bad = sim_results_begin_run(db, &info, &run_id, &err) || sim_cluster_run(&cfg, db, &summary, &err);
+    int bad = sim_results_begin_run(db, &info, &run_id, &err) || sim_serving_replay(&cfg, db, &summary, &err);
     free(config_json);
     if (bad) goto out;
     double wall = sim_wall_seconds() - t0;

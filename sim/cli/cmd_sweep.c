@@ -1,4 +1,4 @@
-/* sim/cmd_sweep.c — `kvsim sweep`: run a grid of config points (policies,
+/* sim/cli/cmd_sweep.c — `kvsim sweep`: run a grid of config points (policies,
  * capacities, replay speeds, P:D ratios: any config key) as `kvsim run`s in
  * parallel worker processes and record them all in one results database.
  *
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "sim/cli/cli.h"
-#include "sim/serving/disagg/cluster.h"
+#include "sim/serving/serving.h"
 #include "sim/config/config.h"
 #include "sim/config/grid.h"
 #include "sim/index/keymap.h"
@@ -154,7 +154,7 @@ static int resolve_point(const sweep *s, sweep_point *p, sim_err *err)
 {
     sim_config cfg;
     if (sim_config_load(&cfg, s->config, p->sets, s->nsets, err)) return -1;
-    int rc = sim_cluster_check_policies(&cfg, err) || sim_trace_fingerprint(cfg.trace_path, &p->fp, err);
+    int rc = sim_serving_check(&cfg, err) || sim_trace_fingerprint(cfg.trace_path, &p->fp, err);
     p->hash = cfg.hash;
     sim_config_free(&cfg);
     return rc ? -1 : 0;

@@ -1,4 +1,4 @@
-/* sim/cmd_trace.c — `kvsim trace`: tools for Mooncake-format traces.
+/* sim/cli/cmd_trace.c — `kvsim trace`: tools for Mooncake-format traces.
  *
  *   kvsim trace stats FILE   size, lengths, arrival rate and the infinite-cache
  *                            prefix hit rate (the trace's theoretical maximum)

@@ -1,4 +1,4 @@
-/* sim/main.c — the kvsim command-line entry point: dispatches to the
+/* sim/cli/main.c — the kvsim command-line entry point: dispatches to the
  * subcommand table. The only place in kvsim that decides the exit status. */
 #include "sim/cli/cli.h"
 

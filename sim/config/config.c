@@ -1,4 +1,4 @@
-/* sim/config.c — loading, merging, validating and typing the run config.
+/* sim/config/config.c — loading, merging, validating and typing the run config.
  *
  * The JSON tree is merged first (defaults ← file ← presets ← --set), then
  * read once into the typed struct sim_config through tables of typed fields,
@@ -200,6 +200,8 @@ static const num_field hw_nums[] = {
 };
 
 static const str_field config_strs[] = {
+    {"cluster.mode", CF(mode), sizeof ((sim_config *)0)->mode},
+    {"kvstore.pic", CF(pic), sizeof ((sim_config *)0)->pic},
     {"kvstore.eviction", CF(eviction), sizeof ((sim_config *)0)->eviction},
     {"policy.router", CF(router), sizeof ((sim_config *)0)->router},
     {"policy.decode", CF(decode_policy), sizeof ((sim_config *)0)->decode_policy},

@@ -1,4 +1,4 @@
-/* sim/config.h — one JSON config holds everything a run depends on.
+/* sim/config/config.h — one JSON config holds everything a run depends on.
  *
  * Resolution order (DESIGN §1):
  *   configs/default.json  →  --config FILE  →  model/hardware presets  →  --set key.path=value
@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "sim/store/kvstore.h"
+#include "sim/config/scope.h"
 #include "sim/config/model.h"
 #include "sim/trace/trace.h"
 #include "sim/util.h"
@@ -48,6 +48,7 @@ typedef struct sim_config {
     sim_model model;
     sim_hw hw;
 
+    char mode[32];          /* cluster.mode: the serving model (sim/serving registry) */
     int n_prefill, n_decode;
     kv_scope scope;
     int prefill_chunk;      /* tokens; chunked prefill above this */
@@ -58,6 +59,7 @@ typedef struct sim_config {
     double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */
 
     int block_tokens;
+    char pic[32];           /* kvstore.pic: the cache model (sim/store/cache_model.c) */
     char eviction[32];
     double hbm_bytes, dram_bytes, ssd_bytes; /* prefix-cache budgets per node */
     bool promote;

@@ -1,4 +1,4 @@
-/* sim/grid.c — parsing and expanding sweep grids (see sim/grid.h). */
+/* sim/config/grid.c — parsing and expanding sweep grids (see sim/config/grid.h). */
 #include "sim/config/grid.h"
 
 #include <ctype.h>

@@ -1,4 +1,4 @@
-/* sim/grid.h — the parameter grid of `kvsim sweep --grid`.
+/* sim/config/grid.h — the parameter grid of `kvsim sweep --grid`.
  *
  * Syntax: 'key=v1,v2;key2=a,b' — entries separated by ';', each a config key
  * (any key `kvsim run --set` accepts) and its comma-separated values. The

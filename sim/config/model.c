@@ -1,4 +1,4 @@
-/* sim/model.c — loading model presets and deriving KV and weight sizes. */
+/* sim/config/model.c — loading model presets and deriving KV and weight sizes. */
 #include "sim/config/model.h"
 
 #include <limits.h>

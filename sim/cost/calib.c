@@ -1,4 +1,4 @@
-/* sim/calib.c — loading calibration files and fitting transfer curves.
+/* sim/cost/calib.c — loading calibration files and fitting transfer curves.
  *
  * The fit. Each probe sample is (bytes, median seconds) of one transfer.
  * t = alpha + bytes/beta is linear in bytes, so GSL's linear least squares

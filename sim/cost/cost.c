@@ -1,4 +1,4 @@
-/* sim/cost.c — the analytic cost model of DESIGN §5 (see sim/cost.h). */
+/* sim/cost/cost.c — the analytic cost model of DESIGN §5 (see sim/cost/cost.h). */
 #include "sim/cost/cost.h"
 
 #include <limits.h>

@@ -1,6 +1,6 @@
-/* sim/cost.h — the cost model: the "truth" the simulated hardware takes
+/* sim/cost/cost.h — the cost model: the "truth" the simulated hardware takes
  * (DESIGN §5). The conductor never calls it directly; it sees only the
- * estimators of sim/estimator.h.
+ * estimators of sim/cost/estimator.h.
  *
  *   KV bytes/token    2 · l · kv_heads · head_dim · s   (LLaMA3-70B: 320 KiB)
  *   prefill FLOPs     flops(n) = l · (a·n²·d + b·n·d²)  (Mooncake Eq. 1)
@@ -10,7 +10,7 @@
  *   transfers         latency + bytes / bandwidth (H2D, D2H, SSD, NIC); the
  *                     H2D, D2H and SSD curves t = alpha + bytes/beta come
  *                     from a calibration file when the hardware preset names
- *                     one ("calibration": path; sim/calib.h).
+ *                     one ("calibration": path; sim/cost/calib.h).
  */
 #ifndef SIM_COST_H
 #define SIM_COST_H

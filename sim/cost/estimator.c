@@ -1,5 +1,5 @@
-/* sim/estimator.c — the conductor's prefill-time regression and transfer
- * estimates (see sim/estimator.h for the model and why). */
+/* sim/cost/estimator.c — the conductor's prefill-time regression and transfer
+ * estimates (see sim/cost/estimator.h for the model and why). */
 #include "sim/cost/estimator.h"
 
 #include <math.h>

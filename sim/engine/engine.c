@@ -1,4 +1,4 @@
-/* sim/engine.c — binary min-heap ordered by (time, seq). */
+/* sim/engine/engine.c — binary min-heap ordered by (time, seq). */
 #include "sim/engine/engine.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* sim/engine.h — the discrete-event core: a binary min-heap of events on an
+/* sim/engine/engine.h — the discrete-event core: a binary min-heap of events on an
  * int64 nanosecond clock.
  *
  * Determinism (ROSS-style): simultaneous events are ordered by insertion

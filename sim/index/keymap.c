@@ -1,4 +1,4 @@
-/* sim/keymap.c — growth, insertion and deletion of the uint64 → int64
+/* sim/index/keymap.c — growth, insertion and deletion of the uint64 → int64
  * open-addressing map, and its dense mode (lookups are inline in
  * keymap.h). */
 #include "sim/index/keymap.h"

@@ -1,4 +1,4 @@
-/* sim/keymap.h — a small open-addressing hash map from uint64 keys to
+/* sim/index/keymap.h — a small open-addressing hash map from uint64 keys to
  * non-negative int64 values: the KV store's block index (key → slot), its
  * replica counts (key → nodes), S3-FIFO's ghost set and the next-use oracle.
  *

@@ -1,4 +1,4 @@
-/* sim/keyset.c — the numbering uint64 key set (see keyset.h). */
+/* sim/index/keyset.c — the numbering uint64 key set (see keyset.h). */
 #include "sim/index/keyset.h"
 
 #include <stdlib.h>

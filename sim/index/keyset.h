@@ -1,4 +1,4 @@
-/* sim/keyset.h — a set of uint64 keys that numbers them in the order they
+/* sim/index/keyset.h — a set of uint64 keys that numbers them in the order they
  * were added (0, 1, 2, …): the distinct blocks of a trace in `kvsim trace
  * stats`, and the dense block numbering of kvsim hitrate's loaded trace
  * (hitrate.c: number_blocks).

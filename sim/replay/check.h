@@ -1,5 +1,5 @@
-/* sim/check.h — the measurement kinds of `kvsim check`, the CI regression
- * check (sim/cmd_check.c).
+/* sim/replay/check.h — the measurement kinds of `kvsim check`, the CI regression
+ * check (sim/cli/cmd_check.c).
  *
  * A baseline is a JSON file:
  *   {"kvsim_baseline": 1, "tolerance": 0.002,

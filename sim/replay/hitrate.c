@@ -1,4 +1,4 @@
-/* sim/hitrate.c — cache-only replay (see hitrate.h): trace loading into a
+/* sim/replay/hitrate.c — cache-only replay (see hitrate.h): trace loading into a
  * compact key stream, the replay setup (set field by field from the command
  * line or a baseline), the cache-only routers, the next-use oracle for
  * offline policies, and the replay loop itself. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/registry.h"
+#include "sim/store/evict/registry.h"
 #include "sim/index/keymap.h"
 #include "sim/index/keyset.h"
 
@@ -231,8 +231,8 @@ static int set_capacity(kv_hitrate_spec *s, const char *key, const char *v, sim_
 
 static int set_policy(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
 {
-    const sched_evict_entry *e;
-    if (sched_evict_find(v, &e, err)) return -1;
+    const kv_evict_entry *e;
+    if (kv_evict_find(v, &e, err)) return -1;
     snprintf(s->policy, sizeof s->policy, "%s", e->name);
     return 0;
 }
@@ -428,7 +428,7 @@ int kv_hitrate_finish(kv_hitrate_spec *s, sim_err *err)
         s->capacity[0] = s->dram_in_tiers ? s->tier_tokens[KV_TIER_DRAM] : INFINITY;
         s->ncapacity = 1;
     }
-    const sched_evict_entry *e = sched_evict_lookup(s->policy);
+    const kv_evict_entry *e = kv_evict_lookup(s->policy);
     if (e->offline && (s->tier_tokens[KV_TIER_HBM] > 0 || s->tier_tokens[KV_TIER_SSD] > 0))
         return sim_errf(err, "policy %s: the offline reference supports a DRAM tier only (no hbm/ssd in --tiers)",
                         s->policy);
@@ -522,7 +522,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
     int tiers = 0;
     for (kv_tier k = 0; k < KV_NTIERS; k++) tiers += cfg.tier_blocks[k] > 0;
     if ((int64_t)tiers * s->nodes * t->distinct <= DENSE_MAX_ENTRIES) cfg.key_universe = t->distinct;
-    bool oracle = sched_evict_lookup(s->policy)->offline;
+    bool oracle = kv_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
     cfg.next_use_hints = oracle;
     return replay(t, &cfg, router_lookup(s->route), oracle, out, err);

@@ -1,4 +1,4 @@
-/* sim/hitrate.h — cache-only replay (DESIGN.md §4, Mooncake Fig. 16/17):
+/* sim/replay/hitrate.h — cache-only replay (DESIGN.md §4, Mooncake Fig. 16/17):
  * the engine behind `kvsim hitrate`, `kvsim plan` and `kvsim check`.
  *
  * For each request in trace order, no timing: pick a node (one node, or a

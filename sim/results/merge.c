@@ -1,5 +1,5 @@
-/* sim/merge.c — copy the runs of one results database into another with
- * run ids remapped (see sim/merge.h).
+/* sim/results/merge.c — copy the runs of one results database into another with
+ * run ids remapped (see sim/results/merge.h).
  *
  * The input is ATTACHed as "src". Tables are discovered, not listed: every
  * source table with a run_id column is copied run by run, so a table a later

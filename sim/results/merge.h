@@ -1,4 +1,4 @@
-/* sim/merge.h — merging results databases (`kvsim merge`, `kvsim sweep`).
+/* sim/results/merge.h — merging results databases (`kvsim merge`, `kvsim sweep`).
  *
  * A sweep's workers and a cluster's jobs each write their own database; a
  * merge copies every completed run of one database into another, with run

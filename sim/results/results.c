@@ -1,5 +1,5 @@
-/* sim/results.c — SQLite schema, prepared inserts and the SQL summary of a
- * run (see sim/results.h). */
+/* sim/results/results.c — SQLite schema, prepared inserts and the SQL summary of a
+ * run (see sim/results/results.h). */
 #include "sim/results/results.h"
 
 #include <math.h>

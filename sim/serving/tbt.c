@@ -1,7 +1,7 @@
-/* sim/tbt.c — the exact TBT of DESIGN §4 without a log of every token: a
+/* sim/serving/tbt.c — the exact TBT of DESIGN §4 without a log of every token: a
  * request keeps a min-heap of the k = max(1, floor(intervals/10)) largest
  * inter-token intervals seen so far; TBT is their mean. */
-#include "sim/serving/disagg/cluster.h"
+#include "sim/serving/serving.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
-/* sim/kvstore.c — the simulated KV cache (see kvstore.h): one tier
+/* sim/store/kvstore.c — the simulated KV cache (see kvstore.h): one tier
  * (kv_cache) and the multi-node, multi-tier store (kv_store).
  *
  * A kv_cache owns slots 0..nslots-1 (grown on demand up to its capacity, so
  * an "inf" tier costs only what it holds), an index key → slot, and per-slot
- * key, pin count and cache class. The eviction policy (sched/evict.h) keeps
+ * key, pin count and cache class. The eviction policy (sim/store/evict/evict.h) keeps
  * its own per-slot ordering; the core drives it through hooks.
  *
  * A kv_store has, per node, up to three kv_caches: HBM (the instance's
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/registry.h"
+#include "sim/store/evict/registry.h"
 #include "sim/index/keymap.h"
 
 /* ======================================================================== */
@@ -36,7 +36,7 @@ typedef struct kv_slot {
 } kv_slot;
 
 struct kv_cache {
-    const sched_evict_ops *ops;
+    const kv_evict_ops *ops;
     void *pol;
     int64_t capacity; /* slots allowed */
     int64_t nslots;   /* slots allocated (≤ capacity) */
@@ -70,9 +70,9 @@ static void cache_resize(kv_cache *c, int64_t nslots)
 
 int kv_cache_new(kv_cache **out, const char *policy, int64_t capacity_blocks, const json_t *params, sim_err *err)
 {
-    const sched_evict_entry *e;
+    const kv_evict_entry *e;
     if (capacity_blocks < 0) return sim_errf(err, "tier capacity: %lld blocks is negative", (long long)capacity_blocks);
-    if (sched_evict_find(policy, &e, err)) return -1;
+    if (kv_evict_find(policy, &e, err)) return -1;
     kv_cache *c = sim_xcalloc(1, sizeof *c);
     c->ops = e->ops;
     c->capacity = capacity_blocks;
@@ -110,7 +110,7 @@ bool kv_cache_contains(const kv_cache *c, uint64_t key) { return cache_find(c, k
 
 /* A hit: context requests promote the block to context (§5.2: the user
  * marked it for reuse), then the policy refreshes it. */
-static void cache_touch(kv_cache *c, int64_t slot, const sched_evict_req *req)
+static void cache_touch(kv_cache *c, int64_t slot, const kv_evict_req *req)
 {
     if (req->cls == SIM_CACHE_CONTEXT) {
         c->slots[slot].cls = SIM_CACHE_CONTEXT;
@@ -140,13 +140,13 @@ static int64_t cache_take_slot(kv_cache *c)
 
 /* Ask the policy for a victim and take it out of the policy's order (the
  * callback sees its key before it disappears). Its index entry and slot
- * are left to the caller, who reuses them. SCHED_NO_VICTIM when every
+ * are left to the caller, who reuses them. KV_NO_VICTIM when every
  * resident block is protected. */
 static int64_t cache_pick_victim(kv_cache *c)
 {
-    const sched_evict_view view = {.evictable = cache_evictable, .ctx = c, .all = !c->ever_protected};
+    const kv_evict_view view = {.evictable = cache_evictable, .ctx = c, .all = !c->ever_protected};
     int64_t v = c->ops->victim(c->pol, &view);
-    if (v == SCHED_NO_VICTIM) return v;
+    if (v == KV_NO_VICTIM) return v;
     if (c->evict_cb) c->evict_cb(c->evict_ctx, c->slots[v].key, (sim_cache_class)c->slots[v].cls);
     c->ops->on_remove(c->pol, v);
     c->st.evictions++;
@@ -167,7 +167,7 @@ static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
         return slot;
     }
     int64_t v = cache_pick_victim(c);
-    if (v == SCHED_NO_VICTIM) return -1;
+    if (v == KV_NO_VICTIM) return -1;
     sim_keymap_replace_at(&c->index, where, key, v, c->slots[v].key);
     return v;
 }
@@ -175,7 +175,7 @@ static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
 /* Admit → evict → insert for a key known to be absent, whose index probe
  * ended at bucket `where` (the index unchanged since). *slot_out gets the
  * new slot when the result is KV_INSERTED. */
-static kv_result cache_insert_at(kv_cache *c, const sched_evict_req *req, uint64_t where, int64_t *slot_out)
+static kv_result cache_insert_at(kv_cache *c, const kv_evict_req *req, uint64_t where, int64_t *slot_out)
 {
     bool full = c->size >= c->capacity;
     if (req->cls == SIM_CACHE_EPHEMERAL || c->capacity == 0 || (full && c->ops->admit && !c->ops->admit(c->pol, req))) {
@@ -196,14 +196,14 @@ static kv_result cache_insert_at(kv_cache *c, const sched_evict_req *req, uint64
 }
 
 /* cache_insert_at for a key not probed yet. */
-static kv_result cache_insert(kv_cache *c, const sched_evict_req *req, int64_t *slot_out)
+static kv_result cache_insert(kv_cache *c, const kv_evict_req *req, int64_t *slot_out)
 {
     uint64_t where;
     sim_keymap_probe(&c->index, req->key, &where);
     return cache_insert_at(c, req, where, slot_out);
 }
 
-kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req)
+kv_result kv_cache_access_req(kv_cache *c, const kv_evict_req *req)
 {
     uint64_t where;
     int64_t slot = sim_keymap_probe(&c->index, req->key, &where);
@@ -218,7 +218,7 @@ kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req)
 
 kv_result kv_cache_access(kv_cache *c, uint64_t key, sim_cache_class cls)
 {
-    const sched_evict_req req = {.key = key, .cls = cls, .next_use = SCHED_NEXT_USE_UNKNOWN};
+    const kv_evict_req req = {.key = key, .cls = cls, .next_use = KV_NEXT_USE_UNKNOWN};
     return kv_cache_access_req(c, &req);
 }
 
@@ -296,20 +296,6 @@ static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return
 
 static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
 
-static const char *const scope_names[] = {[KV_SCOPE_GLOBAL] = "global", [KV_SCOPE_LOCAL] = "local"};
-
-const char *kv_scope_name(kv_scope s) { return scope_names[s]; }
-
-int kv_scope_from_name(const char *name, kv_scope *out)
-{
-    for (kv_scope s = KV_SCOPE_GLOBAL; s <= KV_SCOPE_LOCAL; s++)
-        if (!strcmp(name, scope_names[s])) {
-            *out = s;
-            return 0;
-        }
-    return -1;
-}
-
 /* One more (+1) or one fewer (−1) node holds key in a store tier. */
 static inline void replica_add(kv_store *s, uint64_t key, int delta)
 {
@@ -324,7 +310,7 @@ static void on_store_evict(void *ctx, uint64_t key, sim_cache_class cls)
     tier_ref *r = ctx;
     kv_cache *ssd = r->tier == KV_TIER_DRAM ? tier_of(r->s, r->node, KV_TIER_SSD) : NULL;
     if (ssd) {
-        const sched_evict_req req = {.key = key, .cls = cls, .next_use = SCHED_NEXT_USE_UNKNOWN};
+        const kv_evict_req req = {.key = key, .cls = cls, .next_use = KV_NEXT_USE_UNKNOWN};
         if (cache_insert(ssd, &req, NULL) == KV_INSERTED) return;
     }
     replica_add(r->s, key, -1);
@@ -334,7 +320,7 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
 {
     kv_cache *c;
     const char *policy = cfg->policy[t] ? cfg->policy[t] : "lru";
-    const sched_evict_entry *e = sched_evict_lookup(policy);
+    const kv_evict_entry *e = kv_evict_lookup(policy);
     if (e && e->offline && !cfg->next_use_hints)
         return sim_errf(err, "kvstore %s tier: eviction policy '%s' needs the future and only runs in an offline "
                              "replay (kvsim hitrate --policy %s)",
@@ -501,7 +487,7 @@ void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hi
 }
 
 /* A new copy of a block in node's put tier; counts the node as a holder. */
-static void store_put(kv_store *s, int node, const sched_evict_req *req)
+static void store_put(kv_store *s, int node, const kv_evict_req *req)
 {
     if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
         replica_add(s, req->key, 1);
@@ -510,11 +496,11 @@ static void store_put(kv_store *s, int node, const sched_evict_req *req)
 /* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The
  * SSD copy is held pinned while DRAM makes room, because DRAM's victims are
  * demoted into that same SSD. If DRAM cannot take it, it stays in SSD. */
-static void store_promote(kv_store *s, int node, int64_t slot, const sched_evict_req *req)
+static void store_promote(kv_store *s, int node, int64_t slot, const kv_evict_req *req)
 {
     kv_cache *ssd = tier_of(s, node, KV_TIER_SSD), *dram = tier_of(s, node, KV_TIER_DRAM);
     cache_touch(ssd, slot, req);
-    sched_evict_req moved = *req;
+    kv_evict_req moved = *req;
     moved.cls = (sim_cache_class)ssd->slots[slot].cls;
     int32_t pins = ssd->slots[slot].pins++;
     ssd->ever_protected = dram->ever_protected = true;
@@ -540,7 +526,7 @@ static void count_store_misses(kv_store *s, int node)
  * scope, plus a local replica when asked) — or, when no visible copy
  * exists, put into node's DRAM. Each tier counts a hit when it served the
  * block and a miss when it was consulted and did not hold it. */
-static void commit_block(kv_store *s, int node, const sched_evict_req *req, bool replicate)
+static void commit_block(kv_store *s, int node, const kv_evict_req *req, bool replicate)
 {
     kv_cache *hbm = tier_of(s, node, KV_TIER_HBM);
     if (hbm) kv_cache_access_req(hbm, req);
@@ -573,10 +559,10 @@ static void commit_block(kv_store *s, int node, const sched_evict_req *req, bool
 void kv_store_commit_hint(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
                           sim_cache_class cls, const int64_t *next_use)
 {
-    sched_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
+    kv_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
     for (int32_t i = 0; i < n; i++) {
         req.key = keys[i];
-        req.next_use = next_use ? next_use[i] : SCHED_NEXT_USE_UNKNOWN;
+        req.next_use = next_use ? next_use[i] : KV_NEXT_USE_UNKNOWN;
         commit_block(s, node, &req, replicate && i < hit);
     }
 }
@@ -593,13 +579,13 @@ void kv_store_commit(kv_store *s, int node, const uint64_t *keys, int32_t n, int
  * its turn comes: probing each key once, counting the leading hits, gives
  * exactly the prefix and the accesses of the two-pass form. */
 static int32_t access_single_tier(kv_store *s, int node, kv_cache *c, const uint64_t *keys, int32_t n,
-                                  sched_evict_req *req, const int64_t *next_use)
+                                  kv_evict_req *req, const int64_t *next_use)
 {
     int32_t hit = 0;
     bool leading = true;
     for (int32_t i = 0; i < n; i++) {
         req->key = keys[i];
-        req->next_use = next_use ? next_use[i] : SCHED_NEXT_USE_UNKNOWN;
+        req->next_use = next_use ? next_use[i] : KV_NEXT_USE_UNKNOWN;
         uint64_t where;
         int64_t slot = sim_keymap_probe(&c->index, keys[i], &where);
         if (slot >= 0) {
@@ -623,7 +609,7 @@ int32_t kv_store_access(kv_store *s, int node, const uint64_t *keys, int32_t n, 
         kv_store_commit_hint(s, node, keys, n, hit, false, cls, next_use);
         return hit;
     }
-    sched_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
+    kv_evict_req req = {.cls = s->ignore_class ? SIM_CACHE_DEFAULT : cls};
     return access_single_tier(s, node, tier_of(s, node, s->put_tier), keys, n, &req, next_use);
 }
 

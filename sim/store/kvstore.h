@@ -1,11 +1,11 @@
-/* sim/kvstore.h — the simulated KV cache: tiers of hash blocks per node, an
+/* sim/store/kvstore.h — the simulated KV cache: tiers of hash blocks per node, an
  * index keyed by chained block keys, pins, scopes and replicas.
  *
  * Two layers:
  *
  *  kv_cache  one tier (HBM, DRAM or SSD) of one node: a fixed number of block
  *            slots, an open-addressing index key → slot, pin counts, and an
- *            eviction policy from sched/ (sched/evict.h). The core owns the
+ *            eviction policy from sched/ (sim/store/evict/evict.h). The core owns the
  *            loop find → admit → evict → insert; the policy only answers hooks.
  *
  *  kv_store  all nodes' tiers plus the scope:
@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "sim/config/scope.h"
 #include "sim/store/evict/evict.h"
 #include "sim/trace/trace.h"
 #include "sim/util.h"
@@ -84,11 +85,6 @@ const kv_cache_stats *kv_cache_get_stats(const kv_cache *c);
 /* ---- the store: nodes × tiers ------------------------------------------ */
 
 typedef enum kv_tier { KV_TIER_HBM = 0, KV_TIER_DRAM, KV_TIER_SSD, KV_NTIERS } kv_tier;
-typedef enum kv_scope { KV_SCOPE_GLOBAL = 0, KV_SCOPE_LOCAL } kv_scope;
-
-/* "global" / "local", and back: 0, or −1 for any other name. */
-const char *kv_scope_name(kv_scope s);
-int kv_scope_from_name(const char *name, kv_scope *out);
 
 typedef struct kv_store_cfg {
     int nodes;
@@ -160,10 +156,10 @@ void kv_store_stats(const kv_store *s, kv_tier tier, kv_cache_stats *out);
 /* ---- additions for tiers, semantics-aware caching and offline replay ---- */
 
 /* kv_cache_access with the whole access record (req->next_use feeds offline
- * policies such as belady; kv_cache_access passes SCHED_NEXT_USE_UNKNOWN).
+ * policies such as belady; kv_cache_access passes KV_NEXT_USE_UNKNOWN).
  * Semantics: a hit by a context request marks the block context; an
  * ephemeral miss is never admitted; a tier of capacity 0 admits nothing. */
-kv_result kv_cache_access_req(kv_cache *c, const sched_evict_req *req);
+kv_result kv_cache_access_req(kv_cache *c, const kv_evict_req *req);
 /* Context blocks are not victims in this tier (the last level of the
  * hierarchy, §5.2); kv_store sets it on each node's lowest store tier. */
 void kv_cache_set_keep_context(kv_cache *c, bool keep);

@@ -1,4 +1,4 @@
-/* sim/trace.c — the Mooncake JSONL trace reader (DESIGN.md §3): streaming
+/* sim/trace/trace.c — the Mooncake JSONL trace reader (DESIGN.md §3): streaming
  * parse and validation of one request per line, replay speed, sampling,
  * optional sort, the file fingerprint and `kvsim trace stats` statistics.
  *

@@ -1,4 +1,4 @@
-/* sim/trace.h — Mooncake-format JSONL traces: streaming reader, validation,
+/* sim/trace/trace.h — Mooncake-format JSONL traces: streaming reader, validation,
  * replay speed and sampling, fingerprint, statistics and a synthetic generator.
  *
  * Format (DESIGN.md §3), one request per line:

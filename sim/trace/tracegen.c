@@ -1,4 +1,4 @@
-/* sim/tracegen.c — seeded synthetic Mooncake-format traces (`kvsim trace gen`).
+/* sim/trace/tracegen.c — seeded synthetic Mooncake-format traces (`kvsim trace gen`).
  *
  * The workload imitates chat serving, the case KV-cache reuse is about
  * (Mooncake §2, §5.2):

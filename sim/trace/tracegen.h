@@ -1,4 +1,4 @@
-/* sim/tracegen.h — the seeded synthetic trace generator behind
+/* sim/trace/tracegen.h — the seeded synthetic trace generator behind
  * `kvsim trace gen`: conversation-like Mooncake-format JSONL with shared
  * system prompts (Zipf popularity) and multi-turn sessions whose prefix grows
  * turn by turn, so caches have real prefix reuse to find.

@@ -1,23 +1,31 @@
-/* sim/cluster_int.h — private state of the cluster model, shared by
- * sim/cluster.c (the request flow) and sim/control.c (PD-ratio control,
- * faults, samples). Not for use outside the cluster model. */
+/* sim/serving/disagg/cluster_int.h — private state of the disaggregated
+ * serving model, shared by its files. Not for use outside sim/serving/disagg.
+ *
+ * The files call only downward, never in a circle:
+ *   cluster.c   the model's ops (sim/serving/serving.h): set-up, teardown,
+ *               the event handler table
+ *     flow.c    the life of a request: arrival, prefill, KV stream, decode
+ *     control.c the control plane: samples, PD-ratio switches, faults
+ *       cpp.c   chunked pipeline parallelism of one long prefill
+ *         core.c  what all of them share: request bookkeeping (finish, lost
+ *                 work, decode reservations), the conductor's views, noise */
 #ifndef SIM_CLUSTER_INT_H
 #define SIM_CLUSTER_INT_H
 
 #include <gsl/gsl_rng.h>
 
 #include "sched/sched.h"
-#include "sim/serving/disagg/cluster.h"
 #include "sim/cost/cost.h"
-#include "sim/engine/engine.h"
 #include "sim/cost/estimator.h"
-#include "sim/store/kvstore.h"
+#include "sim/engine/engine.h"
+#include "sim/serving/serving.h"
+#include "sim/store/cache_model.h"
 #include "sim/trace/trace.h"
 
-/* Event kinds: the index into the handler table. */
+/* Event kinds: the index into the handler table (kinds below SIM_EV_MODEL
+ * are the replay loop's: a trace request's arrival). */
 enum {
-    EV_ARRIVAL,      /* a trace request arrives (data: req) */
-    EV_RETRY,        /* a request re-enters after a failure (data: req) */
+    EV_RETRY = SIM_EV_MODEL, /* a request re-enters after a failure (data: req) */
     EV_PREFILL_DONE, /* target: prefill instance, gen: its generation, data: req */
     EV_KV_READY,     /* target: decode instance, gen: its generation, data: req */
     EV_DECODE_STEP,  /* target: decode instance, gen: its generation */
@@ -85,16 +93,14 @@ typedef struct load_samples {
 } load_samples;
 
 typedef struct cluster {
-    const sim_config *cfg;
+    sim_serving_run *run;      /* the replay's shared state (engine, DB, error) */
+    const sim_config *cfg;     /* run->cfg */
+    sim_engine *eng;           /* &run->eng */
     sim_cost cost;
     sim_estimator est;
-    kv_store *store;
-    sim_engine eng;
+    const kv_cache_model *cache;
+    void *cache_st;
     gsl_rng *rng_policy, *rng_noise, *rng_fit;
-    sim_trace *trace;
-    bool trace_done, failed;
-    sim_err *err;
-    sim_results *db;
 
     instance *inst;
     int n_inst;
@@ -114,7 +120,6 @@ typedef struct cluster {
     req_state *live_head;      /* admitted, unfinished */
     int64_t n_live;
     int32_t *remote_from;
-    int64_t inflight_reqs, first_arrival, last_done;
     int64_t kv_capacity;
     double block_bytes;
     double decode_s_sum;       /* observed decode durations (t_d) */
@@ -123,16 +128,49 @@ typedef struct cluster {
     load_samples prefill_loads, decode_loads;
 } cluster;
 
-/* sim/cluster.c */
-sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight);
-void sim_cluster_refresh_views(cluster *c);
-void sim_cluster_lost_work(cluster *c, req_state *q);
-void sim_cluster_check_drained(cluster *c, instance *in);
-bool sim_cluster_done(const cluster *c);
+/* FIFO queues of requests. */
+static inline void queue_push(req_queue *q, req_state *s)
+{
+    s->next = NULL;
+    if (q->tail) q->tail->next = s;
+    else q->head = s;
+    q->tail = s;
+    q->n++;
+}
 
+static inline req_state *queue_pop(req_queue *q)
+{
+    req_state *s = q->head;
+    if (!s) return NULL;
+    q->head = s->next;
+    if (!q->head) q->tail = NULL;
+    q->n--;
+    return s;
+}
+
+/* ---- core.c ------------------------------------------------------------------- */
+
+/* Truth noise factor of one compute step (cost.noise; 1 when off). */
 double sim_cluster_noise(cluster *c);
+/* Prefix-hit tokens of `blocks` reused blocks of r. */
+int32_t sim_cluster_hit_tokens(const cluster *c, const sim_request *r, int32_t blocks);
+void sim_cluster_free_req(req_state *s);
+/* An admitted request is in flight (the conductor's in-flight list). */
+void sim_cluster_live_add(cluster *c, req_state *q);
+/* q is done (stage NONE), rejected or lost: its row, then it is freed. */
+void sim_cluster_finish(cluster *c, req_state *q, sim_stage stage);
+/* Release q's KV reservation on its decode instance (if it still stands). */
+void sim_cluster_release_decode(cluster *c, req_state *q);
+/* The work q had done was lost with an instance: retry or count it lost. */
+void sim_cluster_lost_work(cluster *c, req_state *q);
+/* A draining instance with no work left starts its role switch. */
+void sim_cluster_check_drained(cluster *c, instance *in);
+/* Rebuild the role → instance maps after a role change. */
+void sim_cluster_refresh_views(cluster *c);
+/* The conductor's view now (with the in-flight list when asked). */
+sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight);
 
-/* sim/cpp.c */
+/* ---- cpp.c -------------------------------------------------------------------- */
 bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_tokens);
 /* Prefill r on in's group as a pipeline; returns seconds from now to its
  * end, sets *gpu_s to the compute summed over stages, and blocks the other
@@ -140,7 +178,15 @@ bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_toke
 double sim_cpp_prefill(cluster *c, instance *in, const sim_request *r, int32_t cached_tokens, double load_s,
                        double *gpu_s);
 
-/* sim/control.c */
+/* ---- flow.c ------------------------------------------------------------------- */
+void sim_flow_arrive(cluster *c, sim_request *r);
+void sim_flow_on_retry(cluster *c, const sim_event *ev);
+void sim_flow_on_prefill_done(cluster *c, const sim_event *ev);
+void sim_flow_on_kv_ready(cluster *c, const sim_event *ev);
+void sim_flow_on_decode_step(cluster *c, const sim_event *ev);
+void sim_flow_on_unblock(cluster *c, const sim_event *ev);
+
+/* ---- control.c ---------------------------------------------------------------- */
 void sim_control_start(cluster *c);
 void sim_control_on_sample(cluster *c, const sim_event *ev);
 void sim_control_on_replicas(cluster *c, const sim_event *ev);

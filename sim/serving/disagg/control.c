@@ -1,4 +1,4 @@
-/* sim/control.c — the cluster's control plane: periodic samples of every
+/* sim/serving/disagg/control.c — the cluster's control plane: periodic samples of every
  * instance and of replica counts, the PD-ratio controller's mechanism
  * (drain → switch → serve the other role), and scheduled failures and
  * recoveries (Mooncake §5.1, §5.3, Fig. 18). Policies decide (sched/pd_*.c);
@@ -30,21 +30,21 @@ void sim_control_free(cluster *c)
 void sim_control_start(cluster *c)
 {
     const sim_config *cfg = c->cfg;
-    int64_t t0 = c->first_arrival;
-    sim_engine_push(&c->eng, t0, EV_SAMPLE, -1, 0, NULL);
+    int64_t t0 = c->run->first_arrival;
+    sim_engine_push(c->eng, t0, EV_SAMPLE, -1, 0, NULL);
     if (cfg->replica_period_s > 0)
-        sim_engine_push(&c->eng, t0 + sim_s_to_ns(cfg->replica_period_s), EV_REPLICAS, -1, 0, NULL);
+        sim_engine_push(c->eng, t0 + sim_s_to_ns(cfg->replica_period_s), EV_REPLICAS, -1, 0, NULL);
     if (c->pd->decide)
-        sim_engine_push(&c->eng, t0 + sim_s_to_ns(c->pd->period_s(c->pd_st)), EV_CONTROL, -1, 0, NULL);
+        sim_engine_push(c->eng, t0 + sim_s_to_ns(c->pd->period_s(c->pd_st)), EV_CONTROL, -1, 0, NULL);
     for (int i = 0; i < cfg->n_faults; i++)
-        sim_engine_push(&c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i,
+        sim_engine_push(c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i,
                         NULL);
 }
 
 /* Re-arm a periodic event while the replay has work left. */
 static void again(cluster *c, int kind, double period_s)
 {
-    if (!sim_cluster_done(c)) sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(period_s), kind, -1, 0, NULL);
+    if (!sim_serving_done(c->run)) sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(period_s), kind, -1, 0, NULL);
 }
 
 /* ---- samples -------------------------------------------------------------------- */
@@ -60,7 +60,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         row.queue_len = ctx->prefill[in->view].queue_len;
         row.load = ctx->prefill[in->view].queue_s / (c->cfg->slo_ttft_ms / 1e3);
         int64_t cap = sim_config_blocks(c->cfg, c->cfg->dram_bytes);
-        row.kv_used = cap > 0 ? (double)kv_store_blocks(c->store, in->id, KV_TIER_DRAM) / (double)cap : 0;
+        row.kv_used = cap > 0 ? (double)c->cache->footprint(c->cache_st, in->id, KV_TIER_DRAM) / (double)cap : 0;
     } else {
         row.queue_len = in->waiting.n;
         row.batch = in->nbatch;
@@ -75,11 +75,11 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
 void sim_control_on_sample(cluster *c, const sim_event *ev)
 {
     sched_ctx ctx = sim_cluster_ctx(c, false);
-    double t_ms = sim_ns_to_ms(c->eng.now);
-    for (int i = 0; i < c->n_inst && !c->failed; i++) {
+    double t_ms = sim_ns_to_ms(c->eng->now);
+    for (int i = 0; i < c->n_inst && !c->run->failed; i++) {
         const instance *in = &c->inst[i];
         sim_sample_row row = sample_row(c, &ctx, in, t_ms);
-        if (sim_results_add_sample(c->db, &row, c->err)) c->failed = true;
+        if (sim_results_add_sample(c->run->db, &row, c->run->err)) c->run->failed = true;
         if (in->state == ST_ACTIVE)
             push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
     }
@@ -94,16 +94,16 @@ typedef struct replica_ctx {
 static void record_replica(void *ctx, uint64_t key, int replicas)
 {
     replica_ctx *rc = ctx;
-    if (replicas >= 2 && !rc->c->failed && sim_results_add_replica(rc->c->db, rc->t_ms, key, replicas, rc->c->err))
-        rc->c->failed = true;
+    if (replicas >= 2 && !rc->c->run->failed && sim_results_add_replica(rc->c->run->db, rc->t_ms, key, replicas, rc->c->run->err))
+        rc->c->run->failed = true;
 }
 
 /* Keys with two or more replicas (a key with one copy is implied by the
  * cache contents), every metrics.replica_period_ms as in Mooncake Fig. 18. */
 void sim_control_on_replicas(cluster *c, const sim_event *ev)
 {
-    replica_ctx rc = {c, sim_ns_to_ms(c->eng.now)};
-    kv_store_foreach_replica(c->store, record_replica, &rc);
+    replica_ctx rc = {c, sim_ns_to_ms(c->eng->now)};
+    c->cache->foreach_replica(c->cache_st, record_replica, &rc);
     again(c, EV_REPLICAS, c->cfg->replica_period_s);
 }
 
@@ -160,7 +160,7 @@ static void power_on(cluster *c, instance *in, inst_role role)
     in->state = ST_SWITCHING;
     in->next_role = role;
     c->switching = true;
-    sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);
+    sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);
 }
 
 static void carry_out(cluster *c, const sched_pd_decision *d)
@@ -176,7 +176,7 @@ static void carry_out(cluster *c, const sched_pd_decision *d)
 void sim_control_on_control(cluster *c, const sim_event *ev)
 {
     sched_pd_view view = {
-        .t_s = sim_ns_to_s(c->eng.now),
+        .t_s = sim_ns_to_s(c->eng->now),
         .prefill_loads = c->prefill_loads.v, .n_prefill_loads = c->prefill_loads.n,
         .decode_loads = c->decode_loads.v, .n_decode_loads = c->decode_loads.n,
         .n_prefill = active_in_role(c, ROLE_PREFILL), .n_decode = active_in_role(c, ROLE_DECODE),
@@ -234,10 +234,10 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
     in->nbatch = in->pending = 0;
     in->kv_reserved = in->kv_batch = in->kv_waiting = in->ctx_tokens = 0;
     in->iterating = false;
-    in->nic_free = c->eng.now;
-    kv_store_drop_node(c->store, in->id);
+    in->nic_free = c->eng->now;
+    c->cache->drop_node(c->cache_st, in->id);
     double down = c->cfg->faults[ev->gen].down_s;
-    sim_engine_push(&c->eng, c->eng.now + sim_s_to_ns(down), EV_RECOVER, in->id, in->gen, NULL);
+    sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(down), EV_RECOVER, in->id, in->gen, NULL);
 }
 
 void sim_control_on_recover(cluster *c, const sim_event *ev)

@@ -1,4 +1,4 @@
-/* sim/cpp.c — chunked pipeline parallelism (Mooncake §3.3).
+/* sim/serving/disagg/cpp.c — chunked pipeline parallelism (Mooncake §3.3).
  *
  * Prefill instances form groups of cluster.cpp_group consecutive nodes. A
  * request whose uncached part exceeds cluster.cpp_threshold tokens is
@@ -44,7 +44,7 @@ bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_toke
 /* Seconds from now until member m can start a stage. */
 static double member_free_s(const cluster *c, const instance *m, double load_s)
 {
-    int64_t now = c->eng.now, busy = now;
+    int64_t now = c->eng->now, busy = now;
     if (m->running && m->running->first_token > busy) busy = m->running->first_token;
     if (m->blocked_until > busy) busy = m->blocked_until;
     return fmax(load_s, sim_ns_to_s(busy - now));
@@ -66,7 +66,7 @@ double sim_cpp_prefill(cluster *c, instance *in, const sim_request *r, int32_t c
     }
     for (int s = 1; s < stages; s++) {
         instance *m = &c->inst[ids[s]];
-        m->blocked_until = c->eng.now + sim_s_to_ns(finish[s]);
+        m->blocked_until = c->eng->now + sim_s_to_ns(finish[s]);
     }
     return finish[stages - 1];
 }

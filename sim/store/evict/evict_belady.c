@@ -1,8 +1,8 @@
-/* sched/evict_belady.c — Belady's MIN, the offline optimum, as a reference
+/* sim/store/evict/evict_belady.c — Belady's MIN, the offline optimum, as a reference
  * for `kvsim hitrate --policy belady`.
  *
  * Needs the future: every access carries the position of the key's next
- * access in the replayed block stream (sched_evict_req.next_use, filled by
+ * access in the replayed block stream (kv_evict_req.next_use, filled by
  * the offline replay; unknown counts as never). A max-heap on next use
  * gives the victim — the block needed furthest in the future — in
  * O(log n) per access (an offline reference, not held to the O(1) budget).
@@ -25,9 +25,9 @@ typedef struct belady_state {
     int64_t *held; /* scratch for pinned slots passed over */
 } belady_state;
 
-static int64_t next_use_of(const sched_evict_req *req)
+static int64_t next_use_of(const kv_evict_req *req)
 {
-    return req->next_use == SCHED_NEXT_USE_UNKNOWN ? INT64_MAX : req->next_use;
+    return req->next_use == KV_NEXT_USE_UNKNOWN ? INT64_MAX : req->next_use;
 }
 
 static void heap_set(belady_state *st, int64_t i, int64_t slot)
@@ -101,7 +101,7 @@ static void belady_resize(void *state, int64_t nslots)
     st->held = sim_xrealloc(st->held, n);
 }
 
-static void belady_on_hit(void *state, int64_t slot, const sched_evict_req *req)
+static void belady_on_hit(void *state, int64_t slot, const kv_evict_req *req)
 {
     belady_state *st = state;
     st->next[slot] = next_use_of(req);
@@ -109,14 +109,14 @@ static void belady_on_hit(void *state, int64_t slot, const sched_evict_req *req)
     sift_down(st, st->pos[slot]);
 }
 
-static void belady_on_insert(void *state, int64_t slot, const sched_evict_req *req)
+static void belady_on_insert(void *state, int64_t slot, const kv_evict_req *req)
 {
     belady_state *st = state;
     st->next[slot] = next_use_of(req);
     heap_push(st, slot);
 }
 
-static bool belady_admit(void *state, const sched_evict_req *req)
+static bool belady_admit(void *state, const kv_evict_req *req)
 {
     belady_state *st = state;
     return st->n == 0 || next_use_of(req) < st->next[st->heap[0]];
@@ -124,13 +124,13 @@ static bool belady_admit(void *state, const sched_evict_req *req)
 
 /* The furthest-needed evictable slot: pinned ones are lifted off the heap
  * while searching and put back afterwards. */
-static int64_t belady_victim(void *state, const sched_evict_view *view)
+static int64_t belady_victim(void *state, const kv_evict_view *view)
 {
     belady_state *st = state;
-    int64_t nheld = 0, v = SCHED_NO_VICTIM;
+    int64_t nheld = 0, v = KV_NO_VICTIM;
     while (st->n > 0) {
         int64_t top = st->heap[0];
-        if (sched_evictable(view, top)) {
+        if (kv_evictable(view, top)) {
             v = top;
             break;
         }
@@ -147,7 +147,7 @@ static void belady_on_remove(void *state, int64_t slot)
     heap_remove(st, slot);
 }
 
-const sched_evict_ops sched_evict_belady_ops = {
+const kv_evict_ops kv_evict_belady_ops = {
     .create = belady_create,
     .destroy = belady_destroy,
     .resize = belady_resize,

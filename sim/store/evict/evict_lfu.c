@@ -1,4 +1,4 @@
-/* sched/evict_lfu.c — least frequently used, with aging.
+/* sim/store/evict/evict_lfu.c — least frequently used, with aging.
  *
  * O(1) LFU (Shah, Mitra & Matani 2010): one list per access count 1..max
  * sharing the link arrays; a hit moves the slot one bucket up (counts
@@ -13,15 +13,15 @@
  * O(1) amortized per access. */
 #include "sim/index/dlist.h"
 #include "sim/store/evict/evict.h"
-#include "sched/registry.h"
+#include "sim/config/param.h"
 
 #include <stdlib.h>
 
 typedef struct lfu_state {
-    sched_links bucket_links; /* position inside the count bucket */
-    sched_links age_links;    /* position in the global recency list */
-    sched_list recency;       /* every resident slot, most recent at head */
-    sched_list *buckets;      /* [1 .. max_freq] */
+    sim_links bucket_links; /* position inside the count bucket */
+    sim_links age_links;    /* position in the global recency list */
+    sim_list recency;       /* every resident slot, most recent at head */
+    sim_list *buckets;      /* [1 .. max_freq] */
     int32_t *freq;
     int max_freq;
     int64_t age_period; /* 0 = 10 × resident blocks */
@@ -31,15 +31,15 @@ typedef struct lfu_state {
 static int lfu_create(void **state, int64_t capacity, const json_t *params, sim_err *err)
 {
     double max_freq, period;
-    if (sched_param_number(params, "lfu_max_freq", 15, 1, 1 << 20, &max_freq, err) ||
-        sched_param_number(params, "lfu_age_period", 0, 0, 1e18, &period, err))
+    if (sim_param_number(params, "lfu_max_freq", 15, 1, 1 << 20, &max_freq, err) ||
+        sim_param_number(params, "lfu_age_period", 0, 0, 1e18, &period, err))
         return -1;
     lfu_state *st = sim_xcalloc(1, sizeof *st);
     st->max_freq = (int)max_freq;
     st->age_period = (int64_t)period;
     st->buckets = sim_xcalloc((size_t)st->max_freq + 1, sizeof *st->buckets);
-    for (int f = 0; f <= st->max_freq; f++) sched_list_init(&st->buckets[f]);
-    sched_list_init(&st->recency);
+    for (int f = 0; f <= st->max_freq; f++) sim_list_init(&st->buckets[f]);
+    sim_list_init(&st->recency);
     *state = st;
     return 0;
 }
@@ -47,8 +47,8 @@ static int lfu_create(void **state, int64_t capacity, const json_t *params, sim_
 static void lfu_destroy(void *state)
 {
     lfu_state *st = state;
-    sched_links_free(&st->bucket_links);
-    sched_links_free(&st->age_links);
+    sim_links_free(&st->bucket_links);
+    sim_links_free(&st->age_links);
     free(st->buckets);
     free(st->freq);
     free(st);
@@ -57,8 +57,8 @@ static void lfu_destroy(void *state)
 static void lfu_resize(void *state, int64_t nslots)
 {
     lfu_state *st = state;
-    sched_links_resize(&st->bucket_links, nslots);
-    sched_links_resize(&st->age_links, nslots);
+    sim_links_resize(&st->bucket_links, nslots);
+    sim_links_resize(&st->age_links, nslots);
     st->freq = sim_xrealloc(st->freq, (size_t)nslots * sizeof *st->freq);
 }
 
@@ -66,10 +66,10 @@ static void lfu_resize(void *state, int64_t nslots)
  * newest, pushing each at its new bucket's head (newest ends up first). */
 static void lfu_age(lfu_state *st)
 {
-    for (int f = 1; f <= st->max_freq; f++) sched_list_init(&st->buckets[f]);
+    for (int f = 1; f <= st->max_freq; f++) sim_list_init(&st->buckets[f]);
     for (int64_t s = st->recency.tail; s >= 0; s = st->age_links.at[s].prev) {
         st->freq[s] = st->freq[s] / 2 > 1 ? st->freq[s] / 2 : 1;
-        sched_list_push_head(&st->buckets[st->freq[s]], &st->bucket_links, s);
+        sim_list_push_head(&st->buckets[st->freq[s]], &st->bucket_links, s);
     }
     st->since_age = 0;
 }
@@ -80,48 +80,48 @@ static void lfu_tick(lfu_state *st)
     if (++st->since_age >= period) lfu_age(st);
 }
 
-static void lfu_on_hit(void *state, int64_t slot, const sched_evict_req *req)
+static void lfu_on_hit(void *state, int64_t slot, const kv_evict_req *req)
 {
     lfu_state *st = state;
     int32_t f = st->freq[slot];
     if (f < st->max_freq) {
-        sched_list_unlink(&st->buckets[f], &st->bucket_links, slot);
+        sim_list_unlink(&st->buckets[f], &st->bucket_links, slot);
         st->freq[slot] = f + 1;
-        sched_list_push_head(&st->buckets[f + 1], &st->bucket_links, slot);
+        sim_list_push_head(&st->buckets[f + 1], &st->bucket_links, slot);
     } else {
-        sched_list_move_head(&st->buckets[f], &st->bucket_links, slot);
+        sim_list_move_head(&st->buckets[f], &st->bucket_links, slot);
     }
-    sched_list_move_head(&st->recency, &st->age_links, slot);
+    sim_list_move_head(&st->recency, &st->age_links, slot);
     lfu_tick(st);
 }
 
-static void lfu_on_insert(void *state, int64_t slot, const sched_evict_req *req)
+static void lfu_on_insert(void *state, int64_t slot, const kv_evict_req *req)
 {
     lfu_state *st = state;
     st->freq[slot] = 1;
-    sched_list_push_head(&st->buckets[1], &st->bucket_links, slot);
-    sched_list_push_head(&st->recency, &st->age_links, slot);
+    sim_list_push_head(&st->buckets[1], &st->bucket_links, slot);
+    sim_list_push_head(&st->recency, &st->age_links, slot);
     lfu_tick(st);
 }
 
-static int64_t lfu_victim(void *state, const sched_evict_view *view)
+static int64_t lfu_victim(void *state, const kv_evict_view *view)
 {
     lfu_state *st = state;
     for (int f = 1; f <= st->max_freq; f++) {
-        int64_t v = sched_list_victim_rotate(&st->buckets[f], &st->bucket_links, view);
-        if (v != SCHED_NO_VICTIM) return v;
+        int64_t v = kv_list_victim_rotate(&st->buckets[f], &st->bucket_links, view);
+        if (v != KV_NO_VICTIM) return v;
     }
-    return SCHED_NO_VICTIM;
+    return KV_NO_VICTIM;
 }
 
 static void lfu_on_remove(void *state, int64_t slot)
 {
     lfu_state *st = state;
-    sched_list_unlink(&st->buckets[st->freq[slot]], &st->bucket_links, slot);
-    sched_list_unlink(&st->recency, &st->age_links, slot);
+    sim_list_unlink(&st->buckets[st->freq[slot]], &st->bucket_links, slot);
+    sim_list_unlink(&st->recency, &st->age_links, slot);
 }
 
-const sched_evict_ops sched_evict_lfu_ops = {
+const kv_evict_ops kv_evict_lfu_ops = {
     .create = lfu_create,
     .destroy = lfu_destroy,
     .resize = lfu_resize,

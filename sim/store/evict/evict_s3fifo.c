@@ -1,4 +1,4 @@
-/* sched/evict_s3fifo.c — S3-FIFO (Yang et al., SOSP'23), as in libCacheSim.
+/* sim/store/evict/evict_s3fifo.c — S3-FIFO (Yang et al., SOSP'23), as in libCacheSim.
  *
  * Three FIFO queues: a small one S (s3fifo_small_ratio of the capacity), a
  * main one M, and a ghost G remembering the keys recently evicted from S
@@ -15,7 +15,7 @@
  * an earlier hit, or passes a pinned slot once per lap. */
 #include "sim/index/dlist.h"
 #include "sim/store/evict/evict.h"
-#include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sim/index/keymap.h"
 
 #include <stdlib.h>
@@ -32,8 +32,8 @@ typedef struct ghost {
 } ghost;
 
 typedef struct s3_state {
-    sched_links links;
-    sched_list small, main;
+    sim_links links;
+    sim_list small, main;
     uint8_t *freq, *queue;
     uint64_t *keys;
     int64_t main_target;
@@ -60,13 +60,13 @@ static bool ghost_take(ghost *g, uint64_t key) { return sim_keymap_del(&g->index
 static int s3_create(void **state, int64_t capacity, const json_t *params, sim_err *err)
 {
     double small_ratio, ghost_ratio, threshold;
-    if (sched_param_number(params, "s3fifo_small_ratio", 0.1, 0.0, 1.0, &small_ratio, err) ||
-        sched_param_number(params, "s3fifo_ghost_ratio", 0.9, 0.0, 10.0, &ghost_ratio, err) ||
-        sched_param_number(params, "s3fifo_move_threshold", 2, 1, MAX_FREQ, &threshold, err))
+    if (sim_param_number(params, "s3fifo_small_ratio", 0.1, 0.0, 1.0, &small_ratio, err) ||
+        sim_param_number(params, "s3fifo_ghost_ratio", 0.9, 0.0, 10.0, &ghost_ratio, err) ||
+        sim_param_number(params, "s3fifo_move_threshold", 2, 1, MAX_FREQ, &threshold, err))
         return -1;
     s3_state *st = sim_xcalloc(1, sizeof *st);
-    sched_list_init(&st->small);
-    sched_list_init(&st->main);
+    sim_list_init(&st->small);
+    sim_list_init(&st->main);
     double cap = (double)capacity;
     st->main_target = capacity - (int64_t)(small_ratio * cap);
     st->move_threshold = (int)threshold;
@@ -79,7 +79,7 @@ static int s3_create(void **state, int64_t capacity, const json_t *params, sim_e
 static void s3_destroy(void *state)
 {
     s3_state *st = state;
-    sched_links_free(&st->links);
+    sim_links_free(&st->links);
     free(st->freq);
     free(st->queue);
     free(st->keys);
@@ -91,77 +91,77 @@ static void s3_destroy(void *state)
 static void s3_resize(void *state, int64_t nslots)
 {
     s3_state *st = state;
-    sched_links_resize(&st->links, nslots);
+    sim_links_resize(&st->links, nslots);
     st->freq = sim_xrealloc(st->freq, (size_t)nslots);
     st->queue = sim_xrealloc(st->queue, (size_t)nslots);
     st->keys = sim_xrealloc(st->keys, (size_t)nslots * sizeof *st->keys);
 }
 
-static sched_list *queue_of(s3_state *st, int64_t slot) { return st->queue[slot] == IN_MAIN ? &st->main : &st->small; }
+static sim_list *queue_of(s3_state *st, int64_t slot) { return st->queue[slot] == IN_MAIN ? &st->main : &st->small; }
 
-static void s3_on_hit(void *state, int64_t slot, const sched_evict_req *req)
+static void s3_on_hit(void *state, int64_t slot, const kv_evict_req *req)
 {
     s3_state *st = state;
     if (st->freq[slot] < MAX_FREQ) st->freq[slot]++;
 }
 
-static void s3_on_insert(void *state, int64_t slot, const sched_evict_req *req)
+static void s3_on_insert(void *state, int64_t slot, const kv_evict_req *req)
 {
     s3_state *st = state;
     st->freq[slot] = 0;
     st->keys[slot] = req->key;
     st->queue[slot] = ghost_take(&st->g, req->key) ? IN_MAIN : IN_SMALL;
-    sched_list_push_head(queue_of(st, slot), &st->links, slot);
+    sim_list_push_head(queue_of(st, slot), &st->links, slot);
 }
 
 /* M's tail: reinserted while its counter lasts (CLOCK), else the victim. */
-static int64_t evict_main(s3_state *st, const sched_evict_view *view)
+static int64_t evict_main(s3_state *st, const kv_evict_view *view)
 {
     for (int64_t steps = (MAX_FREQ + 1) * st->main.size + 1; steps > 0 && st->main.size > 0; steps--) {
         int64_t t = st->main.tail;
-        if (st->freq[t] == 0 && sched_evictable(view, t)) return t;
+        if (st->freq[t] == 0 && kv_evictable(view, t)) return t;
         if (st->freq[t] > 0) st->freq[t]--;
-        sched_list_move_head(&st->main, &st->links, t);
+        sim_list_move_head(&st->main, &st->links, t);
     }
-    return SCHED_NO_VICTIM;
+    return KV_NO_VICTIM;
 }
 
 /* S's tail: promoted to M when hit often enough, else the victim (its key
  * goes to the ghost). */
-static int64_t evict_small(s3_state *st, const sched_evict_view *view)
+static int64_t evict_small(s3_state *st, const kv_evict_view *view)
 {
     for (int64_t steps = st->small.size; steps > 0; steps--) {
         int64_t t = st->small.tail;
         if (st->freq[t] >= st->move_threshold) {
-            sched_list_unlink(&st->small, &st->links, t);
+            sim_list_unlink(&st->small, &st->links, t);
             st->freq[t] = 0;
             st->queue[t] = IN_MAIN;
-            sched_list_push_head(&st->main, &st->links, t);
-        } else if (sched_evictable(view, t)) {
+            sim_list_push_head(&st->main, &st->links, t);
+        } else if (kv_evictable(view, t)) {
             ghost_add(&st->g, st->keys[t]);
             return t;
         } else {
-            sched_list_move_head(&st->small, &st->links, t);
+            sim_list_move_head(&st->small, &st->links, t);
         }
     }
-    return SCHED_NO_VICTIM;
+    return KV_NO_VICTIM;
 }
 
-static int64_t s3_victim(void *state, const sched_evict_view *view)
+static int64_t s3_victim(void *state, const kv_evict_view *view)
 {
     s3_state *st = state;
-    int64_t v = SCHED_NO_VICTIM;
+    int64_t v = KV_NO_VICTIM;
     if (st->main.size <= st->main_target && st->small.size > 0) v = evict_small(st, view);
-    return v != SCHED_NO_VICTIM ? v : evict_main(st, view);
+    return v != KV_NO_VICTIM ? v : evict_main(st, view);
 }
 
 static void s3_on_remove(void *state, int64_t slot)
 {
     s3_state *st = state;
-    sched_list_unlink(queue_of(st, slot), &st->links, slot);
+    sim_list_unlink(queue_of(st, slot), &st->links, slot);
 }
 
-const sched_evict_ops sched_evict_s3fifo_ops = {
+const kv_evict_ops kv_evict_s3fifo_ops = {
     .create = s3_create,
     .destroy = s3_destroy,
     .resize = s3_resize,

@@ -1,4 +1,4 @@
-/* sched/evict_sieve.c — SIEVE (Zhang et al., NSDI'24).
+/* sim/store/evict/evict_sieve.c — SIEVE (Zhang et al., NSDI'24).
  *
  * One insertion-order queue with a visited bit per slot and a hand. A hit
  * only sets the bit (no list surgery, which is what makes SIEVE cheap). To
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 
 typedef struct sieve_state {
-    sched_links links;
-    sched_list queue;  /* newest at head */
+    sim_links links;
+    sim_list queue;  /* newest at head */
     uint8_t *visited;
     int64_t hand;      /* next slot to examine; -1 = start at the tail */
 } sieve_state;
@@ -24,7 +24,7 @@ typedef struct sieve_state {
 static int sieve_create(void **state, int64_t capacity, const json_t *params, sim_err *err)
 {
     sieve_state *st = sim_xcalloc(1, sizeof *st);
-    sched_list_init(&st->queue);
+    sim_list_init(&st->queue);
     st->hand = -1;
     *state = st;
     return 0;
@@ -33,7 +33,7 @@ static int sieve_create(void **state, int64_t capacity, const json_t *params, si
 static void sieve_destroy(void *state)
 {
     sieve_state *st = state;
-    sched_links_free(&st->links);
+    sim_links_free(&st->links);
     free(st->visited);
     free(st);
 }
@@ -41,26 +41,26 @@ static void sieve_destroy(void *state)
 static void sieve_resize(void *state, int64_t nslots)
 {
     sieve_state *st = state;
-    sched_links_resize(&st->links, nslots);
+    sim_links_resize(&st->links, nslots);
     st->visited = sim_xrealloc(st->visited, (size_t)nslots);
 }
 
-static void sieve_on_hit(void *state, int64_t slot, const sched_evict_req *req)
+static void sieve_on_hit(void *state, int64_t slot, const kv_evict_req *req)
 {
     sieve_state *st = state;
     st->visited[slot] = 1;
 }
 
-static void sieve_on_insert(void *state, int64_t slot, const sched_evict_req *req)
+static void sieve_on_insert(void *state, int64_t slot, const kv_evict_req *req)
 {
     sieve_state *st = state;
     st->visited[slot] = 0;
-    sched_list_push_head(&st->queue, &st->links, slot);
+    sim_list_push_head(&st->queue, &st->links, slot);
 }
 
 /* Two laps suffice: the first clears every visited bit, the second finds an
  * evictable slot if there is one. */
-static int64_t sieve_victim(void *state, const sched_evict_view *view)
+static int64_t sieve_victim(void *state, const kv_evict_view *view)
 {
     sieve_state *st = state;
     int64_t o = st->hand;
@@ -68,24 +68,24 @@ static int64_t sieve_victim(void *state, const sched_evict_view *view)
         if (o < 0) o = st->queue.tail;
         if (st->visited[o]) {
             st->visited[o] = 0;
-        } else if (sched_evictable(view, o)) {
+        } else if (kv_evictable(view, o)) {
             st->hand = o;
             return o;
         }
         o = st->links.at[o].prev;
     }
     st->hand = o;
-    return SCHED_NO_VICTIM;
+    return KV_NO_VICTIM;
 }
 
 static void sieve_on_remove(void *state, int64_t slot)
 {
     sieve_state *st = state;
     if (st->hand == slot) st->hand = st->links.at[slot].prev;
-    sched_list_unlink(&st->queue, &st->links, slot);
+    sim_list_unlink(&st->queue, &st->links, slot);
 }
 
-const sched_evict_ops sched_evict_sieve_ops = {
+const kv_evict_ops kv_evict_sieve_ops = {
     .create = sieve_create,
     .destroy = sieve_destroy,
     .resize = sieve_resize,

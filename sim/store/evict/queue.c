@@ -1,43 +1,43 @@
-/* sched/queue.c — the single-queue skeleton of LRU and FIFO (see queue.h). */
+/* sim/store/evict/queue.c — the single-queue skeleton of LRU and FIFO (see queue.h). */
 #include "sim/store/evict/queue.h"
 
 #include <stdlib.h>
 
-int sched_queue_create(void **state, int64_t capacity, const json_t *params, sim_err *err)
+int kv_queue_create(void **state, int64_t capacity, const json_t *params, sim_err *err)
 {
-    sched_queue *q = sim_xcalloc(1, sizeof *q);
-    sched_list_init(&q->list);
+    kv_queue *q = sim_xcalloc(1, sizeof *q);
+    sim_list_init(&q->list);
     *state = q;
     return 0;
 }
 
-void sched_queue_destroy(void *state)
+void kv_queue_destroy(void *state)
 {
-    sched_queue *q = state;
-    sched_links_free(&q->links);
+    kv_queue *q = state;
+    sim_links_free(&q->links);
     free(q);
 }
 
-void sched_queue_resize(void *state, int64_t nslots)
+void kv_queue_resize(void *state, int64_t nslots)
 {
-    sched_queue *q = state;
-    sched_links_resize(&q->links, nslots);
+    kv_queue *q = state;
+    sim_links_resize(&q->links, nslots);
 }
 
-void sched_queue_on_insert(void *state, int64_t slot, const sched_evict_req *req)
+void kv_queue_on_insert(void *state, int64_t slot, const kv_evict_req *req)
 {
-    sched_queue *q = state;
-    sched_list_push_head(&q->list, &q->links, slot);
+    kv_queue *q = state;
+    sim_list_push_head(&q->list, &q->links, slot);
 }
 
-int64_t sched_queue_victim(void *state, const sched_evict_view *view)
+int64_t kv_queue_victim(void *state, const kv_evict_view *view)
 {
-    sched_queue *q = state;
-    return sched_list_victim_rotate(&q->list, &q->links, view);
+    kv_queue *q = state;
+    return kv_list_victim_rotate(&q->list, &q->links, view);
 }
 
-void sched_queue_on_remove(void *state, int64_t slot)
+void kv_queue_on_remove(void *state, int64_t slot)
 {
-    sched_queue *q = state;
-    sched_list_unlink(&q->list, &q->links, slot);
+    kv_queue *q = state;
+    sim_list_unlink(&q->list, &q->links, slot);
 }

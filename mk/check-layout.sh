@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# mk/check-layout.sh — the layer rule and the no-circles rule, checked.
+#
+#   mk/check-layout.sh BUILD_DIR     (make check-layout; part of make test)
+#
+# 1. Layers: every #include "x/y.h" of a file in room R (its folder) names a
+#    header of R itself or of a room that mk/layers.txt lists for R.
+# 2. Circles: over the graph of files — a source file points to each header
+#    it includes and to each source file defining a function or object it
+#    uses (read from the objects in BUILD_DIR with nm) — there is no cycle.
+#    A header does not point to its source file: calling through a header is
+#    a dependency on the file that implements it, and a registry table that
+#    names the implementations of an interface is not a cycle with them.
+# Prints each violation and exits 1; prints a one-line tally when clean.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+layers=mk/layers.txt
+srcs=$(find sim sched reports datapath kernels -name '*.[ch]' -o -name '*.cu' | sort)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bad=0
+
+# ---- 1. layers ------------------------------------------------------------
+grep -v '^#' "$layers" | awk 'NF' >"$tmp/table"
+for f in $srcs; do
+  { grep -o '^#include "[^"]*"' "$f" || true; } | sed 's/#include "\(.*\)"/\1/' | while read -r h; do
+    printf '%s %s\n' "$f" "$h"
+  done
+done >"$tmp/includes"
+awk -v table="$tmp/table" '
+  function dir(p) { sub(/\/[^\/]*$/, "", p); return p }
+  BEGIN { while ((getline l < table) > 0) { n = split(l, w, " "); known[w[1]] = 1
+            for (i = 2; i <= n; i++) ok[w[1] " " w[i]] = 1 } }
+  { r = dir($1); h = dir($2)
+    if (!(r in known)) { if (!(r in said)) print "layout: room " r " (" $1 ") is not in mk/layers.txt"; said[r] = 1; bad = 1; next }
+    if (h != r && !((r " " h) in ok)) { print "layout: " $1 " includes " $2 ": room " r " may not include room " h; bad = 1 } }
+  END { exit bad }' "$tmp/includes" || bad=1
+
+# ---- 2. circles -------------------------------------------------------------
+awk '{ print $1, $2 }' "$tmp/includes" >"$tmp/edges"
+for f in $srcs; do
+  case $f in *.c) o="$build/${f%.c}.o" ;; *.cu) o="$build/${f%.cu}.o" ;; *) continue ;; esac
+  [ -f "$o" ] || { echo "layout: $o missing (build first)"; bad=1; continue; }
+  nm --defined-only -g "$o" | awk -v f="$f" 'NF == 3 { print "D", $3, f }'
+  nm -u "$o" | awk -v f="$f" '{ print "U", $NF, f }'
+done >"$tmp/symbols"
+awk '$1 == "D" { def[$2] = $3; next }
+     $1 == "U" && ($2 in def) && def[$2] != $3 { print $3, def[$2] }' \
+  <(grep '^D' "$tmp/symbols"; grep '^U' "$tmp/symbols") | sort -u >>"$tmp/edges"
+if ! tsort "$tmp/edges" >/dev/null 2>"$tmp/loops"; then
+  echo "layout: circles among files (each block is one cycle):"
+  sed -n 's/^tsort: .*: input contains a loop:/  cycle:/p; s/^tsort: \(.*\)$/    \1/p' "$tmp/loops" | grep -v 'input contains' || true
+  bad=1
+fi
+
+files=$(echo "$srcs" | wc -l)
+rooms=$(wc -l <"$tmp/table")
+edges=$(wc -l <"$tmp/edges")
+[ "$bad" -eq 0 ] && echo "layout: $files files in $rooms rooms, $edges include/call edges, 0 layer violations, 0 circles"
+exit "$bad"

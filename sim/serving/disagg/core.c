@@ -1,0 +1,196 @@
+/* sim/serving/disagg/core.c — what every part of the disaggregated model
+ * shares, at the bottom of its call graph (see cluster_int.h): request
+ * bookkeeping (the in-flight list, a request's end and its requests row,
+ * decode KV reservations, work lost with a failed instance), an instance's
+ * switch once drained, the conductor's views of the instances, and the
+ * truth noise of compute steps. Calls nothing above it: the events it
+ * schedules (RETRY, SWITCH_DONE) are handled by flow.c and control.c. */
+#include "sim/serving/disagg/cluster_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <gsl/gsl_randist.h>
+
+void sim_cluster_live_add(cluster *c, req_state *q)
+{
+    q->live = true;
+    q->live_prev = NULL;
+    q->live_next = c->live_head;
+    if (c->live_head) c->live_head->live_prev = q;
+    c->live_head = q;
+    c->n_live++;
+}
+
+static void live_remove(cluster *c, req_state *q)
+{
+    if (!q->live) return;
+    if (q->live_prev) q->live_prev->live_next = q->live_next;
+    else c->live_head = q->live_next;
+    if (q->live_next) q->live_next->live_prev = q->live_prev;
+    q->live = false;
+    c->n_live--;
+}
+
+double sim_cluster_noise(cluster *c)
+{
+    if (c->cfg->noise <= 0) return 1;
+    double f = 1 + gsl_ran_gaussian(c->rng_noise, c->cfg->noise);
+    return f > 0.1 ? f : 0.1;
+}
+
+int32_t sim_cluster_hit_tokens(const cluster *c, const sim_request *r, int32_t blocks)
+{
+    int64_t t = (int64_t)blocks * c->cfg->block_tokens;
+    return t < r->input_len ? (int32_t)t : r->input_len;
+}
+
+void sim_cluster_free_req(req_state *s)
+{
+    sim_topk_free(&s->topk);
+    sim_request_free(s->r);
+    free(s);
+}
+
+static void write_row(cluster *c, req_state *q, sim_stage stage)
+{
+    const sim_request *r = q->r;
+    bool done = stage == SIM_STAGE_NONE, started = q->prefill_start >= 0;
+    double ttft = done ? sim_ns_to_ms(q->first_token - r->arrival_ns) : -1;
+    double tbt = done && r->output_len > 1 ? sim_topk_mean(&q->topk) * 1e3 : -1;
+    double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : c->cfg->slo_ttft_ms;
+    double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : c->cfg->slo_tbt_ms;
+    sim_request_row row = {
+        .id = r->index, .line = r->line, .arrival_ms = sim_ns_to_ms(r->arrival_ns),
+        .input_len = r->input_len, .output_len = r->output_len, .blocks = r->nblocks,
+        .prefill_inst = q->prefill, .decode_inst = q->decode,
+        .hit_blocks = q->hit_blocks, .hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks), .remote_blocks = q->remote_blocks,
+        .prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1,
+        .first_token_ms = started ? sim_ns_to_ms(q->first_token) : -1,
+        .done_ms = done ? sim_ns_to_ms(q->last_token) : -1,
+        .ttft_ms = ttft, .tbt_ms = tbt, .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
+        .prefill_gpu_s = q->prefill_gpu_s, .tokens = done ? q->tokens : 0, .retries = q->retries, .stage = stage,
+        .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
+    };
+    if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
+}
+
+void sim_cluster_finish(cluster *c, req_state *q, sim_stage stage)
+{
+    write_row(c, q, stage);
+    live_remove(c, q);
+    sim_serving_finished(c->run);
+    sim_cluster_free_req(q);
+}
+
+/* Release q's KV reservation on its decode instance, unless that instance
+ * failed since (a failure resets its reservations). */
+void sim_cluster_release_decode(cluster *c, req_state *q)
+{
+    if (q->decode < 0) return;
+    instance *d = &c->inst[q->decode];
+    if (d->gen == q->decode_gen) {
+        d->kv_reserved -= q->need_kv;
+        d->pending--;
+        sim_cluster_check_drained(c, d);
+    }
+    q->decode = -1;
+}
+
+/* The work q had done was lost with an instance: start over, or count it lost. */
+void sim_cluster_lost_work(cluster *c, req_state *q)
+{
+    sim_cluster_release_decode(c, q);
+    live_remove(c, q);
+    if (!c->cfg->retry_on_failure) return sim_cluster_finish(c, q, SIM_STAGE_LOST);
+    sim_topk_free(&q->topk);
+    q->prefill = q->transfer_from = -1;
+    q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
+    q->hit_blocks = q->remote_blocks = q->tokens = 0;
+    q->prefill_gpu_s = 0;
+    q->retries++;
+    sim_engine_push(c->eng, c->eng->now, EV_RETRY, -1, 0, q);
+}
+
+void sim_cluster_refresh_views(cluster *c)
+{
+    c->n_prefill = c->n_decode = 0;
+    for (int i = 0; i < c->n_inst; i++) {
+        instance *in = &c->inst[i];
+        if (in->role == ROLE_PREFILL) c->pidx[in->view = c->n_prefill++] = i;
+        else c->didx[in->view = c->n_decode++] = i;
+    }
+}
+
+static void build_views(cluster *c)
+{
+    int64_t now = c->eng->now;
+    for (int k = 0; k < c->n_prefill; k++) {
+        const instance *in = &c->inst[c->pidx[k]];
+        int64_t busy = in->running ? in->running_est_end : now;
+        if (in->blocked_until > busy) busy = in->blocked_until;
+        double running = busy > now ? sim_ns_to_s(busy - now) : 0;
+        c->pview[k] = (sched_prefill_view){
+            .node = in->id, .active = in->state == ST_ACTIVE, .queue_len = in->queue.n + (in->running != NULL),
+            .queue_s = running + in->queued_est_s,
+            .nic_wait_s = in->nic_free > now ? sim_ns_to_s(in->nic_free - now) : 0,
+        };
+    }
+    for (int k = 0; k < c->n_decode; k++) {
+        const instance *in = &c->inst[c->didx[k]];
+        c->dview[k] = (sched_decode_view){
+            .node = in->id, .active = in->state == ST_ACTIVE, .batch = in->nbatch, .pending = in->pending,
+            .kv_tokens = in->kv_reserved, .kv_resident = in->kv_batch + in->kv_waiting,
+            .kv_capacity = c->kv_capacity, .ctx_tokens = in->ctx_tokens,
+        };
+    }
+}
+
+/* Admitted, unfinished requests as the conductor predicts their decode, and
+ * the uniform decode time t_d it assumes (§4.3.4): the mean decode time of
+ * finished requests, but at least twice the mean time so far of those still
+ * decoding — early in a run only short decodes have finished, and a request
+ * seen mid-decode has on average half of its decode behind it. */
+static int build_inflight(cluster *c, double *t_d)
+{
+    if (c->n_live > c->inflight_cap) {
+        c->inflight_cap = (int)c->n_live * 2;
+        c->inflight = sim_xrealloc(c->inflight, (size_t)c->inflight_cap * sizeof *c->inflight);
+    }
+    int n = 0, decoding = 0;
+    double elapsed = 0;
+    for (req_state *q = c->live_head; q; q = q->live_next) {
+        if (q->decode < 0) continue;
+        c->inflight[n++] = (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng->now), q->need_kv};
+        if (q->first_token >= 0 && q->first_token <= c->eng->now)
+            decoding++, elapsed += sim_ns_to_s(c->eng->now - q->first_token);
+    }
+    double finished = c->decode_n ? c->decode_s_sum / (double)c->decode_n : 0;
+    double running = decoding ? 2 * elapsed / decoding : 0;
+    *t_d = finished > running ? finished : running;
+    return n;
+}
+
+sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
+{
+    build_views(c);
+    double t_d = 0;
+    int n_inflight = with_inflight ? build_inflight(c, &t_d) : 0;
+    return (sched_ctx){
+        .cfg = c->cfg, .est = &c->est, .shadow = c->cache->view(c->cache_st), .rng = c->rng_policy, .now_ns = c->eng->now,
+        .n_prefill = c->n_prefill, .prefill = c->pview, .n_decode = c->n_decode, .decode = c->dview,
+        .kv_bytes_per_token = c->cost.kv_bytes_per_token,
+        .n_inflight = n_inflight, .inflight = c->inflight, .mean_decode_s = t_d,
+    };
+}
+
+/* A draining instance with no work left starts its role switch. */
+void sim_cluster_check_drained(cluster *c, instance *in)
+{
+    if (in->state != ST_DRAINING) return;
+    bool idle = in->role == ROLE_PREFILL ? !in->running && !in->queue.head
+                                         : !in->nbatch && !in->waiting.head && !in->pending;
+    if (!idle) return;
+    in->state = ST_SWITCHING;
+    sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);
+}

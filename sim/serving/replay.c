@@ -1,0 +1,84 @@
+/* sim/serving/replay.c — the timed replay loop shared by every serving
+ * model (see sim/serving/serving.h).
+ *
+ * Requests are read from the trace one at a time: the next one is read when
+ * the previous one arrives, so the event heap holds one ARRIVAL at a time
+ * and memory grows with the requests in flight, not with the trace. Events
+ * are popped in (time, insertion) order — the engine's deterministic
+ * tie-break — and each is handed to the model. The loop ends when the heap
+ * is empty (the model stops re-arming periodic events once
+ * sim_serving_done()) or the model or the trace reader fails. */
+#include "sim/serving/serving.h"
+
+/* Read the next trace request and schedule its arrival. */
+static void read_next(sim_serving_run *run, sim_trace *t)
+{
+    sim_request *r;
+    int rc = sim_trace_next(t, &r, run->err);
+    if (rc < 0) run->failed = true;
+    if (rc <= 0) {
+        run->trace_done = rc == 0;
+        return;
+    }
+    run->inflight++;
+    sim_engine_push(&run->eng, r->arrival_ns, SIM_EV_ARRIVAL, -1, 0, r);
+}
+
+int sim_serving_check(const sim_config *cfg, sim_err *err)
+{
+    const sim_serving_ops *m = sim_serving_lookup(cfg->mode);
+    if (!m) return sim_errf(err, "cluster.mode: unknown serving model '%s' (see kvsim policies)", cfg->mode);
+    return m->check(cfg, err);
+}
+
+static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_trace *t)
+{
+    read_next(run, t);
+    if (run->failed) return -1;
+    if (run->trace_done) return sim_errf(run->err, "trace %s: no requests to replay", run->cfg->trace_path);
+    run->first_arrival = run->eng.heap[0].time;
+    m->start(st);
+    sim_event ev;
+    while (!run->failed && sim_engine_pop(&run->eng, &ev)) {
+        if (ev.kind != SIM_EV_ARRIVAL) {
+            m->handle(st, &ev);
+            continue;
+        }
+        read_next(run, t);
+        m->arrive(st, ev.data);
+    }
+    return run->failed ? -1 : 0;
+}
+
+/* Free what a failed run left in the heap: arrivals here, model events by
+ * the model. */
+static void drain(const sim_serving_ops *m, void *st, sim_serving_run *run)
+{
+    sim_event ev;
+    while (sim_engine_pop(&run->eng, &ev)) {
+        if (ev.kind == SIM_EV_ARRIVAL) sim_request_free(ev.data);
+        else m->discard(st, &ev);
+    }
+}
+
+int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
+{
+    if (sim_serving_check(cfg, err)) return -1;
+    const sim_serving_ops *m = sim_serving_lookup(cfg->mode);
+    sim_serving_run run = {.cfg = cfg, .db = db, .err = err};
+    sim_engine_init(&run.eng);
+    void *st = NULL;
+    sim_trace *t = NULL;
+    int rc = m->create(&st, &run, err);
+    if (rc == 0) rc = sim_trace_open(&t, cfg->trace_path, &cfg->trace, err);
+    if (rc == 0) rc = loop(m, st, &run, t);
+    if (rc == 0) {
+        double sim_s = sim_ns_to_s(run.last_done - run.first_arrival);
+        rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
+    }
+    drain(m, st, &run);
+    if (st) m->destroy(st);
+    sim_engine_free(&run.eng);
+    if (t) sim_trace_close(t);
+    return rc;
+}

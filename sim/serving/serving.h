@@ -1,0 +1,120 @@
+/* sim/serving/serving.h — the serving-model interface: how a cluster admits,
+ * schedules and computes requests on the event engine.
+ *
+ * A timed replay (`kvsim run`) is one loop owned by sim/serving/replay.c: it
+ * opens the trace, feeds requests one at a time as ARRIVAL events (the next
+ * one is read when the previous arrives, so memory holds only the requests
+ * in flight), pops events in (time, insertion) order and hands each to the
+ * serving model, then computes the run's summary from the results DB. The
+ * serving model owns everything between a request's arrival and its last
+ * token: routing and admission (through sched/), queues, compute and
+ * transfer times (sim/cost), the KV cache (a cache model, sim/store/cache.h),
+ * and one requests row per request.
+ *
+ * A serving model is a struct of function pointers chosen by cluster.mode
+ * (one line in sim/serving/registry.c). Its events use kinds from
+ * SIM_EV_MODEL up; it reports a finished request with sim_serving_finished()
+ * and reads sim_serving_done() to stop re-arming periodic events.
+ *
+ * Implementations: sim/serving/disagg (Mooncake's prefill/decode split). */
+#ifndef SIM_SERVING_H
+#define SIM_SERVING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/config/config.h"
+#include "sim/engine/engine.h"
+#include "sim/results/results.h"
+#include "sim/trace/trace.h"
+#include "sim/util.h"
+
+/* Event kinds: ARRIVAL is the replay loop's; a model numbers its own from
+ * SIM_EV_MODEL (its handler table is indexed by kind − SIM_EV_MODEL or by
+ * kind directly, as it likes). */
+enum { SIM_EV_ARRIVAL = 0, SIM_EV_MODEL = 1 };
+
+/* The state of one replay that the loop and the model share. The loop owns
+ * it; the model reads cfg, eng, db, err and sets failed on an error (the
+ * loop then stops and returns the message in err). */
+typedef struct sim_serving_run {
+    const sim_config *cfg;
+    sim_engine eng;
+    sim_results *db;
+    sim_err *err;
+    bool failed;
+    bool trace_done;        /* the trace has no more requests */
+    int64_t inflight;       /* read from the trace and not finished yet */
+    int64_t first_arrival;  /* ns */
+    int64_t last_done;      /* ns: when the last request finished (or was rejected) */
+} sim_serving_run;
+
+typedef struct sim_serving_ops {
+    const char *name; /* the cluster.mode value */
+    const char *help; /* one line, for kvsim policies */
+    /* Every name the model will resolve from cfg exists (policies, cache
+     * model); errors name the config key. Called before anything is opened. */
+    int (*check)(const sim_config *cfg, sim_err *err);
+    /* Build the model for run->cfg. Runs before the first request is read. */
+    int (*create)(void **state, sim_serving_run *run, sim_err *err);
+    /* The first arrival time is known (run->first_arrival): arm periodic
+     * events (samples, controllers, scheduled faults). */
+    void (*start)(void *state);
+    /* A trace request arrives now; the model owns it from here and must
+     * eventually call sim_serving_finished() once for it. */
+    void (*arrive)(void *state, sim_request *req);
+    /* One of the model's own events (kind ≥ SIM_EV_MODEL). */
+    void (*handle)(void *state, const sim_event *ev);
+    /* A model event left in the heap when a failed run stops: free what its
+     * data points to. */
+    void (*discard)(void *state, const sim_event *ev);
+    void (*destroy)(void *state);
+} sim_serving_ops;
+
+/* A request finished, was rejected or was lost: one fewer in flight. */
+static inline void sim_serving_finished(sim_serving_run *run)
+{
+    run->inflight--;
+    if (run->eng.now > run->last_done) run->last_done = run->eng.now;
+}
+
+/* No request is left to arrive or in flight: periodic events stop. */
+static inline bool sim_serving_done(const sim_serving_run *run) { return run->trace_done && run->inflight == 0; }
+
+/* ---- registry (sim/serving/registry.c) ------------------------------------ */
+
+size_t sim_serving_count(void);
+const sim_serving_ops *sim_serving_at(size_t i); /* NULL past the end */
+const sim_serving_ops *sim_serving_lookup(const char *name);
+
+/* ---- the replay loop (sim/serving/replay.c) --------------------------------- */
+
+/* cfg's serving model exists and accepts cfg (errors name the key). */
+int sim_serving_check(const sim_config *cfg, sim_err *err);
+
+/* Replay cfg's trace through cfg's serving model. Writes request and sample
+ * rows into db (inside the run begun by the caller) and returns the run's
+ * summary (caller owns it). Trace errors fail the run with the reader's
+ * message. */
+int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err);
+
+/* ---- TBT (sim/serving/tbt.c) ------------------------------------------------ */
+
+/* TBT of a request: the mean of the longest 10% (at least one) of its
+ * inter-token intervals (Mooncake §7.1; docs/architecture.md, definitions).
+ * Kept exactly without storing every interval: a min-heap of the
+ * k = max(1, floor(intervals/10)) largest seen so far. */
+typedef struct sim_topk {
+    int32_t k, n;
+    double *v; /* min-heap of the n ≤ k largest intervals */
+} sim_topk;
+
+void sim_topk_init(sim_topk *t, int32_t intervals);
+void sim_topk_add(sim_topk *t, double x);
+double sim_topk_mean(const sim_topk *t);
+void sim_topk_free(sim_topk *t);
+
+#endif
