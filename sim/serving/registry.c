@@ -5,7 +5,8 @@
 
 #include <string.h>
 
-#include "sim/serving/disagg/cluster.h"
+/* The models (one folder each under sim/serving/). */
+extern const sim_serving_ops sim_serving_disagg;
 
 static const sim_serving_ops *const models[] = {
     &sim_serving_disagg,

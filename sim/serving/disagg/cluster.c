@@ -1,10 +1,19 @@
-/* sim/serving/disagg/cluster.c — the disaggregated serving model's ops
- * (sim/serving/serving.h): set-up of instances, cost model, estimators,
+/* sim/serving/disagg/cluster.c — the disaggregated serving model
+ * (cluster.mode = "disaggregated"; Mooncake §3, §4, §5).
+ *
+ * N prefill + M decode instances (one instance = one node of g GPUs, Mooncake
+ * §7.1): arrival → routing, decode selection and admission by the sched/
+ * policies → prefill queue → prefix load (DRAM → HBM, SSD, remote over the
+ * NIC) and prefill compute → new blocks stored into the node's cache → KV
+ * streamed to the decode node → continuous batching until output_length
+ * tokens. A control plane samples instance loads, moves instances between
+ * roles (PD-ratio controller) and fails and recovers them on schedule.
+ *
+ * This file is the model's ops (sim/serving/serving.h), registered in
+ * sim/serving/registry.c: set-up of instances, cost model, estimators,
  * policies and cache model from the config; the handler table that hands
  * each event to the request flow (flow.c) or the control plane (control.c);
- * teardown. The model itself is described in cluster.h. */
-#include "sim/serving/disagg/cluster.h"
-
+ * teardown. The files and their call order: cluster_int.h. */
 #include <stdlib.h>
 
 #include "sched/registry.h"

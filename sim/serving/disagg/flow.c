@@ -1,5 +1,5 @@
 /* sim/serving/disagg/flow.c — the life of a request in the disaggregated
- * cluster (the model is described in sim/serving/disagg/cluster.h):
+ * cluster (the model is described in sim/serving/disagg/cluster.c):
  *
  *   arrival       the conductor routes (sched/ router), picks a decode
  *                 instance and admits or rejects; admitted requests join the
