@@ -6,6 +6,9 @@
 #   make bench    benchmarks (timings live here, never in tests)
 #   make probe    build/kvsim-probe alone (libc + CUDA runtime; no packages needed)
 #   make lab      check then time every data-path method (the probe in lab mode)
+#   make check-layout  the layer rule and no circles (mk/check-layout.sh; in make test)
+#   make format-check  every source file as clang-format leaves it (.clang-format)
+#   make format        reformat every source file in place
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
 # sched/, reports/ or datapath/ joins the build with no edit here;
@@ -78,7 +81,7 @@ PROBE_OBJS:= $(patsubst %.c,$(BUILD)/%.o,$(wildcard datapath/probe/*.c) $(PROBE_
 # Non-sanitized test binaries that drive the GPU (skip with a reason without one).
 GPU_TESTS := $(if $(CU_OBJS),$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/gpu_*.c)))
 
-.PHONY: all deps run test bench clean build-main build-test probe lab
+.PHONY: all deps run test bench clean build-main build-test probe lab check-layout format-check format
 # The public targets check packages first, then build in a sub-make so that
 # pkg-config is asked again after an install.
 all: deps
@@ -134,9 +137,21 @@ run: all
 	$(BUILD)/kvsim run
 
 test: deps
-	@$(MAKE) --no-print-directory build-test
+	@$(MAKE) --no-print-directory build-test check-layout format-check
 	@KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe tests/run.sh $(TEST_BINS) $(GPU_TESTS)
 build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
+
+# Layers and circles, read from the objects of the optimized build.
+check-layout: $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DP_OBJS) $(CU_OBJS)
+	@mk/check-layout.sh $(BUILD)
+
+FMT_SRCS = $(sort $(shell find sim sched reports datapath kernels tests -name '*.[ch]' -o -name '*.cu'))
+format-check:
+	@if command -v clang-format >/dev/null; then \
+	  clang-format --dry-run --Werror $(FMT_SRCS) && echo "format: $(words $(FMT_SRCS)) files as .clang-format leaves them"; \
+	else echo "format-check: clang-format not installed (apt-get install clang-format): skipped"; fi
+format:
+	clang-format -i $(FMT_SRCS)
 
 bench: all
 	@tests/bench.sh

@@ -135,11 +135,3 @@ int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t o
     }
     return dev->ops->peak_copy(dev, dir, host, bytes, offset, err) ? DP_EIO : DP_OK;
 }
-
-int dp_aligned_alloc(size_t bytes, void **out, sim_err *err)
-{
-    size_t n = (size_t)dp_align_up((int64_t)(bytes ? bytes : 1));
-    int e = posix_memalign(out, DP_ALIGN, n);
-    if (e) return sim_errf(err, "cannot allocate %zu bytes of aligned host memory: %s", n, strerror(e));
-    return 0;
-}

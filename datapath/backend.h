@@ -118,9 +118,6 @@ int dp_transfer(dp_dev *dev, const dp_xfer *x, sim_err *err);
  * paged buffer's size. */
 int dp_dev_peak_copy(dp_dev *dev, dp_dir dir, void *host, size_t bytes, size_t offset, sim_err *err);
 
-/* Page-aligned host memory (the CPU backend's "pinned" pool and buffers). */
-int dp_aligned_alloc(size_t bytes, void **out, sim_err *err);
-
 /* The "model name" of /proc/cpuinfo ("unknown CPU" when absent). */
 void dp_cpu_model_name(char *buf, size_t n);
 

@@ -1,6 +1,6 @@
 /* datapath/cache.h — the chunk store of the real data path: the paged KV
  * buffer of a backend, the pinned chunk pool in front, an optional SSD tier
- * behind it (DESIGN §7, LMCache's StorageManager reduced to two tiers).
+ * behind it (docs/architecture.md §7, LMCache's StorageManager reduced to two tiers).
  *
  *   store(key, slot mapping)  gather the tokens' KV (all layers) from the
  *                             paged buffer into a pool slot and seal it

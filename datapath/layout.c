@@ -3,6 +3,7 @@
  * CPU, CUDA kernels, per-page baseline) is compared against. */
 #include "datapath/layout.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kv_index.h"
@@ -77,4 +78,12 @@ void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *s
                     memcpy(layer_base[l] + dp_kv_paged_offset(row, lslots, kv, slots[t]),
                            (const char *)chunk + dp_kv_chunk_offset(row, s->layers, tokens, kv, l, t),
                            (size_t)row);
+}
+
+int dp_aligned_alloc(size_t bytes, void **out, sim_err *err)
+{
+    size_t n = (size_t)dp_align_up((int64_t)(bytes ? bytes : 1));
+    int e = posix_memalign(out, DP_ALIGN, n);
+    if (e) return sim_errf(err, "cannot allocate %zu bytes of aligned host memory: %s", n, strerror(e));
+    return 0;
 }

@@ -61,6 +61,8 @@ int dp_slots_check(const dp_shape *s, const int64_t *slots, int tokens, sim_err 
 
 /* Round n up to a multiple of DP_ALIGN. */
 int64_t dp_align_up(int64_t n);
+/* Page-aligned host memory (the CPU backend's "pinned" pool and buffers). */
+int dp_aligned_alloc(size_t bytes, void **out, sim_err *err);
 
 /* Readable CPU reference of gather (paged → chunk, "store") and scatter
  * (chunk → paged, "load"): one row memcpy per (kv, layer, token), straight

@@ -5,7 +5,7 @@
  * initializers, no `restrict`, every function static inline (and
  * __host__ __device__ under nvcc).
  *
- * Two layouts meet here (LMCache's multi_layer_kv_transfer, DESIGN §7):
+ * Two layouts meet here (LMCache's multi_layer_kv_transfer, docs/architecture.md §7):
  *
  *  paged  vLLM flash-attention layout, one tensor per layer:
  *         [2 (K,V), pages, page_tokens, kv_heads, head_dim] of dtype_bytes.

@@ -1,5 +1,5 @@
 /* kernels/kv_transfer.cu — the fused multi-layer KV gather/scatter kernel
- * (LMCache's multi_layer_kv_transfer, DESIGN §7): one launch moves one chunk
+ * (LMCache's multi_layer_kv_transfer, docs/architecture.md §7): one launch moves one chunk
  * between vLLM's per-layer paged tensors and a contiguous chunk, for every
  * layer and both K and V.
  *

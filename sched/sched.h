@@ -1,4 +1,4 @@
-/* sched/sched.h — the conductor's policy interface (DESIGN §1, §6).
+/* sched/sched.h — the conductor's policy interface (docs/architecture.md §1, §6).
  *
  * sim/ is mechanism, sched/ is policy. A policy sees a sched_ctx — the
  * conductor's *belief*: estimators, a shadow view of the cache metadata and

@@ -27,7 +27,7 @@ static void stats_usage(FILE *f)
     fprintf(f, "usage: kvsim trace stats FILE [--json] [--block-tokens N] [--skip-bad] [--sort]\n\n"
                "Statistics of a Mooncake JSONL trace: requests, duration, arrival rate,\n"
                "input/output token mean, p50 and p99, blocks, distinct blocks, and the\n"
-               "infinite-cache prefix hit rate (the best any cache can do, DESIGN.md §4).\n\n"
+               "infinite-cache prefix hit rate (the best any cache can do, docs/architecture.md §4).\n\n"
                "  --json             one JSON object instead of the table\n"
                "  --block-tokens N   tokens per hash block (default 512)\n"
                "  --skip-bad         skip bad lines (counted) instead of failing\n"

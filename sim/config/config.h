@@ -1,6 +1,6 @@
 /* sim/config/config.h — one JSON config holds everything a run depends on.
  *
- * Resolution order (DESIGN §1):
+ * Resolution order (docs/architecture.md §1):
  *   configs/default.json  →  --config FILE  →  model/hardware presets  →  --set key.path=value
  * The default config is also the schema: a key that does not exist there is
  * an error naming it (only policy.params.* is free-form, checked by the

@@ -1,6 +1,6 @@
 /* sim/config/model.h — model shape presets (configs/models/NAME.json or an inline
  * JSON object) and the quantities derived from them that every layer needs:
- * KV bytes per token (DESIGN §5) and weight bytes. */
+ * KV bytes per token (docs/architecture.md §5) and weight bytes. */
 #ifndef SIM_MODEL_H
 #define SIM_MODEL_H
 

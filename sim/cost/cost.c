@@ -1,4 +1,4 @@
-/* sim/cost/cost.c — the analytic cost model of DESIGN §5 (see sim/cost/cost.h). */
+/* sim/cost/cost.c — the analytic cost model of docs/architecture.md §5 (see sim/cost/cost.h). */
 #include "sim/cost/cost.h"
 
 #include <limits.h>
@@ -21,7 +21,7 @@ static void calib_path(const char *name, char *buf, size_t n)
 }
 
 /* DRAM→HBM, HBM→DRAM and SSD transfer curves from the hardware preset's
- * calibration file (DESIGN §7), replacing the analytic bandwidths. */
+ * calibration file (docs/architecture.md §7), replacing the analytic bandwidths. */
 static int load_calibration(sim_cost *c, const char *name, sim_err *err)
 {
     char path[PATH_MAX + 64];

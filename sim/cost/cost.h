@@ -1,5 +1,5 @@
 /* sim/cost/cost.h — the cost model: the "truth" the simulated hardware takes
- * (DESIGN §5). The conductor never calls it directly; it sees only the
+ * (docs/architecture.md §5). The conductor never calls it directly; it sees only the
  * estimators of sim/cost/estimator.h.
  *
  *   KV bytes/token    2 · l · kv_heads · head_dim · s   (LLaMA3-70B: 320 KiB)

@@ -1,4 +1,4 @@
-/* sim/cost/estimator.h — what the conductor believes (DESIGN §1, truth vs belief).
+/* sim/cost/estimator.h — what the conductor believes (docs/architecture.md §1, truth vs belief).
  *
  * Mooncake §4.1 predicts prefill time "using a polynomial regression model
  * fitted with offline data". kvsim does the same: at start-up it draws

@@ -1,4 +1,4 @@
-/* sim/results/results.h — the SQLite results database (DESIGN §9).
+/* sim/results/results.h — the SQLite results database (docs/architecture.md §9).
  *
  * Tables:
  *   runs      one row per run: resolved config JSON and its hash, trace path

@@ -1,4 +1,4 @@
-/* sim/serving/tbt.c — the exact TBT of DESIGN §4 without a log of every token: a
+/* sim/serving/tbt.c — the exact TBT of docs/architecture.md §4 without a log of every token: a
  * request keeps a min-heap of the k = max(1, floor(intervals/10)) largest
  * inter-token intervals seen so far; TBT is their mean. */
 #include "sim/serving/serving.h"

@@ -1,4 +1,4 @@
-/* sim/trace/trace.c — the Mooncake JSONL trace reader (DESIGN.md §3): streaming
+/* sim/trace/trace.c — the Mooncake JSONL trace reader (docs/trace.md): streaming
  * parse and validation of one request per line, replay speed, sampling,
  * optional sort, the file fingerprint and `kvsim trace stats` statistics.
  *
@@ -724,7 +724,7 @@ typedef struct stats_acc {
     double tokens, hit_tokens;
 } stats_acc;
 
-/* DESIGN §4 against an infinite cache: the prefix hit is the leading run of
+/* docs/architecture.md §4 against an infinite cache: the prefix hit is the leading run of
  * keys already seen; then every key of the request enters the cache. */
 static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
 {

@@ -1,7 +1,7 @@
 /* sim/trace/trace.h — Mooncake-format JSONL traces: streaming reader, validation,
  * replay speed and sampling, fingerprint, statistics and a synthetic generator.
  *
- * Format (DESIGN.md §3), one request per line:
+ * Format (docs/trace.md), one request per line:
  *   {"timestamp": ms, "input_length": tokens, "output_length": tokens,
  *    "hash_ids": [..]}  plus optional "session", "cache", "slo_ttft_ms",
  *    "slo_tbt_ms".
@@ -89,7 +89,7 @@ typedef struct sim_trace_stats {
     double output_mean, output_p50, output_p99;
     int64_t blocks;               /* Σ nblocks */
     int64_t distinct_blocks;      /* distinct block keys */
-    double max_hit_rate_blocks;   /* infinite-cache prefix hit rate (DESIGN §4) */
+    double max_hit_rate_blocks;   /* infinite-cache prefix hit rate (docs/architecture.md §4) */
     double max_hit_rate_tokens;
     int64_t skipped;              /* lines skipped under skip_bad */
 } sim_trace_stats;
