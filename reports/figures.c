@@ -1,4 +1,4 @@
-/* reports/figures.c — the figures of `kvsim report` (see reports/report.h).
+/* reports/figures.c — the figures of `kvsim report` (see reports/report_int.h).
  *
  * Each figure queries the results database with prepared statements, writes
  * its data file (tab-separated; one gnuplot index block per series, blocks
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/report.h"
+#include "reports/report_int.h"
 
 /* Rows of a CDF kept per run: every request up to this many, evenly spaced
  * order statistics beyond (a 1M-request run still plots instantly). */

@@ -1,74 +1,34 @@
-/* reports/report.h — the pieces of `kvsim report` shared between the command
- * (sim/cli/cmd_report.c: run selection, HTML page, gnuplot) and the figures
- * (reports/figures.c: one function per figure that writes NAME.dat and
- * NAME.gp into the report directory and its section of the page).
+/* reports/report.h — `kvsim report` as a library call: turn a results
+ * database into a report directory: index.html (one self-contained page, no
+ * network) with a table comparing every selected run and the figures, each
+ * as SVG and PNG rendered by gnuplot from the .dat and .gp files written
+ * beside it. The .gp scripts stay beside the images so that a user can
+ * restyle a plot by editing its script and running `gnuplot NAME.gp`.
  *
- * Every figure is rendered by gnuplot from its .dat file by its .gp script,
- * both left beside the SVG and PNG so that a user can restyle a plot by
- * editing the script and running `gnuplot NAME.gp` in the directory. */
-#ifndef SIM_REPORT_H
-#define SIM_REPORT_H
+ * Files: report.c (driver), figures.c (figures), output.c (helpers);
+ * their private interface is reports/report_int.h. */
+#ifndef REPORT_H
+#define REPORT_H
 
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-
-#include <jansson.h>
-#include <sqlite3.h>
 
 #include "sim/util.h"
 
-typedef struct rep_run {
-    int64_t id;
-    json_t *config;      /* resolved config (owned) */
-    json_t *summary;     /* summary object (owned) */
-    char hash[17], fp[17];
-    char *trace_path;
-    int64_t seed;
-    char *label;         /* "#ID key=value ..." over the keys that differ */
-} rep_run;
+typedef struct rep_options {
+    const char *db;    /* results database (read) */
+    const char *dir;   /* output directory (created when missing) */
+    const char *runs;  /* "ID,..." or NULL = every completed run */
+    int64_t last;      /* > 0: the N most recent runs instead */
+    const char *title; /* page title, NULL = "kvsim report" */
+} rep_options;
 
-typedef struct rep {
-    sqlite3 *db;
-    const char *db_path, *dir;
-    rep_run *runs;
-    int nruns;
-    json_t *diff_keys;   /* array of dotted config keys whose values differ */
-    FILE *html;          /* the page being written */
-    char **scripts;      /* .gp files written, in page order */
-    int nscripts;
-} rep;
+typedef enum rep_status {
+    REP_OK = 0,
+    REP_BAD_INPUT, /* unreadable database, unknown runs, output directory not creatable */
+    REP_FAILED,    /* writing or rendering failed (e.g. gnuplot missing) */
+} rep_status;
 
-/* A figure: 1 = written (its .gp queued, its section on the page), 0 = no
- * data for it in the database, -1 = error. */
-typedef int (*rep_figure_fn)(rep *r, sim_err *err);
-
-/* Figures over all selected runs, in page order. */
-int rep_fig_ttft(rep *r, sim_err *err);
-int rep_fig_tbt(rep *r, sim_err *err);
-int rep_fig_bars(rep *r, sim_err *err);
-int rep_fig_hitrate(rep *r, sim_err *err);
-/* Figures of one run (load, roles, replicas), for every selected run. */
-int rep_fig_run_timelines(rep *r, sim_err *err);
-
-/* ---- helpers shared by the figures (sim/cli/cmd_report.c) -------------------- */
-
-/* fopen DIR/NAME for writing (errors name the path). */
-FILE *rep_open(const rep *r, const char *name, sim_err *err);
-/* Remove DIR/NAME (a data file of a figure that turned out empty). */
-void rep_remove(const rep *r, const char *name);
-/* Write NAME.gp: a header, the loop over the svg and png terminals (height
- * pixels high) around `body` (gnuplot commands; the string variable
- * figure_title holds the title), and queue it for rendering. */
-int rep_write_script(rep *r, const char *name, const char *title, const char *body, int height, sim_err *err);
-/* The figure's section: heading, image, caption text (HTML-escaped), the
- * provenance of `run` (or of every run when NULL) and links to its files. */
-void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run);
-/* HTML-escaped text. */
-void rep_html_text(FILE *f, const char *s);
-/* A gnuplot double-quoted string literal. */
-void rep_gp_string(FILE *f, const char *s);
-/* A config value at a dotted path as a number (NAN when absent). */
-double rep_config_num(const rep_run *run, const char *path);
+/* Write the report; on success *nruns and *nfigures say what it holds. */
+rep_status rep_generate(const rep_options *o, int *nruns, int *nfigures, sim_err *err);
 
 #endif

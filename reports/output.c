@@ -1,0 +1,145 @@
+/* reports/output.c — what every figure of `kvsim report` writes with: the
+ * report's files (opened under its directory), the gnuplot script around a
+ * figure's body (an SVG and a PNG terminal in one script), the figure's
+ * section on the page with the provenance of its runs, and escaping for
+ * HTML and gnuplot strings. At the bottom of reports/: calls nothing there. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reports/report_int.h"
+
+FILE *rep_open(const rep *r, const char *name, sim_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) sim_errf(err, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+void rep_remove(const rep *r, const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    unlink(path);
+}
+
+void rep_html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+void rep_gp_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+const json_t *rep_json_at(const json_t *root, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *save, *tok = strtok_r(buf, ".", &save); tok && root; tok = strtok_r(NULL, ".", &save))
+        root = json_object_get(root, tok);
+    return root;
+}
+
+double rep_config_num(const rep_run *run, const char *path)
+{
+    const json_t *v = rep_json_at(run->config, path);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char script_head[] =
+    "# %s.gp — %s\n"
+    "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
+    "#   gnuplot %s.gp        (writes %s.svg and %s.png)\n"
+    "reset session\n"
+    "set datafile separator \"\\t\"\n"
+    "set encoding utf8\n"
+    "figure_title = ";
+
+static const char script_loop[] =
+    "do for [fmt in \"svg png\"] {\n"
+    "if (fmt eq \"svg\") {\n"
+    "    set terminal svg size 960,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
+    "} else {\n"
+    "    set terminal pngcairo size 960,%d noenhanced font \"Sans,10\" background \"#ffffff\"\n"
+    "}\n"
+    "set output \"%s.\" . fmt\n";
+
+int rep_write_script(rep *r, const char *name, const char *title, const char *body, int height, sim_err *err)
+{
+    char file[96];
+    snprintf(file, sizeof file, "%s.gp", name);
+    FILE *f = rep_open(r, file, err);
+    if (!f) return -1;
+    fprintf(f, script_head, name, title, name, name, name, name);
+    rep_gp_string(f, title);
+    fputc('\n', f);
+    fprintf(f, script_loop, height, height, name);
+    fprintf(f, "%s", body);
+    fputs("unset output\n}\n", f);
+    if (fclose(f) != 0) return sim_errf(err, "writing %s/%s failed", r->dir, file);
+    r->scripts = sim_xrealloc(r->scripts, (size_t)(r->nscripts + 1) * sizeof *r->scripts);
+    r->scripts[r->nscripts++] = sim_xstrdup(file);
+    return 0;
+}
+
+/* Where the runs came from: trace (once when shared), config hash, seed. */
+static void put_provenance(FILE *h, const rep *r, const rep_run *only)
+{
+    const rep_run *runs = only ? only : r->runs;
+    int n = only ? 1 : r->nruns;
+    bool one_trace = true;
+    for (int i = 1; i < n; i++) one_trace = one_trace && !strcmp(runs[i].fp, runs[0].fp);
+    if (one_trace && n) {
+        fputs(" Trace ", h);
+        rep_html_text(h, runs[0].trace_path);
+        fprintf(h, " (fingerprint <code>%s</code>).", runs[0].fp);
+    }
+    for (int i = 0; i < n; i++) {
+        fprintf(h, "%s#%lld: config <code>%s</code>, seed %lld", i ? "; " : " Runs: ", (long long)runs[i].id,
+                runs[i].hash, (long long)runs[i].seed);
+        if (!one_trace) {
+            fputs(", trace ", h);
+            rep_html_text(h, runs[i].trace_path);
+            fprintf(h, " (<code>%s</code>)", runs[i].fp);
+        }
+    }
+    if (n) fputc('.', h);
+}
+
+void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run)
+{
+    FILE *h = r->html;
+    fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
+    rep_html_text(h, title);
+    /* onerror: a figure that fails to load says so on the browser console. */
+    fprintf(h, "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" onerror=\"console.error('kvsim report: cannot load ' + "
+               "this.src)\" alt=\"",
+            name, name);
+    rep_html_text(h, title);
+    fputs("\"></a>\n<p class=\"caption\">", h);
+    rep_html_text(h, caption);
+    if (strncmp(name, "hitrate", 7)) put_provenance(h, r, run);
+    fprintf(h, "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "
+               "<a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n</section>\n",
+            name, name, name, name, name, name, name, name);
+}

@@ -1,0 +1,414 @@
+/* reports/report.c — the driver of `kvsim report` (reports/report.h): turn a results database into a report
+ * directory: index.html (one self-contained page, no network) with a table
+ * comparing every selected run and the figures, each as SVG and PNG
+ * rendered by gnuplot from the .dat and .gp files written beside it.
+ *
+ * The comparison shows only the config keys whose values differ between the
+ * runs (configs are flattened to dotted paths first), and those keys also
+ * label the runs in every legend. Every caption names what was run: trace
+ * fingerprint, config hash and seed. Figures are in reports/figures.c. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "reports/report.h"
+#include "reports/report_int.h"
+#include "sim/results/results.h"
+
+static const rep_figure_fn figures[] = {rep_fig_ttft, rep_fig_tbt, rep_fig_bars, rep_fig_hitrate,
+                                        rep_fig_run_timelines};
+
+/* ---- loading runs ---------------------------------------------------------------- */
+
+static int open_db(rep *r, sim_err *err)
+{
+    if (access(r->db_path, R_OK) != 0) return sim_errf(err, "cannot read %s: %s", r->db_path, strerror(errno));
+    /* Read-write when allowed, so that closing removes the WAL files SQLite
+     * creates beside a WAL database; the report only reads. */
+    int flags = access(r->db_path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+    if (sqlite3_open_v2(r->db_path, &r->db, flags, NULL) != SQLITE_OK)
+        return sim_errf(err, "cannot open %s: %s", r->db_path, sqlite3_errmsg(r->db));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL) !=
+        SQLITE_OK)
+        return sim_errf(err, "%s: not a SQLite database (%s)", r->db_path, sqlite3_errmsg(r->db));
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW) return 0;
+    if (rc == SQLITE_DONE) return sim_errf(err, "%s: not a kvsim results database (no runs table)", r->db_path);
+    return sim_errf(err, "%s: not a SQLite database (%s)", r->db_path, sqlite3_errmsg(r->db));
+}
+
+static int load_run(rep *r, int64_t id, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT config_json, summary_json, config_hash, trace_fingerprint, trace_path, seed FROM runs"
+                           " WHERE id=?1 AND summary_json IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sim_errf(err, "%s: %s", r->db_path, sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return sim_errf(err, "--runs: %s holds no completed run %lld", r->db_path, (long long)id);
+    }
+    rep_run *run = &r->runs[r->nruns];
+    *run = (rep_run){.id = id, .seed = sqlite3_column_int64(st, 5)};
+    run->config = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    run->summary = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    snprintf(run->hash, sizeof run->hash, "%s", (const char *)sqlite3_column_text(st, 2));
+    snprintf(run->fp, sizeof run->fp, "%s", (const char *)sqlite3_column_text(st, 3));
+    const char *trace = (const char *)sqlite3_column_text(st, 4);
+    run->trace_path = sim_xstrdup(trace ? trace : "");
+    sqlite3_finalize(st);
+    r->nruns++;
+    if (!run->config || !run->summary) return sim_errf(err, "%s: run %lld: config or summary is not JSON", r->db_path, (long long)id);
+    return 0;
+}
+
+/* Ids of --runs 1,2,3. */
+static int parse_ids(const char *list, int64_t **ids, int *n, sim_err *err)
+{
+    char *copy = sim_xstrdup(list), *rest = copy;
+    int rc = 0;
+    *n = 0;
+    *ids = sim_xcalloc(strlen(list) / 2 + 2, sizeof **ids);
+    for (char *tok; rc == 0 && (tok = strsep(&rest, ",")) != NULL;)
+        rc = sim_parse_i64(tok, "--runs", &(*ids)[(*n)++], err);
+    free(copy);
+    return rc;
+}
+
+/* The completed runs: all, or the last N, in id order. */
+static int query_ids(rep *r, int64_t last, int64_t **ids, int *n, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT id FROM (SELECT id FROM runs WHERE summary_json IS NOT NULL ORDER BY id DESC"
+                           " LIMIT ?1) ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sim_errf(err, "%s: %s", r->db_path, sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(st, 1, last > 0 ? last : -1);
+    int cap = 16;
+    *ids = sim_xcalloc((size_t)cap, sizeof **ids);
+    *n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap) *ids = sim_xrealloc(*ids, (size_t)(cap *= 2) * sizeof **ids);
+        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int select_runs(rep *r, const rep_options *a, sim_err *err)
+{
+    int64_t *ids = NULL;
+    int n = 0;
+    int rc = a->runs ? parse_ids(a->runs, &ids, &n, err) : query_ids(r, a->last, &ids, &n, err);
+    r->runs = sim_xcalloc((size_t)n + 1, sizeof *r->runs);
+    for (int i = 0; i < n && rc == 0; i++) rc = load_run(r, ids[i], err);
+    free(ids);
+    return rc;
+}
+
+/* ---- config differences and labels ---------------------------------------------- */
+
+/* Flatten a config into out: dotted path -> leaf value (arrays are leaves). */
+static void flatten(const json_t *node, const char *prefix, json_t *out)
+{
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)node, key, val) {
+        char path[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        if (json_is_object(val)) flatten(val, path, out);
+        else json_object_set(out, path, (json_t *)val);
+    }
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The dotted keys whose values are not the same in every run, sorted. */
+static json_t *differing_keys(const rep *r)
+{
+    json_t **flat = sim_xcalloc((size_t)r->nruns + 1, sizeof *flat), *all = json_object();
+    for (int i = 0; i < r->nruns; i++) {
+        flat[i] = json_object();
+        flatten(r->runs[i].config, "", flat[i]);
+        json_object_update(all, flat[i]);
+    }
+    const char **keys = sim_xcalloc(json_object_size(all) + 1, sizeof *keys);
+    size_t nkeys = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(all, key, val) {
+        bool differ = false;
+        for (int i = 1; i < r->nruns && !differ; i++) {
+            const json_t *a = json_object_get(flat[0], key), *b = json_object_get(flat[i], key);
+            differ = !(a && b && json_equal(a, b)) && (a || b);
+        }
+        if (differ) keys[nkeys++] = key;
+    }
+    qsort(keys, nkeys, sizeof *keys, cmp_str);
+    json_t *out = json_array();
+    for (size_t i = 0; i < nkeys; i++) json_array_append_new(out, json_string(keys[i]));
+    free(keys);
+    json_decref(all);
+    for (int i = 0; i < r->nruns; i++) json_decref(flat[i]);
+    free(flat);
+    return out;
+}
+
+/* A config value as text ("" when absent); caller frees. */
+static char *value_text(const json_t *config, const char *path)
+{
+    const json_t *v = rep_json_at(config, path);
+    if (!v) return sim_xstrdup("");
+    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+#define LABEL_KEYS 3
+
+/* "#ID key=value ..." with the last path component of up to LABEL_KEYS
+ * differing keys. */
+static void make_labels(rep *r)
+{
+    for (int i = 0; i < r->nruns; i++) {
+        char label[256];
+        int n = snprintf(label, sizeof label, "#%lld", (long long)r->runs[i].id);
+        size_t k;
+        json_t *key;
+        json_array_foreach(r->diff_keys, k, key) {
+            if (k == LABEL_KEYS) {
+                snprintf(label + n, sizeof label - (size_t)n, " …");
+                break;
+            }
+            const char *path = json_string_value(key), *dot = strrchr(path, '.');
+            char *v = value_text(r->runs[i].config, path);
+            n += snprintf(label + n, sizeof label - (size_t)n, " %s=%s", dot ? dot + 1 : path, v);
+            free(v);
+            if (n >= (int)sizeof label) break;
+        }
+        r->runs[i].label = sim_xstrdup(label);
+    }
+}
+
+/* ---- the page ----------------------------------------------------------------------- */
+
+static const char page_head[] =
+    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<style>\n"
+    "body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }\n"
+    "table { border-collapse: collapse; font-size: 0.85em; }\n"
+    "th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }\n"
+    "th { background: #f0f0f0; } td.text { text-align: left; }\n"
+    ".scroll { overflow-x: auto; } img { max-width: 100%%; height: auto; border: 1px solid #ddd; }\n"
+    ".caption { max-width: 960px; } .files { font-size: 0.85em; color: #555; }\n"
+    "code { font-size: 0.95em; }\n</style>\n</head>\n<body>\n";
+
+/* Summary columns: header, summary path, printf format. */
+typedef struct summary_col {
+    const char *head, *path, *fmt;
+} summary_col;
+
+static const summary_col summary_cols[] = {
+    {"requests", "requests", "%.0f"},
+    {"completed", "completed", "%.0f"},
+    {"rejected", "rejected.total", "%.0f"},
+    {"SLO attainment", "slo_attainment", "%.3f"},
+    {"goodput req/s", "goodput_rps", "%.3f"},
+    {"TTFT mean ms", "ttft_ms.mean", "%.1f"},
+    {"TTFT p90 ms", "ttft_ms.p90", "%.1f"},
+    {"TTFT p99 ms", "ttft_ms.p99", "%.1f"},
+    {"TBT mean ms", "tbt_ms.mean", "%.1f"},
+    {"TBT p99 ms", "tbt_ms.p99", "%.1f"},
+    {"hit rate blocks", "hit_rate_blocks", "%.3f"},
+    {"remote blocks", "remote_blocks", "%.0f"},
+    {"prefill GPU s/req", "prefill_gpu_s_mean", "%.3f"},
+    {"simulated s", "sim_seconds", "%.1f"},
+    {"wall s", "wall_seconds", "%.2f"},
+};
+
+static void config_cells(FILE *h, const rep *r, const rep_run *run)
+{
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key) {
+        char *v = value_text(run->config, json_string_value(key));
+        fputs("<td class=\"text\">", h);
+        rep_html_text(h, v);
+        fputs("</td>", h);
+        free(v);
+    }
+}
+
+/* run | the differing config keys | summary | config hash, fingerprint, seed */
+static void comparison_row(FILE *h, const rep *r, const rep_run *run)
+{
+    fprintf(h, "<tr data-run=\"%lld\"><td class=\"text\">#%lld</td>", (long long)run->id, (long long)run->id);
+    config_cells(h, r, run);
+    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++) {
+        const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
+        fputs("<td>", h);
+        if (json_is_number(v)) fprintf(h, summary_cols[c].fmt, json_number_value(v));
+        fputs("</td>", h);
+    }
+    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
+            run->hash, run->fp, (long long)run->seed);
+}
+
+static void comparison_table(rep *r)
+{
+    FILE *h = r->html;
+    fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run", h);
+    fputs(json_array_size(r->diff_keys) ? "; the columns after the run are the config keys whose values differ "
+                                          "between the runs (every other key is the same).</p>\n"
+                                        : "; the runs share one config.</p>\n",
+          h);
+    fputs("<div class=\"scroll\"><table id=\"comparison\">\n<tr><th>run</th>", h);
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key) {
+        fputs("<th>", h);
+        rep_html_text(h, json_string_value(key));
+        fputs("</th>", h);
+    }
+    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++)
+        fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
+    for (int i = 0; i < r->nruns; i++) comparison_row(h, r, &r->runs[i]);
+    fputs("</table></div>\n</section>\n", h);
+}
+
+static int write_figures(rep *r, sim_err *err)
+{
+    int made = 0;
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        int rc = figures[i](r, err);
+        if (rc < 0) return -1;
+        made += rc;
+    }
+    return made;
+}
+
+/* One gnuplot process, in DIR, for scripts first, first + step, ... */
+static pid_t start_gnuplot(const rep *r, int first, int step)
+{
+    char **argv = sim_xcalloc((size_t)r->nscripts + 2, sizeof *argv);
+    int n = 0;
+    argv[n++] = "gnuplot";
+    for (int i = first; i < r->nscripts; i += step) argv[n++] = r->scripts[i];
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(r->dir) == 0) execvp("gnuplot", argv);
+        _exit(127); /* in the child: chdir or exec failed */
+    }
+    free(argv);
+    return pid;
+}
+
+/* Render the queued scripts with one gnuplot process per CPU, each taking
+ * every n-th script (a process renders its scripts one after another). */
+static int render(rep *r, sim_err *err)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nproc = (int)(ncpu < 1 ? 1 : ncpu > r->nscripts ? r->nscripts : ncpu), started = 0, worst = 0;
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < nproc; i++) started += start_gnuplot(r, i, nproc) > 0;
+    for (int i = 0; i < started; i++) {
+        int status = 0;
+        if (wait(&status) < 0) return sim_errf(err, "waiting for gnuplot: %s", strerror(errno));
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        if (code > worst) worst = code;
+    }
+    if (started < nproc) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
+    if (worst == 127) return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
+    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->dir);
+    return 0;
+}
+
+/* Every figure must have come out as a non-empty SVG and PNG. */
+static int check_outputs(const rep *r, sim_err *err)
+{
+    static const char *const exts[] = {"svg", "png"};
+    for (int i = 0; i < r->nscripts; i++)
+        for (int e = 0; e < 2; e++) {
+            char path[PATH_MAX];
+            struct stat st;
+            int n = snprintf(path, sizeof path, "%s/%s", r->dir, r->scripts[i]);
+            snprintf(path + n - 2, sizeof path - (size_t)n + 2, "%s", exts[e]);
+            if (stat(path, &st) != 0 || st.st_size == 0) return sim_errf(err, "gnuplot did not write %s", path);
+        }
+    return 0;
+}
+
+static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/index.html", r->dir);
+    r->html = fopen(path, "w");
+    if (!r->html) return sim_errf(err, "cannot write %s: %s", path, strerror(errno));
+    FILE *h = r->html;
+    fprintf(h, page_head, "kvsim report");
+    fputs("<h1>", h);
+    rep_html_text(h, a->title ? a->title : "kvsim report");
+    fputs("</h1>\n<p>From <code>", h);
+    rep_html_text(h, r->db_path);
+    fprintf(h, "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
+               "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",
+            r->nruns, KVSIM_VERSION);
+    if (r->nruns) comparison_table(r);
+    *nfigures = write_figures(r, err);
+    fputs("</body>\n</html>\n", h);
+    int closed = fclose(h);
+    r->html = NULL;
+    if (*nfigures < 0) return -1;
+    if (closed != 0) return sim_errf(err, "writing %s failed", path);
+    return render(r, err) || check_outputs(r, err) ? -1 : 0;
+}
+
+static void rep_free(rep *r)
+{
+    for (int i = 0; i < r->nruns; i++) {
+        json_decref(r->runs[i].config);
+        json_decref(r->runs[i].summary);
+        free(r->runs[i].trace_path);
+        free(r->runs[i].label);
+    }
+    free(r->runs);
+    for (int i = 0; i < r->nscripts; i++) free(r->scripts[i]);
+    free(r->scripts);
+    json_decref(r->diff_keys);
+    if (r->html) fclose(r->html);
+    sqlite3_close(r->db);
+}
+
+/* ---- the call ----------------------------------------------------------------------- */
+
+rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err *err)
+{
+    rep r = {.db_path = a->db, .dir = a->dir};
+    rep_status rc = REP_BAD_INPUT;
+    int written = 0;
+    if (open_db(&r, err) || select_runs(&r, a, err)) goto out;
+    if (mkdir(a->dir, 0777) != 0 && errno != EEXIST) {
+        sim_errf(err, "cannot create %s: %s", a->dir, strerror(errno));
+        goto out;
+    }
+    r.diff_keys = differing_keys(&r);
+    make_labels(&r);
+    rc = REP_FAILED;
+    if (write_page(&r, a, &written, err)) goto out;
+    *nruns = r.nruns;
+    *nfigures = r.nscripts;
+    rc = REP_OK;
+out:
+    rep_free(&r);
+    return rc;
+}
