@@ -11,11 +11,12 @@
 #    A header does not point to its source file: calling through a header is
 #    a dependency on the file that implements it, and a registry table that
 #    names the implementations of an interface is not a cycle with them.
+#    The layer table itself must have no circle among rooms either.
 # Prints each violation and exits 1; prints a one-line tally when clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-layers=mk/layers.txt
+layers=${KVSIM_LAYERS:-mk/layers.txt} # tests point it at a changed copy
 srcs=$(find sim sched reports datapath kernels -name '*.[ch]' -o -name '*.cu' | sort)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,13 +38,20 @@ awk -v table="$tmp/table" '
     if (h != r && !((r " " h) in ok)) { print "layout: " $1 " includes " $2 ": room " r " may not include room " h; bad = 1 } }
   END { exit bad }' "$tmp/includes" || bad=1
 
+# The rule itself has no circle: no room may include, through any chain, a
+# room that may include it.
+awk '{ for (i = 2; i <= NF; i++) if ($i != "-") print $1, $i }' "$tmp/table" >"$tmp/room-edges"
+if ! tsort "$tmp/room-edges" >/dev/null 2>"$tmp/room-loops"; then
+  echo "layout: mk/layers.txt has a circle among rooms:"; sed 's/^/  /' "$tmp/room-loops"; bad=1
+fi
+
 # ---- 2. circles -------------------------------------------------------------
 awk '{ print $1, $2 }' "$tmp/includes" >"$tmp/edges"
 for f in $srcs; do
   case $f in *.c) o="$build/${f%.c}.o" ;; *.cu) o="$build/${f%.cu}.o" ;; *) continue ;; esac
   if [ ! -f "$o" ]; then
     case $f in *.cu) continue ;; esac # built only where nvcc exists
-    echo "layout: $o missing (build first)"; bad=1; continue
+    echo "layout: $o missing (build first)" >&2; bad=1; continue
   fi
   nm --defined-only -g "$o" | awk -v f="$f" 'NF == 3 { print "D", $3, f }'
   nm -u "$o" | awk -v f="$f" '{ print "U", $NF, f }'

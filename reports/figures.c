@@ -242,12 +242,7 @@ static const char bars_panel[] =
 
 static double summary_at(const rep_run *run, const char *path)
 {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", path);
-    const json_t *v = run->summary;
-    for (char *save, *tok = strtok_r(buf, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
-        v = json_object_get(v, tok);
-    return json_number_value(v);
+    return json_number_value(rep_json_at(run->summary, path));
 }
 
 /* The x range end of a panel: the metric's own maximum, else the largest

@@ -1,7 +1,8 @@
-/* reports/report.c — the driver of `kvsim report` (reports/report.h): turn a results database into a report
- * directory: index.html (one self-contained page, no network) with a table
- * comparing every selected run and the figures, each as SVG and PNG
- * rendered by gnuplot from the .dat and .gp files written beside it.
+/* reports/report.c — the driver of `kvsim report` (reports/report.h): turn
+ * a results database into a report directory: index.html (one
+ * self-contained page, no network) with a table comparing every selected
+ * run and the figures, each as SVG and PNG rendered by gnuplot from the .dat
+ * and .gp files written beside it.
  *
  * The comparison shows only the config keys whose values differ between the
  * runs (configs are flattened to dotted paths first), and those keys also

@@ -1,7 +1,8 @@
 /* tests/test_check.c — `kvsim check`, the CI regression check: recording a
  * baseline, passing it, failing with exit 3 and a readable table when a
  * number is perturbed beyond its tolerance, re-recording, bad baselines,
- * and the two baselines the project ships. */
+ * placement args (and their deprecated spelling "route"), and the two
+ * baselines the project ships. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,65 @@ static void test_measurement_tolerance(void **state)
     tu_remove_temp(b);
 }
 
+/* Placement args on the bundled trace, 4 local nodes of 1e5 tokens (where
+ * the two placements differ: 0.366 vs 0.617). The deprecated spelling
+ * "route" with the old names records the same numbers as "placement" with
+ * the new ones, and warns on stderr once per distinct text however many
+ * measurements use it; "placement" alone warns nothing. */
+static void test_placement_and_deprecated_route(void **state)
+{
+    const char *m = "{\"name\": \"%s\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"traces/default.jsonl\", "
+                    "\"capacity_tokens\": \"1e5\", \"nodes\": 4, \"scope\": \"local\", \"%s\": \"%s\"}}";
+    const char *rows[][3] = {{"new in_turn", "placement", "in_turn"},
+                             {"new longest_prefix", "placement", "longest_prefix"},
+                             {"old round_robin", "route", "round_robin"},
+                             {"old cache_aware_local", "route", "cache_aware_local"},
+                             {"old round_robin again", "route", "round_robin"}};
+    char text[4096] = "{\"kvsim_baseline\": 1, \"tolerance\": 1e-6, \"measurements\": [";
+    for (size_t i = 0; i < 5; i++) {
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof text - n, m, rows[i][0], rows[i][1], rows[i][2]);
+        strcat(text, i < 4 ? ", " : "]}");
+    }
+    char *b = tu_write_temp(text), *out = tu_write_temp("");
+    cli_result r = kvsim("check --baseline %s --write-baseline %s", b, out);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "kvsim check: \"route\" is deprecated, use \"placement\" (round_robin is now in_turn)\n"
+                               "kvsim check: \"route\" is deprecated, use \"placement\" (cache_aware_local is now "
+                               "longest_prefix)\n");
+    tu_free(&r);
+    json_t *root = json_load_file(out, 0, NULL);
+    const char *metrics[] = {"hit_rate_blocks", "hit_rate_tokens"};
+    for (size_t k = 0; k < 2; k++) {
+        double in_turn = json_number_value(json_object_get(expect_of(root, "new in_turn"), metrics[k]));
+        double longest = json_number_value(json_object_get(expect_of(root, "new longest_prefix"), metrics[k]));
+        assert_true(in_turn < longest - 0.1);
+        assert_true(json_number_value(json_object_get(expect_of(root, "old round_robin"), metrics[k])) == in_turn);
+        assert_true(json_number_value(json_object_get(expect_of(root, "old round_robin again"), metrics[k])) ==
+                    in_turn);
+        assert_true(json_number_value(json_object_get(expect_of(root, "old cache_aware_local"), metrics[k])) ==
+                    longest);
+    }
+    assert_float_equal(json_number_value(json_object_get(expect_of(root, "new in_turn"), "hit_rate_blocks")), 0.366382,
+                       1e-6);
+    json_decref(root);
+    r = kvsim("check --baseline %s", out);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "all 10 numbers within tolerance"));
+    tu_free(&r);
+    snprintf(text, sizeof text, "{\"kvsim_baseline\": 1, \"measurements\": [");
+    snprintf(text + strlen(text), sizeof text - strlen(text), m, "new", "placement", "in_turn");
+    strcat(text, "]}");
+    char *c = tu_write_temp(text);
+    r = kvsim("check --baseline %s --write-baseline %s", c, out);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    tu_free(&r);
+    tu_remove_temp(b);
+    tu_remove_temp(c);
+    tu_remove_temp(out);
+}
+
 /* Bad baselines exit 2 with a message naming the problem. */
 static void test_bad_baselines(void **state)
 {
@@ -148,6 +208,9 @@ static void test_bad_baselines(void **state)
         {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
          "\"capacity_tokens\": \"1,2\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
          "one value"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
+         "\"placement\": \"round_robin\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
+         "measurement x: placement: unknown placement 'round_robin' (known: longest_prefix, in_turn)"},
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         snprintf(text, sizeof text, bodies[i][0], t);
@@ -178,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_check_perturb),
         cmocka_unit_test(test_measurement_tolerance),
+        cmocka_unit_test(test_placement_and_deprecated_route),
         cmocka_unit_test(test_bad_baselines),
         cmocka_unit_test(test_shipped_default_baseline),
         cmocka_unit_test(test_shipped_shared_baseline),

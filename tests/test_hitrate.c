@@ -1,7 +1,8 @@
 /* tests/test_hitrate.c — `kvsim hitrate` and `kvsim plan` end to end:
  * the cache-only replay definition (DESIGN §4) on tiny hand-simulated
- * traces, scopes and routers, tiers, semantics-aware classes, planning,
- * bad input, and the published facts of the shared Mooncake trace. */
+ * traces, scopes and placements, tiers, semantics-aware classes, planning,
+ * bad input, the deprecated --route spelling, and the published facts of
+ * the shared Mooncake trace. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,22 +76,22 @@ static void test_hand_trace(void **state)
 }
 
 /* T2: [1 2] [3 4] [1 2] [1 2] on 2 nodes of 2 blocks (1024 tokens) each.
- * round_robin sends r1, r3 to node 0 and r2, r4 to node 1:
+ * in_turn sends r1, r3 to node 0 and r2, r4 to node 1:
  *   global: r3 hits 2 on node 0; r4 on node 1 is served by node 0 → 4/8.
  *   local:  r3 hits 2; r4 sees only node 1's [3 4] → 2/8.
- * cache_aware_local sends r4 to node 0 (prefix 2): local 4/8 as well. */
-static void test_scopes_and_routers(void **state)
+ * longest_prefix sends r4 to node 0 (prefix 2): local 4/8 as well. */
+static void test_scopes_and_placements(void **state)
 {
     char *t = tu_write_temp("{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
                             "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
                             "{\"timestamp\": 2, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
                             "{\"timestamp\": 3, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n");
-    const char *cases[][3] = {{"global", "round_robin", "0.5"},
-                              {"local", "round_robin", "0.25"},
-                              {"local", "cache_aware_local", "0.5"},
-                              {"global", "cache_aware_local", "0.5"}};
+    const char *cases[][3] = {{"global", "in_turn", "0.5"},
+                              {"local", "in_turn", "0.25"},
+                              {"local", "longest_prefix", "0.5"},
+                              {"global", "longest_prefix", "0.5"}};
     for (size_t i = 0; i < 4; i++) {
-        json_t *o = run_json("hitrate --trace %s --capacity-tokens 1024 --nodes 2 --scope %s --route %s --json", t,
+        json_t *o = run_json("hitrate --trace %s --capacity-tokens 1024 --nodes 2 --scope %s --placement %s --json", t,
                              cases[i][0], cases[i][1]);
         assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
         json_decref(o);
@@ -189,7 +190,8 @@ static void test_bad_input(void **state)
         {"hitrate --trace %s --capacity-tokens 1e6,,2e6", "not a list"},
         {"hitrate --trace %s --scope galactic", "not a scope"},
         {"hitrate --trace %s --tiers flash=1e6", "TIER=TOKENS"},
-        {"hitrate --trace %s --route nosuch", "unknown cache-only router"},
+        {"hitrate --trace %s --placement nosuch", "unknown placement 'nosuch' (known: longest_prefix, in_turn)"},
+        {"hitrate --trace %s --route nosuch", "route: unknown placement"},
         {"hitrate --trace %s --policy belady --tiers ssd=1e6", "DRAM tier only"},
         {"hitrate --trace %s --nodes 0", "outside"},
         {"hitrate --trace %s --params '[1]'", "JSON object"},
@@ -211,6 +213,49 @@ static void test_bad_input(void **state)
     tu_remove_temp(t);
     tu_remove_temp(empty);
     tu_remove_temp(bad);
+}
+
+/* --route, placement's old name, with the old values (the conductor's router
+ * names) still works for hitrate and plan: the same output byte for byte
+ * as --placement with the new value, plus one line on stderr. On the bundled
+ * trace, 4 local nodes of 1e5 tokens tell the two placements apart (0.366
+ * vs 0.617), so a swapped alias would show. --route with a new value is
+ * accepted too; --placement says nothing on stderr. */
+static void test_deprecated_route(void **state)
+{
+    const char *base = "--trace traces/default.jsonl --nodes 4 --scope local";
+    const char *pairs[][2] = {{"round_robin", "in_turn"}, {"cache_aware_local", "longest_prefix"}};
+    char args[1024], line[256];
+    for (size_t i = 0; i < 2; i++)
+        for (int plan = 0; plan < 2; plan++) {
+            const char *cmd = plan ? "plan" : "hitrate", *cap = plan ? "--target 0.8" : "--capacity-tokens 1e5,3e5";
+            snprintf(args, sizeof args, "%s %s %s --json --placement %s", cmd, base, cap, pairs[i][1]);
+            cli_result now = tu_kvsim(args);
+            snprintf(args, sizeof args, "%s %s %s --json --route %s", cmd, base, cap, pairs[i][0]);
+            cli_result old = tu_kvsim(args);
+            assert_int_equal(now.status, 0);
+            assert_int_equal(old.status, 0);
+            assert_string_equal(now.err, "");
+            assert_string_equal(old.out, now.out);
+            snprintf(line, sizeof line, "kvsim %s: --route is deprecated, use --placement (%s is now %s)\n", cmd,
+                     pairs[i][0], pairs[i][1]);
+            assert_string_equal(old.err, line);
+            tu_free(&now);
+            tu_free(&old);
+        }
+    json_t *a = run_json("hitrate %s --capacity-tokens 1e5 --route round_robin --json", base);
+    json_t *b = run_json("hitrate %s --capacity-tokens 1e5 --route cache_aware_local --json", base);
+    assert_float_equal(point(a, 0, "hit_rate_blocks"), 0.366382, 1e-6);
+    assert_float_equal(point(b, 0, "hit_rate_blocks"), 0.61732, 1e-6);
+    json_decref(a);
+    json_decref(b);
+    cli_result r = tu_kvsim("hitrate --trace traces/default.jsonl --nodes 2 --route in_turn");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "kvsim hitrate: --route is deprecated, use --placement\n");
+    assert_non_null(strstr(r.out, "2 nodes placed by in_turn"));
+    tu_free(&r);
+    tu_expect_stdout("hitrate --help", "--placement RULE");
+    tu_expect_stdout("plan --help", "--placement RULE");
 }
 
 /* ---- the shared Mooncake trace (../shared/traces/README.md facts) ------- */
@@ -251,15 +296,15 @@ static void test_shared_monotone_and_belady_bound(void **state)
 }
 
 /* Mooncake Fig. 17's comparison, 10 nodes × 3M tokens each. With requests
- * spread without regard to the cache (round_robin), a local pool holds
+ * spread without regard to the cache (in_turn), a local pool holds
  * each shared prefix on one node only while the global pool serves it to
  * all: the global/local ratio is > 1 (0.6396 vs 0.1676).
  *
- * With the issue's cache-aware router (longest local prefix, ties to the
- * least-used node) the ratio on this trace is exactly 1, and the test
- * asserts why: every request returns to the node holding its prefix, so
- * each of the 43,924 distinct blocks is stored once (inserts = the
- * maximum's misses), no node's share of them exceeds its 5,859 blocks
+ * With the cache-aware placement (longest_prefix: longest local prefix,
+ * ties to the least-used node) the ratio on this trace is exactly 1, and
+ * the test asserts why: every request returns to the node holding its
+ * prefix, so each of the 43,924 distinct blocks is stored once (inserts =
+ * the maximum's misses), no node's share of them exceeds its 5,859 blocks
  * (no eviction anywhere), and local reaches the trace's maximum, which no
  * pool can exceed. Fig. 17's gap needs load balancing to split prefix
  * groups across nodes: the timed replay shows it (test_conductor.c). */
@@ -268,11 +313,11 @@ static void test_shared_global_vs_local(void **state)
     const char *t = tu_shared_trace();
     if (!t) skip();
     double h[2][2];
-    const char *scopes[] = {"global", "local"}, *routes[] = {"round_robin", "cache_aware_local"};
+    const char *scopes[] = {"global", "local"}, *placements[] = {"in_turn", "longest_prefix"};
     for (int s = 0; s < 2; s++)
         for (int r = 0; r < 2; r++) {
-            json_t *o = run_json("hitrate --trace %s --capacity-tokens 3e6 --nodes 10 --scope %s --route %s --json", t,
-                                 scopes[s], routes[r]);
+            json_t *o = run_json("hitrate --trace %s --capacity-tokens 3e6 --nodes 10 --scope %s --placement %s --json",
+                                 t, scopes[s], placements[r]);
             h[s][r] = point(o, 0, "hit_rate_blocks");
             if (s == 1 && r == 1) {
                 const json_t *p = json_array_get(json_object_get(o, "points"), 0);
@@ -314,11 +359,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_trace),
-        cmocka_unit_test(test_scopes_and_routers),
+        cmocka_unit_test(test_scopes_and_placements),
         cmocka_unit_test(test_tiers),
         cmocka_unit_test(test_semantics_aware),
         cmocka_unit_test(test_plan_hand_trace),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_deprecated_route),
         cmocka_unit_test(test_shared_lru_facts),
         cmocka_unit_test(test_shared_monotone_and_belady_bound),
         cmocka_unit_test(test_shared_global_vs_local),

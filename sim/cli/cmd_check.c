@@ -1,5 +1,6 @@
-/* sim/cli/cmd_check.c — `kvsim check`: the CI regression check (format in
- * sim/replay/check.h).
+/* sim/cli/cmd_check.c — `kvsim check`: the CI regression check. This file
+ * parses the options and prints the table; the engine (measurements,
+ * tolerance, baseline files) is sim/replay/check.c.
  *
  *   kvsim check --baseline FILE            re-run every measurement FILE names;
  *                                          exit 3 with a table of expected / got /
@@ -13,204 +14,37 @@
 #include "sim/replay/check.h"
 #include "sim/cli/cli.h"
 #include "sim/replay/hitrate.h"
-#include "sim/store/evict/registry.h"
 
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* ---- measurement kinds -------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------- */
 
-static const sim_check_kind kinds[] = {
-    {"hitrate", "cache-only replay hit rate at one capacity (kvsim hitrate)", sim_check_hitrate},
-};
-
-#define NKINDS (sizeof kinds / sizeof kinds[0])
-
-static const sim_check_kind *kind_lookup(const char *name)
-{
-    for (size_t i = 0; i < NKINDS; i++)
-        if (!strcmp(kinds[i].name, name)) return &kinds[i];
-    return NULL;
-}
-
-/* Traces are loaded once per check run, keyed by path and block size. */
-typedef struct loaded_trace {
-    kv_replay_trace t;
-    int block_tokens;
-} loaded_trace;
-
-struct sim_check_ctx {
-    loaded_trace *traces;
-    int ntraces;
-};
-
-static void ctx_free(sim_check_ctx *ctx)
-{
-    for (int i = 0; i < ctx->ntraces; i++) kv_replay_free(&ctx->traces[i].t);
-    free(ctx->traces);
-}
-
-static int ctx_trace(sim_check_ctx *ctx, const char *path, int block_tokens, kv_replay_trace **out, sim_err *err)
-{
-    for (int i = 0; i < ctx->ntraces; i++)
-        if (ctx->traces[i].block_tokens == block_tokens && !strcmp(ctx->traces[i].t.path, path)) {
-            *out = &ctx->traces[i].t;
-            return 0;
-        }
-    kv_replay_trace t;
-    if (kv_replay_load(&t, path, block_tokens, err)) return -1;
-    ctx->traces = sim_xrealloc(ctx->traces, (size_t)(ctx->ntraces + 1) * sizeof *ctx->traces);
-    ctx->traces[ctx->ntraces] = (loaded_trace){.t = t, .block_tokens = block_tokens};
-    *out = &ctx->traces[ctx->ntraces++].t;
-    return 0;
-}
-
-int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err)
-{
-    kv_hitrate_spec spec;
-    kv_hitrate_spec_init(&spec);
-    const char *key;
-    const json_t *value;
-    int rc = 0;
-    json_object_foreach((json_t *)args, key, value) {
-        if (rc == 0) rc = kv_hitrate_set_json(&spec, key, value, err);
-    }
-    if (rc == 0) rc = kv_hitrate_finish(&spec, err);
-    if (rc == 0 && spec.ncapacity != 1) rc = sim_errf(err, "capacity_tokens: a hitrate measurement takes one value");
-    kv_replay_trace *t;
-    kv_replay_result r;
-    if (rc == 0) rc = ctx_trace(ctx, spec.trace, spec.block_tokens, &t, err);
-    if (rc == 0) rc = kv_hitrate_point(t, &spec, spec.capacity[0], &r, err);
-    if (rc == 0)
-        *got = json_pack("{s:f, s:f}", "hit_rate_blocks", r.hit_rate_blocks, "hit_rate_tokens", r.hit_rate_tokens);
-    kv_hitrate_spec_free(&spec);
-    return rc;
-}
-
-/* ---- the check ---------------------------------------------------------- */
-
-typedef struct check_totals {
-    int numbers, moved;
-} check_totals;
-
-static void print_table_header(void)
+static void print_table_header(void *arg)
 {
     printf("%-36s %-16s %10s %10s %10s %9s  %s\n", "measurement", "metric", "expected", "got", "delta", "tolerance",
            "status");
 }
 
-static void print_row(const char *name, const char *metric, const json_t *expected, double got, double tol, bool ok)
+static void print_row(void *arg, const sim_check_row *r)
 {
-    if (!expected) {
-        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", name, metric, "-", got, "-", "-", "recorded");
+    if (!r->expected) {
+        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", r->measurement, r->metric, "-", r->got, "-", "-",
+               "recorded");
         return;
     }
-    double e = json_number_value(expected), delta = fabs(got - e) < 5e-7 ? 0 : got - e;
-    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", name, metric, e, got, delta, tol, ok ? "ok" : "FAIL");
+    double e = json_number_value(r->expected), delta = fabs(r->got - e) < 5e-7 ? 0 : r->got - e;
+    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", r->measurement, r->metric, e, r->got, delta,
+           r->tolerance, r->ok ? "ok" : "FAIL");
 }
 
-/* Compare one measurement's numbers with its "expect" object and print its
- * rows; when recording, update expect's numbers with what was got (or, with
- * no expect yet, record every number). */
-static int compare(json_t *m, const char *name, json_t *got, double tol, bool record, check_totals *tot,
-                   sim_err *err)
+static void print_note(void *arg, const char *text)
 {
-    json_t *expect = json_object_get(m, "expect");
-    if (expect && !json_is_object(expect)) return sim_errf(err, "measurement %s: \"expect\" must be an object", name);
-    if (!expect && !record)
-        return sim_errf(err, "measurement %s: no \"expect\" numbers (record them with --write-baseline)", name);
-    const char *metric;
-    json_t *value;
-    json_object_foreach(expect ? expect : got, metric, value) {
-        json_t *g = json_object_get(got, metric);
-        if (!g) return sim_errf(err, "measurement %s: no metric '%s'", name, metric);
-        if (expect && !json_is_number(value))
-            return sim_errf(err, "measurement %s: expect.%s must be a number", name, metric);
-        double delta = json_number_value(g) - (expect ? json_number_value(value) : 0);
-        bool ok = !expect || fabs(delta) <= tol + 1e-12;
-        print_row(name, metric, expect ? value : NULL, json_number_value(g), tol, ok);
-        tot->numbers++;
-        tot->moved += !ok;
-        if (record && expect) json_object_set(expect, metric, g);
-    }
-    if (record && !expect) json_object_set(m, "expect", got);
-    return 0;
+    fprintf(stderr, "kvsim check: %s\n", text);
 }
 
-static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double default_tol, bool record,
-                           check_totals *tot, sim_err *err)
-{
-    char fallback[32];
-    snprintf(fallback, sizeof fallback, "#%zu", i);
-    const char *name = json_string_value(json_object_get(m, "name"));
-    if (!name) name = fallback;
-    const char *kind_name = json_string_value(json_object_get(m, "kind"));
-    const sim_check_kind *kind = kind_name ? kind_lookup(kind_name) : NULL;
-    const json_t *args = json_object_get(m, "args"), *tol = json_object_get(m, "tolerance");
-    if (!kind) return sim_errf(err, "measurement %s: unknown or missing kind '%s'", name, kind_name ? kind_name : "");
-    if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
-    if (tol && (!json_is_number(tol) || json_number_value(tol) < 0))
-        return sim_errf(err, "measurement %s: tolerance must be a non-negative number", name);
-    json_t *got;
-    sim_err why;
-    if (kind->measure(ctx, args, &got, &why)) return sim_errf(err, "measurement %s: %s", name, why.msg);
-    int rc = compare(m, name, got, tol ? json_number_value(tol) : default_tol, record, tot, err);
-    json_decref(got);
-    return rc;
-}
-
-static int run_all(json_t *baseline, bool record, check_totals *tot, sim_err *err)
-{
-    json_t *ms = json_object_get(baseline, "measurements");
-    const json_t *tol = json_object_get(baseline, "tolerance");
-    if (!json_is_array(ms)) return sim_errf(err, "baseline: \"measurements\" must be an array");
-    sim_check_ctx ctx = {0};
-    print_table_header();
-    size_t i;
-    json_t *m;
-    int rc = 0;
-    json_array_foreach(ms, i, m) {
-        if (rc == 0) rc = json_is_object(m) ? run_measurement(&ctx, m, i, tol ? json_number_value(tol) : 0, record, tot, err)
-                                            : sim_errf(err, "baseline: measurement #%zu is not an object", i);
-    }
-    ctx_free(&ctx);
-    return rc;
-}
-
-/* ---- a new baseline ----------------------------------------------------- */
-
-typedef struct new_baseline_opts {
-    const char *trace, *policies, *capacities;
-    double tolerance;
-} new_baseline_opts;
-
-/* Every policy × capacity as hitrate measurements on one trace. */
-static int new_baseline(const new_baseline_opts *o, json_t **out, sim_err *err)
-{
-    if (!o->trace) return sim_errf(err, "--write-baseline without --baseline needs --trace FILE");
-    json_t *ms = json_array();
-    char *pols = sim_xstrdup(o->policies), *caps = NULL, *sp = NULL, *sc = NULL;
-    int rc = 0;
-    for (char *p = strtok_r(pols, ",", &sp); p && rc == 0; p = strtok_r(NULL, ",", &sp)) {
-        const kv_evict_entry *e;
-        rc = kv_evict_find(p, &e, err);
-        free(caps);
-        caps = sim_xstrdup(o->capacities);
-        for (char *c = strtok_r(caps, ",", &sc); c && rc == 0; c = strtok_r(NULL, ",", &sc)) {
-            char name[96];
-            snprintf(name, sizeof name, "%s %s", p, c);
-            json_array_append_new(ms, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "name", name, "kind", "hitrate",
-                                                "args", "trace", o->trace, "policy", p, "capacity_tokens", c));
-        }
-    }
-    free(pols);
-    free(caps);
-    *out = json_pack("{s:i, s:f, s:o}", "kvsim_baseline", 1, "tolerance", o->tolerance, "measurements", ms);
-    return rc;
-}
+static const sim_check_report table = {.begin = print_table_header, .row = print_row, .note = print_note};
 
 /* ---- command ------------------------------------------------------------ */
 
@@ -229,7 +63,8 @@ static void usage(FILE *f)
                "  \"measurements\": [{\"name\": \"lru 3e6\", \"kind\": \"hitrate\",\n"
                "    \"args\": {\"trace\": \"traces/default.jsonl\", \"capacity_tokens\": \"3e6\"},\n"
                "    \"tolerance\": 0.002, \"expect\": {\"hit_rate_blocks\": 0.3094}}]}\n"
-               "hitrate args are kvsim hitrate's options with _ for - (one capacity).\n\n"
+               "hitrate args are kvsim hitrate's options with _ for - (one capacity; \"route\"\n"
+               "is still read as placement's deprecated name).\n\n"
                "  --baseline FILE         the baseline to check (or to re-record)\n"
                "  --write-baseline OUT    record current numbers into OUT and exit 0\n"
                "  --trace FILE            new baseline: the trace\n"
@@ -237,31 +72,20 @@ static void usage(FILE *f)
                "  --capacity-tokens LIST  new baseline: capacities (default inf)\n"
                "  --tolerance X           new baseline: absolute tolerance (default 0.002)\n"
                "  -h, --help              this text\n\nmeasurement kinds:\n");
-    for (size_t i = 0; i < NKINDS; i++) fprintf(f, "  %-23s %s\n", kinds[i].name, kinds[i].help);
+    for (size_t i = 0; i < sim_check_kind_count(); i++)
+        fprintf(f, "  %-23s %s\n", sim_check_kind_at(i)->name, sim_check_kind_at(i)->help);
 }
 
-static char *all_policies(void)
+static int load_or_create(const char *baseline_path, const sim_check_new_opts *nb, json_t **root, sim_err *err)
 {
-    char buf[512] = "";
-    for (size_t i = 0; i < kv_evict_count(); i++)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", kv_evict_at(i)->name);
-    return sim_xstrdup(buf);
+    if (!baseline_path) return sim_check_new_baseline(nb, root, err);
+    return sim_check_load(baseline_path, root, err);
 }
 
-static int load_or_create(const char *baseline_path, const new_baseline_opts *nb, json_t **root, sim_err *err)
-{
-    if (!baseline_path) return new_baseline(nb, root, err);
-    json_error_t je;
-    *root = json_load_file(baseline_path, 0, &je);
-    if (!*root) return sim_errf(err, "%s:%d: %s", baseline_path, je.line, je.text);
-    if (!json_is_object(*root)) return sim_errf(err, "%s: a baseline is a JSON object", baseline_path);
-    return 0;
-}
-
-static int finish(json_t *root, const char *write_path, const check_totals *tot)
+static int finish(json_t *root, const char *write_path, const sim_check_totals *tot)
 {
     if (write_path) {
-        if (json_dump_file(root, write_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6))) {
+        if (sim_check_save(root, write_path)) {
             fprintf(stderr, "kvsim check: cannot write %s\n", write_path);
             return SIM_EXIT_INTERNAL;
         }
@@ -288,8 +112,7 @@ int cmd_check(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     const char *baseline = NULL, *write_path = NULL;
-    char *policies = all_policies();
-    new_baseline_opts nb = {.policies = policies, .capacities = "inf", .tolerance = 0.002};
+    sim_check_new_opts nb = {.policies = NULL, .capacities = "inf", .tolerance = 0.002};
     sim_err err;
     int c, rc = 0;
     optind = 1;
@@ -304,18 +127,17 @@ int cmd_check(int argc, char **argv)
             rc = sim_parse_double(optarg, "--tolerance", &nb.tolerance, &err);
             if (rc == 0 && nb.tolerance < 0) rc = sim_errf(&err, "--tolerance: %s is negative", optarg);
             break;
-        case 'h': usage(stdout); free(policies); return SIM_EXIT_OK;
-        default: usage(stderr); free(policies); return SIM_EXIT_USAGE;
+        case 'h': usage(stdout); return SIM_EXIT_OK;
+        default: usage(stderr); return SIM_EXIT_USAGE;
         }
     }
     if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
     if (rc == 0 && !baseline && !write_path) rc = sim_errf(&err, "give --baseline FILE or --write-baseline OUT");
     json_t *root = NULL;
-    check_totals tot = {0};
+    sim_check_totals tot = {0};
     if (rc == 0) rc = load_or_create(baseline, &nb, &root, &err);
-    if (rc == 0) rc = run_all(root, write_path != NULL, &tot, &err);
+    if (rc == 0) rc = sim_check_run(root, write_path != NULL, &table, &tot, &err);
     int status = rc ? sim_usage_error("check", err.msg) : finish(root, write_path, &tot);
     json_decref(root);
-    free(policies);
     return status;
 }

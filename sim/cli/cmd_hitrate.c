@@ -2,10 +2,11 @@
  * cache-only replay (DESIGN.md §4; Mooncake Fig. 16 for one pool, Fig. 17
  * for global vs local pools over N nodes, §5.2 for tiers and cache classes).
  *
- * The trace is parsed once; each capacity in the list is one replay. */
+ * The trace is parsed once; each capacity in the list is one replay. This
+ * file parses the options and prints; the replay and the --db rows are
+ * sim/replay (hitrate.c, hitrate_db.c). */
 #include "sim/cli/cli.h"
 #include "sim/replay/hitrate.h"
-#include "sim/results/results.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,7 +20,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
-            "                     [--scope global|local] [--nodes N] [--route ROUTER]\n"
+            "                     [--scope global|local] [--nodes N] [--placement RULE]\n"
             "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
             "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
             "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
@@ -92,48 +93,18 @@ static void print_row(double tokens, int block_tokens, const kv_replay_result *r
     printf("%16s %12s %16.4f %16.4f %7.3f\n", cap, blocks, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
 }
 
-/* Where --db points go: one hitrate id per invocation. */
-typedef struct point_sink {
-    sim_results *db;
-    int64_t id;
-    sim_hitrate_row row;
-    char setup[512];
-} point_sink;
-
-static int sink_open(point_sink *k, const char *path, const kv_hitrate_spec *s, sim_err *err)
-{
-    if (!path) return 0;
-    kv_hitrate_describe(s, k->setup, sizeof k->setup);
-    k->row = (sim_hitrate_row){.trace_path = s->trace, .block_tokens = s->block_tokens, .policy = s->policy,
-                               .setup = k->setup};
-    return sim_trace_fingerprint(s->trace, &k->row.trace_fingerprint, err) || sim_results_open(&k->db, path, err) ||
-                   sim_results_hitrate_id(k->db, &k->id, err)
-               ? -1
-               : 0;
-}
-
-/* Store one point; an infinite capacity is the maximum, stored once. */
-static int sink_put(point_sink *k, double tokens, const kv_replay_result *r, sim_err *err)
-{
-    if (!k->db) return 0;
-    k->row.capacity_tokens = tokens;
-    k->row.hit_rate_blocks = r->hit_rate_blocks;
-    k->row.hit_rate_tokens = r->hit_rate_tokens;
-    return sim_results_add_hitrate(k->db, k->id, &k->row, err);
-}
-
 /* Replay every capacity and print; 0 or an exit status. */
-static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, point_sink *sink)
+static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, kv_hitrate_db *sink)
 {
     sim_err err;
     kv_replay_result max, r;
-    if (kv_hitrate_max(t, &max, &err) || sink_put(sink, INFINITY, &max, &err))
+    if (kv_hitrate_max(t, &max, &err) || kv_hitrate_db_put_max(sink, &max, &err))
         return sim_usage_error("hitrate", err.msg);
     json_t *points = json_array();
     if (!json) print_header(s, t, &max);
     for (int i = 0; i < s->ncapacity; i++) {
         if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) ||
-            (!isinf(s->capacity[i]) && sink_put(sink, s->capacity[i], &r, &err))) {
+            kv_hitrate_db_put(sink, s->capacity[i], &r, &err)) {
             json_decref(points);
             return sim_usage_error("hitrate", err.msg);
         }
@@ -152,6 +123,13 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, p
         json_decref(points);
     }
     return SIM_EXIT_OK;
+}
+
+/* One line on stderr when the deprecated --route was used. */
+static void warn_deprecated(const kv_hitrate_spec *s)
+{
+    char note[256];
+    if (kv_hitrate_deprecation(s, false, note, sizeof note)) fprintf(stderr, "kvsim hitrate: %s\n", note);
 }
 
 int cmd_hitrate(int argc, char **argv)
@@ -180,22 +158,22 @@ int cmd_hitrate(int argc, char **argv)
         default: usage(stderr); kv_hitrate_spec_free(&spec); return SIM_EXIT_USAGE;
         }
     }
+    warn_deprecated(&spec);
     if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
     if (rc == 0) rc = kv_hitrate_finish(&spec, &err);
     kv_replay_trace t;
-    point_sink sink = {0};
+    kv_hitrate_db *sink = NULL;
     if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
-    if (rc == 0 && sink_open(&sink, db, &spec, &err)) {
+    if (rc == 0 && kv_hitrate_db_open(&sink, db, &spec, &err)) {
         kv_replay_free(&t);
         rc = -1;
     }
     if (rc) {
-        sim_results_close(sink.db);
         kv_hitrate_spec_free(&spec);
         return sim_usage_error("hitrate", err.msg);
     }
-    int status = run_points(&spec, &t, json, &sink);
-    sim_results_close(sink.db);
+    int status = run_points(&spec, &t, json, sink);
+    kv_hitrate_db_close(sink);
     kv_replay_free(&t);
     kv_hitrate_spec_free(&spec);
     return status;

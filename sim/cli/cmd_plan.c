@@ -1,22 +1,14 @@
 /* sim/cli/cmd_plan.c — `kvsim plan`: the smallest DRAM capacity per node that
  * reaches a target fraction of the achievable prefix hit rate, in tokens,
- * blocks and bytes for a model (Mooncake §7.3.1: "1 TB of DRAM holds about
- * 3M tokens of LLaMA3-70B — how much is enough?").
- *
- * The achievable hit rate is the same setup's with unbounded DRAM. The
- * search bisects the capacity in blocks between 0 and the trace's distinct
- * block count (where nothing is ever evicted, so the hit rate equals the
- * unbounded one). Bisection assumes the hit rate does not decrease with
- * capacity, which holds for stack policies such as LRU and Belady; for the
- * others the answer is a capacity that reaches the target, not necessarily
- * the smallest one. */
+ * blocks and bytes for a model (Mooncake §7.3.1). This file parses the
+ * options and prints; the bisection is sim/replay/plan.c. */
 #include "sim/cli/cli.h"
 #include "sim/replay/hitrate.h"
+#include "sim/replay/plan.h"
 #include "sim/config/model.h"
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +16,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kvsim plan --trace FILE [--target F] [--model NAME] [--policy NAME]\n"
-               "                  [--nodes N] [--scope global|local] [--route ROUTER] [--tiers SPEC]\n"
+               "                  [--nodes N] [--scope global|local] [--placement RULE] [--tiers SPEC]\n"
                "                  [--block-tokens N] [--params JSON] [--json]\n\n"
                "Capacity planning by cache-only replay: bisects the DRAM capacity per node for\n"
                "the smallest one whose block hit rate reaches F x the hit rate the same setup\n"
@@ -37,51 +29,8 @@ static void usage(FILE *f)
                "  -h, --help              this text\n");
 }
 
-typedef struct plan_result {
-    kv_replay_result max, best;
-    double goal;
-    int64_t blocks;
-    int replays;
-} plan_result;
-
-/* Bisection on blocks per node: invariant rate(lo) < goal ≤ rate(hi). */
-static int bisect(kv_replay_trace *t, const kv_hitrate_spec *s, int64_t distinct, plan_result *p, sim_err *err)
-{
-    int64_t lo = 0, hi = distinct;
-    p->best = p->max;
-    while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        kv_replay_result r;
-        if (kv_hitrate_point(t, s, (double)mid * s->block_tokens, &r, err)) return -1;
-        p->replays++;
-        if (r.hit_rate_blocks >= p->goal) {
-            hi = mid;
-            p->best = r;
-        } else {
-            lo = mid;
-        }
-    }
-    p->blocks = hi;
-    return 0;
-}
-
-static int plan(kv_replay_trace *t, const kv_hitrate_spec *s, double target, plan_result *p, sim_err *err)
-{
-    *p = (plan_result){0};
-    kv_replay_result all;
-    if (kv_hitrate_max(t, &all, err) || kv_hitrate_point(t, s, INFINITY, &p->max, err)) return -1;
-    p->replays = 2;
-    p->goal = target * p->max.hit_rate_blocks;
-    if (p->goal <= 0) {
-        p->best = p->max;
-        return 0;
-    }
-    /* Every distinct key is inserted exactly once into an unbounded cache. */
-    return bisect(t, s, all.tier[KV_TIER_DRAM].inserts, p, err);
-}
-
 static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb, double target,
-                       const plan_result *p)
+                       const kv_plan_result *p)
 {
     char setup[512];
     kv_hitrate_describe(s, setup, sizeof setup);
@@ -97,7 +46,7 @@ static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const
 }
 
 static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb,
-                       double target, const plan_result *p)
+                       double target, const kv_plan_result *p)
 {
     double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
     json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:i}",
@@ -144,6 +93,8 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *targ
         default: return sim_errf(err, "bad option (see --help)");
         }
     }
+    char note[256];
+    if (kv_hitrate_deprecation(spec, false, note, sizeof note)) fprintf(stderr, "kvsim plan: %s\n", note);
     if (rc == 0 && optind < argc) rc = sim_errf(err, "unexpected argument '%s' (see --help)", argv[optind]);
     return rc ? rc : kv_hitrate_finish(spec, err);
 }
@@ -158,12 +109,12 @@ int cmd_plan(int argc, char **argv)
     bool json = false, help = false;
     sim_model model;
     kv_replay_trace t = {0};
-    plan_result p;
+    kv_plan_result p;
     sim_err err;
     int status = SIM_EXIT_OK;
     if (parse_args(argc, argv, &spec, &target, &model_name, &json, &help, &err) ||
         (!help && (sim_model_load(model_name, &model, &err) || kv_replay_load(&t, spec.trace, spec.block_tokens, &err) ||
-                   plan(&t, &spec, target, &p, &err))))
+                   kv_plan(&t, &spec, target, &p, &err))))
         status = sim_usage_error("plan", err.msg);
     else if (help)
         usage(stdout);

@@ -1,5 +1,7 @@
-/* sim/replay/check.h — the measurement kinds of `kvsim check`, the CI regression
- * check (sim/cli/cmd_check.c).
+/* sim/replay/check.h — the engine of `kvsim check`, the CI regression check
+ * (sim/cli/cmd_check.c parses its options and prints): re-running a
+ * baseline's measurements, comparing them with tolerance, recording new
+ * baselines, and the measurement kinds.
  *
  * A baseline is a JSON file:
  *   {"kvsim_baseline": 1, "tolerance": 0.002,
@@ -8,7 +10,7 @@
  *       "args": {"trace": "traces/default.jsonl", "capacity_tokens": "3e6"},
  *       "tolerance": 0.002,
  *       "expect": {"hit_rate_blocks": 0.3094, "hit_rate_tokens": 0.3151}}]}
- * `kind` selects a measure function from the table in cmd_check.c; it runs
+ * `kind` selects a measure function from the table in check.c; it runs
  * the measurement `args` describe and returns its numbers by name; each
  * number in `expect` must be within `tolerance` (absolute; the file's
  * top-level value when a measurement states none). Adding a kind = one
@@ -16,9 +18,14 @@
 #ifndef SIM_CHECK_H
 #define SIM_CHECK_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <jansson.h>
 
 #include "sim/util.h"
+
+/* ---- measurement kinds -------------------------------------------------- */
 
 /* Per-check-run state shared by measurements (e.g. traces loaded once). */
 typedef struct sim_check_ctx sim_check_ctx;
@@ -34,10 +41,62 @@ typedef struct sim_check_kind {
     sim_check_measure_fn measure;
 } sim_check_kind;
 
+/* The kinds, for --help. */
+size_t sim_check_kind_count(void);
+const sim_check_kind *sim_check_kind_at(size_t i); /* NULL past the end */
+
 /* kind "hitrate": args are kvsim hitrate's options with '_' for '-'
- * (trace, capacity_tokens — one value —, policy, scope, nodes, route,
- * tiers, block_tokens, params, promote, semantics); metrics
- * hit_rate_blocks and hit_rate_tokens. */
+ * (trace, capacity_tokens — one value —, policy, scope, nodes, placement,
+ * tiers, block_tokens, params, promote, semantics; "route", placement's
+ * deprecated name, is still read and reported through the run's note);
+ * metrics hit_rate_blocks and hit_rate_tokens. */
 int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
+
+/* ---- running a baseline ------------------------------------------------- */
+
+/* One number compared (or recorded): a row of the command's table. */
+typedef struct sim_check_row {
+    const char *measurement, *metric;
+    const json_t *expected; /* NULL: no "expect" yet, the number is recorded */
+    double got, tolerance;
+    bool ok;
+} sim_check_row;
+
+/* How a run tells its command what happened, as it happens (the command
+ * prints): begin once the baseline's measurements are known to be a list,
+ * row for every number, note for a warning about the baseline (a
+ * deprecated argument; each distinct text once). Any hook may be NULL. */
+typedef struct sim_check_report {
+    void (*begin)(void *arg);
+    void (*row)(void *arg, const sim_check_row *row);
+    void (*note)(void *arg, const char *text);
+    void *arg;
+} sim_check_report;
+
+typedef struct sim_check_totals {
+    int numbers, moved;
+} sim_check_totals;
+
+/* Run every measurement of baseline and compare its numbers with "expect";
+ * with record, update baseline's expect numbers with what was got instead
+ * (or, with no expect yet, record every number). Counts into tot. */
+int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, sim_check_totals *tot, sim_err *err);
+
+/* ---- baseline files ----------------------------------------------------- */
+
+typedef struct sim_check_new_opts {
+    const char *trace;
+    const char *policies;   /* comma-separated; NULL = every registered policy */
+    const char *capacities; /* comma-separated sizes */
+    double tolerance;
+} sim_check_new_opts;
+
+/* A new baseline without numbers: a hitrate measurement of every policy ×
+ * capacity on one trace (sim_check_run with record fills them in). */
+int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *err);
+/* Read a baseline file (errors name the file and line). */
+int sim_check_load(const char *path, json_t **out, sim_err *err);
+/* Write a baseline file (indented, 6 significant digits); 0 or -1. */
+int sim_check_save(const json_t *baseline, const char *path);
 
 #endif

@@ -1,6 +1,6 @@
 /* sim/replay/hitrate.c — cache-only replay (see hitrate.h): trace loading into a
  * compact key stream, the replay setup (set field by field from the command
- * line or a baseline), the cache-only routers, the next-use oracle for
+ * line or a baseline), the placement rules, the next-use oracle for
  * offline policies, and the replay loop itself. */
 #include "sim/replay/hitrate.h"
 
@@ -125,20 +125,20 @@ static void build_next_use(kv_replay_trace *t)
 }
 
 /* ======================================================================== */
-/* cache-only routers                                                        */
+/* placement: which node serves a request                                    */
 /* ======================================================================== */
 
-/* Without timing there are no queues: a cache-only router sees the store and
+/* Without timing there are no queues: a placement rule sees the store and
  * how many requests each node has served so far. */
-typedef struct replay_router {
+typedef struct replay_placement {
     const char *name, *help;
     int (*pick)(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys, int32_t n);
-} replay_router;
+} replay_placement;
 
 /* Mooncake §7.3.2: the node with the longest prefix in its own tiers; ties
  * go to the node that has served the fewest requests, then the lowest index. */
-static int pick_cache_aware(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
-                            int32_t n)
+static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                               int32_t n)
 {
     int best = 0;
     int32_t best_len = -1;
@@ -152,23 +152,39 @@ static int pick_cache_aware(const kv_store *s, int nodes, const int64_t *served,
     return best;
 }
 
-static int pick_round_robin(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
-                            int32_t n)
+static int pick_in_turn(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                        int32_t n)
 {
     return (int)(seq % nodes);
 }
 
-static const replay_router routers[] = {
-    {"cache_aware_local", "longest prefix held by the node itself, ties to the least-used node", pick_cache_aware},
-    {"round_robin", "requests to nodes in turn, ignoring the cache", pick_round_robin},
+static const replay_placement placements[] = {
+    {"longest_prefix", "longest prefix held by the node itself, ties to the least-used node", pick_longest_prefix},
+    {"in_turn", "requests to nodes in turn, ignoring the cache", pick_in_turn},
 };
 
-#define NROUTERS (sizeof routers / sizeof routers[0])
+#define NPLACEMENTS (sizeof placements / sizeof placements[0])
 
-static const replay_router *router_lookup(const char *name)
+static const replay_placement *placement_lookup(const char *name)
 {
-    for (size_t i = 0; i < NROUTERS; i++)
-        if (!strcmp(routers[i].name, name)) return &routers[i];
+    for (size_t i = 0; i < NPLACEMENTS; i++)
+        if (!strcmp(placements[i].name, name)) return &placements[i];
+    return NULL;
+}
+
+/* The names of --route, placement's deprecated spelling, which borrowed the
+ * conductor's router names (sched/) for different code. */
+static const struct {
+    const char *old, *now;
+} placement_aliases[] = {{"cache_aware_local", "longest_prefix"}, {"round_robin", "in_turn"}};
+
+#define NALIASES (sizeof placement_aliases / sizeof placement_aliases[0])
+
+/* The current name of an old placement name, or NULL. */
+static const char *placement_alias(const char *old)
+{
+    for (size_t i = 0; i < NALIASES; i++)
+        if (!strcmp(placement_aliases[i].old, old)) return placement_aliases[i].now;
     return NULL;
 }
 
@@ -181,7 +197,7 @@ void kv_hitrate_spec_init(kv_hitrate_spec *s)
     *s = (kv_hitrate_spec){.scope = KV_SCOPE_GLOBAL, .nodes = 1, .block_tokens = 512, .promote = true,
                            .semantics = true};
     snprintf(s->policy, sizeof s->policy, "lru");
-    snprintf(s->route, sizeof s->route, "cache_aware_local");
+    snprintf(s->placement, sizeof s->placement, "longest_prefix");
 }
 
 void kv_hitrate_spec_free(kv_hitrate_spec *s)
@@ -252,15 +268,25 @@ static int set_nodes(kv_hitrate_spec *s, const char *key, const char *v, sim_err
     return 0;
 }
 
+static int set_placement(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
+{
+    if (!placement_lookup(v)) {
+        char known[256] = "";
+        for (size_t i = 0; i < NPLACEMENTS; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", placements[i].name);
+        return sim_errf(err, "%s: unknown placement '%s' (known: %s)", key, v, known);
+    }
+    snprintf(s->placement, sizeof s->placement, "%s", v);
+    return 0;
+}
+
+/* Deprecated: "route" with the old names (or the new ones) sets placement
+ * and is remembered for kv_hitrate_deprecation. */
 static int set_route(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
 {
-    if (!router_lookup(v)) {
-        char known[256] = "";
-        for (size_t i = 0; i < NROUTERS; i++)
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", routers[i].name);
-        return sim_errf(err, "%s: unknown cache-only router '%s' (known: %s)", key, v, known);
-    }
-    snprintf(s->route, sizeof s->route, "%s", v);
+    const char *now = placement_alias(v);
+    if (set_placement(s, key, now ? now : v, err)) return -1;
+    snprintf(s->route_given, sizeof s->route_given, "%s", v);
     return 0;
 }
 
@@ -354,7 +380,8 @@ static const struct {
     spec_setter set;
 } setters[] = {
     {"trace", set_trace},   {"capacity-tokens", set_capacity}, {"policy", set_policy},
-    {"scope", set_scope},   {"nodes", set_nodes},              {"route", set_route},
+    {"scope", set_scope},   {"nodes", set_nodes},              {"placement", set_placement},
+    {"route", set_route},
     {"tiers", set_tiers},   {"block-tokens", set_block_tokens}, {"promote", set_promote},
     {"semantics", set_semantics}, {"params", set_params}, {"no-promote", set_no_promote},
     {"no-semantics", set_no_semantics},
@@ -373,10 +400,13 @@ void kv_hitrate_print_options(FILE *f, bool with_capacity)
             "                          once (Mooncake Store); local: a node sees only its\n"
             "                          own (default global)\n"
             "  --nodes N               nodes, each with the given capacity (default 1)\n"
-            "  --route ROUTER          how requests pick a node when N > 1:\n"
-            "                          cache_aware_local (default): longest prefix held by\n"
+            "  --placement RULE        how requests pick a node when N > 1 (this replay's\n"
+            "                          own rules, not the conductor's policy.router):\n"
+            "                          longest_prefix (default): longest prefix held by\n"
             "                          the node itself, ties to the node that served the\n"
-            "                          fewest requests; round_robin: in turn\n"
+            "                          fewest requests; in_turn: nodes in turn\n"
+            "  --route NAME            deprecated name of --placement (cache_aware_local =\n"
+            "                          longest_prefix, round_robin = in_turn)\n"
             "  --tiers SPEC            tiers per node, TIER=TOKENS comma-separated, TIER =\n"
             "                          hbm (instance prefix cache), dram, ssd; e.g. ssd=30e6\n"
             "                          or dram=3e6,ssd=30e6 (dram= instead of\n"
@@ -448,8 +478,19 @@ void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n)
     format_tokens(s->tier_tokens[KV_TIER_SSD], ssd, sizeof ssd);
     snprintf(buf, n, "policy %s, %s scope, %d node%s%s%s, %d-token blocks, hbm %s, ssd %s tokens/node%s%s", s->policy,
              kv_scope_name(s->scope), s->nodes, s->nodes > 1 ? "s" : "",
-             s->nodes > 1 ? " routed by " : "", s->nodes > 1 ? s->route : "", s->block_tokens, hbm, ssd,
+             s->nodes > 1 ? " placed by " : "", s->nodes > 1 ? s->placement : "", s->block_tokens, hbm, ssd,
              s->semantics ? "" : ", cache classes ignored", s->promote ? "" : ", no promotion");
+}
+
+bool kv_hitrate_deprecation(const kv_hitrate_spec *s, bool json, char *buf, size_t n)
+{
+    if (!s->route_given[0]) return false;
+    const char *now = placement_alias(s->route_given);
+    int len = snprintf(buf, n, "%s is deprecated, use %s", json ? "\"route\"" : "--route",
+                       json ? "\"placement\"" : "--placement");
+    if (now && len >= 0 && (size_t)len < n)
+        snprintf(buf + len, n - (size_t)len, " (%s is now %s)", s->route_given, now);
+    return true;
 }
 
 /* ======================================================================== */
@@ -475,7 +516,7 @@ static void finish_rates(kv_replay_result *out)
 
 /* DESIGN §4: per request, count the prefix hit as the chosen node sees the
  * store, then access every block in order (kv_store_access). */
-static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const replay_router *router, bool oracle,
+static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const replay_placement *place, bool oracle,
                   kv_replay_result *out, sim_err *err)
 {
     kv_store *st;
@@ -485,7 +526,7 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
     for (int64_t r = 0; r < t->nreq; r++) {
         const uint64_t *keys = t->keys + t->off[r];
         int32_t n = (int32_t)(t->off[r + 1] - t->off[r]);
-        int node = cfg->nodes > 1 ? router->pick(st, cfg->nodes, served, r, keys, n) : 0;
+        int node = cfg->nodes > 1 ? place->pick(st, cfg->nodes, served, r, keys, n) : 0;
         if (cfg->nodes == 1 && r + 1 < t->nreq)
             kv_store_prefetch(st, 0, t->keys + t->off[r + 1], (int32_t)(t->off[r + 2] - t->off[r + 1]));
         int32_t hit = kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r],
@@ -525,7 +566,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
     bool oracle = kv_evict_lookup(s->policy)->offline;
     if (oracle && !t->next_use) build_next_use(t);
     cfg.next_use_hints = oracle;
-    return replay(t, &cfg, router_lookup(s->route), oracle, out, err);
+    return replay(t, &cfg, placement_lookup(s->placement), oracle, out, err);
 }
 
 /* An infinite cache that admits every block never evicts, so its replay

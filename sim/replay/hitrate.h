@@ -2,7 +2,7 @@
  * the engine behind `kvsim hitrate`, `kvsim plan` and `kvsim check`.
  *
  * For each request in trace order, no timing: pick a node (one node, or a
- * cache-only router over N nodes), count its prefix hit against the store
+ * placement rule over N nodes), count its prefix hit against the store
  * as the scope sees it, then access all its blocks in order (hits refresh,
  * misses insert and evict per policy) through kv_store_commit. Block hit
  * rate = Σ hit_blocks / Σ blocks; token hit rate = Σ min(hit_blocks ×
@@ -10,7 +10,11 @@
  *
  * The trace is loaded once into a compact key stream (8 bytes per block,
  * blocks renumbered densely), so a capacity sweep or a bisection replays
- * it many times without parsing it again. */
+ * it many times without parsing it again.
+ *
+ * Placement (--placement) is this replay's own node picking, with no
+ * queues or timing: not the conductor's routers (sched/, policy.router),
+ * whose names its deprecated spelling --route borrowed. */
 #ifndef SIM_HITRATE_H
 #define SIM_HITRATE_H
 
@@ -58,7 +62,9 @@ typedef struct kv_hitrate_spec {
     char policy[32];      /* eviction policy of every tier; "lru" */
     kv_scope scope;       /* "global" */
     int nodes;            /* 1 */
-    char route[32];       /* cache-only router over the nodes; "cache_aware_local" */
+    char placement[32];   /* how a request picks a node; "longest_prefix" */
+    char route_given[32]; /* the value set through "route", placement's
+                             deprecated name ("" = not used) */
     int block_tokens;     /* 512 */
     double tier_tokens[KV_NTIERS]; /* per node; 0 = absent; DRAM: see capacity */
     bool dram_in_tiers;   /* --tiers named dram= */
@@ -73,7 +79,9 @@ void kv_hitrate_spec_init(kv_hitrate_spec *s);
 void kv_hitrate_spec_free(kv_hitrate_spec *s);
 
 /* Set one field by name: trace, capacity-tokens (a LIST: "1e6,3e6,inf"),
- * policy, scope (global|local), nodes, route, tiers ("hbm=1e5,dram=3e6,
+ * policy, scope (global|local), nodes, placement (longest_prefix|in_turn;
+ * "route" with cache_aware_local|round_robin still works, see
+ * kv_hitrate_deprecation), tiers ("hbm=1e5,dram=3e6,
  * ssd=30e6", tokens per node), block-tokens, promote (true|false),
  * semantics (true|false), params (a JSON object), and the flags
  * no-promote / no-semantics (value ignored). Errors name the field. */
@@ -85,7 +93,8 @@ int kv_hitrate_set(kv_hitrate_spec *s, const char *key, const char *value, sim_e
 #define KV_HITRATE_LONGOPTS                                                                                           \
     {"trace", required_argument, NULL, 0}, {"capacity-tokens", required_argument, NULL, 0},                        \
         {"policy", required_argument, NULL, 0}, {"scope", required_argument, NULL, 0},                             \
-        {"nodes", required_argument, NULL, 0}, {"route", required_argument, NULL, 0},                              \
+        {"nodes", required_argument, NULL, 0}, {"placement", required_argument, NULL, 0},                          \
+        {"route", required_argument, NULL, 0},                                                                     \
         {"tiers", required_argument, NULL, 0}, {"block-tokens", required_argument, NULL, 0},                       \
         {"params", required_argument, NULL, 0}, {"no-promote", no_argument, NULL, 0},                              \
         {"no-semantics", no_argument, NULL, 0}
@@ -98,6 +107,11 @@ int kv_hitrate_set_json(kv_hitrate_spec *s, const char *key, const json_t *value
 int kv_hitrate_finish(kv_hitrate_spec *s, sim_err *err);
 /* A short "policy lru, scope global, 1 node, tiers ..." description. */
 void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n);
+/* When the deprecated field "route" was set, write the one-line notice a
+ * command prints ("--route is deprecated, use --placement (round_robin is
+ * now in_turn)"; with JSON names "route" and "placement" when json) into
+ * buf and return true; false otherwise. */
+bool kv_hitrate_deprecation(const kv_hitrate_spec *s, bool json, char *buf, size_t n);
 
 /* ---- replay ------------------------------------------------------------- */
 
@@ -116,5 +130,19 @@ int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
 
 /* Capacity in blocks for a capacity in tokens (floor; INFINITY → INT64_MAX). */
 int64_t kv_tokens_to_blocks(double tokens, int block_tokens);
+
+/* ---- storing points (kvsim hitrate --db; hitrate_db.c) ------------------ */
+
+/* The hitrate table of a results database, one id per invocation. */
+typedef struct kv_hitrate_db kv_hitrate_db;
+
+/* Open path's database for spec's points (*out NULL when path is NULL:
+ * every store below is then a no-op); errors name the file. */
+int kv_hitrate_db_open(kv_hitrate_db **out, const char *path, const kv_hitrate_spec *s, sim_err *err);
+/* The trace's maximum (the infinite cache), stored once. */
+int kv_hitrate_db_put_max(kv_hitrate_db *k, const kv_replay_result *max, sim_err *err);
+/* One capacity's point; an infinite capacity is the maximum, not stored again. */
+int kv_hitrate_db_put(kv_hitrate_db *k, double capacity_tokens, const kv_replay_result *r, sim_err *err);
+void kv_hitrate_db_close(kv_hitrate_db *k);
 
 #endif

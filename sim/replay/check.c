@@ -1,0 +1,235 @@
+/* sim/replay/check.c — the engine of `kvsim check` (see check.h): the table
+ * of measurement kinds, re-running a baseline's measurements with traces
+ * loaded once, comparing each number with its tolerance (or recording it),
+ * and creating, reading and writing baseline files. Printing is the
+ * command's (sim/cli/cmd_check.c), through sim_check_report. */
+#include "sim/replay/check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/replay/hitrate.h"
+#include "sim/store/evict/registry.h"
+
+/* ---- measurement kinds -------------------------------------------------- */
+
+static const sim_check_kind kinds[] = {
+    {"hitrate", "cache-only replay hit rate at one capacity (kvsim hitrate)", sim_check_hitrate},
+};
+
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+size_t sim_check_kind_count(void)
+{
+    return NKINDS;
+}
+
+const sim_check_kind *sim_check_kind_at(size_t i)
+{
+    return i < NKINDS ? &kinds[i] : NULL;
+}
+
+static const sim_check_kind *kind_lookup(const char *name)
+{
+    for (size_t i = 0; i < NKINDS; i++)
+        if (!strcmp(kinds[i].name, name)) return &kinds[i];
+    return NULL;
+}
+
+/* Traces are loaded once per check run, keyed by path and block size. */
+typedef struct loaded_trace {
+    kv_replay_trace t;
+    int block_tokens;
+} loaded_trace;
+
+struct sim_check_ctx {
+    loaded_trace *traces;
+    int ntraces;
+    const sim_check_report *rep;
+    char **notes; /* notes already given (each text once per run) */
+    int nnotes;
+};
+
+static void ctx_free(sim_check_ctx *ctx)
+{
+    for (int i = 0; i < ctx->ntraces; i++) kv_replay_free(&ctx->traces[i].t);
+    free(ctx->traces);
+    for (int i = 0; i < ctx->nnotes; i++) free(ctx->notes[i]);
+    free(ctx->notes);
+}
+
+static int ctx_trace(sim_check_ctx *ctx, const char *path, int block_tokens, kv_replay_trace **out, sim_err *err)
+{
+    for (int i = 0; i < ctx->ntraces; i++)
+        if (ctx->traces[i].block_tokens == block_tokens && !strcmp(ctx->traces[i].t.path, path)) {
+            *out = &ctx->traces[i].t;
+            return 0;
+        }
+    kv_replay_trace t;
+    if (kv_replay_load(&t, path, block_tokens, err)) return -1;
+    ctx->traces = sim_xrealloc(ctx->traces, (size_t)(ctx->ntraces + 1) * sizeof *ctx->traces);
+    ctx->traces[ctx->ntraces] = (loaded_trace){.t = t, .block_tokens = block_tokens};
+    *out = &ctx->traces[ctx->ntraces++].t;
+    return 0;
+}
+
+/* Tell the command a warning about the baseline, each distinct text once. */
+static void ctx_note(sim_check_ctx *ctx, const char *text)
+{
+    for (int i = 0; i < ctx->nnotes; i++)
+        if (!strcmp(ctx->notes[i], text)) return;
+    ctx->notes = sim_xrealloc(ctx->notes, (size_t)(ctx->nnotes + 1) * sizeof *ctx->notes);
+    ctx->notes[ctx->nnotes++] = sim_xstrdup(text);
+    if (ctx->rep && ctx->rep->note) ctx->rep->note(ctx->rep->arg, text);
+}
+
+int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err)
+{
+    kv_hitrate_spec spec;
+    kv_hitrate_spec_init(&spec);
+    const char *key;
+    const json_t *value;
+    int rc = 0;
+    json_object_foreach((json_t *)args, key, value) {
+        if (rc == 0) rc = kv_hitrate_set_json(&spec, key, value, err);
+    }
+    char note[256];
+    if (rc == 0 && kv_hitrate_deprecation(&spec, true, note, sizeof note)) ctx_note(ctx, note);
+    if (rc == 0) rc = kv_hitrate_finish(&spec, err);
+    if (rc == 0 && spec.ncapacity != 1) rc = sim_errf(err, "capacity_tokens: a hitrate measurement takes one value");
+    kv_replay_trace *t;
+    kv_replay_result r;
+    if (rc == 0) rc = ctx_trace(ctx, spec.trace, spec.block_tokens, &t, err);
+    if (rc == 0) rc = kv_hitrate_point(t, &spec, spec.capacity[0], &r, err);
+    if (rc == 0)
+        *got = json_pack("{s:f, s:f}", "hit_rate_blocks", r.hit_rate_blocks, "hit_rate_tokens", r.hit_rate_tokens);
+    kv_hitrate_spec_free(&spec);
+    return rc;
+}
+
+/* ---- the check ---------------------------------------------------------- */
+
+static void report_row(const sim_check_report *rep, const sim_check_row *row)
+{
+    if (rep && rep->row) rep->row(rep->arg, row);
+}
+
+/* Compare one measurement's numbers with its "expect" object and report its
+ * rows; when recording, update expect's numbers with what was got (or, with
+ * no expect yet, record every number). */
+static int compare(json_t *m, const char *name, json_t *got, double tol, bool record, const sim_check_report *rep,
+                   sim_check_totals *tot, sim_err *err)
+{
+    json_t *expect = json_object_get(m, "expect");
+    if (expect && !json_is_object(expect)) return sim_errf(err, "measurement %s: \"expect\" must be an object", name);
+    if (!expect && !record)
+        return sim_errf(err, "measurement %s: no \"expect\" numbers (record them with --write-baseline)", name);
+    const char *metric;
+    json_t *value;
+    json_object_foreach(expect ? expect : got, metric, value) {
+        json_t *g = json_object_get(got, metric);
+        if (!g) return sim_errf(err, "measurement %s: no metric '%s'", name, metric);
+        if (expect && !json_is_number(value))
+            return sim_errf(err, "measurement %s: expect.%s must be a number", name, metric);
+        double delta = json_number_value(g) - (expect ? json_number_value(value) : 0);
+        bool ok = !expect || fabs(delta) <= tol + 1e-12;
+        report_row(rep, &(sim_check_row){.measurement = name, .metric = metric, .expected = expect ? value : NULL,
+                                         .got = json_number_value(g), .tolerance = tol, .ok = ok});
+        tot->numbers++;
+        tot->moved += !ok;
+        if (record && expect) json_object_set(expect, metric, g);
+    }
+    if (record && !expect) json_object_set(m, "expect", got);
+    return 0;
+}
+
+static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double default_tol, bool record,
+                           sim_check_totals *tot, sim_err *err)
+{
+    char fallback[32];
+    snprintf(fallback, sizeof fallback, "#%zu", i);
+    const char *name = json_string_value(json_object_get(m, "name"));
+    if (!name) name = fallback;
+    const char *kind_name = json_string_value(json_object_get(m, "kind"));
+    const sim_check_kind *kind = kind_name ? kind_lookup(kind_name) : NULL;
+    const json_t *args = json_object_get(m, "args"), *tol = json_object_get(m, "tolerance");
+    if (!kind) return sim_errf(err, "measurement %s: unknown or missing kind '%s'", name, kind_name ? kind_name : "");
+    if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
+    if (tol && (!json_is_number(tol) || json_number_value(tol) < 0))
+        return sim_errf(err, "measurement %s: tolerance must be a non-negative number", name);
+    json_t *got;
+    sim_err why;
+    if (kind->measure(ctx, args, &got, &why)) return sim_errf(err, "measurement %s: %s", name, why.msg);
+    int rc = compare(m, name, got, tol ? json_number_value(tol) : default_tol, record, ctx->rep, tot, err);
+    json_decref(got);
+    return rc;
+}
+
+int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, sim_check_totals *tot, sim_err *err)
+{
+    json_t *ms = json_object_get(baseline, "measurements");
+    const json_t *tol = json_object_get(baseline, "tolerance");
+    if (!json_is_array(ms)) return sim_errf(err, "baseline: \"measurements\" must be an array");
+    sim_check_ctx ctx = {.rep = rep};
+    if (rep && rep->begin) rep->begin(rep->arg);
+    size_t i;
+    json_t *m;
+    int rc = 0;
+    json_array_foreach(ms, i, m) {
+        if (rc == 0) rc = json_is_object(m) ? run_measurement(&ctx, m, i, tol ? json_number_value(tol) : 0, record, tot, err)
+                                            : sim_errf(err, "baseline: measurement #%zu is not an object", i);
+    }
+    ctx_free(&ctx);
+    return rc;
+}
+
+/* ---- baseline files ----------------------------------------------------- */
+
+static char *all_policies(void)
+{
+    char buf[512] = "";
+    for (size_t i = 0; i < kv_evict_count(); i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", kv_evict_at(i)->name);
+    return sim_xstrdup(buf);
+}
+
+/* Every policy × capacity as hitrate measurements on one trace. */
+int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *err)
+{
+    if (!o->trace) return sim_errf(err, "--write-baseline without --baseline needs --trace FILE");
+    json_t *ms = json_array();
+    char *pols = o->policies ? sim_xstrdup(o->policies) : all_policies(), *caps = NULL, *sp = NULL, *sc = NULL;
+    int rc = 0;
+    for (char *p = strtok_r(pols, ",", &sp); p && rc == 0; p = strtok_r(NULL, ",", &sp)) {
+        const kv_evict_entry *e;
+        rc = kv_evict_find(p, &e, err);
+        free(caps);
+        caps = sim_xstrdup(o->capacities);
+        for (char *c = strtok_r(caps, ",", &sc); c && rc == 0; c = strtok_r(NULL, ",", &sc)) {
+            char name[96];
+            snprintf(name, sizeof name, "%s %s", p, c);
+            json_array_append_new(ms, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "name", name, "kind", "hitrate",
+                                                "args", "trace", o->trace, "policy", p, "capacity_tokens", c));
+        }
+    }
+    free(pols);
+    free(caps);
+    *out = json_pack("{s:i, s:f, s:o}", "kvsim_baseline", 1, "tolerance", o->tolerance, "measurements", ms);
+    return rc;
+}
+
+int sim_check_load(const char *path, json_t **out, sim_err *err)
+{
+    json_error_t je;
+    *out = json_load_file(path, 0, &je);
+    if (!*out) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
+    if (!json_is_object(*out)) return sim_errf(err, "%s: a baseline is a JSON object", path);
+    return 0;
+}
+
+int sim_check_save(const json_t *baseline, const char *path)
+{
+    return json_dump_file(baseline, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) ? -1 : 0;
+}
