@@ -1,0 +1,51 @@
+/* sim/sweep/emit.c — a sweep as a job file instead of a run: one
+ * self-contained shell line per point to run (`cd DIR && KVSIM run ... --db
+ * DB.parts/PART`), for GNU parallel or a Slurm array on machines that share
+ * the file system; `kvsim merge` gathers the part databases afterwards. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_int.h"
+
+/* A word for sh: as is when it is plain, else single-quoted. */
+static void put_word(FILE *f, const char *w)
+{
+    if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") == strlen(w)) {
+        fprintf(f, " %s", w);
+        return;
+    }
+    fputs(" '", f);
+    for (; *w; w++) *w == '\'' ? fputs("'\\''", f) : fputc(*w, f);
+    fputc('\'', f);
+}
+
+int sim_sweep_emit(const sim_sweep *s, sim_err *err)
+{
+    char cwd[PATH_MAX], exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (!getcwd(cwd, sizeof cwd) || n <= 0) return sim_errf(err, "cannot find the working directory or kvsim binary");
+    exe[n] = 0;
+    if (mkdir(s->parts, 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s: %s", s->parts, strerror(errno));
+    FILE *f = fopen(s->opt.emit, "w");
+    if (!f) return sim_errf(err, "--emit-jobs: cannot write %s: %s", s->opt.emit, strerror(errno));
+    for (int64_t i = 0; i < s->n; i++) {
+        if (s->pts[i].state != PT_TODO) continue;
+        char **argv = sim_sweep_run_argv(s, &s->pts[i]);
+        fputs("cd", f);
+        put_word(f, cwd);
+        fputs(" &&", f);
+        put_word(f, exe);
+        for (int k = 1; argv[k]; k++) put_word(f, argv[k]);
+        fputc('\n', f);
+        free(argv);
+    }
+    if (fclose(f) != 0) return sim_errf(err, "--emit-jobs: writing %s: %s", s->opt.emit, strerror(errno));
+    return 0;
+}

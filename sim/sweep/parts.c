@@ -1,0 +1,63 @@
+/* sim/sweep/parts.c — a sweep's part databases: every worker writes its own
+ * database in DB.parts/ (one transaction a run, so a crash loses at most the
+ * running points), merged into DB at the end of a sweep, or at the start of
+ * the next one when a crash left some behind. The directory is locked
+ * (flock) so that two sweeps never share one database. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/results/merge.h"
+#include "sim/results/results.h"
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_int.h"
+
+static void remove_db_files(const char *path)
+{
+    char side[PATH_MAX + 8];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+/* Merge every part database into db (name order = grid order), skipping runs
+ * already there, and remove the parts that held a run. A part without a
+ * completed run is left alone: its point may still be running elsewhere. */
+int sim_sweep_merge_parts(const sim_sweep *s, sim_results *db, sim_merge_stats *st, sim_err *err)
+{
+    char pattern[PATH_MAX + 8];
+    glob_t g;
+    snprintf(pattern, sizeof pattern, "%s/*.db", s->parts);
+    if (glob(pattern, 0, NULL, &g) != 0) return 0;
+    int rc = 0;
+    for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
+        sim_merge_stats one = {0};
+        rc = sim_merge_db(db, g.gl_pathv[i], true, &one, err);
+        if (rc == 0 && one.runs + one.skipped > 0) remove_db_files(g.gl_pathv[i]);
+        st->runs += one.runs;
+        st->skipped += one.skipped;
+        if (one.runs && !st->first_run) st->first_run = one.first_run;
+        if (one.runs) st->last_run = one.last_run;
+    }
+    globfree(&g);
+    return rc;
+}
+
+/* The parts directory, locked so that two sweeps never share one database. */
+int sim_sweep_lock_parts(const sim_sweep *s, int *fd, sim_err *err)
+{
+    if (mkdir(s->parts, 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s: %s", s->parts, strerror(errno));
+    *fd = open(s->parts, O_RDONLY | O_DIRECTORY);
+    if (*fd < 0) return sim_errf(err, "cannot open %s: %s", s->parts, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) return sim_errf(err, "another kvsim sweep is using %s", s->opt.db);
+    return 0;
+}

@@ -1,0 +1,112 @@
+/* sim/sweep/pool.c — a sweep's worker processes: each point to run is a
+ * fork + exec of this very binary (/proc/self/exe) as `kvsim run ... --db
+ * PART`, at most opt.jobs at a time, so a crash of one point loses only
+ * that point. SIGINT, SIGTERM and SIGHUP reach the workers too. When all
+ * have finished, their part databases are merged into the sweep's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/sweep/sweep.h"
+#include "sim/sweep/sweep_int.h"
+
+static int spawn(const sim_sweep *s, sim_sweep_point *p, sim_err *err)
+{
+    char **argv = sim_sweep_run_argv(s, p);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+        execv("/proc/self/exe", argv);
+        _exit(127); /* only a failed exec gets here, in the child */
+    }
+    free(argv);
+    if (pid < 0) return sim_errf(err, "fork: %s", strerror(errno));
+    p->pid = pid;
+    p->state = PT_RUNNING;
+    p->t0 = sim_wall_seconds();
+    return 0;
+}
+
+static sim_sweep_point *by_pid(sim_sweep *s, pid_t pid)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->pts[i].state == PT_RUNNING && s->pts[i].pid == pid) return &s->pts[i];
+    return NULL;
+}
+
+/* SIGINT, SIGTERM or SIGHUP stop the sweep: the running workers get the same
+ * signal (their open transactions roll back) and the sweep reports what is
+ * left for the next run instead of leaving workers behind. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: waitpid returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+}
+
+static int stop_workers(sim_sweep *s, sim_err *err)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->pts[i].state == PT_RUNNING) kill(s->pts[i].pid, stop_signal);
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->pts[i].state == PT_RUNNING) waitpid(s->pts[i].pid, NULL, 0);
+    if (s->opt.tty) fputc('\n', stderr);
+    return sim_errf(err, "stopped by signal %d: %lld of %lld points done; run the same sweep again to finish",
+                    (int)stop_signal, (long long)(s->finished - s->failed), (long long)s->todo);
+}
+
+/* Keep `jobs` points running until every point has finished. */
+static int run_points(sim_sweep *s, sim_err *err)
+{
+    int64_t next = 0;
+    int running = 0;
+    catch_stop_signals();
+    if (s->opt.tty) sim_sweep_draw_bar(s, 0);
+    for (;;) {
+        for (; running < s->opt.jobs && next < s->n && !stop_signal; next++) {
+            if (s->pts[next].state != PT_TODO) continue;
+            if (spawn(s, &s->pts[next], err)) return -1;
+            running++;
+        }
+        if (stop_signal) return stop_workers(s, err);
+        if (!running) break;
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno == EINTR) continue;
+        if (pid < 0) return sim_errf(err, "waitpid: %s", strerror(errno));
+        sim_sweep_point *p = by_pid(s, pid);
+        if (!p) continue;
+        running--;
+        s->finished++;
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        p->state = ok ? PT_DONE : PT_FAILED;
+        s->failed += !ok;
+        sim_sweep_report_point(s, p, status, running);
+    }
+    if (s->opt.tty) fputc('\n', stderr);
+    return 0;
+}
+
+int sim_sweep_run(sim_sweep *s, sim_err *err)
+{
+    if (run_points(s, err)) {
+        s->stop_signal = stop_signal;
+        return -1;
+    }
+    if (sim_sweep_merge_parts(s, s->db, &s->merged, err)) return -1;
+    rmdir(s->parts);
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* sim/sweep/sweep.h — the engine of `kvsim sweep` (sim/cli/cmd_sweep.c parses
+ * and prints): run a grid of config points (policies, capacities, replay
+ * speeds, P:D ratios: any config key) as `kvsim run`s in parallel worker
+ * processes and record them all in one results database.
+ *
+ * How a sweep stays cheap to interrupt and to repeat:
+ *  - every point is resolved first (config, policies, trace fingerprint), so
+ *    a bad grid or key fails before anything runs (sim_sweep_open);
+ *  - a point whose (config hash, trace fingerprint) the database already
+ *    holds is skipped: re-running a sweep runs only what is missing;
+ *  - each point runs as its own process (fork + exec of this very binary,
+ *    /proc/self/exe, `kvsim run ... --db PART`) writing its own part database
+ *    in DB.parts/; a run commits as one transaction, so a crash (of a worker
+ *    or of the sweep) loses at most the points that were running;
+ *  - the parts are merged into DB at the end, and at the start of the next
+ *    sweep on DB if a crash left some behind (skipping runs already there).
+ * sim_sweep_emit writes the same points as self-contained shell command
+ * lines instead, for GNU parallel or a Slurm array; `kvsim merge` gathers
+ * their part databases.
+ *
+ * Use: sim_sweep_open, then either sim_sweep_emit or sim_sweep_run, then
+ * sim_sweep_free (always, also after a failed open). The engine writes only
+ * the progress of sim_sweep_run to stderr; everything else is in the
+ * sim_sweep for the caller to print. The files: sweep.c (points and
+ * opening), parts.c (part databases and the lock), pool.c (the worker
+ * processes), progress.c (the progress display), emit.c (job lines). */
+#ifndef SIM_SWEEP_H
+#define SIM_SWEEP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/config/grid.h"
+#include "sim/results/merge.h"
+#include "sim/results/results.h"
+#include "sim/util.h"
+
+/* What to sweep; the strings are borrowed and must outlive the sweep. */
+typedef struct sim_sweep_opts {
+    const char *config;    /* config file merged over the default, or NULL */
+    const char *db;        /* results database; part databases go to DB.parts/ */
+    const char *emit;      /* job file for sim_sweep_emit, or NULL to run */
+    const char *grid_spec; /* 'key=v1,v2;key2=a,b' (sim/config/grid.h) */
+    char **base;           /* fixed "key=value" sets of every point, before the grid's */
+    int nbase;
+    int jobs;  /* worker processes, >= 1 */
+    bool tty;  /* progress as a bar on a terminal, else one line per point */
+    double t0; /* sim_wall_seconds() at the start, for elapsed times and ETA */
+} sim_sweep_opts;
+
+typedef struct sim_sweep_point sim_sweep_point; /* sim/sweep/sweep_int.h */
+
+typedef struct sim_sweep {
+    sim_sweep_opts opt;
+    int nsets; /* sets per point: opt.nbase + the grid's axes */
+    sim_grid grid;
+    sim_sweep_point *pts;
+    int64_t n;                /* points in the grid */
+    int64_t todo;             /* points to run: neither recorded nor a repeat */
+    int64_t recorded;         /* points the database already held */
+    int64_t recovered;        /* runs merged at open from parts a crashed sweep left */
+    int64_t finished, failed; /* of the todo points, by sim_sweep_run */
+    sim_merge_stats merged;   /* the final merge of sim_sweep_run */
+    int stop_signal;          /* the signal that stopped sim_sweep_run, or 0 */
+    char parts[PATH_MAX];     /* DB.parts */
+    sim_results *db;
+    int lock_fd;
+} sim_sweep;
+
+/* Parse the grid, resolve every point as `kvsim run` will (errors name the
+ * point), open the database, and mark the points it already records. To
+ * run (opt.emit NULL) it also locks DB.parts against a second sweep on the
+ * same database and merges parts a crashed sweep left (recovered). With
+ * opt.emit and no database file yet, no database is created. */
+int sim_sweep_open(sim_sweep *s, const sim_sweep_opts *o, sim_err *err);
+
+/* Write one `cd DIR && KVSIM run ...` line per point to run, to opt.emit,
+ * creating DB.parts/ for their part databases. */
+int sim_sweep_emit(const sim_sweep *s, sim_err *err);
+
+/* Keep opt.jobs workers running until every point to run has finished
+ * (finished, failed), with progress on stderr, then merge the parts into the
+ * database (merged) and remove DB.parts/ when empty. SIGINT, SIGTERM or
+ * SIGHUP stop the workers too: -1 with stop_signal set and an error saying
+ * how far it got. A failed point is counted, not an error. */
+int sim_sweep_run(sim_sweep *s, sim_err *err);
+
+/* Release the lock, the database and the points. */
+void sim_sweep_free(sim_sweep *s);
+
+#endif
