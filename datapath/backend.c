@@ -32,8 +32,7 @@ int dp_method_parse(const char *name, dp_method *out, sim_err *err)
             *out = (dp_method)m;
             return DP_OK;
         }
-    sim_errf(err, "unknown datapath method '%s' (known: cpu, kernel_zerocopy, kernel_dma, kernel_d2d, per_page)",
-             name);
+    sim_errf(err, "unknown datapath method '%s' (known: cpu, kernel_zerocopy, kernel_dma, kernel_d2d, per_page)", name);
     return DP_EINVAL;
 }
 

@@ -29,11 +29,11 @@
 typedef enum dp_dir { DP_STORE = 0, DP_LOAD = 1 } dp_dir;
 
 typedef enum dp_method {
-    DP_METHOD_CPU = 0,          /* cpu: threaded memcpy of contiguous slot runs */
-    DP_METHOD_KERNEL_ZEROCOPY,  /* cuda: one kernel reads/writes mapped pinned host memory */
-    DP_METHOD_KERNEL_DMA,       /* cuda: kernel ↔ device staging + one cudaMemcpyAsync */
-    DP_METHOD_KERNEL_D2D,       /* cuda: kernel ↔ device staging; the chunk stays in HBM */
-    DP_METHOD_PER_PAGE,         /* cuda: one cudaMemcpyAsync per page, layer and K/V half */
+    DP_METHOD_CPU = 0,         /* cpu: threaded memcpy of contiguous slot runs */
+    DP_METHOD_KERNEL_ZEROCOPY, /* cuda: one kernel reads/writes mapped pinned host memory */
+    DP_METHOD_KERNEL_DMA,      /* cuda: kernel ↔ device staging + one cudaMemcpyAsync */
+    DP_METHOD_KERNEL_D2D,      /* cuda: kernel ↔ device staging; the chunk stays in HBM */
+    DP_METHOD_PER_PAGE,        /* cuda: one cudaMemcpyAsync per page, layer and K/V half */
     DP_METHOD_COUNT
 } dp_method;
 
@@ -49,9 +49,9 @@ int dp_method_parse(const char *name, dp_method *out, sim_err *err);
 typedef struct dp_xfer {
     dp_dir dir;
     dp_method method;
-    const int64_t *slots;  /* host array, one entry per token; negative = skip */
+    const int64_t *slots; /* host array, one entry per token; negative = skip */
     int tokens;
-    void *chunk;           /* host payload [2, layers, tokens, row] (from dp_dev_host_alloc
+    void *chunk; /* host payload [2, layers, tokens, row] (from dp_dev_host_alloc
                             * for zero-copy); unused by DP_METHOD_KERNEL_D2D */
 } dp_xfer;
 
@@ -60,7 +60,7 @@ typedef struct dp_dev dp_dev;
 typedef struct dp_backend_ops {
     const char *name;
     const char *help;
-    unsigned methods;  /* DP_METHOD_BIT set of the methods it implements */
+    unsigned methods; /* DP_METHOD_BIT set of the methods it implements */
     /* 0 when usable here, writing a label ("cpu: AMD EPYC", "cuda: NVIDIA
      * H200"); -1 with the reason otherwise ("not built", "no GPU"). */
     int (*available)(char *label, size_t n, sim_err *err);
@@ -90,9 +90,9 @@ typedef struct dp_backend_ops {
 struct dp_dev {
     const dp_backend_ops *ops;
     dp_shape shape;
-    int threads;        /* cpu worker threads (1 = the caller only) */
+    int threads; /* cpu worker threads (1 = the caller only) */
     char label[128];
-    void *impl;         /* the backend's own state */
+    void *impl; /* the backend's own state */
 };
 
 /* The backend called `name`, if it is usable here. NULL with a message that

@@ -30,9 +30,9 @@
 #define DP_CPU_PARALLEL_MIN (1 << 20)
 
 typedef struct cpu_run {
-    int token;     /* first chunk token of the run */
-    int n;         /* tokens in the run */
-    int64_t slot;  /* slot of the first token */
+    int token;    /* first chunk token of the run */
+    int n;        /* tokens in the run */
+    int64_t slot; /* slot of the first token */
 } cpu_run;
 
 typedef struct cpu_job {
@@ -52,19 +52,19 @@ typedef struct cpu_worker {
 
 struct cpu_impl {
     const dp_dev *dev;
-    char *paged;        /* all layers, layer after layer */
-    char **layer_base;  /* layer_base[l] = paged + l · layer_bytes */
+    char *paged;       /* all layers, layer after layer */
+    char **layer_base; /* layer_base[l] = paged + l · layer_bytes */
     cpu_run *runs;
     int runs_cap;
-    int nworkers;       /* threads besides the caller */
+    int nworkers; /* threads besides the caller */
     cpu_worker *workers;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    uint64_t generation;      /* bumped once per parallel job (under mu) */
+    uint64_t generation; /* bumped once per parallel job (under mu) */
     bool quit;
-    cpu_job job;              /* the current parallel job (under mu) */
-    _Atomic uint64_t ticket;  /* (generation << 32) | next unit to claim */
-    atomic_int finished;      /* units of the current job copied */
+    cpu_job job;             /* the current parallel job (under mu) */
+    _Atomic uint64_t ticket; /* (generation << 32) | next unit to claim */
+    atomic_int finished;     /* units of the current job copied */
 };
 
 /* The "model name" line of /proc/cpuinfo, or "unknown CPU". */

@@ -50,12 +50,12 @@ const dp_backend_ops dp_backend_cuda = {
 typedef struct cuda_impl {
     int device;
     cudaStream_t stream;
-    char **layers;          /* host copy of the per-layer device bases */
-    char **layers_dev;      /* the same table in device memory, for the kernel */
-    int64_t *slots_pinned;  /* pinned host staging of the slot mapping */
+    char **layers;         /* host copy of the per-layer device bases */
+    char **layers_dev;     /* the same table in device memory, for the kernel */
+    int64_t *slots_pinned; /* pinned host staging of the slot mapping */
     int64_t *slots_dev;
     int slots_cap;
-    char *staging;          /* device chunk buffer for kernel_dma / kernel_d2d */
+    char *staging; /* device chunk buffer for kernel_dma / kernel_d2d */
     size_t staging_cap;
 } cuda_impl;
 
@@ -160,8 +160,7 @@ static int cuda_reserve(cuda_impl *im, int tokens, size_t chunk_bytes, sim_err *
         im->slots_cap = 0;
         size_t n = (size_t)tokens * sizeof(int64_t);
         if (cuda_check(cudaMalloc((void **)&im->slots_dev, n), "cudaMalloc(slots)", err) ||
-            cuda_check(cudaHostAlloc((void **)&im->slots_pinned, n, cudaHostAllocDefault), "cudaHostAlloc(slots)",
-                       err))
+            cuda_check(cudaHostAlloc((void **)&im->slots_pinned, n, cudaHostAllocDefault), "cudaHostAlloc(slots)", err))
             return -1;
         im->slots_cap = tokens;
     }

@@ -73,8 +73,7 @@ static int check_tokens(const dp_cache *c, const int64_t *slots, int tokens, sim
 
 static int move_chunk(dp_cache *c, dp_dir dir, void *image, const int64_t *slots, int tokens, sim_err *err)
 {
-    dp_xfer x = {
-        .dir = dir, .method = c->method, .slots = slots, .tokens = tokens, .chunk = dp_chunk_payload(image)};
+    dp_xfer x = {.dir = dir, .method = c->method, .slots = slots, .tokens = tokens, .chunk = dp_chunk_payload(image)};
     return dp_transfer(c->dev, &x, err);
 }
 
@@ -132,8 +131,8 @@ int dp_cache_load(dp_cache *c, uint64_t key, const int64_t *slots, int tokens, s
     if (!rc) rc = fetch_pinned(c, key, &image, &stored_tokens, err);
     if (rc) return rc;
     if (stored_tokens != tokens) {
-        sim_errf(err, "chunk %016llx holds %d tokens; the slot mapping has %d", (unsigned long long)key,
-                 stored_tokens, tokens);
+        sim_errf(err, "chunk %016llx holds %d tokens; the slot mapping has %d", (unsigned long long)key, stored_tokens,
+                 tokens);
         rc = DP_EINVAL;
     } else {
         rc = move_chunk(c, DP_LOAD, image, slots, tokens, err);

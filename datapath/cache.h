@@ -27,10 +27,10 @@
 #include "datapath/ssd.h"
 
 typedef struct dp_cache_cfg {
-    int chunk_tokens;     /* most tokens one chunk holds (LMCache default 256) */
-    int64_t pool_chunks;  /* pinned pool slots */
-    const char *ssd_dir;  /* NULL: no SSD tier */
-    dp_method method;     /* how chunks move; must be the backend's and host-side */
+    int chunk_tokens;    /* most tokens one chunk holds (LMCache default 256) */
+    int64_t pool_chunks; /* pinned pool slots */
+    const char *ssd_dir; /* NULL: no SSD tier */
+    dp_method method;    /* how chunks move; must be the backend's and host-side */
 } dp_cache_cfg;
 
 typedef struct dp_cache_stats {
@@ -48,7 +48,7 @@ int dp_cache_pin(dp_cache *c, uint64_t key);
 void dp_cache_unpin(dp_cache *c, uint64_t key);
 
 dp_pool *dp_cache_pool(dp_cache *c);
-dp_ssd *dp_cache_ssd(dp_cache *c);  /* NULL without an SSD tier */
+dp_ssd *dp_cache_ssd(dp_cache *c); /* NULL without an SSD tier */
 dp_cache_stats dp_cache_get_stats(const dp_cache *c);
 
 #endif

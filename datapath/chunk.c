@@ -49,8 +49,8 @@ int dp_chunk_check(const void *image, size_t got, const dp_shape *s, uint64_t ke
     }
     memcpy(&h, image, sizeof h);
     if (h.magic != DP_CHUNK_MAGIC || h.version != DP_CHUNK_VERSION || h.key != key) {
-        sim_errf(err, "chunk %016llx: header names magic %08x version %u key %016llx", (unsigned long long)key,
-                 h.magic, h.version, (unsigned long long)h.key);
+        sim_errf(err, "chunk %016llx: header names magic %08x version %u key %016llx", (unsigned long long)key, h.magic,
+                 h.version, (unsigned long long)h.key);
         return DP_CORRUPT;
     }
     const hdr_field fields[] = {

@@ -18,8 +18,8 @@
 #include "datapath/layout.h"
 #include "sim/util.h"
 
-#define DP_CHUNK_MAGIC 0x3143564bu /* "KVC1" */
-#define DP_CHUNK_VERSION 1u
+#define DP_CHUNK_MAGIC     0x3143564bu /* "KVC1" */
+#define DP_CHUNK_VERSION   1u
 #define DP_CHUNK_HDR_BYTES DP_ALIGN
 
 typedef struct dp_chunk_hdr {
@@ -33,7 +33,7 @@ typedef struct dp_chunk_hdr {
     int32_t tokens;
     int32_t page_tokens;
     uint64_t payload_bytes;
-    uint64_t checksum;  /* last: everything before it seeds the payload hash */
+    uint64_t checksum; /* last: everything before it seeds the payload hash */
 } dp_chunk_hdr;
 
 /* Header + payload, rounded up to DP_ALIGN. */

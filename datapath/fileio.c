@@ -28,10 +28,7 @@ enum { DP_FAULT_NONE, DP_FAULT_CRASH_BEFORE_RENAME, DP_FAULT_CRASH_MID_WRITE, DP
 static int take_fault(void) { return DP_FAULT_NONE; }
 #endif
 
-static bool aligned(const void *buf, size_t n)
-{
-    return (uintptr_t)buf % DP_ALIGN == 0 && n % DP_ALIGN == 0;
-}
+static bool aligned(const void *buf, size_t n) { return (uintptr_t)buf % DP_ALIGN == 0 && n % DP_ALIGN == 0; }
 
 /* open(2), with O_DIRECT first when wanted; *direct says which one worked. */
 static int open_maybe_direct(const char *path, int flags, bool want_direct, bool *direct)
@@ -67,7 +64,8 @@ int dp_mkdirs(const char *dir, sim_err *err)
         bool end = *p == 0;
         if (*p != '/' && !end) continue;
         *p = 0;
-        if (mkdir(buf, 0755) && errno != EEXIST) return sim_errf(err, "cannot create directory %s: %s", buf, strerror(errno));
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return sim_errf(err, "cannot create directory %s: %s", buf, strerror(errno));
         if (end) return 0;
         *p = '/';
     }

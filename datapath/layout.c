@@ -67,8 +67,7 @@ void dp_ref_gather(const dp_shape *s, char *const *layer_base, const int64_t *sl
 }
 
 /* Reference scatter: the same walk with source and destination swapped. */
-void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *slots, int tokens,
-                    const void *chunk)
+void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *slots, int tokens, const void *chunk)
 {
     int64_t row = dp_row_bytes(s), lslots = dp_layer_slots(s);
     for (int kv = 0; kv < 2; kv++)
@@ -76,8 +75,7 @@ void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *s
             for (int t = 0; t < tokens; t++)
                 if (slots[t] >= 0)
                     memcpy(layer_base[l] + dp_kv_paged_offset(row, lslots, kv, slots[t]),
-                           (const char *)chunk + dp_kv_chunk_offset(row, s->layers, tokens, kv, l, t),
-                           (size_t)row);
+                           (const char *)chunk + dp_kv_chunk_offset(row, s->layers, tokens, kv, l, t), (size_t)row);
 }
 
 int dp_aligned_alloc(size_t bytes, void **out, sim_err *err)

@@ -14,8 +14,8 @@
 
 #include "sim/util.h"
 
-#define DP_PAGE_TOKENS 16  /* vLLM's default block size */
-#define DP_ALIGN 4096      /* host buffers, pool slots and chunk files align to this (O_DIRECT) */
+#define DP_PAGE_TOKENS 16   /* vLLM's default block size */
+#define DP_ALIGN       4096 /* host buffers, pool slots and chunk files align to this (O_DIRECT) */
 
 /* Status of a datapath call. 0 is success; positive codes are misses the
  * caller handles by recomputing (the chunk is not usable, nothing was
@@ -23,13 +23,13 @@
  * message in the sim_err naming the key, file or slot at fault. */
 typedef enum dp_rc {
     DP_OK = 0,
-    DP_MISS = 1,      /* key absent (pool and SSD) */
-    DP_CORRUPT = 2,   /* present but the header or XXH3 checksum does not match: dropped */
-    DP_SHORT = 3,     /* chunk file shorter than its header says (torn or truncated): dropped */
-    DP_EIO = -1,      /* an I/O or allocation call failed */
-    DP_EFULL = -2,    /* every pool slot is pinned: nothing can be evicted */
-    DP_ERANGE = -3,   /* a slot or token count outside the buffer */
-    DP_EINVAL = -4,   /* bad shape, method or argument */
+    DP_MISS = 1,    /* key absent (pool and SSD) */
+    DP_CORRUPT = 2, /* present but the header or XXH3 checksum does not match: dropped */
+    DP_SHORT = 3,   /* chunk file shorter than its header says (torn or truncated): dropped */
+    DP_EIO = -1,    /* an I/O or allocation call failed */
+    DP_EFULL = -2,  /* every pool slot is pinned: nothing can be evicted */
+    DP_ERANGE = -3, /* a slot or token count outside the buffer */
+    DP_EINVAL = -4, /* bad shape, method or argument */
 } dp_rc;
 
 /* A model's KV geometry plus the size of the paged buffer. */
@@ -38,7 +38,7 @@ typedef struct dp_shape {
     int kv_heads;
     int head_dim;
     int dtype_bytes;
-    int64_t pages;   /* pages in each layer's paged tensor */
+    int64_t pages; /* pages in each layer's paged tensor */
 } dp_shape;
 
 /* Positive fields, products that fit; errors name the field. */
@@ -69,7 +69,6 @@ int dp_aligned_alloc(size_t bytes, void **out, sim_err *err);
  * from the index formulas. layer_base[l] is layer l's paged tensor. Every
  * fast path is tested against these. */
 void dp_ref_gather(const dp_shape *s, char *const *layer_base, const int64_t *slots, int tokens, void *chunk);
-void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *slots, int tokens,
-                    const void *chunk);
+void dp_ref_scatter(const dp_shape *s, char *const *layer_base, const int64_t *slots, int tokens, const void *chunk);
 
 #endif

@@ -18,12 +18,12 @@ struct dp_pool {
     char *base;
     size_t slot_bytes;
     int64_t nslots;
-    uint64_t *key;     /* per slot */
-    int32_t *pins;     /* per slot */
+    uint64_t *key;   /* per slot */
+    int32_t *pins;   /* per slot */
     sim_links links; /* per slot */
     sim_list lru;    /* used slots, most recent at the head */
     int64_t *free_slots, nfree;
-    sim_keymap index;  /* key → slot */
+    sim_keymap index; /* key → slot */
     dp_pool_evict_fn evict;
     void *evict_ctx;
     dp_pool_stats stats;

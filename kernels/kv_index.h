@@ -45,8 +45,7 @@ DP_KV_FN int64_t dp_kv_chunk_row(int layers, int tokens, int kv, int layer, int 
 }
 
 /* Byte offset of row (kv, layer, token) in the chunk. */
-DP_KV_FN int64_t dp_kv_chunk_offset(int64_t row_bytes, int layers, int tokens, int kv, int layer,
-                                    int token)
+DP_KV_FN int64_t dp_kv_chunk_offset(int64_t row_bytes, int layers, int tokens, int kv, int layer, int token)
 {
     return dp_kv_chunk_row(layers, tokens, kv, layer, token) * row_bytes;
 }
@@ -71,8 +70,7 @@ DP_KV_FN void dp_kv_chunk_row_split(int64_t row, int layers, int tokens, int *kv
 DP_KV_FN int dp_kv_run_length(const int64_t *slots, int t, int limit, int page_tokens)
 {
     int n = 1;
-    while (t + n < limit && slots[t + n] == slots[t] + n &&
-           (page_tokens <= 0 || (slots[t] + n) % page_tokens != 0))
+    while (t + n < limit && slots[t + n] == slots[t] + n && (page_tokens <= 0 || (slots[t] + n) % page_tokens != 0))
         n++;
     return n;
 }

@@ -45,8 +45,7 @@ __global__ void __launch_bounds__(KV_BLOCK_THREADS) kv_transfer_kernel(dp_kv_lau
     }
 }
 
-template <typename W, bool kGather>
-static cudaError_t kv_launch(const dp_kv_launch *p, cudaStream_t stream)
+template <typename W, bool kGather> static cudaError_t kv_launch(const dp_kv_launch *p, cudaStream_t stream)
 {
     const int64_t words = p->row_bytes / (int64_t)sizeof(W);
     int threads_per_row = 1;
@@ -59,8 +58,7 @@ static cudaError_t kv_launch(const dp_kv_launch *p, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-template <bool kGather>
-static cudaError_t kv_launch_words(const dp_kv_launch *p, cudaStream_t stream)
+template <bool kGather> static cudaError_t kv_launch_words(const dp_kv_launch *p, cudaStream_t stream)
 {
     switch (p->word_bytes) {
     case 16: return kv_launch<uint4, kGather>(p, stream);

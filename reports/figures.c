@@ -14,7 +14,7 @@
 
 /* Rows of a CDF kept per run: every request up to this many, evenly spaced
  * order statistics beyond (a 1M-request run still plots instantly). */
-#define CDF_MAX_POINTS 2000
+#define CDF_MAX_POINTS   2000
 #define MAX_KEYED_SERIES 16 /* more series than this: no legend */
 
 typedef struct body {
@@ -25,7 +25,7 @@ typedef struct body {
 
 static void body_open(body *b) { b->f = open_memstream(&b->text, &b->len); }
 
-#define HEIGHT 540      /* pixels of a one-panel figure */
+#define HEIGHT      540 /* pixels of a one-panel figure */
 #define HEIGHT_TALL 760 /* two panels */
 
 static int body_finish(rep *r, body *b, const char *name, const char *title, int height, sim_err *err)
@@ -95,8 +95,8 @@ static int write_cdf_block(rep *r, FILE *dat, const cdf_spec *c, const rep_run *
     snprintf(sql, sizeof sql, "SELECT COUNT(%s) FROM requests WHERE run_id=?1", c->col);
     int64_t n = count_rows(r, sql, run->id, NULL);
     if (n == 0) return 0;
-    snprintf(sql, sizeof sql, "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s", c->col,
-             c->col, c->col);
+    snprintf(sql, sizeof sql, "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s", c->col, c->col,
+             c->col);
     sqlite3_stmt *st = prepare(r, sql, err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
@@ -125,10 +125,10 @@ static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, double *hi)
         if (dup) continue;
         seen[nseen++] = slo;
         if (slo > *hi) *hi = slo;
-        fprintf(b, "set arrow from %g, graph 0 to %g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
+        fprintf(b,
+                "set arrow from %g, graph 0 to %g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
                 slo, slo);
-        fprintf(b, "set label \"SLO %g ms\" at %g, graph 0.5 left offset 0.5, 0 textcolor rgb \"#c00000\"\n", slo,
-                slo);
+        fprintf(b, "set label \"SLO %g ms\" at %g, graph 0.5 left offset 0.5, 0 textcolor rgb \"#c00000\"\n", slo, slo);
     }
 }
 
@@ -168,7 +168,8 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
     char caption[256];
     snprintf(caption, sizeof caption,
              "Cumulative distribution of %s over each run's completed requests (log scale); dashed red lines: the "
-             "%s SLO.", c->what, c->what);
+             "%s SLO.",
+             c->what, c->what);
     rep_section(r, c->name, c->title, caption, NULL);
     return 1;
 }
@@ -190,9 +191,9 @@ int rep_fig_tbt(rep *r, sim_err *err)
 /* ---- per-run bars: SLO, latency, cache, rejections ----------------------------- */
 
 typedef struct bar_metric {
-    const char *path;   /* summary path, e.g. "ttft_ms.mean" */
-    const char *axis;   /* axis label */
-    double max;         /* x range end (0 = automatic) */
+    const char *path; /* summary path, e.g. "ttft_ms.mean" */
+    const char *axis; /* axis label */
+    double max;       /* x range end (0 = automatic) */
 } bar_metric;
 
 typedef struct bar_figure {
@@ -202,34 +203,42 @@ typedef struct bar_figure {
 } bar_figure;
 
 static const bar_figure bar_figures[] = {
-    {"slo", "SLO attainment and goodput per run",
+    {"slo",
+     "SLO attainment and goodput per run",
      "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all requests, "
      "rejected ones included). Right: goodput, effective requests per simulated second.",
-     {"slo_attainment", "SLO attainment (effective / all requests)", 1}, {"goodput_rps", "goodput (effective requests/s)", 0},
+     {"slo_attainment", "SLO attainment (effective / all requests)", 1},
+     {"goodput_rps", "goodput (effective requests/s)", 0},
      false},
-    {"latency", "Mean TTFT and TBT per run",
+    {"latency",
+     "Mean TTFT and TBT per run",
      "Mean time to first token and mean TBT (each request's mean of its longest 10% inter-token intervals) over the "
      "completed requests (Mooncake Fig. 5 and 23b).",
-     {"ttft_ms.mean", "mean TTFT (ms)", 0}, {"tbt_ms.mean", "mean TBT (ms)", 0}, false},
-    {"cache", "Prefix hit rate and prefill GPU time per run",
-     "Block prefix hit rate of the prefilled requests and the mean compute time a prefill occupied (Mooncake Fig. 17).",
-     {"hit_rate_blocks", "prefix hit rate (blocks)", 1}, {"prefill_gpu_s_mean", "prefill GPU time per request (s)", 0},
+     {"ttft_ms.mean", "mean TTFT (ms)", 0},
+     {"tbt_ms.mean", "mean TBT (ms)", 0},
      false},
-    {"rejections", "Rejected requests per run",
+    {"cache",
+     "Prefix hit rate and prefill GPU time per run",
+     "Block prefix hit rate of the prefilled requests and the mean compute time a prefill occupied (Mooncake Fig. 17).",
+     {"hit_rate_blocks", "prefix hit rate (blocks)", 1},
+     {"prefill_gpu_s_mean", "prefill GPU time per request (s)", 0},
+     false},
+    {"rejections",
+     "Rejected requests per run",
      "All rejected requests, and those rejected after their prefill ran: wasted prefill (Mooncake Table 4).",
-     {"rejected.total", "rejected requests", 0}, {"rejected.after_prefill", "rejected after prefill (wasted)", 0},
+     {"rejected.total", "rejected requests", 0},
+     {"rejected.after_prefill", "rejected after prefill (wasted)", 0},
      true},
 };
 
 /* Horizontal bars, one row per run (labels stay readable with many runs),
  * two panels side by side. */
-static const char bars_settings[] =
-    "set multiplot title figure_title\n"
-    "set style fill solid 0.85 border -1\n"
-    "set grid xtics\n"
-    "set tmargin 3\n"
-    "set yrange [%d - 0.4:-0.6]\n"
-    "set ytics nomirror scale 0\n";
+static const char bars_settings[] = "set multiplot title figure_title\n"
+                                    "set style fill solid 0.85 border -1\n"
+                                    "set grid xtics\n"
+                                    "set tmargin 3\n"
+                                    "set yrange [%d - 0.4:-0.6]\n"
+                                    "set ytics nomirror scale 0\n";
 
 static const char bars_panel[] =
     "set lmargin at screen %.3f\n"
@@ -238,7 +247,8 @@ static const char bars_panel[] =
     "set xrange [0:%g]\n"
     "set format x \"%s\"\n"
     "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3)%s with boxxyerror linecolor rgb \"%s\" notitle, \\\n"
-    "     \"\" using %d:0:($%d >= 1000 ? sprintf(\" %%.0f\", $%d) : sprintf(\" %%.4g\", $%d)) with labels left notitle\n";
+    "     \"\" using %d:0:($%d >= 1000 ? sprintf(\" %%.0f\", $%d) : sprintf(\" %%.4g\", $%d)) with labels left "
+    "notitle\n";
 
 static double summary_at(const rep_run *run, const char *path)
 {
@@ -267,7 +277,8 @@ static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const b
 static void bars_body(FILE *b, const rep *r, const bar_figure *f)
 {
     size_t longest = 0;
-    for (int i = 0; i < r->nruns; i++) longest = strlen(r->runs[i].label) > longest ? strlen(r->runs[i].label) : longest;
+    for (int i = 0; i < r->nruns; i++)
+        longest = strlen(r->runs[i].label) > longest ? strlen(r->runs[i].label) : longest;
     double left = fmin(0.5, fmax(0.15, 0.03 + 0.0075 * (double)longest)), mid = left + (0.97 - left - 0.06) / 2;
     fprintf(b, bars_settings, r->nruns);
     bars_panel_write(b, r, f, &f->left, 3, left, mid, true);
@@ -342,8 +353,10 @@ static int load_curves(rep *r, hr_curve **out, int *n, sim_err *err)
     *out = sim_xcalloc((size_t)cap, sizeof **out);
     for (*n = 0; sqlite3_step(st) == SQLITE_ROW; (*n)++) {
         if (*n == cap) *out = sim_xrealloc(*out, (size_t)(cap *= 2) * sizeof **out);
-        (*out)[*n] = (hr_curve){.id = sqlite3_column_int64(st, 0), .fp = sim_xstrdup(col_text(st, 1)),
-                                .path = sim_xstrdup(col_text(st, 2)), .policy = sim_xstrdup(col_text(st, 3)),
+        (*out)[*n] = (hr_curve){.id = sqlite3_column_int64(st, 0),
+                                .fp = sim_xstrdup(col_text(st, 1)),
+                                .path = sim_xstrdup(col_text(st, 2)),
+                                .policy = sim_xstrdup(col_text(st, 3)),
                                 .setup = sim_xstrdup(col_text(st, 4))};
     }
     sqlite3_finalize(st);
@@ -406,8 +419,7 @@ static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo,
 }
 
 /* The infinite-cache maxima as flat two-point lines across the capacity range. */
-static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, double lo, double hi,
-                             sim_err *err)
+static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, double lo, double hi, sim_err *err)
 {
     sqlite3_stmt *st = prepare(r, hitrate_max_sql, err);
     if (!st) return -1;
@@ -417,8 +429,8 @@ static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *ind
                 lo, m, hi, m);
         char title[128];
         snprintf(title, sizeof title, "infinite cache (%.3f), trace %.8s", m, col_text(st, 0));
-        plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2", "lines dashtype 2 linewidth 2 linecolor rgb \"black\"",
-                    title);
+        plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2",
+                    "lines dashtype 2 linewidth 2 linecolor rgb \"black\"", title);
         fprintf(caption, " Infinite cache of trace %s (fingerprint %s): %.4f.", col_text(st, 1), col_text(st, 0), m);
         (*index)++;
     }
@@ -442,7 +454,8 @@ static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *inde
         rc = write_hitrate_curve(r, dat, &c[i], &lo, &hi, err);
         setup_parts(c, n, i, false, title, sizeof title);
         if (!*title) snprintf(title, sizeof title, "%s", c[i].policy);
-        if (strcmp(c[i].fp, c[0].fp)) snprintf(title + strlen(title), sizeof title - strlen(title), ", trace %.8s", c[i].fp);
+        if (strcmp(c[i].fp, c[0].fp))
+            snprintf(title + strlen(title), sizeof title - strlen(title), ", trace %.8s", c[i].fp);
         plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
         fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title, (long long)c[i].id,
                 c[i].path, c[i].fp);
@@ -453,15 +466,14 @@ static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *inde
     return rc;
 }
 
-static const char hitrate_settings[] =
-    "set title figure_title\n"
-    "set xlabel \"cache capacity per node (tokens)\"\n"
-    "set ylabel \"prefix hit rate (blocks)\"\n"
-    "set logscale x 10\n"
-    "set format x \"%.0s%c\"\n"
-    "set yrange [0:1]\n"
-    "set grid\n"
-    "set key top left\n";
+static const char hitrate_settings[] = "set title figure_title\n"
+                                       "set xlabel \"cache capacity per node (tokens)\"\n"
+                                       "set ylabel \"prefix hit rate (blocks)\"\n"
+                                       "set logscale x 10\n"
+                                       "set format x \"%.0s%c\"\n"
+                                       "set yrange [0:1]\n"
+                                       "set grid\n"
+                                       "set key top left\n";
 
 int rep_fig_hitrate(rep *r, sim_err *err)
 {
@@ -473,7 +485,8 @@ int rep_fig_hitrate(rep *r, sim_err *err)
     body_open(&caption);
     fputs(hitrate_settings, plot.f);
     fputs("Prefix hit rate of a cache-only replay (kvsim hitrate --db) against the cache capacity per node; dashed: "
-          "the trace's infinite-cache maximum.", caption.f);
+          "the trace's infinite-cache maximum.",
+          caption.f);
     int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, err);
     fclose(dat);
     fputc('\n', plot.f);
@@ -498,10 +511,11 @@ int rep_fig_hitrate(rep *r, sim_err *err)
 static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *role, int *next_index, FILE *plot,
                             const char *file, sim_err *err)
 {
-    sqlite3_stmt *st = prepare(r,
-                               "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
-                               " (SELECT DISTINCT instance FROM samples WHERE run_id=?1 AND role=?2) ORDER BY instance, t_ms",
-                               err);
+    sqlite3_stmt *st =
+        prepare(r,
+                "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
+                " (SELECT DISTINCT instance FROM samples WHERE run_id=?1 AND role=?2) ORDER BY instance, t_ms",
+                err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
@@ -516,8 +530,7 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
             if (inst >= 0) fputs("\n\n", dat);
             fprintf(dat, "# %s load of instance %d\n", role, i);
             snprintf(title, sizeof title, "instance %d", i);
-            plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
-                        keyed ? title : NULL);
+            plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5", keyed ? title : NULL);
             inst = i;
             count++;
             in_segment = false;
@@ -538,10 +551,11 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
                             const char *file, sim_err *err)
 {
     static const char *const stages[] = {"at_arrival", "after_prefill", "ttft_slo"};
-    static const char *const marks[] = {"pointtype 2 linecolor rgb \"#c00000\"", "pointtype 6 linecolor rgb \"#ff8c00\"",
+    static const char *const marks[] = {"pointtype 2 linecolor rgb \"#c00000\"",
+                                        "pointtype 6 linecolor rgb \"#ff8c00\"",
                                         "pointtype 8 linecolor rgb \"#7030a0\""};
-    sqlite3_stmt *st = prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms",
-                               err);
+    sqlite3_stmt *st =
+        prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms", err);
     if (!st) return -1;
     for (size_t s = 0; s < sizeof stages / sizeof stages[0]; s++) {
         sqlite3_bind_int64(st, 1, run->id);
@@ -604,9 +618,8 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
 static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err)
 {
     sqlite3_stmt *roles = prepare(r, "SELECT DISTINCT role FROM samples WHERE run_id=?1 ORDER BY role", err);
-    sqlite3_stmt *counts = prepare(r,
-                                   "SELECT t_ms, SUM(role = ?2) FROM samples WHERE run_id=?1 GROUP BY t_ms ORDER BY t_ms",
-                                   err);
+    sqlite3_stmt *counts =
+        prepare(r, "SELECT t_ms, SUM(role = ?2) FROM samples WHERE run_id=?1 GROUP BY t_ms ORDER BY t_ms", err);
     int index = 0;
     if (roles && counts) {
         sqlite3_bind_int64(roles, 1, run->id);

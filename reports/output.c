@@ -66,14 +66,13 @@ double rep_config_num(const rep_run *run, const char *path)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static const char script_head[] =
-    "# %s.gp — %s\n"
-    "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
-    "#   gnuplot %s.gp        (writes %s.svg and %s.png)\n"
-    "reset session\n"
-    "set datafile separator \"\\t\"\n"
-    "set encoding utf8\n"
-    "figure_title = ";
+static const char script_head[] = "# %s.gp — %s\n"
+                                  "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
+                                  "#   gnuplot %s.gp        (writes %s.svg and %s.png)\n"
+                                  "reset session\n"
+                                  "set datafile separator \"\\t\"\n"
+                                  "set encoding utf8\n"
+                                  "figure_title = ";
 
 static const char script_loop[] =
     "do for [fmt in \"svg png\"] {\n"
@@ -132,14 +131,16 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
     rep_html_text(h, title);
     /* onerror: a figure that fails to load says so on the browser console. */
-    fprintf(h, "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" onerror=\"console.error('kvsim report: cannot load ' + "
-               "this.src)\" alt=\"",
+    fprintf(h,
+            "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" onerror=\"console.error('kvsim report: cannot load ' + "
+            "this.src)\" alt=\"",
             name, name);
     rep_html_text(h, title);
     fputs("\"></a>\n<p class=\"caption\">", h);
     rep_html_text(h, caption);
     if (strncmp(name, "hitrate", 7)) put_provenance(h, r, run);
-    fprintf(h, "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "
-               "<a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n</section>\n",
+    fprintf(h,
+            "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "
+            "<a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n</section>\n",
             name, name, name, name, name, name, name, name);
 }

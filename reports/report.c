@@ -48,10 +48,11 @@ static int open_db(rep *r, sim_err *err)
 static int load_run(rep *r, int64_t id, sim_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT config_json, summary_json, config_hash, trace_fingerprint, trace_path, seed FROM runs"
-                           " WHERE id=?1 AND summary_json IS NOT NULL",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            r->db,
+            "SELECT config_json, summary_json, config_hash, trace_fingerprint, trace_path, seed FROM runs"
+            " WHERE id=?1 AND summary_json IS NOT NULL",
+            -1, &st, NULL) != SQLITE_OK)
         return sim_errf(err, "%s: %s", r->db_path, sqlite3_errmsg(r->db));
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) != SQLITE_ROW) {
@@ -68,7 +69,8 @@ static int load_run(rep *r, int64_t id, sim_err *err)
     run->trace_path = sim_xstrdup(trace ? trace : "");
     sqlite3_finalize(st);
     r->nruns++;
-    if (!run->config || !run->summary) return sim_errf(err, "%s: run %lld: config or summary is not JSON", r->db_path, (long long)id);
+    if (!run->config || !run->summary)
+        return sim_errf(err, "%s: run %lld: config or summary is not JSON", r->db_path, (long long)id);
     return 0;
 }
 
@@ -124,7 +126,8 @@ static void flatten(const json_t *node, const char *prefix, json_t *out)
 {
     const char *key;
     const json_t *val;
-    json_object_foreach((json_t *)node, key, val) {
+    json_object_foreach((json_t *)node, key, val)
+    {
         char path[512];
         snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
         if (json_is_object(val)) flatten(val, path, out);
@@ -147,7 +150,8 @@ static json_t *differing_keys(const rep *r)
     size_t nkeys = 0;
     const char *key;
     json_t *val;
-    json_object_foreach(all, key, val) {
+    json_object_foreach(all, key, val)
+    {
         bool differ = false;
         for (int i = 1; i < r->nruns && !differ; i++) {
             const json_t *a = json_object_get(flat[0], key), *b = json_object_get(flat[i], key);
@@ -185,7 +189,8 @@ static void make_labels(rep *r)
         int n = snprintf(label, sizeof label, "#%lld", (long long)r->runs[i].id);
         size_t k;
         json_t *key;
-        json_array_foreach(r->diff_keys, k, key) {
+        json_array_foreach(r->diff_keys, k, key)
+        {
             if (k == LABEL_KEYS) {
                 snprintf(label + n, sizeof label - (size_t)n, " …");
                 break;
@@ -239,7 +244,8 @@ static void config_cells(FILE *h, const rep *r, const rep_run *run)
 {
     size_t k;
     json_t *key;
-    json_array_foreach(r->diff_keys, k, key) {
+    json_array_foreach(r->diff_keys, k, key)
+    {
         char *v = value_text(run->config, json_string_value(key));
         fputs("<td class=\"text\">", h);
         rep_html_text(h, v);
@@ -274,7 +280,8 @@ static void comparison_table(rep *r)
     fputs("<div class=\"scroll\"><table id=\"comparison\">\n<tr><th>run</th>", h);
     size_t k;
     json_t *key;
-    json_array_foreach(r->diff_keys, k, key) {
+    json_array_foreach(r->diff_keys, k, key)
+    {
         fputs("<th>", h);
         rep_html_text(h, json_string_value(key));
         fputs("</th>", h);
@@ -361,8 +368,9 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     rep_html_text(h, a->title ? a->title : "kvsim report");
     fputs("</h1>\n<p>From <code>", h);
     rep_html_text(h, r->db_path);
-    fprintf(h, "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
-               "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",
+    fprintf(h,
+            "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
+            "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",
             r->nruns, KVSIM_VERSION);
     if (r->nruns) comparison_table(r);
     *nfigures = write_figures(r, err);

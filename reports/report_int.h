@@ -18,12 +18,12 @@
 
 typedef struct rep_run {
     int64_t id;
-    json_t *config;      /* resolved config (owned) */
-    json_t *summary;     /* summary object (owned) */
+    json_t *config;  /* resolved config (owned) */
+    json_t *summary; /* summary object (owned) */
     char hash[17], fp[17];
     char *trace_path;
     int64_t seed;
-    char *label;         /* "#ID key=value ..." over the keys that differ */
+    char *label; /* "#ID key=value ..." over the keys that differ */
 } rep_run;
 
 typedef struct rep {
@@ -31,9 +31,9 @@ typedef struct rep {
     const char *db_path, *dir;
     rep_run *runs;
     int nruns;
-    json_t *diff_keys;   /* array of dotted config keys whose values differ */
-    FILE *html;          /* the page being written */
-    char **scripts;      /* .gp files written, in page order */
+    json_t *diff_keys; /* array of dotted config keys whose values differ */
+    FILE *html;        /* the page being written */
+    char **scripts;    /* .gp files written, in page order */
     int nscripts;
 } rep;
 

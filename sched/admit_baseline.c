@@ -6,9 +6,8 @@
  * then wasted (stage after_prefill, Table 4's baseline). */
 #include "sched/sched.h"
 
-
-static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim_request *req,
-                                    const sched_route *route, const sched_decode_choice *dec)
+static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
+                                    const sched_decode_choice *dec)
 {
     const sched_threshold *st = state;
     if (route->prefill < 0 || (req->output_len > 1 && dec->decode < 0)) return SCHED_REJECT_AT_ARRIVAL;

@@ -50,8 +50,8 @@ static double predicted_load(const sched_ctx *ctx, const sim_request *req, doubl
     return sched_decode_load(ctx, req, tbt, kv / n, capacity);
 }
 
-static sched_verdict predict_admit(void *state, const sched_ctx *ctx, const sim_request *req,
-                                   const sched_route *route, const sched_decode_choice *dec)
+static sched_verdict predict_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
+                                   const sched_decode_choice *dec)
 {
     const predict_state *st = state;
     bool needs_decode = req->output_len > 1;

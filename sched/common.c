@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 
-
 double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req)
 {
     return (req->slo_ttft_ms > 0 ? req->slo_ttft_ms : ctx->cfg->slo_ttft_ms) / 1e3;

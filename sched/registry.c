@@ -14,10 +14,7 @@ extern const sched_admission_ops sched_admit_none, sched_admit_slo_reject, sched
 extern const sched_pd_ops sched_pd_static, sched_pd_dynamic;
 
 static const sched_router_ops *const routers[] = {
-    &sched_route_random,
-    &sched_route_round_robin,
-    &sched_route_least_loaded,
-    &sched_route_cache_aware_local,
+    &sched_route_random,    &sched_route_round_robin, &sched_route_least_loaded, &sched_route_cache_aware_local,
     &sched_route_kvcentric,
 };
 
@@ -26,11 +23,8 @@ static const sched_decode_ops *const decoders[] = {
 };
 
 static const sched_admission_ops *const admissions[] = {
-    &sched_admit_none,
-    &sched_admit_slo_reject,
-    &sched_admit_baseline,
-    &sched_admit_early_reject,
-    &sched_admit_early_reject_predict,
+    &sched_admit_none,         &sched_admit_slo_reject,           &sched_admit_baseline,
+    &sched_admit_early_reject, &sched_admit_early_reject_predict,
 };
 
 static const sched_pd_ops *const pd_controllers[] = {
@@ -41,14 +35,14 @@ static const sched_pd_ops *const pd_controllers[] = {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* count / at / lookup of one table (the lookup compares names; nothing else does). */
-#define REGISTRY(kind, ops_t, table)                                                                               \
-    size_t sched_##kind##_count(void) { return COUNT(table); }                                                     \
-    const ops_t *sched_##kind##_at(size_t i) { return i < COUNT(table) ? table[i] : NULL; }                        \
-    const ops_t *sched_##kind##_lookup(const char *name)                                                           \
-    {                                                                                                              \
-        for (size_t i = 0; i < COUNT(table); i++)                                                                  \
-            if (!strcmp(table[i]->name, name)) return table[i];                                                    \
-        return NULL;                                                                                               \
+#define REGISTRY(kind, ops_t, table)                                                                                   \
+    size_t sched_##kind##_count(void) { return COUNT(table); }                                                         \
+    const ops_t *sched_##kind##_at(size_t i) { return i < COUNT(table) ? table[i] : NULL; }                            \
+    const ops_t *sched_##kind##_lookup(const char *name)                                                               \
+    {                                                                                                                  \
+        for (size_t i = 0; i < COUNT(table); i++)                                                                      \
+            if (!strcmp(table[i]->name, name)) return table[i];                                                        \
+        return NULL;                                                                                                   \
     }
 
 REGISTRY(router, sched_router_ops, routers)

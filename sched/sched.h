@@ -37,12 +37,12 @@ typedef struct sched_prefill_view {
 typedef struct sched_decode_view {
     int node;
     bool active;
-    int batch;            /* requests in the running batch */
-    int pending;          /* routed here, not yet in the batch */
-    int64_t kv_tokens;    /* KV tokens reserved (batch + pending) */
-    int64_t kv_resident;  /* KV tokens of requests that reached it (batch + waiting) */
-    int64_t kv_capacity;  /* KV tokens the instance's HBM holds */
-    int64_t ctx_tokens;   /* context tokens the running batch reads per iteration */
+    int batch;           /* requests in the running batch */
+    int pending;         /* routed here, not yet in the batch */
+    int64_t kv_tokens;   /* KV tokens reserved (batch + pending) */
+    int64_t kv_resident; /* KV tokens of requests that reached it (batch + waiting) */
+    int64_t kv_capacity; /* KV tokens the instance's HBM holds */
+    int64_t ctx_tokens;  /* context tokens the running batch reads per iteration */
 } sched_decode_view;
 
 /* An admitted request still in flight, as the conductor predicts it. */
@@ -62,9 +62,9 @@ typedef struct sched_ctx {
     int n_decode;
     const sched_decode_view *decode;
     double kv_bytes_per_token;
-    int n_inflight;                  /* filled only for admission policies that ask */
+    int n_inflight; /* filled only for admission policies that ask */
     const sched_inflight *inflight;
-    double mean_decode_s;            /* with inflight: the conductor's decode-time estimate t_d */
+    double mean_decode_s; /* with inflight: the conductor's decode-time estimate t_d */
 } sched_ctx;
 
 /* A router's decision. */
@@ -80,9 +80,9 @@ typedef struct sched_route {
 
 /* A decode selector's decision. */
 typedef struct sched_decode_choice {
-    int decode;    /* index into ctx->decode; -1 = none can ever hold the request */
-    double tbt_s;  /* predicted iteration time on it with this request */
-    double load;   /* its decode load with this request (sched_decode_load) */
+    int decode;   /* index into ctx->decode; -1 = none can ever hold the request */
+    double tbt_s; /* predicted iteration time on it with this request */
+    double load;  /* its decode load with this request (sched_decode_load) */
 } sched_decode_choice;
 
 typedef enum sched_verdict {
@@ -126,7 +126,7 @@ typedef struct sched_admission_ops {
 
 /* What the PD-ratio controller sees each period (Mooncake §5.1). */
 typedef struct sched_pd_view {
-    double t_s;              /* simulated time */
+    double t_s;                                 /* simulated time */
     const double *prefill_loads, *decode_loads; /* per-instance load samples since the last period */
     int n_prefill_loads, n_decode_loads;
     int n_prefill, n_decode; /* instances serving each role now */

@@ -30,9 +30,22 @@ typedef struct size_suffix {
 
 /* Longest names first so "KiB" is tried before "K". */
 static const size_suffix size_suffixes[] = {
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"PB", 1e15},
-    {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"B", 1.0},
+    {"KiB", 1024.0},
+    {"MiB", 1048576.0},
+    {"GiB", 1073741824.0},
+    {"TiB", 1099511627776.0},
+    {"KB", 1e3},
+    {"MB", 1e6},
+    {"GB", 1e9},
+    {"TB", 1e12},
+    {"PB", 1e15},
+    {"k", 1e3},
+    {"K", 1e3},
+    {"M", 1e6},
+    {"G", 1e9},
+    {"T", 1e12},
+    {"P", 1e15},
+    {"B", 1.0},
 };
 
 int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
@@ -50,10 +63,11 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
     double mult = 1.0;
     if (*end) {
         size_t i, n = sizeof size_suffixes / sizeof size_suffixes[0];
-        for (i = 0; i < n && strcmp(end, size_suffixes[i].name) != 0; i++) {}
+        for (i = 0; i < n && strcmp(end, size_suffixes[i].name) != 0; i++) {
+        }
         if (i == n)
-            return sim_errf(err, "%s: '%s' has an unknown suffix '%s' (use k, M, G, T, KiB, MiB, GiB, TiB)",
-                            what, s, end);
+            return sim_errf(err, "%s: '%s' has an unknown suffix '%s' (use k, M, G, T, KiB, MiB, GiB, TiB)", what, s,
+                            end);
         mult = size_suffixes[i].mult;
     }
     if (v < 0) return sim_errf(err, "%s: '%s' is negative", what, s);
@@ -77,8 +91,7 @@ int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err)
     char *end;
     errno = 0;
     long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || end == s || *end || errno)
-        return sim_errf(err, "%s: '%s' is not an integer", what, s ? s : "");
+    if (!s || end == s || *end || errno) return sim_errf(err, "%s: '%s' is not an integer", what, s ? s : "");
     if (v < 0) return sim_errf(err, "%s: '%s' is negative", what, s);
     *out = v;
     return 0;

@@ -33,8 +33,8 @@ int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err);
 #define SIM_NS_PER_MS 1000000LL
 #define SIM_NS_PER_S  1000000000LL
 static inline int64_t sim_s_to_ns(double s) { return (int64_t)(s * 1e9 + (s >= 0 ? 0.5 : -0.5)); }
-static inline double  sim_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
-static inline double  sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
+static inline double sim_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
+static inline double sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
 
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);

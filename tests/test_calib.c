@@ -184,19 +184,21 @@ static char *probe_doc(const line *lines, size_t n, const char *peak_method, con
 {
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
-    len += (size_t)snprintf(buf + len, cap - len,
-                            "{\"kvsim_probe\": 1, \"host\": {\"cpu\": \"Test CPU\"}, \"backends\": [{\"name\": \"%s\", "
-                            "\"available\": true, \"label\": \"%s: Test Device\"}], \"peaks\": [{\"backend\": \"%s\", "
-                            "\"method\": \"%s\", \"direction\": \"load\", \"bytes\": 1, \"median_s\": 1}], \"samples\": [",
-                            label_backend, label_backend, label_backend, peak_method);
+    len +=
+        (size_t)snprintf(buf + len, cap - len,
+                         "{\"kvsim_probe\": 1, \"host\": {\"cpu\": \"Test CPU\"}, \"backends\": [{\"name\": \"%s\", "
+                         "\"available\": true, \"label\": \"%s: Test Device\"}], \"peaks\": [{\"backend\": \"%s\", "
+                         "\"method\": \"%s\", \"direction\": \"load\", \"bytes\": 1, \"median_s\": 1}], \"samples\": [",
+                         label_backend, label_backend, label_backend, peak_method);
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < 4; k++) {
             double bytes = (double)(2 << 20) * (1 << (2 * k));
-            len += (size_t)snprintf(buf + len, cap - len,
-                                    "%s{\"backend\": \"%s\", \"shape\": \"m\", \"direction\": \"%s\", \"tier\": \"%s\", "
-                                    "\"method\": \"%s\", \"tokens\": 16, \"bytes\": %.17g, \"median_s\": %.17g}",
-                                    i + k ? ", " : "", lines[i].backend, lines[i].dir, lines[i].tier, lines[i].method,
-                                    bytes, lines[i].alpha + bytes / lines[i].beta);
+            len +=
+                (size_t)snprintf(buf + len, cap - len,
+                                 "%s{\"backend\": \"%s\", \"shape\": \"m\", \"direction\": \"%s\", \"tier\": \"%s\", "
+                                 "\"method\": \"%s\", \"tokens\": 16, \"bytes\": %.17g, \"median_s\": %.17g}",
+                                 i + k ? ", " : "", lines[i].backend, lines[i].dir, lines[i].tier, lines[i].method,
+                                 bytes, lines[i].alpha + bytes / lines[i].beta);
         }
     snprintf(buf + len, cap - len, "]}");
     return buf;
@@ -226,9 +228,9 @@ static void test_calibrate_cpu_document(void **state)
 {
     /* memcpy is faster than cpu but is the reference: "use" must pick cpu. */
     const line lines[] = {
-        {"cpu", "memcpy", "load", "dram", 1e-6, 20e9}, {"cpu", "cpu", "load", "dram", 4e-6, 9e9},
+        {"cpu", "memcpy", "load", "dram", 1e-6, 20e9},  {"cpu", "cpu", "load", "dram", 4e-6, 9e9},
         {"cpu", "memcpy", "store", "dram", 1e-6, 20e9}, {"cpu", "cpu", "store", "dram", 6e-6, 7e9},
-        {"host", "file", "load", "ssd", 80e-6, 2e9},   {"host", "file", "store", "ssd", 150e-6, 1.5e9},
+        {"host", "file", "load", "ssd", 80e-6, 2e9},    {"host", "file", "store", "ssd", 150e-6, 1.5e9},
     };
     char *doc = probe_doc(lines, 6, "memcpy", "cpu");
     sim_calib c = calibrate_doc(doc, "", 0, "use: {\"load_dram\":\"cpu\",\"store_dram\":\"cpu\"");
@@ -248,10 +250,10 @@ static void test_calibrate_cuda_document(void **state)
     /* With GPU samples the calibration is cuda's: the per-page baseline is
      * slower, the cpu method (fastest here) is another backend. */
     const line lines[] = {
-        {"cuda", "per_page", "load", "dram", 900e-6, 20e9}, {"cuda", "kernel_zerocopy", "load", "dram", 12e-6, 45e9},
+        {"cuda", "per_page", "load", "dram", 900e-6, 20e9},  {"cuda", "kernel_zerocopy", "load", "dram", 12e-6, 45e9},
         {"cuda", "per_page", "store", "dram", 900e-6, 20e9}, {"cuda", "kernel_dma", "store", "dram", 15e-6, 50e9},
-        {"cpu", "cpu", "load", "dram", 1e-6, 90e9},         {"cpu", "cpu", "store", "dram", 1e-6, 90e9},
-        {"host", "file", "load", "ssd", 80e-6, 2e9},        {"host", "file", "store", "ssd", 150e-6, 1.5e9},
+        {"cpu", "cpu", "load", "dram", 1e-6, 90e9},          {"cpu", "cpu", "store", "dram", 1e-6, 90e9},
+        {"host", "file", "load", "ssd", 80e-6, 2e9},         {"host", "file", "store", "ssd", 150e-6, 1.5e9},
     };
     char *doc = probe_doc(lines, 8, "cuda_memcpy", "cuda");
     sim_calib c = calibrate_doc(doc, "", 0, "\"load_dram\":\"kernel_zerocopy\",\"store_dram\":\"kernel_dma\"");
@@ -266,7 +268,8 @@ static void test_calibrate_errors(void **state)
 {
     const line no_ssd[] = {{"cpu", "cpu", "load", "dram", 4e-6, 9e9}, {"cpu", "cpu", "store", "dram", 6e-6, 7e9}};
     char *doc = probe_doc(no_ssd, 2, "memcpy", "cpu");
-    calibrate_doc(doc, "", 2, "no fitted cpu curve for load_ssd (direction load, tier ssd); run the probe with its SSD");
+    calibrate_doc(doc, "", 2,
+                  "no fitted cpu curve for load_ssd (direction load, tier ssd); run the probe with its SSD");
     calibrate_doc(doc, "--shape other", 2, "no samples for shape other");
     free(doc);
     calibrate_doc("{\"samples\": []}", "", 2, "kvsim_probe: expected 1");

@@ -15,9 +15,10 @@
 
 /* T1 of test_hitrate.c: LRU hit rates inf → 5/10, 1536 tokens (3 blocks)
  * → 4/10; FIFO 3 blocks → 2/10 (hand simulations there). */
-static const char *T1 = "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
-                        "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
-                        "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
+static const char *T1 =
+    "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+    "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
 
 static cli_result kvsim(const char *fmt, ...)
 {
@@ -34,7 +35,8 @@ static json_t *expect_of(json_t *root, const char *name)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(root, "measurements"), i, m) {
+    json_array_foreach(json_object_get(root, "measurements"), i, m)
+    {
         if (!strcmp(json_string_value(json_object_get(m, "name")), name)) return json_object_get(m, "expect");
     }
     fail_msg("no measurement '%s'", name);
@@ -193,7 +195,8 @@ static void test_bad_baselines(void **state)
     const char *bodies[][2] = {
         {"not json", ":1:"},
         {"{\"measurements\": 3}", "must be an array"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"teleport\", \"args\": {}}]}", "unknown or missing kind 'teleport'"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"teleport\", \"args\": {}}]}",
+         "unknown or missing kind 'teleport'"},
         {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"/nonexistent\"}, "
          "\"expect\": {\"hit_rate_blocks\": 0}}]}",
          "measurement x: /nonexistent"},
@@ -239,12 +242,9 @@ static void test_shipped_shared_baseline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_check_perturb),
-        cmocka_unit_test(test_measurement_tolerance),
-        cmocka_unit_test(test_placement_and_deprecated_route),
-        cmocka_unit_test(test_bad_baselines),
-        cmocka_unit_test(test_shipped_default_baseline),
-        cmocka_unit_test(test_shipped_shared_baseline),
+        cmocka_unit_test(test_record_check_perturb),           cmocka_unit_test(test_measurement_tolerance),
+        cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
+        cmocka_unit_test(test_shipped_default_baseline),       cmocka_unit_test(test_shipped_shared_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

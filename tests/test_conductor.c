@@ -112,8 +112,8 @@ static void test_fig17_global_beats_local(void **state)
         gpu[i] = num(s, "prefill_gpu_s_mean", NULL);
         json_decref(s);
     }
-    printf("Fig. 17 (10 x 3M tokens): hit rate local %.4f, global %.4f (x%.3f); prefill GPU %.3f vs %.3f s\n",
-           hit[0], hit[1], hit[1] / hit[0], gpu[0], gpu[1]);
+    printf("Fig. 17 (10 x 3M tokens): hit rate local %.4f, global %.4f (x%.3f); prefill GPU %.3f vs %.3f s\n", hit[0],
+           hit[1], hit[1] / hit[0], gpu[0], gpu[1]);
     assert_true(hit[1] / hit[0] > 1);
     assert_true(gpu[1] < gpu[0]);
 }
@@ -173,8 +173,8 @@ static void test_table4_rejections(void **state)
         json_t *s = run(args);
         rejected[i] = num(s, "rejected", "total");
         wasted[i] = num(s, "rejected", "after_prefill");
-        printf("Table 4: %-22s rejected %5.0f (after prefill %4.0f), SLO attainment %.3f\n", policies[i],
-               rejected[i], wasted[i], num(s, "slo_attainment", NULL));
+        printf("Table 4: %-22s rejected %5.0f (after prefill %4.0f), SLO attainment %.3f\n", policies[i], rejected[i],
+               wasted[i], num(s, "slo_attainment", NULL));
         json_decref(s);
     }
     assert_true(rejected[0] > rejected[1]);
@@ -218,8 +218,8 @@ static void test_prediction_damps_oscillation(void **state)
         json_t *s = run(args);
         rejected[i] = num(s, "rejected", "total");
         var[i] = load_gap_variance(db);
-        printf("%-22s variance of the prefill-decode load gap %.4f, rejected %.0f, goodput %.3f req/s\n",
-               policies[i], var[i], rejected[i], num(s, "goodput_rps", NULL));
+        printf("%-22s variance of the prefill-decode load gap %.4f, rejected %.0f, goodput %.3f req/s\n", policies[i],
+               var[i], rejected[i], num(s, "goodput_rps", NULL));
         json_decref(s);
         unlink(db);
         free(db);
@@ -236,7 +236,7 @@ static void test_prediction_damps_oscillation(void **state)
  * workload that loads both stages: 4,000 requests at 6/s, ~8k-token inputs,
  * ~3,000-token outputs (seed 5). */
 #define PD_TRACE "--requests 4000 --rate 6 --output-mean 3000 --output-sigma 0.4 --input-mean 8000 --seed 5"
-#define PD_SLO "--set slo.ttft_ms=10000 --set slo.tbt_ms=100"
+#define PD_SLO   "--set slo.ttft_ms=10000 --set slo.tbt_ms=100"
 
 static double pd_attainment(const char *trace, int p, const char *extra)
 {
@@ -392,8 +392,7 @@ static void test_fault_dip_and_recovery(void **state)
     assert_true(rec > rec_ok - 0.02);
     assert_int_equal((int)num(s, "completed", NULL), 3993);
     json_decref(s);
-    snprintf(args, sizeof args, "--trace %s %s %s %s --set cluster.on_failure=lose", SHARED_TRACE, PRESET, base,
-             fault);
+    snprintf(args, sizeof args, "--trace %s %s %s %s --set cluster.on_failure=lose", SHARED_TRACE, PRESET, base, fault);
     s = run(args);
     assert_true(num(s, "lost", NULL) > 0);
     assert_int_equal((int)(num(s, "completed", NULL) + num(s, "lost", NULL) + num(s, "rejected", "total")), 3993);

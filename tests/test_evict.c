@@ -37,7 +37,8 @@ static void check_policy(const char *policy, const char *hits, int64_t evictions
     kv_cache *c = new_cache(policy, 3, NULL);
     for (size_t i = 0; i < NSEQ; i++) {
         kv_result r = kv_cache_access(c, SEQ[i], SIM_CACHE_DEFAULT);
-        if ((r == KV_HIT) != (hits[i] == '1')) fail_msg("%s: position %zu: expected %s", policy, i, hits[i] == '1' ? "hit" : "miss");
+        if ((r == KV_HIT) != (hits[i] == '1'))
+            fail_msg("%s: position %zu: expected %s", policy, i, hits[i] == '1' ? "hit" : "miss");
     }
     int64_t nhits = 0;
     for (size_t i = 0; i < NSEQ; i++) nhits += hits[i] == '1';
@@ -206,11 +207,16 @@ static void test_bad_params(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lru),         cmocka_unit_test(test_fifo),
-        cmocka_unit_test(test_lfu),         cmocka_unit_test(test_sieve),
-        cmocka_unit_test(test_s3fifo),      cmocka_unit_test(test_belady),
-        cmocka_unit_test(test_lfu_aging),   cmocka_unit_test(test_pins_all_policies),
-        cmocka_unit_test(test_random_consistency), cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_lru),
+        cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_lfu),
+        cmocka_unit_test(test_sieve),
+        cmocka_unit_test(test_s3fifo),
+        cmocka_unit_test(test_belady),
+        cmocka_unit_test(test_lfu_aging),
+        cmocka_unit_test(test_pins_all_policies),
+        cmocka_unit_test(test_random_consistency),
+        cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,9 +18,10 @@
  *   r1 [1 2 3]   input 1536
  *   r2 [1 2 4]   input 1500
  *   r3 [1 2 3 5] input 2000 */
-static const char *T1 = "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
-                        "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
-                        "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
+static const char *T1 =
+    "{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+    "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
 
 /* Run kvsim with args (printf-style), expect exit 0 and parse stdout as JSON. */
 static json_t *run_json(const char *fmt, ...)
@@ -58,13 +59,11 @@ static void test_hand_trace(void **state)
     assert_float_equal(point(o, 0, "hit_rate_tokens"), 2560.0 / 5036.0, 1e-9);
     assert_float_equal(point(o, 1, "hit_rate_blocks"), 0.4, 1e-12);
     assert_float_equal(point(o, 1, "hit_rate_tokens"), 2048.0 / 5036.0, 1e-9);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "points"), 1),
-                                                        "capacity_blocks")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(o, "points"), 1), "capacity_blocks")), 3);
     assert_float_equal(point(o, 2, "hit_rate_blocks"), 0.0, 1e-12);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "points"), 0),
-                                                          "capacity_tokens")),
-                        "inf");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "points"), 0), "capacity_tokens")), "inf");
     json_decref(o);
     o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy fifo --json", t);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.2, 1e-12);
@@ -126,11 +125,12 @@ static void test_tiers(void **state)
  *  blocks are not admitted → 0 with semantics, 2/4 = 0.5 without. */
 static void test_semantics_aware(void **state)
 {
-    char *s = tu_write_temp(
-        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11], \"cache\": \"context\"}\n"
-        "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [20, 21]}\n"
-        "{\"timestamp\": 2, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [22, 23]}\n"
-        "{\"timestamp\": 3, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11]}\n");
+    char *s =
+        tu_write_temp("{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11], "
+                      "\"cache\": \"context\"}\n"
+                      "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [20, 21]}\n"
+                      "{\"timestamp\": 2, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [22, 23]}\n"
+                      "{\"timestamp\": 3, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [10, 11]}\n");
     const char *cases[][3] = {{"dram=1024,ssd=1024", "", "0.25"},
                               {"dram=1024,ssd=1024", "--no-semantics", "0"},
                               {"dram=1024", "", "0.25"},
@@ -140,9 +140,10 @@ static void test_semantics_aware(void **state)
         assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
         json_decref(o);
     }
-    char *e = tu_write_temp(
-        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41], \"cache\": \"ephemeral\"}\n"
-        "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41]}\n");
+    char *e =
+        tu_write_temp("{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41], "
+                      "\"cache\": \"ephemeral\"}\n"
+                      "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41]}\n");
     json_t *o = run_json("hitrate --trace %s --json", e);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.0, 1e-12);
     assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.5, 1e-12);

@@ -171,12 +171,9 @@ static void test_keyset_numbering(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keymap_put_get_del),
-        cmocka_unit_test(test_keymap_delete_keeps_runs),
-        cmocka_unit_test(test_keymap_probe_put_at),
-        cmocka_unit_test(test_keyset),
-        cmocka_unit_test(test_keymap_dense),
-        cmocka_unit_test(test_keymap_replace_at),
+        cmocka_unit_test(test_keymap_put_get_del),  cmocka_unit_test(test_keymap_delete_keeps_runs),
+        cmocka_unit_test(test_keymap_probe_put_at), cmocka_unit_test(test_keyset),
+        cmocka_unit_test(test_keymap_dense),        cmocka_unit_test(test_keymap_replace_at),
         cmocka_unit_test(test_keyset_numbering),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -359,8 +359,10 @@ static void test_dense_keys_same_replay(void **state)
         const kv_evict_entry *e = kv_evict_at(p);
         if (e->offline) continue;
         for (int setup = 0; setup < 4; setup++) {
-            kv_store_cfg cfg = {.nodes = 3, .scope = setup & 1 ? KV_SCOPE_LOCAL : KV_SCOPE_GLOBAL,
-                                .tier_blocks = {0, 40, setup & 2 ? 60 : 0}, .promote = true};
+            kv_store_cfg cfg = {.nodes = 3,
+                                .scope = setup & 1 ? KV_SCOPE_LOCAL : KV_SCOPE_GLOBAL,
+                                .tier_blocks = {0, 40, setup & 2 ? 60 : 0},
+                                .promote = true};
             for (kv_tier t = 0; t < KV_NTIERS; t++) cfg.policy[t] = e->name;
             kv_store *hashed, *dense;
             sim_err err;
@@ -377,9 +379,11 @@ static void test_dense_keys_same_replay(void **state)
                 kv_store_stats(hashed, t, &a);
                 kv_store_stats(dense, t, &b);
                 assert_memory_equal(&a, &b, sizeof a);
-                for (int n = 0; n < 3; n++) assert_int_equal(kv_store_blocks(hashed, n, t), kv_store_blocks(dense, n, t));
+                for (int n = 0; n < 3; n++)
+                    assert_int_equal(kv_store_blocks(hashed, n, t), kv_store_blocks(dense, n, t));
             }
-            for (uint64_t k = 0; k < 400; k++) assert_int_equal(kv_store_replicas(hashed, k), kv_store_replicas(dense, k));
+            for (uint64_t k = 0; k < 400; k++)
+                assert_int_equal(kv_store_replicas(hashed, k), kv_store_replicas(dense, k));
             kv_store_free(hashed);
             kv_store_free(dense);
         }

@@ -37,9 +37,14 @@ static void add_extras(const char *path)
     assert_int_equal(sim_results_hitrate_id(r, &id, &err), 0);
     static const double caps[] = {1e5, 1e6, 1e7, INFINITY}, rates[] = {0.125, 0.25, 0.5, 0.625};
     for (int i = 0; i < 4; i++) {
-        sim_hitrate_row row = {.trace_path = "t.jsonl", .trace_fingerprint = 0xfeed, .block_tokens = 512,
-                               .policy = "lru", .setup = "scope global, 1 node", .capacity_tokens = caps[i],
-                               .hit_rate_blocks = rates[i], .hit_rate_tokens = rates[i] + 0.01};
+        sim_hitrate_row row = {.trace_path = "t.jsonl",
+                               .trace_fingerprint = 0xfeed,
+                               .block_tokens = 512,
+                               .policy = "lru",
+                               .setup = "scope global, 1 node",
+                               .capacity_tokens = caps[i],
+                               .hit_rate_blocks = rates[i],
+                               .hit_rate_tokens = rates[i] + 0.01};
         assert_int_equal(sim_results_add_hitrate(r, id, &row, &err), 0);
     }
     sim_results_close(r);
@@ -149,8 +154,8 @@ static void test_every_figure_file_linked(void **state)
 /* A figure appears only when its data is in the database. */
 static void test_figures_only_with_their_data(void **state)
 {
-    static const char *const present[] = {"ttft_cdf",  "tbt_cdf",   "slo",       "latency",    "cache",
-                                          "rejections", "hitrate",  "load_run1", "load_run2", "load_run3",
+    static const char *const present[] = {"ttft_cdf",   "tbt_cdf",    "slo",          "latency",   "cache",
+                                          "rejections", "hitrate",    "load_run1",    "load_run2", "load_run3",
                                           "load_run4",  "roles_run1", "replicas_run2"};
     static const char *const absent[] = {"roles_run2", "roles_run3", "replicas_run1", "replicas_run3"};
     static const char *const exts[] = {"svg", "png", "dat", "gp"};
@@ -201,7 +206,8 @@ static void test_comparison_table(void **state)
     /* Captions name each run's config hash and the trace fingerprint. */
     sqlite3 *h = su_open(db);
     sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(h, "SELECT config_hash, trace_fingerprint FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT config_hash, trace_fingerprint FROM runs", -1, &st, NULL),
+                     SQLITE_OK);
     while (sqlite3_step(st) == SQLITE_ROW) {
         char caption[128];
         snprintf(caption, sizeof caption, "config <code>%s</code>", (const char *)sqlite3_column_text(st, 0));
@@ -242,7 +248,8 @@ static void test_figure_data(void **state)
     char *cdf = read_in(rep, "ttft_cdf.dat");
     double first = 0, last = 0;
     int completed = (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=3 AND status='completed'");
-    assert_int_equal(completed, 80 - (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=3 AND status='rejected'"));
+    assert_int_equal(completed,
+                     80 - (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=3 AND status='rejected'"));
     assert_int_equal(block_rows(cdf, 2, &first, &last), completed);
     assert_double_equal(first, su_num(db, "SELECT MIN(ttft_ms) FROM requests WHERE run_id=3"), 1e-5 * first);
     assert_double_equal(last, 1.0, 0);

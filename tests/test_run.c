@@ -34,8 +34,10 @@ static char *small_trace(void)
     for (int i = 0; i < 240; i++) {
         int prompt = (i * 7) % 4, input = 3000 + (i * 997) % 6001, output = 1 + (i * 31) % 120;
         int blocks = (input + 511) / 512;
-        n += (size_t)snprintf(text + n, cap - n, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, "
-                                                 "\"hash_ids\": [", i * 150, input, output);
+        n += (size_t)snprintf(text + n, cap - n,
+                              "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, "
+                              "\"hash_ids\": [",
+                              i * 150, input, output);
         for (int b = 0; b < blocks; b++) {
             long long id = b < 6 ? prompt * 10 + b : next_id++;
             n += (size_t)snprintf(text + n, cap - n, "%s%lld", b ? ", " : "", id);
@@ -170,11 +172,12 @@ static void check_invariants(const char *db_path, const char *label)
     /* TTFT ≥ the prefill time of its uncached part; TBT ≥ the smallest
      * iteration it could have seen (batch of one holding its own context). */
     sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT input_len, hit_tokens, ttft_ms, tbt_ms, output_len, prefill_gpu_s FROM requests"
-                                        " WHERE status='completed'",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(db,
+                           "SELECT input_len, hit_tokens, ttft_ms, tbt_ms, output_len, prefill_gpu_s FROM requests"
+                           " WHERE status='completed'",
+                           -1, &st, NULL),
+        SQLITE_OK);
     int rows = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int n = sqlite3_column_int(st, 0), hit = sqlite3_column_int(st, 1), out = sqlite3_column_int(st, 4);
@@ -224,7 +227,8 @@ static void test_conservation_all_policies(void **state)
     for (size_t r = 0; r < sched_router_count(); r++)
         for (size_t v = 0; v < nvariants; v++) {
             char *db = tu_temp_path(), args[2048], label[128];
-            snprintf(args, sizeof args, "--set policy.router=%s %s --set cluster.prefill=2 --set cluster.decode=2 --db %s",
+            snprintf(args, sizeof args,
+                     "--set policy.router=%s %s --set cluster.prefill=2 --set cluster.decode=2 --db %s",
                      sched_router_at(r)->name, variants[v], db);
             snprintf(label, sizeof label, "%s/%zu", sched_router_at(r)->name, v);
             json_t *s = run_json(args);
@@ -411,9 +415,9 @@ static void test_help_and_summary_fields(void **state)
     tu_expect_stdout("policies", "cache_aware_local");
     tu_expect_stdout("policies", "slo_reject");
     json_t *s = run_json("");
-    const char *keys[] = {"requests",           "completed",   "rejected",     "ttft_ms", "tbt_ms",
-                          "slo_attainment",     "goodput_rps", "hit_rate_blocks", "hit_rate_tokens",
-                          "prefill_gpu_s_mean", "sim_seconds", "wall_seconds", "events"};
+    const char *keys[] = {"requests",       "completed",    "rejected",        "ttft_ms",         "tbt_ms",
+                          "slo_attainment", "goodput_rps",  "hit_rate_blocks", "hit_rate_tokens", "prefill_gpu_s_mean",
+                          "sim_seconds",    "wall_seconds", "events"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!json_object_get(s, keys[i])) fail_msg("summary lacks '%s'", keys[i]);
     const char *q[] = {"mean", "p50", "p90", "p99"};

@@ -21,7 +21,7 @@
 
 #include "tests/testutil.h"
 
-#define CASES "tests/fixtures/summaries.cases"
+#define CASES    "tests/fixtures/summaries.cases"
 #define RECORDED "tests/fixtures/summaries.jsonl"
 
 static void drop_volatile(json_t *j)
@@ -147,7 +147,8 @@ static void test_summaries_unchanged(void **state)
         json_t *row = json_loadf(f, JSON_DISABLE_EOF_CHECK, &je);
         if (!row) fail_msg("%s: no recorded result for case %d '%s': %s", RECORDED, i + 1, lines[i], je.text);
         const char *c = json_string_value(json_object_get(row, "case"));
-        if (!c || strcmp(c, lines[i])) fail_msg("%s: case %d is '%s', %s has '%s': re-record", RECORDED, i + 1, c, CASES, lines[i]);
+        if (!c || strcmp(c, lines[i]))
+            fail_msg("%s: case %d is '%s', %s has '%s': re-record", RECORDED, i + 1, c, CASES, lines[i]);
         json_t *now = run_case(lines[i]);
         if (now) {
             char *want = canon(json_object_get(row, "result")), *got = canon(now);

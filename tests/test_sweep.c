@@ -78,8 +78,8 @@ static void test_grid_expansion(void **state)
 static void test_grid_syntax_errors(void **state)
 {
     static const char *const bad[][2] = {
-        {"policy.router", "is not key=v1,v2"}, {"a=", "empty value"},        {"=1,2", "bad key"},
-        {"a=1,,2", "empty value"},             {"a=1;a=2", "appears twice"}, {" ; ", "names no key"},
+        {"policy.router", "is not key=v1,v2"}, {"a=", "empty value"},   {"=1,2", "bad key"}, {"a=1,,2", "empty value"},
+        {"a=1;a=2", "appears twice"},          {" ; ", "names no key"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sim_grid g;
@@ -286,8 +286,13 @@ static void add_hitrate_set(const char *db, double cap)
     int64_t id;
     assert_int_equal(sim_results_open(&r, db, &err), 0);
     assert_int_equal(sim_results_hitrate_id(r, &id, &err), 0);
-    sim_hitrate_row row = {.trace_path = "t.jsonl", .trace_fingerprint = 0xabc, .block_tokens = 512, .policy = "lru",
-                           .setup = "scope global, 1 node", .capacity_tokens = cap, .hit_rate_blocks = 0.25,
+    sim_hitrate_row row = {.trace_path = "t.jsonl",
+                           .trace_fingerprint = 0xabc,
+                           .block_tokens = 512,
+                           .policy = "lru",
+                           .setup = "scope global, 1 node",
+                           .capacity_tokens = cap,
+                           .hit_rate_blocks = 0.25,
                            .hit_rate_tokens = 0.3};
     assert_int_equal(sim_results_add_hitrate(r, id, &row, &err), 0);
     sim_results_close(r);

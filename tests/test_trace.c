@@ -36,8 +36,7 @@ static void expect_bad_line(int bad_line, const char *bad, const char *expect)
     char text[8192] = "";
     for (int i = 1; i <= bad_line + 1; i++) {
         char line[512];
-        if (i == bad_line)
-            snprintf(line, sizeof line, "%s\n", bad);
+        if (i == bad_line) snprintf(line, sizeof line, "%s\n", bad);
         else
             snprintf(line, sizeof line,
                      "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 5, \"hash_ids\": [%d, 2]}\n",
@@ -124,49 +123,52 @@ static void test_bad_missing_fields(void **state)
 static void test_bad_negative(void **state)
 {
     expect_bad(9, "{\"timestamp\": 5000, \"input_length\": -5, \"output_length\": 5, \"hash_ids\": []}",
-                    "input_length: -5 is negative");
+               "input_length: -5 is negative");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 5, \"output_length\": -1, \"hash_ids\": []}",
-                    "output_length: -1 is negative");
+               "output_length: -1 is negative");
     expect_bad(1, "{\"timestamp\": -3, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
-                    "timestamp: -3 is negative");
+               "timestamp: -3 is negative");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
-                    "input_length: 0 tokens (a request needs at least 1)");
+               "input_length: 0 tokens (a request needs at least 1)");
     expect_bad(2, "{\"timestamp\": 1e20, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
-                    "timestamp: 1e+20 is too large");
+               "timestamp: 1e+20 is too large");
 }
 
 static void test_bad_wrong_types(void **state)
 {
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": \"4000\", \"output_length\": 5, \"hash_ids\": []}",
-                    "input_length: expected an integer, got a string");
+               "input_length: expected an integer, got a string");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 40.5, \"output_length\": 5, \"hash_ids\": []}",
-                    "input_length: expected an integer, got a real number");
+               "input_length: expected an integer, got a real number");
     expect_bad(2, "{\"timestamp\": \"noon\", \"input_length\": 4, \"output_length\": 5, \"hash_ids\": []}",
-                    "timestamp: expected a number, got a string");
+               "timestamp: expected a number, got a string");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": {}}",
-                    "hash_ids: expected an array, got an object");
-    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
-                       "\"session\": \"a\"}",
-                    "session: expected an integer, got a string");
+               "hash_ids: expected an array, got an object");
+    expect_bad(2,
+               "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
+               "\"session\": \"a\"}",
+               "session: expected an integer, got a string");
 }
 
 static void test_bad_hash_ids(void **state)
 {
     /* ceil(4000 / 512) = 8 blocks at most */
-    expect_bad(4, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, "
-                       "\"hash_ids\": [1,2,3,4,5,6,7,8,9,10,11,12]}",
-                    "hash_ids: 12 ids but input_length 4000 allows at most 8 blocks of 512 tokens");
+    expect_bad(4,
+               "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, "
+               "\"hash_ids\": [1,2,3,4,5,6,7,8,9,10,11,12]}",
+               "hash_ids: 12 ids but input_length 4000 allows at most 8 blocks of 512 tokens");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [1, 2.5]}",
-                    "hash_ids: element 1 is not an integer (got a real number)");
+               "hash_ids: element 1 is not an integer (got a real number)");
     expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4000, \"output_length\": 5, \"hash_ids\": [\"7\"]}",
-                    "hash_ids: element 0 is not an integer (got a string)");
+               "hash_ids: element 0 is not an integer (got a string)");
 }
 
 static void test_bad_cache_class(void **state)
 {
-    expect_bad(2, "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
-                       "\"cache\": \"forever\"}",
-                    "cache: \"forever\" is not one of ephemeral|context");
+    expect_bad(2,
+               "{\"timestamp\": 5000, \"input_length\": 4, \"output_length\": 5, \"hash_ids\": [], "
+               "\"cache\": \"forever\"}",
+               "cache: \"forever\" is not one of ephemeral|context");
 }
 
 static void test_bad_order(void **state)
@@ -377,10 +379,11 @@ static void test_key_chaining(void **state)
 
 static void test_extension_fields(void **state)
 {
-    const char *text = "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [], \"session\": 12, "
-                       "\"cache\": \"context\", \"slo_ttft_ms\": 500, \"slo_tbt_ms\": 50.5}\n"
-                       "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1], "
-                       "\"cache\": \"ephemeral\"}\n";
+    const char *text =
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [], \"session\": 12, "
+        "\"cache\": \"context\", \"slo_ttft_ms\": 500, \"slo_tbt_ms\": 50.5}\n"
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1], "
+        "\"cache\": \"ephemeral\"}\n";
     sim_trace_opts o = sim_trace_default_opts();
     sim_request *r[2];
     sim_err err;
@@ -440,9 +443,18 @@ static void test_stats_hand_computed(void **state)
 
     cli_result r = stats_cli(path, "--json");
     assert_int_equal(r.status, 0);
-    const char *keys[] = {"\"trace\"", "\"fingerprint\"", "\"requests\": 5", "\"duration_s\": 5.0",
-                          "\"arrival_rate\"", "\"input\": {", "\"output\": {", "\"p99\"", "\"blocks\": 10",
-                          "\"distinct_blocks\": 6", "\"max_hit_rate_blocks\": 0.4", "\"max_hit_rate_tokens\"",
+    const char *keys[] = {"\"trace\"",
+                          "\"fingerprint\"",
+                          "\"requests\": 5",
+                          "\"duration_s\": 5.0",
+                          "\"arrival_rate\"",
+                          "\"input\": {",
+                          "\"output\": {",
+                          "\"p99\"",
+                          "\"blocks\": 10",
+                          "\"distinct_blocks\": 6",
+                          "\"max_hit_rate_blocks\": 0.4",
+                          "\"max_hit_rate_tokens\"",
                           "\"skipped\": 0"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strstr(r.out, keys[i])) fail_msg("%s missing from %s", keys[i], r.out);
@@ -538,8 +550,10 @@ static void test_recognizer_matches_jansson(void **state)
         "{\"timestamp\": -0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [0]}",
         "{\"timestamp\": 2.5, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [], \"cache\": \"context\"}",
         "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash\\u005fids\": [3]}",
-        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": \"cont\\u0065xt\"}",
-        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": \"\xc3\xa9t\xc3\xa9\"}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": "
+        "\"cont\\u0065xt\"}",
+        "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [3], \"cache\": "
+        "\"\xc3\xa9t\xc3\xa9\"}",
         "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [01]}",
         "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1,]}",
         "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 1, \"hash_ids\": [1 2]}",
@@ -677,7 +691,8 @@ static void check_continuation(const seen_session *prev, const sim_request *r, i
 
 static void test_gen_sessions_share_prefix(void **state)
 {
-    char *path = gen_trace("--requests 1000 --session-prob 0.7 --max-turns 6 --think-time 5 --max-input 30000 --seed 11");
+    char *path =
+        gen_trace("--requests 1000 --session-prob 0.7 --max-turns 6 --think-time 5 --max-input 30000 --seed 11");
     static seen_session sessions[GEN_N];
     memset(sessions, 0, sizeof sessions);
     sim_trace_opts o = sim_trace_default_opts();

@@ -17,18 +17,18 @@
 #include <jansson.h>
 
 /* cmocka 1.1 compares floats only; kvsim's expected values need doubles. */
-#define assert_double_equal(a, b, eps)                                                                          \
-    do {                                                                                                         \
-        double a_ = (a), b_ = (b), e_ = (eps);                                                                   \
-        if (!(fabs(a_ - b_) <= e_)) fail_msg("%s = %.12g, expected %.12g ± %g", #a, a_, b_, e_);                 \
+#define assert_double_equal(a, b, eps)                                                                                 \
+    do {                                                                                                               \
+        double a_ = (a), b_ = (b), e_ = (eps);                                                                         \
+        if (!(fabs(a_ - b_) <= e_)) fail_msg("%s = %.12g, expected %.12g ± %g", #a, a_, b_, e_);                       \
     } while (0)
 
 #define SHARED_TRACE "../shared/traces/mooncake_synthetic_trace.jsonl"
 
 typedef struct cli_result {
-    int status;   /* exit code, or 128+signal */
-    char *out;    /* captured stdout (NUL-terminated, caller frees) */
-    char *err;    /* captured stderr */
+    int status; /* exit code, or 128+signal */
+    char *out;  /* captured stdout (NUL-terminated, caller frees) */
+    char *err;  /* captured stderr */
 } cli_result;
 
 static inline char *tu_slurp(FILE *f)

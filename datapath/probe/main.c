@@ -9,22 +9,21 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kvsim-probe [options]\n"
-            "Measure KV chunk load/store costs on this machine; write one JSON document.\n\n"
-            "  --out FILE        JSON output (default: stdout); the table goes to stderr\n"
-            "  --shapes LIST     comma list of llama3.1-8b, llama3-70b-tp8, qwen2.5-32b, tiny\n"
-            "                    or LAYERSxKVHEADSxHEADDIMxDTYPEBYTES (default: the first three)\n"
-            "  --tokens LIST     chunk sizes in tokens (default: 16,32,64,128,256,512,1024)\n"
-            "  --backends LIST   cpu,cuda (default: every backend; unusable ones are reported)\n"
-            "  --reps N          timed runs per point, median reported (default 9)\n"
-            "  --warmup N        untimed runs first (default 2; at least one per rotation buffer)\n"
-            "  --threads N       cpu backend threads (default: half the online CPUs, 1 to 8)\n"
-            "  --ssd-dir DIR     where host<->SSD files go (default: build/probe-ssd)\n"
-            "  --no-ssd          skip the SSD directions\n"
-            "  --lab             kernel lab: llama3.1-8b only, no SSD, table to stdout\n"
-            "  --quiet           no table\n"
-            "  --help            this text\n");
+    fprintf(f, "usage: kvsim-probe [options]\n"
+               "Measure KV chunk load/store costs on this machine; write one JSON document.\n\n"
+               "  --out FILE        JSON output (default: stdout); the table goes to stderr\n"
+               "  --shapes LIST     comma list of llama3.1-8b, llama3-70b-tp8, qwen2.5-32b, tiny\n"
+               "                    or LAYERSxKVHEADSxHEADDIMxDTYPEBYTES (default: the first three)\n"
+               "  --tokens LIST     chunk sizes in tokens (default: 16,32,64,128,256,512,1024)\n"
+               "  --backends LIST   cpu,cuda (default: every backend; unusable ones are reported)\n"
+               "  --reps N          timed runs per point, median reported (default 9)\n"
+               "  --warmup N        untimed runs first (default 2; at least one per rotation buffer)\n"
+               "  --threads N       cpu backend threads (default: half the online CPUs, 1 to 8)\n"
+               "  --ssd-dir DIR     where host<->SSD files go (default: build/probe-ssd)\n"
+               "  --no-ssd          skip the SSD directions\n"
+               "  --lab             kernel lab: llama3.1-8b only, no SSD, table to stdout\n"
+               "  --quiet           no table\n"
+               "  --help            this text\n");
 }
 
 static int bad(const char *msg, const char *arg)
@@ -78,18 +77,26 @@ static int positive(const char *s, int *out, int min)
     return 0;
 }
 
+/* The options: long names only, each its own code. */
+enum { O_OUT = 1, O_SHAPES, O_TOKENS, O_BACKENDS, O_REPS, O_WARMUP, O_THREADS, O_SSD, O_NOSSD, O_LAB, O_QUIET };
+static const struct option opts[] = {
+    {"out", required_argument, 0, O_OUT},
+    {"shapes", required_argument, 0, O_SHAPES},
+    {"tokens", required_argument, 0, O_TOKENS},
+    {"backends", required_argument, 0, O_BACKENDS},
+    {"reps", required_argument, 0, O_REPS},
+    {"warmup", required_argument, 0, O_WARMUP},
+    {"threads", required_argument, 0, O_THREADS},
+    {"ssd-dir", required_argument, 0, O_SSD},
+    {"no-ssd", no_argument, 0, O_NOSSD},
+    {"lab", no_argument, 0, O_LAB},
+    {"quiet", no_argument, 0, O_QUIET},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 int main(int argc, char **argv)
 {
-    enum { O_OUT = 1, O_SHAPES, O_TOKENS, O_BACKENDS, O_REPS, O_WARMUP, O_THREADS, O_SSD, O_NOSSD, O_LAB, O_QUIET };
-    static const struct option opts[] = {
-        {"out", required_argument, 0, O_OUT},         {"shapes", required_argument, 0, O_SHAPES},
-        {"tokens", required_argument, 0, O_TOKENS},   {"backends", required_argument, 0, O_BACKENDS},
-        {"reps", required_argument, 0, O_REPS},       {"warmup", required_argument, 0, O_WARMUP},
-        {"threads", required_argument, 0, O_THREADS}, {"ssd-dir", required_argument, 0, O_SSD},
-        {"no-ssd", no_argument, 0, O_NOSSD},          {"lab", no_argument, 0, O_LAB},
-        {"quiet", no_argument, 0, O_QUIET},           {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     dp_probe_opts o;
     dp_probe_defaults(&o);
     const char *out = NULL;
@@ -112,9 +119,15 @@ int main(int argc, char **argv)
             o.nbackends = 0;
             if (each_item(optarg, add_backend, &o)) return bad("--backends: bad list", optarg);
             break;
-        case O_REPS: if (positive(optarg, &o.reps, 1)) return bad("--reps: expected 1..100000", optarg); break;
-        case O_WARMUP: if (positive(optarg, &o.warmup, 0)) return bad("--warmup: expected 0..100000", optarg); break;
-        case O_THREADS: if (positive(optarg, &o.threads, 1)) return bad("--threads: expected 1..100000", optarg); break;
+        case O_REPS:
+            if (positive(optarg, &o.reps, 1)) return bad("--reps: expected 1..100000", optarg);
+            break;
+        case O_WARMUP:
+            if (positive(optarg, &o.warmup, 0)) return bad("--warmup: expected 0..100000", optarg);
+            break;
+        case O_THREADS:
+            if (positive(optarg, &o.threads, 1)) return bad("--threads: expected 1..100000", optarg);
+            break;
         case O_SSD: o.ssd_dir = optarg; break;
         case O_NOSSD: o.ssd_dir = NULL; break;
         case O_LAB: lab = true; break;

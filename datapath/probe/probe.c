@@ -31,7 +31,7 @@
 #include "datapath/layout.h"
 #include "datapath/probe/probe.h"
 
-#define PROBE_MAX_SETS 64
+#define PROBE_MAX_SETS   64
 #define PROBE_COLD_BYTES (64 << 20) /* rotate until this much is touched: twice a large L3 */
 #define PROBE_PEAK_BYTES (256 << 20)
 
@@ -64,8 +64,10 @@ int dp_probe_parse_shape(const char *s, dp_probe_shape *out, sim_err *err)
     dp_probe_shape sh;
     if (sscanf(s, "%dx%dx%dx%d%n", &sh.layers, &sh.kv_heads, &sh.head_dim, &sh.dtype_bytes, &n) != 4 || s[n] ||
         sh.layers <= 0 || sh.kv_heads <= 0 || sh.head_dim <= 0 || sh.dtype_bytes <= 0 || strlen(s) >= sizeof sh.name)
-        return sim_errf(err, "shape '%s': expected llama3.1-8b, llama3-70b-tp8, qwen2.5-32b, tiny or "
-                             "LAYERSxKVHEADSxHEADDIMxDTYPEBYTES (e.g. 32x8x128x2)", s);
+        return sim_errf(err,
+                        "shape '%s': expected llama3.1-8b, llama3-70b-tp8, qwen2.5-32b, tiny or "
+                        "LAYERSxKVHEADSxHEADDIMxDTYPEBYTES (e.g. 32x8x128x2)",
+                        s);
     snprintf(sh.name, sizeof sh.name, "%s", s);
     *out = sh;
     return 0;
@@ -78,7 +80,7 @@ typedef struct sample {
     int tokens;
     int64_t bytes, bytes_per_token;
     double median, min, max;
-    int o_direct;  /* -1: not file I/O */
+    int o_direct; /* -1: not file I/O */
 } sample;
 
 typedef struct backend_info {
@@ -104,16 +106,16 @@ typedef struct probe {
     int nbackends;
     peak peaks[4 * DP_PROBE_MAX_LIST];
     int npeaks;
-    int o_direct;  /* what the SSD directions got: -1 not run, 0 buffered, 1 O_DIRECT */
+    int o_direct;    /* what the SSD directions got: -1 not run, 0 buffered, 1 O_DIRECT */
     int cpu_threads; /* what the cpu backend resolved --threads to */
     /* the backend × shape being measured */
     dp_dev *dev;
     const dp_probe_shape *shape;
     void *image, *readback, *expect;
     int64_t *perm;
-    char *region;       /* host chunks of all rotation sets, from the backend */
+    char *region; /* host chunks of all rotation sets, from the backend */
     size_t region_bytes;
-    int64_t *slots;     /* slot mappings of all rotation sets */
+    int64_t *slots; /* slot mappings of all rotation sets */
     int nsets, tokens;
     int64_t bytes;
     double ref_median, base_median;
@@ -210,8 +212,8 @@ typedef struct xfer_arg {
 static int op_transfer(probe *p, const void *arg, int set, sim_err *err)
 {
     const xfer_arg *a = arg;
-    dp_xfer x = {.dir = a->dir, .method = a->method, .slots = slots_of(p, set), .tokens = p->tokens,
-                 .chunk = chunk_of(p, set)};
+    dp_xfer x = {
+        .dir = a->dir, .method = a->method, .slots = slots_of(p, set), .tokens = p->tokens, .chunk = chunk_of(p, set)};
     return dp_transfer(p->dev, &x, err);
 }
 
@@ -246,9 +248,18 @@ static sample *record(probe *p, const char *backend, const char *dir, const char
                       const timing *t, int o_direct)
 {
     sample *s = add_sample(p);
-    *s = (sample){.backend = backend, .shape = p->shape->name, .dir = dir, .tier = tier, .method = method,
-                  .tokens = p->tokens, .bytes = p->bytes, .bytes_per_token = p->bytes / p->tokens,
-                  .median = t->median, .min = t->min, .max = t->max, .o_direct = o_direct};
+    *s = (sample){.backend = backend,
+                  .shape = p->shape->name,
+                  .dir = dir,
+                  .tier = tier,
+                  .method = method,
+                  .tokens = p->tokens,
+                  .bytes = p->bytes,
+                  .bytes_per_token = p->bytes / p->tokens,
+                  .median = t->median,
+                  .min = t->min,
+                  .max = t->max,
+                  .o_direct = o_direct};
     log_sample(p, s);
     return s;
 }
@@ -434,8 +445,11 @@ static void close_shape(probe *p)
 static int open_shape(probe *p, const char *backend, const dp_probe_shape *sh, sim_err *err)
 {
     int max_pages = (max_tokens(p->o) + DP_PAGE_TOKENS - 1) / DP_PAGE_TOKENS;
-    dp_shape s = {.layers = sh->layers, .kv_heads = sh->kv_heads, .head_dim = sh->head_dim,
-                  .dtype_bytes = sh->dtype_bytes, .pages = 2 * (int64_t)max_pages + 2};
+    dp_shape s = {.layers = sh->layers,
+                  .kv_heads = sh->kv_heads,
+                  .head_dim = sh->head_dim,
+                  .dtype_bytes = sh->dtype_bytes,
+                  .pages = 2 * (int64_t)max_pages + 2};
     p->shape = sh;
     if (dp_dev_open(&p->dev, backend, &s, p->o->threads, err)) return -1;
     p->cpu_threads = p->dev->threads;
@@ -468,8 +482,10 @@ static int measure_peaks(probe *p, sim_err *err)
     int rc = 0;
     for (int d = 0; d < 2 && !rc; d++) {
         peak *pk = &p->peaks[p->npeaks];
-        *pk = (peak){.backend = p->dev->ops->name, .method = p->dev->ops->peak_name,
-                     .dir = dp_dir_name(d ? DP_LOAD : DP_STORE), .bytes = (int64_t)bytes};
+        *pk = (peak){.backend = p->dev->ops->name,
+                     .method = p->dev->ops->peak_name,
+                     .dir = dp_dir_name(d ? DP_LOAD : DP_STORE),
+                     .bytes = (int64_t)bytes};
         double *t = sim_xmalloc((size_t)p->o->reps * sizeof *t);
         for (int i = -p->o->warmup; i < p->o->reps && !rc; i++) {
             double t0 = sim_wall_seconds();
@@ -532,8 +548,11 @@ static int op_file(probe *p, const void *arg, int set, sim_err *err)
 static int measure_ssd(probe *p, sim_err *err)
 {
     const dp_probe_shape *sh = &p->o->shapes[0];
-    dp_shape s = {.layers = sh->layers, .kv_heads = sh->kv_heads, .head_dim = sh->head_dim,
-                  .dtype_bytes = sh->dtype_bytes, .pages = 1};
+    dp_shape s = {.layers = sh->layers,
+                  .kv_heads = sh->kv_heads,
+                  .head_dim = sh->head_dim,
+                  .dtype_bytes = sh->dtype_bytes,
+                  .pages = 1};
     if (dp_mkdirs(p->o->ssd_dir, err)) return -1;
     p->shape = sh;
     p->ref_median = p->base_median = 0;
@@ -588,8 +607,9 @@ static void write_config(dp_jw *w, const probe *p)
     dp_jw_int(w, "warmup", o->warmup);
     if (p->cpu_threads) dp_jw_int(w, "cpu_threads", p->cpu_threads);
     dp_jw_int(w, "page_tokens", DP_PAGE_TOKENS);
-    dp_jw_str(w, "timer", "CLOCK_MONOTONIC around each synchronous call; median of reps after max(warmup, "
-                          "rotation sets) untimed runs");
+    dp_jw_str(w, "timer",
+              "CLOCK_MONOTONIC around each synchronous call; median of reps after max(warmup, "
+              "rotation sets) untimed runs");
     dp_jw_str(w, "bytes", "KV payload per transfer (tokens x bytes_per_token), counted once");
     dp_jw_arr(w, "chunk_tokens");
     for (int i = 0; i < o->ntokens; i++) dp_jw_int(w, NULL, o->tokens[i]);

@@ -36,8 +36,8 @@ typedef struct dp_probe_opts {
     char backends[DP_PROBE_MAX_LIST][16];
     int nbackends;
     int reps, warmup, threads;
-    const char *ssd_dir;   /* NULL: no SSD directions */
-    bool quiet;            /* no table on the log stream */
+    const char *ssd_dir; /* NULL: no SSD directions */
+    bool quiet;          /* no table on the log stream */
 } dp_probe_opts;
 
 /* Defaults: the three model shapes, 16..1024 tokens, every backend, 9 reps

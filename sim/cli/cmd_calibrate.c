@@ -85,10 +85,14 @@ int cmd_calibrate(int argc, char **argv)
 {
     enum { O_PROBE_JSON = 1, O_RUN_PROBE, O_PROBE_ARGS, O_OUT, O_LABEL, O_SHAPE };
     static const struct option opts[] = {
-        {"probe-json", required_argument, 0, O_PROBE_JSON}, {"run-probe", no_argument, 0, O_RUN_PROBE},
-        {"probe-args", required_argument, 0, O_PROBE_ARGS}, {"out", required_argument, 0, O_OUT},
-        {"label", required_argument, 0, O_LABEL},           {"shape", required_argument, 0, O_SHAPE},
-        {"help", no_argument, 0, 'h'},                      {0, 0, 0, 0},
+        {"probe-json", required_argument, 0, O_PROBE_JSON},
+        {"run-probe", no_argument, 0, O_RUN_PROBE},
+        {"probe-args", required_argument, 0, O_PROBE_ARGS},
+        {"out", required_argument, 0, O_OUT},
+        {"label", required_argument, 0, O_LABEL},
+        {"shape", required_argument, 0, O_SHAPE},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     const char *probe_json = NULL, *probe_args = NULL, *out = NULL, *label = NULL, *shape = NULL;
     int run = 0, c;

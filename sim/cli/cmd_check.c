@@ -30,19 +30,15 @@ static void print_table_header(void *arg)
 static void print_row(void *arg, const sim_check_row *r)
 {
     if (!r->expected) {
-        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", r->measurement, r->metric, "-", r->got, "-", "-",
-               "recorded");
+        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", r->measurement, r->metric, "-", r->got, "-", "-", "recorded");
         return;
     }
     double e = json_number_value(r->expected), delta = fabs(r->got - e) < 5e-7 ? 0 : r->got - e;
-    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", r->measurement, r->metric, e, r->got, delta,
-           r->tolerance, r->ok ? "ok" : "FAIL");
+    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", r->measurement, r->metric, e, r->got, delta, r->tolerance,
+           r->ok ? "ok" : "FAIL");
 }
 
-static void print_note(void *arg, const char *text)
-{
-    fprintf(stderr, "kvsim check: %s\n", text);
-}
+static void print_note(void *arg, const char *text) { fprintf(stderr, "kvsim check: %s\n", text); }
 
 static const sim_check_report table = {.begin = print_table_header, .row = print_row, .note = print_note};
 
@@ -106,10 +102,14 @@ int cmd_check(int argc, char **argv)
 {
     kv_replay_keep_memory();
     static const struct option longopts[] = {
-        {"baseline", required_argument, NULL, 'b'}, {"write-baseline", required_argument, NULL, 'w'},
-        {"trace", required_argument, NULL, 't'},    {"policies", required_argument, NULL, 'p'},
-        {"capacity-tokens", required_argument, NULL, 'c'}, {"tolerance", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"baseline", required_argument, NULL, 'b'},
+        {"write-baseline", required_argument, NULL, 'w'},
+        {"trace", required_argument, NULL, 't'},
+        {"policies", required_argument, NULL, 'p'},
+        {"capacity-tokens", required_argument, NULL, 'c'},
+        {"tolerance", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *baseline = NULL, *write_path = NULL;
     sim_check_new_opts nb = {.policies = NULL, .capacities = "inf", .tolerance = 0.002};

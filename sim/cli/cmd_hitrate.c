@@ -18,21 +18,20 @@ static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
-            "                     [--scope global|local] [--nodes N] [--placement RULE]\n"
-            "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
-            "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
-            "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
-            "request's prefix hit is counted, then all its blocks are accessed in order.\n"
-            "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
-            "trace's maximum (an infinite cache).\n\n");
+    fprintf(f, "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
+               "                     [--scope global|local] [--nodes N] [--placement RULE]\n"
+               "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
+               "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
+               "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
+               "request's prefix hit is counted, then all its blocks are accessed in order.\n"
+               "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
+               "trace's maximum (an infinite cache).\n\n");
     kv_hitrate_print_options(f, true);
     fprintf(f, "  --json                  one JSON object instead of the table\n"
-            "  --db FILE               also store the points in the hitrate table of a results\n"
-            "                          database (kvsim report draws them; the infinite cache is\n"
-            "                          stored once, as the trace maximum)\n"
-            "  -h, --help              this text\n");
+               "  --db FILE               also store the points in the hitrate table of a results\n"
+               "                          database (kvsim report draws them; the infinite cache is\n"
+               "                          stored once, as the trace maximum)\n"
+               "  -h, --help              this text\n");
 }
 
 /* Exact integers as integers, infinity as the string "inf". */
@@ -103,8 +102,7 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
     json_t *points = json_array();
     if (!json) print_header(s, t, &max);
     for (int i = 0; i < s->ncapacity; i++) {
-        if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) ||
-            kv_hitrate_db_put(sink, s->capacity[i], &r, &err)) {
+        if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) || kv_hitrate_db_put(sink, s->capacity[i], &r, &err)) {
             json_decref(points);
             return sim_usage_error("hitrate", err.msg);
         }
@@ -113,9 +111,9 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,
-                              "scope", kv_scope_name(s->scope), "nodes", s->nodes,
-                              "block_tokens", s->block_tokens, "max_hit_rate_blocks", max.hit_rate_blocks,
-                              "max_hit_rate_tokens", max.hit_rate_tokens, "points", points);
+                              "scope", kv_scope_name(s->scope), "nodes", s->nodes, "block_tokens", s->block_tokens,
+                              "max_hit_rate_blocks", max.hit_rate_blocks, "max_hit_rate_tokens", max.hit_rate_tokens,
+                              "points", points);
         json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
         putchar('\n');
         json_decref(o);
@@ -154,8 +152,14 @@ int cmd_hitrate(int argc, char **argv)
         case 0: rc = kv_hitrate_set(&spec, longopts[li].name, optarg ? optarg : "", &err); break;
         case 'j': json = true; break;
         case 'd': db = optarg; break;
-        case 'h': usage(stdout); kv_hitrate_spec_free(&spec); return SIM_EXIT_OK;
-        default: usage(stderr); kv_hitrate_spec_free(&spec); return SIM_EXIT_USAGE;
+        case 'h':
+            usage(stdout);
+            kv_hitrate_spec_free(&spec);
+            return SIM_EXIT_OK;
+        default:
+            usage(stderr);
+            kv_hitrate_spec_free(&spec);
+            return SIM_EXIT_USAGE;
         }
     }
     warn_deprecated(&spec);

@@ -7,19 +7,18 @@
 #include "sim/cli/cli.h"
 #include "sim/results/merge.h"
 
-static const char merge_usage[] =
-    "usage: kvsim merge [--skip-existing] OUT.db IN.db...\n"
-    "\n"
-    "Copy every completed run of each IN.db (runs, requests, samples, replicas and\n"
-    "any other per-run table, plus hitrate points) into OUT.db, which is created when\n"
-    "missing. Run ids are renumbered in OUT.db; inputs are merged in the order given,\n"
-    "each in one transaction.\n"
-    "\n"
-    "  --skip-existing    leave out runs OUT.db already holds (same config hash and\n"
-    "                     trace fingerprint), so merging twice changes nothing\n"
-    "  -h, --help         this help\n"
-    "\n"
-    "Exit status: 0 ok, 2 bad arguments or an unreadable database, 1 internal error.\n";
+static const char merge_usage[] = "usage: kvsim merge [--skip-existing] OUT.db IN.db...\n"
+                                  "\n"
+                                  "Copy every completed run of each IN.db (runs, requests, samples, replicas and\n"
+                                  "any other per-run table, plus hitrate points) into OUT.db, which is created when\n"
+                                  "missing. Run ids are renumbered in OUT.db; inputs are merged in the order given,\n"
+                                  "each in one transaction.\n"
+                                  "\n"
+                                  "  --skip-existing    leave out runs OUT.db already holds (same config hash and\n"
+                                  "                     trace fingerprint), so merging twice changes nothing\n"
+                                  "  -h, --help         this help\n"
+                                  "\n"
+                                  "Exit status: 0 ok, 2 bad arguments or an unreadable database, 1 internal error.\n";
 
 static void print_stats(const char *in, const sim_merge_stats *s)
 {

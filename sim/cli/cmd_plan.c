@@ -29,8 +29,8 @@ static void usage(FILE *f)
                "  -h, --help              this text\n");
 }
 
-static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb, double target,
-                       const kv_plan_result *p)
+static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb,
+                       double target, const kv_plan_result *p)
 {
     char setup[512];
     kv_hitrate_describe(s, setup, sizeof setup);
@@ -49,14 +49,13 @@ static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const
                        double target, const kv_plan_result *p)
 {
     double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:i}",
-                          "trace", t->path, "policy", s->policy, "scope",
-                          kv_scope_name(s->scope), "nodes", s->nodes, "model", m->name,
-                          "kv_bytes_per_token", kvb, "target", target, "max_hit_rate_blocks",
-                          p->max.hit_rate_blocks, "goal_hit_rate_blocks", p->goal, "hit_rate_blocks",
-                          p->best.hit_rate_blocks, "hit_rate_tokens", p->best.hit_rate_tokens, "capacity_blocks",
-                          (json_int_t)p->blocks, "capacity_tokens", tokens, "capacity_bytes", bytes, "total_bytes",
-                          bytes * s->nodes, "replays", p->replays);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:i}", "trace", t->path,
+                  "policy", s->policy, "scope", kv_scope_name(s->scope), "nodes", s->nodes, "model", m->name,
+                  "kv_bytes_per_token", kvb, "target", target, "max_hit_rate_blocks", p->max.hit_rate_blocks,
+                  "goal_hit_rate_blocks", p->goal, "hit_rate_blocks", p->best.hit_rate_blocks, "hit_rate_tokens",
+                  p->best.hit_rate_tokens, "capacity_blocks", (json_int_t)p->blocks, "capacity_tokens", tokens,
+                  "capacity_bytes", bytes, "total_bytes", bytes * s->nodes, "replays", p->replays);
     json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
@@ -113,15 +112,12 @@ int cmd_plan(int argc, char **argv)
     sim_err err;
     int status = SIM_EXIT_OK;
     if (parse_args(argc, argv, &spec, &target, &model_name, &json, &help, &err) ||
-        (!help && (sim_model_load(model_name, &model, &err) || kv_replay_load(&t, spec.trace, spec.block_tokens, &err) ||
-                   kv_plan(&t, &spec, target, &p, &err))))
+        (!help && (sim_model_load(model_name, &model, &err) ||
+                   kv_replay_load(&t, spec.trace, spec.block_tokens, &err) || kv_plan(&t, &spec, target, &p, &err))))
         status = sim_usage_error("plan", err.msg);
-    else if (help)
-        usage(stdout);
-    else if (json)
-        print_json(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
-    else
-        print_text(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
+    else if (help) usage(stdout);
+    else if (json) print_json(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
+    else print_text(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
     kv_replay_free(&t);
     kv_hitrate_spec_free(&spec);
     return status;

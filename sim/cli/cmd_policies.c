@@ -15,17 +15,41 @@ typedef struct entry {
     const char *name, *help, *params;
 } entry;
 
-static entry router(size_t i) { const sched_router_ops *o = sched_router_at(i); return (entry){o->name, o->help, o->params}; }
-static entry decoder(size_t i) { const sched_decode_ops *o = sched_decode_at(i); return (entry){o->name, o->help, o->params}; }
+static entry router(size_t i)
+{
+    const sched_router_ops *o = sched_router_at(i);
+    return (entry){o->name, o->help, o->params};
+}
+static entry decoder(size_t i)
+{
+    const sched_decode_ops *o = sched_decode_at(i);
+    return (entry){o->name, o->help, o->params};
+}
 static entry admission(size_t i)
 {
     const sched_admission_ops *o = sched_admission_at(i);
     return (entry){o->name, o->help, o->params};
 }
-static entry pd(size_t i) { const sched_pd_ops *o = sched_pd_at(i); return (entry){o->name, o->help, o->params}; }
-static entry evict(size_t i) { const kv_evict_entry *e = kv_evict_at(i); return (entry){e->name, e->help, e->params}; }
-static entry serving(size_t i) { const sim_serving_ops *o = sim_serving_at(i); return (entry){o->name, o->help, ""}; }
-static entry cache(size_t i) { const kv_cache_model *o = kv_cache_model_at(i); return (entry){o->name, o->help, ""}; }
+static entry pd(size_t i)
+{
+    const sched_pd_ops *o = sched_pd_at(i);
+    return (entry){o->name, o->help, o->params};
+}
+static entry evict(size_t i)
+{
+    const kv_evict_entry *e = kv_evict_at(i);
+    return (entry){e->name, e->help, e->params};
+}
+static entry serving(size_t i)
+{
+    const sim_serving_ops *o = sim_serving_at(i);
+    return (entry){o->name, o->help, ""};
+}
+static entry cache(size_t i)
+{
+    const kv_cache_model *o = kv_cache_model_at(i);
+    return (entry){o->name, o->help, ""};
+}
 
 /* One row per plug-in kind: its title, the config key that selects it, and
  * its registry's count and entry. */

@@ -41,9 +41,12 @@ typedef rep_options report_args;
 static int parse_args(int argc, char **argv, report_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},    {"runs", required_argument, 0, 'r'},
-        {"last", required_argument, 0, 'l'},  {"title", required_argument, 0, 't'},
-        {"out", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
+        {"db", required_argument, 0, 'd'},
+        {"runs", required_argument, 0, 'r'},
+        {"last", required_argument, 0, 'l'},
+        {"title", required_argument, 0, 't'},
+        {"out", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     opterr = 0;
@@ -59,13 +62,16 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
             break;
         case 't': a->title = optarg; break;
         case 'o': a->dir = optarg; break;
-        case 'h': fputs(report_usage, stdout); *rc = SIM_EXIT_OK; return -1;
+        case 'h':
+            fputs(report_usage, stdout);
+            *rc = SIM_EXIT_OK;
+            return -1;
         default: *rc = sim_usage_error("report", "unknown or incomplete option (see kvsim report --help)"); return -1;
         }
     }
-    const char *bad = optind < argc ? "unexpected argument (see kvsim report --help)"
-                      : !a->db      ? "--db FILE is required"
-                      : !a->dir     ? "-o DIR is required"
+    const char *bad = optind < argc        ? "unexpected argument (see kvsim report --help)"
+                      : !a->db             ? "--db FILE is required"
+                      : !a->dir            ? "-o DIR is required"
                       : a->runs && a->last ? "--runs and --last exclude each other"
                                            : NULL;
     if (bad) return *rc = sim_usage_error("report", bad), -1;
@@ -84,7 +90,6 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "kvsim report: %s\n", err.msg);
         return st == REP_BAD_INPUT ? SIM_EXIT_USAGE : SIM_EXIT_INTERNAL;
     }
-    printf("kvsim report: %s/index.html: %d runs, %d figures (SVG + PNG, with .dat and .gp)\n", a.dir, nruns,
-           nfigures);
+    printf("kvsim report: %s/index.html: %d runs, %d figures (SVG + PNG, with .dat and .gp)\n", a.dir, nruns, nfigures);
     return SIM_EXIT_OK;
 }

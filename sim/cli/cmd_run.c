@@ -79,7 +79,10 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
         case 'o': add_set(a, "trace.sort", "true"); break;
         case 'd': a->db = optarg; break;
         case 'j': a->json = true; break;
-        case 'h': fputs(run_usage, stdout); *rc = SIM_EXIT_OK; return -1;
+        case 'h':
+            fputs(run_usage, stdout);
+            *rc = SIM_EXIT_OK;
+            return -1;
         default:
             fprintf(stderr, "kvsim run: unknown or incomplete option '%s'\n%s", argv[optind - 1], run_usage);
             *rc = SIM_EXIT_USAGE;
@@ -108,8 +111,7 @@ static void print_summary(const sim_config *cfg, const json_t *s)
 {
     const json_t *rej = json_object_get(s, "rejected");
     printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
-           cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router,
-           cfg->admission);
+           cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
     printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));
@@ -135,7 +137,9 @@ static int replay(const run_args *a)
     double t0 = sim_wall_seconds();
     uint64_t fp;
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
-    if (sim_serving_check(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) || sim_results_open(&db, a->db, &err)) goto out;
+    if (sim_serving_check(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) ||
+        sim_results_open(&db, a->db, &err))
+        goto out;
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
     sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed};
     int64_t run_id;

@@ -55,10 +55,14 @@ static int parse_jobs(const char *s, int *out)
 static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
 {
     static const struct option opts[] = {
-        {"grid", required_argument, 0, 'g'},   {"trace", required_argument, 0, 't'},
-        {"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 's'},
-        {"jobs", required_argument, 0, 'j'},   {"db", required_argument, 0, 'd'},
-        {"emit-jobs", required_argument, 0, 'e'}, {"help", no_argument, 0, 'h'},
+        {"grid", required_argument, 0, 'g'},
+        {"trace", required_argument, 0, 't'},
+        {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},
+        {"jobs", required_argument, 0, 'j'},
+        {"db", required_argument, 0, 'd'},
+        {"emit-jobs", required_argument, 0, 'e'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     s->base = sim_xcalloc((size_t)argc + 1, sizeof *s->base);
@@ -75,7 +79,10 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
             break;
         case 'd': s->db = optarg; break;
         case 'e': s->emit = optarg; break;
-        case 'h': fputs(sweep_usage, stdout); *rc = SIM_EXIT_OK; return -1;
+        case 'h':
+            fputs(sweep_usage, stdout);
+            *rc = SIM_EXIT_OK;
+            return -1;
         default: *rc = sim_usage_error("sweep", "unknown or incomplete option (see kvsim sweep --help)"); return -1;
         }
     }
@@ -137,7 +144,9 @@ out:
 
 int cmd_sweep(int argc, char **argv)
 {
-    sim_sweep_opts o = {.db = "sweep.db", .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .t0 = sim_wall_seconds(),
+    sim_sweep_opts o = {.db = "sweep.db",
+                        .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN),
+                        .t0 = sim_wall_seconds(),
                         .tty = isatty(STDERR_FILENO)};
     if (o.jobs < 1) o.jobs = 1;
     int rc = SIM_EXIT_OK;

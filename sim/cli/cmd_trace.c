@@ -59,14 +59,13 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
 {
     char fps[17];
     snprintf(fps, sizeof fps, "%016" PRIx64, fp);
-    json_t *o = json_pack("{s:s, s:s, s:I, s:f, s:f, s:o, s:o, s:I, s:I, s:f, s:f, s:I}", "trace", path,
-                          "fingerprint", fps, "requests", (json_int_t)s->requests, "duration_s", s->duration_s,
-                          "arrival_rate", s->arrival_rate, "input",
-                          dist_json(s->input_mean, s->input_p50, s->input_p99), "output",
-                          dist_json(s->output_mean, s->output_p50, s->output_p99), "blocks",
-                          (json_int_t)s->blocks, "distinct_blocks", (json_int_t)s->distinct_blocks,
-                          "max_hit_rate_blocks", s->max_hit_rate_blocks, "max_hit_rate_tokens",
-                          s->max_hit_rate_tokens, "skipped", (json_int_t)s->skipped);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:f, s:f, s:o, s:o, s:I, s:I, s:f, s:f, s:I}", "trace", path, "fingerprint", fps,
+                  "requests", (json_int_t)s->requests, "duration_s", s->duration_s, "arrival_rate", s->arrival_rate,
+                  "input", dist_json(s->input_mean, s->input_p50, s->input_p99), "output",
+                  dist_json(s->output_mean, s->output_p50, s->output_p99), "blocks", (json_int_t)s->blocks,
+                  "distinct_blocks", (json_int_t)s->distinct_blocks, "max_hit_rate_blocks", s->max_hit_rate_blocks,
+                  "max_hit_rate_tokens", s->max_hit_rate_tokens, "skipped", (json_int_t)s->skipped);
     json_dumpf(o, stdout, JSON_REAL_PRECISION(12));
     putchar('\n');
     json_decref(o);
@@ -118,16 +117,15 @@ static int trace_stats(int argc, char **argv)
     }
     if (optind != argc - 1) return sim_usage_error("trace stats", "expected exactly one FILE (see --help)");
     const char *path = argv[optind];
-    if (strcmp(path, "-") == 0) return sim_usage_error("trace stats", "FILE must be a file, not stdin (it is read twice)");
+    if (strcmp(path, "-") == 0)
+        return sim_usage_error("trace stats", "FILE must be a file, not stdin (it is read twice)");
     uint64_t fp;
     sim_trace_stats s;
     if (sim_trace_fingerprint(path, &fp, &err) || sim_trace_compute_stats(path, &opts, &s, &err))
         return sim_usage_error("trace stats", err.msg);
     if (s.skipped) warn_skipped(path, opts, s.skipped);
-    if (json)
-        print_stats_json(path, fp, &s);
-    else
-        print_stats_table(path, fp, &s);
+    if (json) print_stats_json(path, fp, &s);
+    else print_stats_table(path, fp, &s);
     return SIM_EXIT_OK;
 }
 
@@ -192,8 +190,8 @@ static void gen_usage(FILE *f)
                "  -o, --output FILE          where to write (\"-\" = stdout); required\n");
     for (size_t i = 0; i < NGEN_OPTS; i++) {
         char flag[40], def[32];
-        static const char *const metavar[] = {[GEN_I64] = "N", [GEN_INT] = "N", [GEN_DOUBLE] = "X",
-                                              [GEN_SEED] = "N", [GEN_PATH] = "FILE"};
+        static const char *const metavar[] = {
+            [GEN_I64] = "N", [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N", [GEN_PATH] = "FILE"};
         snprintf(flag, sizeof flag, "--%s %s", gen_opts[i].name, metavar[gen_opts[i].kind]);
         format_gen_default(&gen_opts[i], &d, def, sizeof def);
         fprintf(f, "  %-26s %s (default %s)\n", flag, gen_opts[i].help, def);

@@ -32,17 +32,17 @@ static bool is_free_form(const char *path)
 }
 
 /* Merge src into dst; every key of src must exist in schema (the defaults). */
-static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, const char *prefix,
-                         const char *origin, sim_err *err)
+static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, const char *prefix, const char *origin,
+                         sim_err *err)
 {
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)src, key, val) {
+    json_object_foreach((json_t *)src, key, val)
+    {
         char path[256];
         snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
         const json_t *sch = schema ? json_object_get(schema, key) : NULL;
-        if (!sch && !is_free_form(path))
-            return sim_errf(err, "%s: unknown config key '%s'", origin, path);
+        if (!sch && !is_free_form(path)) return sim_errf(err, "%s: unknown config key '%s'", origin, path);
         json_t *cur = json_object_get(dst, key);
         if (json_is_object(val) && json_is_object(cur) && strcmp(path, "model") && strcmp(path, "hardware")) {
             if (merge_checked(cur, val, sch, path, origin, err)) return -1;
@@ -164,14 +164,24 @@ static int get_str(const json_t *root, const char *path, char *buf, size_t n, si
 static int get_bool(const json_t *root, const char *path, bool *out, sim_err *err)
 {
     const json_t *v = json_path_get(root, path);
-    if (!json_is_boolean(v)) return sim_errf(err, "config key '%s': %s", path, v ? "expected true or false" : "missing");
+    if (!json_is_boolean(v))
+        return sim_errf(err, "config key '%s': %s", path, v ? "expected true or false" : "missing");
     *out = json_is_true(v);
     return 0;
 }
 
 /* Tables of typed fields: one line per config key. */
-typedef struct num_field { const char *path; size_t off; double scale; bool positive; } num_field;
-typedef struct str_field { const char *path; size_t off; size_t len; } str_field;
+typedef struct num_field {
+    const char *path;
+    size_t off;
+    double scale;
+    bool positive;
+} num_field;
+typedef struct str_field {
+    const char *path;
+    size_t off;
+    size_t len;
+} str_field;
 
 #define CF(field) offsetof(sim_config, field)
 #define HF(field) offsetof(sim_hw, field)
@@ -192,22 +202,22 @@ static const num_field config_nums[] = {
 };
 
 static const num_field hw_nums[] = {
-    {"tflops_per_gpu", HF(flops), 1e12, true},       {"hbm_bytes_per_gpu", HF(hbm_bytes), 1, true},
-    {"hbm_GBps_per_gpu", HF(hbm_Bps), 1e9, true},    {"h2d_GBps", HF(h2d_Bps), 1e9, true},
-    {"nic_Gbps", HF(nic_Bps), 1e9 / 8, true},        {"dram_bytes", HF(dram_bytes), 1, true},
-    {"ssd_read_GBps", HF(ssd_read_Bps), 1e9, true},  {"ssd_write_GBps", HF(ssd_write_Bps), 1e9, true},
+    {"tflops_per_gpu", HF(flops), 1e12, true},          {"hbm_bytes_per_gpu", HF(hbm_bytes), 1, true},
+    {"hbm_GBps_per_gpu", HF(hbm_Bps), 1e9, true},       {"h2d_GBps", HF(h2d_Bps), 1e9, true},
+    {"nic_Gbps", HF(nic_Bps), 1e9 / 8, true},           {"dram_bytes", HF(dram_bytes), 1, true},
+    {"ssd_read_GBps", HF(ssd_read_Bps), 1e9, true},     {"ssd_write_GBps", HF(ssd_write_Bps), 1e9, true},
     {"ssd_latency_us", HF(ssd_latency_s), 1e-6, false},
 };
 
 static const str_field config_strs[] = {
-    {"cluster.mode", CF(mode), sizeof ((sim_config *)0)->mode},
-    {"kvstore.pic", CF(pic), sizeof ((sim_config *)0)->pic},
-    {"kvstore.eviction", CF(eviction), sizeof ((sim_config *)0)->eviction},
-    {"policy.router", CF(router), sizeof ((sim_config *)0)->router},
-    {"policy.decode", CF(decode_policy), sizeof ((sim_config *)0)->decode_policy},
-    {"policy.admission", CF(admission), sizeof ((sim_config *)0)->admission},
-    {"policy.pd_controller", CF(pd_controller), sizeof ((sim_config *)0)->pd_controller},
-    {"trace.path", CF(trace_path), sizeof ((sim_config *)0)->trace_path},
+    {"cluster.mode", CF(mode), sizeof((sim_config *)0)->mode},
+    {"kvstore.pic", CF(pic), sizeof((sim_config *)0)->pic},
+    {"kvstore.eviction", CF(eviction), sizeof((sim_config *)0)->eviction},
+    {"policy.router", CF(router), sizeof((sim_config *)0)->router},
+    {"policy.decode", CF(decode_policy), sizeof((sim_config *)0)->decode_policy},
+    {"policy.admission", CF(admission), sizeof((sim_config *)0)->admission},
+    {"policy.pd_controller", CF(pd_controller), sizeof((sim_config *)0)->pd_controller},
+    {"trace.path", CF(trace_path), sizeof((sim_config *)0)->trace_path},
 };
 
 static int read_nums(const json_t *root, const char *prefix, const num_field *f, size_t n, void *base, sim_err *err)
@@ -249,8 +259,7 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 {
     char s[16];
     if (get_str(root, "cluster.scope", s, sizeof s, err)) return -1;
-    if (kv_scope_from_name(s, out))
-        return sim_errf(err, "config key 'cluster.scope': '%s' is not global or local", s);
+    if (kv_scope_from_name(s, out)) return sim_errf(err, "config key 'cluster.scope': '%s' is not global or local", s);
     return 0;
 }
 
@@ -328,7 +337,8 @@ static int read_typed(sim_config *c, sim_err *err)
     if (read_nums(root, "", config_nums, sizeof config_nums / sizeof config_nums[0], c, err)) return -1;
     for (size_t i = 0; i < sizeof config_strs / sizeof config_strs[0]; i++)
         if (get_str(root, config_strs[i].path, (char *)c + config_strs[i].off, config_strs[i].len, err)) return -1;
-    if (get_bool(root, "cluster.layerwise", &c->layerwise, err) || get_bool(root, "kvstore.promote", &c->promote, err) ||
+    if (get_bool(root, "cluster.layerwise", &c->layerwise, err) ||
+        get_bool(root, "kvstore.promote", &c->promote, err) ||
         get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) || get_bool(root, "trace.sort", &c->trace.sort, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
@@ -348,10 +358,7 @@ static int read_typed(sim_config *c, sim_err *err)
     return 0;
 }
 
-static bool is_preset_set(const char *set)
-{
-    return !strncmp(set, "model=", 6) || !strncmp(set, "hardware=", 9);
-}
+static bool is_preset_set(const char *set) { return !strncmp(set, "model=", 6) || !strncmp(set, "hardware=", 9); }
 
 static int build_tree(json_t *root, const char *config_path, char *const *sets, int nsets, sim_err *err)
 {

@@ -24,12 +24,12 @@
 
 typedef struct sim_hw {
     char name[64];
-    int gpus;               /* GPUs per node (one instance = one node, Mooncake §7.1) */
-    double flops;           /* node peak FLOP/s: gpus × tflops_per_gpu × 1e12 */
-    double hbm_bytes;       /* node HBM */
-    double hbm_Bps;         /* node HBM bandwidth */
-    double h2d_Bps;         /* DRAM → HBM */
-    double nic_Bps;         /* per node */
+    int gpus;         /* GPUs per node (one instance = one node, Mooncake §7.1) */
+    double flops;     /* node peak FLOP/s: gpus × tflops_per_gpu × 1e12 */
+    double hbm_bytes; /* node HBM */
+    double hbm_Bps;   /* node HBM bandwidth */
+    double h2d_Bps;   /* DRAM → HBM */
+    double nic_Bps;   /* per node */
     double dram_bytes;
     double ssd_read_Bps, ssd_write_Bps, ssd_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
@@ -37,35 +37,35 @@ typedef struct sim_hw {
 
 /* One scheduled instance failure (config key "faults"). */
 typedef struct sim_fault {
-    double at_s;    /* failure time, trace clock */
-    int instance;   /* 0..prefill+decode-1 */
-    double down_s;  /* until recovery */
+    double at_s;   /* failure time, trace clock */
+    int instance;  /* 0..prefill+decode-1 */
+    double down_s; /* until recovery */
 } sim_fault;
 
 typedef struct sim_config {
-    json_t *root;           /* resolved config (owned) */
-    uint64_t hash;          /* XXH64 of root dumped with sorted keys */
+    json_t *root;  /* resolved config (owned) */
+    uint64_t hash; /* XXH64 of root dumped with sorted keys */
     sim_model model;
     sim_hw hw;
 
-    char mode[32];          /* cluster.mode: the serving model (sim/serving registry) */
+    char mode[32]; /* cluster.mode: the serving model (sim/serving registry) */
     int n_prefill, n_decode;
     kv_scope scope;
-    int prefill_chunk;      /* tokens; chunked prefill above this */
-    int cpp_group;          /* chunked pipeline parallelism: prefill nodes per group (1 = off) */
-    int cpp_threshold;      /* uncached tokens above which a request uses its group */
-    bool layerwise;         /* layer-wise overlap of KV load/stream with compute */
+    int prefill_chunk; /* tokens; chunked prefill above this */
+    int cpp_group;     /* chunked pipeline parallelism: prefill nodes per group (1 = off) */
+    int cpp_threshold; /* uncached tokens above which a request uses its group */
+    bool layerwise;    /* layer-wise overlap of KV load/stream with compute */
     int decode_max_batch;
     double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */
 
     int block_tokens;
-    char pic[32];           /* kvstore.pic: the cache model (sim/store/cache_model.c) */
+    char pic[32]; /* kvstore.pic: the cache model (sim/store/cache_model.c) */
     char eviction[32];
     double hbm_bytes, dram_bytes, ssd_bytes; /* prefix-cache budgets per node */
     bool promote;
 
     char router[32], decode_policy[32], admission[32], pd_controller[32];
-    const json_t *params;   /* policy.params (borrowed from root) */
+    const json_t *params; /* policy.params (borrowed from root) */
 
     double slo_ttft_ms, slo_tbt_ms;
 
@@ -80,7 +80,7 @@ typedef struct sim_config {
     double switch_s;         /* PD role switch cost after draining */
     bool retry_on_failure;   /* cluster.on_failure: retry (true) or lose */
     int n_faults;
-    sim_fault *faults;       /* owned */
+    sim_fault *faults; /* owned */
     uint64_t seed;
 } sim_config;
 

@@ -10,9 +10,9 @@
 
 typedef struct sim_model {
     char name[64];
-    int layers;      /* l */
-    int hidden;      /* d */
-    int heads;       /* query heads */
+    int layers; /* l */
+    int hidden; /* d */
+    int heads;  /* query heads */
     int kv_heads;
     int head_dim;
     int dtype_bytes; /* s */

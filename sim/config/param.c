@@ -15,4 +15,3 @@ int sim_param_number(const json_t *params, const char *name, double def, double 
     *out = x;
     return 0;
 }
-

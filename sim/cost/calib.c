@@ -98,7 +98,8 @@ static int find_curve(const char *path, const json_t *curves, const sim_calib_sl
 {
     size_t i;
     json_t *c;
-    json_array_foreach(curves, i, c) {
+    json_array_foreach(curves, i, c)
+    {
         if (!json_is_object(c)) return sim_errf(err, "%s: curves[%zu]: not an object", path, i);
         const char *d = json_string_value(json_object_get(c, "direction"));
         const char *t = json_string_value(json_object_get(c, "tier"));

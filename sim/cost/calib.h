@@ -40,7 +40,7 @@ typedef struct sim_curve_fit {
     double r2;               /* coefficient of determination of t */
     double max_rel_residual; /* max over samples of |fit − t| / t */
     size_t points;
-    int alpha_clamped;       /* the free fit gave alpha < 0; refitted through the origin */
+    int alpha_clamped; /* the free fit gave alpha < 0; refitted through the origin */
 } sim_curve_fit;
 
 /* Weighted least squares of t = alpha + bytes/beta over n samples (GSL).

@@ -114,7 +114,8 @@ static int is_reference(const sim_calib_fitting *s, const char *method)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(s->probe, "peaks"), i, p) {
+    json_array_foreach(json_object_get(s->probe, "peaks"), i, p)
+    {
         const char *m = json_string_value(json_object_get(p, "method"));
         if (m && !strcmp(m, method)) return 1;
     }
@@ -203,7 +204,8 @@ static const char *default_label(const sim_calib_fitting *s)
 {
     size_t i;
     json_t *b;
-    json_array_foreach(json_object_get(s->probe, "backends"), i, b) {
+    json_array_foreach(json_object_get(s->probe, "backends"), i, b)
+    {
         const char *name = json_string_value(json_object_get(b, "name"));
         const char *label = json_string_value(json_object_get(b, "label"));
         if (name && label && !strcmp(name, s->backend)) return label;
@@ -223,8 +225,9 @@ int sim_calib_write(const sim_calib_fitting *s, const char *out, const char *lab
         if (s->groups[i].fitted) json_array_append_new(curves, curve_json(&s->groups[i]));
     json_object_set_new(root, "curves", curves);
     json_object_set(root, "use", s->use);
-    json_object_set_new(root, "use_rule", json_string("fastest non-reference method at 32 MiB (one 256-token "
-                                                      "LLaMA3.1-8B chunk) on the calibration's backend"));
+    json_object_set_new(root, "use_rule",
+                        json_string("fastest non-reference method at 32 MiB (one 256-token "
+                                    "LLaMA3.1-8B chunk) on the calibration's backend"));
     int rc = 0;
     if (json_dump_file(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(9)))
         rc = sim_errf(err, "%s: cannot write the calibration file", out);

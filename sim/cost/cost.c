@@ -29,8 +29,8 @@ static int load_calibration(sim_cost *c, const char *name, sim_err *err)
     calib_path(name, path, sizeof path);
     if (sim_calib_load(path, &cal, err)) return -1;
     c->curves = (struct sim_transfer_curves){
-        cal.load_dram.alpha_s,  cal.load_dram.beta_Bps, cal.store_dram.alpha_s, cal.store_dram.beta_Bps,
-        cal.load_ssd.alpha_s,   cal.load_ssd.beta_Bps,  cal.store_ssd.alpha_s,  cal.store_ssd.beta_Bps,
+        cal.load_dram.alpha_s, cal.load_dram.beta_Bps, cal.store_dram.alpha_s, cal.store_dram.beta_Bps,
+        cal.load_ssd.alpha_s,  cal.load_ssd.beta_Bps,  cal.store_ssd.alpha_s,  cal.store_ssd.beta_Bps,
     };
     c->calibrated = true;
     return 0;
@@ -49,15 +49,14 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
         .kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model),
         .weight_bytes = sim_model_weight_bytes(&cfg->model),
         .prefill_chunk = cfg->prefill_chunk,
-        .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps,
-                   hw->ssd_latency_s, hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
+        .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps, hw->ssd_latency_s,
+                   hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
     };
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
-                        cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9,
-                        cfg->decode_hbm_frac);
+                        cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac);
     return 0;
 }
 
@@ -88,13 +87,16 @@ double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
     return fmax(mem, compute) + c->decode_overhead_s;
 }
 
-static double transfer_s(double alpha, double beta, double bytes)
-{
-    return bytes > 0 ? alpha + bytes / beta : 0;
-}
+static double transfer_s(double alpha, double beta, double bytes) { return bytes > 0 ? alpha + bytes / beta : 0; }
 
-double sim_cost_h2d_s(const sim_cost *c, double bytes) { return transfer_s(c->curves.h2d_alpha, c->curves.h2d_beta, bytes); }
-double sim_cost_d2h_s(const sim_cost *c, double bytes) { return transfer_s(c->curves.d2h_alpha, c->curves.d2h_beta, bytes); }
+double sim_cost_h2d_s(const sim_cost *c, double bytes)
+{
+    return transfer_s(c->curves.h2d_alpha, c->curves.h2d_beta, bytes);
+}
+double sim_cost_d2h_s(const sim_cost *c, double bytes)
+{
+    return transfer_s(c->curves.d2h_alpha, c->curves.d2h_beta, bytes);
+}
 
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes)
 {

@@ -32,8 +32,8 @@ static int fit(sim_estimator *e, const gsl_matrix *X, const gsl_vector *y, const
     return rc ? sim_errf(err, "estimator: least-squares fit failed (%s)", gsl_strerror(rc)) : 0;
 }
 
-int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise,
-                      int max_tokens, sim_err *err)
+int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise, int max_tokens,
+                      sim_err *err)
 {
     e->cost = cost;
     gsl_matrix *X = gsl_matrix_alloc((size_t)samples, 3);

@@ -18,12 +18,12 @@
 
 typedef struct sim_estimator {
     const sim_cost *cost;
-    double coef[3];      /* c0, c1, c2 */
-    double rel_rmse;     /* relative RMS error of the fit on its samples */
+    double coef[3];  /* c0, c1, c2 */
+    double rel_rmse; /* relative RMS error of the fit on its samples */
 } sim_estimator;
 
-int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise,
-                      int max_tokens, sim_err *err);
+int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise, int max_tokens,
+                      sim_err *err);
 /* Estimated prefill compute time of n tokens with p cached (≥ 0). */
 double sim_est_prefill_s(const sim_estimator *e, int32_t n, int32_t p);
 /* Estimated time to move `bytes` over a NIC busy for another wait_s. */

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 typedef struct sim_event {
-    int64_t time;   /* ns */
-    uint64_t seq;   /* insertion order: the tie-breaker */
+    int64_t time; /* ns */
+    uint64_t seq; /* insertion order: the tie-breaker */
     int32_t kind;
     int32_t target; /* e.g. instance index */
     uint32_t gen;   /* the target's generation when scheduled: stale events are recognised */

@@ -37,10 +37,7 @@ static inline void sim_links_resize(sim_links *l, int64_t nslots)
     l->at = sim_xrealloc(l->at, (size_t)nslots * sizeof *l->at);
 }
 
-static inline void sim_links_free(sim_links *l)
-{
-    free(l->at);
-}
+static inline void sim_links_free(sim_links *l) { free(l->at); }
 
 static inline void sim_list_init(sim_list *q)
 {

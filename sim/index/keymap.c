@@ -51,7 +51,6 @@ void sim_keymap_free(sim_keymap *m)
     m->dense = NULL;
 }
 
-
 /* Index of key's bucket, or of the empty bucket where it would go. */
 static uint64_t find_bucket(const sim_keymap *m, uint64_t key)
 {
@@ -70,10 +69,7 @@ static void rehash(sim_keymap *m, int log2n)
     sim_keymap_free(&old);
 }
 
-static void grow(sim_keymap *m)
-{
-    rehash(m, 64 - m->shift + 1);
-}
+static void grow(sim_keymap *m) { rehash(m, 64 - m->shift + 1); }
 
 void sim_keymap_reserve(sim_keymap *m, int64_t expected)
 {

@@ -41,8 +41,8 @@ typedef struct sim_keymap {
     sim_keymap_entry *e; /* hashed mode; NULL in dense mode */
     int32_t *dense;      /* dense mode: value per key, −1 = absent; else NULL */
     uint64_t universe;   /* dense mode: keys are < universe */
-    uint64_t mask; /* buckets − 1 */
-    int shift;     /* 64 − log2(buckets) */
+    uint64_t mask;       /* buckets − 1 */
+    int shift;           /* 64 − log2(buckets) */
     int64_t count;
 } sim_keymap;
 

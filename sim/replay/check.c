@@ -21,15 +21,9 @@ static const sim_check_kind kinds[] = {
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-size_t sim_check_kind_count(void)
-{
-    return NKINDS;
-}
+size_t sim_check_kind_count(void) { return NKINDS; }
 
-const sim_check_kind *sim_check_kind_at(size_t i)
-{
-    return i < NKINDS ? &kinds[i] : NULL;
-}
+const sim_check_kind *sim_check_kind_at(size_t i) { return i < NKINDS ? &kinds[i] : NULL; }
 
 static const sim_check_kind *kind_lookup(const char *name)
 {
@@ -92,7 +86,8 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
     const char *key;
     const json_t *value;
     int rc = 0;
-    json_object_foreach((json_t *)args, key, value) {
+    json_object_foreach((json_t *)args, key, value)
+    {
         if (rc == 0) rc = kv_hitrate_set_json(&spec, key, value, err);
     }
     char note[256];
@@ -128,15 +123,20 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
         return sim_errf(err, "measurement %s: no \"expect\" numbers (record them with --write-baseline)", name);
     const char *metric;
     json_t *value;
-    json_object_foreach(expect ? expect : got, metric, value) {
+    json_object_foreach(expect ? expect : got, metric, value)
+    {
         json_t *g = json_object_get(got, metric);
         if (!g) return sim_errf(err, "measurement %s: no metric '%s'", name, metric);
         if (expect && !json_is_number(value))
             return sim_errf(err, "measurement %s: expect.%s must be a number", name, metric);
         double delta = json_number_value(g) - (expect ? json_number_value(value) : 0);
         bool ok = !expect || fabs(delta) <= tol + 1e-12;
-        report_row(rep, &(sim_check_row){.measurement = name, .metric = metric, .expected = expect ? value : NULL,
-                                         .got = json_number_value(g), .tolerance = tol, .ok = ok});
+        report_row(rep, &(sim_check_row){.measurement = name,
+                                         .metric = metric,
+                                         .expected = expect ? value : NULL,
+                                         .got = json_number_value(g),
+                                         .tolerance = tol,
+                                         .ok = ok});
         tot->numbers++;
         tot->moved += !ok;
         if (record && expect) json_object_set(expect, metric, g);
@@ -177,9 +177,11 @@ int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, si
     size_t i;
     json_t *m;
     int rc = 0;
-    json_array_foreach(ms, i, m) {
-        if (rc == 0) rc = json_is_object(m) ? run_measurement(&ctx, m, i, tol ? json_number_value(tol) : 0, record, tot, err)
-                                            : sim_errf(err, "baseline: measurement #%zu is not an object", i);
+    json_array_foreach(ms, i, m)
+    {
+        if (rc == 0)
+            rc = json_is_object(m) ? run_measurement(&ctx, m, i, tol ? json_number_value(tol) : 0, record, tot, err)
+                                   : sim_errf(err, "baseline: measurement #%zu is not an object", i);
     }
     ctx_free(&ctx);
     return rc;

@@ -194,8 +194,8 @@ static const char *placement_alias(const char *old)
 
 void kv_hitrate_spec_init(kv_hitrate_spec *s)
 {
-    *s = (kv_hitrate_spec){.scope = KV_SCOPE_GLOBAL, .nodes = 1, .block_tokens = 512, .promote = true,
-                           .semantics = true};
+    *s = (kv_hitrate_spec){
+        .scope = KV_SCOPE_GLOBAL, .nodes = 1, .block_tokens = 512, .promote = true, .semantics = true};
     snprintf(s->policy, sizeof s->policy, "lru");
     snprintf(s->placement, sizeof s->placement, "longest_prefix");
 }
@@ -304,10 +304,9 @@ static int set_tiers(kv_hitrate_spec *s, const char *key, const char *v, sim_err
         char what[64];
         snprintf(what, sizeof what, "%s %s", key, item);
         if (!eq || t == KV_NTIERS)
-            rc = sim_errf(err, "%s: '%s' is not TIER=TOKENS with TIER hbm, dram or ssd (e.g. dram=3e6,ssd=30e6)",
-                          key, item);
-        else
-            rc = sim_parse_size(eq + 1, what, &s->tier_tokens[t], err);
+            rc = sim_errf(err, "%s: '%s' is not TIER=TOKENS with TIER hbm, dram or ssd (e.g. dram=3e6,ssd=30e6)", key,
+                          item);
+        else rc = sim_parse_size(eq + 1, what, &s->tier_tokens[t], err);
         if (rc == 0 && t == KV_TIER_DRAM) s->dram_in_tiers = true;
     }
     free(copy);
@@ -379,11 +378,19 @@ static const struct {
     const char *key;
     spec_setter set;
 } setters[] = {
-    {"trace", set_trace},   {"capacity-tokens", set_capacity}, {"policy", set_policy},
-    {"scope", set_scope},   {"nodes", set_nodes},              {"placement", set_placement},
+    {"trace", set_trace},
+    {"capacity-tokens", set_capacity},
+    {"policy", set_policy},
+    {"scope", set_scope},
+    {"nodes", set_nodes},
+    {"placement", set_placement},
     {"route", set_route},
-    {"tiers", set_tiers},   {"block-tokens", set_block_tokens}, {"promote", set_promote},
-    {"semantics", set_semantics}, {"params", set_params}, {"no-promote", set_no_promote},
+    {"tiers", set_tiers},
+    {"block-tokens", set_block_tokens},
+    {"promote", set_promote},
+    {"semantics", set_semantics},
+    {"params", set_params},
+    {"no-promote", set_no_promote},
     {"no-semantics", set_no_semantics},
 };
 
@@ -393,30 +400,29 @@ void kv_hitrate_print_options(FILE *f, bool with_capacity)
     if (with_capacity)
         fprintf(f, "  --capacity-tokens LIST  DRAM capacity per node in tokens, comma-separated;\n"
                    "                          sizes like 1e6, 3M, inf (default inf)\n");
-    fprintf(f,
-            "  --policy NAME           eviction policy of every tier (default lru; see\n"
-            "                          kvsim policies); belady = offline optimum, DRAM only\n"
-            "  --scope global|local    global: any node's blocks serve every node, stored\n"
-            "                          once (Mooncake Store); local: a node sees only its\n"
-            "                          own (default global)\n"
-            "  --nodes N               nodes, each with the given capacity (default 1)\n"
-            "  --placement RULE        how requests pick a node when N > 1 (this replay's\n"
-            "                          own rules, not the conductor's policy.router):\n"
-            "                          longest_prefix (default): longest prefix held by\n"
-            "                          the node itself, ties to the node that served the\n"
-            "                          fewest requests; in_turn: nodes in turn\n"
-            "  --route NAME            deprecated name of --placement (cache_aware_local =\n"
-            "                          longest_prefix, round_robin = in_turn)\n"
-            "  --tiers SPEC            tiers per node, TIER=TOKENS comma-separated, TIER =\n"
-            "                          hbm (instance prefix cache), dram, ssd; e.g. ssd=30e6\n"
-            "                          or dram=3e6,ssd=30e6 (dram= instead of\n"
-            "                          --capacity-tokens). DRAM victims are demoted to SSD.\n"
-            "  --block-tokens N        tokens per hash block (default 512)\n"
-            "  --params JSON           policy parameters, e.g. '{\"lfu_age_period\": 1000}'\n"
-            "  --no-promote            SSD hits stay in SSD (default: promoted to DRAM)\n"
-            "  --no-semantics          ignore the trace's \"cache\" field (plain eviction);\n"
-            "                          by default ephemeral blocks are not admitted and\n"
-            "                          context blocks are never dropped (Mooncake 5.2)\n");
+    fprintf(f, "  --policy NAME           eviction policy of every tier (default lru; see\n"
+               "                          kvsim policies); belady = offline optimum, DRAM only\n"
+               "  --scope global|local    global: any node's blocks serve every node, stored\n"
+               "                          once (Mooncake Store); local: a node sees only its\n"
+               "                          own (default global)\n"
+               "  --nodes N               nodes, each with the given capacity (default 1)\n"
+               "  --placement RULE        how requests pick a node when N > 1 (this replay's\n"
+               "                          own rules, not the conductor's policy.router):\n"
+               "                          longest_prefix (default): longest prefix held by\n"
+               "                          the node itself, ties to the node that served the\n"
+               "                          fewest requests; in_turn: nodes in turn\n"
+               "  --route NAME            deprecated name of --placement (cache_aware_local =\n"
+               "                          longest_prefix, round_robin = in_turn)\n"
+               "  --tiers SPEC            tiers per node, TIER=TOKENS comma-separated, TIER =\n"
+               "                          hbm (instance prefix cache), dram, ssd; e.g. ssd=30e6\n"
+               "                          or dram=3e6,ssd=30e6 (dram= instead of\n"
+               "                          --capacity-tokens). DRAM victims are demoted to SSD.\n"
+               "  --block-tokens N        tokens per hash block (default 512)\n"
+               "  --params JSON           policy parameters, e.g. '{\"lfu_age_period\": 1000}'\n"
+               "  --no-promote            SSD hits stay in SSD (default: promoted to DRAM)\n"
+               "  --no-semantics          ignore the trace's \"cache\" field (plain eviction);\n"
+               "                          by default ephemeral blocks are not admitted and\n"
+               "                          context blocks are never dropped (Mooncake 5.2)\n");
 }
 
 int kv_hitrate_set(kv_hitrate_spec *s, const char *key, const char *value, sim_err *err)
@@ -477,9 +483,9 @@ void kv_hitrate_describe(const kv_hitrate_spec *s, char *buf, size_t n)
     format_tokens(s->tier_tokens[KV_TIER_HBM], hbm, sizeof hbm);
     format_tokens(s->tier_tokens[KV_TIER_SSD], ssd, sizeof ssd);
     snprintf(buf, n, "policy %s, %s scope, %d node%s%s%s, %d-token blocks, hbm %s, ssd %s tokens/node%s%s", s->policy,
-             kv_scope_name(s->scope), s->nodes, s->nodes > 1 ? "s" : "",
-             s->nodes > 1 ? " placed by " : "", s->nodes > 1 ? s->placement : "", s->block_tokens, hbm, ssd,
-             s->semantics ? "" : ", cache classes ignored", s->promote ? "" : ", no promotion");
+             kv_scope_name(s->scope), s->nodes, s->nodes > 1 ? "s" : "", s->nodes > 1 ? " placed by " : "",
+             s->nodes > 1 ? s->placement : "", s->block_tokens, hbm, ssd, s->semantics ? "" : ", cache classes ignored",
+             s->promote ? "" : ", no promotion");
 }
 
 bool kv_hitrate_deprecation(const kv_hitrate_spec *s, bool json, char *buf, size_t n)
@@ -529,8 +535,8 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
         int node = cfg->nodes > 1 ? place->pick(st, cfg->nodes, served, r, keys, n) : 0;
         if (cfg->nodes == 1 && r + 1 < t->nreq)
             kv_store_prefetch(st, 0, t->keys + t->off[r + 1], (int32_t)(t->off[r + 2] - t->off[r + 1]));
-        int32_t hit = kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r],
-                                      oracle ? t->next_use + t->off[r] : NULL);
+        int32_t hit =
+            kv_store_access(st, node, keys, n, (sim_cache_class)t->cls[r], oracle ? t->next_use + t->off[r] : NULL);
         tally_request(t, r, hit, out);
         served[node]++;
     }
@@ -552,11 +558,14 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
     if (t->block_tokens != s->block_tokens)
         return sim_errf(err, "%s: loaded with %d-token blocks, replay asks for %d", t->path, t->block_tokens,
                         s->block_tokens);
-    kv_store_cfg cfg = {.nodes = s->nodes, .scope = s->scope, .params = s->params, .promote = s->promote,
+    kv_store_cfg cfg = {.nodes = s->nodes,
+                        .scope = s->scope,
+                        .params = s->params,
+                        .promote = s->promote,
                         .ignore_class = !s->semantics};
     for (kv_tier k = 0; k < KV_NTIERS; k++) {
-        cfg.tier_blocks[k] = kv_tokens_to_blocks(k == KV_TIER_DRAM ? capacity_tokens : s->tier_tokens[k],
-                                                 s->block_tokens);
+        cfg.tier_blocks[k] =
+            kv_tokens_to_blocks(k == KV_TIER_DRAM ? capacity_tokens : s->tier_tokens[k], s->block_tokens);
         cfg.policy[k] = s->policy;
     }
     if (s->nodes == 1) cfg.expected_keys = t->distinct;

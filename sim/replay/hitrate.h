@@ -34,14 +34,14 @@ typedef struct kv_replay_trace {
     char *path;
     int block_tokens;
     int64_t nreq, nblocks;
-    int64_t *off;        /* nreq + 1 offsets into keys */
-    uint64_t *keys;      /* every request's blocks in order, as dense numbers:
+    int64_t *off;       /* nreq + 1 offsets into keys */
+    uint64_t *keys;     /* every request's blocks in order, as dense numbers:
                             0, 1, 2, … in order of first appearance */
-    int32_t *input_len;  /* per request */
-    uint8_t *cls;        /* per request: sim_cache_class */
-    int64_t *next_use;   /* per block position: the next position with the same
+    int32_t *input_len; /* per request */
+    uint8_t *cls;       /* per request: sim_cache_class */
+    int64_t *next_use;  /* per block position: the next position with the same
                             key (INT64_MAX = never); built on first offline use */
-    int64_t distinct;    /* distinct blocks (numbers 0 .. distinct − 1) */
+    int64_t distinct;   /* distinct blocks (numbers 0 .. distinct − 1) */
 } kv_replay_trace;
 
 /* Load a trace file (errors name the file and line; an empty trace is an
@@ -59,20 +59,20 @@ void kv_replay_keep_memory(void);
  * baseline's JSON object with the same names (kv_hitrate_set). */
 typedef struct kv_hitrate_spec {
     char *trace;
-    char policy[32];      /* eviction policy of every tier; "lru" */
-    kv_scope scope;       /* "global" */
-    int nodes;            /* 1 */
-    char placement[32];   /* how a request picks a node; "longest_prefix" */
-    char route_given[32]; /* the value set through "route", placement's
+    char policy[32];               /* eviction policy of every tier; "lru" */
+    kv_scope scope;                /* "global" */
+    int nodes;                     /* 1 */
+    char placement[32];            /* how a request picks a node; "longest_prefix" */
+    char route_given[32];          /* the value set through "route", placement's
                              deprecated name ("" = not used) */
-    int block_tokens;     /* 512 */
+    int block_tokens;              /* 512 */
     double tier_tokens[KV_NTIERS]; /* per node; 0 = absent; DRAM: see capacity */
-    bool dram_in_tiers;   /* --tiers named dram= */
-    double *capacity;     /* DRAM tokens per node to replay (INFINITY = unbounded) */
+    bool dram_in_tiers;            /* --tiers named dram= */
+    double *capacity;              /* DRAM tokens per node to replay (INFINITY = unbounded) */
     int ncapacity;
-    bool promote;         /* SSD reads move blocks up to DRAM; true */
-    bool semantics;       /* honour ephemeral/context (§5.2); true */
-    json_t *params;       /* policy.params, or NULL */
+    bool promote;   /* SSD reads move blocks up to DRAM; true */
+    bool semantics; /* honour ephemeral/context (§5.2); true */
+    json_t *params; /* policy.params, or NULL */
 } kv_hitrate_spec;
 
 void kv_hitrate_spec_init(kv_hitrate_spec *s);
@@ -90,14 +90,16 @@ int kv_hitrate_set(kv_hitrate_spec *s, const char *key, const char *value, sim_e
  * command's option table; such an option is handled by
  * kv_hitrate_set(spec, longopts[index].name, optarg ? optarg : "", err).
  * kv_hitrate_print_options prints their help. */
-#define KV_HITRATE_LONGOPTS                                                                                           \
-    {"trace", required_argument, NULL, 0}, {"capacity-tokens", required_argument, NULL, 0},                        \
-        {"policy", required_argument, NULL, 0}, {"scope", required_argument, NULL, 0},                             \
-        {"nodes", required_argument, NULL, 0}, {"placement", required_argument, NULL, 0},                          \
-        {"route", required_argument, NULL, 0},                                                                     \
-        {"tiers", required_argument, NULL, 0}, {"block-tokens", required_argument, NULL, 0},                       \
-        {"params", required_argument, NULL, 0}, {"no-promote", no_argument, NULL, 0},                              \
-        {"no-semantics", no_argument, NULL, 0}
+#define KV_HITRATE_LONGOPTS                                                                                            \
+    {"trace", required_argument, NULL, 0}, {"capacity-tokens", required_argument, NULL, 0},                            \
+        {"policy", required_argument, NULL, 0}, {"scope", required_argument, NULL, 0},                                 \
+        {"nodes", required_argument, NULL, 0}, {"placement", required_argument, NULL, 0},                              \
+        {"route", required_argument, NULL, 0}, {"tiers", required_argument, NULL, 0},                                  \
+        {"block-tokens", required_argument, NULL, 0}, {"params", required_argument, NULL, 0},                          \
+        {"no-promote", no_argument, NULL, 0},                                                                          \
+    {                                                                                                                  \
+        "no-semantics", no_argument, NULL, 0                                                                           \
+    }
 void kv_hitrate_print_options(FILE *f, bool with_capacity);
 
 /* Same, for a JSON value (strings as is, numbers and booleans converted). */

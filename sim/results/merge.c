@@ -26,7 +26,7 @@ typedef struct merge_ctx {
     sim_merge_stats *st;
     sqlite3_stmt **per_run; /* one INSERT ... SELECT per table with a run_id column */
     int nper_run;
-    sqlite3_stmt *hitrate;  /* NULL when the source has no hitrate table */
+    sqlite3_stmt *hitrate; /* NULL when the source has no hitrate table */
     sim_err *err;
 } merge_ctx;
 
@@ -91,8 +91,8 @@ static bool has_column(merge_ctx *m, const char *table, const char *column)
 static int ensure_table(merge_ctx *m, const char *table, const char *create_sql)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(m->db, "SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?1", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(m->db, "SELECT 1 FROM main.sqlite_master WHERE type='table' AND name=?1", -1, &st, NULL) !=
+        SQLITE_OK)
         return fail(m, "read schema");
     sqlite3_bind_text(st, 1, table, -1, SQLITE_TRANSIENT);
     bool exists = sqlite3_step(st) == SQLITE_ROW;
@@ -179,7 +179,8 @@ static int already_there(merge_ctx *m, const char *hash, const char *fp, bool *f
 static int copy_run(merge_ctx *m, sqlite3_stmt *insert_run, sqlite3_stmt *src_row, int64_t *new_id)
 {
     int64_t old_id = sqlite3_column_int64(src_row, 0);
-    const char *hash = (const char *)sqlite3_column_text(src_row, 1), *fp = (const char *)sqlite3_column_text(src_row, 2);
+    const char *hash = (const char *)sqlite3_column_text(src_row, 1),
+               *fp = (const char *)sqlite3_column_text(src_row, 2);
     bool found = false;
     *new_id = 0;
     if (m->skip_existing && hash && fp && already_there(m, hash, fp, &found)) return -1;
@@ -195,11 +196,10 @@ static int copy_run(merge_ctx *m, sqlite3_stmt *insert_run, sqlite3_stmt *src_ro
 static int copy_runs(merge_ctx *m)
 {
     sqlite3_stmt *insert_run = copy_stmt(m, "runs", "id"), *src_runs = NULL;
-    if (!insert_run ||
-        sqlite3_prepare_v2(m->db,
-                           "SELECT id, config_hash, trace_fingerprint, summary_json FROM src.runs"
-                           " WHERE summary_json IS NOT NULL ORDER BY id",
-                           -1, &src_runs, NULL) != SQLITE_OK) {
+    if (!insert_run || sqlite3_prepare_v2(m->db,
+                                          "SELECT id, config_hash, trace_fingerprint, summary_json FROM src.runs"
+                                          " WHERE summary_json IS NOT NULL ORDER BY id",
+                                          -1, &src_runs, NULL) != SQLITE_OK) {
         sqlite3_finalize(insert_run);
         return fail(m, "read runs");
     }

@@ -16,9 +16,9 @@
 #include "sim/util.h"
 
 typedef struct sim_merge_stats {
-    int64_t runs;          /* runs copied */
-    int64_t skipped;       /* runs left out: already in the target */
-    int64_t hitrate_sets;  /* hitrate ids copied */
+    int64_t runs;                /* runs copied */
+    int64_t skipped;             /* runs left out: already in the target */
+    int64_t hitrate_sets;        /* hitrate ids copied */
     int64_t first_run, last_run; /* target ids of the copied runs (0 = none) */
 } sim_merge_stats;
 

@@ -42,7 +42,8 @@ static const char schema_sql[] =
     " hit_rate_blocks REAL, hit_rate_tokens REAL);";
 
 static const char insert_request_sql[] =
-    "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
+    "INSERT INTO requests "
+    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
 static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
 static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
@@ -83,8 +84,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
-        if (!err || !err->msg[0] || r->db) sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path,
-                                                    sqlite3_errmsg(r->db));
+        if (!err || !err->msg[0] || r->db)
+            sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
         sim_results_close(r);
         return -1;
     }
@@ -213,8 +214,7 @@ int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
 int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w, sim_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db,
-                           "INSERT INTO hitrate VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10)", -1, &st,
+    if (sqlite3_prepare_v2(r->db, "INSERT INTO hitrate VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10)", -1, &st,
                            NULL) != SQLITE_OK)
         return db_error(r, "insert hitrate", err);
     char fp[17];
@@ -280,8 +280,8 @@ static double quantile(sim_results *r, const char *col, double q, int64_t n)
     int64_t lo = (int64_t)floor(pos);
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s LIMIT 2 OFFSET %lld", col,
-             col, col, (long long)lo);
+             "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s LIMIT 2 OFFSET %lld", col, col,
+             col, (long long)lo);
     sqlite3_stmt *st;
     double a = 0, b;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return NAN;
@@ -324,14 +324,14 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
     double lost = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='lost'");
     double retries = query_num(r, "SELECT SUM(retries) FROM requests WHERE run_id=?1");
     json_object_set_new(rej, "total", json_integer((json_int_t)(n - done - lost)));
-    *out = json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
-                     (json_int_t)n, "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff,
-                     "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms",
-                     dist(r, "ttft_ms"), "tbt_ms", dist(r, "tbt_ms"), "hit_rate_blocks", ratio(hit, blocks),
-                     "hit_rate_tokens", ratio(hit_tokens, tokens_in), "remote_blocks", (json_int_t)remote,
-                     "prefill_gpu_s_mean", gpu, "tokens",
-                     (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
-                     "sim_seconds", sim_seconds, "events", (json_int_t)events);
+    *out = json_pack(
+        "{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests", (json_int_t)n,
+        "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff, "slo_attainment", ratio(eff, n),
+        "goodput_rps", ratio(eff, sim_seconds), "ttft_ms", dist(r, "ttft_ms"), "tbt_ms", dist(r, "tbt_ms"),
+        "hit_rate_blocks", ratio(hit, blocks), "hit_rate_tokens", ratio(hit_tokens, tokens_in), "remote_blocks",
+        (json_int_t)remote, "prefill_gpu_s_mean", gpu, "tokens",
+        (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
+        "sim_seconds", sim_seconds, "events", (json_int_t)events);
     if (*out) {
         json_object_set_new(*out, "lost", json_integer((json_int_t)lost));
         json_object_set_new(*out, "retries", json_integer((json_int_t)retries));

@@ -39,11 +39,11 @@ typedef struct sim_run_info {
 } sim_run_info;
 
 typedef enum sim_stage {
-    SIM_STAGE_NONE = 0,        /* completed */
-    SIM_STAGE_AT_ARRIVAL,      /* rejected before prefill (early) */
-    SIM_STAGE_AFTER_PREFILL,   /* rejected after prefill: wasted prefill */
-    SIM_STAGE_TTFT_SLO,        /* HTTP 429 of Algorithm 1 */
-    SIM_STAGE_LOST,            /* its instance failed and cluster.on_failure = "lose" */
+    SIM_STAGE_NONE = 0,      /* completed */
+    SIM_STAGE_AT_ARRIVAL,    /* rejected before prefill (early) */
+    SIM_STAGE_AFTER_PREFILL, /* rejected after prefill: wasted prefill */
+    SIM_STAGE_TTFT_SLO,      /* HTTP 429 of Algorithm 1 */
+    SIM_STAGE_LOST,          /* its instance failed and cluster.on_failure = "lose" */
     SIM_NSTAGES
 } sim_stage;
 
@@ -53,13 +53,13 @@ typedef struct sim_request_row {
     int64_t id, line;
     double arrival_ms;
     int32_t input_len, output_len, blocks;
-    int prefill_inst, decode_inst;       /* -1 = none */
+    int prefill_inst, decode_inst; /* -1 = none */
     int32_t hit_blocks, hit_tokens, remote_blocks;
     double prefill_start_ms, first_token_ms, done_ms; /* < 0 = never happened */
     double ttft_ms, tbt_ms, e2e_ms;                   /* < 0 = undefined */
     double prefill_gpu_s;
     int32_t tokens;
-    int32_t retries;     /* restarts after instance failures */
+    int32_t retries; /* restarts after instance failures */
     sim_stage stage;
     int effective;
 } sim_request_row;
@@ -68,7 +68,7 @@ typedef struct sim_sample_row {
     double t_ms;
     int instance;
     const char *role;
-    const char *state;   /* active | draining | switching | down */
+    const char *state; /* active | draining | switching | down */
     int queue_len;
     double load;
     int batch;
@@ -79,9 +79,9 @@ typedef struct sim_hitrate_row {
     const char *trace_path;
     uint64_t trace_fingerprint;
     int block_tokens;
-    const char *policy;      /* eviction policy */
-    const char *setup;       /* the rest of the replay setup ("scope global, 1 node"), may be NULL */
-    double capacity_tokens;  /* per node; INFINITY = the infinite cache */
+    const char *policy;     /* eviction policy */
+    const char *setup;      /* the rest of the replay setup ("scope global, 1 node"), may be NULL */
+    double capacity_tokens; /* per node; INFINITY = the infinite cache */
     double hit_rate_blocks, hit_rate_tokens;
 } sim_hitrate_row;
 

@@ -46,10 +46,10 @@ typedef struct sim_serving_run {
     sim_results *db;
     sim_err *err;
     bool failed;
-    bool trace_done;        /* the trace has no more requests */
-    int64_t inflight;       /* read from the trace and not finished yet */
-    int64_t first_arrival;  /* ns */
-    int64_t last_done;      /* ns: when the last request finished (or was rejected) */
+    bool trace_done;       /* the trace has no more requests */
+    int64_t inflight;      /* read from the trace and not finished yet */
+    int64_t first_arrival; /* ns */
+    int64_t last_done;     /* ns: when the last request finished (or was rejected) */
 } sim_serving_run;
 
 typedef struct sim_serving_ops {

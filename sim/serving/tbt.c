@@ -45,4 +45,3 @@ void sim_topk_free(sim_topk *t)
     free(t->v);
     t->v = NULL;
 }
-

@@ -30,7 +30,10 @@ static void plan(const void *state, int node, const sim_request *req, int32_t hi
     kv_store_plan(state, node, req->keys, hit, out);
 }
 
-static void pin(void *state, int node, const sim_request *req, int32_t hit) { kv_store_pin(state, node, req->keys, hit); }
+static void pin(void *state, int node, const sim_request *req, int32_t hit)
+{
+    kv_store_pin(state, node, req->keys, hit);
+}
 
 static void unpin(void *state, int node, const sim_request *req, int32_t hit)
 {

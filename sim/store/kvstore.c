@@ -283,12 +283,12 @@ struct kv_store {
     kv_scope scope;
     bool promote;
     bool ignore_class;
-    kv_tier put_tier;  /* where new blocks go: DRAM, else SSD, else KV_NTIERS (none) */
-    bool single_tier;  /* each node is one store tier (no HBM, not DRAM + SSD) and sees
+    kv_tier put_tier;    /* where new blocks go: DRAM, else SSD, else KV_NTIERS (none) */
+    bool single_tier;    /* each node is one store tier (no HBM, not DRAM + SSD) and sees
                           only itself (one node, or local scope): kv_store_access's
                           one-pass case */
-    kv_cache **caches; /* [node * KV_NTIERS + tier], NULL = tier absent */
-    tier_ref *refs;    /* eviction-callback contexts, same indexing */
+    kv_cache **caches;   /* [node * KV_NTIERS + tier], NULL = tier absent */
+    tier_ref *refs;      /* eviction-callback contexts, same indexing */
     sim_keymap replicas; /* key → nodes holding it in DRAM or SSD (nodes > 1) */
 };
 
@@ -322,8 +322,9 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
     const char *policy = cfg->policy[t] ? cfg->policy[t] : "lru";
     const kv_evict_entry *e = kv_evict_lookup(policy);
     if (e && e->offline && !cfg->next_use_hints)
-        return sim_errf(err, "kvstore %s tier: eviction policy '%s' needs the future and only runs in an offline "
-                             "replay (kvsim hitrate --policy %s)",
+        return sim_errf(err,
+                        "kvstore %s tier: eviction policy '%s' needs the future and only runs in an offline "
+                        "replay (kvsim hitrate --policy %s)",
                         tier_names[t], policy, policy);
     sim_err why;
     if (kv_cache_new(&c, policy, cfg->tier_blocks[t], cfg->params, &why))
@@ -366,9 +367,9 @@ int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err)
     s->scope = cfg->scope;
     s->promote = cfg->promote;
     s->ignore_class = cfg->ignore_class;
-    s->put_tier = cfg->tier_blocks[KV_TIER_DRAM] > 0 ? KV_TIER_DRAM
+    s->put_tier = cfg->tier_blocks[KV_TIER_DRAM] > 0  ? KV_TIER_DRAM
                   : cfg->tier_blocks[KV_TIER_SSD] > 0 ? KV_TIER_SSD
-                                                       : KV_NTIERS;
+                                                      : KV_NTIERS;
     s->caches = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->caches);
     s->refs = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->refs);
     sim_keymap_init(&s->replicas, 1024);
@@ -489,8 +490,7 @@ void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hi
 /* A new copy of a block in node's put tier; counts the node as a holder. */
 static void store_put(kv_store *s, int node, const kv_evict_req *req)
 {
-    if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED)
-        replica_add(s, req->key, 1);
+    if (cache_insert(tier_of(s, node, s->put_tier), req, NULL) == KV_INSERTED) replica_add(s, req->key, 1);
 }
 
 /* Promotion (cfg.promote): move an SSD block up to DRAM, pins included. The

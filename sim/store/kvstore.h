@@ -39,10 +39,10 @@
 typedef struct kv_cache kv_cache;
 
 typedef enum kv_result {
-    KV_HIT = 0,           /* key resident: policy refreshed it */
-    KV_INSERTED,          /* key was absent and is now resident (maybe after evictions) */
-    KV_NOT_ADMITTED,      /* absent and the admission rule declined it (e.g. ephemeral) */
-    KV_FULL,              /* absent and every resident slot is pinned: counted, not inserted */
+    KV_HIT = 0,      /* key resident: policy refreshed it */
+    KV_INSERTED,     /* key was absent and is now resident (maybe after evictions) */
+    KV_NOT_ADMITTED, /* absent and the admission rule declined it (e.g. ephemeral) */
+    KV_FULL,         /* absent and every resident slot is pinned: counted, not inserted */
 } kv_result;
 
 typedef struct kv_cache_stats {
@@ -56,8 +56,7 @@ typedef void (*kv_evict_cb)(void *ctx, uint64_t key, sim_cache_class cls);
 /* policy: a name from the eviction registry ("lru", ...); params: the
  * policy's parameter object or NULL. capacity_blocks may be 0 (a tier that
  * holds nothing). Errors name an unknown policy or bad parameter. */
-int kv_cache_new(kv_cache **out, const char *policy, int64_t capacity_blocks, const json_t *params,
-                 sim_err *err);
+int kv_cache_new(kv_cache **out, const char *policy, int64_t capacity_blocks, const json_t *params, sim_err *err);
 void kv_cache_free(kv_cache *c);
 void kv_cache_set_evict_cb(kv_cache *c, kv_evict_cb cb, void *ctx);
 
@@ -89,21 +88,21 @@ typedef enum kv_tier { KV_TIER_HBM = 0, KV_TIER_DRAM, KV_TIER_SSD, KV_NTIERS } k
 typedef struct kv_store_cfg {
     int nodes;
     kv_scope scope;
-    int64_t tier_blocks[KV_NTIERS];   /* per node; 0 = tier absent */
-    const char *policy[KV_NTIERS];    /* eviction policy name per tier ("lru") */
-    const json_t *params;             /* policy.params object, may be NULL */
-    bool promote;                     /* a read from SSD promotes to DRAM */
-    bool ignore_class;                /* treat every block as default class: plain
+    int64_t tier_blocks[KV_NTIERS]; /* per node; 0 = tier absent */
+    const char *policy[KV_NTIERS];  /* eviction policy name per tier ("lru") */
+    const json_t *params;           /* policy.params object, may be NULL */
+    bool promote;                   /* a read from SSD promotes to DRAM */
+    bool ignore_class;              /* treat every block as default class: plain
                                          eviction, the §5.2 baseline (no ephemeral
                                          filter, no context persistence) */
-    bool next_use_hints;              /* the caller passes next-use hints
+    bool next_use_hints;            /* the caller passes next-use hints
                                          (kv_store_commit_hint): required by
                                          offline policies such as belady */
-    int64_t expected_keys;            /* hint, 0 = unknown: at most this many
+    int64_t expected_keys;          /* hint, 0 = unknown: at most this many
                                          distinct keys will be stored; each tier
                                          allocates min(capacity, this) up front
                                          (kv_cache_reserve) */
-    int64_t key_universe;             /* 0, or every key is < this: each tier
+    int64_t key_universe;           /* 0, or every key is < this: each tier
                                          indexes keys by array (kv_cache_dense_keys) */
 } kv_store_cfg;
 
@@ -125,8 +124,8 @@ int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, i
 typedef struct kv_fetch_plan {
     int32_t hit_blocks;
     int32_t local[KV_NTIERS];
-    int32_t remote[KV_NTIERS];  /* by the holder's tier */
-    int32_t *remote_from;       /* caller-provided, nodes entries: blocks per holder */
+    int32_t remote[KV_NTIERS]; /* by the holder's tier */
+    int32_t *remote_from;      /* caller-provided, nodes entries: blocks per holder */
 } kv_fetch_plan;
 
 void kv_store_plan(const kv_store *s, int node, const uint64_t *keys, int32_t hit, kv_fetch_plan *plan);

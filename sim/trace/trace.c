@@ -43,16 +43,16 @@ typedef struct id_buf {
 
 struct sim_trace {
     sim_trace_opts opts;
-    char *name;          /* file name used in messages ("<stdin>" for "-") */
+    char *name; /* file name used in messages ("<stdin>" for "-") */
     FILE *f;
     bool owns_file;
-    char *line;          /* getline buffer, reused for every line */
+    char *line; /* getline buffer, reused for every line */
     size_t line_cap;
-    id_buf ids;          /* the current line's hash_ids */
+    id_buf ids; /* the current line's hash_ids */
     int64_t lineno;
-    bool have_prev;      /* previous accepted timestamp, for the order check */
+    bool have_prev; /* previous accepted timestamp, for the order check */
     double prev_ts;
-    gsl_rng *rng;        /* sampling draws; NULL when sample == 1 */
+    gsl_rng *rng; /* sampling draws; NULL when sample == 1 */
     int64_t emitted;
     int64_t skipped;
     char first_skip[sizeof(((sim_err *)0)->msg)];
@@ -109,10 +109,7 @@ int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts
     return 0;
 }
 
-void sim_request_free(sim_request *r)
-{
-    free(r);
-}
+void sim_request_free(sim_request *r) { free(r); }
 
 void sim_trace_close(sim_trace *t)
 {
@@ -128,15 +125,9 @@ void sim_trace_close(sim_trace *t)
     free(t);
 }
 
-int64_t sim_trace_skipped(const sim_trace *t)
-{
-    return t->skipped;
-}
+int64_t sim_trace_skipped(const sim_trace *t) { return t->skipped; }
 
-const char *sim_trace_first_skip(const sim_trace *t)
-{
-    return t->skipped ? t->first_skip : NULL;
-}
+const char *sim_trace_first_skip(const sim_trace *t) { return t->skipped ? t->first_skip : NULL; }
 
 /* ---- one line -> one request ------------------------------------------ *
  *
@@ -155,7 +146,15 @@ const char *sim_trace_first_skip(const sim_trace *t)
  * line goes through jansson, which then also words any syntax error. */
 
 typedef enum field_id {
-    F_TIMESTAMP, F_INPUT, F_OUTPUT, F_HASH_IDS, F_SESSION, F_CACHE, F_SLO_TTFT, F_SLO_TBT, NFIELDS
+    F_TIMESTAMP,
+    F_INPUT,
+    F_OUTPUT,
+    F_HASH_IDS,
+    F_SESSION,
+    F_CACHE,
+    F_SLO_TTFT,
+    F_SLO_TBT,
+    NFIELDS
 } field_id;
 
 /* Each field's name, and its key as it appears on a line (for the recognizer). */
@@ -167,8 +166,8 @@ typedef struct field_key {
 
 #define FIELD_KEY(id, str) [id] = {str, "\"" str "\"", sizeof str + 1}
 static const field_key field_keys[NFIELDS] = {
-    FIELD_KEY(F_TIMESTAMP, "timestamp"), FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
-    FIELD_KEY(F_HASH_IDS, "hash_ids"),   FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
+    FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
+    FIELD_KEY(F_HASH_IDS, "hash_ids"),    FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
     FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
 };
 
@@ -218,8 +217,10 @@ static const char *json_type_name(const json_t *v)
 
 static const char *raw_type_name(const raw_field *v)
 {
-    static const char *const names[] = {[RAW_ABSENT] = "nothing", [RAW_INT] = "an integer",
-                                        [RAW_REAL] = "a real number", [RAW_STRING] = "a string",
+    static const char *const names[] = {[RAW_ABSENT] = "nothing",
+                                        [RAW_INT] = "an integer",
+                                        [RAW_REAL] = "a real number",
+                                        [RAW_STRING] = "a string",
                                         [RAW_IDS] = "an array"};
     return v->kind == RAW_JSON ? json_type_name(v->json) : names[v->kind];
 }
@@ -241,8 +242,7 @@ static int get_length(const sim_trace *t, const raw_line *raw, field_id f, int32
 }
 
 /* A non-negative number (timestamp, SLOs); *out untouched when absent and optional. */
-static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool required, double *out,
-                      sim_err *err)
+static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool required, double *out, sim_err *err)
 {
     const raw_field *v = &raw->f[f];
     const char *name = field_keys[f].name;
@@ -323,8 +323,9 @@ static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, si
     int64_t bt = t->opts.block_tokens;
     int64_t max_blocks = (input_len + bt - 1) / bt;
     if ((int64_t)t->ids.n > max_blocks)
-        return line_err(t, err, "hash_ids", "%zu ids but input_length %" PRId32 " allows at most %" PRId64
-                        " blocks of %" PRId64 " tokens", t->ids.n, input_len, max_blocks, bt);
+        return line_err(t, err, "hash_ids",
+                        "%zu ids but input_length %" PRId32 " allows at most %" PRId64 " blocks of %" PRId64 " tokens",
+                        t->ids.n, input_len, max_blocks, bt);
     return 0;
 }
 
@@ -349,8 +350,7 @@ static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err 
         get_length(t, raw, F_INPUT, &fields.input_len, err) || get_length(t, raw, F_OUTPUT, &fields.output_len, err) ||
         get_session(t, raw, &fields.session, err) || get_cache(t, raw, &fields.cache, err) ||
         get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
-        get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err) ||
-        get_hash_ids(t, raw, fields.input_len, err))
+        get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err) || get_hash_ids(t, raw, fields.input_len, err))
         return NULL;
     double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
     if (arrival_ns >= 0x1p62) { /* int64 nanoseconds: ~146 years */
@@ -396,10 +396,7 @@ static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
 
 /* ---- front end 2: the recognizer for flat lines ---- */
 
-static bool is_json_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+static bool is_json_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static const char *skip_ws(const char *p, const char *end)
 {
@@ -407,10 +404,7 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 static const char *skip_digits(const char *p, const char *end)
 {
@@ -573,10 +567,8 @@ static int parse_line(sim_trace *t, size_t len, sim_request **out, sim_err *err)
     *out = NULL;
     if (is_blank(t->line, len)) return 0;
     raw_line raw;
-    if (recognize_line(t, t->line, t->line + len, &raw))
-        *out = request_from_raw(t, &raw, err);
-    else
-        *out = request_from_jansson(t, len, err);
+    if (recognize_line(t, t->line, t->line + len, &raw)) *out = request_from_raw(t, &raw, err);
+    else *out = request_from_jansson(t, len, err);
     return *out ? 1 : -1;
 }
 

@@ -28,29 +28,29 @@ typedef enum sim_cache_class {
 } sim_cache_class;
 
 typedef struct sim_request {
-    int64_t index;      /* 0-based position in the replayed stream (after sort/sample) */
-    int64_t line;       /* 1-based line number in the file */
+    int64_t index;       /* 0-based position in the replayed stream (after sort/sample) */
+    int64_t line;        /* 1-based line number in the file */
     double timestamp_ms; /* as in the file */
-    int64_t arrival_ns; /* timestamp_ms × 1e6 / speed, rounded */
+    int64_t arrival_ns;  /* timestamp_ms × 1e6 / speed, rounded */
     int32_t input_len;
     int32_t output_len;
-    int32_t nblocks;    /* number of hash_ids */
-    uint64_t *keys;     /* nblocks chained block keys (see above) */
-    int64_t *hash_ids;  /* nblocks raw ids as in the file */
-    int64_t session;    /* -1 when absent */
+    int32_t nblocks;   /* number of hash_ids */
+    uint64_t *keys;    /* nblocks chained block keys (see above) */
+    int64_t *hash_ids; /* nblocks raw ids as in the file */
+    int64_t session;   /* -1 when absent */
     sim_cache_class cache;
     double slo_ttft_ms; /* 0 when absent: the config's SLO applies */
     double slo_tbt_ms;  /* 0 when absent */
 } sim_request;
 
 typedef struct sim_trace_opts {
-    int block_tokens;  /* tokens per hash block; 512 */
-    double speed;      /* replay speed factor; 2 = arrivals twice as dense */
-    bool skip_bad;     /* bad lines become a counted warning instead of an error */
-    bool sort;         /* accept non-monotonic timestamps by sorting (loads the file) */
-    double sample;     /* keep each request with this probability, (0,1]; 1 = all */
-    uint64_t seed;     /* RNG seed for sampling */
-    int64_t limit;     /* stop after this many requests; 0 = no limit */
+    int block_tokens; /* tokens per hash block; 512 */
+    double speed;     /* replay speed factor; 2 = arrivals twice as dense */
+    bool skip_bad;    /* bad lines become a counted warning instead of an error */
+    bool sort;        /* accept non-monotonic timestamps by sorting (loads the file) */
+    double sample;    /* keep each request with this probability, (0,1]; 1 = all */
+    uint64_t seed;    /* RNG seed for sampling */
+    int64_t limit;    /* stop after this many requests; 0 = no limit */
 } sim_trace_opts;
 
 /* Defaults: block_tokens 512, speed 1, no skip, no sort, sample 1, seed 1. */
@@ -83,15 +83,15 @@ uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id);
 /* ---- statistics (kvsim trace stats) ------------------------------------ */
 typedef struct sim_trace_stats {
     int64_t requests;
-    double duration_s;            /* last − first timestamp */
-    double arrival_rate;          /* requests / duration_s (0 if duration is 0) */
+    double duration_s;   /* last − first timestamp */
+    double arrival_rate; /* requests / duration_s (0 if duration is 0) */
     double input_mean, input_p50, input_p99;
     double output_mean, output_p50, output_p99;
-    int64_t blocks;               /* Σ nblocks */
-    int64_t distinct_blocks;      /* distinct block keys */
-    double max_hit_rate_blocks;   /* infinite-cache prefix hit rate (docs/architecture.md §4) */
+    int64_t blocks;             /* Σ nblocks */
+    int64_t distinct_blocks;    /* distinct block keys */
+    double max_hit_rate_blocks; /* infinite-cache prefix hit rate (docs/architecture.md §4) */
     double max_hit_rate_tokens;
-    int64_t skipped;              /* lines skipped under skip_bad */
+    int64_t skipped; /* lines skipped under skip_bad */
 } sim_trace_stats;
 
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);

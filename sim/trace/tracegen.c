@@ -36,11 +36,24 @@
 sim_tracegen_opts sim_tracegen_default_opts(void)
 {
     return (sim_tracegen_opts){
-        .requests = 1500,     .rate = 2.5,          .block_tokens = 512, .prompts = 32,
-        .zipf = 1.0,          .prompt_mean = 2048,  .prompt_sigma = 0.6, .session_prob = 0.5,
-        .max_turns = 10,      .think_time = 10,     .max_live = 64,      .input_mean = 1000,
-        .input_sigma = 1.0,   .output_mean = 300,   .output_sigma = 0.8, .max_input = 32768,
-        .max_output = 4096,   .seed = 1,
+        .requests = 1500,
+        .rate = 2.5,
+        .block_tokens = 512,
+        .prompts = 32,
+        .zipf = 1.0,
+        .prompt_mean = 2048,
+        .prompt_sigma = 0.6,
+        .session_prob = 0.5,
+        .max_turns = 10,
+        .think_time = 10,
+        .max_live = 64,
+        .input_mean = 1000,
+        .input_sigma = 1.0,
+        .output_mean = 300,
+        .output_sigma = 0.8,
+        .max_input = 32768,
+        .max_output = 4096,
+        .seed = 1,
     };
 }
 
@@ -85,10 +98,10 @@ typedef struct gen_prompt {
 
 typedef struct gen_session {
     int64_t id;
-    int turns;            /* requests so far */
-    double last_ms;       /* arrival of its latest request (think time, LRU eviction) */
+    int turns;      /* requests so far */
+    double last_ms; /* arrival of its latest request (think time, LRU eviction) */
     int32_t input_len, output_len;
-    id_list ids;          /* hash ids of its latest request */
+    id_list ids; /* hash ids of its latest request */
 } gen_session;
 
 typedef struct generator {
@@ -99,7 +112,7 @@ typedef struct generator {
     gen_session *live; /* max_live slots, n_live in use */
     int n_live;
     int64_t next_id, next_session;
-    double clock_ms;   /* Poisson arrival clock */
+    double clock_ms; /* Poisson arrival clock */
     sim_trace *arrivals;
 } generator;
 
@@ -292,7 +305,8 @@ static int make_request(generator *g, gen_request *req)
 
 static void write_request(FILE *out, const gen_request *r)
 {
-    fprintf(out, "{\"timestamp\": %.15g, \"input_length\": %" PRId32 ", \"output_length\": %" PRId32 ", \"hash_ids\": [",
+    fprintf(out,
+            "{\"timestamp\": %.15g, \"input_length\": %" PRId32 ", \"output_length\": %" PRId32 ", \"hash_ids\": [",
             r->timestamp_ms, r->input_len, r->output_len);
     for (size_t i = 0; i < r->ids->n; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, r->ids->v[i]);
     fprintf(out, "], \"session\": %" PRId64, r->session);

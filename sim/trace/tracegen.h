@@ -15,23 +15,23 @@
 #include "sim/util.h"
 
 typedef struct sim_tracegen_opts {
-    int64_t requests;        /* how many requests to write */
-    double rate;             /* Poisson arrivals, requests per second */
+    int64_t requests;          /* how many requests to write */
+    double rate;               /* Poisson arrivals, requests per second */
     const char *arrivals_from; /* take timestamps from this trace instead (NULL: Poisson) */
-    int block_tokens;        /* tokens per hash block */
-    int prompts;             /* number of shared system prompts */
-    double zipf;             /* Zipf exponent of prompt popularity */
-    double prompt_mean;      /* mean system-prompt length in tokens (lognormal, whole blocks) */
+    int block_tokens;          /* tokens per hash block */
+    int prompts;               /* number of shared system prompts */
+    double zipf;               /* Zipf exponent of prompt popularity */
+    double prompt_mean;        /* mean system-prompt length in tokens (lognormal, whole blocks) */
     double prompt_sigma;
-    double session_prob;     /* probability a request continues a live session */
-    int max_turns;           /* a session ends after this many requests */
-    double think_time;       /* seconds a session waits before its next turn can arrive */
-    int max_live;            /* live sessions kept; the oldest ends when a new one needs room */
+    double session_prob;              /* probability a request continues a live session */
+    int max_turns;                    /* a session ends after this many requests */
+    double think_time;                /* seconds a session waits before its next turn can arrive */
+    int max_live;                     /* live sessions kept; the oldest ends when a new one needs room */
     double input_mean, input_sigma;   /* new-turn tokens, lognormal */
     double output_mean, output_sigma; /* output tokens, lognormal */
     int max_input, max_output;        /* clamps: lengths are in [1, max] */
-    double ephemeral_frac;   /* fraction tagged "cache": "ephemeral" */
-    double context_frac;     /* fraction tagged "cache": "context" */
+    double ephemeral_frac;            /* fraction tagged "cache": "ephemeral" */
+    double context_frac;              /* fraction tagged "cache": "context" */
     uint64_t seed;
 } sim_tracegen_opts;
 

@@ -66,7 +66,10 @@ static int setup_store(cluster *c, sim_err *err)
 {
     const sim_config *cfg = c->cfg;
     kv_store_cfg sc = {
-        .nodes = c->n_inst, .scope = cfg->scope, .params = cfg->params, .promote = cfg->promote,
+        .nodes = c->n_inst,
+        .scope = cfg->scope,
+        .params = cfg->params,
+        .promote = cfg->promote,
         .tier_blocks = {sim_config_blocks(cfg, cfg->hbm_bytes), sim_config_blocks(cfg, cfg->dram_bytes),
                         sim_config_blocks(cfg, cfg->ssd_bytes)},
         .policy = {cfg->eviction, cfg->eviction, cfg->eviction},
@@ -163,16 +166,11 @@ static void arrive(void *state, sim_request *req) { sim_flow_arrive(state, req);
 typedef void (*handler_fn)(cluster *c, const sim_event *ev);
 
 static const handler_fn handlers[EV_NKINDS] = {
-    [EV_RETRY] = sim_flow_on_retry,
-    [EV_PREFILL_DONE] = sim_flow_on_prefill_done,
-    [EV_KV_READY] = sim_flow_on_kv_ready,
-    [EV_DECODE_STEP] = sim_flow_on_decode_step,
-    [EV_SAMPLE] = sim_control_on_sample,
-    [EV_REPLICAS] = sim_control_on_replicas,
-    [EV_CONTROL] = sim_control_on_control,
-    [EV_SWITCH_DONE] = sim_control_on_switch_done,
-    [EV_FAULT] = sim_control_on_fault,
-    [EV_RECOVER] = sim_control_on_recover,
+    [EV_RETRY] = sim_flow_on_retry,        [EV_PREFILL_DONE] = sim_flow_on_prefill_done,
+    [EV_KV_READY] = sim_flow_on_kv_ready,  [EV_DECODE_STEP] = sim_flow_on_decode_step,
+    [EV_SAMPLE] = sim_control_on_sample,   [EV_REPLICAS] = sim_control_on_replicas,
+    [EV_CONTROL] = sim_control_on_control, [EV_SWITCH_DONE] = sim_control_on_switch_done,
+    [EV_FAULT] = sim_control_on_fault,     [EV_RECOVER] = sim_control_on_recover,
     [EV_UNBLOCK] = sim_flow_on_unblock,
 };
 

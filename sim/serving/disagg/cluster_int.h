@@ -26,16 +26,16 @@
  * are the replay loop's: a trace request's arrival). */
 enum {
     EV_RETRY = SIM_EV_MODEL, /* a request re-enters after a failure (data: req) */
-    EV_PREFILL_DONE, /* target: prefill instance, gen: its generation, data: req */
-    EV_KV_READY,     /* target: decode instance, gen: its generation, data: req */
-    EV_DECODE_STEP,  /* target: decode instance, gen: its generation */
-    EV_SAMPLE,       /* per-instance samples */
-    EV_REPLICAS,     /* replica-count samples */
-    EV_CONTROL,      /* PD-ratio controller period */
-    EV_SWITCH_DONE,  /* target: instance whose role switch completes */
-    EV_FAULT,        /* target: failing instance */
-    EV_RECOVER,      /* target: recovering instance */
-    EV_UNBLOCK,      /* target: instance whose pipeline stage (CPP) is done */
+    EV_PREFILL_DONE,         /* target: prefill instance, gen: its generation, data: req */
+    EV_KV_READY,             /* target: decode instance, gen: its generation, data: req */
+    EV_DECODE_STEP,          /* target: decode instance, gen: its generation */
+    EV_SAMPLE,               /* per-instance samples */
+    EV_REPLICAS,             /* replica-count samples */
+    EV_CONTROL,              /* PD-ratio controller period */
+    EV_SWITCH_DONE,          /* target: instance whose role switch completes */
+    EV_FAULT,                /* target: failing instance */
+    EV_RECOVER,              /* target: recovering instance */
+    EV_UNBLOCK,              /* target: instance whose pipeline stage (CPP) is done */
     EV_NKINDS
 };
 
@@ -44,13 +44,13 @@ typedef enum inst_state { ST_ACTIVE = 0, ST_DRAINING, ST_SWITCHING, ST_DOWN, ST_
 
 typedef struct req_state {
     sim_request *r;
-    struct req_state *next;               /* queue link */
+    struct req_state *next;                  /* queue link */
     struct req_state *live_prev, *live_next; /* admitted-and-unfinished list */
     bool live;
     sched_route route;
-    int prefill, decode;   /* instance ids; -1 = none */
-    int transfer_from;     /* instance id of the kvcentric holder; -1 = none */
-    uint32_t decode_gen;   /* decode instance generation at reservation */
+    int prefill, decode; /* instance ids; -1 = none */
+    int transfer_from;   /* instance id of the kvcentric holder; -1 = none */
+    uint32_t decode_gen; /* decode instance generation at reservation */
     int64_t est_decode_start;
     int64_t prefill_start, first_token, kv_ready, last_token;
     int32_t hit_blocks, remote_blocks;
@@ -69,9 +69,9 @@ typedef struct instance {
     int id;
     inst_role role, next_role;
     inst_state state;
-    bool power_off;        /* draining toward ST_OFF (capacity tide) */
-    uint32_t gen;          /* bumped on failure: older events are stale */
-    int view;              /* index in the conductor's view of its role */
+    bool power_off; /* draining toward ST_OFF (capacity tide) */
+    uint32_t gen;   /* bumped on failure: older events are stale */
+    int view;       /* index in the conductor's view of its role */
     int64_t nic_free;
     /* prefill role */
     req_queue queue;
@@ -93,9 +93,9 @@ typedef struct load_samples {
 } load_samples;
 
 typedef struct cluster {
-    sim_serving_run *run;      /* the replay's shared state (engine, DB, error) */
-    const sim_config *cfg;     /* run->cfg */
-    sim_engine *eng;           /* &run->eng */
+    sim_serving_run *run;  /* the replay's shared state (engine, DB, error) */
+    const sim_config *cfg; /* run->cfg */
+    sim_engine *eng;       /* &run->eng */
     sim_cost cost;
     sim_estimator est;
     const kv_cache_model *cache;
@@ -104,8 +104,8 @@ typedef struct cluster {
 
     instance *inst;
     int n_inst;
-    int n_prefill, n_decode;   /* instances per role (any state) */
-    int *pidx, *didx;          /* view index → instance id */
+    int n_prefill, n_decode; /* instances per role (any state) */
+    int *pidx, *didx;        /* view index → instance id */
     sched_prefill_view *pview;
     sched_decode_view *dview;
     sched_inflight *inflight;
@@ -117,12 +117,12 @@ typedef struct cluster {
     const sched_pd_ops *pd;
     void *router_st, *decoder_st, *admission_st, *pd_st;
 
-    req_state *live_head;      /* admitted, unfinished */
+    req_state *live_head; /* admitted, unfinished */
     int64_t n_live;
     int32_t *remote_from;
     int64_t kv_capacity;
     double block_bytes;
-    double decode_s_sum;       /* observed decode durations (t_d) */
+    double decode_s_sum; /* observed decode durations (t_d) */
     int64_t decode_n;
     bool switching;
     load_samples prefill_loads, decode_loads;

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 
 static const char *const role_names[] = {[ROLE_PREFILL] = "prefill", [ROLE_DECODE] = "decode"};
-static const char *const state_names[] = {
-    [ST_ACTIVE] = "active", [ST_DRAINING] = "draining", [ST_SWITCHING] = "switching", [ST_DOWN] = "down",
-    [ST_OFF] = "off"};
+static const char *const state_names[] = {[ST_ACTIVE] = "active",
+                                          [ST_DRAINING] = "draining",
+                                          [ST_SWITCHING] = "switching",
+                                          [ST_DOWN] = "down",
+                                          [ST_OFF] = "off"};
 
 static void push_load(load_samples *s, double v)
 {
@@ -34,11 +36,9 @@ void sim_control_start(cluster *c)
     sim_engine_push(c->eng, t0, EV_SAMPLE, -1, 0, NULL);
     if (cfg->replica_period_s > 0)
         sim_engine_push(c->eng, t0 + sim_s_to_ns(cfg->replica_period_s), EV_REPLICAS, -1, 0, NULL);
-    if (c->pd->decide)
-        sim_engine_push(c->eng, t0 + sim_s_to_ns(c->pd->period_s(c->pd_st)), EV_CONTROL, -1, 0, NULL);
+    if (c->pd->decide) sim_engine_push(c->eng, t0 + sim_s_to_ns(c->pd->period_s(c->pd_st)), EV_CONTROL, -1, 0, NULL);
     for (int i = 0; i < cfg->n_faults; i++)
-        sim_engine_push(c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i,
-                        NULL);
+        sim_engine_push(c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i, NULL);
 }
 
 /* Re-arm a periodic event while the replay has work left. */
@@ -54,8 +54,8 @@ static void again(cluster *c, int kind, double period_s)
  * the policies see it (Mooncake §4.3.1, sched_decode_load). */
 static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instance *in, double t_ms)
 {
-    sim_sample_row row = {.t_ms = t_ms, .instance = in->id, .role = role_names[in->role],
-                          .state = state_names[in->state]};
+    sim_sample_row row = {
+        .t_ms = t_ms, .instance = in->id, .role = role_names[in->role], .state = state_names[in->state]};
     if (in->role == ROLE_PREFILL) {
         row.queue_len = ctx->prefill[in->view].queue_len;
         row.load = ctx->prefill[in->view].queue_s / (c->cfg->slo_ttft_ms / 1e3);
@@ -94,7 +94,8 @@ typedef struct replica_ctx {
 static void record_replica(void *ctx, uint64_t key, int replicas)
 {
     replica_ctx *rc = ctx;
-    if (replicas >= 2 && !rc->c->run->failed && sim_results_add_replica(rc->c->run->db, rc->t_ms, key, replicas, rc->c->run->err))
+    if (replicas >= 2 && !rc->c->run->failed &&
+        sim_results_add_replica(rc->c->run->db, rc->t_ms, key, replicas, rc->c->run->err))
         rc->c->run->failed = true;
 }
 
@@ -177,10 +178,15 @@ void sim_control_on_control(cluster *c, const sim_event *ev)
 {
     sched_pd_view view = {
         .t_s = sim_ns_to_s(c->eng->now),
-        .prefill_loads = c->prefill_loads.v, .n_prefill_loads = c->prefill_loads.n,
-        .decode_loads = c->decode_loads.v, .n_decode_loads = c->decode_loads.n,
-        .n_prefill = active_in_role(c, ROLE_PREFILL), .n_decode = active_in_role(c, ROLE_DECODE),
-        .n_on = powered_on(c), .n_max = c->n_inst, .switching = c->switching,
+        .prefill_loads = c->prefill_loads.v,
+        .n_prefill_loads = c->prefill_loads.n,
+        .decode_loads = c->decode_loads.v,
+        .n_decode_loads = c->decode_loads.n,
+        .n_prefill = active_in_role(c, ROLE_PREFILL),
+        .n_decode = active_in_role(c, ROLE_DECODE),
+        .n_on = powered_on(c),
+        .n_max = c->n_inst,
+        .switching = c->switching,
     };
     sched_pd_decision d;
     c->pd->decide(c->pd_st, &view, &d);

@@ -61,15 +61,27 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : c->cfg->slo_ttft_ms;
     double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : c->cfg->slo_tbt_ms;
     sim_request_row row = {
-        .id = r->index, .line = r->line, .arrival_ms = sim_ns_to_ms(r->arrival_ns),
-        .input_len = r->input_len, .output_len = r->output_len, .blocks = r->nblocks,
-        .prefill_inst = q->prefill, .decode_inst = q->decode,
-        .hit_blocks = q->hit_blocks, .hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks), .remote_blocks = q->remote_blocks,
+        .id = r->index,
+        .line = r->line,
+        .arrival_ms = sim_ns_to_ms(r->arrival_ns),
+        .input_len = r->input_len,
+        .output_len = r->output_len,
+        .blocks = r->nblocks,
+        .prefill_inst = q->prefill,
+        .decode_inst = q->decode,
+        .hit_blocks = q->hit_blocks,
+        .hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks),
+        .remote_blocks = q->remote_blocks,
         .prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1,
         .first_token_ms = started ? sim_ns_to_ms(q->first_token) : -1,
         .done_ms = done ? sim_ns_to_ms(q->last_token) : -1,
-        .ttft_ms = ttft, .tbt_ms = tbt, .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
-        .prefill_gpu_s = q->prefill_gpu_s, .tokens = done ? q->tokens : 0, .retries = q->retries, .stage = stage,
+        .ttft_ms = ttft,
+        .tbt_ms = tbt,
+        .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
+        .prefill_gpu_s = q->prefill_gpu_s,
+        .tokens = done ? q->tokens : 0,
+        .retries = q->retries,
+        .stage = stage,
         .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
     };
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
@@ -131,7 +143,9 @@ static void build_views(cluster *c)
         if (in->blocked_until > busy) busy = in->blocked_until;
         double running = busy > now ? sim_ns_to_s(busy - now) : 0;
         c->pview[k] = (sched_prefill_view){
-            .node = in->id, .active = in->state == ST_ACTIVE, .queue_len = in->queue.n + (in->running != NULL),
+            .node = in->id,
+            .active = in->state == ST_ACTIVE,
+            .queue_len = in->queue.n + (in->running != NULL),
             .queue_s = running + in->queued_est_s,
             .nic_wait_s = in->nic_free > now ? sim_ns_to_s(in->nic_free - now) : 0,
         };
@@ -139,9 +153,14 @@ static void build_views(cluster *c)
     for (int k = 0; k < c->n_decode; k++) {
         const instance *in = &c->inst[c->didx[k]];
         c->dview[k] = (sched_decode_view){
-            .node = in->id, .active = in->state == ST_ACTIVE, .batch = in->nbatch, .pending = in->pending,
-            .kv_tokens = in->kv_reserved, .kv_resident = in->kv_batch + in->kv_waiting,
-            .kv_capacity = c->kv_capacity, .ctx_tokens = in->ctx_tokens,
+            .node = in->id,
+            .active = in->state == ST_ACTIVE,
+            .batch = in->nbatch,
+            .pending = in->pending,
+            .kv_tokens = in->kv_reserved,
+            .kv_resident = in->kv_batch + in->kv_waiting,
+            .kv_capacity = c->kv_capacity,
+            .ctx_tokens = in->ctx_tokens,
         };
     }
 }
@@ -177,10 +196,19 @@ sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
     double t_d = 0;
     int n_inflight = with_inflight ? build_inflight(c, &t_d) : 0;
     return (sched_ctx){
-        .cfg = c->cfg, .est = &c->est, .shadow = c->cache->view(c->cache_st), .rng = c->rng_policy, .now_ns = c->eng->now,
-        .n_prefill = c->n_prefill, .prefill = c->pview, .n_decode = c->n_decode, .decode = c->dview,
+        .cfg = c->cfg,
+        .est = &c->est,
+        .shadow = c->cache->view(c->cache_st),
+        .rng = c->rng_policy,
+        .now_ns = c->eng->now,
+        .n_prefill = c->n_prefill,
+        .prefill = c->pview,
+        .n_decode = c->n_decode,
+        .decode = c->dview,
         .kv_bytes_per_token = c->cost.kv_bytes_per_token,
-        .n_inflight = n_inflight, .inflight = c->inflight, .mean_decode_s = t_d,
+        .n_inflight = n_inflight,
+        .inflight = c->inflight,
+        .mean_decode_s = t_d,
     };
 }
 
@@ -188,8 +216,8 @@ sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
 void sim_cluster_check_drained(cluster *c, instance *in)
 {
     if (in->state != ST_DRAINING) return;
-    bool idle = in->role == ROLE_PREFILL ? !in->running && !in->queue.head
-                                         : !in->nbatch && !in->waiting.head && !in->pending;
+    bool idle =
+        in->role == ROLE_PREFILL ? !in->running && !in->queue.head : !in->nbatch && !in->waiting.head && !in->pending;
     if (!idle) return;
     in->state = ST_SWITCHING;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);

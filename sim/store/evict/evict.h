@@ -29,7 +29,7 @@
 #include "sim/trace/trace.h"
 #include "sim/util.h"
 
-#define KV_NO_VICTIM ((int64_t)-1)
+#define KV_NO_VICTIM        ((int64_t)-1)
 #define KV_NEXT_USE_UNKNOWN ((int64_t)-1)
 
 /* What the core knows about the access being served (libCacheSim passes the
@@ -53,10 +53,7 @@ typedef struct kv_evict_view {
     bool all;
 } kv_evict_view;
 
-static inline bool kv_evictable(const kv_evict_view *v, int64_t slot)
-{
-    return v->all || v->evictable(v->ctx, slot);
-}
+static inline bool kv_evictable(const kv_evict_view *v, int64_t slot) { return v->all || v->evictable(v->ctx, slot); }
 
 typedef struct kv_evict_ops {
     /* Allocate the policy state for a tier of `capacity` slots (INT64_MAX for
@@ -99,7 +96,6 @@ static inline int64_t kv_list_victim_rotate(sim_list *q, sim_links *l, const kv_
     }
     return KV_NO_VICTIM;
 }
-
 
 /* The policies (one file each, sched/evict_NAME.c; listed in registry.c). */
 extern const kv_evict_ops kv_evict_lru_ops;

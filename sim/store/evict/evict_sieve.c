@@ -16,9 +16,9 @@
 
 typedef struct sieve_state {
     sim_links links;
-    sim_list queue;  /* newest at head */
+    sim_list queue; /* newest at head */
     uint8_t *visited;
-    int64_t hand;      /* next slot to examine; -1 = start at the tail */
+    int64_t hand; /* next slot to examine; -1 = start at the tail */
 } sieve_state;
 
 static int sieve_create(void **state, int64_t capacity, const json_t *params, sim_err *err)

@@ -11,16 +11,15 @@ static const kv_evict_entry evict_table[] = {
     {"lru", "least recently used (Mooncake Store default, §3.2.1)", "", false, &kv_evict_lru_ops},
     {"fifo", "first in, first out: hits do not reorder", "", false, &kv_evict_fifo_ops},
     {"lfu", "least frequently used, ties to LRU; counts halve periodically (aging)",
-     "lfu_max_freq=15: count saturation; lfu_age_period=0: accesses between halvings (0 = 10 x resident blocks)",
-     false, &kv_evict_lfu_ops},
+     "lfu_max_freq=15: count saturation; lfu_age_period=0: accesses between halvings (0 = 10 x resident blocks)", false,
+     &kv_evict_lfu_ops},
     {"sieve", "SIEVE (NSDI'24): FIFO queue, visited bit, a hand that sifts out unvisited blocks", "", false,
      &kv_evict_sieve_ops},
     {"s3fifo", "S3-FIFO (SOSP'23): small + main FIFO queues and a ghost queue",
      "s3fifo_small_ratio=0.1: share of the small queue; s3fifo_ghost_ratio=0.9: ghost size / capacity; "
      "s3fifo_move_threshold=2: hits in the small queue to move to main",
      false, &kv_evict_s3fifo_ops},
-    {"belady", "offline optimum (furthest next use, with bypass); kvsim hitrate only", "", true,
-     &kv_evict_belady_ops},
+    {"belady", "offline optimum (furthest next use, with bypass); kvsim hitrate only", "", true, &kv_evict_belady_ops},
 };
 
 #define N_EVICT (sizeof evict_table / sizeof evict_table[0])
@@ -47,4 +46,3 @@ int kv_evict_find(const char *name, const kv_evict_entry **out, sim_err *err)
     }
     return sim_errf(err, "unknown eviction policy '%s' (known: %s)", name, known);
 }
-
