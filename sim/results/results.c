@@ -1,5 +1,12 @@
-/* sim/results/results.c — SQLite schema, prepared inserts and the SQL summary of a
- * run (see sim/results/results.h). */
+/* sim/results/results.c — SQLite schema, prepared inserts and the summary of
+ * a run (see sim/results/results.h).
+ *
+ * The summary is tallied in memory as rows arrive, never queried back: counts
+ * and integer sums directly; means and exact percentiles from per-request
+ * arrays indexed by request id. The means add the values in id order, the
+ * order in which SQLite's AVG() visited them when the summary was computed
+ * by SQL (through the (run_id, id) index), so that summaries did not move by
+ * a bit when the SQL went away (tests/test_summaries.c). */
 #include "sim/results/results.h"
 
 #include <math.h>
@@ -33,13 +40,16 @@ static const char schema_sql[] =
     " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
     " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
-    /* kvsim report reads samples run by run and instance by instance. */
-    "CREATE INDEX IF NOT EXISTS samples_by_run ON samples(run_id, instance, t_ms);"
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
-    "CREATE INDEX IF NOT EXISTS replicas_by_run ON replicas(run_id);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
     " hit_rate_blocks REAL, hit_rate_tokens REAL);";
+
+/* Indexes for the readers (kvsim report reads samples run by run and
+ * instance by instance), created when a run commits: a first run's bulk
+ * insert does not maintain them row by row. */
+static const char index_sql[] = "CREATE INDEX IF NOT EXISTS samples_by_run ON samples(run_id, instance, t_ms);"
+                                "CREATE INDEX IF NOT EXISTS replicas_by_run ON replicas(run_id);";
 
 static const char insert_request_sql[] =
     "INSERT INTO requests "
@@ -47,11 +57,71 @@ static const char insert_request_sql[] =
 static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
 static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
+/* One value per request id (NAN = NULL in the requests table). */
+typedef struct by_id {
+    double *v;
+} by_id;
+
+/* What the summary needs of the run's requests rows. */
+typedef struct tally {
+    int64_t n, done, lost, eff, retries, tokens, stage[SIM_NSTAGES];
+    int64_t pre_blocks, pre_hit, pre_input, pre_hit_tokens, pre_remote; /* over prefill-started rows */
+    int64_t cap;                                                        /* ids the arrays hold */
+    by_id ttft, tbt, gpu;                                               /* gpu: NAN unless the prefill started */
+} tally;
+
 struct sim_results {
     sqlite3 *db;
     sqlite3_stmt *ins_request, *ins_sample, *ins_replica;
     int64_t run_id;
+    bool keep_rows; /* false for the private temporary database: nobody reads its rows */
+    tally t;
 };
+
+/* ---- the tally ------------------------------------------------------------------- */
+
+static void tally_reset(tally *t)
+{
+    free(t->ttft.v);
+    free(t->tbt.v);
+    free(t->gpu.v);
+    *t = (tally){0};
+}
+
+/* Room for request id; new slots are NAN (no value). */
+static void tally_grow(tally *t, int64_t id)
+{
+    if (id < t->cap) return;
+    int64_t cap = t->cap ? t->cap : 1024;
+    while (cap <= id) cap *= 2;
+    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu};
+    for (int a = 0; a < 3; a++) {
+        arrays[a]->v = sim_xrealloc(arrays[a]->v, (size_t)cap * sizeof(double));
+        for (int64_t i = t->cap; i < cap; i++) arrays[a]->v[i] = NAN;
+    }
+    t->cap = cap;
+}
+
+static void tally_add(tally *t, const sim_request_row *w)
+{
+    tally_grow(t, w->id);
+    t->n++;
+    t->done += w->stage == SIM_STAGE_NONE;
+    t->lost += w->stage == SIM_STAGE_LOST;
+    t->stage[w->stage]++;
+    t->eff += w->effective;
+    t->retries += w->retries;
+    if (w->stage == SIM_STAGE_NONE) t->tokens += w->tokens;
+    if (w->ttft_ms >= 0) t->ttft.v[w->id] = w->ttft_ms;
+    if (w->tbt_ms >= 0) t->tbt.v[w->id] = w->tbt_ms;
+    if (w->prefill_start_ms < 0) return;
+    t->pre_blocks += w->blocks;
+    t->pre_hit += w->hit_blocks;
+    t->pre_input += w->input_len;
+    t->pre_hit_tokens += w->hit_tokens;
+    t->pre_remote += w->remote_blocks;
+    t->gpu.v[w->id] = w->prefill_gpu_s;
+}
 
 static int db_error(sim_results *r, const char *what, sim_err *err)
 {
@@ -80,7 +150,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         return -1;
     }
     sqlite3_busy_timeout(r->db, 10000);
-    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, schema_sql, err) ||
+    r->keep_rows = !temp;
+    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, "PRAGMA temp_store=MEMORY", err) ||
+        exec(r, schema_sql, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
@@ -115,6 +187,7 @@ int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return db_error(r, "insert run", err);
     *run_id = r->run_id = sqlite3_last_insert_rowid(r->db);
+    tally_reset(&r->t);
     return 0;
 }
 
@@ -141,6 +214,8 @@ static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_er
 
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {
+    tally_add(&r->t, w);
+    if (!r->keep_rows) return 0;
     sqlite3_stmt *st = r->ins_request;
     sqlite3_bind_int64(st, 1, r->run_id);
     sqlite3_bind_int64(st, 2, w->id);
@@ -173,6 +248,7 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
 
 int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err)
 {
+    if (!r->keep_rows) return 0;
     sqlite3_stmt *st = r->ins_sample;
     sqlite3_bind_int64(st, 1, r->run_id);
     sqlite3_bind_double(st, 2, w->t_ms);
@@ -188,6 +264,7 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
 
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err)
 {
+    if (!r->keep_rows) return 0;
     char hex[17];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
     sqlite3_stmt *st = r->ins_replica;
@@ -259,82 +336,64 @@ struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 
 /* ---- summary ---------------------------------------------------------------- */
 
-/* One numeric result of a query bound to the run id (0 when NULL). */
-static double query_num(sim_results *r, const char *sql)
+static int cmp_double(const void *a, const void *b)
 {
-    sqlite3_stmt *st;
-    double v = 0;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return NAN;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-/* Quantile q of column `col` over completed requests, interpolated between
- * the order statistics around q·(n−1) (GSL's definition). */
-static double quantile(sim_results *r, const char *col, double q, int64_t n)
+/* Mean (values added in id order), p50, p90, p99 of the values present.
+ * Quantile q interpolates between the order statistics around q·(n−1)
+ * (GSL's definition). */
+static json_t *dist(const tally *t, const by_id *c)
 {
-    if (n <= 0) return 0;
-    double pos = q * (double)(n - 1);
-    int64_t lo = (int64_t)floor(pos);
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s LIMIT 2 OFFSET %lld", col, col,
-             col, (long long)lo);
-    sqlite3_stmt *st;
-    double a = 0, b;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return NAN;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) a = sqlite3_column_double(st, 0);
-    b = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : a;
-    sqlite3_finalize(st);
-    return a + (b - a) * (pos - (double)lo);
+    double *v = sim_xmalloc((size_t)(t->cap ? t->cap : 1) * sizeof *v), sum = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->cap; i++)
+        if (!isnan(c->v[i])) sum += (v[n++] = c->v[i]);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double q[3] = {0.5, 0.9, 0.99}, at[3] = {0, 0, 0};
+    for (int k = 0; k < 3 && n > 0; k++) {
+        double pos = q[k] * (double)(n - 1);
+        int64_t lo = (int64_t)floor(pos);
+        double lo_v = v[lo], hi_v = lo + 1 < n ? v[lo + 1] : lo_v;
+        at[k] = lo_v + (hi_v - lo_v) * (pos - (double)lo);
+    }
+    free(v);
+    return json_pack("{s:f, s:f, s:f, s:f}", "mean", n ? sum / (double)n : 0, "p50", at[0], "p90", at[1], "p99", at[2]);
 }
 
-static json_t *dist(sim_results *r, const char *col)
+/* Mean of the values present, added in id order. */
+static double mean(const tally *t, const by_id *c)
 {
-    char sql[160];
-    snprintf(sql, sizeof sql, "SELECT COUNT(%s) FROM requests WHERE run_id=?1", col);
-    int64_t n = (int64_t)query_num(r, sql);
-    snprintf(sql, sizeof sql, "SELECT AVG(%s) FROM requests WHERE run_id=?1", col);
-    return json_pack("{s:f, s:f, s:f, s:f}", "mean", query_num(r, sql), "p50", quantile(r, col, 0.5, n), "p90",
-                     quantile(r, col, 0.9, n), "p99", quantile(r, col, 0.99, n));
+    double sum = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->cap; i++)
+        if (!isnan(c->v[i])) sum += c->v[i], n++;
+    return n ? sum / (double)n : 0;
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err)
 {
-    double n = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1");
-    double done = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='completed'");
-    double eff = query_num(r, "SELECT SUM(effective) FROM requests WHERE run_id=?1");
-    const char *pre = "FROM requests WHERE run_id=?1 AND prefill_start_ms IS NOT NULL";
-    char sql[256];
-#define PRE_SUM(expr) (snprintf(sql, sizeof sql, "SELECT " expr " %s", pre), query_num(r, sql))
-    double blocks = PRE_SUM("SUM(blocks)"), hit = PRE_SUM("SUM(hit_blocks)");
-    double tokens_in = PRE_SUM("SUM(input_len)"), hit_tokens = PRE_SUM("SUM(hit_tokens)");
-    double gpu = PRE_SUM("AVG(prefill_gpu_s)"), remote = PRE_SUM("SUM(remote_blocks)");
-#undef PRE_SUM
+    const tally *t = &r->t;
     json_t *rej = json_object();
-    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++) {
-        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND stage='%s'", sim_stage_names[s]);
-        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)query_num(r, sql)));
-    }
-    double lost = query_num(r, "SELECT COUNT(*) FROM requests WHERE run_id=?1 AND status='lost'");
-    double retries = query_num(r, "SELECT SUM(retries) FROM requests WHERE run_id=?1");
-    json_object_set_new(rej, "total", json_integer((json_int_t)(n - done - lost)));
-    *out = json_pack(
-        "{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests", (json_int_t)n,
-        "completed", (json_int_t)done, "rejected", rej, "effective", (json_int_t)eff, "slo_attainment", ratio(eff, n),
-        "goodput_rps", ratio(eff, sim_seconds), "ttft_ms", dist(r, "ttft_ms"), "tbt_ms", dist(r, "tbt_ms"),
-        "hit_rate_blocks", ratio(hit, blocks), "hit_rate_tokens", ratio(hit_tokens, tokens_in), "remote_blocks",
-        (json_int_t)remote, "prefill_gpu_s_mean", gpu, "tokens",
-        (json_int_t)query_num(r, "SELECT SUM(tokens) FROM requests WHERE run_id=?1 AND status='completed'"),
-        "sim_seconds", sim_seconds, "events", (json_int_t)events);
+    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++)
+        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)t->stage[s]));
+    json_object_set_new(rej, "total", json_integer((json_int_t)(t->n - t->done - t->lost)));
+    double n = (double)t->n, eff = (double)t->eff;
+    *out =
+        json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
+                  (json_int_t)t->n, "completed", (json_int_t)t->done, "rejected", rej, "effective", (json_int_t)t->eff,
+                  "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms", dist(t, &t->ttft),
+                  "tbt_ms", dist(t, &t->tbt), "hit_rate_blocks", ratio((double)t->pre_hit, (double)t->pre_blocks),
+                  "hit_rate_tokens", ratio((double)t->pre_hit_tokens, (double)t->pre_input), "remote_blocks",
+                  (json_int_t)t->pre_remote, "prefill_gpu_s_mean", mean(t, &t->gpu), "tokens", (json_int_t)t->tokens,
+                  "sim_seconds", sim_seconds, "events", (json_int_t)events);
     if (*out) {
-        json_object_set_new(*out, "lost", json_integer((json_int_t)lost));
-        json_object_set_new(*out, "retries", json_integer((json_int_t)retries));
+        json_object_set_new(*out, "lost", json_integer((json_int_t)t->lost));
+        json_object_set_new(*out, "retries", json_integer((json_int_t)t->retries));
     }
     return *out ? 0 : sim_errf(err, "results: building the summary failed");
 }
@@ -353,7 +412,7 @@ int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_se
     }
     free(text);
     if (rc != SQLITE_OK) return db_error(r, "store summary", err);
-    return exec(r, "COMMIT", err);
+    return exec(r, index_sql, err) || exec(r, "COMMIT", err) ? -1 : 0;
 }
 
 void sim_results_close(sim_results *r)
@@ -363,5 +422,6 @@ void sim_results_close(sim_results *r)
     sqlite3_finalize(r->ins_sample);
     sqlite3_finalize(r->ins_replica);
     sqlite3_close(r->db);
+    tally_reset(&r->t);
     free(r);
 }

@@ -13,9 +13,11 @@
  *             is the infinite cache (the trace's theoretical maximum)
  *
  * A run is written in one transaction with prepared statements (WAL mode on
- * file databases). Without a path the database is SQLite's private temporary
- * file, so a run's memory does not grow with the number of requests: the
- * summary's exact percentiles are computed by SQL over the requests table. */
+ * file databases); the readers' indexes are created when it commits. The
+ * summary is tallied in memory as request rows arrive (exact percentiles from
+ * per-request arrays: 24 bytes per request), never queried back. Without a
+ * path the database is SQLite's private temporary one and no request, sample
+ * or replica rows are written to it: nothing could read them. */
 #ifndef SIM_RESULTS_H
 #define SIM_RESULTS_H
 

@@ -109,11 +109,23 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
  * k = max(1, floor(intervals/10)) largest seen so far. */
 typedef struct sim_topk {
     int32_t k, n;
-    double *v; /* min-heap of the n ≤ k largest intervals */
+    double min; /* v[0] once the heap is full: most intervals stop here */
+    double *v;  /* min-heap of the n ≤ k largest intervals */
 } sim_topk;
 
 void sim_topk_init(sim_topk *t, int32_t intervals);
-void sim_topk_add(sim_topk *t, double x);
+/* x into the heap (the slow path of sim_topk_add). */
+void sim_topk_insert(sim_topk *t, double x);
+/* Keep x if it is among the k largest so far. Once the heap is full, an
+ * interval no larger than its minimum — most of them, since a request's
+ * intervals are mostly its instance's equal iteration times — is rejected
+ * here without touching the heap's memory (it lives elsewhere; the request
+ * itself is already in cache). */
+static inline void sim_topk_add(sim_topk *t, double x)
+{
+    if (t->n == t->k && x <= t->min) return;
+    sim_topk_insert(t, x);
+}
 double sim_topk_mean(const sim_topk *t);
 void sim_topk_free(sim_topk *t);
 

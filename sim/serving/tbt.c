@@ -9,16 +9,18 @@ void sim_topk_init(sim_topk *t, int32_t intervals)
 {
     t->k = intervals / 10 > 1 ? intervals / 10 : 1;
     t->n = 0;
+    t->min = 0;
     t->v = sim_xmalloc((size_t)t->k * sizeof *t->v);
 }
 
 /* Keep the k largest values seen: a min-heap whose root is the smallest kept. */
-void sim_topk_add(sim_topk *t, double x)
+void sim_topk_insert(sim_topk *t, double x)
 {
     int32_t i;
     if (t->n < t->k) {
         for (i = t->n++; i > 0 && t->v[(i - 1) / 2] > x; i = (i - 1) / 2) t->v[i] = t->v[(i - 1) / 2];
         t->v[i] = x;
+        t->min = t->v[0];
         return;
     }
     if (x <= t->v[0]) return;
@@ -31,6 +33,7 @@ void sim_topk_add(sim_topk *t, double x)
         i = c;
     }
     t->v[i] = x;
+    t->min = t->v[0];
 }
 
 double sim_topk_mean(const sim_topk *t)

@@ -80,7 +80,9 @@ void sim_control_on_sample(cluster *c, const sim_event *ev)
         const instance *in = &c->inst[i];
         sim_sample_row row = sample_row(c, &ctx, in, t_ms);
         if (sim_results_add_sample(c->run->db, &row, c->run->err)) c->run->failed = true;
-        if (in->state == ST_ACTIVE)
+        /* Loads feed the PD-ratio controller, which empties them each
+         * period; without one nothing reads them (nor may they pile up). */
+        if (in->state == ST_ACTIVE && c->pd->decide)
             push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
     }
     again(c, EV_SAMPLE, c->cfg->sample_period_s);
