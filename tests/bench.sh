@@ -148,8 +148,41 @@ section_datapath() {
     $7 == "per_page" || $7 == "cuda_memcpy" { print }' || true # no GPU: the probe's reason was printed
 }
 
+# Timed replay cost vs trace length and cluster size: wall seconds, events
+# per second and peak RSS of `kvsim run --json` (no --db: nothing but the
+# summary is kept), disaggregated serving with the kvcentric router.
+scale_point() { # trace requests instances
+  local t=$1 n=$2 p=$3 rss="" wall events
+  local cmd=("$KVSIM" run --json --trace "$t" --set "cluster.prefill=$p" --set "cluster.decode=$p"
+    --set policy.router=kvcentric)
+  local t0 t1
+  t0=$(date +%s.%N)
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f '%M' -o build/bench/scale.rss "${cmd[@]}" >build/bench/scale.json
+    rss=$(echo "$(tail -1 build/bench/scale.rss) / 1024" | bc -l | xargs printf '%.1f')
+  else
+    "${cmd[@]}" >build/bench/scale.json
+  fi
+  t1=$(date +%s.%N)
+  wall=$(echo "$t1 - $t0" | bc -l | xargs printf '%.3f')
+  events=$(sed -n 's/^ *"events": \([0-9]*\).*/\1/p' build/bench/scale.json)
+  local label="${n} req ${p}P${p}D"
+  record scale "$label wall" "$wall" s "${cmd[*]}"
+  record scale "$label events/s" "$(echo "$events / $wall" | bc -l | xargs printf '%.0f')" events/s "${cmd[*]}"
+  [ -n "$rss" ] && record scale "$label peak RSS" "$rss" MiB "${cmd[*]}"
+  return 0
+}
 
-sections=(section_run section_hitrate section_datapath section_sweep)
+section_scale() {
+  echo "== kvsim run scaling: requests x cluster size (disaggregated, kvcentric; kvsim trace gen --rate 5 --seed 7)"
+  for n in 10000 100000 1000000; do
+    local t=build/bench/scale-$n.jsonl
+    [ -f "$t" ] || $KVSIM trace gen --requests $n --rate 5 --seed 7 -o "$t" >/dev/null
+    for p in 4 8 64; do scale_point "$t" "$n" "$p"; done
+  done
+}
+
+sections=(section_run section_scale section_hitrate section_datapath section_sweep)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done
