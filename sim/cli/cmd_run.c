@@ -141,7 +141,7 @@ static int replay(const run_args *a)
         sim_results_open(&db, a->db, &err))
         goto out;
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
-    sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed};
+    sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
     int64_t run_id;
     int bad = sim_results_begin_run(db, &info, &run_id, &err) || sim_serving_replay(&cfg, db, &summary, &err);
     free(config_json);

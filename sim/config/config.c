@@ -339,7 +339,10 @@ static int read_typed(sim_config *c, sim_err *err)
         if (get_str(root, config_strs[i].path, (char *)c + config_strs[i].off, config_strs[i].len, err)) return -1;
     if (get_bool(root, "cluster.layerwise", &c->layerwise, err) ||
         get_bool(root, "kvstore.promote", &c->promote, err) ||
-        get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) || get_bool(root, "trace.sort", &c->trace.sort, err))
+        get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) ||
+        get_bool(root, "trace.sort", &c->trace.sort, err) ||
+        get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
+        get_bool(root, "metrics.sample_rows", &c->sample_rows, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
         sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||

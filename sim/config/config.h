@@ -76,6 +76,8 @@ typedef struct sim_config {
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;
+    bool request_rows;       /* metrics.request_rows: one requests row per request in --db */
+    bool sample_rows;        /* metrics.sample_rows: samples and replicas rows in --db */
     double replica_period_s; /* 0 = no replica samples */
     double switch_s;         /* PD role switch cost after draining */
     bool retry_on_failure;   /* cluster.on_failure: retry (true) or lose */

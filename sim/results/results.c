@@ -74,7 +74,8 @@ struct sim_results {
     sqlite3 *db;
     sqlite3_stmt *ins_request, *ins_sample, *ins_replica;
     int64_t run_id;
-    bool keep_rows; /* false for the private temporary database: nobody reads its rows */
+    bool temp;                        /* the private temporary database: nobody reads its rows */
+    bool keep_requests, keep_samples; /* this run's rows (never in the temporary database) */
     tally t;
 };
 
@@ -150,7 +151,7 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         return -1;
     }
     sqlite3_busy_timeout(r->db, 10000);
-    r->keep_rows = !temp;
+    r->temp = temp;
     if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, "PRAGMA temp_store=MEMORY", err) ||
         exec(r, schema_sql, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
@@ -187,6 +188,8 @@ int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return db_error(r, "insert run", err);
     *run_id = r->run_id = sqlite3_last_insert_rowid(r->db);
+    r->keep_requests = !r->temp && !info->no_request_rows;
+    r->keep_samples = !r->temp && !info->no_sample_rows;
     tally_reset(&r->t);
     return 0;
 }
@@ -215,7 +218,7 @@ static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_er
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {
     tally_add(&r->t, w);
-    if (!r->keep_rows) return 0;
+    if (!r->keep_requests) return 0;
     sqlite3_stmt *st = r->ins_request;
     sqlite3_bind_int64(st, 1, r->run_id);
     sqlite3_bind_int64(st, 2, w->id);
@@ -248,7 +251,7 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
 
 int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err)
 {
-    if (!r->keep_rows) return 0;
+    if (!r->keep_samples) return 0;
     sqlite3_stmt *st = r->ins_sample;
     sqlite3_bind_int64(st, 1, r->run_id);
     sqlite3_bind_double(st, 2, w->t_ms);
@@ -264,7 +267,7 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
 
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err)
 {
-    if (!r->keep_rows) return 0;
+    if (!r->keep_samples) return 0;
     char hex[17];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)key);
     sqlite3_stmt *st = r->ins_replica;

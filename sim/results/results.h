@@ -38,6 +38,8 @@ typedef struct sim_run_info {
     const char *trace_path;
     uint64_t trace_fingerprint;
     uint64_t seed;
+    bool no_request_rows; /* keep only the summary of the requests (metrics.request_rows = false) */
+    bool no_sample_rows;  /* no samples or replicas rows (metrics.sample_rows = false) */
 } sim_run_info;
 
 typedef enum sim_stage {
