@@ -108,12 +108,58 @@ static void test_topk_matches_sort(void **state)
     }
 }
 
+/* The reference heap: the plain sift with a branch for the smaller child.
+ * The simulator's must leave every slot of the array exactly where this one
+ * does, because TBT sums the heap in array order (a different layout moves
+ * results by ULPs). */
+static void ref_topk_add(double *v, int32_t *n, int32_t k, double x)
+{
+    int32_t i;
+    if (*n < k) {
+        for (i = (*n)++; i > 0 && v[(i - 1) / 2] > x; i = (i - 1) / 2) v[i] = v[(i - 1) / 2];
+        v[i] = x;
+        return;
+    }
+    if (x <= v[0]) return;
+    for (i = 0;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && v[c + 1] < v[c]) c++;
+        if (v[c] >= x) break;
+        v[i] = v[c];
+        i = c;
+    }
+    v[i] = x;
+}
+
+/* Random, increasing and tied sequences of every length up to 300 (k from 1
+ * to 30, so heaps of 1 and 2 slots too): the same array after every add. */
+static void test_topk_same_heap_as_reference(void **state)
+{
+    srand(5);
+    for (int len = 1; len <= 300; len++)
+        for (int shape = 0; shape < 3; shape++) {
+            sim_topk t;
+            sim_topk_init(&t, len);
+            double ref[64];
+            int32_t n = 0;
+            for (int i = 0; i < len; i++) {
+                double x = shape == 0 ? rand() % 1000 : shape == 1 ? 1 + i * 0.5 : rand() % 4;
+                sim_topk_add(&t, x);
+                ref_topk_add(ref, &n, t.k, x);
+                assert_int_equal(t.n, n);
+                assert_memory_equal(t.v, ref, sizeof(double) * (size_t)n);
+            }
+            sim_topk_free(&t);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tie_break_by_insertion), cmocka_unit_test(test_random_order),
         cmocka_unit_test(test_no_time_travel),         cmocka_unit_test(test_topk_by_hand),
-        cmocka_unit_test(test_topk_matches_sort),
+        cmocka_unit_test(test_topk_matches_sort),      cmocka_unit_test(test_topk_same_heap_as_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

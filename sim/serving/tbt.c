@@ -24,14 +24,21 @@ void sim_topk_insert(sim_topk *t, double x)
         return;
     }
     if (x <= t->v[0]) return;
-    for (i = 0;;) {
+    /* Sift x down from the root. Which child is smaller is a coin flip the
+     * branch predictor loses, so it is an add of a comparison instead (the
+     * same child, the same heap). Nodes with both children come first. */
+    for (i = 0; 2 * i + 2 < t->n;) {
         int32_t c = 2 * i + 1;
-        if (c >= t->n) break;
-        if (c + 1 < t->n && t->v[c + 1] < t->v[c]) c++;
-        if (t->v[c] >= x) break;
+        c += t->v[c + 1] < t->v[c];
+        if (t->v[c] >= x) goto place;
         t->v[i] = t->v[c];
         i = c;
     }
+    if (2 * i + 1 < t->n && t->v[2 * i + 1] < x) { /* one child left */
+        t->v[i] = t->v[2 * i + 1];
+        i = 2 * i + 1;
+    }
+place:
     t->v[i] = x;
     t->min = t->v[0];
 }
