@@ -32,20 +32,7 @@ static const sched_pd_ops *const pd_controllers[] = {
     &sched_pd_dynamic,
 };
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* count / at / lookup of one table (the lookup compares names; nothing else does). */
-#define REGISTRY(kind, ops_t, table)                                                                                   \
-    size_t sched_##kind##_count(void) { return COUNT(table); }                                                         \
-    const ops_t *sched_##kind##_at(size_t i) { return i < COUNT(table) ? table[i] : NULL; }                            \
-    const ops_t *sched_##kind##_lookup(const char *name)                                                               \
-    {                                                                                                                  \
-        for (size_t i = 0; i < COUNT(table); i++)                                                                      \
-            if (!strcmp(table[i]->name, name)) return table[i];                                                        \
-        return NULL;                                                                                                   \
-    }
-
-REGISTRY(router, sched_router_ops, routers)
-REGISTRY(decode, sched_decode_ops, decoders)
-REGISTRY(admission, sched_admission_ops, admissions)
-REGISTRY(pd, sched_pd_ops, pd_controllers)
+SIM_REGISTRY(sched_router, sched_router_ops, routers)
+SIM_REGISTRY(sched_decode, sched_decode_ops, decoders)
+SIM_REGISTRY(sched_admission, sched_admission_ops, admissions)
+SIM_REGISTRY(sched_pd, sched_pd_ops, pd_controllers)

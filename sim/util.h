@@ -46,4 +46,20 @@ void *sim_xcalloc(size_t n, size_t size);
 void *sim_xrealloc(void *p, size_t n);
 char *sim_xstrdup(const char *s);
 
+/* A plug-in table's count / at / lookup, generated for a static array of
+ * pointers to ops structs that each start with `const char *name`:
+ *   size_t PREFIX_count(void); const OPS *PREFIX_at(size_t i) (NULL past the
+ *   end); const OPS *PREFIX_lookup(const char *name) (NULL when unknown).
+ * The lookup is the only place a plug-in's name is compared. The file using
+ * it includes <string.h>. */
+#define SIM_REGISTRY(prefix, ops_t, table)                                                                             \
+    size_t prefix##_count(void) { return sizeof(table) / sizeof((table)[0]); }                                         \
+    const ops_t *prefix##_at(size_t i) { return i < prefix##_count() ? (table)[i] : NULL; }                            \
+    const ops_t *prefix##_lookup(const char *name)                                                                     \
+    {                                                                                                                  \
+        for (size_t i = 0; i < prefix##_count(); i++)                                                                  \
+            if (!strcmp((table)[i]->name, name)) return (table)[i];                                                    \
+        return NULL;                                                                                                   \
+    }
+
 #endif

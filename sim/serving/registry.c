@@ -12,15 +12,4 @@ static const sim_serving_ops *const models[] = {
     &sim_serving_disagg,
 };
 
-#define N_MODELS (sizeof models / sizeof models[0])
-
-size_t sim_serving_count(void) { return N_MODELS; }
-
-const sim_serving_ops *sim_serving_at(size_t i) { return i < N_MODELS ? models[i] : NULL; }
-
-const sim_serving_ops *sim_serving_lookup(const char *name)
-{
-    for (size_t i = 0; i < N_MODELS; i++)
-        if (!strcmp(models[i]->name, name)) return models[i];
-    return NULL;
-}
+SIM_REGISTRY(sim_serving, sim_serving_ops, models)
