@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const tier_names[KV_NTIERS] = {"hbm", "dram", "ssd"};
 
@@ -25,7 +26,8 @@ static void usage(FILE *f)
                "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
                "request's prefix hit is counted, then all its blocks are accessed in order.\n"
                "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
-               "trace's maximum (an infinite cache).\n\n");
+               "trace's maximum (an infinite cache). With --pic, a segment trace through a\n"
+               "position-independent cache instead (kvsim hitrate --pic mepic --help).\n\n");
     kv_hitrate_print_options(f, true);
     fprintf(f, "  --json                  one JSON object instead of the table\n"
                "  --db FILE               also store the points in the hitrate table of a results\n"
@@ -132,6 +134,8 @@ static void warn_deprecated(const kv_hitrate_spec *s)
 
 int cmd_hitrate(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--pic") || !strncmp(argv[i], "--pic=", 6)) return cmd_hitrate_pic(argc, argv);
     kv_replay_keep_memory();
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,

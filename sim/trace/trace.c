@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "sim/index/keyset.h"
+#include "sim/trace/trace_int.h"
 
 /* The current line's hash ids and their chained keys, reused across lines. */
 typedef struct id_buf {
@@ -48,7 +49,8 @@ struct sim_trace {
     bool owns_file;
     char *line; /* getline buffer, reused for every line */
     size_t line_cap;
-    id_buf ids; /* the current line's hash_ids */
+    id_buf ids;       /* the current line's hash_ids */
+    sim_seg_buf segs; /* the current line's segments */
     int64_t lineno;
     bool have_prev; /* previous accepted timestamp, for the order check */
     double prev_ts;
@@ -121,6 +123,7 @@ void sim_trace_close(sim_trace *t)
     free(t->line);
     free(t->ids.v);
     free(t->ids.k);
+    sim_seg_buf_free(&t->segs);
     free(t->name);
     free(t);
 }
@@ -154,6 +157,7 @@ typedef enum field_id {
     F_CACHE,
     F_SLO_TTFT,
     F_SLO_TBT,
+    F_SEGMENTS,
     NFIELDS
 } field_id;
 
@@ -168,7 +172,7 @@ typedef struct field_key {
 static const field_key field_keys[NFIELDS] = {
     FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
     FIELD_KEY(F_HASH_IDS, "hash_ids"),    FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
-    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
+    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"), FIELD_KEY(F_SEGMENTS, "segments"),
 };
 
 typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
@@ -329,28 +333,74 @@ static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, si
     return 0;
 }
 
-/* One allocation: the struct, then the keys, then the raw ids. */
-static sim_request *request_alloc(const sim_request *fields, const id_buf *ids)
+/* One allocation: the struct, then the keys, the raw ids, the prefix
+ * segment's ids and the segments. */
+static sim_request *request_alloc(const sim_request *fields, size_t n, const sim_seg_buf *sb)
 {
-    size_t n = ids->n;
-    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids));
+    size_t ni = sb ? sb->nids : 0, ns = sb ? sb->nsegs : 0;
+    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids) + ni * sizeof *r->seg_ids +
+                                 ns * sizeof *r->segs);
     *r = *fields;
     r->nblocks = (int32_t)n;
     r->keys = (uint64_t *)(r + 1);
     r->hash_ids = (int64_t *)(r->keys + n);
-    memcpy(r->hash_ids, ids->v, n * sizeof *r->hash_ids);
-    memcpy(r->keys, ids->k, n * sizeof *r->keys);
+    r->seg_ids = r->hash_ids + n;
+    r->segs = (sim_segment *)(r->seg_ids + ni);
+    r->nsegs = (int32_t)ns;
+    if (ni) memcpy(r->seg_ids, sb->ids, ni * sizeof *r->seg_ids);
+    if (ns) memcpy(r->segs, sb->segs, ns * sizeof *r->segs);
+    return r;
+}
+
+/* "segments" (optional): parsed into t->segs; input_length, when given,
+ * must equal their sum, and is their sum when absent. */
+static int get_segments(sim_trace *t, const raw_line *raw, int32_t *input_len, sim_err *err)
+{
+    const raw_field *v = &raw->f[F_SEGMENTS];
+    if (v->kind != RAW_JSON) return line_err(t, err, "segments", "expected an array, got %s", raw_type_name(v));
+    sim_err e;
+    if (sim_seg_parse(v->json, t->opts.block_tokens, &t->segs, &e))
+        return sim_errf(err, "%s:%" PRId64 ": %s", t->name, t->lineno, e.msg);
+    if (raw->f[F_INPUT].kind == RAW_ABSENT) {
+        *input_len = (int32_t)t->segs.total;
+        return 0;
+    }
+    if (get_length(t, raw, F_INPUT, input_len, err)) return -1;
+    if (*input_len != t->segs.total)
+        return line_err(t, err, "input_length", "%" PRId32 " but the segments' lengths sum to %" PRId64, *input_len,
+                        t->segs.total);
+    return 0;
+}
+
+/* The request with its blocks: the file's hash_ids, or (a segment trace
+ * without them) keys derived from the segments' content, one per
+ * block_tokens-token block of the packed prompt. */
+static sim_request *request_build(sim_trace *t, const raw_line *raw, const sim_request *fields, sim_err *err)
+{
+    bool segs = raw->f[F_SEGMENTS].kind != RAW_ABSENT;
+    if (!segs || raw->f[F_HASH_IDS].kind != RAW_ABSENT) {
+        if (get_hash_ids(t, raw, fields->input_len, err)) return NULL;
+        sim_request *r = request_alloc(fields, t->ids.n, segs ? &t->segs : NULL);
+        memcpy(r->hash_ids, t->ids.v, t->ids.n * sizeof *r->hash_ids);
+        memcpy(r->keys, t->ids.k, t->ids.n * sizeof *r->keys);
+        return r;
+    }
+    int bt = t->opts.block_tokens;
+    int64_t n = ((int64_t)fields->input_len + bt - 1) / bt;
+    sim_request *r = request_alloc(fields, (size_t)n, &t->segs);
+    sim_segments_keys(r, bt, bt, fields->input_len, (int32_t)n, r->keys, r->hash_ids);
     return r;
 }
 
 static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err *err)
 {
     sim_request fields = {.line = t->lineno};
+    bool segs = raw->f[F_SEGMENTS].kind != RAW_ABSENT;
     if (get_number(t, raw, F_TIMESTAMP, true, &fields.timestamp_ms, err) ||
-        get_length(t, raw, F_INPUT, &fields.input_len, err) || get_length(t, raw, F_OUTPUT, &fields.output_len, err) ||
-        get_session(t, raw, &fields.session, err) || get_cache(t, raw, &fields.cache, err) ||
-        get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
-        get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err) || get_hash_ids(t, raw, fields.input_len, err))
+        (segs ? get_segments(t, raw, &fields.input_len, err) : get_length(t, raw, F_INPUT, &fields.input_len, err)) ||
+        get_length(t, raw, F_OUTPUT, &fields.output_len, err) || get_session(t, raw, &fields.session, err) ||
+        get_cache(t, raw, &fields.cache, err) || get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
+        get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err))
         return NULL;
     double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
     if (arrival_ns >= 0x1p62) { /* int64 nanoseconds: ~146 years */
@@ -358,7 +408,7 @@ static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err 
         return NULL;
     }
     fields.arrival_ns = llround(arrival_ns);
-    return request_alloc(&fields, &t->ids);
+    return request_build(t, raw, &fields, err);
 }
 
 /* ---- front end 1: jansson ---- */

@@ -27,6 +27,23 @@ typedef enum sim_cache_class {
     SIM_CACHE_CONTEXT,     /* "cache": "context"   — never dropped from the hierarchy */
 } sim_cache_class;
 
+/* A segment of a segment trace's prompt (DESIGN.md §11, docs/trace.md):
+ * the prompt is its segments in order, packed back to back. */
+typedef enum sim_seg_kind {
+    SIM_SEG_PREFIX = 0, /* a chain of block_tokens-token content blocks (ids in seg_ids) */
+    SIM_SEG_CHUNK,      /* a reusable passage, identified by id */
+    SIM_SEG_PROMPT,     /* request-specific text: id names its content, or unique */
+    SIM_SEG_NKINDS
+} sim_seg_kind;
+
+typedef struct sim_segment {
+    sim_seg_kind kind;
+    int32_t len;         /* tokens, ≥ 1 */
+    bool unique;         /* prompt with "id": null: matches nothing */
+    int64_t id;          /* chunk / named prompt content id */
+    int32_t first, nids; /* prefix: its block ids are seg_ids[first, first + nids) */
+} sim_segment;
+
 typedef struct sim_request {
     int64_t index;       /* 0-based position in the replayed stream (after sort/sample) */
     int64_t line;        /* 1-based line number in the file */
@@ -41,6 +58,11 @@ typedef struct sim_request {
     sim_cache_class cache;
     double slo_ttft_ms; /* 0 when absent: the config's SLO applies */
     double slo_tbt_ms;  /* 0 when absent */
+    /* Segment traces only (nsegs = 0 otherwise). Without "hash_ids", keys
+     * and hash_ids are derived from the segments (sim_segments_keys). */
+    int32_t nsegs;
+    sim_segment *segs;
+    int64_t *seg_ids; /* the prefix segment's block ids */
 } sim_request;
 
 typedef struct sim_trace_opts {
@@ -79,6 +101,18 @@ int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err);
 
 /* Block key chaining, exposed for tests and generators. */
 uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id);
+
+/* Content keys of the first nblocks blocks of B tokens of a segment
+ * request's packed prompt, cut at token `limit` (the last block may be
+ * short): keys[i] names block i's content and the whole prompt before it
+ * (chained as sim_block_key chains), so equal keys mean an equal token
+ * prefix. A block's content is the segment pieces it covers: a prefix
+ * block's piece is its chain key (over prefix_tokens-token blocks) and its
+ * offsets, a chunk's or named prompt's piece is its id and offsets, a
+ * unique prompt's piece matches nothing (request line and segment number).
+ * raw, when not NULL, gets each block's unchained content hash. */
+void sim_segments_keys(const sim_request *r, int prefix_tokens, int B, int64_t limit, int32_t nblocks, uint64_t *keys,
+                       int64_t *raw);
 
 /* ---- statistics (kvsim trace stats) ------------------------------------ */
 typedef struct sim_trace_stats {

@@ -1,0 +1,44 @@
+/* sim/replay/pic_replay.h — cache-only replay of a segment trace through a
+ * PIC policy (DESIGN.md §11, "Replays"): the engine of `kvsim hitrate --pic`
+ * and of the reusable fractions `kvsim trace stats` prints.
+ *
+ * Requests in trace order with a window of W in flight: request i − W is
+ * released just before request i is admitted, and the last W are released
+ * at the end (W = 1: one request at a time). No timing. The trace is loaded
+ * once, so a capacity list replays it without parsing it again. */
+#ifndef SIM_PIC_REPLAY_H
+#define SIM_PIC_REPLAY_H
+
+#include <stdint.h>
+
+#include "sim/store/pic.h"
+#include "sim/trace/trace.h"
+#include "sim/util.h"
+
+typedef struct kv_pic_trace {
+    char *path;
+    sim_request **req;
+    int64_t n;
+    int64_t segment_requests; /* requests that carry segments */
+} kv_pic_trace;
+
+/* Load a trace (prefix_tokens: the trace's prefix block size, 512). A
+ * request without segments is one unique prompt segment, so it is computed
+ * in full by every policy: the load fails if no request has segments. */
+int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_err *err);
+void kv_pic_trace_free(kv_pic_trace *t);
+
+typedef struct kv_pic_result {
+    int64_t requests, input_tokens, computed_tokens, computed_positions;
+    int64_t chunks, chunk_hits;
+    int64_t peak_footprint_blocks, evictions;
+    double recompute_fraction; /* computed tokens / input tokens */
+    double position_fraction;  /* computed positions (padding included) / input tokens */
+    double chunk_hit_rate;     /* reused chunk occurrences / chunk occurrences (0 without chunks) */
+} kv_pic_result;
+
+/* One replay: params.capacity_blocks is C; window ≥ 1. */
+void kv_pic_replay(const kv_pic_trace *t, const kv_pic_policy *pol, const kv_pic_params *params, int64_t window,
+                   kv_pic_result *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* sim/store/pic.h — position-independent caching (DESIGN.md §11): the HBM
+ * block store that kvstore.pic = prefix | epic | cacheblend | mepic account
+ * with, shared by the cache-only replay (kvsim hitrate --pic) and the timed
+ * one (kvsim run).
+ *
+ * A request is admitted (its store objects looked up, then the missing ones
+ * allocated, evicting unreferenced objects in LRU order), runs, and is
+ * released (its references dropped). The policy (one file each:
+ * sim/store/pic_prefix.c, pic_mepic.c, pic_blend.c) says which store
+ * objects a request's segments are, which of them it holds while in flight,
+ * and what it must recompute given which hit; the store does the rest.
+ * Accounting is in blocks of B tokens (kvstore.pic_block_tokens). */
+#ifndef KV_PIC_H
+#define KV_PIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/trace/trace.h"
+#include "sim/util.h"
+
+typedef struct kv_pic_params {
+    int block_tokens;        /* B: tokens per HBM block (vLLM's page: 16) */
+    int prefix_tokens;       /* tokens per content block of a prefix segment (trace.block_tokens: 512) */
+    double cacheblend_ratio; /* share of a reused chunk CacheBlend recomputes (0.15) */
+    int epic_tokens;         /* leading tokens of a reused chunk EPIC recomputes (16) */
+    int64_t capacity_blocks; /* C: store capacity; INT64_MAX = unlimited */
+    bool private_counts;     /* private blocks share C with the store (a timed run's HBM) */
+} kv_pic_params;
+
+/* What one admission cost. Token counts exclude padding; positions count
+ * every computed position, padding of block-aligned segments included. */
+typedef struct kv_pic_outcome {
+    int64_t input_tokens;
+    int64_t computed_tokens;
+    int64_t computed_positions;
+    int32_t chunks, chunk_hits; /* chunk occurrences, and those reused */
+    int64_t reused_blocks;      /* store blocks read instead of computed (load cost) */
+    int64_t private_blocks;     /* blocks of this request alone */
+} kv_pic_outcome;
+
+/* The policies: name → implementation (sim/store/pic_registry.c). */
+typedef struct kv_pic_policy kv_pic_policy;
+size_t kv_pic_policy_count(void);
+const kv_pic_policy *kv_pic_policy_at(size_t i); /* NULL past the end */
+const kv_pic_policy *kv_pic_policy_lookup(const char *name);
+const char *kv_pic_policy_name(const kv_pic_policy *p);
+const char *kv_pic_policy_help(const kv_pic_policy *p);
+
+typedef struct kv_pic kv_pic;
+/* An admitted request's references, until kv_pic_release. */
+typedef struct kv_pic_ticket {
+    int32_t n, cap;
+    int32_t *slots; /* held objects, in release order */
+    int64_t private_blocks;
+} kv_pic_ticket;
+
+/* Check the parameters (messages name the config key). */
+int kv_pic_params_check(const kv_pic_params *p, sim_err *err);
+kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p);
+void kv_pic_destroy(kv_pic *s);
+void kv_pic_ticket_free(kv_pic_ticket *t);
+
+/* Admit r: 0 with *t holding its references and *o its cost; with
+ * only_if_fits, 1 and no change when free plus evictable blocks (C minus
+ * the footprint) cannot cover what admitting r would add to the footprint. */
+int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o);
+/* r is done: its references dropped (objects that lose their last one
+ * become evictable, in release order), its private blocks freed. */
+void kv_pic_release(kv_pic *s, kv_pic_ticket *t);
+
+/* Blocks of objects referenced by admitted requests (each once) plus their
+ * private blocks; and the highest value seen after an admission. */
+int64_t kv_pic_footprint(const kv_pic *s);
+int64_t kv_pic_peak_footprint(const kv_pic *s);
+/* Blocks of every stored object, referenced or not (≤ C). */
+int64_t kv_pic_stored_blocks(const kv_pic *s);
+int64_t kv_pic_evictions(const kv_pic *s);
+
+#endif

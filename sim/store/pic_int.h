@@ -1,0 +1,44 @@
+/* sim/store/pic_int.h — private to the PIC store (sim/store/pic*.c): the
+ * policy interface and the items a policy describes a request with. */
+#ifndef KV_PIC_INT_H
+#define KV_PIC_INT_H
+
+#include "sim/store/pic.h"
+
+/* One store object a request uses, in prompt order. */
+typedef struct kv_pic_item {
+    uint64_t key;
+    int32_t blocks; /* store blocks of the object (may be 0) */
+    int32_t seg;    /* the segment it comes from */
+    bool chain;     /* a prefix-chain block: hits only while every chain block before it hit */
+    bool hold;      /* referenced until release; else only while admitted (read into a private copy) */
+    /* set by the store */
+    bool hit;    /* reused: present at lookup (or a repeat inside the request) */
+    bool dup;    /* a repeat of an earlier item of the same request */
+    bool stored; /* in the store after admission */
+    int32_t slot;
+} kv_pic_item;
+
+struct kv_pic_policy {
+    const char *name;
+    const char *help;
+    /* Items of r (at most kv_pic_items_max), in prompt order; returns how many. */
+    int32_t (*items)(const kv_pic_params *p, const sim_request *r, kv_pic_item *items);
+    /* r's computed tokens and positions, chunk counts, reused and private
+     * blocks, given items[].hit and .dup (private blocks as if every held
+     * item were stored: the store adds those it could not store). */
+    void (*account)(const kv_pic_params *p, const sim_request *r, const kv_pic_item *items, int32_t n,
+                    kv_pic_outcome *o);
+};
+
+/* An upper bound on any policy's items for r. */
+int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r);
+/* Chain items for the first n blocks of r's packed prompt cut at limit. */
+int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items);
+/* The key of a chunk segment's stored object. */
+uint64_t kv_pic_chunk_key(const sim_segment *s);
+/* The prefix segment's tokens (0 without one). */
+int32_t kv_pic_prefix_len(const sim_request *r);
+static inline int64_t kv_pic_ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif
