@@ -194,6 +194,7 @@ static const num_field config_nums[] = {
     {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3, false},
     {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6, false},
     {"cost.noise", CF(noise), 1, false},
+    {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1, false},
     {"cost.estimator_noise", CF(estimator_noise), 1, false},
     {"metrics.sample_period_ms", CF(sample_period_s), 1e-3, true},
     {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1, true},
@@ -265,7 +266,7 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 
 static int read_ints(const json_t *root, sim_config *c, sim_err *err)
 {
-    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min;
+    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet;
     if (get_int(root, "cluster.prefill", 1, 4096, &p, err) || get_int(root, "cluster.decode", 1, 4096, &d, err) ||
         get_int(root, "cluster.prefill_chunk", 16, 1 << 24, &chunk, err) ||
         get_int(root, "cluster.decode_max_batch", 1, 1 << 20, &batch, err) ||
@@ -273,6 +274,8 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
         get_int(root, "cluster.cpp_threshold", 0, 1 << 30, &cpp_min, err) ||
         get_int(root, "kvstore.block_tokens", 1, 1 << 20, &bt, err) ||
         get_int(root, "trace.block_tokens", 1, 1 << 20, &tbt, err) ||
+        get_int(root, "kvstore.pic_block_tokens", 1, 1 << 20, &pbt, err) ||
+        get_int(root, "kvstore.pic_epic_tokens", 0, 1 << 20, &pet, err) ||
         get_int(root, "cost.estimator_samples", 8, 1 << 20, &samples, err) ||
         get_int(root, "trace.limit", 0, INT64_MAX / 2, &limit, err) ||
         get_int(root, "seed", 0, INT64_MAX / 2, &seed, err))
@@ -284,6 +287,8 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     c->cpp_threshold = (int)cpp_min;
     c->decode_max_batch = (int)batch;
     c->block_tokens = (int)bt;
+    c->pic_block_tokens = (int)pbt;
+    c->pic_epic_tokens = (int)pet;
     c->trace.block_tokens = (int)tbt;
     c->estimator_samples = (int)samples;
     c->trace.limit = limit;

@@ -59,7 +59,10 @@ typedef struct sim_config {
     double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */
 
     int block_tokens;
-    char pic[32]; /* kvstore.pic: the cache model (sim/store/cache_model.c) */
+    char pic[32];         /* kvstore.pic: the cache model (sim/store/cache_model.c) or a PIC policy (sim/store/pic.h) */
+    int pic_block_tokens; /* kvstore.pic_block_tokens: HBM block of the PIC accounting */
+    double pic_cacheblend_ratio; /* kvstore.pic_cacheblend_ratio */
+    int pic_epic_tokens;         /* kvstore.pic_epic_tokens */
     char eviction[32];
     double hbm_bytes, dram_bytes, ssd_bytes; /* prefix-cache budgets per node */
     bool promote;

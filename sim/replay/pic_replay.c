@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/index/keymap.h"
+
 /* A request without segments, as one unique prompt segment: it shares
  * nothing, which is what its missing segments say about it. */
 static sim_request *as_unique_prompt(sim_request *r)
@@ -91,4 +93,65 @@ void kv_pic_replay(const kv_pic_trace *t, const kv_pic_policy *pol, const kv_pic
     for (int64_t i = 0; i < w; i++) kv_pic_ticket_free(&ring[i]);
     free(ring);
     kv_pic_destroy(s);
+}
+
+/* ---- segment trace statistics ------------------------------------------ */
+
+typedef struct chunk_seen {
+    int64_t offset; /* token offset of its first occurrence */
+    int32_t count;
+    bool moved; /* seen at another offset since */
+} chunk_seen;
+
+static void count_chunks(const kv_pic_trace *t, kv_pic_trace_stats *out)
+{
+    sim_keymap idx;
+    sim_keymap_init(&idx, 1024);
+    chunk_seen *seen = NULL;
+    int64_t nseen = 0, cap = 0, occ = 0, repeats = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        int64_t pos = 0;
+        for (int32_t j = 0; j < t->req[i]->nsegs; pos += t->req[i]->segs[j++].len) {
+            const sim_segment *s = &t->req[i]->segs[j];
+            if (s->kind != SIM_SEG_CHUNK) continue;
+            uint64_t key = kv_pic_chunk_key(s);
+            int64_t k = sim_keymap_get(&idx, key);
+            occ++;
+            if (k < 0) {
+                if (nseen == cap) seen = sim_xrealloc(seen, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *seen);
+                seen[nseen] = (chunk_seen){.offset = pos, .count = 1};
+                sim_keymap_put(&idx, key, nseen++);
+                continue;
+            }
+            repeats++;
+            seen[k].count++;
+            seen[k].moved |= seen[k].offset != pos;
+        }
+    }
+    int64_t reused = 0, moved = 0;
+    for (int64_t k = 0; k < nseen; k++) {
+        reused += seen[k].count > 1;
+        moved += seen[k].moved;
+    }
+    out->chunks_per_request = t->segment_requests ? (double)occ / (double)t->segment_requests : 0;
+    out->chunk_repeat_share = occ ? (double)repeats / (double)occ : 0;
+    out->multi_position_share = reused ? (double)moved / (double)reused : 0;
+    free(seen);
+    sim_keymap_free(&idx);
+}
+
+void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic_trace_stats *out)
+{
+    *out = (kv_pic_trace_stats){.segment_requests = t->segment_requests};
+    count_chunks(t, out);
+    kv_pic_params p = {.block_tokens = 16,
+                       .prefix_tokens = prefix_tokens,
+                       .cacheblend_ratio = 0.15,
+                       .epic_tokens = 16,
+                       .capacity_blocks = INT64_MAX};
+    kv_pic_result r;
+    kv_pic_replay(t, kv_pic_policy_lookup("prefix"), &p, 1, &r);
+    out->reusable_fraction_prefix = 1 - r.recompute_fraction;
+    kv_pic_replay(t, kv_pic_policy_lookup("mepic"), &p, 1, &r);
+    out->reusable_fraction_pic = 1 - r.recompute_fraction;
 }

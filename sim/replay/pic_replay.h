@@ -41,4 +41,16 @@ typedef struct kv_pic_result {
 void kv_pic_replay(const kv_pic_trace *t, const kv_pic_policy *pol, const kv_pic_params *params, int64_t window,
                    kv_pic_result *out);
 
+/* What `kvsim trace stats` reports of a segment trace (DESIGN.md §11). */
+typedef struct kv_pic_trace_stats {
+    int64_t segment_requests;
+    double chunks_per_request;       /* chunk occurrences per segment request */
+    double chunk_repeat_share;       /* occurrences of a chunk seen before (this request included) / occurrences */
+    double multi_position_share;     /* chunks occurring more than once that occur at more than one token offset */
+    double reusable_fraction_prefix; /* 1 − recompute fraction: prefix policy, infinite cache, W = 1 */
+    double reusable_fraction_pic;    /* the same under mepic */
+} kv_pic_trace_stats;
+
+void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic_trace_stats *out);
+
 #endif

@@ -75,6 +75,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
     if (rc == 0) {
         double sim_s = sim_ns_to_s(run.last_done - run.first_arrival);
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
+        if (rc == 0 && m->summarize) m->summarize(st, *summary);
     }
     drain(m, st, &run);
     if (st) m->destroy(st);

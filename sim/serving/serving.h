@@ -72,6 +72,8 @@ typedef struct sim_serving_ops {
      * data points to. */
     void (*discard)(void *state, const sim_event *ev);
     void (*destroy)(void *state);
+    /* Optional: add the model's own run-wide metrics to the summary. */
+    void (*summarize)(void *state, json_t *summary);
 } sim_serving_ops;
 
 /* A request finished, was rejected or was lost: one fewer in flight. */

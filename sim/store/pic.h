@@ -56,6 +56,10 @@ typedef struct kv_pic_ticket {
     int64_t private_blocks;
 } kv_pic_ticket;
 
+/* The content key of a chunk segment (its id and length): the name of its
+ * stored copy. */
+uint64_t kv_pic_chunk_key(const sim_segment *s);
+
 /* Check the parameters (messages name the config key). */
 int kv_pic_params_check(const kv_pic_params *p, sim_err *err);
 kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p);

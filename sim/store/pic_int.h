@@ -35,8 +35,6 @@ struct kv_pic_policy {
 int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r);
 /* Chain items for the first n blocks of r's packed prompt cut at limit. */
 int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items);
-/* The key of a chunk segment's stored object. */
-uint64_t kv_pic_chunk_key(const sim_segment *s);
 /* The prefix segment's tokens (0 without one). */
 int32_t kv_pic_prefix_len(const sim_request *r);
 static inline int64_t kv_pic_ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -41,9 +41,7 @@ static int check(const sim_config *cfg, sim_err *err)
         return sim_errf(err, "policy.pd_controller: unknown controller '%s' (see kvsim policies)", cfg->pd_controller);
     if (kv_evict_find(cfg->eviction, &ev, err))
         return sim_errf(err, "kvstore.eviction: unknown eviction policy '%s' (see kvsim policies)", cfg->eviction);
-    if (!kv_cache_model_lookup(cfg->pic))
-        return sim_errf(err, "kvstore.pic: unknown cache model '%s' (see kvsim policies)", cfg->pic);
-    return 0;
+    return sim_pic_check(cfg, err);
 }
 
 static int setup_policies(cluster *c, sim_err *err)
@@ -74,7 +72,10 @@ static int setup_store(cluster *c, sim_err *err)
                         sim_config_blocks(cfg, cfg->ssd_bytes)},
         .policy = {cfg->eviction, cfg->eviction, cfg->eviction},
     };
-    c->cache = kv_cache_model_lookup(cfg->pic);
+    /* Under a PIC policy the prefix-block model stays for the conductor's
+     * cache-aware routing; the cost of a prefill comes from the PIC store. */
+    c->cache = kv_cache_model_lookup(kv_cache_model_lookup(cfg->pic) ? cfg->pic : "none");
+    sim_pic_setup(c);
     return c->cache->create(&c->cache_st, &sc, err);
 }
 
@@ -139,6 +140,7 @@ static void destroy(void *state)
     if (c->pd_st) c->pd->destroy(c->pd_st);
     sim_control_free(c);
     if (c->cache_st) c->cache->destroy(c->cache_st);
+    sim_pic_free(c);
     gsl_rng_free(c->rng_policy);
     gsl_rng_free(c->rng_noise);
     gsl_rng_free(c->rng_fit);
@@ -182,6 +184,8 @@ static void discard(void *state, const sim_event *ev)
     if (ev->data) sim_cluster_free_req(ev->data);
 }
 
+static void summarize(void *state, json_t *summary) { sim_pic_summarize(state, summary); }
+
 const sim_serving_ops sim_serving_disagg = {
     .name = "disaggregated",
     .help = "Mooncake: prefill and decode instances, KV streamed between them (Sec. 3-5)",
@@ -192,4 +196,5 @@ const sim_serving_ops sim_serving_disagg = {
     .handle = handle,
     .discard = discard,
     .destroy = destroy,
+    .summarize = summarize,
 };

@@ -20,6 +20,7 @@
 #include "sim/engine/engine.h"
 #include "sim/serving/serving.h"
 #include "sim/store/cache_model.h"
+#include "sim/store/pic.h"
 #include "sim/trace/trace.h"
 
 /* Event kinds: the index into the handler table (kinds below SIM_EV_MODEL
@@ -58,6 +59,9 @@ typedef struct req_state {
     int32_t tokens, retries;
     int64_t need_kv;
     sim_topk topk;
+    kv_pic_ticket pic; /* kvstore.pic: its blocks in its prefill instance's HBM store */
+    bool pic_held, pic_waited;
+    int pic_node;
 } req_state;
 
 typedef struct req_queue {
@@ -126,6 +130,15 @@ typedef struct cluster {
     int64_t decode_n;
     bool switching;
     load_samples prefill_loads, decode_loads;
+    /* kvstore.pic other than "none" (sim/store/pic.h): one HBM block store
+     * per instance; a request holds its blocks in its prefill instance's
+     * store from prefill start to completion. */
+    const kv_pic_policy *pic;
+    kv_pic **pic_st;
+    kv_pic_params pic_params;
+    struct {
+        int64_t input, computed, positions, chunks, chunk_hits, waits, rejected;
+    } pic_sum;
 } cluster;
 
 /* FIFO queues of requests. */
@@ -155,6 +168,8 @@ double sim_cluster_noise(cluster *c);
 /* Prefix-hit tokens of `blocks` reused blocks of r. */
 int32_t sim_cluster_hit_tokens(const cluster *c, const sim_request *r, int32_t blocks);
 void sim_cluster_free_req(req_state *s);
+/* Drop q's PIC blocks (if held) and let their instance's queue retry. */
+void sim_cluster_pic_release(cluster *c, req_state *q);
 /* An admitted request is in flight (the conductor's in-flight list). */
 void sim_cluster_live_add(cluster *c, req_state *q);
 /* q is done (stage NONE), rejected or lost: its row, then it is freed. */
@@ -169,6 +184,21 @@ void sim_cluster_check_drained(cluster *c, instance *in);
 void sim_cluster_refresh_views(cluster *c);
 /* The conductor's view now (with the in-flight list when asked). */
 sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight);
+
+/* ---- pic.c -------------------------------------------------------------------- */
+/* kvstore.pic names a cache model or a PIC policy, with valid parameters. */
+int sim_pic_check(const sim_config *cfg, sim_err *err);
+/* The per-instance HBM stores when kvstore.pic is a PIC policy (c->pic). */
+void sim_pic_setup(cluster *c);
+void sim_pic_free(cluster *c);
+/* Admit the head of in's queue into its store: true with *cached (tokens
+ * it reuses); false when it must wait for HBM or the queue emptied
+ * (requests too large for the store are rejected on the way). */
+bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached);
+/* Footprint / capacity of inst's store. */
+double sim_pic_used(const cluster *c, int inst);
+/* recompute_fraction, chunk_hit_rate, peak_footprint_blocks, ... */
+void sim_pic_summarize(const cluster *c, json_t *summary);
 
 /* ---- cpp.c -------------------------------------------------------------------- */
 bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_tokens);

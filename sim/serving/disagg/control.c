@@ -61,6 +61,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         row.load = ctx->prefill[in->view].queue_s / (c->cfg->slo_ttft_ms / 1e3);
         int64_t cap = sim_config_blocks(c->cfg, c->cfg->dram_bytes);
         row.kv_used = cap > 0 ? (double)c->cache->footprint(c->cache_st, in->id, KV_TIER_DRAM) / (double)cap : 0;
+        if (c->pic) row.kv_used = sim_pic_used(c, in->id);
     } else {
         row.queue_len = in->waiting.n;
         row.batch = in->nbatch;

@@ -48,6 +48,7 @@ int32_t sim_cluster_hit_tokens(const cluster *c, const sim_request *r, int32_t b
 void sim_cluster_free_req(req_state *s)
 {
     sim_topk_free(&s->topk);
+    kv_pic_ticket_free(&s->pic);
     sim_request_free(s->r);
     free(s);
 }
@@ -87,8 +88,18 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
 }
 
+void sim_cluster_pic_release(cluster *c, req_state *q)
+{
+    if (!q->pic_held) return;
+    instance *in = &c->inst[q->pic_node];
+    kv_pic_release(c->pic_st[q->pic_node], &q->pic);
+    q->pic_held = false;
+    if (!in->running && in->queue.head) sim_engine_push(c->eng, c->eng->now, EV_UNBLOCK, in->id, in->gen, NULL);
+}
+
 void sim_cluster_finish(cluster *c, req_state *q, sim_stage stage)
 {
+    sim_cluster_pic_release(c, q);
     write_row(c, q, stage);
     live_remove(c, q);
     sim_serving_finished(c->run);
@@ -112,6 +123,7 @@ void sim_cluster_release_decode(cluster *c, req_state *q)
 /* The work q had done was lost with an instance: start over, or count it lost. */
 void sim_cluster_lost_work(cluster *c, req_state *q)
 {
+    sim_cluster_pic_release(c, q);
     sim_cluster_release_decode(c, q);
     live_remove(c, q);
     if (!c->cfg->retry_on_failure) return sim_cluster_finish(c, q, SIM_STAGE_LOST);

@@ -98,20 +98,34 @@ static void stream_kv(cluster *c, req_state *q, int node)
     q->kv_ready = lw && tail > end ? tail : end;
 }
 
+/* The reused prefix of q on node: its blocks (*hit), tokens (*cached) and
+ * the time to load them into HBM. Under a PIC policy the reuse was settled
+ * by the instance's HBM store (sim_pic_admit_head): nothing to load. */
+static double reuse_s(cluster *c, req_state *q, int node, int32_t *hit, int32_t *cached)
+{
+    if (c->pic) {
+        *hit = 0;
+        return 0;
+    }
+    double load;
+    if (q->route.replicate && q->transfer_from >= 0) {
+        load = fetch_prefix_s(c, q, node, hit);
+    } else {
+        *hit = c->cache->lookup(c->cache_st, node, q->r, q->route.fetch_remote);
+        load = prefix_load_s(c, q, node, *hit);
+    }
+    *cached = sim_cluster_hit_tokens(c, q->r, *hit);
+    return load;
+}
+
 static void start_prefill(cluster *c, instance *in)
 {
+    int32_t hit, cached = 0;
+    if (c->pic && !sim_pic_admit_head(c, in, &cached)) return;
     req_state *q = queue_pop(&in->queue);
     const sim_request *r = q->r;
     in->queued_est_s = in->queue.n ? in->queued_est_s - q->route.service_s : 0;
-    int32_t hit;
-    double load;
-    if (q->route.replicate && q->transfer_from >= 0) {
-        load = fetch_prefix_s(c, q, in->id, &hit);
-    } else {
-        hit = c->cache->lookup(c->cache_st, in->id, r, q->route.fetch_remote);
-        load = prefix_load_s(c, q, in->id, hit);
-    }
-    int32_t cached = sim_cluster_hit_tokens(c, r, hit);
+    double load = reuse_s(c, q, in->id, &hit, &cached);
     double compute, dur;
     if (sim_cpp_applies(c, r, cached)) {
         dur = sim_cpp_prefill(c, in, r, cached, load, &compute);
