@@ -66,9 +66,11 @@ kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p);
 void kv_pic_destroy(kv_pic *s);
 void kv_pic_ticket_free(kv_pic_ticket *t);
 
-/* Admit r: 0 with *t holding its references and *o its cost; with
- * only_if_fits, 1 and no change when free plus evictable blocks (C minus
- * the footprint) cannot cover what admitting r would add to the footprint. */
+/* Admit r: 0 with *t holding its references and *o its cost. With
+ * only_if_fits, nothing changes when free plus evictable blocks (C minus
+ * the footprint) cannot cover what admitting r would add to the footprint:
+ * 1, or 2 when that alone exceeds C (r can never fit: what it would add
+ * only grows as other requests release what it shares with them). */
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o);
 /* r is done: its references dropped (objects that lose their last one
  * become evictable, in release order), its private blocks freed. */

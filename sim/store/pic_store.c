@@ -247,7 +247,11 @@ int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_tick
     lookup(s, s->items, n);
     *o = (kv_pic_outcome){.input_tokens = r->input_len};
     s->pol->account(&s->p, r, s->items, n, o);
-    if (only_if_fits && kv_pic_footprint(s) + footprint_delta(s, s->items, n, o) > s->p.capacity_blocks) return 1;
+    if (only_if_fits) {
+        int64_t d = footprint_delta(s, s->items, n, o);
+        if (d > s->p.capacity_blocks) return 2;
+        if (kv_pic_footprint(s) + d > s->p.capacity_blocks) return 1;
+    }
     reference_and_allocate(s, s->items, n, o);
     settle(s, s->items, n, t);
     t->private_blocks = o->private_blocks;

@@ -6,7 +6,7 @@
  * evictable HBM covers what the request adds to the footprint (MEPIC's
  * admission); otherwise the request waits at the head until a request
  * holding blocks there finishes. A request too large for the whole store
- * (nothing else held, still no room) is rejected before prefill. An
+ * is rejected before prefill (SIM_STAGE_AT_ARRIVAL). An
  * admitted request holds its blocks from prefill start to completion — its
  * prompt KV stays resident while it decodes, as on MEPIC's colocated GPU;
  * decode KV is counted on the decode instances as before. Its prefill
@@ -89,14 +89,15 @@ bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached)
     kv_pic *s = c->pic_st[in->id];
     for (req_state *q; (q = in->queue.head) != NULL;) {
         kv_pic_outcome o;
-        if (kv_pic_admit(s, q->r, true, &q->pic, &o) == 0) {
+        int rc = kv_pic_admit(s, q->r, true, &q->pic, &o);
+        if (rc == 0) {
             q->pic_held = true;
             q->pic_node = in->id;
             tally(c, &o);
             *cached = (int32_t)(o.input_tokens - o.computed_tokens);
             return true;
         }
-        if (kv_pic_footprint(s) > 0) {
+        if (rc == 1 && kv_pic_footprint(s) > 0) {
             c->pic_sum.waits += !q->pic_waited;
             q->pic_waited = true;
             return false;

@@ -1,0 +1,301 @@
+/* tests/test_pic.c — position-independent caching (DESIGN.md §11): the
+ * segment reader, the PIC store under each policy on hand-worked traces,
+ * window and capacity, eviction order, the timed run's HBM admission, and
+ * bad segment input.
+ *
+ * The hand-worked trace (B = 16, prefix blocks of 512):
+ *   r1: prefix [1] 40, chunk 7 (50), prompt null 10          N = 100
+ *   r2: prefix [1] 40, chunk 8 (20), chunk 7 (50), prompt null 5   N = 115
+ *   r3: chunk 7 (50), chunk 7 (50) again, prompt id 3 (16)    N = 116
+ * Σ input = 331 tokens, 5 chunk occurrences. Expected values, by hand:
+ * mepic, W = 1, unlimited: r1 computes all 100 (prefix 3 blocks, chunk 7's
+ *   object 3 blocks + 1 private, prompt 1 block: footprint 8); r2 hits the
+ *   prefix, misses chunk 8 (20), reuses chunk 7 (recomputes 50 − 3·16 = 2),
+ *   prompt 5: 27 tokens, footprint 3 + 1 + 3 + 3 private = 10; r3 reuses
+ *   chunk 7 twice (2 + 2) and computes the prompt (16): 20. Σ 147, 3 hits.
+ * prefix: r1 100; r2 shares blocks 0–1 only (block 2 mixes the prefix with
+ *   a different chunk): 115 − 32 = 83; r3 starts with a chunk, not the
+ *   prefix: 116. Σ 299, no chunk inside a hit; peak 8 (7 full + 1 tail).
+ * cacheblend: r1 100; r2 = 115 − 32 (prefix blocks 0–1) − (50 − ⌈7.5⌉) = 41;
+ *   r3 = 116 − 2·42 = 32. Σ 173; footprint r2: 2 shared + 8 − 2 private.
+ * epic: r2 = 115 − 32 − (50 − 16) = 49; r3 = 116 − 2·34 = 48. Σ 197. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sim/replay/pic_replay.h"
+#include "tests/testutil.h"
+
+static const char *const hand_trace =
+    "{\"timestamp\": 0, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
+    "{\"k\":\"chunk\",\"id\":7,\"len\":50},{\"k\":\"prompt\",\"id\":null,\"len\":10}]}\n"
+    "{\"timestamp\": 1, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
+    "{\"k\":\"chunk\",\"id\":8,\"len\":20},{\"k\":\"chunk\",\"id\":7,\"len\":50},{\"k\":\"prompt\",\"id\":null,"
+    "\"len\":5}]}\n"
+    "{\"timestamp\": 2, \"output_length\": 5, \"segments\": [{\"k\":\"chunk\",\"id\":7,\"len\":50},"
+    "{\"k\":\"chunk\",\"id\":7,\"len\":50},{\"k\":\"prompt\",\"id\":3,\"len\":16}]}\n";
+
+static kv_pic_params params(int64_t capacity)
+{
+    return (kv_pic_params){.block_tokens = 16,
+                           .prefix_tokens = 512,
+                           .cacheblend_ratio = 0.15,
+                           .epic_tokens = 16,
+                           .capacity_blocks = capacity};
+}
+
+static void replay_text(const char *text, const char *policy, int64_t capacity, int64_t window, kv_pic_result *r)
+{
+    char *path = tu_write_temp(text);
+    kv_pic_trace t;
+    sim_err err;
+    if (kv_pic_trace_load(&t, path, 512, &err)) fail_msg("%s", err.msg);
+    kv_pic_params p = params(capacity);
+    kv_pic_replay(&t, kv_pic_policy_lookup(policy), &p, window, r);
+    kv_pic_trace_free(&t);
+    unlink(path);
+    free(path);
+}
+
+typedef struct hand_case {
+    const char *policy;
+    int64_t computed, chunk_hits, peak;
+} hand_case;
+
+static void test_hand_worked_policies(void **state)
+{
+    static const hand_case cases[] = {
+        {"mepic", 147, 3, 10},
+        {"prefix", 299, 0, 8},
+        {"cacheblend", 173, 3, 8},
+        {"epic", 197, 3, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kv_pic_result r;
+        replay_text(hand_trace, cases[i].policy, INT64_MAX, 1, &r);
+        if (r.input_tokens != 331 || r.computed_tokens != cases[i].computed || r.chunks != 5 ||
+            r.chunk_hits != cases[i].chunk_hits || r.peak_footprint_blocks != cases[i].peak)
+            fail_msg("%s: input %ld computed %ld hits %ld/%ld peak %ld", cases[i].policy, (long)r.input_tokens,
+                     (long)r.computed_tokens, (long)r.chunk_hits, (long)r.chunks, (long)r.peak_footprint_blocks);
+        assert_double_equal(r.recompute_fraction, cases[i].computed / 331.0, 1e-12);
+        assert_double_equal(r.chunk_hit_rate, cases[i].chunk_hits / 5.0, 1e-12);
+    }
+}
+
+/* MEPIC with nothing storable (C = 0), two in flight: every block private.
+ * r1: prefix 3 + chunk 7 (1 + 3) + prompt 1 = 8; r2: 3 + chunk 8 (1 + 1) +
+ * chunk 7 (1 + 3) + 1 = 10; both in flight: 18. Computed: 100 + 115 + (50
+ * + 2 for the in-request repeat + 16) = 283; the repeat is the only hit. */
+static void test_mepic_zero_capacity_window(void **state)
+{
+    kv_pic_result r;
+    replay_text(hand_trace, "mepic", 0, 2, &r);
+    assert_int_equal(r.computed_tokens, 283);
+    assert_int_equal(r.chunk_hits, 1);
+    assert_int_equal(r.peak_footprint_blocks, 18);
+    /* padding: r1 48 + 64 + 16, r2 48 + 32 + 64 + 16, r3 64 + 16 + 16 */
+    assert_double_equal(r.position_fraction, (128 + 160 + 96) / 331.0, 1e-12);
+}
+
+/* Eviction: LRU over released objects, a chain freed tail first. A (48
+ * tokens, 3 full blocks) is stored and released; B (16 unique tokens)
+ * needs one block of C = 3 and evicts A's tail, so A again reuses its
+ * first two blocks: 48 + 16 + 16 computed. Storing A's third block again
+ * evicts B's (released, unreferenced): 2 evictions. */
+static void test_prefix_evicts_chain_tail_first(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":1,\"len\":48}]}\n"
+        "{\"timestamp\": 1, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":16}]}\n"
+        "{\"timestamp\": 2, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":1,\"len\":48}]}\n";
+    kv_pic_result r;
+    replay_text(text, "prefix", 3, 1, &r);
+    assert_int_equal(r.computed_tokens, 80);
+    assert_int_equal(r.evictions, 2);
+}
+
+/* Objects in flight are never evicted: with W = 2 and C = 3, B cannot
+ * evict A's blocks while A is in flight, so B's block is private and A
+ * again (admitted after A's release) reuses all 3: 48 + 16 + 0. */
+static void test_referenced_objects_stay(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":1,\"len\":48}]}\n"
+        "{\"timestamp\": 1, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":16}]}\n"
+        "{\"timestamp\": 2, \"output_length\": 1, \"segments\": [{\"k\":\"prompt\",\"id\":1,\"len\":48}]}\n";
+    kv_pic_result r;
+    replay_text(text, "prefix", 3, 2, &r);
+    assert_int_equal(r.computed_tokens, 64);
+    assert_int_equal(r.evictions, 0);
+    assert_int_equal(r.peak_footprint_blocks, 4);
+}
+
+/* Every registered policy on a generated RAG trace: fractions in range,
+ * and with an unlimited cache one at a time, reuse can only help: each PIC
+ * policy recomputes no more than prefix caching. */
+static void test_every_policy_on_rag(void **state)
+{
+    char *path = strdup("/tmp/kvsim-rag-XXXXXX");
+    close(mkstemp(path));
+    char args[512];
+    snprintf(args, sizeof args, "trace gen --workload rag --requests 300 --seed 3 -o %s", path);
+    tu_expect_exit(args, 0, NULL);
+    kv_pic_trace t;
+    sim_err err;
+    if (kv_pic_trace_load(&t, path, 512, &err)) fail_msg("%s", err.msg);
+    kv_pic_params p = params(INT64_MAX);
+    kv_pic_result base;
+    kv_pic_replay(&t, kv_pic_policy_lookup("prefix"), &p, 1, &base);
+    for (size_t i = 0; kv_pic_policy_at(i); i++) {
+        kv_pic_result r;
+        kv_pic_replay(&t, kv_pic_policy_at(i), &p, 8, &r);
+        assert_true(r.recompute_fraction > 0 && r.recompute_fraction <= 1);
+        assert_true(r.chunk_hit_rate >= 0 && r.chunk_hit_rate <= 1);
+        kv_pic_replay(&t, kv_pic_policy_at(i), &p, 1, &r);
+        assert_true(r.computed_tokens <= base.computed_tokens);
+    }
+    kv_pic_trace_free(&t);
+    unlink(path);
+    free(path);
+}
+
+/* A segment-only trace under kvstore.pic = "none": 512-token blocks keyed
+ * by content. Two requests of 920 tokens sharing their first 512 (the
+ * prefix block) and differing in a unique prompt: 1 of 4 blocks hits. */
+static void test_segments_without_hash_ids(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1,2],"
+        "\"len\":600},{\"k\":\"chunk\",\"id\":7,\"len\":300},{\"k\":\"prompt\",\"id\":null,\"len\":20}]}\n"
+        "{\"timestamp\": 10, \"input_length\": 920, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\","
+        "\"hash_ids\":[1,2],\"len\":600},{\"k\":\"chunk\",\"id\":7,\"len\":300},{\"k\":\"prompt\","
+        "\"id\":null,\"len\":20}]}\n";
+    char *path = tu_write_temp(text), args[512];
+    snprintf(args, sizeof args, "trace stats %s", path);
+    tu_expect_stdout(args, "4 (3 distinct)");
+    tu_expect_stdout(args, "max hit rate     0.2500 blocks");
+    unlink(path);
+    free(path);
+}
+
+typedef struct bad_case {
+    const char *segments; /* the line's "segments" value */
+    const char *input;    /* ", \"input_length\": N" or "" */
+    const char *needle;
+} bad_case;
+
+static void test_bad_segments(void **state)
+{
+    static const bad_case cases[] = {
+        {"[{\"k\":\"chunk\",\"id\":1,\"len\":0}]", "", ":2: segments[0].len: 0 tokens"},
+        {"[{\"k\":\"passage\",\"id\":1,\"len\":5}]", "", ":2: segments[0].k: \"passage\" is not one of"},
+        {"[{\"k\":\"chunk\",\"id\":\"x\",\"len\":5}]", "", ":2: segments[0].id: expected an integer, got a string"},
+        {"[{\"k\":\"chunk\",\"len\":5}]", "", ":2: segments[0].id: missing"},
+        {"[{\"k\":\"prompt\",\"id\":1}]", "", ":2: segments[0].len: missing"},
+        {"[{\"k\":\"chunk\",\"id\":1,\"len\":5}]", ", \"input_length\": 6", ":2: input_length: 6 but the segments"},
+        {"[{\"k\":\"chunk\",\"id\":1,\"len\":5},{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":5}]", "",
+         ":2: segments[1].k: a prefix segment must come first"},
+        {"[{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":600}]", "",
+         ":2: segments[0].hash_ids: 1 ids but len 600 is 2 blocks"},
+        {"[]", "", ":2: segments: empty"},
+        {"[{\"k\":\"chunk\",\"id\":1,\"len\":5,\"pos\":3}]", "", ":2: segments[0].pos: unknown key"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], args[600];
+        snprintf(text, sizeof text,
+                 "{\"timestamp\": 0, \"output_length\": 1, \"segments\": [{\"k\":\"chunk\",\"id\":1,\"len\":5}]}\n"
+                 "{\"timestamp\": 1, \"output_length\": 1%s, \"segments\": %s}\n",
+                 cases[i].input, cases[i].segments);
+        char *path = tu_write_temp(text);
+        snprintf(args, sizeof args, "trace stats %s", path);
+        tu_expect_exit(args, 2, cases[i].needle);
+        snprintf(args, sizeof args, "hitrate --pic mepic --trace %s", path);
+        tu_expect_exit(args, 2, cases[i].needle);
+        unlink(path);
+        free(path);
+    }
+}
+
+static void test_hitrate_pic_errors(void **state)
+{
+    char *path = tu_write_temp(hand_trace), args[600];
+    snprintf(args, sizeof args, "hitrate --pic lru --trace %s", path);
+    tu_expect_exit(args, 2, "--pic: 'lru' is not a PIC policy");
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --window 0", path);
+    tu_expect_exit(args, 2, "--window");
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --capacity-tokens 1e5 --capacity-blocks 3", path);
+    tu_expect_exit(args, 2, "give one of");
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --cacheblend-ratio 1.5", path);
+    tu_expect_exit(args, 2, "kvstore.pic_cacheblend_ratio");
+    tu_expect_exit("hitrate --pic mepic --trace traces/default.jsonl", 2, "no request has \"segments\"");
+    unlink(path);
+    free(path);
+}
+
+/* JSON names scripts rely on (DESIGN.md §11). */
+static void test_hitrate_pic_json(void **state)
+{
+    char *path = tu_write_temp(hand_trace), args[600];
+    snprintf(args, sizeof args, "hitrate --pic mepic --window 1 --trace %s --capacity-tokens 96,inf --json", path);
+    json_t *j = tu_kvsim_json(args);
+    json_t *p0 = json_array_get(json_object_get(j, "points"), 0), *p1 = json_array_get(json_object_get(j, "points"), 1);
+    assert_int_equal(json_integer_value(json_object_get(p0, "capacity_blocks")), 6);
+    assert_string_equal(json_string_value(json_object_get(p1, "capacity_blocks")), "inf");
+    assert_double_equal(json_real_value(json_object_get(p1, "recompute_fraction")), 147 / 331.0, 1e-9);
+    assert_double_equal(json_real_value(json_object_get(p1, "chunk_hit_rate")), 0.6, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(p1, "peak_footprint_blocks")), 10);
+    json_decref(j);
+    unlink(path);
+    free(path);
+}
+
+/* The timed run: two requests of 1,000 unique tokens arrive together on
+ * one prefill instance whose HBM holds 100 blocks (1,600 tokens): each
+ * needs 63 blocks, so the second waits for the first to finish; a request
+ * of 2,000 tokens (125 blocks) could never fit and is rejected. */
+static void test_run_hbm_admission(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":1000}]}\n"
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":1000}]}\n"
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":2000}]}\n";
+    char *path = tu_write_temp(text), args[1024];
+    /* 100 blocks of 16 tokens of llama3-70b KV (327,680 bytes/token) */
+    snprintf(args, sizeof args,
+             "run --json --set trace.path='\"%s\"' --set kvstore.pic='\"mepic\"' --set cluster.prefill=1 "
+             "--set cluster.decode=1 --set kvstore.hbm_bytes=524288000",
+             path);
+    json_t *j = tu_kvsim_json(args);
+    assert_int_equal(json_integer_value(json_object_get(j, "pic_capacity_blocks")), 100);
+    assert_int_equal(json_integer_value(json_object_get(j, "pic_waited")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "pic_rejected")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "peak_footprint_blocks")), 63);
+    assert_double_equal(json_real_value(json_object_get(j, "recompute_fraction")), 1.0, 1e-12);
+    json_decref(j);
+    tu_expect_exit("run --set kvstore.pic='\"blend\"'", 2, "kvstore.pic: unknown cache model 'blend'");
+    tu_expect_exit("run --set kvstore.pic='\"mepic\"' --set kvstore.pic_block_tokens=24", 2,
+                   "kvstore.pic_block_tokens: 24 does not divide");
+    unlink(path);
+    free(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_worked_policies),
+        cmocka_unit_test(test_mepic_zero_capacity_window),
+        cmocka_unit_test(test_prefix_evicts_chain_tail_first),
+        cmocka_unit_test(test_referenced_objects_stay),
+        cmocka_unit_test(test_every_policy_on_rag),
+        cmocka_unit_test(test_segments_without_hash_ids),
+        cmocka_unit_test(test_bad_segments),
+        cmocka_unit_test(test_hitrate_pic_errors),
+        cmocka_unit_test(test_hitrate_pic_json),
+        cmocka_unit_test(test_run_hbm_admission),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
