@@ -223,6 +223,14 @@ static const bar_figure bar_figures[] = {
      {"hit_rate_blocks", "prefix hit rate (blocks)", 1},
      {"prefill_gpu_s_mean", "prefill GPU time per request (s)", 0},
      false},
+    {"pic",
+     "Peak HBM KV footprint and recompute fraction per run",
+     "Position-independent caching (kvstore.pic; DESIGN.md section 11). Left: the highest HBM KV footprint of a "
+     "prefill instance, in blocks of kvstore.pic_block_tokens tokens (blocks of store objects held by requests in "
+     "flight, each once, plus their private blocks; MEPIC Fig. 7). Right: tokens computed over input tokens.",
+     {"peak_footprint_blocks", "peak HBM KV footprint (blocks)", 0},
+     {"recompute_fraction", "recompute fraction", 1},
+     true},
     {"rejections",
      "Rejected requests per run",
      "All rejected requests, and those rejected after their prefill ran: wasted prefill (Mooncake Table 4).",

@@ -9,6 +9,7 @@
 #include "sim/serving/serving.h"
 #include "sim/store/cache_model.h"
 #include "sim/store/evict/registry.h"
+#include "sim/store/pic.h"
 
 /* What kvsim policies prints of one registered entry. */
 typedef struct entry {
@@ -50,6 +51,11 @@ static entry cache(size_t i)
     const kv_cache_model *o = kv_cache_model_at(i);
     return (entry){o->name, o->help, ""};
 }
+static entry pic(size_t i)
+{
+    const kv_pic_policy *o = kv_pic_policy_at(i);
+    return (entry){kv_pic_policy_name(o), kv_pic_policy_help(o), ""};
+}
 
 /* One row per plug-in kind: its title, the config key that selects it, and
  * its registry's count and entry. */
@@ -60,6 +66,7 @@ static const struct kind {
 } kinds[] = {
     {"serving models", "cluster.mode", sim_serving_count, serving},
     {"cache models", "kvstore.pic", kv_cache_model_count, cache},
+    {"position-independent caches", "kvstore.pic", kv_pic_policy_count, pic},
     {"prefill routers", "policy.router", sched_router_count, router},
     {"decode selectors", "policy.decode", sched_decode_count, decoder},
     {"admission", "policy.admission", sched_admission_count, admission},

@@ -122,8 +122,25 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %.3f s/request\n",
            J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"),
            J_NUM(s, "prefill_gpu_s_mean"));
+    if (json_object_get(s, "pic"))
+        printf("pic        %s: recompute fraction %.4f, chunk hit rate %.4f, peak HBM KV %lld blocks (%.2f GiB) "
+               "of %lld; %lld waited for HBM, %lld rejected\n",
+               json_string_value(json_object_get(s, "pic")), J_NUM(s, "recompute_fraction"), J_NUM(s, "chunk_hit_rate"),
+               J_INT(s, "peak_footprint_blocks"), J_NUM(s, "peak_footprint_bytes") / 1073741824.0,
+               J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"), J_INT(s, "pic_rejected"));
     printf("simulated  %.1f s in %.3f s wall, %lld events\n", J_NUM(s, "sim_seconds"), J_NUM(s, "wall_seconds"),
            J_INT(s, "events"));
+}
+
+/* A PIC run over requests without segments computed them in full: say so. */
+static void warn_unsegmented(const json_t *s)
+{
+    long long n = J_INT(s, "pic_unsegmented_requests");
+    if (n > 0)
+        fprintf(stderr,
+                "kvsim run: warning: %lld of %lld requests have no \"segments\"; kvstore.pic = \"%s\" computes "
+                "them in full (a segment trace: docs/trace.md)\n",
+                n, J_INT(s, "requests"), json_string_value(json_object_get(s, "pic")));
 }
 
 /* Configure, replay, record. Returns an exit status. */
@@ -152,6 +169,7 @@ static int replay(const run_args *a)
     rc = SIM_EXIT_INTERNAL;
     if (sim_results_finish_run(db, summary, wall, &err)) goto out;
     rc = SIM_EXIT_OK;
+    warn_unsegmented(summary);
     if (a->json) {
         json_dumpf(summary, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         putchar('\n');

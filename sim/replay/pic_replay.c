@@ -6,23 +6,6 @@
 
 #include "sim/index/keymap.h"
 
-/* A request without segments, as one unique prompt segment: it shares
- * nothing, which is what its missing segments say about it. */
-static sim_request *as_unique_prompt(sim_request *r)
-{
-    sim_request *u = sim_xmalloc(sizeof *u + sizeof *u->segs);
-    *u = *r;
-    u->nblocks = 0;
-    u->keys = NULL;
-    u->hash_ids = NULL;
-    u->seg_ids = NULL;
-    u->segs = (sim_segment *)(u + 1);
-    u->segs[0] = (sim_segment){.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
-    u->nsegs = 1;
-    sim_request_free(r);
-    return u;
-}
-
 int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_err *err)
 {
     *t = (kv_pic_trace){.path = sim_xstrdup(path)};
@@ -35,8 +18,7 @@ int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_
     int rc;
     while ((rc = sim_trace_next(tr, &r, err)) == 1) {
         if (t->n == cap) t->req = sim_xrealloc(t->req, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *t->req);
-        if (r->nsegs) t->segment_requests++;
-        else r = as_unique_prompt(r);
+        t->segment_requests += r->nsegs > 0;
         t->req[t->n++] = r;
     }
     sim_trace_close(tr);

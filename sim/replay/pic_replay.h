@@ -23,8 +23,9 @@ typedef struct kv_pic_trace {
 } kv_pic_trace;
 
 /* Load a trace (prefix_tokens: the trace's prefix block size, 512). A
- * request without segments is one unique prompt segment, so it is computed
- * in full by every policy: the load fails if no request has segments. */
+ * request without segments is admitted as one unique prompt (kv_pic_admit),
+ * computed in full by every policy; the load fails if no request has
+ * segments. */
 int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_err *err);
 void kv_pic_trace_free(kv_pic_trace *t);
 

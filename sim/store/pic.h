@@ -38,6 +38,7 @@ typedef struct kv_pic_outcome {
     int32_t chunks, chunk_hits; /* chunk occurrences, and those reused */
     int64_t reused_blocks;      /* store blocks read instead of computed (load cost) */
     int64_t private_blocks;     /* blocks of this request alone */
+    bool unsegmented;           /* r had no segments: admitted as one unique prompt, computed in full */
 } kv_pic_outcome;
 
 /* The policies: name → implementation (sim/store/pic_registry.c). */

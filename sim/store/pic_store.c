@@ -241,11 +241,20 @@ static void settle(kv_pic *s, const kv_pic_item *it, int32_t n, kv_pic_ticket *t
 
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o)
 {
+    /* A request without segments shares nothing: one unique prompt. */
+    sim_segment whole = {.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
+    sim_request plain;
+    if (r->nsegs == 0) {
+        plain = *r;
+        plain.segs = &whole;
+        plain.nsegs = 1;
+        r = &plain;
+    }
     int64_t max = kv_pic_items_max(&s->p, r);
     if (max > s->items_cap) s->items = sim_xrealloc(s->items, (size_t)(s->items_cap = max) * sizeof *s->items);
     int32_t n = s->pol->items(&s->p, r, s->items);
     lookup(s, s->items, n);
-    *o = (kv_pic_outcome){.input_tokens = r->input_len};
+    *o = (kv_pic_outcome){.input_tokens = r->input_len, .unsegmented = r == &plain};
     s->pol->account(&s->p, r, s->items, n, o);
     if (only_if_fits) {
         int64_t d = footprint_delta(s, s->items, n, o);

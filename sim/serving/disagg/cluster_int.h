@@ -137,7 +137,7 @@ typedef struct cluster {
     kv_pic **pic_st;
     kv_pic_params pic_params;
     struct {
-        int64_t input, computed, positions, chunks, chunk_hits, waits, rejected;
+        int64_t input, computed, positions, chunks, chunk_hits, waits, rejected, unsegmented;
     } pic_sum;
 } cluster;
 

@@ -72,6 +72,7 @@ static void tally(cluster *c, const kv_pic_outcome *o)
     c->pic_sum.positions += o->computed_positions;
     c->pic_sum.chunks += o->chunks;
     c->pic_sum.chunk_hits += o->chunk_hits;
+    c->pic_sum.unsegmented += o->unsegmented;
 }
 
 /* The head of in's queue cannot fit even alone: rejected before prefill. */
@@ -129,6 +130,7 @@ void sim_pic_summarize(const cluster *c, json_t *summary)
         (json_int_t)peak, "peak_footprint_bytes", (double)peak * bb, "pic_chunks", (json_int_t)c->pic_sum.chunks,
         "pic_chunk_hits", (json_int_t)c->pic_sum.chunk_hits, "pic_waited", (json_int_t)c->pic_sum.waits, "pic_rejected",
         (json_int_t)c->pic_sum.rejected);
+    json_object_set_new(o, "pic_unsegmented_requests", json_integer(c->pic_sum.unsegmented));
     json_object_update(summary, o);
     json_decref(o);
 }
