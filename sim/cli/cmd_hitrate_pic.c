@@ -225,7 +225,9 @@ int cmd_hitrate_pic(int argc, char **argv)
         free(caps);
         return sim_usage_error("hitrate", err.msg);
     }
-    if (kv_pic_trace_load(&t, o.trace, o.params.prefix_tokens, &err)) {
+    sim_trace_opts topts = sim_trace_default_opts();
+    topts.block_tokens = o.params.prefix_tokens;
+    if (kv_pic_trace_load(&t, o.trace, &topts, &err)) {
         kv_pic_trace_free(&t);
         free(caps);
         return sim_usage_error("hitrate", err.msg);

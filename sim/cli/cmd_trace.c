@@ -2,12 +2,18 @@
  *
  *   kvsim trace stats FILE   size, lengths, arrival rate and the infinite-cache
  *                            prefix hit rate (the trace's theoretical maximum)
- *   kvsim trace gen -o FILE  seeded synthetic conversation-like trace
+ *   kvsim trace gen -o FILE  seeded synthetic trace: conversation-like (Mooncake
+ *                            hash_ids) or, with --workload rag, RAG (segments)
+ *   kvsim trace import ragpulse DIR -o FILE
+ *                            a RAGPulse trace directory as a segment trace
  *
  * Bad input files exit 2 with the reader's "FILE:LINE: FIELD: problem". */
 #include "sim/cli/cli.h"
+#include "sim/replay/pic_replay.h"
 #include "sim/trace/trace.h"
+#include "sim/trace/ragpulse.h"
 #include "sim/trace/tracegen.h"
+#include "sim/trace/tracegen_rag.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +33,10 @@ static void stats_usage(FILE *f)
     fprintf(f, "usage: kvsim trace stats FILE [--json] [--block-tokens N] [--skip-bad] [--sort]\n\n"
                "Statistics of a Mooncake JSONL trace: requests, duration, arrival rate,\n"
                "input/output token mean, p50 and p99, blocks, distinct blocks, and the\n"
-               "infinite-cache prefix hit rate (the best any cache can do, docs/architecture.md §4).\n\n"
+               "infinite-cache prefix hit rate (the best any cache can do, docs/architecture.md §4).\n"
+               "For a segment trace (DESIGN.md section 11) also chunks per request, how often\n"
+               "chunks repeat and move, and the reusable token fractions under prefix-only and\n"
+               "position-independent (mepic) reuse.\n\n"
                "  --json             one JSON object instead of the table\n"
                "  --block-tokens N   tokens per hash block (default 512)\n"
                "  --skip-bad         skip bad lines (counted) instead of failing\n"
@@ -35,7 +44,18 @@ static void stats_usage(FILE *f)
                "  -h, --help         this text\n");
 }
 
-static void print_stats_table(const char *path, uint64_t fp, const sim_trace_stats *s)
+/* Segment traces (DESIGN.md §11): chunk reuse and the reusable fractions. */
+static void print_segment_table(const kv_pic_trace_stats *p)
+{
+    printf("segments         %" PRId64 " requests, %.2f chunks each; %.4f of chunk occurrences repeat one seen "
+           "before,\n                 %.4f of reused chunks appear at more than one position\n",
+           p->segment_requests, p->chunks_per_request, p->chunk_repeat_share, p->multi_position_share);
+    printf("reusable         %.4f of input tokens prefix-only, %.4f position-independent (mepic; infinite cache, "
+           "one at a time)\n",
+           p->reusable_fraction_prefix, p->reusable_fraction_pic);
+}
+
+static void print_stats_table(const char *path, uint64_t fp, const sim_trace_stats *s, const kv_pic_trace_stats *p)
 {
     printf("trace            %s\n", path);
     printf("fingerprint      %016" PRIx64 "\n", fp);
@@ -47,6 +67,7 @@ static void print_stats_table(const char *path, uint64_t fp, const sim_trace_sta
     printf("blocks           %" PRId64 " (%" PRId64 " distinct)\n", s->blocks, s->distinct_blocks);
     printf("max hit rate     %.4f blocks, %.4f tokens (infinite cache)\n", s->max_hit_rate_blocks,
            s->max_hit_rate_tokens);
+    if (p) print_segment_table(p);
     printf("skipped lines    %" PRId64 "\n", s->skipped);
 }
 
@@ -55,7 +76,7 @@ static json_t *dist_json(double mean, double p50, double p99)
     return json_pack("{s:f, s:f, s:f}", "mean", mean, "p50", p50, "p99", p99);
 }
 
-static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stats *s)
+static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stats *s, const kv_pic_trace_stats *p)
 {
     char fps[17];
     snprintf(fps, sizeof fps, "%016" PRIx64, fp);
@@ -66,9 +87,25 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
                   dist_json(s->output_mean, s->output_p50, s->output_p99), "blocks", (json_int_t)s->blocks,
                   "distinct_blocks", (json_int_t)s->distinct_blocks, "max_hit_rate_blocks", s->max_hit_rate_blocks,
                   "max_hit_rate_tokens", s->max_hit_rate_tokens, "skipped", (json_int_t)s->skipped);
+    if (p)
+        json_object_update_new(
+            o, json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "segment_requests", (json_int_t)p->segment_requests,
+                         "chunks_per_request", p->chunks_per_request, "chunk_repeat_share", p->chunk_repeat_share,
+                         "multi_position_share", p->multi_position_share, "reusable_fraction_prefix",
+                         p->reusable_fraction_prefix, "reusable_fraction_pic", p->reusable_fraction_pic));
     json_dumpf(o, stdout, JSON_REAL_PRECISION(12));
     putchar('\n');
     json_decref(o);
+}
+
+/* A segment trace's own statistics: 0, or -1 with err. */
+static int segment_stats(const char *path, const sim_trace_opts *opts, kv_pic_trace_stats *out, sim_err *err)
+{
+    kv_pic_trace t;
+    int rc = kv_pic_trace_load(&t, path, opts, err);
+    if (rc == 0) kv_pic_trace_stats_compute(&t, opts->block_tokens, out);
+    kv_pic_trace_free(&t);
+    return rc;
 }
 
 /* Under --skip-bad, name the first skipped line: read again without
@@ -123,18 +160,57 @@ static int trace_stats(int argc, char **argv)
     sim_trace_stats s;
     if (sim_trace_fingerprint(path, &fp, &err) || sim_trace_compute_stats(path, &opts, &s, &err))
         return sim_usage_error("trace stats", err.msg);
+    kv_pic_trace_stats ps;
+    if (s.segment_requests && segment_stats(path, &opts, &ps, &err)) return sim_usage_error("trace stats", err.msg);
     if (s.skipped) warn_skipped(path, opts, s.skipped);
-    if (json) print_stats_json(path, fp, &s);
-    else print_stats_table(path, fp, &s);
+    if (json) print_stats_json(path, fp, &s, s.segment_requests ? &ps : NULL);
+    else print_stats_table(path, fp, &s, s.segment_requests ? &ps : NULL);
     return SIM_EXIT_OK;
+}
+
+/* ---- output files (trace gen, trace import) --------------------------------- */
+
+/* Where a command writes ("-" = stdout), and whether the path existed
+ * before this run (a file this run created is removed after a failure; an
+ * existing path — a device, a file being overwritten — is not). */
+typedef struct out_file {
+    const char *path;
+    FILE *f;
+    bool to_stdout, existed;
+} out_file;
+
+static int out_open(out_file *o, const char *cmd, const char *path)
+{
+    struct stat st;
+    o->path = path;
+    o->to_stdout = strcmp(path, "-") == 0;
+    o->existed = o->to_stdout || stat(path, &st) == 0;
+    o->f = o->to_stdout ? stdout : fopen(path, "w");
+    if (o->f) return SIM_EXIT_OK;
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s: cannot create: %s", path, strerror(errno));
+    return sim_usage_error(cmd, msg);
+}
+
+/* Close after the writer returned rc (err set when rc != 0); the exit code. */
+static int out_close(out_file *o, const char *cmd, int rc, const sim_err *err)
+{
+    bool write_failed = ferror(o->f) != 0;
+    if (!o->to_stdout && fclose(o->f)) write_failed = true;
+    if (!rc && !write_failed) return SIM_EXIT_OK;
+    if (!o->existed) remove(o->path);
+    if (!write_failed) return sim_usage_error(cmd, err->msg);
+    fprintf(stderr, "kvsim %s: %s: write error\n", cmd, o->path);
+    return SIM_EXIT_INTERNAL;
 }
 
 /* ---- kvsim trace gen ---------------------------------------------------- */
 
 typedef enum gen_opt_kind { GEN_I64, GEN_INT, GEN_DOUBLE, GEN_SEED, GEN_PATH } gen_opt_kind;
 
-/* Every generator option: its flag, where it lands in sim_tracegen_opts, and
- * its help line (the default printed next to it comes from the defaults). */
+/* Every generator option: its flag, where it lands in its workload's
+ * options struct, and its help line (the default printed next to it comes
+ * from the defaults). */
 typedef struct gen_opt {
     const char *name;
     gen_opt_kind kind;
@@ -168,7 +244,60 @@ static const gen_opt gen_opts[] = {
 };
 #define NGEN_OPTS (sizeof gen_opts / sizeof gen_opts[0])
 
-static void format_gen_default(const gen_opt *g, const sim_tracegen_opts *d, char *buf, size_t n)
+#define RAG_FIELD(f) offsetof(sim_tracegen_rag_opts, f)
+static const gen_opt rag_opts[] = {
+    {"requests", GEN_I64, RAG_FIELD(requests), "requests to write"},
+    {"rate", GEN_DOUBLE, RAG_FIELD(rate), "Poisson arrival rate, requests/s"},
+    {"passages", GEN_INT, RAG_FIELD(passages), "passages in the corpus (id = popularity rank, 0 first)"},
+    {"k", GEN_INT, RAG_FIELD(k), "distinct passages per request, in random order"},
+    {"passage-mean", GEN_DOUBLE, RAG_FIELD(passage_mean), "mean passage tokens (lognormal, drawn once each)"},
+    {"passage-sigma", GEN_DOUBLE, RAG_FIELD(passage_sigma), "lognormal sigma of passage lengths"},
+    {"max-passage", GEN_INT, RAG_FIELD(max_passage), "passage tokens at most"},
+    {"zipf", GEN_DOUBLE, RAG_FIELD(zipf), "Zipf exponent of passage popularity (0 = uniform)"},
+    {"system-tokens", GEN_INT, RAG_FIELD(system_tokens), "shared system prompt tokens, a prefix (0 = none)"},
+    {"question-mean", GEN_DOUBLE, RAG_FIELD(question_mean), "mean unique question tokens (lognormal)"},
+    {"question-sigma", GEN_DOUBLE, RAG_FIELD(question_sigma), "lognormal sigma of question lengths"},
+    {"output-mean", GEN_DOUBLE, RAG_FIELD(output_mean), "mean output tokens (lognormal)"},
+    {"output-sigma", GEN_DOUBLE, RAG_FIELD(output_sigma), "lognormal sigma of output tokens"},
+    {"max-output", GEN_INT, RAG_FIELD(max_output), "output tokens at most"},
+    {"seed", GEN_SEED, RAG_FIELD(seed), "RNG seed (same seed, same bytes)"},
+};
+#define NRAG_OPTS (sizeof rag_opts / sizeof rag_opts[0])
+
+typedef enum gen_workload { WL_CONVERSATION, WL_RAG, NWORKLOADS } gen_workload;
+
+static const struct {
+    const char *name;
+    const gen_opt *opts;
+    size_t nopts;
+    const char *about;
+} workloads[NWORKLOADS] = {
+    [WL_CONVERSATION] = {"conversation", gen_opts, NGEN_OPTS,
+                         "--workload conversation (the default): Mooncake-format requests\n"
+                         "(hash_ids) with shared system prompts of Zipf popularity and multi-turn\n"
+                         "sessions whose prefix grows turn by turn; every request carries \"session\"."},
+    [WL_RAG] = {"rag", rag_opts, NRAG_OPTS,
+                "--workload rag: a segment trace (docs/trace.md) of SQuAD-like RAG: k\n"
+                "distinct passages of a corpus with Zipf popularity, in random order,\n"
+                "between a shared system prompt (a prefix segment) and a unique question."},
+};
+
+/* Every workload's options, filled before the workload is known. */
+typedef struct gen_args {
+    gen_workload wl;
+    sim_tracegen_opts conv;
+    sim_tracegen_rag_opts rag;
+} gen_args;
+
+static gen_args gen_defaults(void)
+{
+    return (gen_args){
+        .wl = WL_CONVERSATION, .conv = sim_tracegen_default_opts(), .rag = sim_tracegen_rag_default_opts()};
+}
+
+static void *gen_target(gen_args *a) { return a->wl == WL_RAG ? (void *)&a->rag : (void *)&a->conv; }
+
+static void format_gen_default(const gen_opt *g, const void *d, char *buf, size_t n)
 {
     const char *p = (const char *)d + g->offset;
     switch (g->kind) {
@@ -182,24 +311,29 @@ static void format_gen_default(const gen_opt *g, const sim_tracegen_opts *d, cha
 
 static void gen_usage(FILE *f)
 {
-    sim_tracegen_opts d = sim_tracegen_default_opts();
-    fprintf(f, "usage: kvsim trace gen [options] -o FILE\n\n"
-               "Write a seeded synthetic Mooncake-format trace (JSONL): shared system prompts\n"
-               "with Zipf popularity and multi-turn sessions whose prefix grows turn by turn.\n"
-               "Every request carries \"session\"; the same options and seed give the same bytes.\n\n"
-               "  -o, --output FILE          where to write (\"-\" = stdout); required\n");
-    for (size_t i = 0; i < NGEN_OPTS; i++) {
-        char flag[40], def[32];
-        static const char *const metavar[] = {
-            [GEN_I64] = "N", [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N", [GEN_PATH] = "FILE"};
-        snprintf(flag, sizeof flag, "--%s %s", gen_opts[i].name, metavar[gen_opts[i].kind]);
-        format_gen_default(&gen_opts[i], &d, def, sizeof def);
-        fprintf(f, "  %-26s %s (default %s)\n", flag, gen_opts[i].help, def);
+    gen_args d = gen_defaults();
+    fprintf(f, "usage: kvsim trace gen [--workload conversation|rag] [options] -o FILE\n\n"
+               "Write a seeded synthetic trace (JSONL); the same options and seed give the\n"
+               "same bytes. An option of another workload is an error.\n\n"
+               "  -o, --output FILE          where to write (\"-\" = stdout); required\n"
+               "  --workload NAME            conversation or rag (default conversation)\n"
+               "  -h, --help                 this text\n");
+    for (int w = 0; w < NWORKLOADS; w++) {
+        d.wl = (gen_workload)w;
+        fprintf(f, "\n%s\n\n", workloads[w].about);
+        for (size_t i = 0; i < workloads[w].nopts; i++) {
+            const gen_opt *g = &workloads[w].opts[i];
+            char flag[40], def[32];
+            static const char *const metavar[] = {
+                [GEN_I64] = "N", [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N", [GEN_PATH] = "FILE"};
+            snprintf(flag, sizeof flag, "--%s %s", g->name, metavar[g->kind]);
+            format_gen_default(g, gen_target(&d), def, sizeof def);
+            fprintf(f, "  %-26s %s (default %s)\n", flag, g->help, def);
+        }
     }
-    fprintf(f, "  -h, --help                 this text\n");
 }
 
-static int set_gen_opt(const gen_opt *g, const char *arg, sim_tracegen_opts *o, sim_err *err)
+static int set_gen_opt(const gen_opt *g, const char *arg, void *o, sim_err *err)
 {
     char what[48];
     snprintf(what, sizeof what, "--%s", g->name);
@@ -222,49 +356,89 @@ static int set_gen_opt(const gen_opt *g, const char *arg, sim_tracegen_opts *o, 
     return 0;
 }
 
-/* Run the generator into `path`. On failure a file this run created is
- * removed; an existing path (a device, a file being overwritten) is not. */
-static int write_trace(const sim_tracegen_opts *o, const char *path)
+/* An option as given, applied once the workload is known. */
+typedef struct gen_given {
+    const char *name, *arg;
+} gen_given;
+
+/* Each given option into the chosen workload's options; one that it does
+ * not have is an error naming the option and the workload. */
+static int apply_gen_opts(gen_args *a, const gen_given *given, size_t n, sim_err *err)
 {
-    bool to_stdout = strcmp(path, "-") == 0;
-    struct stat st;
-    bool existed = to_stdout || stat(path, &st) == 0;
-    FILE *out = to_stdout ? stdout : fopen(path, "w");
-    char msg[1200];
-    if (!out) {
-        snprintf(msg, sizeof msg, "%s: cannot create: %s", path, strerror(errno));
-        return sim_usage_error("trace gen", msg);
+    const gen_opt *table = workloads[a->wl].opts;
+    size_t nopts = workloads[a->wl].nopts;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < nopts && strcmp(table[j].name, given[i].name)) j++;
+        if (j == nopts)
+            return sim_errf(err, "--%s does not apply to --workload %s", given[i].name, workloads[a->wl].name);
+        if (set_gen_opt(&table[j], given[i].arg, gen_target(a), err)) return -1;
     }
+    return 0;
+}
+
+static int parse_workload(const char *arg, gen_workload *wl, sim_err *err)
+{
+    for (int w = 0; w < NWORKLOADS; w++)
+        if (!strcmp(arg, workloads[w].name)) {
+            *wl = (gen_workload)w;
+            return 0;
+        }
+    return sim_errf(err, "--workload: '%s' is not a workload (conversation, rag)", arg);
+}
+
+/* getopt's table: the union of the workloads' option names (values 256 +
+ * index into names[]), then --workload, --output, --help. */
+static void gen_longopts(struct option *lo, const char **names)
+{
+    size_t n = 0;
+    for (int w = 0; w < NWORKLOADS; w++)
+        for (size_t i = 0; i < workloads[w].nopts; i++) {
+            const char *name = workloads[w].opts[i].name;
+            size_t j = 0;
+            while (j < n && strcmp(names[j], name)) j++;
+            if (j < n) continue;
+            names[n] = name;
+            lo[n] = (struct option){name, required_argument, NULL, 256 + (int)n};
+            n++;
+        }
+    lo[n++] = (struct option){"workload", required_argument, NULL, 'w'};
+    lo[n++] = (struct option){"output", required_argument, NULL, 'o'};
+    lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+/* Run the chosen generator into `path`. */
+static int write_trace(const gen_args *a, const char *path)
+{
+    out_file of;
+    int rc = out_open(&of, "trace gen", path);
+    if (rc) return rc;
     sim_err err;
     int64_t written;
-    int rc = sim_tracegen_write(o, out, path, &written, &err);
-    bool write_failed = ferror(out) != 0;
-    if (!to_stdout && fclose(out)) write_failed = true;
-    if (rc || write_failed) {
-        if (!existed) remove(path);
-        if (!write_failed) return sim_usage_error("trace gen", err.msg);
-        fprintf(stderr, "kvsim trace gen: %s: write error\n", path);
-        return SIM_EXIT_INTERNAL;
-    }
-    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, to_stdout ? "stdout" : path);
+    rc = a->wl == WL_RAG ? sim_tracegen_rag_write(&a->rag, of.f, path, &written, &err)
+                         : sim_tracegen_write(&a->conv, of.f, path, &written, &err);
+    if ((rc = out_close(&of, "trace gen", rc, &err))) return rc;
+    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, of.to_stdout ? "stdout" : path);
     return SIM_EXIT_OK;
 }
 
-static int trace_gen(int argc, char **argv)
+/* given[] has room for every argument. */
+static int gen_main(int argc, char **argv, gen_given *given)
 {
-    struct option longopts[NGEN_OPTS + 3];
-    for (size_t i = 0; i < NGEN_OPTS; i++)
-        longopts[i] = (struct option){gen_opts[i].name, required_argument, NULL, 256 + (int)i};
-    longopts[NGEN_OPTS] = (struct option){"output", required_argument, NULL, 'o'};
-    longopts[NGEN_OPTS + 1] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[NGEN_OPTS + 2] = (struct option){NULL, 0, NULL, 0};
-    sim_tracegen_opts o = sim_tracegen_default_opts();
+    struct option longopts[NGEN_OPTS + NRAG_OPTS + 4];
+    const char *names[NGEN_OPTS + NRAG_OPTS];
+    gen_longopts(longopts, names);
+    gen_args a = gen_defaults();
     const char *path = NULL;
+    size_t ngiven = 0;
     sim_err err;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         if (c >= 256) {
-            if (set_gen_opt(&gen_opts[c - 256], optarg, &o, &err)) return sim_usage_error("trace gen", err.msg);
+            given[ngiven++] = (gen_given){names[c - 256], optarg};
+        } else if (c == 'w') {
+            if (parse_workload(optarg, &a.wl, &err)) return sim_usage_error("trace gen", err.msg);
         } else if (c == 'o') {
             path = optarg;
         } else if (c == 'h') {
@@ -275,17 +449,99 @@ static int trace_gen(int argc, char **argv)
             return SIM_EXIT_USAGE;
         }
     }
+    if (apply_gen_opts(&a, given, ngiven, &err)) return sim_usage_error("trace gen", err.msg);
     if (optind != argc) return sim_usage_error("trace gen", "unexpected argument (see --help)");
     if (!path) return sim_usage_error("trace gen", "-o FILE is required (\"-\" for stdout)");
-    if (sim_tracegen_check(&o, &err)) return sim_usage_error("trace gen", err.msg);
-    return write_trace(&o, path);
+    if (a.wl == WL_RAG ? sim_tracegen_rag_check(&a.rag, &err) : sim_tracegen_check(&a.conv, &err))
+        return sim_usage_error("trace gen", err.msg);
+    return write_trace(&a, path);
+}
+
+static int trace_gen(int argc, char **argv)
+{
+    gen_given *given = sim_xcalloc((size_t)argc + 1, sizeof *given);
+    int rc = gen_main(argc, argv, given);
+    free(given);
+    return rc;
+}
+
+/* ---- kvsim trace import ------------------------------------------------- */
+
+static void import_usage(FILE *f)
+{
+    fprintf(f, "usage: kvsim trace import FORMAT DIR -o FILE\n\n"
+               "Convert a published trace into a segment trace (JSONL, docs/trace.md): each\n"
+               "request's prompt as prefix, chunk and prompt segments, sorted by timestamp\n"
+               "(stable), sessions numbered 0, 1, 2, ... in order of first appearance.\n\n"
+               "formats:\n"
+               "  ragpulse   RAGPulse (github.com/flashserve/RAGPulse): DIR holds 0_trace.jsonl\n"
+               "             and the id tables 1_sys_prompt.jsonl .. 5_web_search.jsonl\n\n"
+               "  -o, --output FILE   where to write (\"-\" = stdout); required\n"
+               "  -h, --help          this text\n");
+}
+
+static void import_summary(const char *dir, const char *path, const sim_ragpulse_stats *s)
+{
+    const char *w = "kvsim trace import: warning:";
+    if (s->over)
+        fprintf(stderr,
+                "%s %" PRId64 " request(s) whose parts sum to more than input_length (the first: "
+                "%s/0_trace.jsonl:%" PRId64 "): input_length raised to the sum, by at most %" PRId64 " tokens\n",
+                w, s->over, dir, s->over_first_line, s->over_max_tokens);
+    if (s->irregular_prefix)
+        fprintf(stderr,
+                "%s %" PRId64 " request(s) whose sys_prompt blocks are not 512 tokens but the last (the first: "
+                "%s/0_trace.jsonl:%" PRId64 "): written as they are\n",
+                w, s->irregular_prefix, dir, s->irregular_prefix_first_line);
+    if (s->empty_parts) fprintf(stderr, "%s %" PRId64 " part id(s) of 0 tokens left out\n", w, s->empty_parts);
+    fprintf(stderr,
+            "kvsim trace import: wrote %" PRId64 " requests (%" PRId64 " sessions, %" PRId64
+            " out of timestamp order) from %s to %s\n",
+            s->requests, s->sessions, s->reordered, dir, strcmp(path, "-") ? path : "stdout");
+}
+
+static int trace_import(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *path = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        if (c == 'o') {
+            path = optarg;
+        } else if (c == 'h') {
+            import_usage(stdout);
+            return SIM_EXIT_OK;
+        } else {
+            import_usage(stderr);
+            return SIM_EXIT_USAGE;
+        }
+    }
+    char msg[1200];
+    if (optind < argc && strcmp(argv[optind], "ragpulse")) {
+        snprintf(msg, sizeof msg, "unknown format '%s' (supported: ragpulse)", argv[optind]);
+        return sim_usage_error("trace import", msg);
+    }
+    if (argc - optind != 2) return sim_usage_error("trace import", "expected FORMAT DIR (see --help)");
+    if (!path) return sim_usage_error("trace import", "-o FILE is required (\"-\" for stdout)");
+    const char *dir = argv[optind + 1];
+    out_file of;
+    int rc = out_open(&of, "trace import", path);
+    if (rc) return rc;
+    sim_ragpulse_stats st;
+    sim_err err;
+    rc = sim_ragpulse_import(dir, of.f, path, &st, &err);
+    if ((rc = out_close(&of, "trace import", rc, &err))) return rc;
+    import_summary(dir, path, &st);
+    return SIM_EXIT_OK;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const sim_cmd trace_cmds[] = {
     {"stats", "statistics and the infinite-cache hit rate of a trace", trace_stats},
-    {"gen", "write a seeded synthetic conversation-like trace", trace_gen},
+    {"gen", "write a seeded synthetic trace (conversation or RAG workload)", trace_gen},
+    {"import", "convert a published trace (RAGPulse) into a segment trace", trace_import},
 };
 
 #define NTRACE_CMDS (sizeof trace_cmds / sizeof trace_cmds[0])

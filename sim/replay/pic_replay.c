@@ -6,13 +6,11 @@
 
 #include "sim/index/keymap.h"
 
-int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_err *err)
+int kv_pic_trace_load(kv_pic_trace *t, const char *path, const sim_trace_opts *opts, sim_err *err)
 {
     *t = (kv_pic_trace){.path = sim_xstrdup(path)};
-    sim_trace_opts opts = sim_trace_default_opts();
-    opts.block_tokens = prefix_tokens;
     sim_trace *tr;
-    if (sim_trace_open(&tr, path, &opts, err)) return -1;
+    if (sim_trace_open(&tr, path, opts, err)) return -1;
     int64_t cap = 0;
     sim_request *r;
     int rc;

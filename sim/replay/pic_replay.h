@@ -22,11 +22,11 @@ typedef struct kv_pic_trace {
     int64_t segment_requests; /* requests that carry segments */
 } kv_pic_trace;
 
-/* Load a trace (prefix_tokens: the trace's prefix block size, 512). A
+/* Load a trace (opts.block_tokens: its prefix segments' block size). A
  * request without segments is admitted as one unique prompt (kv_pic_admit),
  * computed in full by every policy; the load fails if no request has
  * segments. */
-int kv_pic_trace_load(kv_pic_trace *t, const char *path, int prefix_tokens, sim_err *err);
+int kv_pic_trace_load(kv_pic_trace *t, const char *path, const sim_trace_opts *opts, sim_err *err);
 void kv_pic_trace_free(kv_pic_trace *t);
 
 typedef struct kv_pic_result {

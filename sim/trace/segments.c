@@ -15,6 +15,7 @@
  * segment-only trace is replayed with under kvstore.pic = "none", and the
  * 16-token HBM pages of the PIC policies. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,20 +35,34 @@ void sim_seg_buf_free(sim_seg_buf *b)
 
 static const char *const kind_names[SIM_SEG_NKINDS] = {"prefix", "chunk", "prompt"};
 
-static const char *type_name(const json_t *v)
+int sim_line_verrf(sim_err *err, const char *path, int64_t line, const char *field, const char *fmt, va_list ap)
 {
-    static const char *const names[] = {
-        [JSON_OBJECT] = "an object",   [JSON_ARRAY] = "an array",     [JSON_STRING] = "a string",
-        [JSON_INTEGER] = "an integer", [JSON_REAL] = "a real number", [JSON_TRUE] = "a boolean",
-        [JSON_FALSE] = "a boolean",    [JSON_NULL] = "null"};
-    return names[json_typeof(v)];
+    char problem[768];
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    return sim_errf(err, "%s:%" PRId64 ": %s: %s", path, line, field, problem);
+}
+
+const char *sim_json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown value";
 }
 
 static int seg_kind(const json_t *o, size_t i, sim_seg_kind *out, sim_err *err)
 {
     const json_t *k = json_object_get(o, "k");
     if (!k) return sim_errf(err, "segments[%zu].k: missing (prefix|chunk|prompt)", i);
-    if (!json_is_string(k)) return sim_errf(err, "segments[%zu].k: expected a string, got %s", i, type_name(k));
+    if (!json_is_string(k))
+        return sim_errf(err, "segments[%zu].k: expected a string, got %s", i, sim_json_type_name(k));
     for (int j = 0; j < SIM_SEG_NKINDS; j++)
         if (!strcmp(json_string_value(k), kind_names[j])) {
             *out = (sim_seg_kind)j;
@@ -60,7 +75,8 @@ static int seg_len(const json_t *o, size_t i, int32_t *out, sim_err *err)
 {
     const json_t *v = json_object_get(o, "len");
     if (!v) return sim_errf(err, "segments[%zu].len: missing", i);
-    if (!json_is_integer(v)) return sim_errf(err, "segments[%zu].len: expected an integer, got %s", i, type_name(v));
+    if (!json_is_integer(v))
+        return sim_errf(err, "segments[%zu].len: expected an integer, got %s", i, sim_json_type_name(v));
     json_int_t n = json_integer_value(v);
     if (n <= 0)
         return sim_errf(err, "segments[%zu].len: %" JSON_INTEGER_FORMAT " tokens (a segment needs at least 1)", i, n);
@@ -82,7 +98,7 @@ static int seg_id(const json_t *o, size_t i, sim_segment *s, sim_err *err)
     }
     if (!json_is_integer(v))
         return sim_errf(err, "segments[%zu].id: expected an integer%s, got %s", i,
-                        s->kind == SIM_SEG_PROMPT ? " or null" : "", type_name(v));
+                        s->kind == SIM_SEG_PROMPT ? " or null" : "", sim_json_type_name(v));
     s->id = json_integer_value(v);
     return 0;
 }
@@ -100,7 +116,8 @@ static int seg_prefix_ids(const json_t *o, size_t i, int prefix_tokens, sim_seg_
     if (i != 0) return sim_errf(err, "segments[%zu].k: a prefix segment must come first (and only once)", i);
     const json_t *v = json_object_get(o, "hash_ids");
     if (!v) return sim_errf(err, "segments[%zu].hash_ids: missing (a prefix needs one id per block)", i);
-    if (!json_is_array(v)) return sim_errf(err, "segments[%zu].hash_ids: expected an array, got %s", i, type_name(v));
+    if (!json_is_array(v))
+        return sim_errf(err, "segments[%zu].hash_ids: expected an array, got %s", i, sim_json_type_name(v));
     int64_t want = ((int64_t)s->len + prefix_tokens - 1) / prefix_tokens;
     if ((int64_t)json_array_size(v) != want)
         return sim_errf(err, "segments[%zu].hash_ids: %zu ids but len %" PRId32 " is %" PRId64 " blocks of %d tokens",
@@ -110,7 +127,8 @@ static int seg_prefix_ids(const json_t *o, size_t i, int prefix_tokens, sim_seg_
     for (size_t j = 0; j < json_array_size(v); j++) {
         const json_t *e = json_array_get(v, j);
         if (!json_is_integer(e))
-            return sim_errf(err, "segments[%zu].hash_ids: element %zu is not an integer (got %s)", i, j, type_name(e));
+            return sim_errf(err, "segments[%zu].hash_ids: element %zu is not an integer (got %s)", i, j,
+                            sim_json_type_name(e));
         ids_push(b, json_integer_value(e));
     }
     return 0;
@@ -130,7 +148,7 @@ static int seg_keys_known(const json_t *o, size_t i, sim_seg_kind kind, sim_err 
 
 static int seg_parse_one(const json_t *o, size_t i, int prefix_tokens, sim_seg_buf *b, sim_err *err)
 {
-    if (!json_is_object(o)) return sim_errf(err, "segments[%zu]: expected an object, got %s", i, type_name(o));
+    if (!json_is_object(o)) return sim_errf(err, "segments[%zu]: expected an object, got %s", i, sim_json_type_name(o));
     sim_segment s = {0};
     if (seg_kind(o, i, &s.kind, err) || seg_keys_known(o, i, s.kind, err) || seg_len(o, i, &s.len, err)) return -1;
     if (s.kind == SIM_SEG_PREFIX ? seg_prefix_ids(o, i, prefix_tokens, b, &s, err) : seg_id(o, i, &s, err)) return -1;
@@ -147,7 +165,7 @@ int sim_seg_parse(const json_t *v, int prefix_tokens, sim_seg_buf *b, sim_err *e
 {
     b->nsegs = b->nids = 0;
     b->total = 0;
-    if (!json_is_array(v)) return sim_errf(err, "segments: expected an array, got %s", type_name(v));
+    if (!json_is_array(v)) return sim_errf(err, "segments: expected an array, got %s", sim_json_type_name(v));
     if (json_array_size(v) == 0) return sim_errf(err, "segments: empty (a prompt needs at least one segment)");
     for (size_t i = 0; i < json_array_size(v); i++)
         if (seg_parse_one(json_array_get(v, i), i, prefix_tokens, b, err)) return -1;
@@ -200,7 +218,7 @@ static bool walk_unit(key_walk *w, const unit *u)
         w->pos += n;
         if (w->pos == w->block_end || w->pos == w->limit) {
             uint64_t h = XXH3_64bits_digest(&w->st);
-            w->prev = w->keys[w->done] = sim_block_key(w->prev, (int64_t)h);
+            w->prev = w->keys[w->done] = sim_chain_key(w->prev, (int64_t)h);
             if (w->raw) w->raw[w->done] = (int64_t)h;
             w->done++;
             walk_block_start(w);
@@ -213,7 +231,7 @@ static bool walk_prefix(key_walk *w, const sim_segment *s, int prefix_tokens)
 {
     uint64_t chain = 0;
     for (int32_t j = 0; j < s->nids; j++) {
-        chain = sim_block_key(chain, w->r->seg_ids[s->first + j]);
+        chain = sim_chain_key(chain, w->r->seg_ids[s->first + j]);
         int64_t left = s->len - (int64_t)j * prefix_tokens;
         unit u = {.tag = 1, .a = chain, .len = left < prefix_tokens ? left : prefix_tokens};
         if (!walk_unit(w, &u)) return false;

@@ -72,11 +72,7 @@ sim_trace_opts sim_trace_default_opts(void)
 /* Keys chain each raw id onto the key of its prefix: XXH3-64 over the id's
  * eight little-endian bytes, seeded with the previous key, so equal ids at
  * different prefixes name different blocks (Mooncake §3.2.1). */
-uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id)
-{
-    uint64_t le = htole64((uint64_t)hash_id);
-    return XXH3_64bits_withSeed(&le, sizeof le, prev_key);
-}
+uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id) { return sim_chain_key(prev_key, hash_id); }
 
 static int check_opts(const char *name, const sim_trace_opts *o, sim_err *err)
 {
@@ -196,27 +192,11 @@ typedef struct raw_line {
 __attribute__((format(printf, 4, 5))) static int line_err(const sim_trace *t, sim_err *err, const char *field,
                                                           const char *fmt, ...)
 {
-    char problem[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(problem, sizeof problem, fmt, ap);
+    int rc = sim_line_verrf(err, t->name, t->lineno, field, fmt, ap);
     va_end(ap);
-    return sim_errf(err, "%s:%" PRId64 ": %s: %s", t->name, t->lineno, field, problem);
-}
-
-static const char *json_type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "an unknown value";
+    return rc;
 }
 
 static const char *raw_type_name(const raw_field *v)
@@ -226,7 +206,7 @@ static const char *raw_type_name(const raw_field *v)
                                         [RAW_REAL] = "a real number",
                                         [RAW_STRING] = "a string",
                                         [RAW_IDS] = "an array"};
-    return v->kind == RAW_JSON ? json_type_name(v->json) : names[v->kind];
+    return v->kind == RAW_JSON ? sim_json_type_name(v->json) : names[v->kind];
 }
 
 /* ---- validation ---- */
@@ -318,7 +298,7 @@ static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, si
         for (size_t i = 0; i < json_array_size(v->json); i++) {
             const json_t *e = json_array_get(v->json, i);
             if (!json_is_integer(e))
-                return line_err(t, err, "hash_ids", "element %zu is not an integer (got %s)", i, json_type_name(e));
+                return line_err(t, err, "hash_ids", "element %zu is not an integer (got %s)", i, sim_json_type_name(e));
             ids_push(&t->ids, json_integer_value(e));
         }
     } else if (v->kind != RAW_IDS) {
@@ -434,7 +414,7 @@ static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
     }
     sim_request *r = NULL;
     if (!json_is_object(obj)) {
-        line_err(t, err, "json", "expected an object, got %s", json_type_name(obj));
+        line_err(t, err, "json", "expected an object, got %s", sim_json_type_name(obj));
     } else {
         raw_line raw;
         for (int f = 0; f < NFIELDS; f++) raw.f[f] = raw_from_json_value(json_object_get(obj, field_keys[f].name));
@@ -773,6 +753,7 @@ static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, in
     if (s->requests == 0 || r->arrival_ns < a->first_ns) a->first_ns = r->arrival_ns;
     if (s->requests == 0 || r->arrival_ns > a->last_ns) a->last_ns = r->arrival_ns;
     s->requests++;
+    s->segment_requests += r->nsegs > 0;
     dvec_push(&a->input, r->input_len);
     dvec_push(&a->output, r->output_len);
     int32_t hit = 0;

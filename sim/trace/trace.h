@@ -125,7 +125,8 @@ typedef struct sim_trace_stats {
     int64_t distinct_blocks;    /* distinct block keys */
     double max_hit_rate_blocks; /* infinite-cache prefix hit rate (docs/architecture.md §4) */
     double max_hit_rate_tokens;
-    int64_t skipped; /* lines skipped under skip_bad */
+    int64_t skipped;          /* lines skipped under skip_bad */
+    int64_t segment_requests; /* requests with "segments" (sim/replay/pic_replay.h has their statistics) */
 } sim_trace_stats;
 
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);

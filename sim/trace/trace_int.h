@@ -3,7 +3,11 @@
 #ifndef SIM_TRACE_INT_H
 #define SIM_TRACE_INT_H
 
+#include <endian.h>
+#include <stdarg.h>
+
 #include <jansson.h>
+#include <xxhash.h>
 
 #include "sim/trace/trace.h"
 
@@ -16,6 +20,21 @@ typedef struct sim_seg_buf {
 } sim_seg_buf;
 
 void sim_seg_buf_free(sim_seg_buf *b);
+
+/* "PATH:LINE: FIELD: problem" into err (the form of every trace input
+ * error); returns -1. */
+int sim_line_verrf(sim_err *err, const char *path, int64_t line, const char *field, const char *fmt, va_list ap);
+
+/* "an integer", "a string", ...: a JSON value's type in messages. */
+const char *sim_json_type_name(const json_t *v);
+
+/* sim_block_key's chaining, inline for the reader's hot path (sim/trace/
+ * trace.c compiles XXH3 inline; other files call the library). */
+static inline uint64_t sim_chain_key(uint64_t prev_key, int64_t id)
+{
+    uint64_t le = htole64((uint64_t)id);
+    return XXH3_64bits_withSeed(&le, sizeof le, prev_key);
+}
 
 /* Parse a "segments" value into b: a non-empty array of segment objects,
  * the prefix (at most one) first, a prefix's hash_ids one per

@@ -1,0 +1,48 @@
+/* sim/trace/ragpulse.h — import a RAGPulse trace directory
+ * (github.com/flashserve/RAGPulse) as a segment trace (docs/trace.md,
+ * DESIGN §11), behind `kvsim trace import ragpulse DIR -o FILE`.
+ *
+ * DIR holds 0_trace.jsonl (one request a line, not sorted) and the id →
+ * token_length tables 1_sys_prompt.jsonl, 2_passages.jsonl, 3_history.jsonl,
+ * 4_user_input.jsonl, 5_web_search.jsonl. Each request becomes, in prompt
+ * order: its sys_prompt ids as one prefix segment, each passage as a chunk,
+ * each history, web_search and user_input id as a prompt segment with that
+ * id, and input_length minus the parts' sum as a final unique prompt segment.
+ * Timestamps (seconds, as strings) become ms; requests are stable-sorted by
+ * them and session_id strings are numbered 0, 1, 2, … in order of first
+ * appearance in the output. The whole trace is held in memory (the public
+ * one is 7,106 requests). */
+#ifndef SIM_RAGPULSE_H
+#define SIM_RAGPULSE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/util.h"
+
+typedef struct sim_ragpulse_stats {
+    int64_t requests;   /* requests written */
+    int64_t sessions;   /* distinct session_id values */
+    int64_t reordered;  /* lines with a timestamp before an earlier line's (the sort moves them) */
+    int64_t remainders; /* requests given a final unique prompt segment */
+    /* Requests whose parts sum to more than their input_length: the parts
+     * are kept and input_length is raised to their sum. */
+    int64_t over;
+    int64_t over_first_line; /* 0_trace.jsonl line of the first (0: none) */
+    int64_t over_max_tokens; /* the largest excess */
+    /* Ids whose token_length is 0: left out (a segment has at least 1 token). */
+    int64_t empty_parts;
+    /* Requests whose sys_prompt blocks before the last are not 512 tokens
+     * each (DESIGN §11's prefix block model): written as they are. */
+    int64_t irregular_prefix;
+    int64_t irregular_prefix_first_line;
+} sim_ragpulse_stats;
+
+/* Read the trace in `dir` and write the segment trace to `out` (named
+ * `out_name` in messages). Returns 0, or -1 with err set: a table file that
+ * cannot be opened (named), a malformed line or field or a duplicate id
+ * ("FILE:LINE: FIELD: problem"), an id absent from its table, a bad
+ * timestamp, a write error. Nothing is written unless the whole trace reads. */
+int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ragpulse_stats *st, sim_err *err);
+
+#endif
