@@ -18,6 +18,7 @@ static const char report_usage[] =
     "  slo, latency, cache      per-run bars: SLO attainment and goodput, mean TTFT and\n"
     "                           TBT, hit rate and prefill GPU time\n"
     "  rejections               rejected requests per run (when any)\n"
+    "  pic                      peak HBM KV footprint and recompute fraction per run (kvstore.pic runs)\n"
     "  hitrate                  hit rate vs capacity (kvsim hitrate --db), with the\n"
     "                           infinite-cache line: every setup in the database,\n"
     "                           its newest points (not filtered by --runs/--last)\n"

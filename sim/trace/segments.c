@@ -9,7 +9,7 @@
  * chunk or a named prompt (its id), or a unique prompt (its request line
  * and segment number, which no other request has), plus the piece's start
  * and end offsets inside that unit. The block's content hash is XXH3 over
- * its pieces; its key chains that hash onto the previous block's key as
+ * its pieces (one call per block: the pieces are gathered first); its key chains that hash onto the previous block's key as
  * sim_block_key chains hash_ids, so equal keys mean equal token prefixes.
  * The same walk serves every block size: the Mooncake 512-token blocks a
  * segment-only trace is replayed with under kvstore.pic = "none", and the
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "sim/trace/trace_int.h"
@@ -188,6 +187,8 @@ typedef struct unit {
     int64_t len;
 } unit;
 
+#define WALK_PIECES 8
+
 typedef struct key_walk {
     const sim_request *r;
     int B;
@@ -196,12 +197,17 @@ typedef struct key_walk {
     uint64_t prev;
     uint64_t *keys;
     int64_t *raw;
-    XXH3_state_t st;
+    /* the current block's pieces; a block of many pieces folds every
+     * WALK_PIECES of them into `fold` */
+    piece buf[WALK_PIECES];
+    int nbuf;
+    uint64_t fold;
 } key_walk;
 
 static void walk_block_start(key_walk *w)
 {
-    XXH3_64bits_reset(&w->st);
+    w->nbuf = 0;
+    w->fold = 0;
     w->block_end = w->pos + w->B;
 }
 
@@ -213,11 +219,15 @@ static bool walk_unit(key_walk *w, const unit *u)
         if (n > w->block_end - w->pos) n = w->block_end - w->pos;
         if (n > w->limit - w->pos) n = w->limit - w->pos;
         piece p = {.tag = u->tag, .start = (uint32_t)o, .end = (uint32_t)(o + n), .unit = u->a, .sub = u->b};
-        XXH3_64bits_update(&w->st, &p, sizeof p);
+        if (w->nbuf == WALK_PIECES) {
+            w->fold = XXH3_64bits_withSeed(w->buf, sizeof w->buf, w->fold);
+            w->nbuf = 0;
+        }
+        w->buf[w->nbuf++] = p;
         o += n;
         w->pos += n;
         if (w->pos == w->block_end || w->pos == w->limit) {
-            uint64_t h = XXH3_64bits_digest(&w->st);
+            uint64_t h = XXH3_64bits_withSeed(w->buf, (size_t)w->nbuf * sizeof *w->buf, w->fold);
             w->prev = w->keys[w->done] = sim_chain_key(w->prev, (int64_t)h);
             if (w->raw) w->raw[w->done] = (int64_t)h;
             w->done++;
