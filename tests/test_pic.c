@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "sim/replay/pic_replay.h"
 #include "tests/testutil.h"
@@ -216,6 +217,20 @@ static void test_bad_segments(void **state)
         tu_expect_exit(args, 2, cases[i].needle);
         snprintf(args, sizeof args, "hitrate --pic mepic --trace %s", path);
         tu_expect_exit(args, 2, cases[i].needle);
+        /* a run that failed on its trace leaves nothing in its results DB */
+        snprintf(args, sizeof args, "run --set trace.path='\"%s\"' --set kvstore.pic='\"mepic\"' --db %s.db", path,
+                 path);
+        tu_expect_exit(args, 2, cases[i].needle);
+        snprintf(args, sizeof args, "%s.db", path);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(args, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        unlink(args);
         unlink(path);
         free(path);
     }
