@@ -110,8 +110,12 @@ static void print_dist(const char *name, const json_t *d)
 static void print_summary(const sim_config *cfg, const json_t *s)
 {
     const json_t *rej = json_object_get(s, "rejected");
-    printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
-           cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
+    if (!strcmp(cfg->mode, "aggregated"))
+        printf("kvsim run: %s — %s, %d aggregated instances, router %s\n", cfg->trace_path, cfg->model.name,
+               cfg->n_instances, cfg->router);
+    else
+        printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
+               cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
     printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));
@@ -122,6 +126,11 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %.3f s/request\n",
            J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"),
            J_NUM(s, "prefill_gpu_s_mean"));
+    if (json_object_get(s, "instances"))
+        printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
+               "recompute fraction %.4f\n",
+               J_INT(s, "hbm_pages"), J_INT(s, "page_tokens"), json_string_value(json_object_get(s, "gpu_cache")),
+               J_INT(s, "peak_pages"), J_INT(s, "preemptions"), J_NUM(s, "recompute_fraction"));
     if (json_object_get(s, "pic"))
         printf("pic        %s: recompute fraction %.4f, chunk hit rate %.4f, peak HBM KV %lld blocks (%.2f GiB) "
                "of %lld; %lld waited for HBM, %lld rejected\n",

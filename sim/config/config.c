@@ -266,7 +266,7 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 
 static int read_ints(const json_t *root, sim_config *c, sim_err *err)
 {
-    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet;
+    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet, ninst, budget;
     if (get_int(root, "cluster.prefill", 1, 4096, &p, err) || get_int(root, "cluster.decode", 1, 4096, &d, err) ||
         get_int(root, "cluster.prefill_chunk", 16, 1 << 24, &chunk, err) ||
         get_int(root, "cluster.decode_max_batch", 1, 1 << 20, &batch, err) ||
@@ -275,6 +275,8 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
         get_int(root, "kvstore.block_tokens", 1, 1 << 20, &bt, err) ||
         get_int(root, "trace.block_tokens", 1, 1 << 20, &tbt, err) ||
         get_int(root, "kvstore.pic_block_tokens", 1, 1 << 20, &pbt, err) ||
+        get_int(root, "cluster.instances", 0, 8192, &ninst, err) ||
+        get_int(root, "engine.max_num_batched_tokens", 1, 1 << 24, &budget, err) ||
         get_int(root, "kvstore.pic_epic_tokens", 0, 1 << 20, &pet, err) ||
         get_int(root, "cost.estimator_samples", 8, 1 << 20, &samples, err) ||
         get_int(root, "trace.limit", 0, INT64_MAX / 2, &limit, err) ||
@@ -288,6 +290,8 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     c->decode_max_batch = (int)batch;
     c->block_tokens = (int)bt;
     c->pic_block_tokens = (int)pbt;
+    c->n_instances = ninst ? (int)ninst : (int)(p + d);
+    c->max_num_batched_tokens = (int)budget;
     c->pic_epic_tokens = (int)pet;
     c->trace.block_tokens = (int)tbt;
     c->estimator_samples = (int)samples;

@@ -50,6 +50,8 @@ typedef struct sim_config {
 
     char mode[32]; /* cluster.mode: the serving model (sim/serving registry) */
     int n_prefill, n_decode;
+    int n_instances;            /* cluster.instances (aggregated; 0 = n_prefill + n_decode) */
+    int max_num_batched_tokens; /* engine.max_num_batched_tokens: an aggregated iteration's token budget */
     kv_scope scope;
     int prefill_chunk; /* tokens; chunked prefill above this */
     int cpp_group;     /* chunked pipeline parallelism: prefill nodes per group (1 = off) */

@@ -80,6 +80,13 @@ double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
     return flops / (c->hw->flops * c->mfu) + c->chunk_overhead_s;
 }
 
+double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens)
+{
+    double mem = (c->weight_bytes + (double)kv_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;
+    double compute = (prefill_flops + batch * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
+    return fmax(mem, compute) + c->decode_overhead_s + (nchunks > 0 ? c->chunk_overhead_s : 0);
+}
+
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
     double mem = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;

@@ -44,6 +44,12 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
 /* One prefill chunk of len tokens after the first o on one node:
  * (flops(o + len) − flops(o)) / (G · mfu) + the per-chunk overhead. */
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);
+/* One iteration of an aggregated instance (DESIGN.md §12): prefill chunks
+ * worth prefill_flops (nchunks of them) and a decode step of `batch`
+ * requests, reading kv_tokens of KV in all: max(memory floor (weights +
+ * KV over HBM bandwidth), compute) + the decode overhead + one chunk
+ * overhead when there are chunks. */
+double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);

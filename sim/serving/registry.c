@@ -6,10 +6,11 @@
 #include <string.h>
 
 /* The models (one folder each under sim/serving/). */
-extern const sim_serving_ops sim_serving_disagg;
+extern const sim_serving_ops sim_serving_disagg, sim_serving_agg;
 
 static const sim_serving_ops *const models[] = {
     &sim_serving_disagg,
+    &sim_serving_agg,
 };
 
 SIM_REGISTRY(sim_serving, sim_serving_ops, models)

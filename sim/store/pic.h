@@ -73,6 +73,11 @@ void kv_pic_ticket_free(kv_pic_ticket *t);
  * 1, or 2 when that alone exceeds C (r can never fit: what it would add
  * only grows as other requests release what it shares with them). */
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o);
+/* A running request needs `blocks` more private blocks (decode KV): 0, or
+ * -1 and no change when even evicting every unreferenced object leaves no
+ * room (the caller preempts). */
+int kv_pic_grow(kv_pic *s, kv_pic_ticket *t, int64_t blocks);
+
 /* r is done: its references dropped (objects that lose their last one
  * become evictable, in release order), its private blocks freed. */
 void kv_pic_release(kv_pic *s, kv_pic_ticket *t);

@@ -22,6 +22,9 @@ typedef struct kv_pic_item {
 struct kv_pic_policy {
     const char *name;
     const char *help;
+    /* It also caches requests without segments by their hash_id blocks (in
+     * pages of B tokens; kv_pic_chain_items); others compute them in full. */
+    bool hash_blocks;
     /* Items of r (at most kv_pic_items_max), in prompt order; returns how many. */
     int32_t (*items)(const kv_pic_params *p, const sim_request *r, kv_pic_item *items);
     /* r's computed tokens and positions, chunk counts, reused and private

@@ -6,7 +6,10 @@
  * longest leading run of chain blocks present, and the request computes
  * N − hit·B tokens. Every full block is a shared store object held while
  * the request is in flight; the partial tail block is private. A chunk
- * occurrence counts as reused when it lies wholly inside the hit. */
+ * occurrence counts as reused when it lies wholly inside the hit. A
+ * Mooncake request (hash_ids, no segments) is chained by its blocks: its
+ * pages are named by their block's key (vLLM prefix caching of an
+ * aggregated instance, DESIGN.md §12). */
 #include "sim/store/pic_int.h"
 
 static int32_t prefix_items(const kv_pic_params *p, const sim_request *r, kv_pic_item *items)
@@ -33,6 +36,7 @@ static void prefix_account(const kv_pic_params *p, const sim_request *r, const k
 
 const kv_pic_policy kv_pic_prefix = {
     .name = "prefix",
+    .hash_blocks = true,
     .help = "vLLM prefix caching of the packed prompt: reuse only the leading run of cached 16-token blocks",
     .items = prefix_items,
     .account = prefix_account,

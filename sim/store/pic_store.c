@@ -53,11 +53,24 @@ int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r)
     return kv_pic_ceil(r->input_len, p->block_tokens) + r->nsegs + 1;
 }
 
+/* A hash_id request's pages: page i lies in block i·B / prefix_tokens (B
+ * divides prefix_tokens) and is named by that block's chained key and its
+ * place in it, so it inherits the block's prefix identity. Only pages of
+ * blocks the request names. */
+static int32_t hash_pages(const kv_pic_params *p, const sim_request *r, int32_t n, uint64_t *keys)
+{
+    int32_t per = p->prefix_tokens / p->block_tokens, most = r->nblocks * per;
+    n = n < most ? n : most;
+    for (int32_t i = 0; i < n; i++) keys[i] = sim_block_key(r->keys[i / per], i % per);
+    return n;
+}
+
 int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items)
 {
     if (n <= 0) return 0;
     uint64_t *keys = sim_xmalloc((size_t)n * sizeof *keys);
-    sim_segments_keys(r, p->prefix_tokens, p->block_tokens, limit, n, keys, NULL);
+    if (r->nsegs == 0) n = hash_pages(p, r, n, keys);
+    else sim_segments_keys(r, p->prefix_tokens, p->block_tokens, limit, n, keys, NULL);
     for (int32_t i = 0; i < n; i++)
         items[i] = (kv_pic_item){.key = keys[i], .blocks = 1, .seg = 0, .chain = true, .hold = true};
     free(keys);
@@ -241,10 +254,11 @@ static void settle(kv_pic *s, const kv_pic_item *it, int32_t n, kv_pic_ticket *t
 
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o)
 {
-    /* A request without segments shares nothing: one unique prompt. */
+    /* A request without segments shares nothing (one unique prompt), unless
+     * the policy reads hash_id blocks (prefix caching) and it has some. */
     sim_segment whole = {.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
     sim_request plain;
-    if (r->nsegs == 0) {
+    if (r->nsegs == 0 && !(s->pol->hash_blocks && r->nblocks > 0)) {
         plain = *r;
         plain.segs = &whole;
         plain.nsegs = 1;
@@ -265,6 +279,17 @@ int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_tick
     settle(s, s->items, n, t);
     t->private_blocks = o->private_blocks;
     s->private_total += o->private_blocks;
+    if (kv_pic_footprint(s) > s->peak) s->peak = kv_pic_footprint(s);
+    return 0;
+}
+
+int kv_pic_grow(kv_pic *s, kv_pic_ticket *t, int64_t blocks)
+{
+    int64_t other = s->p.private_counts ? s->private_total + blocks : blocks;
+    if (s->referenced + other > s->p.capacity_blocks) return -1;
+    while (s->stored + other > s->p.capacity_blocks && s->lru.size > 0) evict_tail(s);
+    t->private_blocks += blocks;
+    s->private_total += blocks;
     if (kv_pic_footprint(s) > s->peak) s->peak = kv_pic_footprint(s);
     return 0;
 }

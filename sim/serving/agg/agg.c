@@ -1,0 +1,215 @@
+/* sim/serving/agg/agg.c — cluster.mode = "aggregated" (DESIGN.md §12):
+ * cluster.instances vLLM/SGLang-style instances, each prefilling and
+ * decoding its own requests in one iteration loop (sim/serving/agg/iter.c),
+ * with its KV in 16-token HBM pages (kvstore.pic_block_tokens) and a GPU
+ * prefix cache of the unreferenced full pages, LRU (the PIC store of
+ * sim/store/pic.h under "prefix", or the PIC policy kvstore.pic names).
+ *
+ * Requests are routed by the conductor's routers (policy.router), which see
+ * an aggregated instance as they see a prefill instance: its queue, the
+ * estimated prefill time of what waits there, and their belief of its cache
+ * contents (a prefix-block store of the instance's HBM, updated when a
+ * request's prompt is done). Not modelled yet, and refused with a message:
+ * admission policies other than "none", PD-ratio control, faults, CPP. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/registry.h"
+#include "sim/serving/agg/agg_int.h"
+
+static int check(const sim_config *cfg, sim_err *err)
+{
+    if (!sched_router_lookup(cfg->router))
+        return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
+    if (strcmp(cfg->admission, "none"))
+        return sim_errf(err, "policy.admission: '%s' is not modelled in aggregated mode yet (use \"none\")",
+                        cfg->admission);
+    if (strcmp(cfg->pd_controller, "static"))
+        return sim_errf(err,
+                        "policy.pd_controller: aggregated instances have no prefill/decode split (use \"static\")");
+    if (cfg->n_faults > 0) return sim_errf(err, "faults: not modelled in aggregated mode yet");
+    if (cfg->cpp_group > 1) return sim_errf(err, "cluster.cpp_group: not modelled in aggregated mode (use 1)");
+    if (!kv_cache_model_lookup(cfg->pic) && !kv_pic_policy_lookup(cfg->pic))
+        return sim_errf(err, "kvstore.pic: unknown cache model '%s' (see kvsim policies)", cfg->pic);
+    if (cfg->trace.block_tokens % cfg->pic_block_tokens)
+        return sim_errf(err, "kvstore.pic_block_tokens: %d (the HBM page) does not divide trace.block_tokens (%d)",
+                        cfg->pic_block_tokens, cfg->trace.block_tokens);
+    if (cfg->max_num_batched_tokens < cfg->pic_block_tokens)
+        return sim_errf(err,
+                        "engine.max_num_batched_tokens: %d is smaller than one page (kvstore.pic_block_tokens = %d)",
+                        cfg->max_num_batched_tokens, cfg->pic_block_tokens);
+    kv_pic_params p = {.block_tokens = cfg->pic_block_tokens,
+                       .prefix_tokens = cfg->trace.block_tokens,
+                       .cacheblend_ratio = cfg->pic_cacheblend_ratio,
+                       .epic_tokens = cfg->pic_epic_tokens};
+    return kv_pic_params_check(&p, err);
+}
+
+static gsl_rng *rng_new(uint64_t seed)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)seed);
+    return r;
+}
+
+static void setup_instances(agg *a)
+{
+    const sim_config *cfg = a->cfg;
+    a->pic = kv_pic_policy_lookup(kv_pic_policy_lookup(cfg->pic) ? cfg->pic : "prefix");
+    a->pp = (kv_pic_params){
+        .block_tokens = cfg->pic_block_tokens,
+        .prefix_tokens = cfg->trace.block_tokens,
+        .cacheblend_ratio = cfg->pic_cacheblend_ratio,
+        .epic_tokens = cfg->pic_epic_tokens,
+        .capacity_blocks = sim_cost_decode_kv_tokens(&a->cost) / cfg->pic_block_tokens,
+        .private_counts = true,
+    };
+    a->n = cfg->n_instances;
+    a->inst = sim_xcalloc((size_t)a->n, sizeof *a->inst);
+    a->pview = sim_xcalloc((size_t)a->n, sizeof *a->pview);
+    for (int i = 0; i < a->n; i++) {
+        a->inst[i].id = i;
+        a->inst[i].pages = kv_pic_create(a->pic, &a->pp);
+    }
+}
+
+static int setup(agg *a, sim_err *err)
+{
+    const sim_config *cfg = a->cfg;
+    a->rng_policy = rng_new(cfg->seed);
+    a->rng_fit = rng_new(cfg->seed + 2);
+    if (sim_cost_init(&a->cost, cfg, err)) return -1;
+    if (sim_estimator_fit(&a->est, &a->cost, a->rng_fit, cfg->estimator_samples, cfg->estimator_noise, 131072, err))
+        return -1;
+    setup_instances(a);
+    a->router = sched_router_lookup(cfg->router);
+    if (a->router->create && a->router->create(&a->router_st, cfg->params, err)) return -1;
+    int64_t hbm_blocks = sim_cost_decode_kv_tokens(&a->cost) / cfg->block_tokens;
+    kv_store_cfg sc = {.nodes = a->n,
+                       .scope = KV_SCOPE_LOCAL,
+                       .params = cfg->params,
+                       .promote = false,
+                       .tier_blocks = {hbm_blocks, 0, 0},
+                       .policy = {"lru", "lru", "lru"}};
+    a->cache = kv_cache_model_lookup("none");
+    return a->cache->create(&a->cache_st, &sc, err);
+}
+
+static int create(void **state, sim_serving_run *run, sim_err *err)
+{
+    agg *a = sim_xcalloc(1, sizeof *a);
+    *state = a;
+    a->run = run;
+    a->cfg = run->cfg;
+    a->eng = &run->eng;
+    return setup(a, err);
+}
+
+static void start(void *state) {}
+
+static sched_ctx make_ctx(agg *a)
+{
+    for (int i = 0; i < a->n; i++) {
+        const ainst *in = &a->inst[i];
+        a->pview[i] =
+            (sched_prefill_view){.node = i, .active = true, .queue_len = in->nwait + in->nrun, .queue_s = in->queued_s};
+    }
+    return (sched_ctx){.cfg = a->cfg,
+                       .est = &a->est,
+                       .shadow = a->cache->view(a->cache_st),
+                       .rng = a->rng_policy,
+                       .now_ns = a->eng->now,
+                       .n_prefill = a->n,
+                       .prefill = a->pview,
+                       .kv_bytes_per_token = a->cost.kv_bytes_per_token};
+}
+
+static void arrive(void *state, sim_request *req)
+{
+    agg *a = state;
+    sched_ctx ctx = make_ctx(a);
+    sched_route route = {.transfer_from = -1};
+    a->router->route(a->router_st, &ctx, req, &route);
+    areq *q = sim_xcalloc(1, sizeof *q);
+    *q = (areq){.r = req,
+                .inst = route.prefill,
+                .target = req->input_len,
+                .prefill_start = -1,
+                .first_token = -1,
+                .last_token = -1};
+    if (route.prefill < 0) {
+        a->tot.rejected++;
+        agg_reject(a, q);
+        return;
+    }
+    ainst *in = &a->inst[route.prefill];
+    agg_enqueue(a, in, q);
+    a->cache->admit(a->cache_st, in->id, req, req->nblocks, 0, false);
+    agg_iterate(a, in);
+}
+
+static void handle(void *state, const sim_event *ev)
+{
+    if (ev->kind == EV_ITER) agg_on_iter(state, ev);
+}
+
+static void discard(void *state, const sim_event *ev) {}
+
+static void free_queue(areq *q)
+{
+    while (q) {
+        areq *next = q->next;
+        agg_req_free(q);
+        q = next;
+    }
+}
+
+static void destroy(void *state)
+{
+    agg *a = state;
+    for (int i = 0; a->inst && i < a->n; i++) {
+        ainst *in = &a->inst[i];
+        free_queue(in->wait_head);
+        for (int j = 0; j < in->nrun; j++) agg_req_free(in->run[j]);
+        free(in->run);
+        kv_pic_destroy(in->pages);
+    }
+    if (a->router_st) a->router->destroy(a->router_st);
+    if (a->cache_st) a->cache->destroy(a->cache_st);
+    if (a->rng_policy) gsl_rng_free(a->rng_policy);
+    if (a->rng_fit) gsl_rng_free(a->rng_fit);
+    free(a->inst);
+    free(a->pview);
+    free(a);
+}
+
+static void summarize(void *state, json_t *summary)
+{
+    agg *a = state;
+    int64_t peak = 0;
+    for (int i = 0; i < a->n; i++)
+        if (kv_pic_peak_footprint(a->inst[i].pages) > peak) peak = kv_pic_peak_footprint(a->inst[i].pages);
+    double in = (double)a->tot.input;
+    json_t *o = json_pack(
+        "{s:i, s:s, s:i, s:I, s:I, s:I, s:f, s:I, s:f, s:f}", "instances", a->n, "gpu_cache",
+        kv_pic_policy_name(a->pic), "page_tokens", a->pp.block_tokens, "hbm_pages", (json_int_t)a->pp.capacity_blocks,
+        "peak_pages", (json_int_t)peak, "preemptions", (json_int_t)a->tot.preemptions, "recompute_fraction",
+        in > 0 ? (double)a->tot.computed / in : 0, "iterations", (json_int_t)a->tot.iterations, "gpu_busy_s",
+        a->tot.busy_s, "peak_footprint_bytes", (double)peak * a->pp.block_tokens * a->cost.kv_bytes_per_token);
+    json_object_update(summary, o);
+    json_decref(o);
+}
+
+const sim_serving_ops sim_serving_agg = {
+    .name = "aggregated",
+    .help = "vLLM/SGLang-style instances that prefill and decode: continuous batching, chunked prefill, "
+            "16-token pages, GPU prefix cache, recompute preemption (DESIGN.md 12)",
+    .check = check,
+    .create = create,
+    .start = start,
+    .arrive = arrive,
+    .handle = handle,
+    .discard = discard,
+    .destroy = destroy,
+    .summarize = summarize,
+};

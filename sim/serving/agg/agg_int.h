@@ -1,0 +1,91 @@
+/* sim/serving/agg/agg_int.h — private state of the aggregated serving model
+ * (cluster.mode = "aggregated"; DESIGN.md §12). Not for use outside
+ * sim/serving/agg.
+ *
+ * The files call only downward:
+ *   agg.c    the model's ops: set-up, arrival and routing, teardown
+ *     iter.c the vLLM-style iteration loop of one instance: scheduling a
+ *            mixed batch, its time, preemption, finishing requests */
+#ifndef SIM_AGG_INT_H
+#define SIM_AGG_INT_H
+
+#include <gsl/gsl_rng.h>
+
+#include "sched/sched.h"
+#include "sim/cost/cost.h"
+#include "sim/cost/estimator.h"
+#include "sim/engine/engine.h"
+#include "sim/serving/serving.h"
+#include "sim/store/cache_model.h"
+#include "sim/store/pic.h"
+
+enum {
+    EV_ITER = SIM_EV_MODEL, /* target: instance whose iteration ends */
+    EV_NKINDS
+};
+
+/* One request on an instance, from routing to its last token. */
+typedef struct areq {
+    sim_request *r;
+    struct areq *next; /* waiting-queue link */
+    int inst;
+    bool admitted;     /* holds pages (its ticket) */
+    int32_t target;    /* prompt tokens to have KV for: input (+ output emitted before a preemption) */
+    int32_t done;      /* of them, with KV (reused or computed) */
+    int32_t cached;    /* reused from the prefix cache at (the last) admission */
+    int32_t chunk;     /* prefill tokens scheduled in the current iteration */
+    bool decoding;     /* in the current iteration's decode batch */
+    int32_t tokens;    /* output tokens emitted */
+    int64_t kv;        /* tokens of KV it holds once prefilled */
+    int64_t out_pages; /* private pages grown for output KV */
+    int64_t prefill_start, first_token, last_token; /* -1 until then */
+    double prefill_gpu_s;
+    int preemptions;
+    kv_pic_ticket pages;
+    sim_topk topk;
+} areq;
+
+typedef struct ainst {
+    int id;
+    areq *wait_head, *wait_tail; /* FIFO; preempted requests rejoin at the head */
+    int nwait;
+    areq **run; /* admitted, in admission order (the last is preempted first) */
+    int nrun, caprun;
+    bool iterating;
+    kv_pic *pages;   /* HBM pages and the GPU prefix cache */
+    double queued_s; /* estimated prefill time of the waiting requests */
+} ainst;
+
+typedef struct agg {
+    sim_serving_run *run;
+    const sim_config *cfg;
+    sim_engine *eng;
+    sim_cost cost;
+    sim_estimator est;
+    gsl_rng *rng_policy, *rng_fit;
+    ainst *inst;
+    int n;
+    const kv_pic_policy *pic; /* prefix caching ("prefix") unless kvstore.pic names a PIC policy */
+    kv_pic_params pp;
+    const sched_router_ops *router;
+    void *router_st;
+    const kv_cache_model *cache; /* the conductor's belief of cache contents (routing) */
+    void *cache_st;
+    sched_prefill_view *pview;
+    struct {
+        int64_t preemptions, iterations, rejected, input, computed;
+        double busy_s;
+    } tot;
+} agg;
+
+/* ---- iter.c ---- */
+/* Start an iteration on in unless one runs or nothing is scheduled. */
+void agg_iterate(agg *a, ainst *in);
+void agg_on_iter(agg *a, const sim_event *ev);
+void agg_req_free(areq *q);
+/* q waits on in (routed there). */
+void agg_enqueue(agg *a, ainst *in, areq *q);
+/* q could go nowhere: rejected at arrival. */
+void agg_reject(agg *a, areq *q);
+
+#endif

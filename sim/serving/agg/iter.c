@@ -1,0 +1,279 @@
+/* sim/serving/agg/iter.c — the iteration loop of an aggregated instance
+ * (DESIGN.md §12), as vLLM's scheduler runs it with chunked prefill.
+ *
+ * An iteration takes every running request that is decoding (one token
+ * each), then fills what is left of the token budget
+ * (engine.max_num_batched_tokens) with prefill chunks: first of running
+ * requests still prefilling, then of waiting requests admitted in order. A
+ * waiting request is admitted when HBM pages can hold its prompt (the GPU
+ * prefix cache supplies the pages it shares; unreferenced cached pages are
+ * evicted LRU for the rest); the queue's head otherwise waits, and one that
+ * can never fit is rejected. A decoding request that needs a new page when
+ * none can be freed preempts the most recently admitted running request
+ * (itself, if it is that one): its pages are released and it rejoins the
+ * head of the queue, to recompute its prompt and the tokens it had emitted
+ * (vLLM's default, recompute preemption). The iteration lasts the cost
+ * model's time for the mixed batch (sim_cost_mixed_iter_s). When it ends,
+ * chunks advance; a request whose prompt is done emits its first token, a
+ * decoding one its next; a request with all its tokens is finished and its
+ * pages go back, its full prompt pages staying cached until evicted. */
+#include <stdlib.h>
+
+#include "sim/serving/agg/agg_int.h"
+
+void agg_req_free(areq *q)
+{
+    sim_topk_free(&q->topk);
+    kv_pic_ticket_free(&q->pages);
+    sim_request_free(q->r);
+    free(q);
+}
+
+/* ---- queues --------------------------------------------------------------- */
+
+static void wait_push(ainst *in, areq *q, bool head)
+{
+    q->next = NULL;
+    if (!in->wait_head) in->wait_head = in->wait_tail = q;
+    else if (head) q->next = in->wait_head, in->wait_head = q;
+    else in->wait_tail->next = q, in->wait_tail = q;
+    in->nwait++;
+}
+
+static areq *wait_pop(ainst *in)
+{
+    areq *q = in->wait_head;
+    in->wait_head = q->next;
+    if (!in->wait_head) in->wait_tail = NULL;
+    in->nwait--;
+    return q;
+}
+
+static void run_push(ainst *in, areq *q)
+{
+    if (in->nrun == in->caprun)
+        in->run = sim_xrealloc(in->run, (size_t)(in->caprun = in->caprun ? 2 * in->caprun : 64) * sizeof *in->run);
+    in->run[in->nrun++] = q;
+}
+
+/* ---- request ends ---------------------------------------------------------- */
+
+static void write_row(agg *a, const areq *q, sim_stage stage)
+{
+    const sim_request *r = q->r;
+    bool done = stage == SIM_STAGE_NONE, started = q->first_token >= 0;
+    double ttft = done ? sim_ns_to_ms(q->first_token - r->arrival_ns) : -1;
+    double tbt = done && r->output_len > 1 ? sim_topk_mean(&q->topk) * 1e3 : -1;
+    double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : a->cfg->slo_ttft_ms;
+    double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : a->cfg->slo_tbt_ms;
+    sim_request_row row = {
+        .id = r->index,
+        .line = r->line,
+        .arrival_ms = sim_ns_to_ms(r->arrival_ns),
+        .input_len = r->input_len,
+        .output_len = r->output_len,
+        .blocks = r->nblocks,
+        .prefill_inst = q->inst,
+        .decode_inst = q->inst,
+        .hit_blocks = q->cached / a->cfg->block_tokens,
+        .hit_tokens = q->cached,
+        .prefill_start_ms = q->prefill_start >= 0 ? sim_ns_to_ms(q->prefill_start) : -1,
+        .first_token_ms = started ? sim_ns_to_ms(q->first_token) : -1,
+        .done_ms = done ? sim_ns_to_ms(q->last_token) : -1,
+        .ttft_ms = ttft,
+        .tbt_ms = tbt,
+        .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
+        .prefill_gpu_s = q->prefill_gpu_s,
+        .tokens = done ? q->tokens : 0,
+        .retries = q->preemptions,
+        .stage = stage,
+        .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
+    };
+    if (sim_results_add_request(a->run->db, &row, a->run->err)) a->run->failed = true;
+}
+
+static void finish(agg *a, ainst *in, areq *q, sim_stage stage)
+{
+    if (q->admitted) kv_pic_release(in->pages, &q->pages);
+    q->admitted = false;
+    write_row(a, q, stage);
+    sim_serving_finished(a->run);
+    agg_req_free(q);
+}
+
+/* The last admitted running request gives its pages back and waits again. */
+static void preempt_last(agg *a, ainst *in)
+{
+    areq *v = in->run[--in->nrun];
+    kv_pic_release(in->pages, &v->pages);
+    v->admitted = false;
+    v->target = v->r->input_len + v->tokens;
+    v->done = v->chunk = 0;
+    v->decoding = false;
+    v->out_pages = 0;
+    v->preemptions++;
+    a->tot.preemptions++;
+    wait_push(in, v, true);
+}
+
+/* ---- scheduling ------------------------------------------------------------- */
+
+static int64_t prompt_pages(const agg *a, const areq *q)
+{
+    return (q->r->input_len + a->pp.block_tokens - 1) / a->pp.block_tokens;
+}
+
+/* q (running) decodes this iteration: a page for its next token, preempting
+ * from the back while none can be had. false when q itself was preempted. */
+static bool decode_page(agg *a, ainst *in, areq *q)
+{
+    int64_t pages = prompt_pages(a, q) + q->out_pages;
+    if (q->kv + 1 <= pages * a->pp.block_tokens) return true;
+    while (kv_pic_grow(in->pages, &q->pages, 1) != 0) {
+        bool self = in->run[in->nrun - 1] == q;
+        preempt_last(a, in);
+        if (self) return false;
+    }
+    q->out_pages++;
+    return true;
+}
+
+/* Admit the head of the queue: 0 admitted, 1 it must wait, 2 rejected. */
+static int admit_head(agg *a, ainst *in)
+{
+    areq *q = in->wait_head;
+    kv_pic_outcome o;
+    int rc = kv_pic_admit(in->pages, q->r, true, &q->pages, &o);
+    if (rc == 1) return 1;
+    wait_pop(in);
+    in->queued_s -= sim_est_prefill_s(&a->est, q->r->input_len, 0);
+    if (in->nwait == 0 || in->queued_s < 0) in->queued_s = 0;
+    if (rc == 2) {
+        a->tot.rejected++;
+        finish(a, in, q, SIM_STAGE_AT_ARRIVAL);
+        return 2;
+    }
+    int64_t extra = (q->target + a->pp.block_tokens - 1) / a->pp.block_tokens - prompt_pages(a, q);
+    q->admitted = true;
+    if (q->prefill_start < 0) q->prefill_start = a->eng->now;
+    if (extra > 0 && kv_pic_grow(in->pages, &q->pages, extra) == 0) q->out_pages = extra;
+    q->cached = (int32_t)(o.input_tokens - o.computed_tokens);
+    if (q->cached > q->target - 1) q->cached = q->target - 1;
+    q->done = q->cached;
+    a->tot.input += q->target;
+    a->tot.computed += q->target - q->cached;
+    run_push(in, q);
+    return 0;
+}
+
+typedef struct batch {
+    int budget, decodes, chunks;
+    double flops;
+    int64_t kv_tokens;
+} batch;
+
+static void take_chunk(agg *a, areq *q, batch *b)
+{
+    int32_t left = q->target - q->done;
+    q->chunk = left < b->budget ? left : b->budget;
+    if (q->chunk <= 0) return;
+    b->budget -= q->chunk;
+    b->chunks++;
+    b->flops += sim_prefill_flops(a->cost.model, q->done + q->chunk) - sim_prefill_flops(a->cost.model, q->done);
+    b->kv_tokens += q->done + q->chunk;
+}
+
+static void schedule(agg *a, ainst *in, batch *b)
+{
+    for (int i = 0; i < in->nrun; i++) in->run[i]->chunk = 0, in->run[i]->decoding = false;
+    for (int i = 0; i < in->nrun && b->budget > 0; i++) {
+        areq *q = in->run[i];
+        if (q->done < q->target || q->tokens == 0) continue;
+        if (!decode_page(a, in, q)) break;
+        q->decoding = true;
+        b->decodes++;
+        b->budget--;
+        b->kv_tokens += q->r->input_len + q->tokens;
+    }
+    for (int i = 0; i < in->nrun && b->budget > 0; i++)
+        if (in->run[i]->done < in->run[i]->target) take_chunk(a, in->run[i], b);
+    while (b->budget > 0 && in->wait_head && in->nrun < a->cfg->decode_max_batch) {
+        int rc = admit_head(a, in);
+        if (rc == 1) break;
+        if (rc == 0) take_chunk(a, in->run[in->nrun - 1], b);
+    }
+}
+
+void agg_iterate(agg *a, ainst *in)
+{
+    if (in->iterating) return;
+    batch b = {.budget = a->cfg->max_num_batched_tokens};
+    schedule(a, in, &b);
+    if (b.decodes == 0 && b.chunks == 0) return;
+    double t = sim_cost_mixed_iter_s(&a->cost, b.flops, b.chunks, b.decodes, b.kv_tokens);
+    for (int i = 0; i < in->nrun; i++)
+        if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;
+    in->iterating = true;
+    a->tot.iterations++;
+    a->tot.busy_s += t;
+    sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(t), EV_ITER, in->id, 0, NULL);
+}
+
+/* ---- an iteration ends -------------------------------------------------------- */
+
+/* q emits its next token now; true when that was its last. */
+static bool emit(agg *a, areq *q)
+{
+    q->tokens++;
+    sim_topk_add(&q->topk, sim_ns_to_s(a->eng->now - q->last_token));
+    q->last_token = a->eng->now;
+    return q->tokens >= q->r->output_len;
+}
+
+/* q's part of the iteration that ended; true when q is finished. A prompt
+ * completed emits the first token, or after a preemption the next one. */
+static bool advance(agg *a, areq *q)
+{
+    if (q->chunk > 0) {
+        q->done += q->chunk;
+        q->chunk = 0;
+        if (q->done < q->target) return false;
+        q->kv = q->target;
+        if (q->tokens > 0) return emit(a, q);
+        q->tokens = 1;
+        q->first_token = q->last_token = a->eng->now;
+        if (q->r->output_len > 1) sim_topk_init(&q->topk, q->r->output_len - 1);
+        return q->r->output_len <= 1;
+    }
+    if (!q->decoding) return false;
+    q->decoding = false;
+    q->kv++;
+    return emit(a, q);
+}
+
+void agg_on_iter(agg *a, const sim_event *ev)
+{
+    ainst *in = &a->inst[ev->target];
+    int kept = 0;
+    for (int i = 0; i < in->nrun; i++) {
+        areq *q = in->run[i];
+        if (advance(a, q)) finish(a, in, q, SIM_STAGE_NONE);
+        else in->run[kept++] = q;
+    }
+    in->nrun = kept;
+    in->iterating = false;
+    agg_iterate(a, in);
+}
+
+void agg_enqueue(agg *a, ainst *in, areq *q)
+{
+    wait_push(in, q, false);
+    in->queued_s += sim_est_prefill_s(&a->est, q->r->input_len, 0);
+}
+
+void agg_reject(agg *a, areq *q)
+{
+    write_row(a, q, SIM_STAGE_AT_ARRIVAL);
+    sim_serving_finished(a->run);
+    agg_req_free(q);
+}

@@ -1,0 +1,150 @@
+/* tests/test_agg.c — the aggregated serving model (cluster.mode =
+ * "aggregated", DESIGN.md §12) on a toy model and GPU whose times are
+ * worked out here by hand from the cost model's formulas:
+ *
+ *   model: 1 layer, d = 100, 1 KV head of 100, 2-byte values, 1e8 params
+ *          KV 2·1·1·100·2 = 400 bytes/token; weights 2e8 bytes
+ *   GPU:   1e12 FLOP/s, MFU 0.5 (5e11 effective), 1e12 bytes/s of HBM
+ *   flops(n) = l·(4·n²·d + 22·n·d²) = 4e2·n² + 2.2e5·n   (Mooncake Eq. 1)
+ *   an iteration = max((2e8 + KV tokens read·400) / 1e12,
+ *                      (prefill FLOPs + decodes·2e8) / 5e11)
+ *   (decode and chunk overheads set to 0). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+#define TOY                                                                                                            \
+    "--set cluster.mode='\"aggregated\"' --set cluster.instances=1 "                                                   \
+    "--set model='{\"name\":\"toy\",\"layers\":1,\"hidden\":100,\"heads\":1,\"kv_heads\":1,\"head_dim\":100,"          \
+    "\"dtype_bytes\":2,\"params\":1e8}' "                                                                              \
+    "--set cost.prefill_mfu=0.5 --set cost.decode_overhead_ms=0 --set cost.prefill_chunk_overhead_ms=0 "               \
+    "--set policy.router='\"round_robin\"' "
+
+/* hardware with hbm bytes per GPU */
+static void hw_arg(char *buf, size_t n, double hbm)
+{
+    snprintf(buf, n,
+             "--set hardware='{\"name\":\"toy\",\"gpus_per_node\":1,\"tflops_per_gpu\":1,\"hbm_bytes_per_gpu\":%.0f,"
+             "\"hbm_GBps_per_gpu\":1000,\"h2d_GBps\":50,\"nic_Gbps\":100,\"dram_bytes\":1e12,\"ssd_read_GBps\":5,"
+             "\"ssd_write_GBps\":5,\"ssd_latency_us\":100}'",
+             hbm);
+}
+
+static double flops(double n) { return 4e2 * n * n + 2.2e5 * n; }
+
+static double iter_s(double prefill_flops, int decodes, double kv_tokens)
+{
+    double mem = (2e8 + kv_tokens * 400) / 1e12, compute = (prefill_flops + decodes * 2e8) / 5e11;
+    return mem > compute ? mem : compute;
+}
+
+static json_t *run_toy(const char *trace, double hbm, const char *extra)
+{
+    char *path = tu_write_temp(trace), hw[512], args[4096];
+    hw_arg(hw, sizeof hw, hbm);
+    snprintf(args, sizeof args, "run --json " TOY "%s --set trace.path='\"%s\"' %s", hw, path, extra);
+    json_t *j = tu_kvsim_json(args);
+    unlink(path);
+    free(path);
+    return j;
+}
+
+static double summary_num(const json_t *j, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(j, a);
+    return json_number_value(b ? json_object_get(v, b) : v);
+}
+
+/* One request of 1,000 tokens and 3 output tokens, alone: its prompt is
+ * one chunk (budget 8,192): TTFT = max(2.004e-4, 6.2e8 / 5e11) = 1.24 ms;
+ * each decode reads 1,001 (then 1,002) tokens of KV: max(~2.004e-4, 4e-4)
+ * = 0.4 ms; TBT 0.4 ms. */
+static void test_one_request_exact_ttft(void **state)
+{
+    json_t *j =
+        run_toy("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 3, \"hash_ids\": [1, 2]}\n", 1e10, "");
+    double ttft = iter_s(flops(1000), 0, 1000) * 1e3;
+    assert_double_equal(ttft, 1.24, 1e-12);
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), ttft, 1e-6);
+    assert_double_equal(summary_num(j, "tbt_ms", "mean"), iter_s(0, 1, 1001) * 1e3, 1e-6);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 3);
+    json_decref(j);
+}
+
+/* The same prompt under a budget of 256 tokens: 4 iterations of 256, 256,
+ * 256 and 232 tokens, each reading the KV written so far. */
+static void test_chunked_prefill_budget(void **state)
+{
+    json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
+                        1e10, "--set engine.max_num_batched_tokens=256");
+    double t = 0, done = 0;
+    for (int c = 0; c < 4; c++) {
+        double len = c < 3 ? 256 : 232;
+        t += iter_s(flops(done + len) - flops(done), 0, done + len);
+        done += len;
+    }
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), t * 1e3, 1e-6);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 4);
+    json_decref(j);
+}
+
+/* A prompt repeated after the first finished reuses its full pages from the
+ * GPU prefix cache: 1,000 tokens = 62 full pages + 8 tokens; the second
+ * computes 1000 − 992 = 8 tokens: flops(1000) − flops(992). */
+static void test_prefix_cache_hit(void **state)
+{
+    json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                        "{\"timestamp\": 100, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
+                        1e10, "");
+    double first = iter_s(flops(1000), 0, 1000), second = iter_s(flops(1000) - flops(992), 0, 1000);
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), (first + second) / 2 * 1e3, 1e-6);
+    assert_double_equal(summary_num(j, "recompute_fraction", NULL), (1000 + 8) / 2000.0, 1e-12);
+    assert_double_equal(summary_num(j, "hit_rate_tokens", NULL), 992 / 2000.0, 1e-12);
+    json_decref(j);
+}
+
+/* HBM for 80 pages (0.9·hbm − 2e8 = 1,280 tokens of KV): two 600-token
+ * prompts (38 pages each) fit, but their decodes outgrow the rest and the
+ * later one is preempted and recomputed; both finish. A 2,000-token prompt
+ * (125 pages) could never fit and is rejected. */
+static void test_preemption_and_reject(void **state)
+{
+    double hbm = (2e8 + 1280 * 400) / 0.9 + 1;
+    json_t *j =
+        run_toy("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 100, \"hash_ids\": [1, 2]}\n"
+                "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 100, \"hash_ids\": [3, 4]}\n"
+                "{\"timestamp\": 0, \"input_length\": 2000, \"output_length\": 5, \"hash_ids\": [5, 6, 7, 8]}\n",
+                hbm, "");
+    assert_int_equal(json_integer_value(json_object_get(j, "hbm_pages")), 80);
+    assert_true(json_integer_value(json_object_get(j, "preemptions")) >= 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 2);
+    assert_int_equal(summary_num(j, "rejected", "at_arrival"), 1);
+    assert_true(json_integer_value(json_object_get(j, "peak_pages")) <= 80);
+    json_decref(j);
+}
+
+static void test_aggregated_config_errors(void **state)
+{
+    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
+                   "engine.max_num_batched_tokens: 8 is smaller than one page");
+    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set policy.admission='\"early_reject\"'", 2,
+                   "policy.admission: 'early_reject' is not modelled in aggregated mode");
+    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.pic_block_tokens=24", 2,
+                   "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_request_exact_ttft),   cmocka_unit_test(test_chunked_prefill_budget),
+        cmocka_unit_test(test_prefix_cache_hit),         cmocka_unit_test(test_preemption_and_reject),
+        cmocka_unit_test(test_aggregated_config_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
