@@ -129,6 +129,51 @@ static void test_preemption_and_reject(void **state)
     json_decref(j);
 }
 
+/* LMCache CPU offload, by hand. HBM holds 80 pages (1,280 tokens). A (1,024
+ * tokens, 64 pages) finishes; B (1,024 other tokens) needs 64 pages: 16 are
+ * free and 48 of A's cached pages are evicted, tail first, so A's first 16
+ * pages (256 tokens) stay. A again: 256 tokens from the GPU cache, chunks
+ * 1–3 (256 tokens each) from CPU memory, where A's chunks were written after
+ * its first prefill. A chunk is 256 · 400 = 102,400 bytes; a transfer costs
+ * 20 µs + bytes / 50 GB/s: 2.2048e-5 s a chunk, or 16 page transfers of
+ * 6,400 bytes, 3.22048e-4 s. Without layer-wise pipelining A waits for the
+ * load, then computes its last token (memory-bound: 2.004096e-4 s). */
+static const char *const offload_trace =
+    "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+    "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
+    "{\"timestamp\": 200, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+
+static double offload_ttft3(const char *extra)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "--set kvstore.lmcache=true --set kvstore.dram_bytes=1e9 --set cluster.layerwise=false "
+             "--set metrics.request_rows=true %s",
+             extra);
+    json_t *j = run_toy(offload_trace, (2e8 + 1280 * 400) / 0.9 + 1, args);
+    /* mean of the three TTFTs; A's and B's first prefills are the same */
+    double mean = summary_num(j, "ttft_ms", "mean") / 1e3;
+    json_decref(j);
+    return mean * 3 - 2 * iter_s(flops(1024), 0, 1024);
+}
+
+static void test_lmcache_cpu_offload(void **state)
+{
+    double last = iter_s(flops(1024) - flops(1023), 0, 1024);
+    assert_double_equal(offload_ttft3(""), 3 * 2.2048e-5 + last, 1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.transfer='\"page\"'"), 3 * 3.22048e-4 + last, 1e-9);
+    /* never: the 768 tokens past the GPU hit are recomputed */
+    double recompute = iter_s(flops(1024) - flops(256), 0, 1024);
+    assert_double_equal(offload_ttft3("--set kvstore.load='\"never\"'"), recompute, 1e-9);
+    /* adaptive: chunk 1 computes in (flops(512) − flops(256)) / 5e11 =
+     * 2.699264e-4 s: a chunk transfer (2.2048e-5) beats it, 16 page
+     * transfers (3.22048e-4) do not, so loading flips to recomputing */
+    assert_double_equal((flops(512) - flops(256)) / 5e11, 2.699264e-4, 1e-12);
+    assert_double_equal(offload_ttft3("--set kvstore.load='\"adaptive\"'"), 3 * 2.2048e-5 + last, 1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.load='\"adaptive\"' --set kvstore.transfer='\"page\"'"), recompute,
+                        1e-9);
+}
+
 static void test_aggregated_config_errors(void **state)
 {
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
@@ -137,6 +182,9 @@ static void test_aggregated_config_errors(void **state)
                    "policy.admission: 'early_reject' is not modelled in aggregated mode");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.pic_block_tokens=24", 2,
                    "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
+    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.lmcache=true --set kvstore.chunk_tokens=200",
+                   2, "kvstore.chunk_tokens': 200 is not a multiple of the page size");
+    tu_expect_exit("run --set kvstore.remote.Gbps=0", 2, "kvstore.remote.Gbps': 0 must be in (0, 1e6]");
 }
 
 int main(void)
@@ -144,7 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_request_exact_ttft),   cmocka_unit_test(test_chunked_prefill_budget),
         cmocka_unit_test(test_prefix_cache_hit),         cmocka_unit_test(test_preemption_and_reject),
-        cmocka_unit_test(test_aggregated_config_errors),
+        cmocka_unit_test(test_aggregated_config_errors), cmocka_unit_test(test_lmcache_cpu_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

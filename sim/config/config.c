@@ -256,6 +256,63 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     return 0;
 }
 
+/* One of `names` (NULL-terminated) at path: its index. */
+static int get_choice(const json_t *root, const char *path, const char *const *names, int *out, sim_err *err)
+{
+    char s[32], all[128] = "";
+    if (get_str(root, path, s, sizeof s, err)) return -1;
+    for (int i = 0; names[i]; i++) {
+        if (!strcmp(s, names[i])) return *out = i, 0;
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? "|" : "", names[i]);
+    }
+    return sim_errf(err, "config key '%s': '%s' is not one of %s", path, s, all);
+}
+
+/* kvstore.lmcache and its keys (DESIGN.md §12). */
+static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
+{
+    static const char *const scopes[] = {"instance", "node", NULL}, *const transfers[] = {"chunk", "page", NULL},
+                             *const loads[] = {"always", "never", "adaptive", NULL};
+    struct sim_lmcache_cfg *l = &c->lmc;
+    int64_t chunk, per_node;
+    int scope, transfer;
+    double gbps = 0, lat = 0;
+    if (get_bool(root, "kvstore.lmcache", &l->on, err) || get_bool(root, "kvstore.prefetch", &l->prefetch, err) ||
+        get_int(root, "kvstore.chunk_tokens", 1, 1 << 20, &chunk, err) ||
+        get_int(root, "cluster.instances_per_node", 1, 1024, &per_node, err) ||
+        get_choice(root, "kvstore.cpu_scope", scopes, &scope, err) ||
+        get_choice(root, "kvstore.transfer", transfers, &transfer, err) ||
+        get_choice(root, "kvstore.load", loads, &l->load, err) ||
+        sim_json_size(root, "kvstore.remote.bytes", &l->remote_bytes, err) ||
+        get_num(root, "kvstore.remote.Gbps", &gbps, err) || get_num(root, "kvstore.remote.latency_us", &lat, err))
+        return -1;
+    if (!(gbps > 0) || gbps > 1e6)
+        return sim_errf(err, "config key 'kvstore.remote.Gbps': %g must be in (0, 1e6]", gbps);
+    if (!(lat >= 0) || lat > 1e9)
+        return sim_errf(err, "config key 'kvstore.remote.latency_us': %g must be in [0, 1e9]", lat);
+    l->chunk_tokens = (int)chunk;
+    c->instances_per_node = (int)per_node;
+    l->cpu_per_node = scope == 1;
+    l->page_transfer = transfer == 1;
+    l->remote_Bps = gbps * 1e9 / 8;
+    l->remote_latency_s = lat * 1e-6;
+    if (!l->on) return 0;
+    if (strcmp(c->mode, "aggregated"))
+        return sim_errf(err, "config key 'kvstore.lmcache': the LMCache layer serves aggregated instances (set "
+                             "cluster.mode = \"aggregated\")");
+    if (chunk % c->pic_block_tokens)
+        return sim_errf(err,
+                        "config key 'kvstore.chunk_tokens': %lld is not a multiple of the page size "
+                        "(kvstore.pic_block_tokens = %d)",
+                        (long long)chunk, c->pic_block_tokens);
+    if (chunk % c->trace.block_tokens && c->trace.block_tokens % chunk)
+        return sim_errf(err,
+                        "config key 'kvstore.chunk_tokens': %lld and trace.block_tokens (%d) must divide one "
+                        "another",
+                        (long long)chunk, c->trace.block_tokens);
+    return 0;
+}
+
 static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 {
     char s[16];
@@ -364,7 +421,8 @@ static int read_typed(sim_config *c, sim_err *err)
     if (c->block_tokens != c->trace.block_tokens)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);
-    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err)) return -1;
+    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err))
+        return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;

@@ -42,6 +42,8 @@ typedef struct sim_fault {
     double down_s; /* until recovery */
 } sim_fault;
 
+enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE };
+
 typedef struct sim_config {
     json_t *root;  /* resolved config (owned) */
     uint64_t hash; /* XXH64 of root dumped with sorted keys */
@@ -52,6 +54,17 @@ typedef struct sim_config {
     int n_prefill, n_decode;
     int n_instances;            /* cluster.instances (aggregated; 0 = n_prefill + n_decode) */
     int max_num_batched_tokens; /* engine.max_num_batched_tokens: an aggregated iteration's token budget */
+    int instances_per_node;     /* cluster.instances_per_node (aggregated: instances sharing a node's CPU pool) */
+    /* The LMCache layer of aggregated instances (kvstore.lmcache, DESIGN.md §12). */
+    struct sim_lmcache_cfg {
+        bool on;
+        int chunk_tokens;
+        bool cpu_per_node;  /* kvstore.cpu_scope = "node" */
+        bool page_transfer; /* kvstore.transfer = "page" (vLLM native offload) */
+        int load;           /* kvstore.load: SIM_LOAD_ALWAYS / NEVER / ADAPTIVE */
+        bool prefetch;
+        double remote_bytes, remote_Bps, remote_latency_s;
+    } lmc;
     kv_scope scope;
     int prefill_chunk; /* tokens; chunked prefill above this */
     int cpp_group;     /* chunked pipeline parallelism: prefill nodes per group (1 = off) */

@@ -92,7 +92,7 @@ static int setup(agg *a, sim_err *err)
                        .tier_blocks = {hbm_blocks, 0, 0},
                        .policy = {"lru", "lru", "lru"}};
     a->cache = kv_cache_model_lookup("none");
-    return a->cache->create(&a->cache_st, &sc, err);
+    return a->cache->create(&a->cache_st, &sc, err) || lmc_create(a, err) ? -1 : 0;
 }
 
 static int create(void **state, sim_serving_run *run, sim_err *err)
@@ -136,6 +136,7 @@ static void arrive(void *state, sim_request *req)
                 .target = req->input_len,
                 .prefill_start = -1,
                 .first_token = -1,
+                .prefetch_at = -1,
                 .last_token = -1};
     if (route.prefill < 0) {
         a->tot.rejected++;
@@ -150,7 +151,9 @@ static void arrive(void *state, sim_request *req)
 
 static void handle(void *state, const sim_event *ev)
 {
-    if (ev->kind == EV_ITER) agg_on_iter(state, ev);
+    agg *a = state;
+    if (ev->kind == EV_ITER) agg_on_iter(a, ev);
+    else if (ev->kind == EV_WAKE) agg_iterate(a, &a->inst[ev->target]);
 }
 
 static void discard(void *state, const sim_event *ev) {}
@@ -176,6 +179,7 @@ static void destroy(void *state)
     }
     if (a->router_st) a->router->destroy(a->router_st);
     if (a->cache_st) a->cache->destroy(a->cache_st);
+    lmc_free(a);
     if (a->rng_policy) gsl_rng_free(a->rng_policy);
     if (a->rng_fit) gsl_rng_free(a->rng_fit);
     free(a->inst);
@@ -198,6 +202,7 @@ static void summarize(void *state, json_t *summary)
         a->tot.busy_s, "peak_footprint_bytes", (double)peak * a->pp.block_tokens * a->cost.kv_bytes_per_token);
     json_object_update(summary, o);
     json_decref(o);
+    lmc_summarize(a, summary);
 }
 
 const sim_serving_ops sim_serving_agg = {

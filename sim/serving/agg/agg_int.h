@@ -21,6 +21,7 @@
 
 enum {
     EV_ITER = SIM_EV_MODEL, /* target: instance whose iteration ends */
+    EV_WAKE,                /* target: instance where a request's KV load ends */
     EV_NKINDS
 };
 
@@ -39,6 +40,8 @@ typedef struct areq {
     int64_t kv;        /* tokens of KV it holds once prefilled */
     int64_t out_pages; /* private pages grown for output KV */
     int64_t prefill_start, first_token, last_token; /* -1 until then */
+    int64_t ready_at;                               /* its KV load (LMCache) ends then: no prefill before */
+    int64_t prefetch_at;                            /* its prefetch into CPU memory ends then; -1 = none */
     double prefill_gpu_s;
     int preemptions;
     kv_pic_ticket pages;
@@ -56,6 +59,8 @@ typedef struct ainst {
     double queued_s; /* estimated prefill time of the waiting requests */
 } ainst;
 
+typedef struct lmc lmc;
+
 typedef struct agg {
     sim_serving_run *run;
     const sim_config *cfg;
@@ -72,11 +77,24 @@ typedef struct agg {
     const kv_cache_model *cache; /* the conductor's belief of cache contents (routing) */
     void *cache_st;
     sched_prefill_view *pview;
+    lmc *lmc; /* the LMCache layer; NULL when kvstore.lmcache is off */
     struct {
         int64_t preemptions, iterations, rejected, input, computed;
         double busy_s;
     } tot;
 } agg;
+
+/* ---- lmcache.c ---- */
+int lmc_create(agg *a, sim_err *err);
+void lmc_free(agg *a);
+/* q was queued: prefetch its slow-tier chunks into CPU memory (if on). */
+void lmc_enqueue(agg *a, areq *q);
+/* q was admitted: load the chunks worth loading past its GPU prefix-cache
+ * hit (q->cached grows); returns how long q waits for them (s). */
+double lmc_load(agg *a, areq *q);
+/* q's prompt is done: its chunks go to every tier. */
+void lmc_store(agg *a, const areq *q);
+void lmc_summarize(const agg *a, json_t *summary);
 
 /* ---- iter.c ---- */
 /* Start an iteration on in unless one runs or nothing is scheduled. */

@@ -162,6 +162,11 @@ static int admit_head(agg *a, ainst *in)
     q->done = q->cached;
     a->tot.input += q->target;
     a->tot.computed += q->target - q->cached;
+    double wait = lmc_load(a, q);
+    if (wait > 0) {
+        q->ready_at = a->eng->now + sim_s_to_ns(wait);
+        sim_engine_push(a->eng, q->ready_at, EV_WAKE, in->id, 0, NULL);
+    }
     run_push(in, q);
     return 0;
 }
@@ -174,6 +179,7 @@ typedef struct batch {
 
 static void take_chunk(agg *a, areq *q, batch *b)
 {
+    if (q->ready_at > a->eng->now) return;
     int32_t left = q->target - q->done;
     q->chunk = left < b->budget ? left : b->budget;
     if (q->chunk <= 0) return;
@@ -240,6 +246,7 @@ static bool advance(agg *a, areq *q)
         if (q->done < q->target) return false;
         q->kv = q->target;
         if (q->tokens > 0) return emit(a, q);
+        lmc_store(a, q);
         q->tokens = 1;
         q->first_token = q->last_token = a->eng->now;
         if (q->r->output_len > 1) sim_topk_init(&q->topk, q->r->output_len - 1);
@@ -268,6 +275,7 @@ void agg_on_iter(agg *a, const sim_event *ev)
 void agg_enqueue(agg *a, ainst *in, areq *q)
 {
     wait_push(in, q, false);
+    lmc_enqueue(a, q);
     in->queued_s += sim_est_prefill_s(&a->est, q->r->input_len, 0);
 }
 

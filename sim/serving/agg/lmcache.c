@@ -1,0 +1,253 @@
+/* sim/serving/agg/lmcache.c — the LMCache KV layer of aggregated instances
+ * (kvstore.lmcache; DESIGN.md §12; LMCache §4, §7).
+ *
+ * KV is kept in chunks of kvstore.chunk_tokens (256) tokens, named by the
+ * chunk's prefix identity: a Mooncake request's chunk is named by the
+ * chained key of the 512-token block it lies in (or ends, for chunks
+ * longer than a block) and its place there; a segment request's chunks by
+ * their content (sim_segments_keys). A chunk hits only when every chunk
+ * before it hit (LMCache's prefix mode). Tiers, fastest first: CPU DRAM
+ * (kvstore.dram_bytes, per instance or shared by the instances of a node,
+ * kvstore.cpu_scope), local disk (kvstore.ssd_bytes, per instance) and one
+ * remote store for the cluster (kvstore.remote.bytes behind
+ * kvstore.remote.Gbps and latency_us), each LRU over whole chunks.
+ *
+ * When a request is admitted, the chunks past what the GPU prefix cache
+ * already holds are looked up tier by tier; kvstore.load decides whether
+ * they are loaded: always, never, or adaptive — a chunk is loaded only when
+ * moving it from the tier that holds it takes less time than recomputing
+ * it at its position (LMCache §7.7), and loading stops at the first chunk
+ * that is not worth it. A load moves chunk_tokens × KV bytes per transfer
+ * (kvstore.transfer = "chunk") or one 16-token page per transfer ("page",
+ * vLLM's native CPU offload), each transfer paying the calibrated
+ * per-transfer cost, so page transfers reach far less bandwidth. With
+ * layer-wise pipelining (cluster.layerwise) the request waits
+ * max(0, load − compute) plus one layer's load; without, the whole load.
+ * Once its prompt is done, its full chunks are written through to every
+ * tier, asynchronously (never blocking compute). With kvstore.prefetch, a
+ * queued request's chunks on disk or remote are copied into CPU memory
+ * while it waits, and count as CPU hits if the copy ended by admission. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/serving/agg/agg_int.h"
+
+enum { T_CPU = 0, T_DISK, T_REMOTE, T_N };
+static const char *const tier_names[T_N] = {"cpu", "disk", "remote"};
+
+struct lmc {
+    const struct sim_lmcache_cfg *cfg;
+    int prefix_tokens;
+    kv_cache **cpu, **disk, *remote;
+    int ncpu;
+    double chunk_bytes, page_bytes;
+    int64_t hits[T_N], loads;
+    double bytes[T_N], load_s, saved_s;
+};
+
+static int new_tier(kv_cache **out, double bytes, double chunk_bytes, sim_err *err)
+{
+    *out = NULL;
+    int64_t chunks = (int64_t)floor(bytes / chunk_bytes);
+    return chunks > 0 ? kv_cache_new(out, "lru", chunks, NULL, err) : 0;
+}
+
+int lmc_create(agg *a, sim_err *err)
+{
+    const sim_config *cfg = a->cfg;
+    if (!cfg->lmc.on) return 0;
+    lmc *l = a->lmc = sim_xcalloc(1, sizeof *l);
+    l->cfg = &cfg->lmc;
+    l->prefix_tokens = cfg->trace.block_tokens;
+    l->chunk_bytes = cfg->lmc.chunk_tokens * a->cost.kv_bytes_per_token;
+    l->page_bytes = cfg->pic_block_tokens * a->cost.kv_bytes_per_token;
+    l->ncpu = cfg->lmc.cpu_per_node ? (a->n + cfg->instances_per_node - 1) / cfg->instances_per_node : a->n;
+    l->cpu = sim_xcalloc((size_t)l->ncpu, sizeof *l->cpu);
+    l->disk = sim_xcalloc((size_t)a->n, sizeof *l->disk);
+    for (int i = 0; i < l->ncpu; i++)
+        if (new_tier(&l->cpu[i], cfg->dram_bytes, l->chunk_bytes, err)) return -1;
+    for (int i = 0; i < a->n; i++)
+        if (new_tier(&l->disk[i], cfg->ssd_bytes, l->chunk_bytes, err)) return -1;
+    return new_tier(&l->remote, cfg->lmc.remote_bytes, l->chunk_bytes, err);
+}
+
+void lmc_free(agg *a)
+{
+    lmc *l = a->lmc;
+    if (!l) return;
+    for (int i = 0; i < l->ncpu; i++) kv_cache_free(l->cpu[i]);
+    for (int i = 0; i < a->n; i++) kv_cache_free(l->disk[i]);
+    kv_cache_free(l->remote);
+    free(l->cpu);
+    free(l->disk);
+    free(l);
+}
+
+/* ---- chunks ------------------------------------------------------------------ */
+
+/* Keys of r's full chunks (at most n); returns how many. */
+static int32_t chunk_keys(const lmc *l, const sim_request *r, uint64_t *keys, int32_t n)
+{
+    int C = l->cfg->chunk_tokens, P = l->prefix_tokens;
+    if (r->nsegs) {
+        sim_segments_keys(r, P, C, r->input_len, n, keys, NULL);
+        return n;
+    }
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t end = (int64_t)(i + 1) * C, b = C >= P ? end / P - 1 : (int64_t)i * C / P;
+        if (b >= r->nblocks) break;
+        keys[m++] = sim_block_key(r->keys[b], C >= P ? 0 : (int64_t)i * C % P / C);
+    }
+    return m;
+}
+
+static kv_cache *tier_of(const agg *a, int inst, int t)
+{
+    const lmc *l = a->lmc;
+    if (t == T_CPU) return l->cpu[l->cfg->cpu_per_node ? inst / a->cfg->instances_per_node : inst];
+    return t == T_DISK ? l->disk[inst] : l->remote;
+}
+
+/* The fastest tier holding key for inst, or -1. */
+static int find(const agg *a, int inst, uint64_t key)
+{
+    for (int t = 0; t < T_N; t++) {
+        kv_cache *c = tier_of(a, inst, t);
+        if (c && kv_cache_contains(c, key)) return t;
+    }
+    return -1;
+}
+
+/* One transfer of `bytes` from tier t to the GPU (through the CPU). */
+static double move_s(const agg *a, int t, double bytes)
+{
+    double s = sim_cost_h2d_s(&a->cost, bytes);
+    if (t == T_DISK) s += sim_cost_ssd_read_s(&a->cost, bytes);
+    if (t == T_REMOTE) s += a->cfg->lmc.remote_latency_s + bytes / a->cfg->lmc.remote_Bps;
+    return s;
+}
+
+/* Time to bring one chunk from tier t into HBM, per kvstore.transfer. */
+static double chunk_load_s(const agg *a, int t)
+{
+    const lmc *l = a->lmc;
+    if (!l->cfg->page_transfer) return move_s(a, t, l->chunk_bytes);
+    return (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * move_s(a, t, l->page_bytes);
+}
+
+/* Compute time of chunk i at its place in the prompt. */
+static double chunk_compute_s(const agg *a, int32_t i)
+{
+    double C = a->cfg->lmc.chunk_tokens;
+    return (sim_prefill_flops(a->cost.model, (i + 1) * C) - sim_prefill_flops(a->cost.model, i * C)) /
+           (a->cost.hw->flops * a->cost.mfu);
+}
+
+/* ---- prefetch, load, store ------------------------------------------------------ */
+
+void lmc_enqueue(agg *a, areq *q)
+{
+    lmc *l = a->lmc;
+    if (!l || !l->cfg->prefetch || l->cfg->load == SIM_LOAD_NEVER) return;
+    int32_t n = q->r->input_len / l->cfg->chunk_tokens;
+    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
+    n = chunk_keys(l, q->r, keys, n);
+    double s = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int t = find(a, q->inst, keys[i]);
+        if (t < 0) break;
+        s += move_s(a, t, l->chunk_bytes) - sim_cost_h2d_s(&a->cost, l->chunk_bytes);
+    }
+    free(keys);
+    q->prefetch_at = s > 0 ? a->eng->now + sim_s_to_ns(s) : -1;
+}
+
+/* A prefetch that ended by now put q's slow-tier chunks in CPU memory. */
+static void prefetch_settle(agg *a, areq *q, const uint64_t *keys, int32_t n)
+{
+    if (q->prefetch_at < 0 || q->prefetch_at > a->eng->now) return;
+    kv_cache *cpu = tier_of(a, q->inst, T_CPU);
+    for (int32_t i = 0; cpu && i < n; i++) {
+        int t = find(a, q->inst, keys[i]);
+        if (t < 0) break;
+        if (t > T_CPU) kv_cache_access(cpu, keys[i], q->r->cache);
+    }
+    q->prefetch_at = -1;
+}
+
+/* The leading chunks from `first` worth loading: their count, with the
+ * load time and the compute time they save. */
+static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t first, int32_t n, double *load,
+                           double *saved)
+{
+    lmc *l = a->lmc;
+    int32_t i = first;
+    for (; i < n; i++) {
+        int t = find(a, q->inst, keys[i]);
+        if (t < 0) break;
+        double ls = chunk_load_s(a, t), cs = chunk_compute_s(a, i);
+        if (l->cfg->load == SIM_LOAD_ADAPTIVE && ls >= cs) break;
+        *load += ls;
+        *saved += cs;
+        l->hits[t]++;
+        l->bytes[t] += l->chunk_bytes;
+        kv_cache_access(tier_of(a, q->inst, t), keys[i], q->r->cache);
+    }
+    return i;
+}
+
+double lmc_load(agg *a, areq *q)
+{
+    lmc *l = a->lmc;
+    if (!l || l->cfg->load == SIM_LOAD_NEVER) return 0;
+    int C = l->cfg->chunk_tokens;
+    int32_t n = q->r->input_len / C;
+    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
+    n = chunk_keys(l, q->r, keys, n);
+    prefetch_settle(a, q, keys, n);
+    double load = 0, saved = 0;
+    int32_t first = q->cached / C, end = pick_chunks(a, q, keys, first, n, &load, &saved);
+    free(keys);
+    int32_t cached = end * C < q->target - 1 ? end * C : q->target - 1;
+    if (end == first || cached <= q->cached) return 0;
+    a->tot.computed -= cached - q->cached;
+    q->cached = q->done = cached;
+    l->loads++;
+    l->load_s += load;
+    l->saved_s += saved;
+    if (!a->cfg->layerwise) return load;
+    double compute = sim_cost_prefill_s(&a->cost, q->target, q->cached);
+    return fmax(0, load - compute) + load / a->cfg->model.layers;
+}
+
+void lmc_store(agg *a, const areq *q)
+{
+    lmc *l = a->lmc;
+    if (!l) return;
+    int32_t n = q->r->input_len / l->cfg->chunk_tokens;
+    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
+    n = chunk_keys(l, q->r, keys, n);
+    for (int t = 0; t < T_N; t++) {
+        kv_cache *c = tier_of(a, q->inst, t);
+        for (int32_t i = 0; c && i < n; i++) kv_cache_access(c, keys[i], q->r->cache);
+    }
+    free(keys);
+}
+
+void lmc_summarize(const agg *a, json_t *summary)
+{
+    const lmc *l = a->lmc;
+    if (!l) return;
+    static const char *const loads[] = {"always", "never", "adaptive"};
+    json_t *hits = json_object(), *bytes = json_object();
+    for (int t = 0; t < T_N; t++) {
+        json_object_set_new(hits, tier_names[t], json_integer(l->hits[t]));
+        json_object_set_new(bytes, tier_names[t], json_real(l->bytes[t]));
+    }
+    json_object_set_new(summary, "lmcache",
+                        json_pack("{s:i, s:s, s:s, s:b, s:o, s:o, s:I, s:f, s:f}", "chunk_tokens", l->cfg->chunk_tokens,
+                                  "load", loads[l->cfg->load], "transfer", l->cfg->page_transfer ? "page" : "chunk",
+                                  "prefetch", l->cfg->prefetch, "chunk_hits", hits, "bytes_loaded", bytes, "loads",
+                                  (json_int_t)l->loads, "load_s", l->load_s, "recompute_saved_s", l->saved_s));
+}
