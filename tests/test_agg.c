@@ -174,6 +174,30 @@ static void test_lmcache_cpu_offload(void **state)
                         1e-9);
 }
 
+/* kvsim plan crossover on the toy: chunk i computes in
+ * (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory (2.2048e-5 s a
+ * chunk) loading wins from position 0; from the remote store (1 ms + 102,400
+ * bytes at 15 Gbps + the host copy = 1.07666e-3 s) only once 2i + 1 ≥ 19:
+ * from chunk 9, 2,304 tokens. */
+static void test_plan_crossover(void **state)
+{
+    char hw[512], args[2048];
+    hw_arg(hw, sizeof hw, 1e10);
+    snprintf(args, sizeof args, "plan crossover --json " TOY "%s", hw);
+    json_t *j = tu_kvsim_json(args), *tiers = json_object_get(j, "tiers");
+    for (size_t i = 0; i < json_array_size(tiers); i++) {
+        json_t *t = json_array_get(tiers, i);
+        const char *name = json_string_value(json_object_get(t, "tier"));
+        int64_t x = json_integer_value(json_object_get(t, "crossover_tokens"));
+        if (!strcmp(name, "cpu")) {
+            assert_int_equal(x, 0);
+            assert_double_equal(json_real_value(json_object_get(t, "chunk_load_s")), 2.2048e-5, 1e-15);
+        }
+        if (!strcmp(name, "remote")) assert_int_equal(x, 2304);
+    }
+    json_decref(j);
+}
+
 static void test_aggregated_config_errors(void **state)
 {
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
@@ -193,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_one_request_exact_ttft),   cmocka_unit_test(test_chunked_prefill_budget),
         cmocka_unit_test(test_prefix_cache_hit),         cmocka_unit_test(test_preemption_and_reject),
         cmocka_unit_test(test_aggregated_config_errors), cmocka_unit_test(test_lmcache_cpu_offload),
+        cmocka_unit_test(test_plan_crossover),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

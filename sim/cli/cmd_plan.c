@@ -100,6 +100,7 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *targ
 
 int cmd_plan(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
     kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);

@@ -119,6 +119,24 @@ double sim_cost_nic_s(const sim_cost *c, double bytes) { return transfer_s(c->la
 
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c) { return (int64_t)(c->hbm_kv_bytes / c->kv_bytes_per_token); }
 
+int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double chunk_load_s, int64_t max_tokens)
+{
+    double G = c->hw->flops * c->mfu;
+    int64_t lo = 0, hi = max_tokens / chunk_tokens; /* chunk indices; compute grows with the index */
+    double top = (sim_prefill_flops(c->model, (double)(hi + 1) * chunk_tokens) -
+                  sim_prefill_flops(c->model, (double)hi * chunk_tokens)) /
+                 G;
+    if (top <= chunk_load_s) return -1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        double p = (double)mid * chunk_tokens;
+        if ((sim_prefill_flops(c->model, p + chunk_tokens) - sim_prefill_flops(c->model, p)) / G > chunk_load_s)
+            hi = mid;
+        else lo = mid + 1;
+    }
+    return lo * chunk_tokens;
+}
+
 double sim_eq2_min_bandwidth(const sim_model *m, double G, double p)
 {
     double d = m->hidden, s = m->dtype_bytes;

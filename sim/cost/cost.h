@@ -60,6 +60,13 @@ double sim_cost_nic_s(const sim_cost *c, double bytes);
 /* Tokens of KV a decode instance can hold in HBM. */
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
 
+/* LMCache §7.7: the context position from which loading a chunk of
+ * chunk_tokens tokens (chunk_load_s, from its tier) beats recomputing it:
+ * the smallest multiple p of chunk_tokens with
+ * (flops(p + chunk) − flops(p)) / (G · mfu) > chunk_load_s; -1 when none
+ * below max_tokens. (The adaptive loader's per-chunk rule.) */
+int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double chunk_load_s, int64_t max_tokens);
+
 /* Mooncake Eq. 2: the smallest KV loading bandwidth B (bytes/s) at which
  * reusing a prefix of p tokens beats recomputing it on a node of G FLOP/s:
  *   B > G · 2ds / (gqa · (a·p·d + b·d²)). */
