@@ -46,6 +46,8 @@ int rep_fig_ttft(rep *r, sim_err *err);
 int rep_fig_tbt(rep *r, sim_err *err);
 int rep_fig_bars(rep *r, sim_err *err);
 int rep_fig_hitrate(rep *r, sim_err *err);
+/* TTFT against offered load per configuration (reports/fig_qps.c). */
+int rep_fig_ttft_qps(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 
