@@ -3,7 +3,8 @@
  *   kvsim trace stats FILE   size, lengths, arrival rate and the infinite-cache
  *                            prefix hit rate (the trace's theoretical maximum)
  *   kvsim trace gen -o FILE  seeded synthetic trace: conversation-like (Mooncake
- *                            hash_ids) or, with --workload rag, RAG (segments)
+ *                            hash_ids), RAG (--workload rag, segments) or
+ *                            LMCache's multi-round QA (--workload multiround-qa)
  *   kvsim trace import ragpulse DIR -o FILE
  *                            a RAGPulse trace directory as a segment trace
  *
@@ -13,6 +14,7 @@
 #include "sim/trace/trace.h"
 #include "sim/trace/ragpulse.h"
 #include "sim/trace/tracegen.h"
+#include "sim/trace/tracegen_mqa.h"
 #include "sim/trace/tracegen_rag.h"
 
 #include <errno.h>
@@ -264,7 +266,27 @@ static const gen_opt rag_opts[] = {
 };
 #define NRAG_OPTS (sizeof rag_opts / sizeof rag_opts[0])
 
-typedef enum gen_workload { WL_CONVERSATION, WL_RAG, NWORKLOADS } gen_workload;
+/* LMCache §7.2's multi-round QA (sim/trace/tracegen_mqa.c has the sources of the defaults). */
+#define MQA_FIELD(f) offsetof(sim_tracegen_mqa_opts, f)
+static const gen_opt mqa_opts[] = {
+    {"requests", GEN_I64, MQA_FIELD(requests), "requests to write"},
+    {"rate", GEN_DOUBLE, MQA_FIELD(rate), "Poisson arrival rate over all users, requests/s (QPS)"},
+    {"block-tokens", GEN_INT, MQA_FIELD(block_tokens), "tokens per hash block"},
+    {"documents", GEN_INT, MQA_FIELD(documents), "documents (each user reads one)"},
+    {"doc-tokens", GEN_DOUBLE, MQA_FIELD(doc_tokens), "mean document tokens (drawn once each)"},
+    {"doc-sigma", GEN_DOUBLE, MQA_FIELD(doc_sigma), "lognormal sigma of document lengths (0 = fixed)"},
+    {"doc-zipf", GEN_DOUBLE, MQA_FIELD(doc_zipf), "Zipf exponent of document popularity (0 = round-robin)"},
+    {"users", GEN_INT, MQA_FIELD(users), "concurrent users, taking turns round-robin"},
+    {"rounds", GEN_INT, MQA_FIELD(rounds), "questions per user (then a new user joins)"},
+    {"question-tokens", GEN_DOUBLE, MQA_FIELD(question_tokens), "mean unique question tokens"},
+    {"question-sigma", GEN_DOUBLE, MQA_FIELD(question_sigma), "lognormal sigma of question lengths (0 = fixed)"},
+    {"answer-tokens", GEN_DOUBLE, MQA_FIELD(answer_tokens), "mean answer (output) tokens"},
+    {"answer-sigma", GEN_DOUBLE, MQA_FIELD(answer_sigma), "lognormal sigma of answer lengths (0 = fixed)"},
+    {"seed", GEN_SEED, MQA_FIELD(seed), "RNG seed (same seed, same bytes)"},
+};
+#define NMQA_OPTS (sizeof mqa_opts / sizeof mqa_opts[0])
+
+typedef enum gen_workload { WL_CONVERSATION, WL_RAG, WL_MQA, NWORKLOADS } gen_workload;
 
 static const struct {
     const char *name;
@@ -280,6 +302,11 @@ static const struct {
                 "--workload rag: a segment trace (docs/trace.md) of SQuAD-like RAG: k\n"
                 "distinct passages of a corpus with Zipf popularity, in random order,\n"
                 "between a shared system prompt (a prefix segment) and a unique question."},
+    [WL_MQA] = {"multiround-qa", mqa_opts, NMQA_OPTS,
+                "--workload multiround-qa: the multi-round QA of the LMCache paper (section 7.2),\n"
+                "Mooncake-format (hash_ids): users take turns asking short unique questions\n"
+                "about a ~10K-token document; a round's prompt = document + earlier rounds +\n"
+                "the new question, so earlier rounds are a reusable prefix."},
 };
 
 /* Every workload's options, filled before the workload is known. */
@@ -287,15 +314,25 @@ typedef struct gen_args {
     gen_workload wl;
     sim_tracegen_opts conv;
     sim_tracegen_rag_opts rag;
+    sim_tracegen_mqa_opts mqa;
 } gen_args;
 
 static gen_args gen_defaults(void)
 {
-    return (gen_args){
-        .wl = WL_CONVERSATION, .conv = sim_tracegen_default_opts(), .rag = sim_tracegen_rag_default_opts()};
+    return (gen_args){.wl = WL_CONVERSATION,
+                      .conv = sim_tracegen_default_opts(),
+                      .rag = sim_tracegen_rag_default_opts(),
+                      .mqa = sim_tracegen_mqa_default_opts()};
 }
 
-static void *gen_target(gen_args *a) { return a->wl == WL_RAG ? (void *)&a->rag : (void *)&a->conv; }
+static void *gen_target(gen_args *a)
+{
+    switch (a->wl) {
+    case WL_RAG: return &a->rag;
+    case WL_MQA: return &a->mqa;
+    default: return &a->conv;
+    }
+}
 
 static void format_gen_default(const gen_opt *g, const void *d, char *buf, size_t n)
 {
@@ -312,11 +349,11 @@ static void format_gen_default(const gen_opt *g, const void *d, char *buf, size_
 static void gen_usage(FILE *f)
 {
     gen_args d = gen_defaults();
-    fprintf(f, "usage: kvsim trace gen [--workload conversation|rag] [options] -o FILE\n\n"
+    fprintf(f, "usage: kvsim trace gen [--workload conversation|rag|multiround-qa] [options] -o FILE\n\n"
                "Write a seeded synthetic trace (JSONL); the same options and seed give the\n"
                "same bytes. An option of another workload is an error.\n\n"
                "  -o, --output FILE          where to write (\"-\" = stdout); required\n"
-               "  --workload NAME            conversation or rag (default conversation)\n"
+               "  --workload NAME            conversation, rag or multiround-qa (default conversation)\n"
                "  -h, --help                 this text\n");
     for (int w = 0; w < NWORKLOADS; w++) {
         d.wl = (gen_workload)w;
@@ -377,14 +414,19 @@ static int apply_gen_opts(gen_args *a, const gen_given *given, size_t n, sim_err
     return 0;
 }
 
+/* A workload by name; an unknown one is an error listing the names. */
 static int parse_workload(const char *arg, gen_workload *wl, sim_err *err)
 {
-    for (int w = 0; w < NWORKLOADS; w++)
+    char names[256] = "";
+    for (int w = 0; w < NWORKLOADS; w++) {
         if (!strcmp(arg, workloads[w].name)) {
             *wl = (gen_workload)w;
             return 0;
         }
-    return sim_errf(err, "--workload: '%s' is not a workload (conversation, rag)", arg);
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", w ? ", " : "", workloads[w].name);
+    }
+    return sim_errf(err, "--workload: '%s' is not a workload (%s)", arg, names);
 }
 
 /* getopt's table: the union of the workloads' option names (values 256 +
@@ -416,18 +458,31 @@ static int write_trace(const gen_args *a, const char *path)
     if (rc) return rc;
     sim_err err;
     int64_t written;
-    rc = a->wl == WL_RAG ? sim_tracegen_rag_write(&a->rag, of.f, path, &written, &err)
-                         : sim_tracegen_write(&a->conv, of.f, path, &written, &err);
+    switch (a->wl) {
+    case WL_RAG: rc = sim_tracegen_rag_write(&a->rag, of.f, path, &written, &err); break;
+    case WL_MQA: rc = sim_tracegen_mqa_write(&a->mqa, of.f, path, &written, &err); break;
+    default: rc = sim_tracegen_write(&a->conv, of.f, path, &written, &err); break;
+    }
     if ((rc = out_close(&of, "trace gen", rc, &err))) return rc;
     fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, of.to_stdout ? "stdout" : path);
     return SIM_EXIT_OK;
 }
 
+/* The chosen workload's option check: 0, or -1 with err naming the option. */
+static int gen_check(const gen_args *a, sim_err *err)
+{
+    switch (a->wl) {
+    case WL_RAG: return sim_tracegen_rag_check(&a->rag, err);
+    case WL_MQA: return sim_tracegen_mqa_check(&a->mqa, err);
+    default: return sim_tracegen_check(&a->conv, err);
+    }
+}
+
 /* given[] has room for every argument. */
 static int gen_main(int argc, char **argv, gen_given *given)
 {
-    struct option longopts[NGEN_OPTS + NRAG_OPTS + 4];
-    const char *names[NGEN_OPTS + NRAG_OPTS];
+    struct option longopts[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + 4];
+    const char *names[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS];
     gen_longopts(longopts, names);
     gen_args a = gen_defaults();
     const char *path = NULL;
@@ -452,8 +507,7 @@ static int gen_main(int argc, char **argv, gen_given *given)
     if (apply_gen_opts(&a, given, ngiven, &err)) return sim_usage_error("trace gen", err.msg);
     if (optind != argc) return sim_usage_error("trace gen", "unexpected argument (see --help)");
     if (!path) return sim_usage_error("trace gen", "-o FILE is required (\"-\" for stdout)");
-    if (a.wl == WL_RAG ? sim_tracegen_rag_check(&a.rag, &err) : sim_tracegen_check(&a.conv, &err))
-        return sim_usage_error("trace gen", err.msg);
+    if (gen_check(&a, &err)) return sim_usage_error("trace gen", err.msg);
     return write_trace(&a, path);
 }
 
@@ -540,7 +594,7 @@ static int trace_import(int argc, char **argv)
 
 static const sim_cmd trace_cmds[] = {
     {"stats", "statistics and the infinite-cache hit rate of a trace", trace_stats},
-    {"gen", "write a seeded synthetic trace (conversation or RAG workload)", trace_gen},
+    {"gen", "write a seeded synthetic trace (conversation, RAG or multi-round QA)", trace_gen},
     {"import", "convert a published trace (RAGPulse) into a segment trace", trace_import},
 };
 
