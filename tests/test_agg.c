@@ -165,13 +165,16 @@ static void test_lmcache_cpu_offload(void **state)
     /* never: the 768 tokens past the GPU hit are recomputed */
     double recompute = iter_s(flops(1024) - flops(256), 0, 1024);
     assert_double_equal(offload_ttft3("--set kvstore.load='\"never\"'"), recompute, 1e-9);
-    /* adaptive: chunk 1 computes in (flops(512) − flops(256)) / 5e11 =
-     * 2.699264e-4 s: a chunk transfer (2.2048e-5) beats it, 16 page
-     * transfers (3.22048e-4) do not, so loading flips to recomputing */
+    /* adaptive: chunk i computes in (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s:
+     * chunk 1 in 2.699264e-4, chunk 2 in 3.747840e-4. A chunk transfer
+     * (2.2048e-5) beats both: all three load. 16 page transfers (3.22048e-4)
+     * lose to chunk 1 and beat chunk 2: chunk 1 is recomputed (one iteration
+     * of 2.699264e-4, while chunks 2-3 load, 6.44096e-4), then the last token. */
     assert_double_equal((flops(512) - flops(256)) / 5e11, 2.699264e-4, 1e-12);
+    assert_double_equal((flops(768) - flops(512)) / 5e11, 3.74784e-4, 1e-12);
     assert_double_equal(offload_ttft3("--set kvstore.load='\"adaptive\"'"), 3 * 2.2048e-5 + last, 1e-9);
-    assert_double_equal(offload_ttft3("--set kvstore.load='\"adaptive\"' --set kvstore.transfer='\"page\"'"), recompute,
-                        1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.load='\"adaptive\"' --set kvstore.transfer='\"page\"'"),
+                        2 * 3.22048e-4 + last, 1e-9);
 }
 
 /* kvsim plan crossover on the toy: chunk i computes in

@@ -37,11 +37,12 @@ typedef struct path_cost {
 /* Per tier: one chunk's load time, as the loader charges it. */
 static int paths(const sim_cost *c, const sim_config *cfg, path_cost *out)
 {
-    double kvb = c->kv_bytes_per_token, chunk = cfg->lmc.chunk_tokens * kvb, page = cfg->pic_block_tokens * kvb;
-    double pages = (double)cfg->lmc.chunk_tokens / cfg->pic_block_tokens;
+    double kvb = c->kv_bytes_per_token, chunk = cfg->lmc.chunk_tokens * kvb;
+    double page = cfg->pic_block_tokens * kvb / cfg->model.layers; /* one layer's page */
+    double pages = (double)cfg->lmc.chunk_tokens / cfg->pic_block_tokens * cfg->model.layers;
     double remote = cfg->lmc.remote_latency_s + chunk / cfg->lmc.remote_Bps + sim_cost_h2d_s(c, chunk);
     out[0] = (path_cost){"cpu", "CPU memory, chunk transfers", sim_cost_h2d_s(c, chunk)};
-    out[1] = (path_cost){"cpu_pages", "CPU memory, page transfers", pages * sim_cost_h2d_s(c, page)};
+    out[1] = (path_cost){"cpu_pages", "CPU memory, per-layer page copies", pages * sim_cost_h2d_s(c, page)};
     out[2] = (path_cost){"disk", "local disk", sim_cost_ssd_read_s(c, chunk) + sim_cost_h2d_s(c, chunk)};
     out[3] = (path_cost){"remote", "remote store", remote};
     return 4;

@@ -40,8 +40,9 @@ typedef struct areq {
     int64_t kv;        /* tokens of KV it holds once prefilled */
     int64_t out_pages; /* private pages grown for output KV */
     int64_t prefill_start, first_token, last_token; /* -1 until then */
-    int64_t ready_at;                               /* its KV load (LMCache) ends then: no prefill before */
-    int64_t prefetch_at;                            /* its prefetch into CPU memory ends then; -1 = none */
+    int32_t hole_from, hole_to; /* prompt tokens [from, to) are loaded (LMCache), not computed; from = to: none */
+    int64_t ready_at;           /* that load ends then: no prefill from hole_to before */
+    int64_t prefetch_at;        /* its prefetch into CPU memory ends then; -1 = none */
     double prefill_gpu_s;
     int preemptions;
     kv_pic_ticket pages;

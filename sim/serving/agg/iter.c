@@ -160,6 +160,7 @@ static int admit_head(agg *a, ainst *in)
     q->cached = (int32_t)(o.input_tokens - o.computed_tokens);
     if (q->cached > q->target - 1) q->cached = q->target - 1;
     q->done = q->cached;
+    q->hole_from = q->hole_to = 0;
     a->tot.input += q->target;
     a->tot.computed += q->target - q->cached;
     double wait = lmc_load(a, q);
@@ -179,8 +180,9 @@ typedef struct batch {
 
 static void take_chunk(agg *a, areq *q, batch *b)
 {
-    if (q->ready_at > a->eng->now) return;
-    int32_t left = q->target - q->done;
+    if (q->done == q->hole_from && q->hole_to > q->hole_from) q->done = q->hole_to;
+    if (q->done >= q->hole_to && q->ready_at > a->eng->now) return;
+    int32_t left = (q->done < q->hole_from ? q->hole_from : q->target) - q->done;
     q->chunk = left < b->budget ? left : b->budget;
     if (q->chunk <= 0) return;
     b->budget -= q->chunk;
@@ -243,6 +245,7 @@ static bool advance(agg *a, areq *q)
     if (q->chunk > 0) {
         q->done += q->chunk;
         q->chunk = 0;
+        if (q->done == q->hole_from && q->hole_to > q->hole_from) q->done = q->hole_to;
         if (q->done < q->target) return false;
         q->kv = q->target;
         if (q->tokens > 0) return emit(a, q);

@@ -16,11 +16,15 @@
  * already holds are looked up tier by tier; kvstore.load decides whether
  * they are loaded: always, never, or adaptive — a chunk is loaded only when
  * moving it from the tier that holds it takes less time than recomputing
- * it at its position (LMCache §7.7), and loading stops at the first chunk
- * that is not worth it. A load moves chunk_tokens × KV bytes per transfer
- * (kvstore.transfer = "chunk") or one 16-token page per transfer ("page",
- * vLLM's native CPU offload), each transfer paying the calibrated
- * per-transfer cost, so page transfers reach far less bandwidth. With
+ * it at its position (LMCache §7.7). Recomputing grows with the position,
+ * so the chunks not worth loading lead the run: they are computed, the rest
+ * of the run loaded (the prompt's hole [hole_from, hole_to), sim/serving/agg/
+ * iter.c skips it once the load is in). A load moves chunk_tokens × KV bytes per transfer
+ * (kvstore.transfer = "chunk") or one 16-token page of one layer per
+ * transfer ("page", vLLM's native CPU offload: a vLLM page is one layer's
+ * KV of 16 tokens, 64 KiB for Llama-3.1-8B, LMCache §3), each transfer
+ * paying the calibrated per-transfer cost, so page transfers reach far
+ * less bandwidth. With
  * layer-wise pipelining (cluster.layerwise) the request waits
  * max(0, load − compute) plus one layer's load; without, the whole load.
  * Once its prompt is done, its full chunks are written through to every
@@ -133,7 +137,8 @@ static double chunk_load_s(const agg *a, int t)
 {
     const lmc *l = a->lmc;
     if (!l->cfg->page_transfer) return move_s(a, t, l->chunk_bytes);
-    return (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * move_s(a, t, l->page_bytes);
+    int layers = a->cfg->model.layers;
+    return (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers * move_s(a, t, l->page_bytes / layers);
 }
 
 /* Compute time of chunk i at its place in the prompt. */
@@ -176,25 +181,35 @@ static void prefetch_settle(agg *a, areq *q, const uint64_t *keys, int32_t n)
     q->prefetch_at = -1;
 }
 
-/* The leading chunks from `first` worth loading: their count, with the
- * load time and the compute time they save. */
-static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t first, int32_t n, double *load,
-                           double *saved)
+/* The chunks to load, [*from, end): the run of chunks from `first` that
+ * some tier holds ends at `end`; "adaptive" recomputes the leading ones
+ * whose load is not faster (compute grows with the position, so those are
+ * a prefix of the run). Counts, refreshes and times the loaded ones. */
+static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t first, int32_t n, int32_t *from,
+                           double *load, double *saved)
 {
     lmc *l = a->lmc;
-    int32_t i = first;
-    for (; i < n; i++) {
-        int t = find(a, q->inst, keys[i]);
-        if (t < 0) break;
-        double ls = chunk_load_s(a, t), cs = chunk_compute_s(a, i);
-        if (l->cfg->load == SIM_LOAD_ADAPTIVE && ls >= cs) break;
-        *load += ls;
-        *saved += cs;
-        l->hits[t]++;
-        l->bytes[t] += l->chunk_bytes;
-        kv_cache_access(tier_of(a, q->inst, t), keys[i], q->r->cache);
+    int tier[n > 0 ? n : 1];
+    int32_t end = first, k = first;
+    while (end < n && (tier[end] = find(a, q->inst, keys[end])) >= 0) end++;
+    if (l->cfg->load == SIM_LOAD_ADAPTIVE)
+        while (k < end && chunk_load_s(a, tier[k]) >= chunk_compute_s(a, k)) k++;
+    for (int32_t i = k; i < end; i++) {
+        *load += chunk_load_s(a, tier[i]);
+        *saved += chunk_compute_s(a, i);
+        l->hits[tier[i]]++;
+        l->bytes[tier[i]] += l->chunk_bytes;
+        kv_cache_access(tier_of(a, q->inst, tier[i]), keys[i], q->r->cache);
     }
-    return i;
+    *from = k;
+    return end;
+}
+
+/* Compute time of prompt tokens [lo, hi). */
+static double span_s(const agg *a, double lo, double hi)
+{
+    return (sim_prefill_flops(a->cost.model, hi) - sim_prefill_flops(a->cost.model, lo)) /
+           (a->cost.hw->flops * a->cost.mfu);
 }
 
 double lmc_load(agg *a, areq *q)
@@ -202,22 +217,24 @@ double lmc_load(agg *a, areq *q)
     lmc *l = a->lmc;
     if (!l || l->cfg->load == SIM_LOAD_NEVER) return 0;
     int C = l->cfg->chunk_tokens;
-    int32_t n = q->r->input_len / C;
+    int32_t n = q->r->input_len / C, from;
     uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
     n = chunk_keys(l, q->r, keys, n);
     prefetch_settle(a, q, keys, n);
     double load = 0, saved = 0;
-    int32_t first = q->cached / C, end = pick_chunks(a, q, keys, first, n, &load, &saved);
+    int32_t end = pick_chunks(a, q, keys, q->cached / C, n, &from, &load, &saved);
     free(keys);
-    int32_t cached = end * C < q->target - 1 ? end * C : q->target - 1;
-    if (end == first || cached <= q->cached) return 0;
-    a->tot.computed -= cached - q->cached;
-    q->cached = q->done = cached;
+    int32_t lo = from * C > q->cached ? from * C : q->cached, hi = end * C < q->target - 1 ? end * C : q->target - 1;
+    if (hi <= lo) return 0;
+    q->hole_from = lo;
+    q->hole_to = hi;
+    a->tot.computed -= hi - lo;
+    q->cached += hi - lo;
     l->loads++;
     l->load_s += load;
     l->saved_s += saved;
     if (!a->cfg->layerwise) return load;
-    double compute = sim_cost_prefill_s(&a->cost, q->target, q->cached);
+    double compute = span_s(a, q->done, lo) + span_s(a, hi, q->target);
     return fmax(0, load - compute) + load / a->cfg->model.layers;
 }
 
