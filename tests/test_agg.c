@@ -177,6 +177,66 @@ static void test_lmcache_cpu_offload(void **state)
                         2 * 3.22048e-4 + last, 1e-9);
 }
 
+/* The same from the other tiers, CPU memory off. Disk: 100 µs + 102,400
+ * bytes at 5 GB/s, then the host copy: 1.42528e-4 s a chunk. Remote store
+ * (15 Gbps, 1 ms): 1e-3 + 102,400 / 1.875e9 + 2.2048e-5 = 1.07666133e-3 s. */
+static void test_lmcache_disk_and_remote(void **state)
+{
+    double last = iter_s(flops(1024) - flops(1023), 0, 1024);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.ssd_bytes=1e9"), 3 * 1.42528e-4 + last,
+                        1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.remote.bytes=1e9"),
+                        3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
+}
+
+/* Prefetch: one request at a time (decode_max_batch 1). CPU memory holds 4
+ * chunks, so B's chunks push A's out of it (the remote store keeps them),
+ * and X's 4 pages evict 4 more of A's GPU pages: A keeps 12 (192 tokens)
+ * and needs chunks 0-3. X (20 output tokens, ~8 ms of decoding) holds the
+ * instance while A waits, long enough for A's 4 remote chunks (4.2 ms) to
+ * reach CPU memory: A then loads them from there. Without prefetch they
+ * come from the remote store. */
+static void test_lmcache_prefetch(void **state)
+{
+    const char *trace =
+        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+        "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
+        "{\"timestamp\": 200, \"input_length\": 64, \"output_length\": 20, \"hash_ids\": [9]}\n"
+        "{\"timestamp\": 200.0001, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+    double hbm = (2e8 + 1280 * 400) / 0.9 + 1;
+    const char *common = "--set kvstore.lmcache=true --set kvstore.dram_bytes=409600 --set kvstore.remote.bytes=1e9 "
+                         "--set cluster.decode_max_batch=1 ";
+    for (int pf = 0; pf < 2; pf++) {
+        char extra[512];
+        snprintf(extra, sizeof extra, "%s--set kvstore.prefetch=%s", common, pf ? "true" : "false");
+        json_t *j = run_toy(trace, hbm, extra);
+        const json_t *hits = json_object_get(json_object_get(j, "lmcache"), "chunk_hits");
+        assert_int_equal(json_integer_value(json_object_get(hits, "cpu")), pf ? 4 : 0);
+        assert_int_equal(json_integer_value(json_object_get(hits, "remote")), pf ? 0 : 4);
+        json_decref(j);
+    }
+}
+
+/* kvstore.cpu_scope: two instances on one node, A twice, routed round-robin
+ * to instance 0 then 1. A node's shared CPU pool serves instance 1 A's 4
+ * chunks; per-instance pools do not. */
+static void test_lmcache_cpu_scope(void **state)
+{
+    const char *trace = "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                        "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+    for (int node = 0; node < 2; node++) {
+        char extra[512];
+        snprintf(extra, sizeof extra,
+                 "--set cluster.instances=2 --set cluster.instances_per_node=2 --set kvstore.lmcache=true "
+                 "--set kvstore.dram_bytes=1e9 --set kvstore.cpu_scope='\"%s\"'",
+                 node ? "node" : "instance");
+        json_t *j = run_toy(trace, 1e10, extra);
+        const json_t *hits = json_object_get(json_object_get(j, "lmcache"), "chunk_hits");
+        assert_int_equal(json_integer_value(json_object_get(hits, "cpu")), node ? 4 : 0);
+        json_decref(j);
+    }
+}
+
 /* kvsim plan crossover on the toy: chunk i computes in
  * (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory (2.2048e-5 s a
  * chunk) loading wins from position 0; from the remote store (1 ms + 102,400
@@ -220,7 +280,8 @@ int main(void)
         cmocka_unit_test(test_one_request_exact_ttft),   cmocka_unit_test(test_chunked_prefill_budget),
         cmocka_unit_test(test_prefix_cache_hit),         cmocka_unit_test(test_preemption_and_reject),
         cmocka_unit_test(test_aggregated_config_errors), cmocka_unit_test(test_lmcache_cpu_offload),
-        cmocka_unit_test(test_plan_crossover),
+        cmocka_unit_test(test_plan_crossover),           cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_prefetch),         cmocka_unit_test(test_lmcache_cpu_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

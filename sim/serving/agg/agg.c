@@ -8,8 +8,8 @@
  * Requests are routed by the conductor's routers (policy.router), which see
  * an aggregated instance as they see a prefill instance: its queue, the
  * estimated prefill time of what waits there, and their belief of its cache
- * contents (a prefix-block store of the instance's HBM, updated when a
- * request's prompt is done). Not modelled yet, and refused with a message:
+ * contents (a prefix-block store of the instance's HBM and, with LMCache,
+ * its CPU memory, updated when a request is routed there). Not modelled yet, and refused with a message:
  * admission policies other than "none", PD-ratio control, faults, CPP. */
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +89,7 @@ static int setup(agg *a, sim_err *err)
                        .scope = KV_SCOPE_LOCAL,
                        .params = cfg->params,
                        .promote = false,
-                       .tier_blocks = {hbm_blocks, 0, 0},
+                       .tier_blocks = {hbm_blocks, cfg->lmc.on ? sim_config_blocks(cfg, cfg->dram_bytes) : 0, 0},
                        .policy = {"lru", "lru", "lru"}};
     a->cache = kv_cache_model_lookup("none");
     return a->cache->create(&a->cache_st, &sc, err) || lmc_create(a, err) ? -1 : 0;
