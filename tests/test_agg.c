@@ -237,6 +237,23 @@ static void test_lmcache_cpu_scope(void **state)
     }
 }
 
+/* Admission policies see an instance as both prefill and decode instance:
+ * slo_reject answers 429 when the predicted TTFT exceeds an SLO of 1 µs;
+ * baseline admits (its prefill load is fine) but, the first token out,
+ * finds a TBT SLO of 1 µs broken and drops the request: wasted prefill. */
+static void test_admission(void **state)
+{
+    const char *one = "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 3, \"hash_ids\": [1, 2]}\n";
+    json_t *j = run_toy(one, 1e10, "--set policy.admission='\"slo_reject\"' --set slo.ttft_ms=0.001");
+    assert_int_equal(summary_num(j, "rejected", "ttft_slo"), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 0);
+    json_decref(j);
+    j = run_toy(one, 1e10, "--set policy.admission='\"baseline\"' --set slo.tbt_ms=0.001");
+    assert_int_equal(summary_num(j, "rejected", "after_prefill"), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 1);
+    json_decref(j);
+}
+
 /* kvsim plan crossover on the toy: chunk i computes in
  * (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory (2.2048e-5 s a
  * chunk) loading wins from position 0; from the remote store (1 ms + 102,400
@@ -265,8 +282,8 @@ static void test_aggregated_config_errors(void **state)
 {
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
                    "engine.max_num_batched_tokens: 8 is smaller than one page");
-    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set policy.admission='\"early_reject\"'", 2,
-                   "policy.admission: 'early_reject' is not modelled in aggregated mode");
+    tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set policy.admission='\"early\"'", 2,
+                   "policy.admission: unknown admission policy 'early'");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.pic_block_tokens=24", 2,
                    "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.lmcache=true --set kvstore.chunk_tokens=200",
@@ -277,11 +294,17 @@ static void test_aggregated_config_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_request_exact_ttft),   cmocka_unit_test(test_chunked_prefill_budget),
-        cmocka_unit_test(test_prefix_cache_hit),         cmocka_unit_test(test_preemption_and_reject),
-        cmocka_unit_test(test_aggregated_config_errors), cmocka_unit_test(test_lmcache_cpu_offload),
-        cmocka_unit_test(test_plan_crossover),           cmocka_unit_test(test_lmcache_disk_and_remote),
-        cmocka_unit_test(test_lmcache_prefetch),         cmocka_unit_test(test_lmcache_cpu_scope),
+        cmocka_unit_test(test_one_request_exact_ttft),
+        cmocka_unit_test(test_chunked_prefill_budget),
+        cmocka_unit_test(test_prefix_cache_hit),
+        cmocka_unit_test(test_preemption_and_reject),
+        cmocka_unit_test(test_aggregated_config_errors),
+        cmocka_unit_test(test_lmcache_cpu_offload),
+        cmocka_unit_test(test_plan_crossover),
+        cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_prefetch),
+        cmocka_unit_test(test_lmcache_cpu_scope),
+        cmocka_unit_test(test_admission),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,8 +9,9 @@
  * an aggregated instance as they see a prefill instance: its queue, the
  * estimated prefill time of what waits there, and their belief of its cache
  * contents (a prefix-block store of the instance's HBM and, with LMCache,
- * its CPU memory, updated when a request is routed there). Not modelled yet, and refused with a message:
- * admission policies other than "none", PD-ratio control, faults, CPP. */
+ * its CPU memory, updated when a request is routed there); admission
+ * policies apply (sim/serving/agg/conductor.c). Not modelled yet, and
+ * refused with a message: PD-ratio control, faults, CPP. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,8 @@ static int check(const sim_config *cfg, sim_err *err)
 {
     if (!sched_router_lookup(cfg->router))
         return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
-    if (strcmp(cfg->admission, "none"))
-        return sim_errf(err, "policy.admission: '%s' is not modelled in aggregated mode yet (use \"none\")",
-                        cfg->admission);
+    if (!sched_admission_lookup(cfg->admission))
+        return sim_errf(err, "policy.admission: unknown admission policy '%s' (see kvsim policies)", cfg->admission);
     if (strcmp(cfg->pd_controller, "static"))
         return sim_errf(err,
                         "policy.pd_controller: aggregated instances have no prefill/decode split (use \"static\")");
@@ -67,6 +67,7 @@ static void setup_instances(agg *a)
     a->n = cfg->n_instances;
     a->inst = sim_xcalloc((size_t)a->n, sizeof *a->inst);
     a->pview = sim_xcalloc((size_t)a->n, sizeof *a->pview);
+    a->dview = sim_xcalloc((size_t)a->n, sizeof *a->dview);
     for (int i = 0; i < a->n; i++) {
         a->inst[i].id = i;
         a->inst[i].pages = kv_pic_create(a->pic, &a->pp);
@@ -83,7 +84,10 @@ static int setup(agg *a, sim_err *err)
         return -1;
     setup_instances(a);
     a->router = sched_router_lookup(cfg->router);
-    if (a->router->create && a->router->create(&a->router_st, cfg->params, err)) return -1;
+    a->admission = sched_admission_lookup(cfg->admission);
+    if ((a->router->create && a->router->create(&a->router_st, cfg->params, err)) ||
+        (a->admission->create && a->admission->create(&a->admission_st, cfg->params, err)))
+        return -1;
     int64_t hbm_blocks = sim_cost_decode_kv_tokens(&a->cost) / cfg->block_tokens;
     kv_store_cfg sc = {.nodes = a->n,
                        .scope = KV_SCOPE_LOCAL,
@@ -107,43 +111,25 @@ static int create(void **state, sim_serving_run *run, sim_err *err)
 
 static void start(void *state) {}
 
-static sched_ctx make_ctx(agg *a)
-{
-    for (int i = 0; i < a->n; i++) {
-        const ainst *in = &a->inst[i];
-        a->pview[i] =
-            (sched_prefill_view){.node = i, .active = true, .queue_len = in->nwait + in->nrun, .queue_s = in->queued_s};
-    }
-    return (sched_ctx){.cfg = a->cfg,
-                       .est = &a->est,
-                       .shadow = a->cache->view(a->cache_st),
-                       .rng = a->rng_policy,
-                       .now_ns = a->eng->now,
-                       .n_prefill = a->n,
-                       .prefill = a->pview,
-                       .kv_bytes_per_token = a->cost.kv_bytes_per_token};
-}
-
 static void arrive(void *state, sim_request *req)
 {
     agg *a = state;
-    sched_ctx ctx = make_ctx(a);
-    sched_route route = {.transfer_from = -1};
-    a->router->route(a->router_st, &ctx, req, &route);
+    int inst;
+    sim_stage verdict = agg_conduct(a, req, &inst);
     areq *q = sim_xcalloc(1, sizeof *q);
     *q = (areq){.r = req,
-                .inst = route.prefill,
+                .inst = inst,
                 .target = req->input_len,
                 .prefill_start = -1,
                 .first_token = -1,
                 .prefetch_at = -1,
                 .last_token = -1};
-    if (route.prefill < 0) {
+    if (verdict != SIM_STAGE_NONE) {
         a->tot.rejected++;
-        agg_reject(a, q);
+        agg_reject(a, q, verdict);
         return;
     }
-    ainst *in = &a->inst[route.prefill];
+    ainst *in = &a->inst[inst];
     agg_enqueue(a, in, q);
     a->cache->admit(a->cache_st, in->id, req, req->nblocks, 0, false);
     agg_iterate(a, in);
@@ -178,6 +164,9 @@ static void destroy(void *state)
         kv_pic_destroy(in->pages);
     }
     if (a->router_st) a->router->destroy(a->router_st);
+    if (a->admission_st) a->admission->destroy(a->admission_st);
+    free(a->dview);
+    free(a->inflight);
     if (a->cache_st) a->cache->destroy(a->cache_st);
     lmc_free(a);
     if (a->rng_policy) gsl_rng_free(a->rng_policy);

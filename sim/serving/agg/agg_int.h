@@ -3,9 +3,11 @@
  * sim/serving/agg.
  *
  * The files call only downward:
- *   agg.c    the model's ops: set-up, arrival and routing, teardown
- *     iter.c the vLLM-style iteration loop of one instance: scheduling a
- *            mixed batch, its time, preemption, finishing requests */
+ *   agg.c          the model's ops: set-up, arrival, teardown
+ *     iter.c       the vLLM-style iteration loop of one instance: scheduling
+ *                  a mixed batch, its time, preemption, finishing requests
+ *       conductor.c what sched/ sees of the instances; routing, admission
+ *       lmcache.c   the LMCache chunk tiers */
 #ifndef SIM_AGG_INT_H
 #define SIM_AGG_INT_H
 
@@ -78,6 +80,13 @@ typedef struct agg {
     const kv_cache_model *cache; /* the conductor's belief of cache contents (routing) */
     void *cache_st;
     sched_prefill_view *pview;
+    sched_decode_view *dview;
+    sched_inflight *inflight;
+    int inflight_cap;
+    const sched_admission_ops *admission;
+    void *admission_st;
+    double decode_s_sum; /* first to last token of finished requests */
+    int64_t decode_n;
     lmc *lmc; /* the LMCache layer; NULL when kvstore.lmcache is off */
     struct {
         int64_t preemptions, iterations, rejected, input, computed;
@@ -97,6 +106,13 @@ double lmc_load(agg *a, areq *q);
 void lmc_store(agg *a, const areq *q);
 void lmc_summarize(const agg *a, json_t *summary);
 
+/* ---- conductor.c ---- */
+sched_ctx agg_ctx(agg *a, bool with_inflight);
+/* Route and admit req: SIM_STAGE_NONE with *inst, or the rejection stage. */
+sim_stage agg_conduct(agg *a, const sim_request *req, int *inst);
+/* The admission policy's second look once q's first token is out. */
+bool agg_accepts_after_prefill(agg *a, const areq *q);
+
 /* ---- iter.c ---- */
 /* Start an iteration on in unless one runs or nothing is scheduled. */
 void agg_iterate(agg *a, ainst *in);
@@ -104,7 +120,7 @@ void agg_on_iter(agg *a, const sim_event *ev);
 void agg_req_free(areq *q);
 /* q waits on in (routed there). */
 void agg_enqueue(agg *a, ainst *in, areq *q);
-/* q could go nowhere: rejected at arrival. */
-void agg_reject(agg *a, areq *q);
+/* q was rejected at arrival (stage). */
+void agg_reject(agg *a, areq *q, sim_stage stage);
 
 #endif

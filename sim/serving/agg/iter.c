@@ -94,6 +94,10 @@ static void write_row(agg *a, const areq *q, sim_stage stage)
 
 static void finish(agg *a, ainst *in, areq *q, sim_stage stage)
 {
+    if (stage == SIM_STAGE_NONE && q->r->output_len > 1) {
+        a->decode_s_sum += sim_ns_to_s(q->last_token - q->first_token);
+        a->decode_n++;
+    }
     if (q->admitted) kv_pic_release(in->pages, &q->pages);
     q->admitted = false;
     write_row(a, q, stage);
@@ -267,7 +271,10 @@ void agg_on_iter(agg *a, const sim_event *ev)
     int kept = 0;
     for (int i = 0; i < in->nrun; i++) {
         areq *q = in->run[i];
+        bool prefilling = q->tokens == 0;
         if (advance(a, q)) finish(a, in, q, SIM_STAGE_NONE);
+        else if (prefilling && q->tokens == 1 && !agg_accepts_after_prefill(a, q))
+            finish(a, in, q, SIM_STAGE_AFTER_PREFILL);
         else in->run[kept++] = q;
     }
     in->nrun = kept;
@@ -282,9 +289,9 @@ void agg_enqueue(agg *a, ainst *in, areq *q)
     in->queued_s += sim_est_prefill_s(&a->est, q->r->input_len, 0);
 }
 
-void agg_reject(agg *a, areq *q)
+void agg_reject(agg *a, areq *q, sim_stage stage)
 {
-    write_row(a, q, SIM_STAGE_AT_ARRIVAL);
+    write_row(a, q, stage);
     sim_serving_finished(a->run);
     agg_req_free(q);
 }
