@@ -426,6 +426,36 @@ static void test_help_and_summary_fields(void **state)
     json_decref(s);
 }
 
+/* Every run is diagnosed (sim/serving/diagnose.c). The bundled trace at
+ * speed 1 is served (simulated span within 5% of the arrivals'); at speed 8
+ * its 1,500 requests arrive in 75 s and take 108 s: overloaded, with a
+ * warning line on stderr. The utilisations are busy fractions in [0, 1] for
+ * prefill, and the span ratio is the simulated over the arrival span. */
+static void test_overload_diagnosis(void **state)
+{
+    cli_result r = tu_kvsim("run --json");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "overloaded"));
+    json_t *j = json_loads(r.out, 0, NULL), *d = json_object_get(j, "diagnosis");
+    assert_false(json_is_true(json_object_get(d, "overloaded")));
+    double ratio = json_number_value(json_object_get(d, "span_ratio"));
+    assert_double_equal(ratio,
+                        json_number_value(json_object_get(d, "sim_span_s")) /
+                            json_number_value(json_object_get(d, "trace_span_s")),
+                        1e-9);
+    double p = json_number_value(json_object_get(json_object_get(j, "utilisation"), "prefill"));
+    assert_true(p > 0 && p < 1 && ratio < 1.05);
+    json_decref(j);
+    tu_free(&r);
+    r = tu_kvsim("run --json --set trace.speed=8");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 108 s simulated for 75 s of arrivals"));
+    j = json_loads(r.out, 0, NULL);
+    assert_true(json_is_true(json_object_get(json_object_get(j, "diagnosis"), "overloaded")));
+    json_decref(j);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_calibration_drives_load_times),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help_and_summary_fields),
+        cmocka_unit_test(test_overload_diagnosis),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

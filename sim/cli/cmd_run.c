@@ -141,6 +141,27 @@ static void print_summary(const sim_config *cfg, const json_t *s)
            J_INT(s, "events"));
 }
 
+/* An overloaded run says so, with its bottleneck (sim/serving/diagnose.c). */
+static void warn_overload(const json_t *s)
+{
+    const json_t *d = json_object_get(s, "diagnosis"), *sat = json_object_get(d, "saturated"), *e;
+    if (!json_is_true(json_object_get(d, "overloaded"))) return;
+    fprintf(stderr,
+            "kvsim run: warning: overloaded: %.0f s simulated for %.0f s of arrivals (%.2fx), SLO attainment %.3f",
+            J_NUM(d, "sim_span_s"), J_NUM(d, "trace_span_s"), J_NUM(d, "span_ratio"), J_NUM(d, "slo_attainment"));
+    size_t i;
+    json_array_foreach(sat, i, e)
+    {
+        fprintf(stderr, "%s %s busy %.2f (about %lld instances for 0.8)",
+                i ? ";" : "; saturated:", json_string_value(json_object_get(e, "kind")), J_NUM(e, "utilisation"),
+                J_INT(e, "instances_for_0.8"));
+    }
+    if (json_array_size(sat) == 0 && json_object_get(d, "bottleneck"))
+        fprintf(stderr, "; busiest: %s %.2f", json_string_value(json_object_get(d, "bottleneck")),
+                J_NUM(d, "utilisation"));
+    fputc('\n', stderr);
+}
+
 /* A PIC run over requests without segments computed them in full: say so. */
 static void warn_unsegmented(const json_t *s)
 {
@@ -179,6 +200,7 @@ static int replay(const run_args *a)
     if (sim_results_finish_run(db, summary, wall, &err)) goto out;
     rc = SIM_EXIT_OK;
     warn_unsegmented(summary);
+    warn_overload(summary);
     if (a->json) {
         json_dumpf(summary, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         putchar('\n');

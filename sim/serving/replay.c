@@ -21,6 +21,7 @@ static void read_next(sim_serving_run *run, sim_trace *t)
         return;
     }
     run->inflight++;
+    if (r->arrival_ns > run->last_arrival) run->last_arrival = r->arrival_ns;
     sim_engine_push(&run->eng, r->arrival_ns, SIM_EV_ARRIVAL, -1, 0, r);
 }
 
@@ -76,6 +77,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         double sim_s = sim_ns_to_s(run.last_done - run.first_arrival);
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
         if (rc == 0 && m->summarize) m->summarize(st, *summary);
+        if (rc == 0) sim_serving_diagnose(cfg, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
     }
     drain(m, st, &run);
     if (st) m->destroy(st);

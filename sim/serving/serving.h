@@ -49,6 +49,7 @@ typedef struct sim_serving_run {
     bool trace_done;       /* the trace has no more requests */
     int64_t inflight;      /* read from the trace and not finished yet */
     int64_t first_arrival; /* ns */
+    int64_t last_arrival;  /* ns: the latest arrival read so far */
     int64_t last_done;     /* ns: when the last request finished (or was rejected) */
 } sim_serving_run;
 
@@ -85,6 +86,14 @@ static inline void sim_serving_finished(sim_serving_run *run)
 
 /* No request is left to arrive or in flight: periodic events stop. */
 static inline bool sim_serving_done(const sim_serving_run *run) { return run->trace_done && run->inflight == 0; }
+
+/* ---- overload diagnosis (sim/serving/diagnose.c) ----------------------------- */
+
+/* Add "diagnosis" to a run's summary: whether the cluster was overloaded
+ * (the run outlasted the trace's arrivals markedly, an instance kind was
+ * busy nearly all the time, or SLO attainment collapsed), the bottleneck
+ * (the busiest kind in the model's "utilisation" object) and a hint. */
+void sim_serving_diagnose(const sim_config *cfg, double trace_span_s, json_t *summary);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 

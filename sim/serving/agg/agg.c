@@ -191,6 +191,8 @@ static void summarize(void *state, json_t *summary)
         a->tot.busy_s, "peak_footprint_bytes", (double)peak * a->pp.block_tokens * a->cost.kv_bytes_per_token);
     json_object_update(summary, o);
     json_decref(o);
+    double s = json_number_value(json_object_get(summary, "sim_seconds"));
+    json_object_set_new(summary, "utilisation", json_pack("{s:f}", "gpu", s > 0 ? a->tot.busy_s / (a->n * s) : 0));
     lmc_summarize(a, summary);
 }
 

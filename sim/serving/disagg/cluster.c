@@ -184,7 +184,17 @@ static void discard(void *state, const sim_event *ev)
     if (ev->data) sim_cluster_free_req(ev->data);
 }
 
-static void summarize(void *state, json_t *summary) { sim_pic_summarize(state, summary); }
+/* Busy fractions for the overload diagnosis (sim/serving/diagnose.c), over
+ * the configured instance counts (role switches aside), and the PIC metrics. */
+static void summarize(void *state, json_t *summary)
+{
+    cluster *c = state;
+    double s = json_number_value(json_object_get(summary, "sim_seconds"));
+    double p = s > 0 ? c->busy_prefill_s / (c->cfg->n_prefill * s) : 0,
+           d = s > 0 ? c->busy_decode_s / (c->cfg->n_decode * s) : 0;
+    json_object_set_new(summary, "utilisation", json_pack("{s:f, s:f}", "prefill", p, "decode", d));
+    sim_pic_summarize(c, summary);
+}
 
 const sim_serving_ops sim_serving_disagg = {
     .name = "disaggregated",

@@ -130,6 +130,8 @@ typedef struct cluster {
     int64_t decode_n;
     bool switching;
     load_samples prefill_loads, decode_loads;
+    double busy_prefill_s; /* instance-seconds spent prefilling */
+    double busy_decode_s;  /* instance-seconds decoding, each weighted by the decode load then */
     /* kvstore.pic other than "none" (sim/store/pic.h): one HBM block store
      * per instance; a request holds its blocks in its prefill instance's
      * store from prefill start to completion. */

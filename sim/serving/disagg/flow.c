@@ -137,6 +137,7 @@ static void start_prefill(cluster *c, instance *in)
     q->prefill_gpu_s = compute;
     q->prefill_start = c->eng->now;
     q->first_token = c->eng->now + sim_s_to_ns(dur);
+    c->busy_prefill_s += dur;
     q->est_decode_start = c->eng->now + sim_s_to_ns(q->route.service_s);
     c->cache->pin(c->cache_st, in->id, r, hit);
     if (q->decode >= 0 && r->output_len > 1) stream_kv(c, q, in->id);
@@ -251,6 +252,10 @@ static void start_iteration(cluster *c, instance *d)
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
     double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
+    /* decode load while iterating: the iteration against the TBT SLO, or the
+     * HBM reserved against its capacity (the decode load of Mooncake §4.3.1) */
+    double kv = (double)d->kv_reserved / (double)c->kv_capacity, tbt = dt / (c->cfg->slo_tbt_ms / 1e3);
+    c->busy_decode_s += dt * (kv > tbt ? kv : tbt);
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
 }
 

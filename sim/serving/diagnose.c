@@ -1,0 +1,84 @@
+/* sim/serving/diagnose.c — the overload diagnosis of every `kvsim run`
+ * (sim/serving/serving.h), so that an overloaded cluster is never reported
+ * as a plain latency number.
+ *
+ * A serving model puts the busy fraction of each instance kind in the
+ * summary's "utilisation" object (busy seconds over instances × simulated
+ * seconds). The run is overloaded when any of:
+ *   - the simulated span exceeds the trace's arrival span by more than 20%
+ *     (queues kept growing after the last arrival);
+ *   - an instance kind was busy more than 95% of the time;
+ *   - SLO attainment is below 0.5.
+ * The bottleneck is the busiest kind; each saturated kind (above 95%)
+ * comes with the instance count that would bring it to 0.8 at the same load
+ * (utilisation scales as 1 / instances: a first estimate, not a plan).
+ * Prefill and GPU utilisation are busy fractions; decode's is its load,
+ * the iteration time against the TBT SLO or the KV reserved against HBM,
+ * whichever is higher (Mooncake §4.3.1), so it passes 1 when requests wait
+ * for decode room. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/serving/serving.h"
+
+#define SPAN_LIMIT   1.2
+#define BUSY_LIMIT   0.95
+#define ATTAIN_LIMIT 0.5
+#define TARGET_UTIL  0.8
+
+typedef struct kind_info {
+    const char *key, *what;
+} kind_info;
+
+static const kind_info kinds[] = {
+    {"prefill", "prefill compute"},
+    {"decode", "decode"},
+    {"gpu", "GPU (prefill and decode)"},
+};
+
+static int instances_of(const sim_config *cfg, const char *key)
+{
+    if (!strcmp(key, "prefill")) return cfg->n_prefill;
+    if (!strcmp(key, "decode")) return cfg->n_decode;
+    return cfg->n_instances;
+}
+
+/* Every kind busier than BUSY_LIMIT, in table order, each with the
+ * instances that would bring it to TARGET_UTIL. */
+static json_t *saturated(const sim_config *cfg, const json_t *util)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const json_t *v = json_object_get(util, kinds[i].key);
+        double u = json_number_value(v);
+        if (!v || u <= BUSY_LIMIT) continue;
+        int n = instances_of(cfg, kinds[i].key);
+        json_array_append_new(a, json_pack("{s:s, s:f, s:i, s:i}", "kind", kinds[i].what, "utilisation", u, "instances",
+                                           n, "instances_for_0.8", (int)ceil(n * u / TARGET_UTIL)));
+    }
+    return a;
+}
+
+void sim_serving_diagnose(const sim_config *cfg, double trace_span_s, json_t *summary)
+{
+    const json_t *util = json_object_get(summary, "utilisation");
+    double sim_s = json_number_value(json_object_get(summary, "sim_seconds"));
+    double attain = json_number_value(json_object_get(summary, "slo_attainment"));
+    const kind_info *worst = NULL;
+    double u = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const json_t *v = json_object_get(util, kinds[i].key);
+        if (v && json_number_value(v) > u) u = json_number_value(v), worst = &kinds[i];
+    }
+    double ratio = trace_span_s > 0 ? sim_s / trace_span_s : 0;
+    bool over = ratio > SPAN_LIMIT || u > BUSY_LIMIT || attain < ATTAIN_LIMIT;
+    json_t *d = json_pack("{s:b, s:f, s:f, s:f, s:f}", "overloaded", over, "trace_span_s", trace_span_s, "sim_span_s",
+                          sim_s, "span_ratio", ratio, "slo_attainment", attain);
+    if (worst) {
+        json_object_set_new(d, "bottleneck", json_string(worst->what));
+        json_object_set_new(d, "utilisation", json_real(u));
+    }
+    json_object_set_new(d, "saturated", saturated(cfg, util));
+    json_object_set_new(summary, "diagnosis", d);
+}
