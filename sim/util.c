@@ -75,6 +75,16 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
     return 0;
 }
 
+int sim_parse_count(const char *s, const char *what, double *out, sim_err *err)
+{
+    if (sim_parse_size(s, what, out, err)) return -1;
+    if (strchr(s, 'B') || strstr(s, "iB"))
+        return sim_errf(err, "%s: '%s' is a byte size, but %s is a count (tokens or blocks): give e.g. 3e6 or 3M%s",
+                        what, s, what,
+                        strstr(what, "token") ? ", or a capacity in bytes where the option takes one" : "");
+    return 0;
+}
+
 int sim_parse_double(const char *s, const char *what, double *out, sim_err *err)
 {
     char *end;

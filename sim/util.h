@@ -24,6 +24,10 @@ int sim_errf(sim_err *err, const char *fmt, ...) __attribute__((format(printf, 2
  * binary suffixes KiB, MiB, GiB, TiB. "inf" gives INFINITY.
  * Negative, empty or trailing garbage is an error naming `what`. */
 int sim_parse_size(const char *s, const char *what, double *out, sim_err *err);
+/* A count (tokens, blocks): as sim_parse_size with decimal multipliers
+ * (3e6, 3M, inf) but no byte suffix — "512GiB" is an error that says the
+ * option counts, not bytes, so a byte size is never read as a count. */
+int sim_parse_count(const char *s, const char *what, double *out, sim_err *err);
 
 /* Parse a finite double / a non-negative int64 with the same error style. */
 int sim_parse_double(const char *s, const char *what, double *out, sim_err *err);

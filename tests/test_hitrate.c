@@ -356,9 +356,20 @@ static void test_shared_tiers_and_plan(void **state)
     json_decref(p);
 }
 
+/* Units cannot be confused (issue 12): a token capacity with a byte suffix
+ * is an error saying so, not 549,755,813,888 tokens. */
+static void test_byte_size_is_not_a_token_count(void **state)
+{
+    tu_expect_exit("hitrate --trace traces/default.jsonl --capacity-tokens 512GiB", 2,
+                   "capacity-tokens: '512GiB' is a byte size, but capacity-tokens is a count");
+    tu_expect_exit("hitrate --trace traces/default.jsonl --tiers dram=1TB", 2, "'1TB' is a byte size");
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 3M", "3000000");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_byte_size_is_not_a_token_count),
         cmocka_unit_test(test_hand_trace),
         cmocka_unit_test(test_scopes_and_placements),
         cmocka_unit_test(test_tiers),

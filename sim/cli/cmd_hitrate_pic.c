@@ -130,7 +130,7 @@ static int capacities(const pic_opts *o, double kvb, int64_t **out, int *n, sim_
     *n = 0;
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         double v;
-        if (sim_parse_size(item, flag[o->unit], &v, err)) {
+        if ((o->unit == CAP_BYTES ? sim_parse_size : sim_parse_count)(item, flag[o->unit], &v, err)) {
             free(copy);
             return -1;
         }

@@ -233,7 +233,7 @@ static int set_capacity(kv_hitrate_spec *s, const char *key, const char *v, sim_
     double *caps = sim_xmalloc((len / 2 + 1) * sizeof *caps);
     int n = 0, rc = 0;
     for (char *item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save))
-        rc = sim_parse_size(item, key, &caps[n++], err);
+        rc = sim_parse_count(item, key, &caps[n++], err);
     free(copy);
     if (rc) {
         free(caps);
@@ -306,7 +306,7 @@ static int set_tiers(kv_hitrate_spec *s, const char *key, const char *v, sim_err
         if (!eq || t == KV_NTIERS)
             rc = sim_errf(err, "%s: '%s' is not TIER=TOKENS with TIER hbm, dram or ssd (e.g. dram=3e6,ssd=30e6)", key,
                           item);
-        else rc = sim_parse_size(eq + 1, what, &s->tier_tokens[t], err);
+        else rc = sim_parse_count(eq + 1, what, &s->tier_tokens[t], err);
         if (rc == 0 && t == KV_TIER_DRAM) s->dram_in_tiers = true;
     }
     free(copy);
