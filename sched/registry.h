@@ -30,4 +30,12 @@ size_t sched_pd_count(void);
 const sched_pd_ops *sched_pd_at(size_t i);
 const sched_pd_ops *sched_pd_lookup(const char *name);
 
+/* ---- names in the config (sched/names.c) ---- */
+typedef enum sched_kind { SCHED_KIND_ROUTER, SCHED_KIND_DECODE, SCHED_KIND_ADMISSION, SCHED_KIND_PD } sched_kind;
+/* " (did you mean 'X'?)" for an unknown name of that kind, or "". */
+const char *sched_suggest(sched_kind kind, const char *name);
+/* Every key of policy.params is a parameter some registered policy
+ * declares; else an error naming it, with a suggestion. */
+int sched_params_check(const json_t *params, sim_err *err);
+
 #endif

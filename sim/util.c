@@ -75,6 +75,43 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
     return 0;
 }
 
+/* Levenshtein distance, two rows. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(b), prev[128], cur[128];
+    if (n >= 128 || strlen(a) >= 128) return (size_t)-1;
+    for (size_t j = 0; j <= n; j++) prev[j] = j;
+    for (size_t i = 1; a[i - 1]; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= n; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (n + 1) * sizeof *prev);
+    }
+    return prev[n];
+}
+
+const char *sim_closest(const char *s, const char *const *cands, size_t n)
+{
+    size_t limit = strlen(s) / 3 > 2 ? strlen(s) / 3 : 2, best = limit + 1;
+    const char *pick = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(s, cands[i]);
+        if (d < best) best = d, pick = cands[i];
+    }
+    return pick;
+}
+
+const char *sim_did_you_mean(const char *s, const char *const *cands, size_t n)
+{
+    static char buf[160];
+    const char *c = sim_closest(s, cands, n);
+    if (!c) return "";
+    snprintf(buf, sizeof buf, " (did you mean '%s'?)", c);
+    return buf;
+}
+
 int sim_parse_count(const char *s, const char *what, double *out, sim_err *err)
 {
     if (sim_parse_size(s, what, out, err)) return -1;

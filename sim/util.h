@@ -30,6 +30,13 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err);
 int sim_parse_count(const char *s, const char *what, double *out, sim_err *err);
 
 /* Parse a finite double / a non-negative int64 with the same error style. */
+/* Of n candidate names, the one closest to s by edit distance when it is
+ * close enough to be a slip (at most 2 edits, or a third of s), else NULL:
+ * the "did you mean" of an unknown name. */
+const char *sim_closest(const char *s, const char *const *cands, size_t n);
+/* " (did you mean 'X'?)" for sim_closest's answer, or "" (static buffer). */
+const char *sim_did_you_mean(const char *s, const char *const *cands, size_t n);
+
 int sim_parse_double(const char *s, const char *what, double *out, sim_err *err);
 int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err);
 

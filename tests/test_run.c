@@ -456,6 +456,23 @@ static void test_overload_diagnosis(void **state)
     tu_free(&r);
 }
 
+/* Names the user typed: a slip gets a suggestion, a parameter no policy
+ * declares is an error (it used to be ignored), --version answers. */
+static void test_did_you_mean(void **state)
+{
+    tu_expect_exit("run --set cluster.prefil=3", 2,
+                   "unknown config key 'cluster.prefil' (did you mean 'cluster.prefill'?)");
+    tu_expect_exit("run --set policy.router=kvcentrc", 2, "unknown router 'kvcentrc' (did you mean 'kvcentric'?)");
+    tu_expect_exit("run --set policy.admission=early_rejct", 2, "(did you mean 'early_reject'?)");
+    tu_expect_exit("run --set policy.admission=early_reject --set policy.params.load_treshold=2", 2,
+                   "policy.params.load_treshold: no policy has this parameter (did you mean 'load_threshold'?)");
+    tu_expect_exit("rnu", 2, "unknown command 'rnu' (did you mean 'run'?)");
+    tu_expect_exit("run --set nothing.like.it=1", 2, "unknown config key 'nothing.like.it'\n");
+    tu_expect_stdout("--version", "kvsim 0.1.0+");
+    /* a parameter of a policy not selected in this run is fine (sweeps) */
+    tu_expect_stdout("run --set policy.params.kvcache_balancing_threshold=2", "requests");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help_and_summary_fields),
         cmocka_unit_test(test_overload_diagnosis),
+        cmocka_unit_test(test_did_you_mean),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

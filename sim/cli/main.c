@@ -1,6 +1,8 @@
 /* sim/cli/main.c — the kvsim command-line entry point: dispatches to the
  * subcommand table. The only place in kvsim that decides the exit status. */
 #include "sim/cli/cli.h"
+#include "sim/results/results.h"
+#include "sim/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,10 @@ static void usage(FILE *f)
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
+#ifndef KVSIM_GIT
+#define KVSIM_GIT "unknown"
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -37,9 +43,16 @@ int main(int argc, char **argv)
         usage(stdout);
         return SIM_EXIT_OK;
     }
-    for (size_t i = 0; i < NCOMMANDS; i++)
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("kvsim %s+%s\n", KVSIM_VERSION, KVSIM_GIT);
+        return SIM_EXIT_OK;
+    }
+    const char *names[NCOMMANDS];
+    for (size_t i = 0; i < NCOMMANDS; i++) {
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim: unknown command '%s'\n\n", argv[1]);
+        names[i] = commands[i].name;
+    }
+    fprintf(stderr, "kvsim: unknown command '%s'%s\n\n", argv[1], sim_did_you_mean(argv[1], names, NCOMMANDS));
     usage(stderr);
     return SIM_EXIT_USAGE;
 }

@@ -31,9 +31,37 @@ static bool is_free_form(const char *path)
     return !strncmp(path, "policy.params", 13) || !strncmp(path, "model", 5) || !strncmp(path, "hardware", 8);
 }
 
+/* Every dotted key path of the schema (the defaults), for "did you mean". */
+static void schema_paths(const json_t *obj, const char *prefix, char ***out, size_t *n, size_t *cap)
+{
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        if (*n == *cap) *out = sim_xrealloc(*out, (*cap = *cap ? 2 * *cap : 128) * sizeof **out);
+        (*out)[(*n)++] = sim_xstrdup(path);
+        if (json_is_object(val)) schema_paths(val, path, out, n, cap);
+    }
+}
+
+/* "unknown config key 'PATH' (did you mean ...?)" */
+static int unknown_key(const char *origin, const json_t *root_schema, const char *path, sim_err *err)
+{
+    char **paths = NULL;
+    size_t n = 0, cap = 0;
+    schema_paths(root_schema, "", &paths, &n, &cap);
+    int rc = sim_errf(err, "%s: unknown config key '%s'%s", origin, path,
+                      sim_did_you_mean(path, (const char *const *)paths, n));
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    return rc;
+}
+
 /* Merge src into dst; every key of src must exist in schema (the defaults). */
-static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, const char *prefix, const char *origin,
-                         sim_err *err)
+static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, const json_t *root_schema,
+                         const char *prefix, const char *origin, sim_err *err)
 {
     const char *key;
     json_t *val;
@@ -42,10 +70,10 @@ static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, c
         char path[256];
         snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
         const json_t *sch = schema ? json_object_get(schema, key) : NULL;
-        if (!sch && !is_free_form(path)) return sim_errf(err, "%s: unknown config key '%s'", origin, path);
+        if (!sch && !is_free_form(path)) return unknown_key(origin, root_schema, path, err);
         json_t *cur = json_object_get(dst, key);
         if (json_is_object(val) && json_is_object(cur) && strcmp(path, "model") && strcmp(path, "hardware")) {
-            if (merge_checked(cur, val, sch, path, origin, err)) return -1;
+            if (merge_checked(cur, val, sch, root_schema, path, origin, err)) return -1;
         } else {
             json_object_set_new(dst, key, json_deep_copy(val));
         }
@@ -67,7 +95,7 @@ static int set_path(json_t *root, const json_t *schema, const char *path, json_t
             if (!next && is_free_form(path)) json_object_set_new(parent, tok, next = json_object());
             if (!json_is_object(next)) {
                 json_decref(value);
-                return sim_errf(err, "--set: unknown config key '%s'", path);
+                return unknown_key("--set", schema, path, err);
             }
             parent = next;
         }
@@ -75,7 +103,7 @@ static int set_path(json_t *root, const json_t *schema, const char *path, json_t
     const char *leaf = last ? last + 1 : buf;
     if (!json_path_get(schema, path) && !is_free_form(path)) {
         json_decref(value);
-        return sim_errf(err, "--set: unknown config key '%s'", path);
+        return unknown_key("--set", schema, path, err);
     }
     json_object_set_new(parent, leaf, value);
     return 0;
@@ -437,7 +465,7 @@ static int build_tree(json_t *root, const char *config_path, char *const *sets, 
     if (config_path) {
         json_t *user = load_json_file(config_path, "config", err);
         if (!user) goto out;
-        rc = merge_checked(root, user, schema, "", config_path, err);
+        rc = merge_checked(root, user, schema, schema, "", config_path, err);
         json_decref(user);
         if (rc) goto out;
         rc = -1;

@@ -21,9 +21,12 @@
 static int check(const sim_config *cfg, sim_err *err)
 {
     if (!sched_router_lookup(cfg->router))
-        return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
+        return sim_errf(err, "policy.router: unknown router '%s'%s (see kvsim policies)", cfg->router,
+                        sched_suggest(SCHED_KIND_ROUTER, cfg->router));
+    if (sched_params_check(cfg->params, err)) return -1;
     if (!sched_admission_lookup(cfg->admission))
-        return sim_errf(err, "policy.admission: unknown admission policy '%s' (see kvsim policies)", cfg->admission);
+        return sim_errf(err, "policy.admission: unknown admission policy '%s'%s (see kvsim policies)", cfg->admission,
+                        sched_suggest(SCHED_KIND_ADMISSION, cfg->admission));
     if (strcmp(cfg->pd_controller, "static"))
         return sim_errf(err,
                         "policy.pd_controller: aggregated instances have no prefill/decode split (use \"static\")");

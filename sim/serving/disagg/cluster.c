@@ -32,13 +32,18 @@ static int check(const sim_config *cfg, sim_err *err)
 {
     const kv_evict_entry *ev;
     if (!sched_router_lookup(cfg->router))
-        return sim_errf(err, "policy.router: unknown router '%s' (see kvsim policies)", cfg->router);
+        return sim_errf(err, "policy.router: unknown router '%s'%s (see kvsim policies)", cfg->router,
+                        sched_suggest(SCHED_KIND_ROUTER, cfg->router));
     if (!sched_decode_lookup(cfg->decode_policy))
-        return sim_errf(err, "policy.decode: unknown decode selector '%s' (see kvsim policies)", cfg->decode_policy);
+        return sim_errf(err, "policy.decode: unknown decode selector '%s'%s (see kvsim policies)", cfg->decode_policy,
+                        sched_suggest(SCHED_KIND_DECODE, cfg->decode_policy));
     if (!sched_admission_lookup(cfg->admission))
-        return sim_errf(err, "policy.admission: unknown admission policy '%s' (see kvsim policies)", cfg->admission);
+        return sim_errf(err, "policy.admission: unknown admission policy '%s'%s (see kvsim policies)", cfg->admission,
+                        sched_suggest(SCHED_KIND_ADMISSION, cfg->admission));
     if (!sched_pd_lookup(cfg->pd_controller))
-        return sim_errf(err, "policy.pd_controller: unknown controller '%s' (see kvsim policies)", cfg->pd_controller);
+        return sim_errf(err, "policy.pd_controller: unknown controller '%s'%s (see kvsim policies)", cfg->pd_controller,
+                        sched_suggest(SCHED_KIND_PD, cfg->pd_controller));
+    if (sched_params_check(cfg->params, err)) return -1;
     if (kv_evict_find(cfg->eviction, &ev, err))
         return sim_errf(err, "kvstore.eviction: unknown eviction policy '%s' (see kvsim policies)", cfg->eviction);
     return sim_pic_check(cfg, err);
