@@ -366,9 +366,40 @@ static void test_byte_size_is_not_a_token_count(void **state)
     tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 3M", "3000000");
 }
 
+/* A placement that loads one node with everything is warned about (issue
+ * 12): every prompt of this trace starts with the same system prompt, so
+ * longest_prefix sends all requests to node 0 once it holds it; in_turn
+ * spreads them. plan checks its answer against the hardware's DRAM. */
+static void test_skew_and_hardware(void **state)
+{
+    char *path = strdup("/tmp/kvsim-hot-XXXXXX"), args[512];
+    close(mkstemp(path));
+    snprintf(args, sizeof args, "trace gen --prompts 1 --session-prob 0 -o %s", path);
+    tu_expect_exit(args, 0, NULL);
+    snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5", path);
+    tu_expect_exit(args, 0, "warning: placement longest_prefix sent 100% of the requests to node 0 of 8");
+    snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5 --placement in_turn", path);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "warning"));
+    tu_free(&r);
+    snprintf(args, sizeof args, "plan --trace %s --nodes 8", path);
+    tu_expect_exit(args, 0, "kvsim plan: warning: placement longest_prefix sent 100%");
+    snprintf(args, sizeof args, "plan --trace %s --json", path);
+    json_t *j = tu_kvsim_json(args);
+    assert_true(json_is_true(json_object_get(j, "fits")));
+    assert_double_equal(json_number_value(json_object_get(j, "hardware_dram_bytes")), 1e12, 0);
+    json_decref(j);
+    snprintf(args, sizeof args, "plan --trace %s --hardware h99", path);
+    tu_expect_exit(args, 2, "unknown hardware preset 'h99'");
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_skew_and_hardware),
         cmocka_unit_test(test_byte_size_is_not_a_token_count),
         cmocka_unit_test(test_hand_trace),
         cmocka_unit_test(test_scopes_and_placements),

@@ -102,6 +102,7 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
     if (kv_hitrate_max(t, &max, &err) || kv_hitrate_db_put_max(sink, &max, &err))
         return sim_usage_error("hitrate", err.msg);
     json_t *points = json_array();
+    bool skew_said = false;
     if (!json) print_header(s, t, &max);
     for (int i = 0; i < s->ncapacity; i++) {
         if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) || kv_hitrate_db_put(sink, s->capacity[i], &r, &err)) {
@@ -110,6 +111,14 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
         }
         if (json) json_array_append_new(points, point_json(s->capacity[i], s->block_tokens, &r));
         else print_row(s->capacity[i], s->block_tokens, &r, &max);
+        if (json && s->nodes > 1)
+            json_object_set_new(json_array_get(points, (size_t)i), "busiest_node_share", json_real(r.busiest_share));
+        if (kv_replay_skewed(&r, s->nodes) && !skew_said) {
+            char note[512];
+            kv_replay_skew_note(s, &r, note, sizeof note);
+            fprintf(stderr, "kvsim hitrate: warning: %s\n", note);
+            skew_said = true;
+        }
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,

@@ -15,22 +15,49 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kvsim plan --trace FILE [--target F] [--model NAME] [--policy NAME]\n"
+    fprintf(f, "usage: kvsim plan --trace FILE [--target F] [--model NAME] [--hardware NAME] [--policy NAME]\n"
                "                  [--nodes N] [--scope global|local] [--placement RULE] [--tiers SPEC]\n"
                "                  [--block-tokens N] [--params JSON] [--json]\n\n"
                "Capacity planning by cache-only replay: bisects the DRAM capacity per node for\n"
                "the smallest one whose block hit rate reaches F x the hit rate the same setup\n"
-               "gets with unbounded DRAM, and reports it in blocks, tokens and bytes.\n\n"
+               "gets with unbounded DRAM, and reports it in blocks, tokens and bytes, per node\n"
+               "and in total, against the hardware preset's DRAM per node. A placement that\n"
+               "loads one node with more than twice its share is warned about on stderr.\n"
+               "(kvsim plan crossover --help: when loading KV beats recomputing it.)\n\n"
                "  --target F              fraction of the achievable hit rate, (0, 1] (default 0.9)\n"
                "  --model NAME            model preset or JSON file for KV bytes per token\n"
-               "                          (default llama3-70b; presets in configs/models/)\n");
+               "                          (default llama3-70b; presets in configs/models/)\n"
+               "  --hardware NAME         hardware preset whose DRAM per node the answer is checked\n"
+               "                          against (default a800x8; presets in configs/hardware/)\n");
     kv_hitrate_print_options(f, false);
     fprintf(f, "  --json                  one JSON object instead of the text\n"
                "  -h, --help              this text\n");
 }
 
+/* The hardware preset the answer is compared with: its DRAM per node. */
+typedef struct plan_hw {
+    const char *name;
+    double dram_bytes;
+} plan_hw;
+
+static int load_hw(plan_hw *hw, sim_err *err)
+{
+    char path[4096];
+    if (sim_preset_path("hardware", hw->name, path, sizeof path, err)) return -1;
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    if (!o) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
+    const json_t *d = json_object_get(o, "dram_bytes");
+    double v = json_is_string(d) ? 0 : json_number_value(d);
+    int rc = json_is_string(d) ? sim_parse_size(json_string_value(d), "dram_bytes", &v, err) : 0;
+    json_decref(o);
+    if (rc == 0 && !(v > 0)) rc = sim_errf(err, "%s: dram_bytes: expected a size > 0", path);
+    hw->dram_bytes = v;
+    return rc;
+}
+
 static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb,
-                       double target, const kv_plan_result *p)
+                       double target, const kv_plan_result *p, const plan_hw *hw)
 {
     char setup[512];
     kv_hitrate_describe(s, setup, sizeof setup);
@@ -42,11 +69,17 @@ static void print_text(const kv_hitrate_spec *s, const kv_replay_trace *t, const
            tokens, p->best.hit_rate_blocks, p->best.hit_rate_tokens);
     printf("model     %s: %.0f bytes/token -> %.3g TB DRAM per node, %.3g TB across %d node%s\n", m->name, kvb,
            bytes / 1e12, bytes * s->nodes / 1e12, s->nodes, s->nodes > 1 ? "s" : "");
+    if (bytes <= hw->dram_bytes)
+        printf("hardware  %s: %.3g TB DRAM per node: fits (%.0f%% of it)\n", hw->name, hw->dram_bytes / 1e12,
+               100 * bytes / hw->dram_bytes);
+    else
+        printf("hardware  %s: %.3g TB DRAM per node: does NOT fit (needs %.3g TB, %.1fx)\n", hw->name,
+               hw->dram_bytes / 1e12, bytes / 1e12, bytes / hw->dram_bytes);
     printf("replays   %d\n", p->replays);
 }
 
 static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const sim_model *m, double kvb,
-                       double target, const kv_plan_result *p)
+                       double target, const kv_plan_result *p, const plan_hw *hw)
 {
     double tokens = (double)p->blocks * s->block_tokens, bytes = tokens * kvb;
     json_t *o =
@@ -56,19 +89,30 @@ static void print_json(const kv_hitrate_spec *s, const kv_replay_trace *t, const
                   "goal_hit_rate_blocks", p->goal, "hit_rate_blocks", p->best.hit_rate_blocks, "hit_rate_tokens",
                   p->best.hit_rate_tokens, "capacity_blocks", (json_int_t)p->blocks, "capacity_tokens", tokens,
                   "capacity_bytes", bytes, "total_bytes", bytes * s->nodes, "replays", p->replays);
+    json_object_update_new(o, json_pack("{s:s, s:f, s:b, s:f}", "hardware", hw->name, "hardware_dram_bytes",
+                                        hw->dram_bytes, "fits", bytes <= hw->dram_bytes, "busiest_node_share",
+                                        p->best.busiest_share));
     json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
 }
 
-/* Command-line parsing into spec/target/model; 0 or -1 with err. */
-static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *target, const char **model, bool *json,
-                      bool *help, sim_err *err)
+/* What the command line says besides the replay setup. */
+typedef struct plan_args {
+    double target;
+    const char *model;
+    plan_hw hw;
+    bool json, help;
+} plan_args;
+
+/* Command-line parsing into spec and args; 0 or -1 with err. */
+static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, plan_args *a, sim_err *err)
 {
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,
         {"target", required_argument, NULL, 't'},
         {"model", required_argument, NULL, 'm'},
+        {"hardware", required_argument, NULL, 'w'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -83,12 +127,14 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *targ
             rc = kv_hitrate_set(spec, longopts[li].name, optarg ? optarg : "", err);
             break;
         case 't':
-            rc = sim_parse_double(optarg, "--target", target, err);
-            if (rc == 0 && !(*target > 0 && *target <= 1)) rc = sim_errf(err, "--target: %s is not in (0, 1]", optarg);
+            rc = sim_parse_double(optarg, "--target", &a->target, err);
+            if (rc == 0 && !(a->target > 0 && a->target <= 1))
+                rc = sim_errf(err, "--target: %s is not in (0, 1]", optarg);
             break;
-        case 'm': *model = optarg; break;
-        case 'j': *json = true; break;
-        case 'h': *help = true; return 0;
+        case 'm': a->model = optarg; break;
+        case 'w': a->hw.name = optarg; break;
+        case 'j': a->json = true; break;
+        case 'h': a->help = true; return 0;
         default: return sim_errf(err, "bad option (see --help)");
         }
     }
@@ -98,27 +144,40 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, double *targ
     return rc ? rc : kv_hitrate_finish(spec, err);
 }
 
+/* The search, and its warnings (a skewed placement). */
+static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *a, sim_model *m, kv_plan_result *p,
+                    sim_err *err)
+{
+    if (sim_model_load(a->model, m, err) || load_hw(&a->hw, err) ||
+        kv_replay_load(t, spec->trace, spec->block_tokens, err) || kv_plan(t, spec, a->target, p, err))
+        return -1;
+    char note[512];
+    /* the goal comes from the unbounded replay: its skew matters as much */
+    const kv_replay_result *r = kv_replay_skewed(&p->best, spec->nodes) ? &p->best : &p->max;
+    if (kv_replay_skewed(r, spec->nodes)) {
+        kv_replay_skew_note(spec, r, note, sizeof note);
+        fprintf(stderr, "kvsim plan: warning: %s\n", note);
+    }
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
     kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);
-    double target = 0.9;
-    const char *model_name = "llama3-70b";
-    bool json = false, help = false;
+    plan_args a = {.target = 0.9, .model = "llama3-70b", .hw = {.name = "a800x8"}};
     sim_model model;
     kv_replay_trace t = {0};
     kv_plan_result p;
     sim_err err;
     int status = SIM_EXIT_OK;
-    if (parse_args(argc, argv, &spec, &target, &model_name, &json, &help, &err) ||
-        (!help && (sim_model_load(model_name, &model, &err) ||
-                   kv_replay_load(&t, spec.trace, spec.block_tokens, &err) || kv_plan(&t, &spec, target, &p, &err))))
+    if (parse_args(argc, argv, &spec, &a, &err) || (!a.help && plan_run(&t, &spec, &a, &model, &p, &err)))
         status = sim_usage_error("plan", err.msg);
-    else if (help) usage(stdout);
-    else if (json) print_json(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
-    else print_text(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), target, &p);
+    else if (a.help) usage(stdout);
+    else if (a.json) print_json(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), a.target, &p, &a.hw);
+    else print_text(&spec, &t, &model, sim_model_kv_bytes_per_token(&model), a.target, &p, &a.hw);
     kv_replay_free(&t);
     kv_hitrate_spec_free(&spec);
     return status;

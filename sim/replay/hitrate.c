@@ -542,9 +542,20 @@ static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const repla
     }
     finish_rates(out);
     for (kv_tier k = 0; k < KV_NTIERS; k++) kv_store_stats(st, k, &out->tier[k]);
+    for (int i = 1; i < cfg->nodes; i++)
+        if (served[i] > served[out->busiest_node]) out->busiest_node = i;
+    out->busiest_share = t->nreq ? (double)served[out->busiest_node] / (double)t->nreq : 0;
     free(served);
     kv_store_free(st);
     return 0;
+}
+
+void kv_replay_skew_note(const kv_hitrate_spec *s, const kv_replay_result *r, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "placement %s sent %.0f%% of the requests to node %d of %d (fair share %.0f%%): the hit rate and "
+             "capacity describe one busy node and %d idle ones; compare --placement in_turn",
+             s->placement, 100 * r->busiest_share, r->busiest_node, s->nodes, 100.0 / s->nodes, s->nodes - 1);
 }
 
 /* Dense indexes cost 4 bytes per distinct key, per node and tier, whatever

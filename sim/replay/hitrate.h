@@ -121,7 +121,20 @@ typedef struct kv_replay_result {
     int64_t requests, blocks, hit_blocks, tokens, hit_tokens;
     double hit_rate_blocks, hit_rate_tokens;
     kv_cache_stats tier[KV_NTIERS]; /* summed over nodes */
+    int busiest_node;               /* the node placement gave the most requests */
+    double busiest_share;           /* its share of the requests (1 / nodes when even) */
 } kv_replay_result;
+
+/* A multi-node placement is skewed when one node serves more than twice
+ * its fair share of the requests: the hit rate then describes a cluster
+ * whose other nodes idle (docs/architecture.md §4). */
+static inline bool kv_replay_skewed(const kv_replay_result *r, int nodes)
+{
+    return nodes > 1 && r->busiest_share > 2.0 / nodes;
+}
+
+/* The warning for a skewed placement, one line. */
+void kv_replay_skew_note(const kv_hitrate_spec *s, const kv_replay_result *r, char *buf, size_t n);
 
 /* Replay t under spec with `capacity_tokens` of DRAM per node. */
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
