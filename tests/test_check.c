@@ -239,12 +239,49 @@ static void test_shipped_shared_baseline(void **state)
     tu_expect_exit("check --baseline tests/baselines/mooncake_synthetic.json", 0, NULL);
 }
 
+/* kind "run": record a run's numbers, check them, and tell a changed trace
+ * or config (exit 2, "not a regression") from a moved number (exit 3). */
+static void test_run_kind_and_setup_guard(void **state)
+{
+    char *b = tu_write_temp("{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": [{\"name\": \"r\", "
+                            "\"kind\": \"run\", \"args\": {\"trace\": \"traces/default.jsonl\", \"set\": "
+                            "{\"cluster.prefill\": 2, \"cluster.decode\": 2}}}]}");
+    char args[1024];
+    snprintf(args, sizeof args, "check --baseline %s --write-baseline %s", b, b);
+    tu_expect_stdout(args, "recorded 13 numbers");
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_stdout(args, "all 13 numbers within tolerance");
+    json_error_t je;
+    json_t *base = json_load_file(b, 0, &je), *m = json_array_get(json_object_get(base, "measurements"), 0);
+    assert_int_equal(strlen(json_string_value(json_object_get(m, "trace_fingerprint"))), 16);
+    assert_non_null(json_object_get(json_object_get(m, "expect"), "ttft_ms.p90"));
+    /* a moved number: exit 3 */
+    json_object_set_new(json_object_get(m, "expect"), "slo_attainment", json_real(0.5));
+    json_dump_file(base, b, 0);
+    tu_expect_exit(args, 3, "moved beyond tolerance");
+    /* a different trace: exit 2, named as such */
+    json_object_set_new(m, "trace_fingerprint", json_string("0000000000000000"));
+    json_dump_file(base, b, 0);
+    tu_expect_exit(args, 2, "the trace changed (trace_fingerprint");
+    json_object_del(m, "trace_fingerprint");
+    json_object_set_new(m, "config_hash", json_string("0000000000000000"));
+    json_dump_file(base, b, 0);
+    tu_expect_exit(args, 2, "the resolved config changed (config_hash");
+    json_object_set_new(json_object_get(m, "args"), "sets", json_object());
+    json_dump_file(base, b, 0);
+    tu_expect_exit(args, 2, "sets: not a run argument (trace, config, set)");
+    json_decref(base);
+    unlink(b);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_check_perturb),           cmocka_unit_test(test_measurement_tolerance),
         cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
-        cmocka_unit_test(test_shipped_default_baseline),       cmocka_unit_test(test_shipped_shared_baseline),
+        cmocka_unit_test(test_run_kind_and_setup_guard),       cmocka_unit_test(test_shipped_default_baseline),
+        cmocka_unit_test(test_shipped_shared_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

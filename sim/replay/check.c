@@ -17,6 +17,8 @@
 
 static const sim_check_kind kinds[] = {
     {"hitrate", "cache-only replay hit rate at one capacity (kvsim hitrate)", sim_check_hitrate},
+    {"run", "timed replay: SLO attainment, goodput, TTFT/TBT mean and percentiles, rejections (kvsim run)",
+     sim_check_timed},
 };
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
@@ -145,6 +147,39 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
     return 0;
 }
 
+/* One recorded identity (trace fingerprint, config hash) against now. */
+static int same_id(json_t *m, const char *name, const char *key, const char *now, const char *what, bool record,
+                   sim_err *err)
+{
+    const char *then = json_string_value(json_object_get(m, key));
+    if (record) json_object_set_new(m, key, json_string(now));
+    else if (then && strcmp(then, now))
+        return sim_errf(err,
+                        "measurement %s: %s changed (%s %s, recorded %s): not a regression; re-record the baseline "
+                        "with --write-baseline if the change is intended",
+                        name, what, key, now, then);
+    return 0;
+}
+
+/* The trace and (runs) the config are what the baseline recorded. */
+static int same_setup(json_t *m, const char *name, const json_t *args, json_t *got, bool record, sim_err *err)
+{
+    const char *trace = json_string_value(json_object_get(args, "trace"));
+    uint64_t fp;
+    char hex[17];
+    if (trace && sim_trace_fingerprint(trace, &fp, err) == 0) {
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fp);
+        if (same_id(m, name, "trace_fingerprint", hex, "the trace", record, err)) return -1;
+    }
+    const json_t *hash = json_object_get(got, SIM_CHECK_CONFIG_HASH);
+    if (hash) {
+        int rc = same_id(m, name, SIM_CHECK_CONFIG_HASH, json_string_value(hash), "the resolved config", record, err);
+        json_object_del(got, SIM_CHECK_CONFIG_HASH);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double default_tol, bool record,
                            sim_check_totals *tot, sim_err *err)
 {
@@ -162,6 +197,10 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double defau
     json_t *got;
     sim_err why;
     if (kind->measure(ctx, args, &got, &why)) return sim_errf(err, "measurement %s: %s", name, why.msg);
+    if (same_setup(m, name, args, got, record, err)) {
+        json_decref(got);
+        return -1;
+    }
     int rc = compare(m, name, got, tol ? json_number_value(tol) : default_tol, record, ctx->rep, tot, err);
     json_decref(got);
     return rc;

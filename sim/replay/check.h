@@ -52,6 +52,18 @@ const sim_check_kind *sim_check_kind_at(size_t i); /* NULL past the end */
  * metrics hit_rate_blocks and hit_rate_tokens. */
 int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
 
+/* kind "run" (sim/replay/check_run.c): args trace, config (optional), set
+ * (an object of config keys and values); metrics slo_attainment,
+ * goodput_rps, rejected, hit_rate_blocks, hit_rate_tokens and
+ * ttft_ms/tbt_ms .mean .p50 .p90 .p99; plus the resolved config hash under
+ * SIM_CHECK_CONFIG_HASH (not a number: recorded, not compared). */
+int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
+#define SIM_CHECK_CONFIG_HASH "config_hash"
+
+/* A measurement records the XXH64 fingerprint of its trace ("trace_fingerprint")
+ * and, for runs, the config hash: when either differs from the recorded one
+ * the check fails with exit 2 as a changed setup, not as a regression. */
+
 /* ---- running a baseline ------------------------------------------------- */
 
 /* One number compared (or recorded): a row of the command's table. */
