@@ -255,10 +255,27 @@ static void test_run_kind_and_setup_guard(void **state)
     json_t *base = json_load_file(b, 0, &je), *m = json_array_get(json_object_get(base, "measurements"), 0);
     assert_int_equal(strlen(json_string_value(json_object_get(m, "trace_fingerprint"))), 16);
     assert_non_null(json_object_get(json_object_get(m, "expect"), "ttft_ms.p90"));
-    /* a moved number: exit 3 */
+    /* a moved number: exit 3; --json says the same in one object; under
+     * GitHub Actions each moved number is an ::error line */
     json_object_set_new(json_object_get(m, "expect"), "slo_attainment", json_real(0.5));
     json_dump_file(base, b, 0);
     tu_expect_exit(args, 3, "moved beyond tolerance");
+    char jargs[1100];
+    snprintf(jargs, sizeof jargs, "%s --json", args);
+    cli_result r = tu_kvsim(jargs);
+    assert_int_equal(r.status, 3);
+    json_t *o = json_loads(r.out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "moved");
+    assert_int_equal(json_integer_value(json_object_get(o, "moved")), 1);
+    assert_int_equal(json_array_size(json_object_get(o, "rows")), 13);
+    json_decref(o);
+    tu_free(&r);
+    snprintf(jargs, sizeof jargs, "%s", args);
+    setenv("GITHUB_ACTIONS", "true", 1);
+    r = tu_kvsim(jargs);
+    unsetenv("GITHUB_ACTIONS");
+    assert_non_null(strstr(r.out, "::error title=kvsim check::r slo_attainment moved: expected 0.5, got 1"));
+    tu_free(&r);
     /* a different trace: exit 2, named as such */
     json_object_set_new(m, "trace_fingerprint", json_string("0000000000000000"));
     json_dump_file(base, b, 0);

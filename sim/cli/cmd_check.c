@@ -18,6 +18,8 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -27,8 +29,20 @@ static void print_table_header(void *arg)
            "status");
 }
 
+/* Under GitHub Actions (GITHUB_ACTIONS=true), a moved number is also an
+ * ::error workflow command, which the run's page shows as an annotation:
+ * on stdout beside the table, on stderr when stdout is --json's object. */
+static void github_error(FILE *f, const sim_check_row *r)
+{
+    const char *gha = getenv("GITHUB_ACTIONS");
+    if (r->ok || !r->expected || !gha || strcmp(gha, "true")) return;
+    fprintf(f, "::error title=kvsim check::%s %s moved: expected %g, got %g (tolerance %g)\n", r->measurement,
+            r->metric, json_number_value(r->expected), r->got, r->tolerance);
+}
+
 static void print_row(void *arg, const sim_check_row *r)
 {
+    github_error(stdout, r);
     if (!r->expected) {
         printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", r->measurement, r->metric, "-", r->got, "-", "-", "recorded");
         return;
@@ -41,6 +55,31 @@ static void print_row(void *arg, const sim_check_row *r)
 static void print_note(void *arg, const char *text) { fprintf(stderr, "kvsim check: %s\n", text); }
 
 static const sim_check_report table = {.begin = print_table_header, .row = print_row, .note = print_note};
+
+/* --json: the rows collected into an array (arg), printed by finish. */
+static void json_row(void *arg, const sim_check_row *r)
+{
+    github_error(stderr, r);
+    json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:b}", "measurement", r->measurement, "metric", r->metric, "got",
+                          r->got, "tolerance", r->tolerance, "ok", r->ok);
+    if (r->expected) {
+        json_object_set_new(o, "expected", json_real(json_number_value(r->expected)));
+        json_object_set_new(o, "delta", json_real(r->got - json_number_value(r->expected)));
+    }
+    json_array_append_new(arg, o);
+}
+
+static void print_json(json_t *rows, const sim_check_totals *tot, const char *write_path)
+{
+    json_t *o = json_pack("{s:s, s:i, s:i, s:O}", "status",
+                          write_path   ? "recorded"
+                          : tot->moved ? "moved"
+                                       : "ok",
+                          "numbers", tot->numbers, "moved", tot->moved, "rows", rows);
+    json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(o);
+}
 
 /* ---- command ------------------------------------------------------------ */
 
@@ -67,6 +106,9 @@ static void usage(FILE *f)
                "  --policies LIST         new baseline: policies (default: all registered)\n"
                "  --capacity-tokens LIST  new baseline: capacities (default inf)\n"
                "  --tolerance X           new baseline: absolute tolerance (default 0.002)\n"
+               "  --json                  one JSON object (status, numbers, moved, rows) instead of\n"
+               "                          the table; the exit status is the same\n"
+               "With GITHUB_ACTIONS=true, each moved number is also an ::error line.\n"
                "  -h, --help              this text\n\nmeasurement kinds:\n");
     for (size_t i = 0; i < sim_check_kind_count(); i++)
         fprintf(f, "  %-23s %s\n", sim_check_kind_at(i)->name, sim_check_kind_at(i)->help);
@@ -78,13 +120,17 @@ static int load_or_create(const char *baseline_path, const sim_check_new_opts *n
     return sim_check_load(baseline_path, root, err);
 }
 
-static int finish(json_t *root, const char *write_path, const sim_check_totals *tot)
+static int finish(json_t *root, const char *write_path, const sim_check_totals *tot, json_t *rows)
 {
+    if (write_path && sim_check_save(root, write_path)) {
+        fprintf(stderr, "kvsim check: cannot write %s\n", write_path);
+        return SIM_EXIT_INTERNAL;
+    }
+    if (rows) {
+        print_json(rows, tot, write_path);
+        return !write_path && tot->moved ? SIM_EXIT_CHECK : SIM_EXIT_OK;
+    }
     if (write_path) {
-        if (sim_check_save(root, write_path)) {
-            fprintf(stderr, "kvsim check: cannot write %s\n", write_path);
-            return SIM_EXIT_INTERNAL;
-        }
         printf("kvsim check: recorded %d numbers into %s\n", tot->numbers, write_path);
         return SIM_EXIT_OK;
     }
@@ -108,10 +154,12 @@ int cmd_check(int argc, char **argv)
         {"policies", required_argument, NULL, 'p'},
         {"capacity-tokens", required_argument, NULL, 'c'},
         {"tolerance", required_argument, NULL, 'T'},
+        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *baseline = NULL, *write_path = NULL;
+    bool json = false;
     sim_check_new_opts nb = {.policies = NULL, .capacities = "inf", .tolerance = 0.002};
     sim_err err;
     int c, rc = 0;
@@ -127,17 +175,20 @@ int cmd_check(int argc, char **argv)
             rc = sim_parse_double(optarg, "--tolerance", &nb.tolerance, &err);
             if (rc == 0 && nb.tolerance < 0) rc = sim_errf(&err, "--tolerance: %s is negative", optarg);
             break;
+        case 'j': json = true; break;
         case 'h': usage(stdout); return SIM_EXIT_OK;
         default: usage(stderr); return SIM_EXIT_USAGE;
         }
     }
     if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
     if (rc == 0 && !baseline && !write_path) rc = sim_errf(&err, "give --baseline FILE or --write-baseline OUT");
-    json_t *root = NULL;
+    json_t *root = NULL, *rows = json ? json_array() : NULL;
     sim_check_totals tot = {0};
+    sim_check_report collect = {.row = json_row, .note = print_note, .arg = rows};
     if (rc == 0) rc = load_or_create(baseline, &nb, &root, &err);
-    if (rc == 0) rc = sim_check_run(root, write_path != NULL, &table, &tot, &err);
-    int status = rc ? sim_usage_error("check", err.msg) : finish(root, write_path, &tot);
+    if (rc == 0) rc = sim_check_run(root, write_path != NULL, json ? &collect : &table, &tot, &err);
+    int status = rc ? sim_usage_error("check", err.msg) : finish(root, write_path, &tot, rows);
     json_decref(root);
+    json_decref(rows);
     return status;
 }
