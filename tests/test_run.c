@@ -473,6 +473,30 @@ static void test_did_you_mean(void **state)
     tu_expect_stdout("run --set policy.params.kvcache_balancing_threshold=2", "requests");
 }
 
+/* Nothing dropped silently: lines --skip-bad skipped are counted in the
+ * summary, with the first one's message, and warned about on stderr. */
+static void test_skipped_lines_reported(void **state)
+{
+    char *path =
+        tu_write_temp("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n"
+                      "{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 4, \"hash_ids\": []}\n"
+                      "not json\n"
+                      "{\"timestamp\": 2, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 3]}\n");
+    char args[512];
+    snprintf(args, sizeof args, "run --json --skip-bad --trace %s", path);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "warning: skipped 2 bad trace lines (trace.skip_bad); the first: "));
+    assert_non_null(strstr(r.err, ":2: input_length: 0 tokens"));
+    json_t *j = json_loads(r.out, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(j, "skipped_lines")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "requests")), 2);
+    json_decref(j);
+    tu_free(&r);
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_help_and_summary_fields),
         cmocka_unit_test(test_overload_diagnosis),
         cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_skipped_lines_reported),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

@@ -141,6 +141,15 @@ static void print_summary(const sim_config *cfg, const json_t *s)
            J_INT(s, "events"));
 }
 
+/* Lines --skip-bad dropped: how many, and the first. */
+static void warn_skipped(const json_t *s)
+{
+    long long n = J_INT(s, "skipped_lines");
+    if (n > 0)
+        fprintf(stderr, "kvsim run: warning: skipped %lld bad trace line%s (trace.skip_bad); the first: %s\n", n,
+                n == 1 ? "" : "s", json_string_value(json_object_get(s, "first_skip")));
+}
+
 /* An overloaded run says so, with its bottleneck (sim/serving/diagnose.c). */
 static void warn_overload(const json_t *s)
 {
@@ -201,6 +210,7 @@ static int replay(const run_args *a)
     rc = SIM_EXIT_OK;
     warn_unsegmented(summary);
     warn_overload(summary);
+    warn_skipped(summary);
     if (a->json) {
         json_dumpf(summary, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         putchar('\n');

@@ -62,6 +62,14 @@ static void drain(const sim_serving_ops *m, void *st, sim_serving_run *run)
     }
 }
 
+/* Lines trace.skip_bad dropped are part of the result, never silent:
+ * their count, and the first one's message when there was one. */
+static void note_skipped(const sim_trace *t, json_t *summary)
+{
+    json_object_set_new(summary, "skipped_lines", json_integer(sim_trace_skipped(t)));
+    if (sim_trace_first_skip(t)) json_object_set_new(summary, "first_skip", json_string(sim_trace_first_skip(t)));
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
 {
     if (sim_serving_check(cfg, err)) return -1;
@@ -78,6 +86,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
         if (rc == 0 && m->summarize) m->summarize(st, *summary);
         if (rc == 0) sim_serving_diagnose(cfg, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
+        if (rc == 0) note_skipped(t, *summary);
     }
     drain(m, st, &run);
     if (st) m->destroy(st);

@@ -628,7 +628,10 @@ static int read_valid(sim_trace *t, sim_request **out, sim_err *err)
         errno = 0;
         ssize_t len = getline(&t->line, &t->line_cap, t->f);
         if (len < 0) {
-            if (ferror(t->f)) return sim_errf(err, "%s: read error: %s", t->name, strerror(errno));
+            /* getline out of memory is not the end of the file */
+            if (ferror(t->f) || errno == ENOMEM)
+                return sim_errf(err, "%s:%" PRId64 ": read error: %s", t->name, t->lineno + 1,
+                                strerror(errno ? errno : EIO));
             return 0;
         }
         t->lineno++;
