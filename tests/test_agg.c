@@ -49,8 +49,7 @@ static json_t *run_toy(const char *trace, double hbm, const char *extra)
     hw_arg(hw, sizeof hw, hbm);
     snprintf(args, sizeof args, "run --json " TOY "%s --set trace.path='\"%s\"' %s", hw, path, extra);
     json_t *j = tu_kvsim_json(args);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
     return j;
 }
 

@@ -288,8 +288,7 @@ static void test_run_kind_and_setup_guard(void **state)
     json_dump_file(base, b, 0);
     tu_expect_exit(args, 2, "sets: not a run argument (trace, config, set)");
     json_decref(base);
-    unlink(b);
-    free(b);
+    tu_remove_temp(b);
 }
 
 int main(void)

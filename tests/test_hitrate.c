@@ -372,8 +372,7 @@ static void test_byte_size_is_not_a_token_count(void **state)
  * spreads them. plan checks its answer against the hardware's DRAM. */
 static void test_skew_and_hardware(void **state)
 {
-    char *path = strdup("/tmp/kvsim-hot-XXXXXX"), args[512];
-    close(mkstemp(path));
+    char *path = tu_temp_path(), args[512];
     snprintf(args, sizeof args, "trace gen --prompts 1 --session-prob 0 -o %s", path);
     tu_expect_exit(args, 0, NULL);
     snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5", path);
@@ -392,8 +391,7 @@ static void test_skew_and_hardware(void **state)
     json_decref(j);
     snprintf(args, sizeof args, "plan --trace %s --hardware h99", path);
     tu_expect_exit(args, 2, "unknown hardware preset 'h99'");
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 int main(void)

@@ -58,8 +58,7 @@ static void replay_text(const char *text, const char *policy, int64_t capacity, 
     kv_pic_params p = params(capacity);
     kv_pic_replay(&t, kv_pic_policy_lookup(policy), &p, window, r);
     kv_pic_trace_free(&t);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 typedef struct hand_case {
@@ -140,8 +139,7 @@ static void test_referenced_objects_stay(void **state)
  * policy recomputes no more than prefix caching. */
 static void test_every_policy_on_rag(void **state)
 {
-    char *path = strdup("/tmp/kvsim-rag-XXXXXX");
-    close(mkstemp(path));
+    char *path = tu_temp_path();
     char args[512];
     snprintf(args, sizeof args, "trace gen --workload rag --requests 300 --seed 3 -o %s", path);
     tu_expect_exit(args, 0, NULL);
@@ -161,8 +159,7 @@ static void test_every_policy_on_rag(void **state)
         assert_true(r.computed_tokens <= base.computed_tokens);
     }
     kv_pic_trace_free(&t);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 /* A segment-only trace under kvstore.pic = "none": 512-token blocks keyed
@@ -180,8 +177,7 @@ static void test_segments_without_hash_ids(void **state)
     snprintf(args, sizeof args, "trace stats %s", path);
     tu_expect_stdout(args, "4 (3 distinct)");
     tu_expect_stdout(args, "max hit rate     0.2500 blocks");
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 typedef struct bad_case {
@@ -231,8 +227,7 @@ static void test_bad_segments(void **state)
         sqlite3_finalize(st);
         sqlite3_close(db);
         unlink(args);
-        unlink(path);
-        free(path);
+        tu_remove_temp(path);
     }
 }
 
@@ -248,8 +243,7 @@ static void test_hitrate_pic_errors(void **state)
     snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --cacheblend-ratio 1.5", path);
     tu_expect_exit(args, 2, "kvstore.pic_cacheblend_ratio");
     tu_expect_exit("hitrate --pic mepic --trace traces/default.jsonl", 2, "no request has \"segments\"");
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 /* JSON names scripts rely on (DESIGN.md §11). */
@@ -265,8 +259,7 @@ static void test_hitrate_pic_json(void **state)
     assert_double_equal(json_real_value(json_object_get(p1, "chunk_hit_rate")), 0.6, 1e-12);
     assert_int_equal(json_integer_value(json_object_get(p1, "peak_footprint_blocks")), 10);
     json_decref(j);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 /* The timed run: two requests of 1,000 unique tokens arrive together on
@@ -296,16 +289,14 @@ static void test_run_hbm_admission(void **state)
     tu_expect_exit("run --set kvstore.pic='\"blend\"'", 2, "kvstore.pic: unknown cache model 'blend'");
     tu_expect_exit("run --set kvstore.pic='\"mepic\"' --set kvstore.pic_block_tokens=24", 2,
                    "kvstore.pic_block_tokens: 24 does not divide");
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 /* DESIGN.md §11: reusable fraction (infinite cache, W = 1) = 1 − recompute
  * fraction; trace stats and hitrate --pic reach it by separate paths. */
 static void test_reusable_identity(void **state)
 {
-    char *path = strdup("/tmp/kvsim-rag-XXXXXX"), args[600];
-    close(mkstemp(path));
+    char *path = tu_temp_path(), args[600];
     snprintf(args, sizeof args, "trace gen --workload rag --requests 200 --seed 5 -o %s", path);
     tu_expect_exit(args, 0, NULL);
     snprintf(args, sizeof args, "trace stats --json %s", path);
@@ -324,8 +315,7 @@ static void test_reusable_identity(void **state)
     json_decref(st);
     json_decref(hr);
     json_decref(hp);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 /* The RAGPulse sample: chunks per request and the share of repeated chunk
@@ -356,8 +346,7 @@ static void test_ragpulse_sample_stats(void **state)
     }
     fclose(f);
     json_decref(seen);
-    char *out = strdup("/tmp/kvsim-rp-XXXXXX"), args[600];
-    close(mkstemp(out));
+    char *out = tu_temp_path(), args[600];
     snprintf(args, sizeof args, "trace import ragpulse %s -o %s", dir, out);
     tu_expect_exit(args, 0, NULL);
     snprintf(args, sizeof args, "trace stats --json --sort %s", out);
@@ -369,8 +358,7 @@ static void test_ragpulse_sample_stats(void **state)
     assert_true(json_real_value(json_object_get(st, "reusable_fraction_pic")) >
                 json_real_value(json_object_get(st, "reusable_fraction_prefix")));
     json_decref(st);
-    unlink(out);
-    free(out);
+    tu_remove_temp(out);
 }
 
 int main(void)

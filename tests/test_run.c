@@ -59,8 +59,7 @@ static int setup_trace(void **state)
 
 static int remove_trace(void **state)
 {
-    unlink(trace_path);
-    free(trace_path);
+    tu_remove_temp(trace_path);
     return 0;
 }
 
@@ -237,8 +236,7 @@ static void test_conservation_all_policies(void **state)
             lost += (int)json_integer_value(json_object_get(s, "lost"));
             check_invariants(db, label);
             json_decref(s);
-            unlink(db);
-            free(db);
+            tu_remove_temp(db);
         }
     assert_true(rejected > 0); /* the admission policies did reject */
     assert_true(retries > 0);  /* failures restarted requests */
@@ -332,8 +330,7 @@ static void test_calibration_drives_load_times(void **state)
     assert_true(shipped > analytic);
     assert_true(halved > shipped);
     json_decref(cal);
-    unlink(slow);
-    free(slow);
+    tu_remove_temp(slow);
 }
 
 /* ---- bad input ------------------------------------------------------------------ */
@@ -385,8 +382,7 @@ static void run_entry(const char *key, const char *name)
     assert_int_equal(json_integer_value(json_object_get(s, "requests")), 240);
     check_invariants(db, label);
     json_decref(s);
-    unlink(db);
-    free(db);
+    tu_remove_temp(db);
     char want[128];
     snprintf(want, sizeof want, "  %s ", name);
     tu_expect_stdout("policies", want);
@@ -493,8 +489,7 @@ static void test_skipped_lines_reported(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "requests")), 2);
     json_decref(j);
     tu_free(&r);
-    unlink(path);
-    free(path);
+    tu_remove_temp(path);
 }
 
 int main(void)

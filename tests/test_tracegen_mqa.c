@@ -26,13 +26,9 @@
 /* The bytes of `kvsim trace gen --workload multiround-qa ARGS -o -` (caller frees). */
 static char *gen_text(const char *args)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "trace gen --workload multiround-qa %s -o -", args);
-    cli_result r = tu_kvsim(cmd);
-    if (r.status != 0 || !strstr(r.err, "kvsim trace gen: wrote "))
-        fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
-    free(r.err);
-    return r.out;
+    char all[1024];
+    snprintf(all, sizeof all, "--workload multiround-qa %s", args);
+    return tu_gen_text(all);
 }
 
 /* One request as written. */
@@ -42,13 +38,6 @@ typedef struct req {
     int64_t *ids;
     size_t n;
 } req;
-
-static int64_t int_field(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v)) fail_msg("%s: not an integer", key);
-    return json_integer_value(v);
-}
 
 /* Every line of `text` (consumed) as a request; *n gets the count. */
 static req *parse_reqs(char *text, int *n)
@@ -63,9 +52,9 @@ static req *parse_reqs(char *text, int *n)
         if (!o) fail_msg("line %d: %s: %s", *n + 1, je.text, line);
         if (*n == cap) v = realloc(v, (size_t)(cap *= 2) * sizeof *v);
         req *r = &v[(*n)++];
-        r->input = int_field(o, "input_length");
-        r->output = int_field(o, "output_length");
-        r->session = int_field(o, "session");
+        r->input = tu_int_field(o, "input_length");
+        r->output = tu_int_field(o, "output_length");
+        r->session = tu_int_field(o, "session");
         r->ts = json_number_value(json_object_get(o, "timestamp"));
         const json_t *ids = json_object_get(o, "hash_ids");
         r->n = json_array_size(ids);
@@ -129,8 +118,8 @@ static void check_stats_reads(const char *gen_args, const char *stats_args, int6
     tu_expect_exit(cmd, 0, "kvsim trace gen: wrote ");
     snprintf(cmd, sizeof cmd, "trace stats --json %s %s", stats_args, path);
     json_t *j = tu_kvsim_json(cmd);
-    assert_int_equal(int_field(j, "requests"), want);
-    assert_int_equal(int_field(j, "skipped"), 0);
+    assert_int_equal(tu_int_field(j, "requests"), want);
+    assert_int_equal(tu_int_field(j, "skipped"), 0);
     json_decref(j);
     tu_remove_temp(path);
 }
@@ -322,7 +311,7 @@ static void check_hit_rate(const char *gen_args, const char *stats_args, int64_t
     json_t *j = tu_kvsim_json(cmd);
     assert_double_equal(json_real_value(json_object_get(j, "max_hit_rate_tokens")), want_tokens, 1e-9);
     assert_double_equal(json_real_value(json_object_get(j, "max_hit_rate_blocks")), want_blocks, 1e-9);
-    assert_int_equal(int_field(j, "distinct_blocks"), want_distinct);
+    assert_int_equal(tu_int_field(j, "distinct_blocks"), want_distinct);
     assert_true(want_tokens > 0.5 && want_tokens < 1);
     json_decref(j);
     free_reqs(v, n);
@@ -374,8 +363,6 @@ static void test_option_errors(void **state)
 
 static void test_help(void **state)
 {
-    cli_result r = tu_kvsim("trace gen --help");
-    assert_int_equal(r.status, 0);
     static const char *const want[] = {
         "conversation|rag|multiround-qa",
         "--workload multiround-qa:",
@@ -390,9 +377,7 @@ static void test_help(void **state)
         "--passages N",
         "--session-prob X",
     };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if (!strstr(r.out, want[i])) fail_msg("--help lacks '%s':\n%s", want[i], r.out);
-    tu_free(&r);
+    tu_expect_all("trace gen --help", want, sizeof want / sizeof want[0]);
 }
 
 int main(void)

@@ -19,25 +19,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* The bytes of `kvsim trace gen ARGS -o -` (caller frees). */
-static char *gen_text(const char *args)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "trace gen %s -o -", args);
-    cli_result r = tu_kvsim(cmd);
-    if (r.status != 0 || !strstr(r.err, "kvsim trace gen: wrote "))
-        fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
-    free(r.err);
-    return r.out;
-}
-
-static int64_t int_field(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v)) fail_msg("%s: not an integer", key);
-    return json_integer_value(v);
-}
-
 /* Every line of `text` parsed; *n gets the count (caller frees each and the array). */
 static json_t **parse_lines(char *text, int *n)
 {
@@ -71,9 +52,9 @@ static int cmp_int(const void *a, const void *b)
 
 static void test_deterministic(void **state)
 {
-    char *a = gen_text("--workload rag --requests 200 --seed 5");
-    char *b = gen_text("--requests 200 --seed 5 --workload rag");
-    char *c = gen_text("--workload rag --requests 200 --seed 6");
+    char *a = tu_gen_text("--workload rag --requests 200 --seed 5");
+    char *b = tu_gen_text("--requests 200 --seed 5 --workload rag");
+    char *c = tu_gen_text("--workload rag --requests 200 --seed 6");
     assert_true(strlen(a) > 10000);
     assert_string_equal(a, b);
     assert_true(strcmp(a, c) != 0);
@@ -97,12 +78,12 @@ static void check_structure(json_t **v, int n, int passages, int k, int system_t
         size_t nseg = json_array_size(segs), first = system_tokens > 0;
         assert_int_equal(nseg, first + (size_t)k + 1);
         int64_t sum = 0;
-        for (size_t j = 0; j < nseg; j++) sum += int_field(json_array_get(segs, j), "len");
-        assert_int_equal(sum, int_field(v[i], "input_length"));
+        for (size_t j = 0; j < nseg; j++) sum += tu_int_field(json_array_get(segs, j), "len");
+        assert_int_equal(sum, tu_int_field(v[i], "input_length"));
         if (first) {
             const json_t *pre = json_array_get(segs, 0);
             assert_string_equal(json_string_value(json_object_get(pre, "k")), "prefix");
-            assert_int_equal(int_field(pre, "len"), system_tokens);
+            assert_int_equal(tu_int_field(pre, "len"), system_tokens);
             assert_int_equal(json_array_size(json_object_get(pre, "hash_ids")), (system_tokens + 511) / 512);
         }
         const json_t *q = json_array_get(segs, nseg - 1);
@@ -111,11 +92,11 @@ static void check_structure(json_t **v, int n, int passages, int k, int system_t
         for (size_t j = first; j < first + (size_t)k; j++) {
             const json_t *s = json_array_get(segs, j);
             assert_string_equal(json_string_value(json_object_get(s, "k")), "chunk");
-            int64_t id = int_field(s, "id"), l = int_field(s, "len");
+            int64_t id = tu_int_field(s, "id"), l = tu_int_field(s, "len");
             assert_true(id >= 0 && id < passages && l >= 1);
             if (len[id] < 0) len[id] = (int)l;
             assert_int_equal(len[id], l);
-            for (size_t m = first; m < j; m++) assert_true(int_field(json_array_get(segs, m), "id") != id);
+            for (size_t m = first; m < j; m++) assert_true(tu_int_field(json_array_get(segs, m), "id") != id);
             count[id]++;
         }
     }
@@ -124,7 +105,8 @@ static void check_structure(json_t **v, int n, int passages, int k, int system_t
 
 static void test_structure_and_zipf(void **state)
 {
-    char *text = gen_text("--workload rag --requests 2000 --passages 50 --k 7 --zipf 1 --system-tokens 600 --seed 3");
+    char *text =
+        tu_gen_text("--workload rag --requests 2000 --passages 50 --k 7 --zipf 1 --system-tokens 600 --seed 3");
     int n, count[50], sorted[50];
     json_t **v = parse_lines(text, &n);
     assert_int_equal(n, 2000);
@@ -143,7 +125,7 @@ static void test_structure_and_zipf(void **state)
 /* k = P: every passage in every request (the scan fallback); no system prompt. */
 static void test_k_equals_passages(void **state)
 {
-    char *text = gen_text("--workload rag --requests 50 --passages 12 --k 12 --zipf 3 --system-tokens 0 --seed 9");
+    char *text = tu_gen_text("--workload rag --requests 50 --passages 12 --k 12 --zipf 3 --system-tokens 0 --seed 9");
     int n, count[12];
     json_t **v = parse_lines(text, &n);
     assert_int_equal(n, 50);
@@ -156,7 +138,7 @@ static void test_k_equals_passages(void **state)
 /* zipf 0: uniform, so no passage is much more popular than another. */
 static void test_uniform(void **state)
 {
-    char *text = gen_text("--workload rag --requests 3000 --passages 20 --k 2 --zipf 0 --seed 4");
+    char *text = tu_gen_text("--workload rag --requests 3000 --passages 20 --k 2 --zipf 0 --seed 4");
     int n, count[20];
     json_t **v = parse_lines(text, &n);
     check_structure(v, n, 20, 2, 64, count);
@@ -169,7 +151,7 @@ static void test_uniform(void **state)
 
 static void test_defaults(void **state)
 {
-    char *text = gen_text("--workload rag");
+    char *text = tu_gen_text("--workload rag");
     int n, count[500];
     json_t **v = parse_lines(text, &n);
     assert_int_equal(n, 300);
@@ -181,8 +163,8 @@ static void test_defaults(void **state)
 /* --workload conversation is the default generator, byte for byte. */
 static void test_conversation_unchanged(void **state)
 {
-    char *a = gen_text("--requests 300 --seed 2");
-    char *b = gen_text("--workload conversation --requests 300 --seed 2");
+    char *a = tu_gen_text("--requests 300 --seed 2");
+    char *b = tu_gen_text("--workload conversation --requests 300 --seed 2");
     assert_string_equal(a, b);
     assert_non_null(strstr(a, "\"hash_ids\": ["));
     free(a), free(b);
@@ -217,14 +199,10 @@ static void test_option_errors(void **state)
 
 static void test_help(void **state)
 {
-    cli_result r = tu_kvsim("trace gen --help");
-    assert_int_equal(r.status, 0);
     static const char *const want[] = {"--workload NAME", "--workload rag:", "--passages N",      "(default 500)",
                                        "--k N",           "(default 10)",    "--system-tokens N", "--question-mean X",
                                        "--prompts N",     "--session-prob X"};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if (!strstr(r.out, want[i])) fail_msg("--help lacks '%s':\n%s", want[i], r.out);
-    tu_free(&r);
+    tu_expect_all("trace gen --help", want, sizeof want / sizeof want[0]);
 }
 
 int main(void)

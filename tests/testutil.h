@@ -131,6 +131,37 @@ static inline char *tu_temp_path(void)
     return p;
 }
 
+/* The bytes `kvsim trace gen ARGS -o -` writes (caller frees); fails the
+ * test unless it exits 0 and reports what it wrote. */
+static inline char *tu_gen_text(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "trace gen %s -o -", args);
+    cli_result r = tu_kvsim(cmd);
+    if (r.status != 0 || !strstr(r.err, "kvsim trace gen: wrote "))
+        fail_msg("kvsim %s: exit %d: %s", cmd, r.status, r.err);
+    free(r.err);
+    return r.out;
+}
+
+/* An integer field of a JSON object; fails the test otherwise. */
+static inline int64_t tu_int_field(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v)) fail_msg("%s: not an integer", key);
+    return json_integer_value(v);
+}
+
+/* `kvsim ARGS` exits 0 and its stdout holds every one of want[0..n). */
+static inline void tu_expect_all(const char *args, const char *const *want, size_t n)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", args, r.status, r.err);
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(r.out, want[i])) fail_msg("kvsim %s lacks '%s':\n%s", args, want[i], r.out);
+    tu_free(&r);
+}
+
 /* Delete a file made by tu_write_temp and free its path. */
 static inline void tu_remove_temp(char *path)
 {

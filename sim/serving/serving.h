@@ -138,6 +138,16 @@ static inline void sim_topk_add(sim_topk *t, double x)
     sim_topk_insert(t, x);
 }
 double sim_topk_mean(const sim_topk *t);
+
+/* ---- request rows (sim/serving/row.c) ----------------------------------------- */
+
+/* The part of r's requests row every serving model fills alike: identity,
+ * lengths, first-token and done times, TTFT, TBT (from topk), end-to-end
+ * time, stage, and whether it met both SLOs (its own, else cfg's).
+ * first_token < 0: none to record. The model adds instances, hits, prefill
+ * start and GPU time, tokens and retries. */
+void sim_serving_row(const sim_config *cfg, const sim_request *r, sim_stage stage, int64_t first_token,
+                     int64_t last_token, const sim_topk *topk, sim_request_row *row);
 void sim_topk_free(sim_topk *t);
 
 #endif

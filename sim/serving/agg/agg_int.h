@@ -48,6 +48,8 @@ typedef struct areq {
     double prefill_gpu_s;
     int preemptions;
     kv_pic_ticket pages;
+    uint64_t *chunk_keys; /* LMCache: its full chunks' keys, once computed (lmcache.c) */
+    int32_t nchunks;
     sim_topk topk;
 } areq;
 
@@ -103,7 +105,7 @@ void lmc_enqueue(agg *a, areq *q);
  * hit (q->cached grows); returns how long q waits for them (s). */
 double lmc_load(agg *a, areq *q);
 /* q's prompt is done: its chunks go to every tier. */
-void lmc_store(agg *a, const areq *q);
+void lmc_store(agg *a, areq *q);
 void lmc_summarize(const agg *a, json_t *summary);
 
 /* ---- conductor.c ---- */

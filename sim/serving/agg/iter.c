@@ -25,6 +25,7 @@ void agg_req_free(areq *q)
 {
     sim_topk_free(&q->topk);
     kv_pic_ticket_free(&q->pages);
+    free(q->chunk_keys);
     sim_request_free(q->r);
     free(q);
 }
@@ -60,35 +61,15 @@ static void run_push(ainst *in, areq *q)
 
 static void write_row(agg *a, const areq *q, sim_stage stage)
 {
-    const sim_request *r = q->r;
-    bool done = stage == SIM_STAGE_NONE, started = q->first_token >= 0;
-    double ttft = done ? sim_ns_to_ms(q->first_token - r->arrival_ns) : -1;
-    double tbt = done && r->output_len > 1 ? sim_topk_mean(&q->topk) * 1e3 : -1;
-    double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : a->cfg->slo_ttft_ms;
-    double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : a->cfg->slo_tbt_ms;
-    sim_request_row row = {
-        .id = r->index,
-        .line = r->line,
-        .arrival_ms = sim_ns_to_ms(r->arrival_ns),
-        .input_len = r->input_len,
-        .output_len = r->output_len,
-        .blocks = r->nblocks,
-        .prefill_inst = q->inst,
-        .decode_inst = q->inst,
-        .hit_blocks = q->cached / a->cfg->block_tokens,
-        .hit_tokens = q->cached,
-        .prefill_start_ms = q->prefill_start >= 0 ? sim_ns_to_ms(q->prefill_start) : -1,
-        .first_token_ms = started ? sim_ns_to_ms(q->first_token) : -1,
-        .done_ms = done ? sim_ns_to_ms(q->last_token) : -1,
-        .ttft_ms = ttft,
-        .tbt_ms = tbt,
-        .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
-        .prefill_gpu_s = q->prefill_gpu_s,
-        .tokens = done ? q->tokens : 0,
-        .retries = q->preemptions,
-        .stage = stage,
-        .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
-    };
+    sim_request_row row;
+    sim_serving_row(a->cfg, q->r, stage, q->first_token, q->last_token, &q->topk, &row);
+    row.prefill_inst = row.decode_inst = q->inst;
+    row.hit_blocks = q->cached / a->cfg->block_tokens;
+    row.hit_tokens = q->cached;
+    row.prefill_start_ms = q->prefill_start >= 0 ? sim_ns_to_ms(q->prefill_start) : -1;
+    row.prefill_gpu_s = q->prefill_gpu_s;
+    row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
+    row.retries = q->preemptions;
     if (sim_results_add_request(a->run->db, &row, a->run->err)) a->run->failed = true;
 }
 

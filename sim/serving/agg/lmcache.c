@@ -149,22 +149,33 @@ static double chunk_compute_s(const agg *a, int32_t i)
            (a->cost.hw->flops * a->cost.mfu);
 }
 
+/* q's chunk keys, computed on first use and kept with q (enqueue, load,
+ * store and a re-admission after preemption all read them). */
+static const uint64_t *request_chunks(const lmc *l, areq *q, int32_t *n)
+{
+    if (!q->chunk_keys) {
+        int32_t most = q->r->input_len / l->cfg->chunk_tokens;
+        q->chunk_keys = sim_xmalloc((size_t)(most > 0 ? most : 1) * sizeof *q->chunk_keys);
+        q->nchunks = chunk_keys(l, q->r, q->chunk_keys, most);
+    }
+    *n = q->nchunks;
+    return q->chunk_keys;
+}
+
 /* ---- prefetch, load, store ------------------------------------------------------ */
 
 void lmc_enqueue(agg *a, areq *q)
 {
     lmc *l = a->lmc;
     if (!l || !l->cfg->prefetch || l->cfg->load == SIM_LOAD_NEVER) return;
-    int32_t n = q->r->input_len / l->cfg->chunk_tokens;
-    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
-    n = chunk_keys(l, q->r, keys, n);
+    int32_t n;
+    const uint64_t *keys = request_chunks(l, q, &n);
     double s = 0;
     for (int32_t i = 0; i < n; i++) {
         int t = find(a, q->inst, keys[i]);
         if (t < 0) break;
         s += move_s(a, t, l->chunk_bytes) - sim_cost_h2d_s(&a->cost, l->chunk_bytes);
     }
-    free(keys);
     q->prefetch_at = s > 0 ? a->eng->now + sim_s_to_ns(s) : -1;
 }
 
@@ -217,13 +228,11 @@ double lmc_load(agg *a, areq *q)
     lmc *l = a->lmc;
     if (!l || l->cfg->load == SIM_LOAD_NEVER) return 0;
     int C = l->cfg->chunk_tokens;
-    int32_t n = q->r->input_len / C, from;
-    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
-    n = chunk_keys(l, q->r, keys, n);
+    int32_t n, from;
+    const uint64_t *keys = request_chunks(l, q, &n);
     prefetch_settle(a, q, keys, n);
     double load = 0, saved = 0;
     int32_t end = pick_chunks(a, q, keys, q->cached / C, n, &from, &load, &saved);
-    free(keys);
     int32_t lo = from * C > q->cached ? from * C : q->cached, hi = end * C < q->target - 1 ? end * C : q->target - 1;
     if (hi <= lo) return 0;
     q->hole_from = lo;
@@ -238,18 +247,16 @@ double lmc_load(agg *a, areq *q)
     return fmax(0, load - compute) + load / a->cfg->model.layers;
 }
 
-void lmc_store(agg *a, const areq *q)
+void lmc_store(agg *a, areq *q)
 {
     lmc *l = a->lmc;
     if (!l) return;
-    int32_t n = q->r->input_len / l->cfg->chunk_tokens;
-    uint64_t *keys = sim_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *keys);
-    n = chunk_keys(l, q->r, keys, n);
+    int32_t n;
+    const uint64_t *keys = request_chunks(l, q, &n);
     for (int t = 0; t < T_N; t++) {
         kv_cache *c = tier_of(a, q->inst, t);
         for (int32_t i = 0; c && i < n; i++) kv_cache_access(c, keys[i], q->r->cache);
     }
-    free(keys);
 }
 
 void lmc_summarize(const agg *a, json_t *summary)

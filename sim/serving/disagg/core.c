@@ -56,35 +56,18 @@ void sim_cluster_free_req(req_state *s)
 static void write_row(cluster *c, req_state *q, sim_stage stage)
 {
     const sim_request *r = q->r;
-    bool done = stage == SIM_STAGE_NONE, started = q->prefill_start >= 0;
-    double ttft = done ? sim_ns_to_ms(q->first_token - r->arrival_ns) : -1;
-    double tbt = done && r->output_len > 1 ? sim_topk_mean(&q->topk) * 1e3 : -1;
-    double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : c->cfg->slo_ttft_ms;
-    double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : c->cfg->slo_tbt_ms;
-    sim_request_row row = {
-        .id = r->index,
-        .line = r->line,
-        .arrival_ms = sim_ns_to_ms(r->arrival_ns),
-        .input_len = r->input_len,
-        .output_len = r->output_len,
-        .blocks = r->nblocks,
-        .prefill_inst = q->prefill,
-        .decode_inst = q->decode,
-        .hit_blocks = q->hit_blocks,
-        .hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks),
-        .remote_blocks = q->remote_blocks,
-        .prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1,
-        .first_token_ms = started ? sim_ns_to_ms(q->first_token) : -1,
-        .done_ms = done ? sim_ns_to_ms(q->last_token) : -1,
-        .ttft_ms = ttft,
-        .tbt_ms = tbt,
-        .e2e_ms = done ? sim_ns_to_ms(q->last_token - r->arrival_ns) : -1,
-        .prefill_gpu_s = q->prefill_gpu_s,
-        .tokens = done ? q->tokens : 0,
-        .retries = q->retries,
-        .stage = stage,
-        .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
-    };
+    bool started = q->prefill_start >= 0;
+    sim_request_row row;
+    sim_serving_row(c->cfg, r, stage, started ? q->first_token : -1, q->last_token, &q->topk, &row);
+    row.prefill_inst = q->prefill;
+    row.decode_inst = q->decode;
+    row.hit_blocks = q->hit_blocks;
+    row.hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks);
+    row.remote_blocks = q->remote_blocks;
+    row.prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1;
+    row.prefill_gpu_s = q->prefill_gpu_s;
+    row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
+    row.retries = q->retries;
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
 }
 
