@@ -14,10 +14,11 @@
 static void route_cache_aware(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out)
 {
     sched_route cand;
+    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
     out->prefill = -1;
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
-        int32_t local = kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks);
+        int32_t local = bound ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, bound) : 0;
         sched_route_to(ctx, req, i, local, &cand);
         if (out->prefill < 0 || cand.ttft_s < out->ttft_s) *out = cand;
     }

@@ -65,10 +65,11 @@ static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request
 {
     const kvc_state *st = state;
     int32_t local[ctx->n_prefill], best_len = 0;
+    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
     int best = -1;
     for (int i = 0; i < ctx->n_prefill; i++) {
-        local[i] = ctx->prefill[i].active
-                       ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks)
+        local[i] = ctx->prefill[i].active && bound > 0
+                       ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, bound)
                        : 0;
         if (local[i] > best_len) best_len = local[i], best = i;
     }

@@ -150,35 +150,52 @@ section_datapath() {
 
 # Timed replay cost vs trace length and cluster size: wall seconds, events
 # per second and peak RSS of `kvsim run --json` (no --db: nothing but the
-# summary is kept), disaggregated serving with the kvcentric router.
-scale_point() { # trace requests instances
-  local t=$1 n=$2 p=$3 rss="" wall events
-  local cmd=("$KVSIM" run --json --trace "$t" --set "cluster.prefill=$p" --set "cluster.decode=$p"
-    --set policy.router=kvcentric)
-  local t0 t1
+# summary is kept) for three serving models on the same GPU counts:
+# disaggregated (P prefill + P decode, kvcentric), aggregated (2P
+# instances) and disaggregated with the MEPIC position-independent store
+# on a RAG trace; and, for the disaggregated runs, the same with --db
+# (requests and samples rows written).
+scale_point() { # label events-file command...
+  local label=$1 json=build/bench/scale.json rss="" t0 t1 wall events
+  shift
   t0=$(date +%s.%N)
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f '%M' -o build/bench/scale.rss "${cmd[@]}" >build/bench/scale.json
+    /usr/bin/time -f '%M' -o build/bench/scale.rss "$@" >"$json"
     rss=$(echo "$(tail -1 build/bench/scale.rss) / 1024" | bc -l | xargs printf '%.1f')
   else
-    "${cmd[@]}" >build/bench/scale.json
+    "$@" >"$json"
   fi
   t1=$(date +%s.%N)
   wall=$(echo "$t1 - $t0" | bc -l | xargs printf '%.3f')
-  events=$(sed -n 's/^ *"events": \([0-9]*\).*/\1/p' build/bench/scale.json)
-  local label="${n} req ${p}P${p}D"
-  record scale "$label wall" "$wall" s "${cmd[*]}"
-  record scale "$label events/s" "$(echo "$events / $wall" | bc -l | xargs printf '%.0f')" events/s "${cmd[*]}"
-  [ -n "$rss" ] && record scale "$label peak RSS" "$rss" MiB "${cmd[*]}"
+  events=$(sed -n 's/^ *"events": \([0-9]*\).*/\1/p' "$json")
+  record scale "$label wall" "$wall" s "$*"
+  record scale "$label events/s" "$(echo "$events / $wall" | bc -l | xargs printf '%.0f')" events/s "$*"
+  [ -n "$rss" ] && record scale "$label peak RSS" "$rss" MiB "$*"
   return 0
 }
 
 section_scale() {
-  echo "== kvsim run scaling: requests x cluster size (disaggregated, kvcentric; kvsim trace gen --rate 5 --seed 7)"
-  for n in 10000 100000 1000000; do
-    local t=build/bench/scale-$n.jsonl
+  echo "== kvsim run scaling: requests x cluster size x serving model (kvsim trace gen --rate 5 --seed 7)"
+  local sizes=${BENCH_SCALE_SIZES:-"10000 100000 1000000"}
+  for n in $sizes; do
+    local t=build/bench/scale-$n.jsonl rag=build/bench/scale-rag-$n.jsonl
     [ -f "$t" ] || $KVSIM trace gen --requests $n --rate 5 --seed 7 -o "$t" >/dev/null
-    for p in 4 8 64; do scale_point "$t" "$n" "$p"; done
+    [ -f "$rag" ] || $KVSIM trace gen --workload rag --requests $n --rate 5 --seed 7 -o "$rag" >/dev/null
+    for p in 4 8 64; do
+      local run=("$KVSIM" run --json --trace "$t")
+      scale_point "${n} req ${p}P${p}D" "${run[@]}" --set "cluster.prefill=$p" --set "cluster.decode=$p" \
+        --set policy.router=kvcentric
+      rm -f build/bench/scale.db*
+      scale_point "${n} req ${p}P${p}D --db" "${run[@]}" --db build/bench/scale.db --set "cluster.prefill=$p" \
+        --set "cluster.decode=$p" --set policy.router=kvcentric
+      [ -f build/bench/scale.db ] &&
+        record scale "${n} req ${p}P${p}D --db size" "$(du -m build/bench/scale.db | cut -f1)" MiB "(the --db run above)"
+      rm -f build/bench/scale.db*
+      scale_point "${n} req aggregated x$((2 * p))" "${run[@]}" --set cluster.mode=aggregated \
+        --set "cluster.instances=$((2 * p))"
+      scale_point "${n} rag req ${p}P${p}D mepic" "$KVSIM" run --json --trace "$rag" --set kvstore.pic=mepic \
+        --set "cluster.prefill=$p" --set "cluster.decode=$p"
+    done
   done
 }
 

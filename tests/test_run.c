@@ -492,6 +492,53 @@ static void test_skipped_lines_reported(void **state)
     tu_remove_temp(path);
 }
 
+/* samples rows: every instance at each recorded t_ms; an idle hour costs a
+ * held tick, not 3,600 (its last tick written when the change comes, with
+ * the values of the tick before: the line through the rows is the line
+ * through every tick); a 128-instance cluster writes every 8th period
+ * (ceil(128 / (1 s × 16 rows/s))); sample_rows_per_s=0 writes every one. */
+static double samples_num(const char *trace, const char *extra, const char *sql)
+{
+    char *db = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args, "run --trace %s --db %s %s", trace, db, extra);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    double v = sql_num(h, sql);
+    sqlite3_close(h);
+    tu_remove_temp(db);
+    return v;
+}
+
+static void test_sample_ticks(void **state)
+{
+    char *gap = tu_write_temp("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
+                              "{\"timestamp\": 3600000, \"input_length\": 600, \"output_length\": 5, "
+                              "\"hash_ids\": [1, 2]}\n");
+    /* ticks 0 and 1 s (the first request done), the held tick 3599 s, 3600 s, 3601 s */
+    assert_true(samples_num(gap, "", "SELECT COUNT(DISTINCT t_ms) FROM samples") == 5);
+    assert_true(samples_num(gap, "", "SELECT COUNT(*) FROM samples") == 5 * 8);
+    assert_true(samples_num(gap, "",
+                            "SELECT COUNT(*) FROM samples a JOIN samples b USING(instance) WHERE a.t_ms = 1000"
+                            " AND b.t_ms = 3599000 AND a.load = b.load AND a.kv_used = b.kv_used"
+                            " AND a.queue_len = b.queue_len AND a.batch = b.batch AND a.state = b.state") == 8);
+    tu_remove_temp(gap);
+    const char *big = "--set cluster.prefill=64 --set cluster.decode=64";
+    assert_true(samples_num(trace_path, big,
+                            "SELECT MIN(n) = 128 AND MAX(n) = 128 FROM"
+                            " (SELECT COUNT(*) n FROM samples GROUP BY t_ms)") == 1);
+    assert_true(samples_num(trace_path, big,
+                            "SELECT MIN(d) FROM (SELECT t_ms - LAG(t_ms) OVER (ORDER BY t_ms) d FROM"
+                            " (SELECT DISTINCT t_ms FROM samples))") == 8000);
+    char all[256];
+    snprintf(all, sizeof all, "%s --set metrics.sample_rows_per_s=0", big);
+    assert_true(samples_num(trace_path, all,
+                            "SELECT MIN(d) FROM (SELECT t_ms - LAG(t_ms) OVER (ORDER BY t_ms) d FROM"
+                            " (SELECT DISTINCT t_ms FROM samples))") == 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_overload_diagnosis),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_skipped_lines_reported),
+        cmocka_unit_test(test_sample_ticks),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

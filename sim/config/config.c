@@ -225,6 +225,7 @@ static const num_field config_nums[] = {
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1, false},
     {"cost.estimator_noise", CF(estimator_noise), 1, false},
     {"metrics.sample_period_ms", CF(sample_period_s), 1e-3, true},
+    {"metrics.sample_rows_per_s", CF(sample_rows_per_s), 1, false},
     {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1, true},
     {"cluster.switch_ms", CF(switch_s), 1e-3, false},
     {"metrics.replica_period_ms", CF(replica_period_s), 1e-3, false},

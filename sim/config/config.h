@@ -94,11 +94,12 @@ typedef struct sim_config {
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;
-    bool request_rows;       /* metrics.request_rows: one requests row per request in --db */
-    bool sample_rows;        /* metrics.sample_rows: samples and replicas rows in --db */
-    double replica_period_s; /* 0 = no replica samples */
-    double switch_s;         /* PD role switch cost after draining */
-    bool retry_on_failure;   /* cluster.on_failure: retry (true) or lose */
+    double sample_rows_per_s; /* metrics.sample_rows_per_s: bound on samples rows per simulated second, 0 = none */
+    bool request_rows;        /* metrics.request_rows: one requests row per request in --db */
+    bool sample_rows;         /* metrics.sample_rows: samples and replicas rows in --db */
+    double replica_period_s;  /* 0 = no replica samples */
+    double switch_s;          /* PD role switch cost after draining */
+    bool retry_on_failure;    /* cluster.on_failure: retry (true) or lose */
     int n_faults;
     sim_fault *faults; /* owned */
     uint64_t seed;

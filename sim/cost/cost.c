@@ -25,7 +25,7 @@ static void calib_path(const char *name, char *buf, size_t n)
 static int load_calibration(sim_cost *c, const char *name, sim_err *err)
 {
     char path[PATH_MAX + 64];
-    sim_calib cal;
+    sim_calib cal = {0};
     calib_path(name, path, sizeof path);
     if (sim_calib_load(path, &cal, err)) return -1;
     c->curves = (struct sim_transfer_curves){
@@ -34,6 +34,11 @@ static int load_calibration(sim_cost *c, const char *name, sim_err *err)
     };
     c->calibrated = true;
     return 0;
+}
+
+static double decode_compute_s(const sim_cost *c, int batch)
+{
+    return batch * 2.0 * c->model->params / (c->hw->flops * c->mfu);
 }
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
@@ -53,6 +58,7 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
                    hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
     };
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
+    for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
@@ -90,8 +96,8 @@ double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunk
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
     double mem = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;
-    double compute = batch * 2.0 * c->model->params / (c->hw->flops * c->mfu);
-    return fmax(mem, compute) + c->decode_overhead_s;
+    double compute = batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch);
+    return (mem > compute ? mem : compute) + c->decode_overhead_s; /* fmax, inline: once per decode step */
 }
 
 static double transfer_s(double alpha, double beta, double bytes) { return bytes > 0 ? alpha + bytes / beta : 0; }

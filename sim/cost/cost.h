@@ -20,6 +20,8 @@
 
 #include "sim/config/config.h"
 
+enum { SIM_DECODE_TABLE = 64 };
+
 typedef struct sim_cost {
     const sim_model *model;
     const sim_hw *hw;
@@ -33,6 +35,9 @@ typedef struct sim_cost {
         double ssd_read_alpha, ssd_read_beta, ssd_write_alpha, ssd_write_beta;
     } curves;
     bool calibrated; /* curves came from a calibration file */
+    /* The compute time of a decode step of b < SIM_DECODE_TABLE requests,
+     * computed once by the same expression (no division per step). */
+    double decode_compute_s[SIM_DECODE_TABLE];
 } sim_cost;
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);

@@ -1,4 +1,12 @@
-/* sim/engine/engine.c — binary min-heap ordered by (time, seq). */
+/* sim/engine/engine.c — binary min-heap ordered by (time, seq), with a lazy root.
+ *
+ * Most handlers schedule one event for the event they handle (a decode
+ * step, the next step). A pop therefore leaves its root slot empty (a
+ * hole) instead of moving the last event up at once: a push that comes
+ * next drops the new event into the hole and sifts it down, one pass where
+ * a pop and a push would take two (and never re-reads the slot a push has
+ * just written). A pop that finds the hole fills it from the last slot
+ * first. Events leave in (time, seq) order either way: keys are unique. */
 #include "sim/engine/engine.h"
 
 #include <stdlib.h>
@@ -13,18 +21,40 @@ void sim_engine_free(sim_engine *e)
     *e = (sim_engine){0};
 }
 
-static bool before(const sim_event *a, const sim_event *b)
+/* (time, seq) order without a branch: which child of a node comes first
+ * is a coin flip the branch predictor loses. */
+static inline bool before(const sim_event *a, const sim_event *b)
 {
-    return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+    return (a->time < b->time) | ((a->time == b->time) & (a->seq < b->seq));
+}
+
+/* Place x in the root slot of the n-slot heap h and sift it down. */
+static void sift_down(sim_event *h, int64_t n, const sim_event *x)
+{
+    int64_t i = 0;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n) c += before(&h[c + 1], &h[c]);
+        if (!before(&h[c], x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = *x;
 }
 
 void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, uint32_t gen, void *data)
 {
+    sim_event ev = {time < e->now ? e->now : time, e->next_seq++, kind, target, gen, data};
+    if (e->hole) {
+        e->hole = false;
+        sift_down(e->heap, e->n, &ev);
+        return;
+    }
     if (e->n == e->cap) {
         e->cap = e->cap ? e->cap * 2 : 256;
         e->heap = sim_xrealloc(e->heap, (size_t)e->cap * sizeof *e->heap);
     }
-    sim_event ev = {time < e->now ? e->now : time, e->next_seq++, kind, target, gen, data};
     int64_t i = e->n++;
     while (i > 0 && before(&ev, &e->heap[(i - 1) / 2])) {
         e->heap[i] = e->heap[(i - 1) / 2];
@@ -35,20 +65,27 @@ void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, 
 
 bool sim_engine_pop(sim_engine *e, sim_event *ev)
 {
+    if (e->hole) {
+        e->hole = false;
+        if (--e->n > 0) {
+            sim_event last = e->heap[e->n];
+            sift_down(e->heap, e->n, &last);
+        }
+    }
     if (e->n == 0) return false;
     *ev = e->heap[0];
-    sim_event last = e->heap[--e->n];
-    int64_t i = 0;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= e->n) break;
-        if (c + 1 < e->n && before(&e->heap[c + 1], &e->heap[c])) c++;
-        if (!before(&e->heap[c], &last)) break;
-        e->heap[i] = e->heap[c];
-        i = c;
-    }
-    if (e->n) e->heap[i] = last;
+    e->hole = true;
     e->now = ev->time;
     e->processed++;
     return true;
+}
+
+int64_t sim_engine_next_time(const sim_engine *e)
+{
+    if (!e->hole) return e->n ? e->heap[0].time : INT64_MAX;
+    int64_t n = e->n - 1, t = INT64_MAX; /* the earliest of the root's children and the last slot */
+    for (int64_t c = 1; c <= 2 && c < n; c++)
+        if (e->heap[c].time < t) t = e->heap[c].time;
+    if (n > 0 && e->heap[n].time < t) t = e->heap[n].time;
+    return t;
 }

@@ -11,18 +11,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Events are 32 bytes, two to a cache line: kind and target share a word. */
+enum { SIM_EVENT_KINDS = 128, SIM_EVENT_TARGETS = 1 << 23 };
+
 typedef struct sim_event {
-    int64_t time; /* ns */
-    uint64_t seq; /* insertion order: the tie-breaker */
-    int32_t kind;
-    int32_t target; /* e.g. instance index */
-    uint32_t gen;   /* the target's generation when scheduled: stale events are recognised */
-    void *data;     /* e.g. a request */
+    int64_t time;        /* ns */
+    uint64_t seq;        /* insertion order: the tie-breaker */
+    int32_t kind : 8;    /* < SIM_EVENT_KINDS */
+    int32_t target : 24; /* e.g. instance index, -1 .. SIM_EVENT_TARGETS - 1 */
+    uint32_t gen;        /* the target's generation when scheduled: stale events are recognised */
+    void *data;          /* e.g. a request */
 } sim_event;
 
 typedef struct sim_engine {
     sim_event *heap;
-    int64_t n, cap;
+    int64_t n, cap; /* n slots in use, the hole included */
+    bool hole;      /* the root slot is empty: the last pop left it (engine.c) */
     uint64_t next_seq;
     int64_t now;
     int64_t processed;
@@ -34,6 +38,8 @@ void sim_engine_free(sim_engine *e);
 void sim_engine_push(sim_engine *e, int64_t time, int32_t kind, int32_t target, uint32_t gen, void *data);
 /* Pop the earliest event into *ev and advance now; false when empty. */
 bool sim_engine_pop(sim_engine *e, sim_event *ev);
-static inline bool sim_engine_empty(const sim_engine *e) { return e->n == 0; }
+static inline bool sim_engine_empty(const sim_engine *e) { return e->n == (int64_t)e->hole; }
+/* The time of the earliest pending event, INT64_MAX when none. */
+int64_t sim_engine_next_time(const sim_engine *e);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <gsl/gsl_statistics_double.h>
 #include <sqlite3.h>
 
 #ifndef KVSIM_GIT
@@ -152,7 +153,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     }
     sqlite3_busy_timeout(r->db, 10000);
     r->temp = temp;
-    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || exec(r, "PRAGMA temp_store=MEMORY", err) ||
+    /* A results file's big sorts (the samples index at commit) spill to a
+     * temporary file: memory stays bounded by the page cache. */
+    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || (temp && exec(r, "PRAGMA temp_store=MEMORY", err)) ||
         exec(r, schema_sql, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
@@ -249,6 +252,8 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
     return step_reset(r, st, "insert request", err);
 }
 
+bool sim_results_keeps_samples(const sim_results *r) { return r->keep_samples; }
+
 int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err)
 {
     if (!r->keep_samples) return 0;
@@ -339,27 +344,22 @@ struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 
 /* ---- summary ---------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Mean (values added in id order), p50, p90, p99 of the values present.
  * Quantile q interpolates between the order statistics around q·(n−1)
- * (GSL's definition). */
+ * (GSL's definition); each order statistic is found by selection
+ * (gsl_stats_select, O(n)) rather than by sorting every value. */
 static json_t *dist(const tally *t, const by_id *c)
 {
     double *v = sim_xmalloc((size_t)(t->cap ? t->cap : 1) * sizeof *v), sum = 0;
     int64_t n = 0;
     for (int64_t i = 0; i < t->cap; i++)
         if (!isnan(c->v[i])) sum += (v[n++] = c->v[i]);
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
     double q[3] = {0.5, 0.9, 0.99}, at[3] = {0, 0, 0};
     for (int k = 0; k < 3 && n > 0; k++) {
         double pos = q[k] * (double)(n - 1);
         int64_t lo = (int64_t)floor(pos);
-        double lo_v = v[lo], hi_v = lo + 1 < n ? v[lo + 1] : lo_v;
+        double lo_v = gsl_stats_select(v, 1, (size_t)n, (size_t)lo);
+        double hi_v = lo + 1 < n ? gsl_stats_select(v, 1, (size_t)n, (size_t)lo + 1) : lo_v;
         at[k] = lo_v + (hi_v - lo_v) * (pos - (double)lo);
     }
     free(v);

@@ -95,6 +95,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err);
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
+/* Whether this run keeps sample and replica rows (a results file, rows not
+ * turned off): when not, a model need not compute them. */
+bool sim_results_keeps_samples(const sim_results *r);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's

@@ -3,11 +3,11 @@
 #include "sim/serving/serving.h"
 
 void sim_serving_row(const sim_config *cfg, const sim_request *r, sim_stage stage, int64_t first_token,
-                     int64_t last_token, const sim_topk *topk, sim_request_row *row)
+                     int64_t last_token, sim_topk *topk, sim_request_row *row)
 {
     bool done = stage == SIM_STAGE_NONE;
     double ttft = done ? sim_ns_to_ms(first_token - r->arrival_ns) : -1;
-    double tbt = done && r->output_len > 1 ? sim_topk_mean(topk) * 1e3 : -1;
+    double tbt = done && r->output_len > 1 ? sim_topk_mean_s(topk) * 1e3 : -1;
     double slo_ttft = r->slo_ttft_ms > 0 ? r->slo_ttft_ms : cfg->slo_ttft_ms;
     double slo_tbt = r->slo_tbt_ms > 0 ? r->slo_tbt_ms : cfg->slo_tbt_ms;
     *row = (sim_request_row){

@@ -116,28 +116,35 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
 
 /* TBT of a request: the mean of the longest 10% (at least one) of its
  * inter-token intervals (Mooncake §7.1; docs/architecture.md, definitions).
- * Kept exactly without storing every interval: a min-heap of the
- * k = max(1, floor(intervals/10)) largest seen so far. */
+ * Kept exactly without storing every interval: the k = max(1,
+ * floor(intervals/10)) largest among a buffer of candidates, with a
+ * threshold below which an interval cannot count (sim/serving/tbt.c). */
 typedef struct sim_topk {
-    int32_t k, n;
-    double min; /* v[0] once the heap is full: most intervals stop here */
-    double *v;  /* min-heap of the n ≤ k largest intervals */
+    int32_t k, n, cap; /* n candidates of at most cap in v */
+    int32_t run;       /* v[run..n) is non-decreasing */
+    int64_t min;       /* no interval <= min is among the k largest */
+    int64_t *v;        /* intervals, ns */
 } sim_topk;
 
 void sim_topk_init(sim_topk *t, int32_t intervals);
-/* x into the heap (the slow path of sim_topk_add). */
-void sim_topk_insert(sim_topk *t, double x);
-/* Keep x if it is among the k largest so far. Once the heap is full, an
- * interval no larger than its minimum — most of them, since a request's
- * intervals are mostly its instance's equal iteration times — is rejected
- * here without touching the heap's memory (it lives elsewhere; the request
- * itself is already in cache). */
-static inline void sim_topk_add(sim_topk *t, double x)
+/* Keep the k largest, then add x if above the threshold (the slow path of
+ * sim_topk_add, when the buffer is full). */
+void sim_topk_insert(sim_topk *t, int64_t x);
+/* Keep x if it may be among the k largest: O(1) amortised. Most intervals
+ * are no larger than the threshold and stop at the first comparison. */
+static inline void sim_topk_add(sim_topk *t, int64_t x)
 {
-    if (t->n == t->k && x <= t->min) return;
-    sim_topk_insert(t, x);
+    if (x <= t->min) return;
+    if (t->n == t->cap) {
+        sim_topk_insert(t, x);
+        return;
+    }
+    if (t->n > t->run && x < t->v[t->n - 1]) t->run = t->n;
+    t->v[t->n++] = x;
 }
-double sim_topk_mean(const sim_topk *t);
+/* The mean of the k largest in seconds, from their exact integer sum (the
+ * candidates are reduced in place: call once, at the end). */
+double sim_topk_mean_s(sim_topk *t);
 
 /* ---- request rows (sim/serving/row.c) ----------------------------------------- */
 
@@ -147,7 +154,7 @@ double sim_topk_mean(const sim_topk *t);
  * first_token < 0: none to record. The model adds instances, hits, prefill
  * start and GPU time, tokens and retries. */
 void sim_serving_row(const sim_config *cfg, const sim_request *r, sim_stage stage, int64_t first_token,
-                     int64_t last_token, const sim_topk *topk, sim_request_row *row);
+                     int64_t last_token, sim_topk *topk, sim_request_row *row);
 void sim_topk_free(sim_topk *t);
 
 #endif

@@ -290,6 +290,7 @@ struct kv_store {
     kv_cache **caches;   /* [node * KV_NTIERS + tier], NULL = tier absent */
     tier_ref *refs;      /* eviction-callback contexts, same indexing */
     sim_keymap replicas; /* key → nodes holding it in DRAM or SSD (nodes > 1) */
+    bool has_hbm;        /* nodes have an HBM tier (not in the replica counts) */
 };
 
 static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return s->caches[node * KV_NTIERS + t]; }
@@ -381,6 +382,7 @@ int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err)
             }
     store_mark_last_level(s);
     store_set_evict_cbs(s);
+    s->has_hbm = cfg->tier_blocks[KV_TIER_HBM] > 0;
     s->single_tier = s->put_tier != KV_NTIERS && cfg->tier_blocks[KV_TIER_HBM] == 0 &&
                      !(cfg->tier_blocks[KV_TIER_DRAM] > 0 && cfg->tier_blocks[KV_TIER_SSD] > 0) &&
                      (s->nodes == 1 || s->scope == KV_SCOPE_LOCAL);
@@ -434,6 +436,14 @@ int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys,
     kv_store_prefetch(s, node, keys, n);
     int32_t i = 0;
     while (i < n && resident_local(s, node, keys[i])) i++;
+    return i;
+}
+
+int32_t kv_store_prefix_bound(const kv_store *s, const uint64_t *keys, int32_t n)
+{
+    if (s->nodes == 1 || s->has_hbm) return n;
+    int32_t i = 0;
+    while (i < n && sim_keymap_get(&s->replicas, keys[i]) > 0) i++;
     return i;
 }
 

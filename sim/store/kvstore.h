@@ -113,6 +113,11 @@ void kv_store_free(kv_store *s);
 
 /* Leading run of keys resident on `node` (any tier), no state change. */
 int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys, int32_t n);
+/* An upper bound on kv_store_prefix_local for every node: the leading run
+ * of keys some node holds in a store tier (one lookup per key in the
+ * replica counts), or n where those do not cover every tier (one node, or
+ * HBM tiers). A router asks each node only for the first bound keys. */
+int32_t kv_store_prefix_bound(const kv_store *s, const uint64_t *keys, int32_t n);
 /* Leading run resident on any node (global scope) or on `node` (local). */
 int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n);
 

@@ -59,7 +59,7 @@ static void run_push(ainst *in, areq *q)
 
 /* ---- request ends ---------------------------------------------------------- */
 
-static void write_row(agg *a, const areq *q, sim_stage stage)
+static void write_row(agg *a, areq *q, sim_stage stage)
 {
     sim_request_row row;
     sim_serving_row(a->cfg, q->r, stage, q->first_token, q->last_token, &q->topk, &row);
@@ -218,7 +218,7 @@ void agg_iterate(agg *a, ainst *in)
 static bool emit(agg *a, areq *q)
 {
     q->tokens++;
-    sim_topk_add(&q->topk, sim_ns_to_s(a->eng->now - q->last_token));
+    sim_topk_add(&q->topk, a->eng->now - q->last_token);
     q->last_token = a->eng->now;
     return q->tokens >= q->r->output_len;
 }

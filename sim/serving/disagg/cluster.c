@@ -114,6 +114,7 @@ static int setup(cluster *c, sim_serving_run *run, sim_err *err)
     c->rng_fit = rng_new(cfg->seed + 2);
     if (sim_cost_init(&c->cost, cfg, err)) return -1;
     c->kv_capacity = sim_cost_decode_kv_tokens(&c->cost);
+    c->slo_tbt_s = cfg->slo_tbt_ms / 1e3;
     c->block_bytes = c->cost.kv_bytes_per_token * cfg->block_tokens;
     if (sim_estimator_fit(&c->est, &c->cost, c->rng_fit, cfg->estimator_samples, cfg->estimator_noise, 131072, err))
         return -1;

@@ -44,6 +44,10 @@ typedef enum inst_role { ROLE_PREFILL = 0, ROLE_DECODE } inst_role;
 typedef enum inst_state { ST_ACTIVE = 0, ST_DRAINING, ST_SWITCHING, ST_DOWN, ST_OFF } inst_state;
 
 typedef struct req_state {
+    /* what every decode step touches, together */
+    sim_topk topk;
+    int64_t last_token;
+    int32_t tokens, output_len; /* generated so far; r->output_len */
     sim_request *r;
     struct req_state *next;                  /* queue link */
     struct req_state *live_prev, *live_next; /* admitted-and-unfinished list */
@@ -53,12 +57,11 @@ typedef struct req_state {
     int transfer_from;   /* instance id of the kvcentric holder; -1 = none */
     uint32_t decode_gen; /* decode instance generation at reservation */
     int64_t est_decode_start;
-    int64_t prefill_start, first_token, kv_ready, last_token;
+    int64_t prefill_start, first_token, kv_ready;
     int32_t hit_blocks, remote_blocks;
     double prefill_gpu_s;
-    int32_t tokens, retries;
+    int32_t retries;
     int64_t need_kv;
-    sim_topk topk;
     kv_pic_ticket pic; /* kvstore.pic: its blocks in its prefill instance's HBM store */
     bool pic_held, pic_waited;
     int pic_node;
@@ -96,6 +99,12 @@ typedef struct load_samples {
     int n, cap;
 } load_samples;
 
+typedef struct sample_ticks {
+    sim_sample_row *last, *held, *cur;
+    bool written, holding;
+    int64_t tick, stride;
+} sample_ticks;
+
 typedef struct cluster {
     sim_serving_run *run;  /* the replay's shared state (engine, DB, error) */
     const sim_config *cfg; /* run->cfg */
@@ -125,6 +134,7 @@ typedef struct cluster {
     int64_t n_live;
     int32_t *remote_from;
     int64_t kv_capacity;
+    double slo_tbt_s; /* cfg->slo_tbt_ms / 1e3, once */
     double block_bytes;
     double decode_s_sum; /* observed decode durations (t_d) */
     int64_t decode_n;
@@ -141,6 +151,10 @@ typedef struct cluster {
     struct {
         int64_t input, computed, positions, chunks, chunk_hits, waits, rejected, unsegmented;
     } pic_sum;
+    /* samples rows (control.c), every stride-th period: each instance's
+     * row at the last tick written, at the last tick held back since (the
+     * same values) and at this tick */
+    sample_ticks ticks;
 } cluster;
 
 /* FIFO queues of requests. */

@@ -5,6 +5,7 @@
  * this file carries the decisions out. */
 #include "sim/serving/disagg/cluster_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static const char *const role_names[] = {[ROLE_PREFILL] = "prefill", [ROLE_DECODE] = "decode"};
@@ -25,6 +26,9 @@ static void push_load(load_samples *s, double v)
 
 void sim_control_free(cluster *c)
 {
+    free(c->ticks.last);
+    free(c->ticks.held);
+    free(c->ticks.cur);
     free(c->prefill_loads.v);
     free(c->decode_loads.v);
 }
@@ -66,26 +70,98 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         row.queue_len = in->waiting.n;
         row.batch = in->nbatch;
         double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
-        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / (c->cfg->slo_tbt_ms / 1e3);
+        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / c->slo_tbt_s;
         row.load = tbt_load > mem ? tbt_load : mem;
         row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
     }
     return row;
 }
 
+/* ---- samples rows ----------------------------------------------------------------
+ *
+ * Rows cost what they are worth. A tick (one row per instance, every
+ * instance at the same t_ms) is written every stride-th sample period,
+ * stride = ceil(instances / (period · metrics.sample_rows_per_s)), so a
+ * large cluster writes at most that many rows per simulated second (the
+ * control plane still samples every period). And a tick whose rows all
+ * equal the last written tick's (an idle cluster) is held back: when a
+ * change ends a run of identical ticks, the run's last tick is written
+ * first, and a held tick is written at the end. SQL over one t_ms still
+ * sees every instance, a line through the rows (kvsim report's load
+ * timelines) is the line through every tick, and an idle span costs two
+ * ticks however long it lasts. */
+
+static bool same_values(const sim_sample_row *a, const sim_sample_row *b)
+{
+    return a->role == b->role && a->state == b->state && a->queue_len == b->queue_len && a->load == b->load &&
+           a->batch == b->batch && a->kv_used == b->kv_used;
+}
+
+static void write_tick(cluster *c, const sim_sample_row *rows)
+{
+    for (int i = 0; i < c->n_inst && !c->run->failed; i++)
+        if (sim_results_add_sample(c->run->db, &rows[i], c->run->err)) c->run->failed = true;
+}
+
+static void swap_rows(sim_sample_row **a, sim_sample_row **b)
+{
+    sim_sample_row *x = *a;
+    *a = *b;
+    *b = x;
+}
+
+/* ticks.cur holds this tick's rows: write or hold them. */
+static void record_tick(cluster *c)
+{
+    sample_ticks *k = &c->ticks;
+    bool same = k->written;
+    for (int i = 0; i < c->n_inst && same; i++) same = same_values(&k->cur[i], &k->last[i]);
+    if (same) {
+        swap_rows(&k->held, &k->cur);
+        k->holding = true;
+        return;
+    }
+    if (k->holding) write_tick(c, k->held);
+    write_tick(c, k->cur);
+    swap_rows(&k->last, &k->cur);
+    k->written = true;
+    k->holding = false;
+}
+
+static void ticks_init(cluster *c)
+{
+    sample_ticks *k = &c->ticks;
+    size_t n = (size_t)c->n_inst;
+    k->last = sim_xcalloc(n, sizeof *k->last);
+    k->held = sim_xcalloc(n, sizeof *k->held);
+    k->cur = sim_xcalloc(n, sizeof *k->cur);
+    k->stride = 1;
+    double r = c->cfg->sample_rows_per_s, s = r > 0 ? ceil(c->n_inst / (c->cfg->sample_period_s * r)) : 1;
+    if (s > 1) k->stride = s < 1e15 ? (int64_t)s : (int64_t)1e15;
+}
+
 void sim_control_on_sample(cluster *c, const sim_event *ev)
 {
-    sched_ctx ctx = sim_cluster_ctx(c, false);
-    double t_ms = sim_ns_to_ms(c->eng->now);
-    for (int i = 0; i < c->n_inst && !c->run->failed; i++) {
-        const instance *in = &c->inst[i];
-        sim_sample_row row = sample_row(c, &ctx, in, t_ms);
-        if (sim_results_add_sample(c->run->db, &row, c->run->err)) c->run->failed = true;
-        /* Loads feed the PD-ratio controller, which empties them each
-         * period; without one nothing reads them (nor may they pile up). */
-        if (in->state == ST_ACTIVE && c->pd->decide)
-            push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
+    sample_ticks *k = &c->ticks;
+    bool rows = sim_results_keeps_samples(c->run->db);
+    if (rows && !k->cur) ticks_init(c);
+    rows = rows && k->tick++ % k->stride == 0;
+    /* Nobody reads samples without rows to write or a PD-ratio controller. */
+    if (rows || c->pd->decide) {
+        sched_ctx ctx = sim_cluster_ctx(c, false);
+        double t_ms = sim_ns_to_ms(c->eng->now);
+        for (int i = 0; i < c->n_inst; i++) {
+            const instance *in = &c->inst[i];
+            sim_sample_row row = sample_row(c, &ctx, in, t_ms);
+            if (rows) k->cur[i] = row;
+            /* Loads feed the PD-ratio controller, which empties them each
+             * period; without one nothing reads them (nor may they pile up). */
+            if (in->state == ST_ACTIVE && c->pd->decide)
+                push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
+        }
+        if (rows) record_tick(c);
     }
+    if (k->holding && sim_serving_done(c->run)) write_tick(c, k->held), k->holding = false;
     again(c, EV_SAMPLE, c->cfg->sample_period_s);
 }
 

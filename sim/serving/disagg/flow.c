@@ -232,6 +232,7 @@ void sim_flow_arrive(cluster *c, sim_request *r)
     q->prefill = q->decode = q->transfer_from = -1;
     q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
     q->need_kv = (int64_t)r->input_len + r->output_len;
+    q->output_len = r->output_len;
     admit(c, q);
 }
 
@@ -252,11 +253,12 @@ static void start_iteration(cluster *c, instance *d)
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
     double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
-    /* decode load while iterating: the iteration against the TBT SLO, or the
-     * HBM reserved against its capacity (the decode load of Mooncake §4.3.1) */
-    double kv = (double)d->kv_reserved / (double)c->kv_capacity, tbt = dt / (c->cfg->slo_tbt_ms / 1e3);
-    c->busy_decode_s += dt * (kv > tbt ? kv : tbt);
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
+    /* decode load while iterating: the iteration against the TBT SLO, or the
+     * HBM reserved against its capacity (the decode load of Mooncake §4.3.1);
+     * after the push, so its divisions overlap the heap's work */
+    double kv = (double)d->kv_reserved / (double)c->kv_capacity, tbt = dt / c->slo_tbt_s;
+    c->busy_decode_s += dt * (kv > tbt ? kv : tbt);
 }
 
 void sim_flow_on_kv_ready(cluster *c, const sim_event *ev)
@@ -283,13 +285,14 @@ void sim_flow_on_decode_step(cluster *c, const sim_event *ev)
     instance *d = &c->inst[ev->target];
     if (ev->gen != d->gen) return; /* the batch was handled when the instance failed */
     int kept = 0;
+    int64_t now = c->eng->now;
     for (int i = 0; i < d->nbatch; i++) {
         req_state *q = d->batch[i];
-        sim_topk_add(&q->topk, sim_ns_to_s(c->eng->now - q->last_token));
-        q->last_token = c->eng->now;
+        sim_topk_add(&q->topk, now - q->last_token);
+        q->last_token = now;
         q->tokens++;
         d->ctx_tokens++;
-        if (q->tokens < q->r->output_len) d->batch[kept++] = q;
+        if (q->tokens < q->output_len) d->batch[kept++] = q;
         else complete_decode(c, d, q);
     }
     d->nbatch = kept;
