@@ -26,7 +26,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parame
 GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 BASE    := -std=c11 -D_GNU_SOURCE -g -I. $(WARN) $(PKG_CFLAGS) -DKVSIM_GIT='"$(GIT_REV)"'
 CFLAGS  := $(BASE) -O2
-SANFLAGS:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS:= -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 # build/kvsim links the packages' static archives when every one is

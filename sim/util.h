@@ -43,7 +43,16 @@ int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err);
 /* Nanosecond clock of the simulation. */
 #define SIM_NS_PER_MS 1000000LL
 #define SIM_NS_PER_S  1000000000LL
-static inline int64_t sim_s_to_ns(double s) { return (int64_t)(s * 1e9 + (s >= 0 ? 0.5 : -0.5)); }
+/* Seconds to the engine's ns clock, rounded, saturating at ±SIM_NS_MAX
+ * (73 years; NaN reads as 0): no double ever overflows the int64 cast. */
+#define SIM_NS_MAX    (INT64_MAX / 4)
+static inline int64_t sim_s_to_ns(double s)
+{
+    double ns = s * 1e9;
+    if (!(ns < (double)SIM_NS_MAX)) return ns == ns ? SIM_NS_MAX : 0;
+    if (!(ns > -(double)SIM_NS_MAX)) return -SIM_NS_MAX;
+    return (int64_t)(ns + (s >= 0 ? 0.5 : -0.5));
+}
 static inline double sim_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
 static inline double sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
 

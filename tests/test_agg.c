@@ -287,7 +287,8 @@ static void test_aggregated_config_errors(void **state)
                    "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.lmcache=true --set kvstore.chunk_tokens=200",
                    2, "kvstore.chunk_tokens': 200 is not a multiple of the page size");
-    tu_expect_exit("run --set kvstore.remote.Gbps=0", 2, "kvstore.remote.Gbps': 0 must be in (0, 1e6]");
+    tu_expect_exit("run --set kvstore.remote.Gbps=0", 2,
+                   "kvstore.remote.Gbps': 0 is out of range [0.001, 1000000] Gbit/s");
 }
 
 int main(void)

@@ -26,6 +26,7 @@ typedef struct sim_cmd {
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);

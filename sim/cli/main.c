@@ -11,6 +11,7 @@ static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
     {"trace", "trace tools: stats, gen", cmd_trace},
     {"policies", "list every registered policy with its parameters", cmd_policies},
+    {"config", "the resolved config of a run, or every config key's type, range and meaning", cmd_config},
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
     {"plan", "smallest DRAM per node reaching a target share of the achievable hit rate", cmd_plan},
     {"check", "CI regression check: re-run a baseline's measurements, exit 3 if one moved", cmd_check},

@@ -13,17 +13,11 @@
 
 #include <xxhash.h>
 
+#include "sim/config/schema.h"
+
 /* ---- JSON paths ---------------------------------------------------------- */
 
-static json_t *json_path_get(const json_t *root, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    const json_t *node = root;
-    for (char *save, *tok = strtok_r(buf, ".", &save); tok && node; tok = strtok_r(NULL, ".", &save))
-        node = json_is_object(node) ? json_object_get(node, tok) : NULL;
-    return (json_t *)node;
-}
+static json_t *json_path_get(const json_t *root, const char *path) { return (json_t *)sim_config_path_get(root, path); }
 
 /* Keys below these paths are free-form (validated by their consumers). */
 static bool is_free_form(const char *path)
@@ -115,6 +109,8 @@ static int apply_set(json_t *root, const json_t *schema, const char *set, sim_er
     if (!eq || eq == set) return sim_errf(err, "--set '%s': expected key.path=value", set);
     char path[256];
     snprintf(path, sizeof path, "%.*s", (int)(eq - set), set);
+    if (path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, ".."))
+        return sim_errf(err, "--set '%s': '%s' has an empty key (key.path=value)", set, path);
     json_t *value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
     if (!value) value = json_string(eq + 1);
     return set_path(root, schema, path, value, err);
@@ -123,7 +119,7 @@ static int apply_set(json_t *root, const json_t *schema, const char *set, sim_er
 static json_t *load_json_file(const char *path, const char *what, sim_err *err)
 {
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!j) sim_errf(err, "%s %s:%d: %s", what, path, je.line, je.text);
     else if (!json_is_object(j)) {
         json_decref(j);
@@ -169,13 +165,11 @@ static int get_num(const json_t *root, const char *path, double *out, sim_err *e
     return 0;
 }
 
-static int get_int(const json_t *root, const char *path, int64_t lo, int64_t hi, int64_t *out, sim_err *err)
+/* An integer key (its range is the schema's, checked before). */
+static int get_int(const json_t *root, const char *path, int64_t *out, sim_err *err)
 {
     double d = 0;
     if (get_num(root, path, &d, err)) return -1;
-    if (d != floor(d) || d < (double)lo || d > (double)hi)
-        return sim_errf(err, "config key '%s': %g must be an integer in [%lld, %lld]", path, d, (long long)lo,
-                        (long long)hi);
     *out = (int64_t)d;
     return 0;
 }
@@ -202,8 +196,7 @@ static int get_bool(const json_t *root, const char *path, bool *out, sim_err *er
 typedef struct num_field {
     const char *path;
     size_t off;
-    double scale;
-    bool positive;
+    double scale; /* from the key's unit to the struct's (ms → s) */
 } num_field;
 typedef struct str_field {
     const char *path;
@@ -215,28 +208,28 @@ typedef struct str_field {
 #define HF(field) offsetof(sim_hw, field)
 
 static const num_field config_nums[] = {
-    {"slo.ttft_ms", CF(slo_ttft_ms), 1, true},
-    {"slo.tbt_ms", CF(slo_tbt_ms), 1, true},
-    {"cost.prefill_mfu", CF(prefill_mfu), 1, true},
-    {"cost.decode_overhead_ms", CF(decode_overhead_s), 1e-3, false},
-    {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3, false},
-    {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6, false},
-    {"cost.noise", CF(noise), 1, false},
-    {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1, false},
-    {"cost.estimator_noise", CF(estimator_noise), 1, false},
-    {"metrics.sample_period_ms", CF(sample_period_s), 1e-3, true},
-    {"metrics.sample_rows_per_s", CF(sample_rows_per_s), 1, false},
-    {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1, true},
-    {"cluster.switch_ms", CF(switch_s), 1e-3, false},
-    {"metrics.replica_period_ms", CF(replica_period_s), 1e-3, false},
+    {"slo.ttft_ms", CF(slo_ttft_ms), 1},
+    {"slo.tbt_ms", CF(slo_tbt_ms), 1},
+    {"cost.prefill_mfu", CF(prefill_mfu), 1},
+    {"cost.decode_overhead_ms", CF(decode_overhead_s), 1e-3},
+    {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3},
+    {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6},
+    {"cost.noise", CF(noise), 1},
+    {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
+    {"cost.estimator_noise", CF(estimator_noise), 1},
+    {"metrics.sample_period_ms", CF(sample_period_s), 1e-3},
+    {"metrics.sample_rows_per_s", CF(sample_rows_per_s), 1},
+    {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1},
+    {"cluster.switch_ms", CF(switch_s), 1e-3},
+    {"metrics.replica_period_ms", CF(replica_period_s), 1e-3},
 };
 
 static const num_field hw_nums[] = {
-    {"tflops_per_gpu", HF(flops), 1e12, true},          {"hbm_bytes_per_gpu", HF(hbm_bytes), 1, true},
-    {"hbm_GBps_per_gpu", HF(hbm_Bps), 1e9, true},       {"h2d_GBps", HF(h2d_Bps), 1e9, true},
-    {"nic_Gbps", HF(nic_Bps), 1e9 / 8, true},           {"dram_bytes", HF(dram_bytes), 1, true},
-    {"ssd_read_GBps", HF(ssd_read_Bps), 1e9, true},     {"ssd_write_GBps", HF(ssd_write_Bps), 1e9, true},
-    {"ssd_latency_us", HF(ssd_latency_s), 1e-6, false},
+    {"tflops_per_gpu", HF(flops), 1e12},         {"hbm_bytes_per_gpu", HF(hbm_bytes), 1},
+    {"hbm_GBps_per_gpu", HF(hbm_Bps), 1e9},      {"h2d_GBps", HF(h2d_Bps), 1e9},
+    {"nic_Gbps", HF(nic_Bps), 1e9 / 8},          {"dram_bytes", HF(dram_bytes), 1},
+    {"ssd_read_GBps", HF(ssd_read_Bps), 1e9},    {"ssd_write_GBps", HF(ssd_write_Bps), 1e9},
+    {"ssd_latency_us", HF(ssd_latency_s), 1e-6},
 };
 
 static const str_field config_strs[] = {
@@ -257,8 +250,6 @@ static int read_nums(const json_t *root, const char *prefix, const num_field *f,
         double v = 0;
         snprintf(path, sizeof path, "%s%s", prefix, f[i].path);
         if (get_num(root, path, &v, err)) return -1;
-        if (f[i].positive ? v <= 0 : v < 0)
-            return sim_errf(err, "config key '%s': %g must be %s", path, v, f[i].positive ? "> 0" : ">= 0");
         *(double *)((char *)base + f[i].off) = v * f[i].scale;
     }
     return 0;
@@ -271,7 +262,7 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     memset(hw, 0, sizeof *hw);
     const char *hname = json_string_value(json_object_get(h, "name"));
     snprintf(hw->name, sizeof hw->name, "%s", hname ? hname : "inline");
-    if (get_int(root, "hardware.gpus_per_node", 1, 1024, &gpus, err)) return -1;
+    if (get_int(root, "hardware.gpus_per_node", &gpus, err)) return -1;
     if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
     hw->gpus = (int)gpus;
     hw->flops *= gpus;
@@ -307,18 +298,14 @@ static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
     int scope, transfer;
     double gbps = 0, lat = 0;
     if (get_bool(root, "kvstore.lmcache", &l->on, err) || get_bool(root, "kvstore.prefetch", &l->prefetch, err) ||
-        get_int(root, "kvstore.chunk_tokens", 1, 1 << 20, &chunk, err) ||
-        get_int(root, "cluster.instances_per_node", 1, 1024, &per_node, err) ||
+        get_int(root, "kvstore.chunk_tokens", &chunk, err) ||
+        get_int(root, "cluster.instances_per_node", &per_node, err) ||
         get_choice(root, "kvstore.cpu_scope", scopes, &scope, err) ||
         get_choice(root, "kvstore.transfer", transfers, &transfer, err) ||
         get_choice(root, "kvstore.load", loads, &l->load, err) ||
         sim_json_size(root, "kvstore.remote.bytes", &l->remote_bytes, err) ||
         get_num(root, "kvstore.remote.Gbps", &gbps, err) || get_num(root, "kvstore.remote.latency_us", &lat, err))
         return -1;
-    if (!(gbps > 0) || gbps > 1e6)
-        return sim_errf(err, "config key 'kvstore.remote.Gbps': %g must be in (0, 1e6]", gbps);
-    if (!(lat >= 0) || lat > 1e9)
-        return sim_errf(err, "config key 'kvstore.remote.latency_us': %g must be in [0, 1e9]", lat);
     l->chunk_tokens = (int)chunk;
     c->instances_per_node = (int)per_node;
     l->cpu_per_node = scope == 1;
@@ -353,20 +340,14 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 static int read_ints(const json_t *root, sim_config *c, sim_err *err)
 {
     int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet, ninst, budget;
-    if (get_int(root, "cluster.prefill", 1, 4096, &p, err) || get_int(root, "cluster.decode", 1, 4096, &d, err) ||
-        get_int(root, "cluster.prefill_chunk", 16, 1 << 24, &chunk, err) ||
-        get_int(root, "cluster.decode_max_batch", 1, 1 << 20, &batch, err) ||
-        get_int(root, "cluster.cpp_group", 1, 4096, &cpp, err) ||
-        get_int(root, "cluster.cpp_threshold", 0, 1 << 30, &cpp_min, err) ||
-        get_int(root, "kvstore.block_tokens", 1, 1 << 20, &bt, err) ||
-        get_int(root, "trace.block_tokens", 1, 1 << 20, &tbt, err) ||
-        get_int(root, "kvstore.pic_block_tokens", 1, 1 << 20, &pbt, err) ||
-        get_int(root, "cluster.instances", 0, 8192, &ninst, err) ||
-        get_int(root, "engine.max_num_batched_tokens", 1, 1 << 24, &budget, err) ||
-        get_int(root, "kvstore.pic_epic_tokens", 0, 1 << 20, &pet, err) ||
-        get_int(root, "cost.estimator_samples", 8, 1 << 20, &samples, err) ||
-        get_int(root, "trace.limit", 0, INT64_MAX / 2, &limit, err) ||
-        get_int(root, "seed", 0, INT64_MAX / 2, &seed, err))
+    if (get_int(root, "cluster.prefill", &p, err) || get_int(root, "cluster.decode", &d, err) ||
+        get_int(root, "cluster.prefill_chunk", &chunk, err) || get_int(root, "cluster.decode_max_batch", &batch, err) ||
+        get_int(root, "cluster.cpp_group", &cpp, err) || get_int(root, "cluster.cpp_threshold", &cpp_min, err) ||
+        get_int(root, "kvstore.block_tokens", &bt, err) || get_int(root, "trace.block_tokens", &tbt, err) ||
+        get_int(root, "kvstore.pic_block_tokens", &pbt, err) || get_int(root, "cluster.instances", &ninst, err) ||
+        get_int(root, "engine.max_num_batched_tokens", &budget, err) ||
+        get_int(root, "kvstore.pic_epic_tokens", &pet, err) || get_int(root, "cost.estimator_samples", &samples, err) ||
+        get_int(root, "trace.limit", &limit, err) || get_int(root, "seed", &seed, err))
         return -1;
     c->n_prefill = (int)p;
     c->n_decode = (int)d;
@@ -427,6 +408,7 @@ static int read_on_failure(const json_t *root, bool *retry, sim_err *err)
 static int read_typed(sim_config *c, sim_err *err)
 {
     const json_t *root = c->root;
+    if (sim_config_check_schema(root, err)) return -1;
     if (sim_model_from_json(json_object_get(root, "model"), &c->model, err)) return -1;
     if (read_hw(root, &c->hw, err) || read_ints(root, c, err) || read_scope(root, &c->scope, err)) return -1;
     if (read_nums(root, "", config_nums, sizeof config_nums / sizeof config_nums[0], c, err)) return -1;
@@ -444,9 +426,6 @@ static int read_typed(sim_config *c, sim_err *err)
         sim_json_size(root, "kvstore.ssd_bytes", &c->ssd_bytes, err) ||
         get_num(root, "trace.speed", &c->trace.speed, err) || get_num(root, "trace.sample", &c->trace.sample, err))
         return -1;
-    if (c->trace.speed <= 0) return sim_errf(err, "config key 'trace.speed': %g must be > 0", c->trace.speed);
-    if (c->trace.sample <= 0 || c->trace.sample > 1)
-        return sim_errf(err, "config key 'trace.sample': %g must be in (0, 1]", c->trace.sample);
     if (c->block_tokens != c->trace.block_tokens)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);

@@ -1,0 +1,303 @@
+/* sim/config/schema.c — the config schema: one row per key, and its check.
+ *
+ * Ranges are what a run can mean, not what a machine has today: a TTFT SLO
+ * up to 11.6 days, bytes up to 1e18 (an exabyte), periods from 1 ms. They
+ * exist so that no value turns into an overflowed block count, an
+ * unbounded loop of periodic events or a time that no int64 clock holds
+ * (issue: "no silent wrong answers"). */
+#include "sim/config/schema.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW(p, t, u, l, h, ...)                                                                                        \
+    {                                                                                                                  \
+        .path = p, .type = t, .unit = u, .lo = l, .hi = h, __VA_ARGS__                                                 \
+    }
+#define NUM(p, u, l, h, m)    ROW(p, SIM_KEY_NUMBER, u, l, h, .meaning = m)
+#define POS(p, u, h, m)       ROW(p, SIM_KEY_NUMBER, u, 0, h, .lo_open = true, .meaning = m)
+#define INT(p, u, l, h, m)    ROW(p, SIM_KEY_INTEGER, u, l, h, .meaning = m)
+#define SIZE(p, m)            ROW(p, SIM_KEY_SIZE, "bytes", 0, 1e18, .inf_ok = true, .meaning = m)
+#define BOOL(p, m)            ROW(p, SIM_KEY_BOOL, "", 0, 0, .meaning = m)
+#define CHOICE(p, c, m)       ROW(p, SIM_KEY_CHOICE, "", 0, 0, .choices = c, .meaning = m)
+#define OFF_OR(p, u, l, h, m) ROW(p, SIM_KEY_NUMBER, u, l, h, .zero_ok = true, .meaning = m)
+#define OTHER(p, t, m, ...)   ROW(p, t, "", 0, 0, .meaning = m, __VA_ARGS__)
+
+static const sim_config_key keys[] = {
+    OTHER("about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
+    OTHER("model", SIM_KEY_PRESET,
+          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`) or an inline object with the "
+          "`model.*` keys below"),
+    INT("model.layers", "", 1, 4096, "transformer layers"),
+    INT("model.hidden", "", 1, 1 << 20, "hidden size"),
+    INT("model.heads", "", 1, 65536, "attention heads"),
+    INT("model.kv_heads", "", 1, 65536, "KV heads (GQA)"),
+    INT("model.head_dim", "", 1, 65536, "head dimension"),
+    INT("model.dtype_bytes", "bytes", 1, 16, "bytes per KV element"),
+    POS("model.params", "", 1e16, "parameters (weights = params × dtype_bytes)"),
+    ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
+        .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
+    ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
+        .meaning = "prefill FLOPs term b of Mooncake Eq. 1 (default 22)"),
+    OTHER("hardware", SIM_KEY_PRESET,
+          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x8`, `h200x1`, `cpu-local`) or an inline "
+          "object with the `hardware.*` keys below"),
+    INT("hardware.gpus_per_node", "", 1, 1024, "GPUs per node (one instance = one node)"),
+    NUM("hardware.tflops_per_gpu", "TFLOP/s", 1e-3, 1e6, "peak dense FLOP/s per GPU"),
+    POS("hardware.hbm_bytes_per_gpu", "bytes", 1e15, "HBM per GPU"),
+    NUM("hardware.hbm_GBps_per_gpu", "GB/s", 1e-3, 1e6, "HBM bandwidth per GPU"),
+    NUM("hardware.h2d_GBps", "GB/s", 1e-3, 1e6, "DRAM → HBM bandwidth per node"),
+    NUM("hardware.nic_Gbps", "Gbit/s", 1e-3, 1e7, "NIC bandwidth per node"),
+    POS("hardware.dram_bytes", "bytes", 1e18, "DRAM per node (`kvsim plan` checks fits against it)"),
+    NUM("hardware.ssd_read_GBps", "GB/s", 1e-3, 1e6, "SSD read bandwidth"),
+    NUM("hardware.ssd_write_GBps", "GB/s", 1e-3, 1e6, "SSD write bandwidth"),
+    NUM("hardware.ssd_latency_us", "µs", 0, 1e9, "SSD access latency"),
+    OTHER("hardware.calibration", SIM_KEY_STRING,
+          "calibration file of the data-path curves (`kvsim calibrate`); absent = analytic bandwidths",
+          .optional = true),
+    CHOICE("cluster.mode", "",
+           "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "
+           "instances that prefill and decode"),
+    INT("cluster.prefill", "instances", 1, 4096, "prefill instances (one instance = one node)"),
+    INT("cluster.decode", "instances", 1, 4096, "decode instances"),
+    INT("cluster.instances", "instances", 0, 8192, "aggregated instances (0 = `cluster.prefill` + `cluster.decode`)"),
+    INT("cluster.instances_per_node", "instances", 1, 1024,
+        "aggregated instances sharing a node's CPU pool (`kvstore.cpu_scope` = `node`)"),
+    CHOICE("cluster.scope", "global|local",
+           "`global`: any node's blocks serve any prefill node over the NIC (Mooncake Store); `local`: each node "
+           "sees only its own cache"),
+    INT("cluster.prefill_chunk", "tokens", 16, 1 << 24, "chunked prefill above this many uncached tokens"),
+    BOOL("cluster.layerwise", "layer-wise overlap of KV load/stream with prefill compute"),
+    INT("cluster.decode_max_batch", "requests", 1, 1 << 20, "largest decode batch"),
+    POS("cluster.decode_hbm_frac", "", 1, "fraction of HBM usable (weights + KV) on a decode instance"),
+    NUM("cluster.switch_ms", "ms", 0, 1e9, "cost of a PD role switch after the instance drained"),
+    INT("cluster.cpp_group", "nodes", 1, 4096,
+        "chunked pipeline parallelism: prefill nodes per pipeline group (1 = off)"),
+    INT("cluster.cpp_threshold", "tokens", 0, 1 << 30, "uncached tokens above which a request uses its group"),
+    CHOICE("cluster.on_failure", "retry|lose",
+           "a failed instance's in-flight requests restart (`retry`) or are counted lost (`lose`)"),
+    INT("kvstore.block_tokens", "tokens", 1, 1 << 20, "tokens per cache block (must equal `trace.block_tokens`)"),
+    CHOICE("kvstore.pic", "",
+           "cache model (`kvsim policies`): `none` = prefix reuse of hash_id blocks; `prefix`, `epic`, "
+           "`cacheblend`, `mepic` = position-independent caching of segment traces in each instance's HBM"),
+    INT("kvstore.pic_block_tokens", "tokens", 1, 1 << 20,
+        "HBM block (vLLM page) of the PIC accounting; must divide `trace.block_tokens`"),
+    NUM("kvstore.pic_cacheblend_ratio", "", 0, 1, "share of a reused chunk's tokens CacheBlend recomputes"),
+    INT("kvstore.pic_epic_tokens", "tokens", 0, 1 << 20, "leading tokens of a reused chunk EPIC recomputes"),
+    CHOICE("kvstore.eviction", "", "eviction policy of every tier (`kvsim policies`)"),
+    SIZE("kvstore.hbm_bytes",
+         "per-node HBM prefix-cache budget (0 = tier absent); under a PIC policy each instance's HBM KV store "
+         "(0 = the HBM left after weights × `cluster.decode_hbm_frac`)"),
+    SIZE("kvstore.dram_bytes", "per-node DRAM prefix-cache budget (0 = tier absent)"),
+    SIZE("kvstore.ssd_bytes", "per-node SSD prefix-cache budget (0 = tier absent)"),
+    BOOL("kvstore.promote", "a read from SSD promotes the block to DRAM"),
+    BOOL("kvstore.lmcache",
+         "the LMCache layer of aggregated instances (CPU `dram_bytes`, disk `ssd_bytes`, remote store)"),
+    INT("kvstore.chunk_tokens", "tokens", 1, 1 << 20,
+        "LMCache chunk; a multiple of the page, dividing or divided by `trace.block_tokens`"),
+    CHOICE("kvstore.cpu_scope", "instance|node",
+           "`instance`: a CPU pool per instance; `node`: one per `cluster.instances_per_node` instances"),
+    CHOICE("kvstore.transfer", "chunk|page",
+           "`chunk`: one transfer per chunk (LMCache); `page`: one per layer's 16-token page (vLLM native "
+           "offload)"),
+    CHOICE("kvstore.load", "always|never|adaptive",
+           "load cached chunks always, never, or only when the transfer beats recomputing them"),
+    BOOL("kvstore.prefetch", "copy a queued request's disk/remote chunks into CPU memory while it waits"),
+    SIZE("kvstore.remote.bytes", "the cluster's remote KV store (0 = none)"),
+    NUM("kvstore.remote.Gbps", "Gbit/s", 1e-3, 1e6, "the remote store's link"),
+    NUM("kvstore.remote.latency_us", "µs", 0, 1e9, "the remote store's per-transfer latency"),
+    INT("engine.max_num_batched_tokens", "tokens", 1, 1 << 24,
+        "an aggregated iteration's token budget (decodes + prefill chunks); at least one page"),
+    CHOICE("policy.router", "",
+           "prefill router: `random`, `round_robin`, `least_loaded`, `cache_aware_local`, `kvcentric`"),
+    CHOICE("policy.decode", "", "decode selector (`kvsim policies`)"),
+    CHOICE("policy.admission", "", "`none`, `slo_reject`, `baseline`, `early_reject`, `early_reject_predict`"),
+    CHOICE("policy.pd_controller", "", "`static`, `dynamic`"),
+    OTHER("policy.params", SIM_KEY_OBJECT,
+          "policy parameters, by name (`kvsim policies`); a name no registered policy declares is an error"),
+    POS("slo.ttft_ms", "ms", 1e9, "TTFT SLO; a trace line's `slo_ttft_ms` overrides it per request"),
+    POS("slo.tbt_ms", "ms", 1e9, "TBT SLO; a trace line's `slo_tbt_ms` overrides it per request"),
+    OTHER("trace.path", SIM_KEY_STRING, "trace to replay"),
+    NUM("trace.speed", "", 1e-6, 1e6, "replay speed factor (2 = twice as dense, as Mooncake §7.6 does for overload)"),
+    POS("trace.sample", "", 1, "keep each request with this probability (seeded)"),
+    INT("trace.limit", "requests", 0, 9e15, "stop after this many requests (0 = all)"),
+    BOOL("trace.skip_bad", "skip bad lines (counted in the summary) instead of stopping"),
+    BOOL("trace.sort", "sort unsorted timestamps instead of stopping"),
+    INT("trace.block_tokens", "tokens", 1, 1 << 20, "tokens per trace hash block"),
+    NUM("cost.prefill_mfu", "", 1e-3, 1, "model FLOPs utilization of prefill (and decode compute)"),
+    NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration"),
+    NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
+    NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),
+    NUM("cost.noise", "", 0, 1, "relative Gaussian noise on true prefill and decode times"),
+    NUM("cost.estimator_noise", "", 0, 1, "relative error of the conductor's profiling samples"),
+    INT("cost.estimator_samples", "", 8, 1 << 20, "profiling samples the prefill estimator is fitted on"),
+    BOOL("metrics.request_rows",
+         "one `requests` row per request in `--db`; false keeps only the run's summary (large sweeps)"),
+    BOOL("metrics.sample_rows", "`samples` and `replicas` rows in `--db`; false drops them"),
+    NUM("metrics.sample_period_ms", "ms", 1, 1e10, "period of the control plane's load samples"),
+    NUM("metrics.sample_rows_per_s", "rows/s", 0, 1e6,
+        "at most this many `samples` rows per simulated second: larger clusters record every ⌈instances / "
+        "(period × this)⌉ periods (0 = every period)"),
+    OFF_OR("metrics.replica_period_ms", "ms", 1, 1e10,
+           "period of the `replicas` table; 0 = off (Mooncake Fig. 18 sampled every 30000)"),
+    OTHER("faults", SIM_KEY_ARRAY,
+          "scheduled failures: `[{\"at_ms\": 300000, \"instance\": 2, \"down_ms\": 120000}, ...]` (simulated "
+          "clock; instances 0..P−1 prefill, then decode)"),
+    INT("seed", "", 0, 9e15, "seed of every random stream"),
+};
+
+size_t sim_config_key_count(void) { return sizeof keys / sizeof keys[0]; }
+
+const sim_config_key *sim_config_key_at(size_t i) { return i < sim_config_key_count() ? &keys[i] : NULL; }
+
+const sim_config_key *sim_config_key_find(const char *path)
+{
+    for (size_t i = 0; i < sim_config_key_count(); i++)
+        if (!strcmp(keys[i].path, path)) return &keys[i];
+    return NULL;
+}
+
+const json_t *sim_config_path_get(const json_t *root, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    const json_t *node = root;
+    for (char *save, *tok = strtok_r(buf, ".", &save); tok && node; tok = strtok_r(NULL, ".", &save))
+        node = json_is_object(node) ? json_object_get(node, tok) : NULL;
+    return node;
+}
+
+const char *sim_config_key_type_name(sim_key_type t)
+{
+    static const char *const names[] = {
+        [SIM_KEY_NUMBER] = "number", [SIM_KEY_INTEGER] = "integer", [SIM_KEY_SIZE] = "size",
+        [SIM_KEY_BOOL] = "bool",     [SIM_KEY_STRING] = "string",   [SIM_KEY_CHOICE] = "name",
+        [SIM_KEY_PRESET] = "preset", [SIM_KEY_OBJECT] = "object",   [SIM_KEY_ARRAY] = "array"};
+    return names[t];
+}
+
+/* Integers as integers (1048576, not 1.04858e+06), the rest as %g. */
+static const char *num_text(double v, char *buf, size_t n)
+{
+    if (v == floor(v) && fabs(v) < 1e10) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, "%g", v);
+    return buf;
+}
+
+void sim_config_key_range(const sim_config_key *k, char *buf, size_t n)
+{
+    char lo[32], hi[32];
+    switch (k->type) {
+    case SIM_KEY_NUMBER:
+    case SIM_KEY_INTEGER:
+    case SIM_KEY_SIZE:
+        snprintf(buf, n, "%s%s%s, %s]%s", k->zero_ok ? "0 or " : "", k->lo_open ? "(" : "[",
+                 num_text(k->lo, lo, sizeof lo), num_text(k->hi, hi, sizeof hi), k->inf_ok ? " or inf" : "");
+        return;
+    case SIM_KEY_BOOL: snprintf(buf, n, "true, false"); return;
+    case SIM_KEY_CHOICE:
+        if (!k->choices || !*k->choices) {
+            snprintf(buf, n, "see `kvsim policies`");
+            return;
+        }
+        snprintf(buf, n, "%s", k->choices);
+        for (char *bar; (bar = strchr(buf, '|'));) { /* "a|b" → "a, b" (needs n > strlen + bars) */
+            memmove(bar + 2, bar + 1, strlen(bar + 1) + 1);
+            bar[0] = ',', bar[1] = ' ';
+        }
+        return;
+    default: snprintf(buf, n, "%s", ""); return;
+    }
+}
+
+static bool in_range(const sim_config_key *k, double v)
+{
+    if (k->inf_ok && isinf(v) && v > 0) return true;
+    if (k->zero_ok && v == 0) return true;
+    if (!(v <= k->hi)) return false; /* NaN too */
+    return k->lo_open ? v > k->lo : v >= k->lo;
+}
+
+static int type_error(const sim_config_key *k, const json_t *v, sim_err *err)
+{
+    static const char *const what[] = {[SIM_KEY_NUMBER] = "a number",
+                                       [SIM_KEY_INTEGER] = "an integer",
+                                       [SIM_KEY_SIZE] = "a number of bytes or a size such as \"512GiB\"",
+                                       [SIM_KEY_BOOL] = "true or false",
+                                       [SIM_KEY_STRING] = "a string",
+                                       [SIM_KEY_CHOICE] = "a name",
+                                       [SIM_KEY_PRESET] = "a preset name or an object",
+                                       [SIM_KEY_OBJECT] = "an object",
+                                       [SIM_KEY_ARRAY] = "an array"};
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    int rc = sim_errf(err, "config key '%s': expected %s, got %.60s", k->path, what[k->type], text ? text : "?");
+    free(text);
+    return rc;
+}
+
+static int range_error(const sim_config_key *k, double v, sim_err *err)
+{
+    char r[96];
+    sim_config_key_range(k, r, sizeof r);
+    return sim_errf(err, "config key '%s': %g is out of range %s%s%s", k->path, v, r, *k->unit ? " " : "", k->unit);
+}
+
+/* A number-like key's value, or -1 after an error. */
+static int number_of(const sim_config_key *k, const json_t *v, double *out, sim_err *err)
+{
+    if (k->type == SIM_KEY_SIZE && json_is_string(v)) return sim_parse_size(json_string_value(v), k->path, out, err);
+    if (!json_is_number(v)) return type_error(k, v, err);
+    *out = json_number_value(v);
+    if (k->type == SIM_KEY_INTEGER && *out != floor(*out)) return type_error(k, v, err);
+    return 0;
+}
+
+static int check_choice(const sim_config_key *k, const json_t *v, sim_err *err)
+{
+    if (!json_is_string(v)) return type_error(k, v, err);
+    if (!k->choices || !*k->choices) return 0; /* a registry name: its reader checks it */
+    const char *s = json_string_value(v), *names[16];
+    char buf[256];
+    size_t n = 0;
+    snprintf(buf, sizeof buf, "%s", k->choices);
+    for (char *save, *tok = strtok_r(buf, "|", &save); tok && n < 16; tok = strtok_r(NULL, "|", &save))
+        if (!strcmp(names[n++] = tok, s)) return 0;
+    char all[256];
+    sim_config_key_range(k, all, sizeof all);
+    return sim_errf(err, "config key '%s': '%s' is not one of %s%s", k->path, s, all, sim_did_you_mean(s, names, n));
+}
+
+static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
+{
+    double d = 0;
+    switch (k->type) {
+    case SIM_KEY_NUMBER:
+    case SIM_KEY_INTEGER:
+    case SIM_KEY_SIZE:
+        if (number_of(k, v, &d, err)) return -1;
+        return in_range(k, d) ? 0 : range_error(k, d, err);
+    case SIM_KEY_BOOL: return json_is_boolean(v) ? 0 : type_error(k, v, err);
+    case SIM_KEY_STRING: return json_is_string(v) ? 0 : type_error(k, v, err);
+    case SIM_KEY_CHOICE: return check_choice(k, v, err);
+    case SIM_KEY_PRESET:
+    case SIM_KEY_OBJECT: return json_is_object(v) ? 0 : type_error(k, v, err);
+    case SIM_KEY_ARRAY: return json_is_array(v) ? 0 : type_error(k, v, err);
+    }
+    return 0;
+}
+
+int sim_config_check_schema(const json_t *root, sim_err *err)
+{
+    for (size_t i = 0; i < sim_config_key_count(); i++) {
+        const sim_config_key *k = &keys[i];
+        const json_t *v = sim_config_path_get(root, k->path);
+        if (!v) {
+            if (k->optional) continue;
+            return sim_errf(err, "config key '%s': missing", k->path);
+        }
+        if (check_key(k, v, err)) return -1;
+    }
+    return 0;
+}
