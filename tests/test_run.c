@@ -539,6 +539,41 @@ static void test_sample_ticks(void **state)
                             " (SELECT DISTINCT t_ms FROM samples))") == 1000);
 }
 
+/* A pipe or /dev/stdin replays like the file (same summary, same recorded
+ * fingerprint, the path as given); an error names "-"; a 19-digit number
+ * is an error, not an overflow (issue 13). */
+static void test_stdin_and_big_numbers(void **state)
+{
+    char *db = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args, "run --json --db %s --trace - < %s", db, trace_path);
+    json_t *piped = tu_kvsim_json(args);
+    json_t *direct = run_json("");
+    strip_wall(piped), strip_wall(direct);
+    json_object_del(piped, "run_id"), json_object_del(direct, "run_id");
+    assert_true(json_equal(piped, direct));
+    json_decref(piped), json_decref(direct);
+    snprintf(args, sizeof args, "run --json --db %s --trace /dev/stdin < %s", db, trace_path);
+    json_decref(tu_kvsim_json(args));
+    snprintf(args, sizeof args, "run --json --db %s --trace %s", db, trace_path);
+    json_decref(tu_kvsim_json(args));
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_true(sql_num(h, "SELECT COUNT(DISTINCT trace_fingerprint) FROM runs") == 1);
+    assert_true(sql_num(h, "SELECT COUNT(*) FROM runs WHERE trace_path IN ('-', '/dev/stdin')") == 2);
+    sqlite3_close(h);
+    tu_remove_temp(db);
+    tu_expect_exit("run --trace - < /dev/null", 2, "no requests to replay");
+    char *bad = tu_write_temp("not json\n");
+    snprintf(args, sizeof args, "run --trace - < %s", bad);
+    tu_expect_exit(args, 2, "kvsim run: -:1: ");
+    tu_remove_temp(bad);
+    char *big = tu_write_temp("{\"timestamp\": 9999999999999999999, \"input_length\": 600, \"output_length\": 5, "
+                              "\"hash_ids\": [1, 2]}\n");
+    snprintf(args, sizeof args, "run --trace %s", big);
+    tu_expect_exit(args, 2, ":1: json: malformed JSON (too big integer");
+    tu_remove_temp(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_skipped_lines_reported),
         cmocka_unit_test(test_sample_ticks),
+        cmocka_unit_test(test_stdin_and_big_numbers),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

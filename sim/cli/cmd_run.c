@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/cli/cli.h"
 #include "sim/serving/serving.h"
@@ -192,15 +193,20 @@ static int replay(const run_args *a)
     int rc = SIM_EXIT_USAGE;
     double t0 = sim_wall_seconds();
     uint64_t fp;
+    char given[PATH_MAX], local[PATH_MAX];
+    bool spooled = false;
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
-    if (sim_serving_check(&cfg, &err) || sim_trace_fingerprint(cfg.trace_path, &fp, &err) ||
+    snprintf(given, sizeof given, "%s", cfg.trace_path);
+    if (sim_serving_check(&cfg, &err) || sim_trace_materialize(given, local, sizeof local, &spooled, &fp, &err) ||
         sim_results_open(&db, a->db, &err))
         goto out;
+    snprintf(cfg.trace_path, sizeof cfg.trace_path, "%s", local); /* the copy of a pipe; given is recorded */
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
-    sim_run_info info = {config_json, cfg.hash, cfg.trace_path, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
+    sim_run_info info = {config_json, cfg.hash, given, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
     int64_t run_id;
     int bad = sim_results_begin_run(db, &info, &run_id, &err) || sim_serving_replay(&cfg, db, &summary, &err);
     free(config_json);
+    snprintf(cfg.trace_path, sizeof cfg.trace_path, "%s", given);
     if (bad) goto out;
     double wall = sim_wall_seconds() - t0;
     json_object_set_new(summary, "wall_seconds", json_real(wall));
@@ -218,6 +224,15 @@ static int replay(const run_args *a)
         print_summary(&cfg, summary);
     }
 out:
+    if (spooled) {
+        unlink(local);
+        size_t len = strlen(local);
+        if (!strncmp(err.msg, local, len)) { /* name what the user gave, not the copy */
+            char msg[sizeof err.msg];
+            snprintf(msg, sizeof msg, "%.*s%s", (int)(sizeof msg / 2), given, err.msg + len);
+            memcpy(err.msg, msg, sizeof msg);
+        }
+    }
     sim_config_free(&cfg);
 out_noconfig:
     if (rc != SIM_EXIT_OK) fprintf(stderr, "kvsim run: %s\n", err.msg);

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <endian.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
@@ -457,18 +459,19 @@ static const char *scan_plain_string(const char *p, const char *end, const char 
     return q + 1;
 }
 
-/* A JSON integer of at most 18 digits (no overflow), not followed by a
- * fraction or exponent. */
+/* A JSON integer of at most 18 digits (so it fits an int64), not followed
+ * by a fraction or exponent. Accumulated unsigned: a longer run of digits
+ * wraps harmlessly before it is rejected (the slow path reports it). */
 static inline const char *scan_int(const char *p, const char *end, int64_t *out)
 {
     bool neg = p < end && *p == '-';
     const char *digits = p += neg;
-    int64_t v = 0;
-    while (p < end && is_digit(*p)) v = v * 10 + (*p++ - '0');
+    uint64_t v = 0;
+    while (p < end && is_digit(*p)) v = v * 10 + (uint64_t)(*p++ - '0');
     size_t nd = (size_t)(p - digits);
     if (nd == 0 || nd > 18 || (nd > 1 && *digits == '0')) return NULL;
     if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return NULL;
-    *out = neg ? -v : v;
+    *out = neg ? -(int64_t)v : (int64_t)v;
     return p;
 }
 
@@ -715,6 +718,51 @@ int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err)
     *out = XXH64_digest(st);
     XXH64_freeState(st);
     return bad ? sim_errf(err, "%s: read error", path) : 0;
+}
+
+/* Copy f to a new temporary file (its path into out) while hashing. */
+static int spool(FILE *f, const char *name, char *out, size_t n, uint64_t *fp, sim_err *err)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(out, n, "%s/kvsim-trace-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(out);
+    FILE *o = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!o) return sim_errf(err, "%s: cannot make a temporary copy in %s: %s", name, out, strerror(errno));
+    XXH64_state_t *st = XXH64_createState();
+    XXH64_reset(st, 0);
+    char buf[1 << 16];
+    size_t k;
+    bool wbad = false;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
+        XXH64_update(st, buf, k);
+        wbad = wbad || fwrite(buf, 1, k, o) != k;
+    }
+    *fp = XXH64_digest(st);
+    XXH64_freeState(st);
+    bool rbad = ferror(f);
+    wbad = fclose(o) != 0 || wbad;
+    if (rbad || wbad) {
+        unlink(out);
+        return sim_errf(err, "%s: %s", name, rbad ? "read error" : "cannot write its temporary copy (disk full?)");
+    }
+    return 0;
+}
+
+int sim_trace_materialize(const char *path, char *out, size_t n, bool *spooled, uint64_t *fp, sim_err *err)
+{
+    struct stat sb;
+    bool is_stdin = !strcmp(path, "-");
+    *spooled = false;
+    if (!is_stdin && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(out, n, "%s", path);
+        return sim_trace_fingerprint(path, fp, err);
+    }
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f) return sim_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    int rc = spool(f, is_stdin ? "<stdin>" : path, out, n, fp, err);
+    if (!is_stdin) fclose(f);
+    *spooled = rc == 0;
+    return rc;
 }
 
 /* ---- statistics --------------------------------------------------------- */

@@ -98,6 +98,11 @@ void sim_request_free(sim_request *r);
 /* XXH64 (seed 0) of the file's bytes: the trace fingerprint recorded with
  * every run. */
 int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err);
+/* The trace at path as a file that can be read twice (fingerprint, then
+ * replay) and its fingerprint: path itself when it is a regular file; for
+ * "-", /dev/stdin or a pipe, a copy written to a temporary file while
+ * hashing (out gets its path, *spooled = true: the caller unlinks it). */
+int sim_trace_materialize(const char *path, char *out, size_t n, bool *spooled, uint64_t *fp, sim_err *err);
 
 /* Block key chaining, exposed for tests and generators. */
 uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id);
