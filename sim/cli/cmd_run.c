@@ -201,6 +201,7 @@ static int replay(const run_args *a)
         sim_results_open(&db, a->db, &err))
         goto out;
     snprintf(cfg.trace_path, sizeof cfg.trace_path, "%s", local); /* the copy of a pipe; given is recorded */
+    cfg.trace.name = given;                                       /* and named in messages */
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
     sim_run_info info = {config_json, cfg.hash, given, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
     int64_t run_id;
@@ -224,15 +225,7 @@ static int replay(const run_args *a)
         print_summary(&cfg, summary);
     }
 out:
-    if (spooled) {
-        unlink(local);
-        size_t len = strlen(local);
-        if (!strncmp(err.msg, local, len)) { /* name what the user gave, not the copy */
-            char msg[sizeof err.msg];
-            snprintf(msg, sizeof msg, "%.*s%s", (int)(sizeof msg / 2), given, err.msg + len);
-            memcpy(err.msg, msg, sizeof msg);
-        }
-    }
+    if (spooled) unlink(local);
     sim_config_free(&cfg);
 out_noconfig:
     if (rc != SIM_EXIT_OK) fprintf(stderr, "kvsim run: %s\n", err.msg);

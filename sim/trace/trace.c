@@ -89,7 +89,7 @@ int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts
 {
     *out = NULL;
     bool is_stdin = strcmp(path, "-") == 0;
-    const char *name = is_stdin ? "<stdin>" : path;
+    const char *name = opts->name ? opts->name : is_stdin ? "<stdin>" : path;
     if (check_opts(name, opts, err)) return -1;
     FILE *f = is_stdin ? stdin : fopen(path, "r");
     if (!f) return sim_errf(err, "%s: cannot open: %s", name, strerror(errno));
@@ -129,6 +129,8 @@ void sim_trace_close(sim_trace *t)
 int64_t sim_trace_skipped(const sim_trace *t) { return t->skipped; }
 
 const char *sim_trace_first_skip(const sim_trace *t) { return t->skipped ? t->first_skip : NULL; }
+
+const char *sim_trace_name(const sim_trace *t) { return t->name; }
 
 /* ---- one line -> one request ------------------------------------------ *
  *

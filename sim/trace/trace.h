@@ -73,6 +73,7 @@ typedef struct sim_trace_opts {
     double sample;    /* keep each request with this probability, (0,1]; 1 = all */
     uint64_t seed;    /* RNG seed for sampling */
     int64_t limit;    /* stop after this many requests; 0 = no limit */
+    const char *name; /* the trace in messages when not its path (a pipe's temporary copy); NULL = path */
 } sim_trace_opts;
 
 /* Defaults: block_tokens 512, speed 1, no skip, no sort, sample 1, seed 1. */
@@ -91,6 +92,8 @@ int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err);
 /* Lines skipped under skip_bad so far, and the first skip's message. */
 int64_t sim_trace_skipped(const sim_trace *t);
 const char *sim_trace_first_skip(const sim_trace *t);
+/* The trace as messages name it: opts.name, "<stdin>" or the path. */
+const char *sim_trace_name(const sim_trace *t);
 
 void sim_trace_close(sim_trace *t);
 void sim_request_free(sim_request *r);
