@@ -9,6 +9,7 @@
 #   make check-layout  the layer rule and no circles (mk/check-layout.sh; in make test)
 #   make format-check  every source file as clang-format leaves it (.clang-format)
 #   make format        reformat every source file in place
+#   make fuzz          libFuzzer binaries for the trace reader, config and --set (clang)
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
 # sched/, reports/ or datapath/ joins the build with no edit here;
@@ -75,7 +76,7 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(SAN)/tests/%)
 DEPFLAGS   = -MMD -MP
 # The probe links only files that need nothing beyond libc (and cudart).
-PROBE_LIB := sim/util.c datapath/layout.c datapath/backend.c datapath/backend_cpu.c \
+PROBE_LIB := sim/util.c sim/outfile.c datapath/layout.c datapath/backend.c datapath/backend_cpu.c \
              datapath/backend_cuda.c datapath/fileio.c
 PROBE_OBJS:= $(patsubst %.c,$(BUILD)/%.o,$(wildcard datapath/probe/*.c) $(PROBE_LIB))
 # Non-sanitized test binaries that drive the GPU (skip with a reason without one).
@@ -158,6 +159,44 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
+# tests/fuzz/fuzz_{trace,config,set}.c each define LLVMFuzzerTestOneInput over
+# the real trace reader, config loader and --set parsing (make test runs the
+# same checks on fixed mutations of tests/fuzz/corpus/: tests/test_fuzz.c).
+# `make fuzz` builds $(BUILD)/fuzz/fuzz_NAME with -fsanitize=fuzzer,address,
+# undefined, the library compiled by clang with coverage into $(BUILD)/fuzz/;
+# without clang or its libFuzzer runtime (Debian: libclang-rt-14-dev, pulled in
+# by clang) it says which and succeeds.
+FUZZ_CC    ?= clang
+FUZZ_NAMES := trace config set
+FUZZ_BINS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o)
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_PROBE := int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }
+
+.PHONY: fuzz fuzz-build
+fuzz:
+	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	  echo "make fuzz: clang not installed (apt-get install clang): skipped"; \
+	elif ! { mkdir -p $(BUILD)/fuzz && echo '$(FUZZ_PROBE)' | \
+	         $(FUZZ_CC) -x c -fsanitize=fuzzer - -o $(BUILD)/fuzz/probe 2>/dev/null; }; then \
+	  echo "make fuzz: $(FUZZ_CC) cannot link -fsanitize=fuzzer (no libFuzzer runtime: apt-get install libclang-rt-14-dev): skipped"; \
+	else \
+	  $(MAKE) --no-print-directory fuzz-build && \
+	  echo "make fuzz: built $(FUZZ_BINS); run each for a minute, new inputs into $(BUILD)/fuzz/corpus/NAME:" && \
+	  for n in $(FUZZ_NAMES); do mkdir -p $(BUILD)/fuzz/corpus/$$n; \
+	    echo "  $(BUILD)/fuzz/fuzz_$$n -max_total_time=60 -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus/$$n tests/fuzz/corpus/$$n"; done; \
+	fi
+# The objects are named here so that make keeps them (not intermediate files).
+fuzz-build: $(FUZZ_BINS) $(FUZZ_OBJS)
+
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE) -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(BASE) -O1 $(FUZZ_SAN) -fsanitize=fuzzer $(DEPFLAGS) -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
 
 # Generated header dependencies (absent on a first build, which builds all).
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

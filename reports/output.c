@@ -127,7 +127,7 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
 
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run)
 {
-    FILE *h = r->html;
+    FILE *h = r->html.f;
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
     rep_html_text(h, title);
     /* onerror: a figure that fails to load says so on the browser console. */

@@ -26,6 +26,41 @@ static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_f
 
 /* ---- loading runs ---------------------------------------------------------------- */
 
+/* Ask for the runs table: SQLITE_ROW when there, SQLITE_DONE when not, else
+ * the error code (the message stays in r->db). */
+static int probe_runs(rep *r)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL);
+    if (rc != SQLITE_OK) return sqlite3_extended_errcode(r->db);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? rc : sqlite3_extended_errcode(r->db);
+}
+
+/* A WAL database on a read-only file system or folder cannot make its -shm
+ * file: reopen it immutable (no locks, no -shm), which is exact when no
+ * write-ahead log is pending — kvsim checkpoints and removes it at close. */
+static int reopen_immutable(rep *r, sim_err *err)
+{
+    char wal[PATH_MAX], uri[3 * PATH_MAX + 32], *u = uri;
+    struct stat st;
+    snprintf(wal, sizeof wal, "%s-wal", r->db_path);
+    if (stat(wal, &st) == 0 && st.st_size > 0)
+        return sim_errf(err,
+                        "%s: read-only, with an unfinished write-ahead log (%s): open it once where it is "
+                        "writable (e.g. sqlite3 %s 'PRAGMA wal_checkpoint') or copy both files somewhere writable",
+                        r->db_path, wal, r->db_path);
+    u += sprintf(u, "file:");
+    for (const char *p = r->db_path; *p; p++) /* a URI path escapes %, ? and # */
+        u += strchr("%?#", *p) ? sprintf(u, "%%%02X", (unsigned char)*p) : sprintf(u, "%c", *p);
+    snprintf(u, sizeof uri - (size_t)(u - uri), "?immutable=1");
+    sqlite3_close(r->db);
+    if (sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+        return sim_errf(err, "cannot open %s read-only: %s", r->db_path, sqlite3_errmsg(r->db));
+    return 0;
+}
+
 static int open_db(rep *r, sim_err *err)
 {
     if (access(r->db_path, R_OK) != 0) return sim_errf(err, "cannot read %s: %s", r->db_path, strerror(errno));
@@ -34,15 +69,15 @@ static int open_db(rep *r, sim_err *err)
     int flags = access(r->db_path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(r->db_path, &r->db, flags, NULL) != SQLITE_OK)
         return sim_errf(err, "cannot open %s: %s", r->db_path, sqlite3_errmsg(r->db));
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL) !=
-        SQLITE_OK)
-        return sim_errf(err, "%s: not a SQLite database (%s)", r->db_path, sqlite3_errmsg(r->db));
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    int rc = probe_runs(r);
+    if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
+        if (reopen_immutable(r, err)) return -1;
+        rc = probe_runs(r);
+    }
     if (rc == SQLITE_ROW) return 0;
     if (rc == SQLITE_DONE) return sim_errf(err, "%s: not a kvsim results database (no runs table)", r->db_path);
-    return sim_errf(err, "%s: not a SQLite database (%s)", r->db_path, sqlite3_errmsg(r->db));
+    if ((rc & 0xff) == SQLITE_NOTADB) return sim_errf(err, "%s: not a SQLite database", r->db_path);
+    return sim_errf(err, "%s: cannot read: %s", r->db_path, sqlite3_errmsg(r->db));
 }
 
 static int load_run(rep *r, int64_t id, sim_err *err)
@@ -271,7 +306,7 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run)
 
 static void comparison_table(rep *r)
 {
-    FILE *h = r->html;
+    FILE *h = r->html.f;
     fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run", h);
     fputs(json_array_size(r->diff_keys) ? "; the columns after the run are the config keys whose values differ "
                                           "between the runs (every other key is the same).</p>\n"
@@ -360,9 +395,8 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/index.html", r->dir);
-    r->html = fopen(path, "w");
-    if (!r->html) return sim_errf(err, "cannot write %s: %s", path, strerror(errno));
-    FILE *h = r->html;
+    if (sim_outfile_open(&r->html, path, err)) return -1;
+    FILE *h = r->html.f;
     fprintf(h, page_head, "kvsim report");
     fputs("<h1>", h);
     rep_html_text(h, a->title ? a->title : "kvsim report");
@@ -375,11 +409,8 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     if (r->nruns) comparison_table(r);
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
-    int closed = fclose(h);
-    r->html = NULL;
-    if (*nfigures < 0) return -1;
-    if (closed != 0) return sim_errf(err, "writing %s failed", path);
-    return render(r, err) || check_outputs(r, err) ? -1 : 0;
+    if (*nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
+    return sim_outfile_close(&r->html, err);
 }
 
 static void rep_free(rep *r)
@@ -394,7 +425,7 @@ static void rep_free(rep *r)
     for (int i = 0; i < r->nscripts; i++) free(r->scripts[i]);
     free(r->scripts);
     json_decref(r->diff_keys);
-    if (r->html) fclose(r->html);
+    sim_outfile_abort(&r->html);
     sqlite3_close(r->db);
 }
 

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 typedef struct rep_run {
@@ -32,7 +33,7 @@ typedef struct rep {
     rep_run *runs;
     int nruns;
     json_t *diff_keys; /* array of dotted config keys whose values differ */
-    FILE *html;        /* the page being written */
+    sim_outfile html;  /* the page being written (renamed into place last) */
     char **scripts;    /* .gp files written, in page order */
     int nscripts;
 } rep;

@@ -48,8 +48,9 @@ static void pd_destroy(void *state)
     free(st);
 }
 
-/* params.tide: [[t_s, instances], ...] with non-decreasing times. */
-static int read_tide(pd_state *st, const json_t *params, sim_err *err)
+/* params.tide: [[t_s, instances], ...] with non-decreasing times and at
+ * most the cluster's instances (a larger target could never be met). */
+static int read_tide(pd_state *st, const json_t *params, int instances, sim_err *err)
 {
     const json_t *tide = params ? json_object_get(params, "tide") : NULL;
     if (!tide) return 0;
@@ -63,12 +64,15 @@ static int read_tide(pd_state *st, const json_t *params, sim_err *err)
         if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_number(t) || !json_is_integer(n) ||
             json_integer_value(n) < 2 || (i && json_number_value(t) < st->tide[i - 1].t_s))
             return sim_errf(err, "policy.params.tide[%d]: expected [t_s, instances >= 2] with t_s non-decreasing", i);
+        if (json_integer_value(n) > instances)
+            return sim_errf(err, "policy.params.tide[%d]: %lld instances, but the cluster has %d (prefill + decode)", i,
+                            (long long)json_integer_value(n), instances);
         st->tide[i] = (tide_step){json_number_value(t), (int)json_integer_value(n)};
     }
     return 0;
 }
 
-static int pd_create(void **state, const json_t *params, sim_err *err)
+static int pd_create(void **state, const json_t *params, int instances, sim_err *err)
 {
     pd_state *st = sim_xcalloc(1, sizeof *st);
     *state = st;
@@ -76,7 +80,7 @@ static int pd_create(void **state, const json_t *params, sim_err *err)
         sim_param_number(params, "pd_band", 1.5, 1, 1e9, &st->band, err) ||
         sim_param_number(params, "pd_trim", 0.1, 0, 0.49, &st->trim, err))
         return -1;
-    return read_tide(st, params, err);
+    return read_tide(st, params, instances, err);
 }
 
 static double trimmed_mean(const double *v, int n, double trim)
@@ -106,8 +110,7 @@ static void pd_decide(void *state, const sched_pd_view *v, sched_pd_decision *ou
     double lp = trimmed_mean(v->prefill_loads, v->n_prefill_loads, st->trim);
     double ld = trimmed_mean(v->decode_loads, v->n_decode_loads, st->trim);
     double f_im = (ld + 1) / (lp + 1);
-    int target = tide_target(st, v->t_s);
-    if (target > v->n_max) target = v->n_max;
+    int target = tide_target(st, v->t_s); /* <= n_max: checked at create */
     if (target >= 0 && target != v->n_on) {
         out->scale = target > v->n_on ? +1 : -1;
         bool decode_busier = f_im >= 1;

@@ -147,7 +147,8 @@ typedef struct sched_pd_decision {
 
 typedef struct sched_pd_ops {
     const char *name, *help, *params;
-    int (*create)(void **state, const json_t *params, sim_err *err);
+    /* instances: how many exist (prefill + decode), for checking params */
+    int (*create)(void **state, const json_t *params, int instances, sim_err *err);
     void (*destroy)(void *state);
     void (*decide)(void *state, const sched_pd_view *view, sched_pd_decision *out); /* NULL = never */
     double (*period_s)(const void *state);

@@ -107,7 +107,7 @@ const char *sim_did_you_mean(const char *s, const char *const *cands, size_t n)
 {
     static char buf[160];
     const char *c = sim_closest(s, cands, n);
-    if (!c) return "";
+    if (!c || !strcmp(c, s)) return ""; /* the name itself is no suggestion */
     snprintf(buf, sizeof buf, " (did you mean '%s'?)", c);
     return buf;
 }

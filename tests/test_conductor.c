@@ -413,7 +413,7 @@ static void test_bad_conductor_config(void **state)
         {"run --set 'faults=[{\"at_ms\":1,\"instance\":99,\"down_ms\":5}]'", "faults[0].instance"},
         {"run --set 'faults=[{\"at_ms\":1}]'", "faults[0]"},
         {"run --set cluster.on_failure=\\\"ignore\\\"", "cluster.on_failure"},
-        {"run --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,16],[10]]'", "policy.params.tide[1]"},
+        {"run --set policy.pd_controller=dynamic --set 'policy.params.tide=[[0,6],[10]]'", "policy.params.tide[1]"},
         {"run --set cluster.cpp_group=0", "cluster.cpp_group"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tu_expect_exit(cases[i].args, 2, cases[i].message);

@@ -100,6 +100,12 @@ static void test_bad_values_exit_2(void **state)
         {"--set cluster..prefill=4", "--set 'cluster..prefill=4': 'cluster..prefill' has an empty key"},
         {"--set .cluster=4", "has an empty key"},
         {"--set cluster.prefil=4", "unknown config key 'cluster.prefil' (did you mean 'cluster.prefill'?)"},
+        /* found by make fuzz: a key that is not UTF-8 was a use-after-free */
+        {"--set \"$(printf 'policy.params.\\377.x=1')\"", "not valid UTF-8"},
+        {"--set \"$(printf 'policy.params.\\377=1')\"", "not valid UTF-8"},
+        {"--set modelfoo.x=1", "unknown config key 'modelfoo.x'"},
+        {"--set policy.paramsx.y=2", "unknown config key 'policy.paramsx.y'"},
+        {"--set hardwarex=1", "unknown config key 'hardwarex'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256];

@@ -236,6 +236,27 @@ static void test_sigterm_stops_workers(void **state)
     assert_int_equal(recorded_runs(db), kept);
 }
 
+/* SIGKILL to the sweep alone, which no handler sees: the kernel sends its
+ * workers SIGTERM (PR_SET_PDEATHSIG), none records a run afterwards, and
+ * none holds the parts lock, so the same sweep resumes at once. */
+static void test_sigkill_leaves_no_orphan(void **state)
+{
+    char db[600], big[600], args[2048];
+    snprintf(db, sizeof db, "%s/kill9.db", dir);
+    snprintf(big, sizeof big, "%s/big.jsonl", dir);
+    su_write_trace(big, 400, 100);
+    snprintf(args, sizeof args, "sweep --trace %s --grid '%s' --db %s --jobs 2", big, GRID, db);
+    int status = sweep_and_kill(args, 1, SIGKILL, false);
+    assert_true(WIFSIGNALED(status));
+    int kept = recorded_runs(db);
+    usleep(1500 * 1000); /* longer than a point takes: an orphan would have finished */
+    assert_int_equal(recorded_runs(db), kept);
+    cli_result r = tu_kvsim(args);
+    if (r.status) fail_msg("resuming after SIGKILL: exit %d: %s", r.status, r.err);
+    tu_free(&r);
+    assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
+}
+
 /* ---- emitted jobs + merge = sweep ---------------------------------------------------------- */
 
 static void run_job_lines(const char *jobs)
@@ -361,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_sweep_matches_single_runs),
         cmocka_unit_test(test_killed_sweep_resumes),
         cmocka_unit_test(test_sigterm_stops_workers),
+        cmocka_unit_test(test_sigkill_leaves_no_orphan),
         cmocka_unit_test(test_emit_jobs_merge_equals_sweep),
         cmocka_unit_test(test_merge_remaps_ids),
         cmocka_unit_test(test_bad_input),

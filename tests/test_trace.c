@@ -132,6 +132,12 @@ static void test_bad_negative(void **state)
                "input_length: 0 tokens (a request needs at least 1)");
     expect_bad(2, "{\"timestamp\": 1e20, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}",
                "timestamp: 1e+20 is too large");
+    /* SIM_TRACE_MAX_TOKENS: a mistyped length never asks for gigabytes (found by make fuzz) */
+    expect_bad(2, "{\"timestamp\": 5, \"input_length\": 16777217, \"output_length\": 1, \"hash_ids\": []}",
+               "input_length: 16777217 tokens is too large (max 16777216)");
+    expect_bad(
+        2, "{\"timestamp\": 5, \"output_length\": 5, \"segments\": [{\"k\":\"prompt\",\"id\":1,\"len\":2147483647}]}",
+        "segments[0].len: 2147483647 tokens is too large (max 16777216)");
 }
 
 static void test_bad_wrong_types(void **state)

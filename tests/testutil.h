@@ -45,14 +45,12 @@ static inline char *tu_slurp(FILE *f)
     return buf;
 }
 
-/* Run `$KVSIM_BIN args` (args is a shell-quoted string). */
-static inline cli_result tu_kvsim(const char *args)
+/* Run a shell command line, capturing its stdout and stderr. */
+static inline cli_result tu_shell(const char *cmdline)
 {
-    const char *bin = getenv("KVSIM_BIN");
-    if (!bin) bin = "build/san/kvsim";
-    char cmd[8192];
+    char cmd[8192 + 64]; /* room for the redirections after an 8 KiB command */
     FILE *o = tmpfile(), *e = tmpfile();
-    snprintf(cmd, sizeof cmd, "%s %s >/dev/fd/%d 2>/dev/fd/%d", bin, args, fileno(o), fileno(e));
+    snprintf(cmd, sizeof cmd, "%s >/dev/fd/%d 2>/dev/fd/%d", cmdline, fileno(o), fileno(e));
     int st = system(cmd);
     cli_result r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -61,6 +59,21 @@ static inline cli_result tu_kvsim(const char *args)
     fclose(o);
     fclose(e);
     return r;
+}
+
+/* The kvsim binary under test: $KVSIM_BIN, else the sanitizer build's. */
+static inline const char *tu_kvsim_bin(void)
+{
+    const char *bin = getenv("KVSIM_BIN");
+    return bin ? bin : "build/san/kvsim";
+}
+
+/* Run `$KVSIM_BIN args` (args is a shell-quoted string). */
+static inline cli_result tu_kvsim(const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s", tu_kvsim_bin(), args);
+    return tu_shell(cmd);
 }
 
 static inline void tu_free(cli_result *r)

@@ -1,11 +1,17 @@
 /* datapath/probe/main.c — build/kvsim-probe: command line of the data-path
- * probe. Exit status: 0 ok, 1 a measurement or check failed, 2 bad usage. */
+ * probe. Exit status: 0 ok, 1 a measurement or check failed, 2 bad usage or
+ * the output could not be written (disk full, file-size limit). */
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "datapath/backend.h"
 #include "datapath/probe/probe.h"
+#include "sim/outfile.h"
 
 static void usage(FILE *f)
 {
@@ -19,7 +25,8 @@ static void usage(FILE *f)
                "  --reps N          timed runs per point, median reported (default 9)\n"
                "  --warmup N        untimed runs first (default 2; at least one per rotation buffer)\n"
                "  --threads N       cpu backend threads (default: half the online CPUs, 1 to 8)\n"
-               "  --ssd-dir DIR     where host<->SSD files go (default: build/probe-ssd)\n"
+               "  --ssd-dir DIR     where host<->SSD files go; created if missing, in a folder that\n"
+               "                    exists (default: build/probe-ssd)\n"
                "  --no-ssd          skip the SSD directions\n"
                "  --lab             kernel lab: llama3.1-8b only, no SSD, table to stdout\n"
                "  --quiet           no table\n"
@@ -37,11 +44,14 @@ static int bad(const char *msg, const char *arg)
 static int each_item(const char *list, int (*item)(dp_probe_opts *, const char *), dp_probe_opts *o)
 {
     char buf[1024];
-    snprintf(buf, sizeof buf, "%s", list);
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) return -1;
     int n = 0;
-    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++)
-        if (n == DP_PROBE_MAX_LIST || item(o, tok)) return -1;
-    return n ? 0 : -1;
+    for (char *tok = buf, *next; tok; tok = next, n++) { /* strsep: an empty item is an error */
+        next = strchr(tok, ',');
+        if (next) *next++ = 0;
+        if (!*tok || n == DP_PROBE_MAX_LIST || item(o, tok)) return -1;
+    }
+    return 0;
 }
 
 static int add_shape(dp_probe_opts *o, const char *s)
@@ -61,20 +71,45 @@ static int add_tokens(dp_probe_opts *o, const char *s)
     return 0;
 }
 
+/* A registered backend (one not usable here, e.g. cuda without a GPU, is
+ * still measured as "unavailable" in the JSON; an unknown name is usage). */
 static int add_backend(dp_probe_opts *o, const char *s)
 {
-    if (strlen(s) >= sizeof o->backends[0]) return -1;
+    size_t n;
+    const dp_backend_ops *const *all = dp_backends(&n);
+    bool known = false;
+    for (size_t i = 0; i < n; i++) known |= !strcmp(all[i]->name, s);
+    if (!known || strlen(s) >= sizeof o->backends[0]) {
+        fprintf(stderr, "kvsim-probe: --backends: unknown backend '%s' (known:", s);
+        for (size_t i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : "", all[i]->name);
+        fputs(")\n", stderr);
+        return -1;
+    }
     snprintf(o->backends[o->nbackends++], sizeof o->backends[0], "%s", s);
     return 0;
 }
 
-static int positive(const char *s, int *out, int min)
+static int positive(const char *s, int *out, int min, int max)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (*end || v < min || v > 100000) return -1;
+    if (!*s || *end || v < min || v > max) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* --ssd-dir is a scratch folder the probe may create, but only as `mkdir`
+ * would: in a folder that exists (a typo is an error, not a new tree). */
+static bool parent_is_dir(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (slash == buf) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(buf, sizeof buf, ".");
+    struct stat st;
+    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* The options: long names only, each its own code. */
@@ -113,22 +148,28 @@ int main(int argc, char **argv)
             break;
         case O_TOKENS:
             o.ntokens = 0;
-            if (each_item(optarg, add_tokens, &o)) return bad("--tokens: expected positive token counts", optarg);
+            if (each_item(optarg, add_tokens, &o))
+                return bad("--tokens: expected a comma list of token counts 1..1048576", optarg);
             break;
         case O_BACKENDS:
             o.nbackends = 0;
-            if (each_item(optarg, add_backend, &o)) return bad("--backends: bad list", optarg);
+            if (each_item(optarg, add_backend, &o))
+                return bad("--backends: expected a comma list such as cpu,cuda", optarg);
             break;
         case O_REPS:
-            if (positive(optarg, &o.reps, 1)) return bad("--reps: expected 1..100000", optarg);
+            if (positive(optarg, &o.reps, 1, 100000)) return bad("--reps: expected 1..100000", optarg);
             break;
         case O_WARMUP:
-            if (positive(optarg, &o.warmup, 0)) return bad("--warmup: expected 0..100000", optarg);
+            if (positive(optarg, &o.warmup, 0, 100000)) return bad("--warmup: expected 0..100000", optarg);
             break;
         case O_THREADS:
-            if (positive(optarg, &o.threads, 1)) return bad("--threads: expected 1..100000", optarg);
+            if (positive(optarg, &o.threads, 1, DP_PROBE_MAX_THREADS))
+                return bad("--threads: expected 1.." DP_PROBE_STR(DP_PROBE_MAX_THREADS), optarg);
             break;
-        case O_SSD: o.ssd_dir = optarg; break;
+        case O_SSD:
+            if (!parent_is_dir(optarg)) return bad("--ssd-dir: its parent folder does not exist", optarg);
+            o.ssd_dir = optarg;
+            break;
         case O_NOSSD: o.ssd_dir = NULL; break;
         case O_LAB: lab = true; break;
         case O_QUIET: o.quiet = true; break;
@@ -140,11 +181,14 @@ int main(int argc, char **argv)
         if (!shapes_set) o.nshapes = 1;
         o.ssd_dir = NULL;
     }
-    FILE *json = out ? fopen(out, "w") : stdout;
-    if (!json) return bad("cannot write", out);
+    signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a silent kill */
+    sim_outfile json;
     sim_err err;
-    int rc = dp_probe_run(&o, json, lab ? stdout : stderr, &err);
-    if (out && fclose(json)) rc = -1, snprintf(err.msg, sizeof err.msg, "%s: write failed", out);
-    if (rc) fprintf(stderr, "kvsim-probe: %s\n", err.msg);
-    return rc ? 1 : 0;
+    if (sim_outfile_open(&json, out ? out : "-", &err)) return bad(err.msg, NULL);
+    if (dp_probe_run(&o, json.f, lab ? stdout : stderr, &err)) {
+        sim_outfile_abort(&json);
+        fprintf(stderr, "kvsim-probe: %s\n", err.msg);
+        return 1;
+    }
+    return sim_outfile_close(&json, &err) ? bad(err.msg, NULL) : 0; /* disk full, file-size limit */
 }

@@ -21,7 +21,11 @@
 
 #include "sim/util.h"
 
-#define DP_PROBE_MAX_LIST 16
+#define DP_PROBE_MAX_LIST    16
+/* cpu backend worker threads at most (--threads) */
+#define DP_PROBE_MAX_THREADS 256
+#define DP_PROBE_STR_(x)     #x
+#define DP_PROBE_STR(x)      DP_PROBE_STR_(x)
 
 typedef struct dp_probe_shape {
     char name[32];

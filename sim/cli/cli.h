@@ -11,7 +11,8 @@
 enum {
     SIM_EXIT_OK = 0,
     SIM_EXIT_INTERNAL = 1, /* a bug or an I/O failure we did not expect */
-    SIM_EXIT_USAGE = 2,    /* bad arguments, bad config, bad input file */
+    SIM_EXIT_USAGE = 2,    /* bad arguments, config or input file; an output that cannot
+                            * be written (no folder, disk full, file-size limit) */
     SIM_EXIT_CHECK = 3,    /* `kvsim check`: a number moved beyond tolerance */
 };
 

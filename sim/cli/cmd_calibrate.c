@@ -12,6 +12,7 @@
 #include "sim/cost/calib.h"
 #include "sim/cost/calib_fit.h"
 #include "sim/cli/cli.h"
+#include "sim/outfile.h"
 
 #define CAL_CMD "calibrate"
 
@@ -116,11 +117,13 @@ int cmd_calibrate(int argc, char **argv)
         return usage_error("--label: longer than 127 characters");
     char raw[PATH_MAX];
     sim_err err;
+    if (sim_outfile_check_dir(out, &err)) return usage_error(err.msg); /* before a long probe */
     if (run) {
         probe_path_for(out, raw, sizeof raw);
-        if (run_probe(raw, probe_args, &err)) {
+        int st = run_probe(raw, probe_args, &err);
+        if (st) {
             fprintf(stderr, "kvsim %s: %s\n", CAL_CMD, err.msg);
-            return SIM_EXIT_INTERNAL;
+            return st == SIM_EXIT_USAGE ? SIM_EXIT_USAGE : SIM_EXIT_INTERNAL;
         }
         probe_json = raw;
     }

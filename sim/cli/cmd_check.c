@@ -122,10 +122,8 @@ static int load_or_create(const char *baseline_path, const sim_check_new_opts *n
 
 static int finish(json_t *root, const char *write_path, const sim_check_totals *tot, json_t *rows)
 {
-    if (write_path && sim_check_save(root, write_path)) {
-        fprintf(stderr, "kvsim check: cannot write %s\n", write_path);
-        return SIM_EXIT_INTERNAL;
-    }
+    sim_err err;
+    if (write_path && sim_check_save(root, write_path, &err)) return sim_usage_error("check", err.msg);
     if (rows) {
         print_json(rows, tot, write_path);
         return !write_path && tot->moved ? SIM_EXIT_CHECK : SIM_EXIT_OK;

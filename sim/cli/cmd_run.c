@@ -14,7 +14,7 @@
 
 static const char run_usage[] =
     "usage: kvsim run [--trace FILE] [--config FILE] [--set key.path=value]... [--seed N]\n"
-    "                 [--speed X] [--sample F] [--skip-bad] [--sort] [--db FILE] [--json]\n"
+    "                 [--speed X] [--sample F] [--skip-bad [--verbose]] [--sort] [--db FILE] [--json]\n"
     "\n"
     "Replay a Mooncake-format trace through the simulated prefill/decode cluster.\n"
     "With no arguments: the bundled trace (traces/default.jsonl), default config.\n"
@@ -27,18 +27,21 @@ static const char run_usage[] =
     "  --speed X          replay speed factor, 2 = arrivals twice as dense (trace.speed)\n"
     "  --sample F         keep each request with probability F (trace.sample)\n"
     "  --skip-bad         skip malformed trace lines (counted) instead of failing\n"
+    "  -v, --verbose      list every skipped line (the first 100) with its line number\n"
     "  --sort             accept unsorted timestamps by sorting the trace first\n"
     "  --db FILE          results database (SQLite); default: a temporary one\n"
     "  --json             print the summary as one JSON object\n"
     "  -h, --help         this help\n"
     "\n"
-    "Exit status: 0 ok, 2 bad arguments/config/trace (message on stderr), 1 internal error.\n";
+    "Exit status: 0 ok; 2 bad arguments/config/trace, a results file that cannot be written\n"
+    "(disk full, file-size limit) or a run stopped by limits.event_budget (message on stderr);\n"
+    "1 internal error.\n";
 
 typedef struct run_args {
     const char *config, *db;
     char **sets;
     int nsets;
-    bool json;
+    bool json, verbose;
 } run_args;
 
 /* Append a --set whose value is the JSON encoding of a string. */
@@ -58,17 +61,24 @@ static void add_set(run_args *a, const char *key, const char *value)
 static int parse_args(int argc, char **argv, run_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"trace", required_argument, 0, 't'}, {"config", required_argument, 0, 'c'},
-        {"set", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
-        {"speed", required_argument, 0, 'x'}, {"sample", required_argument, 0, 'm'},
-        {"skip-bad", no_argument, 0, 'k'},    {"sort", no_argument, 0, 'o'},
-        {"db", required_argument, 0, 'd'},    {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+        {"trace", required_argument, 0, 't'},
+        {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},
+        {"seed", required_argument, 0, 'S'},
+        {"speed", required_argument, 0, 'x'},
+        {"sample", required_argument, 0, 'm'},
+        {"skip-bad", no_argument, 0, 'k'},
+        {"sort", no_argument, 0, 'o'},
+        {"db", required_argument, 0, 'd'},
+        {"json", no_argument, 0, 'j'},
+        {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     a->sets = sim_xcalloc((size_t)argc + 1, sizeof *a->sets);
     opterr = 0;
     optind = 1;
-    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "hv", opts, NULL)) != -1;) {
         switch (ch) {
         case 't': add_string_set(a, "trace.path", optarg); break;
         case 'c': a->config = optarg; break;
@@ -80,6 +90,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
         case 'o': add_set(a, "trace.sort", "true"); break;
         case 'd': a->db = optarg; break;
         case 'j': a->json = true; break;
+        case 'v': a->verbose = true; break;
         case 'h':
             fputs(run_usage, stdout);
             *rc = SIM_EXIT_OK;
@@ -117,6 +128,8 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     else
         printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
                cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
+    if (J_INT(s, "skipped_lines") > 0)
+        printf("trace      %lld bad lines skipped (trace.skip_bad; --verbose lists them)\n", J_INT(s, "skipped_lines"));
     printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));
@@ -142,13 +155,23 @@ static void print_summary(const sim_config *cfg, const json_t *s)
            J_INT(s, "events"));
 }
 
-/* Lines --skip-bad dropped: how many, and the first. */
-static void warn_skipped(const json_t *s)
+/* Lines --skip-bad dropped: how many, and the first (--verbose: each kept). */
+static void warn_skipped(const json_t *s, bool verbose)
 {
     long long n = J_INT(s, "skipped_lines");
-    if (n > 0)
-        fprintf(stderr, "kvsim run: warning: skipped %lld bad trace line%s (trace.skip_bad); the first: %s\n", n,
-                n == 1 ? "" : "s", json_string_value(json_object_get(s, "first_skip")));
+    if (n <= 0) return;
+    fprintf(stderr, "kvsim run: warning: skipped %lld bad trace line%s (trace.skip_bad)", n, n == 1 ? "" : "s");
+    if (!verbose) {
+        fprintf(stderr, "; the first: %s\n", json_string_value(json_object_get(s, "first_skip")));
+        return;
+    }
+    fputs(":\n", stderr);
+    const json_t *all = json_object_get(s, "skips"), *m;
+    size_t i;
+    json_array_foreach(all, i, m) fprintf(stderr, "  %s\n", json_string_value(m));
+    if ((long long)json_array_size(all) < n)
+        fprintf(stderr, "  ... and %lld more (the first %zu are listed)\n", n - (long long)json_array_size(all),
+                json_array_size(all));
 }
 
 /* An overloaded run says so, with its bottleneck (sim/serving/diagnose.c). */
@@ -212,12 +235,11 @@ static int replay(const run_args *a)
     double wall = sim_wall_seconds() - t0;
     json_object_set_new(summary, "wall_seconds", json_real(wall));
     json_object_set_new(summary, "run_id", json_integer(run_id));
-    rc = SIM_EXIT_INTERNAL;
-    if (sim_results_finish_run(db, summary, wall, &err)) goto out;
+    if (sim_results_finish_run(db, summary, wall, &err)) goto out; /* e.g. disk full: exit 2 */
     rc = SIM_EXIT_OK;
     warn_unsegmented(summary);
     warn_overload(summary);
-    warn_skipped(summary);
+    warn_skipped(summary, a->verbose);
     if (a->json) {
         json_dumpf(summary, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         putchar('\n');

@@ -10,6 +10,7 @@
  *
  * Bad input files exit 2 with the reader's "FILE:LINE: FIELD: problem". */
 #include "sim/cli/cli.h"
+#include "sim/outfile.h"
 #include "sim/replay/pic_replay.h"
 #include "sim/trace/trace.h"
 #include "sim/trace/ragpulse.h"
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- kvsim trace stats -------------------------------------------------- */
 
@@ -128,6 +131,20 @@ static void warn_skipped(const char *path, sim_trace_opts opts, int64_t skipped)
     sim_trace_close(t);
 }
 
+/* Statistics of the trace at path (a pipe's spooled copy: messages and
+ * output name `given`), printed as a table or JSON. */
+static int trace_stats_of(const char *path, const char *given, const sim_trace_opts *opts, uint64_t fp, bool json,
+                          sim_trace_stats *s, sim_err *err)
+{
+    kv_pic_trace_stats ps;
+    if (sim_trace_compute_stats(path, opts, s, err)) return -1;
+    if (s->segment_requests && segment_stats(path, opts, &ps, err)) return -1;
+    if (s->skipped) warn_skipped(path, *opts, s->skipped);
+    if (json) print_stats_json(given, fp, s, s->segment_requests ? &ps : NULL);
+    else print_stats_table(given, fp, s, s->segment_requests ? &ps : NULL);
+    return 0;
+}
+
 static int trace_stats(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -155,55 +172,36 @@ static int trace_stats(int argc, char **argv)
         }
     }
     if (optind != argc - 1) return sim_usage_error("trace stats", "expected exactly one FILE (see --help)");
-    const char *path = argv[optind];
-    if (strcmp(path, "-") == 0)
-        return sim_usage_error("trace stats", "FILE must be a file, not stdin (it is read twice)");
+    const char *given = argv[optind];
+    char path[PATH_MAX];
+    bool spooled = false;
     uint64_t fp;
     sim_trace_stats s;
-    if (sim_trace_fingerprint(path, &fp, &err) || sim_trace_compute_stats(path, &opts, &s, &err))
+    opts.name = given; /* a pipe is read from its spooled copy, named as given */
+    if (sim_trace_materialize(given, path, sizeof path, &spooled, &fp, &err))
         return sim_usage_error("trace stats", err.msg);
-    kv_pic_trace_stats ps;
-    if (s.segment_requests && segment_stats(path, &opts, &ps, &err)) return sim_usage_error("trace stats", err.msg);
-    if (s.skipped) warn_skipped(path, opts, s.skipped);
-    if (json) print_stats_json(path, fp, &s, s.segment_requests ? &ps : NULL);
-    else print_stats_table(path, fp, &s, s.segment_requests ? &ps : NULL);
-    return SIM_EXIT_OK;
+    int rc = trace_stats_of(path, given, &opts, fp, json, &s, &err);
+    if (spooled) unlink(path);
+    return rc ? sim_usage_error("trace stats", err.msg) : SIM_EXIT_OK;
 }
-
 /* ---- output files (trace gen, trace import) --------------------------------- */
 
-/* Where a command writes ("-" = stdout), and whether the path existed
- * before this run (a file this run created is removed after a failure; an
- * existing path — a device, a file being overwritten — is not). */
-typedef struct out_file {
-    const char *path;
-    FILE *f;
-    bool to_stdout, existed;
-} out_file;
-
-static int out_open(out_file *o, const char *cmd, const char *path)
+/* Open / close a command's output (sim/outfile.h: whole or not at all). */
+static int out_open(sim_outfile *o, const char *cmd, const char *path)
 {
-    struct stat st;
-    o->path = path;
-    o->to_stdout = strcmp(path, "-") == 0;
-    o->existed = o->to_stdout || stat(path, &st) == 0;
-    o->f = o->to_stdout ? stdout : fopen(path, "w");
-    if (o->f) return SIM_EXIT_OK;
-    char msg[1200];
-    snprintf(msg, sizeof msg, "%s: cannot create: %s", path, strerror(errno));
-    return sim_usage_error(cmd, msg);
+    sim_err err;
+    return sim_outfile_open(o, path, &err) ? sim_usage_error(cmd, err.msg) : SIM_EXIT_OK;
 }
 
 /* Close after the writer returned rc (err set when rc != 0); the exit code. */
-static int out_close(out_file *o, const char *cmd, int rc, const sim_err *err)
+static int out_close(sim_outfile *o, const char *cmd, int rc, const sim_err *err)
 {
-    bool write_failed = ferror(o->f) != 0;
-    if (!o->to_stdout && fclose(o->f)) write_failed = true;
-    if (!rc && !write_failed) return SIM_EXIT_OK;
-    if (!o->existed) remove(o->path);
-    if (!write_failed) return sim_usage_error(cmd, err->msg);
-    fprintf(stderr, "kvsim %s: %s: write error\n", cmd, o->path);
-    return SIM_EXIT_INTERNAL;
+    if (rc) {
+        sim_outfile_abort(o);
+        return sim_usage_error(cmd, err->msg);
+    }
+    sim_err e;
+    return sim_outfile_close(o, &e) ? sim_usage_error(cmd, e.msg) : SIM_EXIT_OK;
 }
 
 /* ---- kvsim trace gen ---------------------------------------------------- */
@@ -453,7 +451,7 @@ static void gen_longopts(struct option *lo, const char **names)
 /* Run the chosen generator into `path`. */
 static int write_trace(const gen_args *a, const char *path)
 {
-    out_file of;
+    sim_outfile of;
     int rc = out_open(&of, "trace gen", path);
     if (rc) return rc;
     sim_err err;
@@ -464,7 +462,8 @@ static int write_trace(const gen_args *a, const char *path)
     default: rc = sim_tracegen_write(&a->conv, of.f, path, &written, &err); break;
     }
     if ((rc = out_close(&of, "trace gen", rc, &err))) return rc;
-    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written, of.to_stdout ? "stdout" : path);
+    fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written,
+            strcmp(path, "-") ? path : "stdout");
     return SIM_EXIT_OK;
 }
 
@@ -579,7 +578,7 @@ static int trace_import(int argc, char **argv)
     if (argc - optind != 2) return sim_usage_error("trace import", "expected FORMAT DIR (see --help)");
     if (!path) return sim_usage_error("trace import", "-o FILE is required (\"-\" for stdout)");
     const char *dir = argv[optind + 1];
-    out_file of;
+    sim_outfile of;
     int rc = out_open(&of, "trace import", path);
     if (rc) return rc;
     sim_ragpulse_stats st;

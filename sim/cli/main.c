@@ -4,6 +4,7 @@
 #include "sim/results/results.h"
 #include "sim/util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, which
+     * every output reports (exit 2, sim/outfile.h), instead of a signal that
+     * kills the run without a word. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return SIM_EXIT_USAGE;

@@ -20,9 +20,16 @@
 static json_t *json_path_get(const json_t *root, const char *path) { return (json_t *)sim_config_path_get(root, path); }
 
 /* Keys below these paths are free-form (validated by their consumers). */
+/* path is prefix or lies below it ("modelfoo" is not below "model"). */
+static bool is_under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return !strncmp(path, prefix, n) && (path[n] == 0 || path[n] == '.');
+}
+
 static bool is_free_form(const char *path)
 {
-    return !strncmp(path, "policy.params", 13) || !strncmp(path, "model", 5) || !strncmp(path, "hardware", 8);
+    return is_under(path, "policy.params") || is_under(path, "model") || is_under(path, "hardware");
 }
 
 /* Every dotted key path of the schema (the defaults), for "did you mean". */
@@ -75,39 +82,49 @@ static int merge_checked(json_t *dst, const json_t *src, const json_t *schema, c
     return 0;
 }
 
-/* Set root[path] = value, creating objects below free-form prefixes. */
+/* Set root[path] = value, creating the objects on the way that are free-form
+ * (policy.params, model, hardware) or the schema's (an earlier --set may have
+ * replaced their parent by an object without them). */
 static int set_path(json_t *root, const json_t *schema, const char *path, json_t *value, sim_err *err)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    char *last = strrchr(buf, '.');
+    char prefix[256];
     json_t *parent = root;
-    if (last) {
-        *last = 0;
-        for (char *save, *tok = strtok_r(buf, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
-            json_t *next = json_object_get(parent, tok);
-            if (!next && is_free_form(path)) json_object_set_new(parent, tok, next = json_object());
-            if (!json_is_object(next)) {
-                json_decref(value);
-                return unknown_key("--set", schema, path, err);
-            }
-            parent = next;
+    const char *leaf = path;
+    for (const char *dot; (dot = strchr(leaf, '.')) != NULL; leaf = dot + 1) {
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - path), path);
+        const char *tok = prefix + (leaf - path);
+        json_t *next = json_object_get(parent, tok);
+        if (!next && (is_free_form(prefix) || json_is_object(json_path_get(schema, prefix))))
+            if (json_object_set_new(parent, tok, next = json_object())) next = NULL; /* it was freed */
+        if (!json_is_object(next)) {
+            json_decref(value);
+            return unknown_key("--set", schema, path, err);
         }
+        parent = next;
     }
-    const char *leaf = last ? last + 1 : buf;
     if (!json_path_get(schema, path) && !is_free_form(path)) {
         json_decref(value);
         return unknown_key("--set", schema, path, err);
     }
-    json_object_set_new(parent, leaf, value);
+    if (json_object_set_new(parent, leaf, value)) return sim_errf(err, "--set '%s': cannot set this key", path);
     return 0;
+}
+
+/* Valid UTF-8 (JSON keys and strings must be): jansson's own check. */
+static bool is_utf8(const char *s)
+{
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
 }
 
 static int apply_set(json_t *root, const json_t *schema, const char *set, sim_err *err)
 {
     const char *eq = strchr(set, '=');
     if (!eq || eq == set) return sim_errf(err, "--set '%s': expected key.path=value", set);
+    if (!is_utf8(set)) return sim_errf(err, "--set '%s': not valid UTF-8", set);
     char path[256];
+    if (eq - set >= (ptrdiff_t)sizeof path) return sim_errf(err, "--set: key longer than %zu bytes", sizeof path - 1);
     snprintf(path, sizeof path, "%.*s", (int)(eq - set), set);
     if (path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, ".."))
         return sim_errf(err, "--set '%s': '%s' has an empty key (key.path=value)", set, path);
@@ -222,6 +239,7 @@ static const num_field config_nums[] = {
     {"cluster.decode_hbm_frac", CF(decode_hbm_frac), 1},
     {"cluster.switch_ms", CF(switch_s), 1e-3},
     {"metrics.replica_period_ms", CF(replica_period_s), 1e-3},
+    {"limits.event_budget", CF(event_budget), 1},
 };
 
 static const num_field hw_nums[] = {

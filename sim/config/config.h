@@ -98,6 +98,7 @@ typedef struct sim_config {
     bool request_rows;        /* metrics.request_rows: one requests row per request in --db */
     bool sample_rows;         /* metrics.sample_rows: samples and replicas rows in --db */
     double replica_period_s;  /* 0 = no replica samples */
+    double event_budget;      /* limits.event_budget: events and rows per unit of work; 0 = no limit */
     double switch_s;          /* PD role switch cost after draining */
     bool retry_on_failure;    /* cluster.on_failure: retry (true) or lose */
     int n_faults;

@@ -142,6 +142,9 @@ static const sim_config_key keys[] = {
         "(period × this)⌉ periods (0 = every period)"),
     OFF_OR("metrics.replica_period_ms", "ms", 1, 1e10,
            "period of the `replicas` table; 0 = off (Mooncake Fig. 18 sampled every 30000)"),
+    OFF_OR("limits.event_budget", "per unit", 1, 1e9,
+           "a run stops (exit 2, naming the cause) past 10⁶ + this × (requests + output tokens read) events or "
+           "`--db` rows: cost follows work, never simulated time alone; 0 = no limit"),
     OTHER("faults", SIM_KEY_ARRAY,
           "scheduled failures: `[{\"at_ms\": 300000, \"instance\": 2, \"down_ms\": 120000}, ...]` (simulated "
           "clock; instances 0..P−1 prefill, then decode)"),

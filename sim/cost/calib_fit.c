@@ -4,6 +4,8 @@
  * simulator's four transfers uses, and writing the file. See calib_fit.h. */
 #include "sim/cost/calib_fit.h"
 
+#include <errno.h>
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <xxhash.h>
 
 #include "sim/cost/calib.h"
+#include "sim/outfile.h"
 
 #define CAL_REF_BYTES 33554432.0 /* 256 tokens × 128 KiB */
 void sim_calib_fitting_free(sim_calib_fitting *s)
@@ -228,9 +231,14 @@ int sim_calib_write(const sim_calib_fitting *s, const char *out, const char *lab
     json_object_set_new(root, "use_rule",
                         json_string("fastest non-reference method at 32 MiB (one 256-token "
                                     "LLaMA3.1-8B chunk) on the calibration's backend"));
-    int rc = 0;
-    if (json_dump_file(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(9)))
-        rc = sim_errf(err, "%s: cannot write the calibration file", out);
+    sim_outfile o;
+    int rc = sim_outfile_open(&o, out, err);
+    if (!rc && json_dumpf(root, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+        sim_outfile_abort(&o);
+        rc = sim_errf(err, "cannot write %s: %s", out, strerror(errno ? errno : EIO));
+    } else if (!rc) {
+        rc = sim_outfile_close(&o, err);
+    }
     json_decref(root);
     return rc;
 }

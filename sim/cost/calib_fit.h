@@ -77,7 +77,8 @@ void sim_calib_fitting_free(sim_calib_fitting *s);
 int sim_calib_find_probe(char *buf, size_t n, sim_err *err);
 
 /* Run the probe at probe with `--out json_out` and the space-separated
- * extra arguments (NULL for none); fails when it does not exit 0. */
+ * extra arguments (NULL for none). 0 when it exits 0; else -1 with err set,
+ * or the probe's nonzero exit status (2: it rejected its arguments). */
 int sim_calib_run_probe(const char *probe, const char *json_out, const char *extra, sim_err *err);
 
 #endif

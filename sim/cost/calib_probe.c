@@ -44,7 +44,8 @@ int sim_calib_run_probe(const char *probe, const char *json_out, const char *ext
     pid_t pid;
     int st;
     if (posix_spawn(&pid, probe, NULL, NULL, argv, environ)) return sim_errf(err, "cannot run %s", probe);
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-        return sim_errf(err, "%s failed (status %d)", probe, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return 0;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+        return sim_errf(err, "%s did not finish (killed by a signal?)", probe);
+    if (WEXITSTATUS(st)) sim_errf(err, "%s failed (exit status %d; its message is above)", probe, WEXITSTATUS(st));
+    return WEXITSTATUS(st);
 }

@@ -89,3 +89,11 @@ int64_t sim_engine_next_time(const sim_engine *e)
     if (n > 0 && e->heap[n].time < t) t = e->heap[n].time;
     return t;
 }
+
+int64_t sim_engine_next_time_of(const sim_engine *e, bool (*counts)(const sim_event *ev))
+{
+    int64_t t = INT64_MAX;
+    for (int64_t i = e->hole; i < e->n; i++)
+        if (e->heap[i].time < t && counts(&e->heap[i])) t = e->heap[i].time;
+    return t;
+}

@@ -41,5 +41,9 @@ bool sim_engine_pop(sim_engine *e, sim_event *ev);
 static inline bool sim_engine_empty(const sim_engine *e) { return e->n == (int64_t)e->hole; }
 /* The time of the earliest pending event, INT64_MAX when none. */
 int64_t sim_engine_next_time(const sim_engine *e);
+/* The time of the earliest pending event for which counts() is true,
+ * INT64_MAX when none: a scan of the whole heap, for rare questions (when
+ * can anything but a periodic sample happen next?). */
+int64_t sim_engine_next_time_of(const sim_engine *e, bool (*counts)(const sim_event *ev));
 
 #endif

@@ -5,11 +5,13 @@
  * command's (sim/cli/cmd_check.c), through sim_check_report. */
 #include "sim/replay/check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/outfile.h"
 #include "sim/replay/hitrate.h"
 #include "sim/store/evict/registry.h"
 
@@ -270,7 +272,13 @@ int sim_check_load(const char *path, json_t **out, sim_err *err)
     return 0;
 }
 
-int sim_check_save(const json_t *baseline, const char *path)
+int sim_check_save(const json_t *baseline, const char *path, sim_err *err)
 {
-    return json_dump_file(baseline, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) ? -1 : 0;
+    sim_outfile o;
+    if (sim_outfile_open(&o, path, err)) return -1;
+    if (json_dumpf(baseline, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6))) {
+        sim_outfile_abort(&o);
+        return sim_errf(err, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
+    }
+    return sim_outfile_close(&o, err);
 }

@@ -108,7 +108,8 @@ typedef struct sim_check_new_opts {
 int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *err);
 /* Read a baseline file (errors name the file and line). */
 int sim_check_load(const char *path, json_t **out, sim_err *err);
-/* Write a baseline file (indented, 6 significant digits); 0 or -1. */
-int sim_check_save(const json_t *baseline, const char *path);
+/* Write a baseline file (indented, 6 significant digits; whole or not at
+ * all, sim/outfile.h); 0 or -1 with err naming the file and the cause. */
+int sim_check_save(const json_t *baseline, const char *path, sim_err *err);
 
 #endif

@@ -32,7 +32,8 @@ typedef struct merge_ctx {
 
 static int fail(merge_ctx *m, const char *what)
 {
-    return sim_errf(m->err, "%s: %s: %s", m->in, what, sqlite3_errmsg(m->db));
+    char msg[256];
+    return sim_errf(m->err, "%s: %s: %s", m->in, what, sim_results_errmsg(m->db, msg, sizeof msg));
 }
 
 static int exec(merge_ctx *m, const char *sql, const char *what)

@@ -9,6 +9,7 @@
  * a bit when the SQL went away (tests/test_summaries.c). */
 #include "sim/results/results.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ struct sim_results {
     int64_t run_id;
     bool temp;                        /* the private temporary database: nobody reads its rows */
     bool keep_requests, keep_samples; /* this run's rows (never in the temporary database) */
+    int64_t rows;                     /* rows this run wrote */
     tally t;
 };
 
@@ -125,18 +127,31 @@ static void tally_add(tally *t, const sim_request_row *w)
     t->gpu.v[w->id] = w->prefill_gpu_s;
 }
 
+const char *sim_results_errmsg(struct sqlite3 *db, char *buf, size_t n)
+{
+    int code = sqlite3_errcode(db), e = sqlite3_system_errno(db);
+    /* SQLite does not always keep the cause of a failed write (a WAL commit
+     * loses it); the C library's errno still has it then. Only the causes a
+     * write can have are taken from there, never a stale unrelated one. */
+    if (!e && (code == SQLITE_IOERR || code == SQLITE_FULL) && (errno == EFBIG || errno == ENOSPC || errno == EDQUOT))
+        e = errno;
+    if ((code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN) && e)
+        snprintf(buf, n, "%s (%s)", sqlite3_errmsg(db), strerror(e));
+    else snprintf(buf, n, "%s", sqlite3_errmsg(db));
+    return buf;
+}
+
 static int db_error(sim_results *r, const char *what, sim_err *err)
 {
-    return sim_errf(err, "results database: %s: %s", what, sqlite3_errmsg(r->db));
+    char m[256];
+    return sim_errf(err, "results database: %s: %s", what, sim_results_errmsg(r->db, m, sizeof m));
 }
 
 static int exec(sim_results *r, const char *sql, sim_err *err)
 {
-    char *msg = NULL;
-    if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
-    sim_errf(err, "results database: %s", msg ? msg : sqlite3_errmsg(r->db));
-    sqlite3_free(msg);
-    return -1;
+    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) == SQLITE_OK) return 0;
+    char m[256];
+    return sim_errf(err, "results database: %s", sim_results_errmsg(r->db, m, sizeof m));
 }
 
 int sim_results_open(sim_results **out, const char *path, sim_err *err)
@@ -147,7 +162,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     /* One thread per database: no SQLite mutexes. */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(temp ? "" : path, &r->db, flags, NULL) != SQLITE_OK) {
-        sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
+        char m[256];
+        sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path,
+                 sim_results_errmsg(r->db, m, sizeof m));
         sim_results_close(r);
         return -1;
     }
@@ -160,8 +177,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
-        if (!err || !err->msg[0] || r->db)
-            sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path, sqlite3_errmsg(r->db));
+        char m[256];
+        sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path, sim_results_errmsg(r->db, m, sizeof m));
         sim_results_close(r);
         return -1;
     }
@@ -193,6 +210,7 @@ int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run
     *run_id = r->run_id = sqlite3_last_insert_rowid(r->db);
     r->keep_requests = !r->temp && !info->no_request_rows;
     r->keep_samples = !r->temp && !info->no_sample_rows;
+    r->rows = 0;
     tally_reset(&r->t);
     return 0;
 }
@@ -215,8 +233,11 @@ static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_er
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    r->rows++;
     return rc == SQLITE_DONE ? 0 : db_error(r, what, err);
 }
+
+int64_t sim_results_rows(const sim_results *r) { return r->rows; }
 
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {

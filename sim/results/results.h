@@ -91,6 +91,10 @@ typedef struct sim_hitrate_row {
 
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);
+/* SQLite's message for db's last error, with the system's cause appended
+ * for I/O errors ("disk I/O error (File too large)"); written into buf. */
+struct sqlite3;
+const char *sim_results_errmsg(struct sqlite3 *db, char *buf, size_t n);
 /* Start a run: inserts its runs row and opens the transaction. */
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
@@ -98,6 +102,8 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *e
 /* Whether this run keeps sample and replica rows (a results file, rows not
  * turned off): when not, a model need not compute them. */
 bool sim_results_keeps_samples(const sim_results *r);
+/* Rows (requests, samples, replicas) the current run has written. */
+int64_t sim_results_rows(const sim_results *r);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's

@@ -21,6 +21,9 @@ static void read_next(sim_serving_run *run, sim_trace *t)
         return;
     }
     run->inflight++;
+    run->work += 1 + (r->output_len > 0 ? r->output_len : 0);
+    double budget = run->cfg->event_budget > 0 ? SIM_BUDGET_BASE + run->cfg->event_budget * (double)run->work : 0;
+    run->limit = budget > 0 && budget < 9e18 ? (int64_t)budget : INT64_MAX;
     if (r->arrival_ns > run->last_arrival) run->last_arrival = r->arrival_ns;
     sim_engine_push(&run->eng, r->arrival_ns, SIM_EV_ARRIVAL, -1, 0, r);
 }
@@ -32,6 +35,28 @@ int sim_serving_check(const sim_config *cfg, sim_err *err)
     return m->check(cfg, err);
 }
 
+/* The work bound (limits.event_budget): events and rows of a replay follow
+ * its work — requests and the tokens they generate — so a run whose events
+ * or rows pass 10⁶ + budget × work is spending its time on simulated time
+ * itself (a sample period far below the trace's timescale, a cost model
+ * whose times are absurd) and is stopped with the reason rather than left
+ * to run for hours and fill the disk. Rows are counted every 4096 events. */
+static bool over_budget(sim_serving_run *run)
+{
+    int64_t ev = run->eng.processed;
+    if (ev <= run->limit && ((ev & 4095) || sim_results_rows(run->db) <= run->limit)) return false;
+    bool rows = ev <= run->limit;
+    sim_errf(run->err,
+             "stopped after %lld %s at simulated time %.0f s: past the limit of %lld = 10^6 + limits.event_budget "
+             "(%g) × %lld units of work (requests and output tokens read so far). Cost should follow work, not "
+             "simulated time: check metrics.sample_period_ms / metrics.replica_period_ms and the trace's timestamps, "
+             "or raise limits.event_budget (0 = no limit)",
+             (long long)(rows ? sim_results_rows(run->db) : ev), rows ? "results rows" : "events",
+             sim_ns_to_s(run->eng.now - run->first_arrival), (long long)run->limit, run->cfg->event_budget,
+             (long long)run->work);
+    return run->failed = true;
+}
+
 static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_trace *t)
 {
     read_next(run, t);
@@ -41,6 +66,11 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
     m->start(st);
     sim_event ev;
     while (!run->failed && sim_engine_pop(&run->eng, &ev)) {
+        if (over_budget(run)) {
+            if (ev.kind == SIM_EV_ARRIVAL) sim_request_free(ev.data);
+            else m->discard(st, &ev);
+            break;
+        }
         if (ev.kind != SIM_EV_ARRIVAL) {
             m->handle(st, &ev);
             continue;
@@ -63,11 +93,16 @@ static void drain(const sim_serving_ops *m, void *st, sim_serving_run *run)
 }
 
 /* Lines trace.skip_bad dropped are part of the result, never silent:
- * their count, and the first one's message when there was one. */
+ * their count, the first one's message, and the first 100 messages. */
 static void note_skipped(const sim_trace *t, json_t *summary)
 {
     json_object_set_new(summary, "skipped_lines", json_integer(sim_trace_skipped(t)));
-    if (sim_trace_first_skip(t)) json_object_set_new(summary, "first_skip", json_string(sim_trace_first_skip(t)));
+    if (!sim_trace_first_skip(t)) return;
+    json_object_set_new(summary, "first_skip", json_string(sim_trace_first_skip(t)));
+    json_t *all = json_array(); /* the first SIM_TRACE_SKIPS_KEPT, for kvsim run --verbose */
+    for (const char *m; (m = sim_trace_skip_message(t, (int64_t)json_array_size(all))) != NULL;)
+        json_array_append_new(all, json_string(m));
+    json_object_set_new(summary, "skips", all);
 }
 
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)

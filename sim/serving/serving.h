@@ -51,7 +51,12 @@ typedef struct sim_serving_run {
     int64_t first_arrival; /* ns */
     int64_t last_arrival;  /* ns: the latest arrival read so far */
     int64_t last_done;     /* ns: when the last request finished (or was rejected) */
+    int64_t work;          /* requests + output tokens read so far */
+    int64_t limit;         /* events and rows allowed so far (limits.event_budget) */
 } sim_serving_run;
+
+/* The constant part of the work bound: events and rows any replay may use. */
+#define SIM_BUDGET_BASE 1e6
 
 typedef struct sim_serving_ops {
     const char *name; /* the cluster.mode value */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sim/outfile.h"
 #include "sim/sweep/sweep.h"
 #include "sim/sweep/sweep_int.h"
 
@@ -33,8 +34,9 @@ int sim_sweep_emit(const sim_sweep *s, sim_err *err)
     exe[n] = 0;
     if (mkdir(s->parts, 0777) != 0 && errno != EEXIST)
         return sim_errf(err, "cannot create %s: %s", s->parts, strerror(errno));
-    FILE *f = fopen(s->opt.emit, "w");
-    if (!f) return sim_errf(err, "--emit-jobs: cannot write %s: %s", s->opt.emit, strerror(errno));
+    sim_outfile out;
+    if (sim_outfile_open(&out, s->opt.emit, err)) return -1;
+    FILE *f = out.f;
     for (int64_t i = 0; i < s->n; i++) {
         if (s->pts[i].state != PT_TODO) continue;
         char **argv = sim_sweep_run_argv(s, &s->pts[i]);
@@ -46,6 +48,5 @@ int sim_sweep_emit(const sim_sweep *s, sim_err *err)
         fputc('\n', f);
         free(argv);
     }
-    if (fclose(f) != 0) return sim_errf(err, "--emit-jobs: writing %s: %s", s->opt.emit, strerror(errno));
-    return 0;
+    return sim_outfile_close(&out, err);
 }

@@ -1,7 +1,8 @@
 /* sim/sweep/pool.c — a sweep's worker processes: each point to run is a
  * fork + exec of this very binary (/proc/self/exe) as `kvsim run ... --db
  * PART`, at most opt.jobs at a time, so a crash of one point loses only
- * that point. SIGINT, SIGTERM and SIGHUP reach the workers too. When all
+ * that point. SIGINT, SIGTERM and SIGHUP reach the workers too, and a
+ * worker whose sweep dies (even by SIGKILL) gets SIGTERM. When all
  * have finished, their part databases are merged into the sweep's. */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +22,11 @@ static int spawn(const sim_sweep *s, sim_sweep_point *p, sim_err *err)
     char **argv = sim_sweep_run_argv(s, p);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
+        /* A worker dies with its sweep, even one killed by SIGKILL, which
+         * no handler sees: an orphan would run on, writing its part. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent) _exit(127);
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
         execv("/proc/self/exe", argv);

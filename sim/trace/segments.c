@@ -79,7 +79,9 @@ static int seg_len(const json_t *o, size_t i, int32_t *out, sim_err *err)
     json_int_t n = json_integer_value(v);
     if (n <= 0)
         return sim_errf(err, "segments[%zu].len: %" JSON_INTEGER_FORMAT " tokens (a segment needs at least 1)", i, n);
-    if (n > INT32_MAX) return sim_errf(err, "segments[%zu].len: %" JSON_INTEGER_FORMAT " is too large", i, n);
+    if (n > SIM_TRACE_MAX_TOKENS)
+        return sim_errf(err, "segments[%zu].len: %" JSON_INTEGER_FORMAT " tokens is too large (max %d)", i, n,
+                        SIM_TRACE_MAX_TOKENS);
     *out = (int32_t)n;
     return 0;
 }
@@ -151,8 +153,8 @@ static int seg_parse_one(const json_t *o, size_t i, int prefix_tokens, sim_seg_b
     sim_segment s = {0};
     if (seg_kind(o, i, &s.kind, err) || seg_keys_known(o, i, s.kind, err) || seg_len(o, i, &s.len, err)) return -1;
     if (s.kind == SIM_SEG_PREFIX ? seg_prefix_ids(o, i, prefix_tokens, b, &s, err) : seg_id(o, i, &s, err)) return -1;
-    if (b->total + s.len > INT32_MAX)
-        return sim_errf(err, "segments[%zu].len: the prompt exceeds %d tokens", i, INT32_MAX);
+    if (b->total + s.len > SIM_TRACE_MAX_TOKENS)
+        return sim_errf(err, "segments[%zu].len: the prompt exceeds %d tokens", i, SIM_TRACE_MAX_TOKENS);
     b->total += s.len;
     if (b->nsegs == b->segs_cap)
         b->segs = sim_xrealloc(b->segs, (b->segs_cap = b->segs_cap ? 2 * b->segs_cap : 16) * sizeof *b->segs);

@@ -59,7 +59,7 @@ struct sim_trace {
     gsl_rng *rng; /* sampling draws; NULL when sample == 1 */
     int64_t emitted;
     int64_t skipped;
-    char first_skip[sizeof(((sim_err *)0)->msg)];
+    char **skips; /* the first SIM_TRACE_SKIPS_KEPT skipped lines' messages */
     /* sort mode: every valid request, loaded on the first sim_trace_next */
     bool loaded;
     sim_request **sorted;
@@ -118,6 +118,8 @@ void sim_trace_close(sim_trace *t)
     for (size_t i = t->next_sorted; i < t->nsorted; i++) sim_request_free(t->sorted[i]);
     free(t->sorted);
     if (t->rng) gsl_rng_free(t->rng);
+    for (int64_t i = 0; t->skips && i < t->skipped && i < SIM_TRACE_SKIPS_KEPT; i++) free(t->skips[i]);
+    free(t->skips);
     free(t->line);
     free(t->ids.v);
     free(t->ids.k);
@@ -128,7 +130,12 @@ void sim_trace_close(sim_trace *t)
 
 int64_t sim_trace_skipped(const sim_trace *t) { return t->skipped; }
 
-const char *sim_trace_first_skip(const sim_trace *t) { return t->skipped ? t->first_skip : NULL; }
+const char *sim_trace_first_skip(const sim_trace *t) { return sim_trace_skip_message(t, 0); }
+
+const char *sim_trace_skip_message(const sim_trace *t, int64_t i)
+{
+    return i >= 0 && i < t->skipped && i < SIM_TRACE_SKIPS_KEPT ? t->skips[i] : NULL;
+}
 
 const char *sim_trace_name(const sim_trace *t) { return t->name; }
 
@@ -215,7 +222,7 @@ static const char *raw_type_name(const raw_field *v)
 
 /* ---- validation ---- */
 
-/* A required token count in [1, INT32_MAX]. */
+/* A required token count in [1, SIM_TRACE_MAX_TOKENS]. */
 static int get_length(const sim_trace *t, const raw_line *raw, field_id f, int32_t *out, sim_err *err)
 {
     const raw_field *v = &raw->f[f];
@@ -224,7 +231,8 @@ static int get_length(const sim_trace *t, const raw_line *raw, field_id f, int32
     if (v->kind != RAW_INT) return line_err(t, err, name, "expected an integer, got %s", raw_type_name(v));
     if (v->i < 0) return line_err(t, err, name, "%" PRId64 " is negative", v->i);
     if (v->i == 0) return line_err(t, err, name, "0 tokens (a request needs at least 1)");
-    if (v->i > INT32_MAX) return line_err(t, err, name, "%" PRId64 " is too large (max %d)", v->i, INT32_MAX);
+    if (v->i > SIM_TRACE_MAX_TOKENS)
+        return line_err(t, err, name, "%" PRId64 " tokens is too large (max %d)", v->i, SIM_TRACE_MAX_TOKENS);
     *out = (int32_t)v->i;
     return 0;
 }
@@ -611,7 +619,11 @@ static int parse_line(sim_trace *t, size_t len, sim_request **out, sim_err *err)
 static bool absorb_bad_line(sim_trace *t, const sim_err *err)
 {
     if (!t->opts.skip_bad) return false;
-    if (t->skipped++ == 0) snprintf(t->first_skip, sizeof t->first_skip, "%s", err->msg);
+    if (t->skipped < SIM_TRACE_SKIPS_KEPT) {
+        if (!t->skips) t->skips = sim_xcalloc(SIM_TRACE_SKIPS_KEPT, sizeof *t->skips);
+        t->skips[t->skipped] = sim_xstrdup(err->msg);
+    }
+    t->skipped++;
     return true;
 }
 

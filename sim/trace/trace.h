@@ -65,6 +65,11 @@ typedef struct sim_request {
     int64_t *seg_ids; /* the prefix segment's block ids */
 } sim_request;
 
+/* The longest prompt or answer a trace line may give, in tokens: 16× the
+ * longest context of any current model. A bound keeps one mistyped length
+ * (2147483647) from asking for gigabytes of block keys. */
+#define SIM_TRACE_MAX_TOKENS (1 << 24)
+
 typedef struct sim_trace_opts {
     int block_tokens; /* tokens per hash block; 512 */
     double speed;     /* replay speed factor; 2 = arrivals twice as dense */
@@ -92,6 +97,10 @@ int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err);
 /* Lines skipped under skip_bad so far, and the first skip's message. */
 int64_t sim_trace_skipped(const sim_trace *t);
 const char *sim_trace_first_skip(const sim_trace *t);
+/* The i-th skipped line's message ("FILE:LINE: FIELD: problem"); the first
+ * SIM_TRACE_SKIPS_KEPT are kept, NULL past them or past the count. */
+#define SIM_TRACE_SKIPS_KEPT 100
+const char *sim_trace_skip_message(const sim_trace *t, int64_t i);
 /* The trace as messages name it: opts.name, "<stdin>" or the path. */
 const char *sim_trace_name(const sim_trace *t);
 

@@ -60,7 +60,7 @@ static int setup_policies(cluster *c, sim_err *err)
     if ((c->router->create && c->router->create(&c->router_st, cfg->params, err)) ||
         (c->decoder->create && c->decoder->create(&c->decoder_st, cfg->params, err)) ||
         (c->admission->create && c->admission->create(&c->admission_st, cfg->params, err)) ||
-        (c->pd->create && c->pd->create(&c->pd_st, cfg->params, err)))
+        (c->pd->create && c->pd->create(&c->pd_st, cfg->params, c->n_inst, err)))
         return -1;
     return 0;
 }

@@ -45,10 +45,50 @@ void sim_control_start(cluster *c)
         sim_engine_push(c->eng, sim_s_to_ns(cfg->faults[i].at_s), EV_FAULT, cfg->faults[i].instance, (uint32_t)i, NULL);
 }
 
-/* Re-arm a periodic event while the replay has work left. */
-static void again(cluster *c, int kind, double period_s)
+/* ---- idle spans -------------------------------------------------------------------
+ *
+ * Samples and replica snapshots cost what the work costs, not what the
+ * simulated time costs. Between events nothing in the cluster changes, and
+ * a sample row reads state only — except a prefill instance's queue time,
+ * which counts down while it runs or is blocked. So when no prefill
+ * instance runs or is blocked, every periodic tick before the next event
+ * that is not itself a periodic sample (an arrival, a fault, a transfer…)
+ * would read the same values as this one: the cluster is frozen until
+ * then. A frozen period is crossed in one step: the next tick is the last
+ * one of the span, and the ticks in between are accounted for without
+ * being computed (the sample counter advances so the row stride keeps its
+ * phase, and the last skipped tick that would have been written is held as
+ * record_tick would hold it). Samples rows are therefore exactly the rows of
+ * computing every tick; replica snapshots keep the first and last of a
+ * frozen span. Not with a PD-ratio controller, which averages every
+ * sample of its period. */
+
+static bool changes_state(const sim_event *ev) { return ev->kind != EV_SAMPLE && ev->kind != EV_REPLICAS; }
+
+static bool frozen(const cluster *c)
 {
-    if (!sim_serving_done(c->run)) sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(period_s), kind, -1, 0, NULL);
+    for (int i = 0; i < c->n_inst; i++) {
+        const instance *in = &c->inst[i];
+        if (in->role == ROLE_PREFILL && (in->running || in->blocked_until > c->eng->now)) return false;
+    }
+    return true;
+}
+
+/* Whole periods from now that can be crossed at once: ticks now + k·period,
+ * k = 1 … K, all strictly before the next state-changing event; the caller
+ * steps to k = K (K ≤ 1: no skip). */
+static int64_t frozen_ticks(cluster *c, int64_t period)
+{
+    if (c->pd->decide || !frozen(c)) return 0;
+    int64_t next = sim_engine_next_time_of(c->eng, changes_state);
+    if (next == INT64_MAX) return 0;
+    return (next - c->eng->now - 1) / period;
+}
+
+/* Re-arm a periodic event while the replay has work left, `ticks` periods on. */
+static void again(cluster *c, int kind, int64_t period, int64_t ticks)
+{
+    if (!sim_serving_done(c->run)) sim_engine_push(c->eng, c->eng->now + ticks * period, kind, -1, 0, NULL);
 }
 
 /* ---- samples -------------------------------------------------------------------- */
@@ -140,6 +180,31 @@ static void ticks_init(cluster *c)
     if (s > 1) k->stride = s < 1e15 ? (int64_t)s : (int64_t)1e15;
 }
 
+/* Record skipped tick j (the rows now, at its time). */
+static void record_skipped(cluster *c, int64_t period, int64_t j)
+{
+    sched_ctx ctx = sim_cluster_ctx(c, false);
+    double t_ms = sim_ns_to_ms(c->eng->now + j * period);
+    for (int i = 0; i < c->n_inst; i++) c->ticks.cur[i] = sample_row(c, &ctx, &c->inst[i], t_ms);
+    record_tick(c);
+}
+
+/* Ticks 1 … n after this one, frozen: advance the counter, and record the
+ * first and the last of them that the stride would have written — the first
+ * is written when it differs from the last written tick, the last is held —
+ * which is what recording every one of them does. */
+static void skip_ticks(cluster *c, int64_t period, int64_t n)
+{
+    sample_ticks *k = &c->ticks;
+    if (k->cur) { /* tick j's counter is k->tick + j - 1 */
+        int64_t first = 1 + (k->stride - k->tick % k->stride) % k->stride;
+        int64_t last = n - (k->tick + n - 1) % k->stride;
+        if (first <= n) record_skipped(c, period, first);
+        if (last > first) record_skipped(c, period, last);
+    }
+    k->tick += n;
+}
+
 void sim_control_on_sample(cluster *c, const sim_event *ev)
 {
     sample_ticks *k = &c->ticks;
@@ -162,7 +227,9 @@ void sim_control_on_sample(cluster *c, const sim_event *ev)
         if (rows) record_tick(c);
     }
     if (k->holding && sim_serving_done(c->run)) write_tick(c, k->held), k->holding = false;
-    again(c, EV_SAMPLE, c->cfg->sample_period_s);
+    int64_t period = sim_s_to_ns(c->cfg->sample_period_s), K = frozen_ticks(c, period);
+    if (K > 1) skip_ticks(c, period, K - 1);
+    again(c, EV_SAMPLE, period, K > 1 ? K : 1);
 }
 
 typedef struct replica_ctx {
@@ -184,7 +251,8 @@ void sim_control_on_replicas(cluster *c, const sim_event *ev)
 {
     replica_ctx rc = {c, sim_ns_to_ms(c->eng->now)};
     c->cache->foreach_replica(c->cache_st, record_replica, &rc);
-    again(c, EV_REPLICAS, c->cfg->replica_period_s);
+    int64_t period = sim_s_to_ns(c->cfg->replica_period_s), K = frozen_ticks(c, period);
+    again(c, EV_REPLICAS, period, K > 1 ? K : 1);
 }
 
 /* ---- PD-ratio control ------------------------------------------------------------ */
@@ -271,7 +339,7 @@ void sim_control_on_control(cluster *c, const sim_event *ev)
     c->pd->decide(c->pd_st, &view, &d);
     carry_out(c, &d);
     c->prefill_loads.n = c->decode_loads.n = 0;
-    again(c, EV_CONTROL, c->pd->period_s(c->pd_st));
+    again(c, EV_CONTROL, sim_s_to_ns(c->pd->period_s(c->pd_st)), 1);
 }
 
 void sim_control_on_switch_done(cluster *c, const sim_event *ev)

@@ -1,0 +1,39 @@
+/* sim/outfile.h — output files that appear whole or not at all.
+ *
+ * Every file kvsim and the probe write as a result (a generated trace, a
+ * calibration, a baseline, a sweep's emitted configs, a report's pages and
+ * figure data) is written under a temporary name beside its destination
+ * (`PATH.tmp.PID`) and renamed into place only after every byte reached the
+ * file system: a full disk, a file-size limit (SIGXFSZ is ignored by main,
+ * so write() fails with EFBIG instead of killing the process) or an error
+ * half-way leaves the destination untouched and no temporary behind.
+ * "-" writes to stdout, and a destination that exists and is not a regular
+ * file (/dev/null, a pipe) is written in place: there is nothing to rename. */
+#ifndef SIM_OUTFILE_H
+#define SIM_OUTFILE_H
+
+#include <stdio.h>
+
+#include "sim/util.h"
+
+typedef struct sim_outfile {
+    FILE *f;    /* write here between open and close */
+    char *path; /* destination, as given (errors name it) */
+    char *tmp;  /* temporary name; NULL when written in place (stdout, a device) */
+    char *dest; /* rename target: path, or the file a symbolic link names */
+} sim_outfile;
+
+/* Open path for writing (under its temporary name). A destination whose
+ * folder does not exist is an error naming it: nothing is created. */
+int sim_outfile_open(sim_outfile *o, const char *path, sim_err *err);
+/* Flush, check every write, close and rename into place. On any error the
+ * temporary is removed, the destination left as it was, and err names the
+ * destination and the cause (e.g. "No space left on device"). */
+int sim_outfile_close(sim_outfile *o, sim_err *err);
+/* 0 when path's folder exists (the check open makes; a command that works
+ * long before writing makes it first), else -1 with err naming it. */
+int sim_outfile_check_dir(const char *path, sim_err *err);
+/* Give up: close and remove the temporary (safe after a failed open). */
+void sim_outfile_abort(sim_outfile *o);
+
+#endif
