@@ -9,6 +9,7 @@
 #   make check-layout  the layer rule and no circles (mk/check-layout.sh; in make test)
 #   make format-check  every source file as clang-format leaves it (.clang-format)
 #   make format        reformat every source file in place
+#   make install PREFIX=DIR  binaries to DIR/bin, presets and the bundled trace to DIR/share/kvsim
 #   make fuzz          libFuzzer binaries for the trace reader, config and --set (clang)
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
@@ -159,6 +160,18 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# make install PREFIX=/usr/local [DESTDIR=...]: the two binaries into
+# PREFIX/bin; the presets and the bundled trace into PREFIX/share/kvsim,
+# where an installed kvsim finds them from its own path (sim/config/model.c).
+PREFIX ?= /usr/local
+.PHONY: install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim/traces
+	install -m 755 $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DESTDIR)$(PREFIX)/bin/
+	cp -R configs $(DESTDIR)$(PREFIX)/share/kvsim/
+	install -m 644 traces/default.jsonl $(DESTDIR)$(PREFIX)/share/kvsim/traces/
+	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled trace in $(PREFIX)/share/kvsim"
 
 # ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
 # tests/fuzz/fuzz_{trace,config,set}.c each define LLVMFuzzerTestOneInput over

@@ -180,3 +180,31 @@ char *sim_xstrdup(const char *s)
     size_t n = strlen(s) + 1;
     return memcpy(sim_xmalloc(n), s, n);
 }
+
+/* Split a canonical absolute path into its components (in place). */
+static int path_parts(char *p, char **parts, int max)
+{
+    int n = 0;
+    for (char *save, *t = strtok_r(p, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save)) parts[n++] = t;
+    return n;
+}
+
+char *sim_path_relative(const char *path, const char *dir)
+{
+    char *p = realpath(path, NULL), *d = realpath(dir, NULL), *out = NULL;
+    char *pp[256], *dp[256];
+    if (p && d) {
+        int np = path_parts(p, pp, 256), nd = path_parts(d, dp, 256), c = 0;
+        while (c < np && c < nd && !strcmp(pp[c], dp[c])) c++;
+        size_t len = 1;
+        for (int i = c; i < nd; i++) len += 3;
+        for (int i = c; i < np; i++) len += strlen(pp[i]) + 1;
+        out = sim_xcalloc(1, len + 1);
+        for (int i = c; i < nd; i++) strcat(out, "../");
+        for (int i = c; i < np; i++) strcat(strcat(out, pp[i]), i + 1 < np ? "/" : "");
+        if (!*out) strcpy(out, ".");
+    }
+    free(p);
+    free(d);
+    return out;
+}

@@ -56,6 +56,12 @@ static inline int64_t sim_s_to_ns(double s)
 static inline double sim_ns_to_s(int64_t ns) { return (double)ns / 1e9; }
 static inline double sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
 
+/* path (absolute, or relative to the working directory) as a path relative
+ * to folder dir, e.g. "../../traces/default.jsonl": what a file that lives
+ * in dir should record to name path. Both must exist; NULL when not. The
+ * caller frees. */
+char *sim_path_relative(const char *path, const char *dir);
+
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);
 

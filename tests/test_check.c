@@ -135,17 +135,22 @@ static void test_measurement_tolerance(void **state)
  * measurements use it; "placement" alone warns nothing. */
 static void test_placement_and_deprecated_route(void **state)
 {
-    const char *m = "{\"name\": \"%s\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"traces/default.jsonl\", "
+    const char *m = "{\"name\": \"%s\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
                     "\"capacity_tokens\": \"1e5\", \"nodes\": 4, \"scope\": \"local\", \"%s\": \"%s\"}}";
+    char trace[1024]; /* absolute: the baselines are written to /tmp, and their paths are relative to them */
+    char *real = realpath("traces/default.jsonl", NULL);
+    assert_true(real && strlen(real) < sizeof trace);
+    snprintf(trace, sizeof trace, "%.1000s", real);
+    free(real);
     const char *rows[][3] = {{"new in_turn", "placement", "in_turn"},
                              {"new longest_prefix", "placement", "longest_prefix"},
                              {"old round_robin", "route", "round_robin"},
                              {"old cache_aware_local", "route", "cache_aware_local"},
                              {"old round_robin again", "route", "round_robin"}};
-    char text[4096] = "{\"kvsim_baseline\": 1, \"tolerance\": 1e-6, \"measurements\": [";
+    char text[16384] = "{\"kvsim_baseline\": 1, \"tolerance\": 1e-6, \"measurements\": [";
     for (size_t i = 0; i < 5; i++) {
         size_t n = strlen(text);
-        snprintf(text + n, sizeof text - n, m, rows[i][0], rows[i][1], rows[i][2]);
+        snprintf(text + n, sizeof text - n, m, rows[i][0], trace, rows[i][1], rows[i][2]);
         strcat(text, i < 4 ? ", " : "]}");
     }
     char *b = tu_write_temp(text), *out = tu_write_temp("");
@@ -175,7 +180,7 @@ static void test_placement_and_deprecated_route(void **state)
     assert_non_null(strstr(r.out, "all 10 numbers within tolerance"));
     tu_free(&r);
     snprintf(text, sizeof text, "{\"kvsim_baseline\": 1, \"measurements\": [");
-    snprintf(text + strlen(text), sizeof text - strlen(text), m, "new", "placement", "in_turn");
+    snprintf(text + strlen(text), sizeof text - strlen(text), m, "new", trace, "placement", "in_turn");
     strcat(text, "]}");
     char *c = tu_write_temp(text);
     r = kvsim("check --baseline %s --write-baseline %s", c, out);
@@ -227,6 +232,53 @@ static void test_bad_baselines(void **state)
     tu_remove_temp(t);
 }
 
+/* Paths in a baseline are relative to its folder: a baseline beside its
+ * trace passes from any working directory, and --write-baseline into
+ * another folder rewrites the path for it. */
+static void test_paths_relative_to_baseline(void **state)
+{
+    char dir[] = "/tmp/kvsim-bl-XXXXXX", path[256], cmd[8192 + 512], bin[4096];
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(realpath(tu_kvsim_bin(), bin));
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    fputs(T1, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/b.json", dir);
+    f = fopen(path, "w");
+    fputs("{\"kvsim_baseline\": 1, \"tolerance\": 0.002, \"measurements\": [{\"name\": \"lru inf\", \"kind\": "
+          "\"hitrate\", \"args\": {\"trace\": \"t.jsonl\", \"policy\": \"lru\", \"capacity_tokens\": \"inf\"}}]}",
+          f);
+    fclose(f);
+    cli_result r = kvsim("check --baseline %s --write-baseline %s", path, path);
+    if (r.status) fail_msg("record: %s", r.err);
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "cd / && %s check --baseline %s", bin, path);
+    r = tu_shell(cmd);
+    if (r.status || !strstr(r.out, "all 2 numbers within tolerance")) fail_msg("from /: %s%s", r.out, r.err);
+    tu_free(&r);
+    r = kvsim("check --baseline %s --write-baseline %s/sub-b.json", path, dir);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "%s/sub-b.json", dir);
+    json_t *b = json_load_file(cmd, 0, NULL);
+    json_t *args = json_object_get(json_array_get(json_object_get(b, "measurements"), 0), "args");
+    assert_string_equal(json_string_value(json_object_get(args, "trace")), "t.jsonl");
+    json_decref(b);
+    snprintf(cmd, sizeof cmd, "mkdir %s/sub && %s check --baseline %s --write-baseline %s/sub/b.json", dir, bin, path,
+             dir);
+    r = tu_shell(cmd);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "%s/sub/b.json", dir);
+    b = json_load_file(cmd, 0, NULL);
+    args = json_object_get(json_array_get(json_object_get(b, "measurements"), 0), "args");
+    assert_string_equal(json_string_value(json_object_get(args, "trace")), "../t.jsonl");
+    json_decref(b);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* The baselines the project ships pass as committed. */
 static void test_shipped_default_baseline(void **state)
 {
@@ -270,6 +322,21 @@ static void test_run_kind_and_setup_guard(void **state)
     assert_int_equal(json_array_size(json_object_get(o, "rows")), 13);
     json_decref(o);
     tu_free(&r);
+    /* --junit: one testcase per number, the moved one a failure */
+    char *junit = tu_temp_path();
+    snprintf(jargs, sizeof jargs, "%s --junit %s", args, junit);
+    r = tu_kvsim(jargs);
+    assert_int_equal(r.status, 3);
+    tu_free(&r);
+    FILE *jf = fopen(junit, "r");
+    assert_non_null(jf);
+    char *xml = tu_slurp(jf);
+    fclose(jf);
+    assert_non_null(strstr(xml, "tests=\"13\" failures=\"1\" errors=\"0\""));
+    assert_non_null(strstr(xml, "<testcase classname=\"r\" name=\"slo_attainment\"><failure message=\"moved: "
+                                "expected 0.5, got 1 (tolerance 0.01)\"/></testcase>"));
+    free(xml);
+    tu_remove_temp(junit);
     snprintf(jargs, sizeof jargs, "%s", args);
     setenv("GITHUB_ACTIONS", "true", 1);
     r = tu_kvsim(jargs);
@@ -297,7 +364,7 @@ int main(void)
         cmocka_unit_test(test_record_check_perturb),           cmocka_unit_test(test_measurement_tolerance),
         cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
         cmocka_unit_test(test_run_kind_and_setup_guard),       cmocka_unit_test(test_shipped_default_baseline),
-        cmocka_unit_test(test_shipped_shared_baseline),
+        cmocka_unit_test(test_shipped_shared_baseline),        cmocka_unit_test(test_paths_relative_to_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

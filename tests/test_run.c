@@ -487,9 +487,44 @@ static void test_skipped_lines_reported(void **state)
     json_t *j = json_loads(r.out, 0, NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "skipped_lines")), 2);
     assert_int_equal(json_integer_value(json_object_get(j, "requests")), 2);
+    json_t *skips = json_object_get(j, "skips");
+    assert_int_equal(json_array_size(skips), 2);
+    assert_non_null(strstr(json_string_value(json_array_get(skips, 1)), ":3: json: malformed JSON"));
     json_decref(j);
     tu_free(&r);
+    /* the text summary counts them; --verbose lists each with its line */
+    snprintf(args, sizeof args, "run --skip-bad --verbose --trace %s", path);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "trace      2 bad lines skipped"));
+    assert_non_null(strstr(r.err, "skipped 2 bad trace lines (trace.skip_bad):\n  "));
+    assert_non_null(strstr(r.err, ":2: input_length: 0 tokens"));
+    assert_non_null(strstr(r.err, ":3: json: malformed JSON"));
+    tu_free(&r);
     tu_remove_temp(path);
+}
+
+/* An installed kvsim (make install's layout: PREFIX/bin/kvsim, presets and
+ * the bundled trace in PREFIX/share/kvsim) finds both from any directory. */
+static void test_installed_layout(void **state)
+{
+    char prefix[] = "/tmp/kvsim-prefix-XXXXXX", cmd[8192], bin[4096];
+    assert_non_null(mkdtemp(prefix));
+    assert_non_null(realpath(tu_kvsim_bin(), bin));
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/bin %s/share/kvsim/traces && cp %s %s/bin/kvsim && cp -R configs %s/share/kvsim/ && "
+             "cp traces/default.jsonl %s/share/kvsim/traces/",
+             prefix, prefix, bin, prefix, prefix, prefix);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "cd / && %s/bin/kvsim run --json --set cluster.prefill=2", prefix);
+    cli_result r = tu_shell(cmd);
+    if (r.status) fail_msg("installed kvsim run: exit %d: %s", r.status, r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(j, "requests")), 1500);
+    json_decref(j);
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", prefix);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* samples rows: every instance at each recorded t_ms; an idle hour costs a
@@ -590,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_skipped_lines_reported),
         cmocka_unit_test(test_sample_ticks),
         cmocka_unit_test(test_stdin_and_big_numbers),
+        cmocka_unit_test(test_installed_layout),
     };
     return cmocka_run_group_tests(tests, setup_trace, remove_trace);
 }

@@ -298,7 +298,7 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     sweep_ok(db, "", "0 run, 6 already recorded");
 }
 
-/* ---- merge: id remapping, --skip-existing, hitrate ids ------------------------------------- */
+/* ---- merge: id remapping, idempotence, hitrate ids ----------------------------------------- */
 
 static void add_hitrate_set(const char *db, double cap)
 {
@@ -327,8 +327,8 @@ static void test_merge_remaps_ids(void **state)
     sweep_ok(src, "--jobs 2", NULL);
     add_hitrate_set(src, 1e6);
     add_hitrate_set(src, INFINITY);
-    /* Twice: runs 1-6 then 7-12, each run's rows following its new id. */
-    snprintf(args, sizeof args, "merge %s %s %s", out, src, src);
+    /* Twice with --keep-duplicates: runs 1-6 then 7-12, each run's rows following its new id. */
+    snprintf(args, sizeof args, "merge --keep-duplicates %s %s %s", out, src, src);
     tu_expect_stdout(args, "6 runs (now 7-12)");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
     double n1 = su_num(src, "SELECT COUNT(*) FROM requests WHERE run_id=1");
@@ -340,10 +340,13 @@ static void test_merge_remaps_ids(void **state)
     /* hitrate sets 1, 2 of the source became 1, 2 then 3, 4; infinity is NULL. */
     assert_double_equal(su_num(out, "SELECT MAX(id) FROM hitrate"), 4, 0);
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM hitrate WHERE capacity_tokens IS NULL"), 2, 0);
-    /* --skip-existing: nothing new. */
+    /* By default (and with the old --skip-existing) merging again adds nothing. */
+    snprintf(args, sizeof args, "merge %s %s", out, src);
+    tu_expect_stdout(args, "0 runs, 6 already present, 0 hitrate sets (2 already present)");
     snprintf(args, sizeof args, "merge --skip-existing %s %s", out, src);
     tu_expect_stdout(args, "0 runs, 6 already present");
     assert_double_equal(su_num(out, "SELECT COUNT(*) FROM runs"), 12, 0);
+    assert_double_equal(su_num(out, "SELECT MAX(id) FROM hitrate"), 4, 0);
 }
 
 /* ---- bad input --------------------------------------------------------------------------- */

@@ -13,9 +13,11 @@
  */
 #include "sim/replay/check.h"
 #include "sim/cli/cli.h"
+#include "sim/outfile.h"
 #include "sim/replay/hitrate.h"
 
 #include <getopt.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 
 /* ---- the table ---------------------------------------------------------- */
 
-static void print_table_header(void *arg)
+static void print_table_header(void)
 {
     printf("%-36s %-16s %10s %10s %10s %9s  %s\n", "measurement", "metric", "expected", "got", "delta", "tolerance",
            "status");
@@ -40,7 +42,7 @@ static void github_error(FILE *f, const sim_check_row *r)
             r->metric, json_number_value(r->expected), r->got, r->tolerance);
 }
 
-static void print_row(void *arg, const sim_check_row *r)
+static void print_row(const sim_check_row *r)
 {
     github_error(stdout, r);
     if (!r->expected) {
@@ -54,19 +56,30 @@ static void print_row(void *arg, const sim_check_row *r)
 
 static void print_note(void *arg, const char *text) { fprintf(stderr, "kvsim check: %s\n", text); }
 
-static const sim_check_report table = {.begin = print_table_header, .row = print_row, .note = print_note};
+/* Every row is kept (for --json and --junit); the table is printed as the
+ * rows come unless stdout is --json's object. */
+typedef struct check_out {
+    bool json;
+    json_t *rows;
+} check_out;
 
-/* --json: the rows collected into an array (arg), printed by finish. */
-static void json_row(void *arg, const sim_check_row *r)
+static void on_row(void *arg, const sim_check_row *r)
 {
-    github_error(stderr, r);
-    json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:b}", "measurement", r->measurement, "metric", r->metric, "got",
+    check_out *o = arg;
+    if (o->json) github_error(stderr, r);
+    else print_row(r);
+    json_t *j = json_pack("{s:s, s:s, s:f, s:f, s:b}", "measurement", r->measurement, "metric", r->metric, "got",
                           r->got, "tolerance", r->tolerance, "ok", r->ok);
     if (r->expected) {
-        json_object_set_new(o, "expected", json_real(json_number_value(r->expected)));
-        json_object_set_new(o, "delta", json_real(r->got - json_number_value(r->expected)));
+        json_object_set_new(j, "expected", json_real(json_number_value(r->expected)));
+        json_object_set_new(j, "delta", json_real(r->got - json_number_value(r->expected)));
     }
-    json_array_append_new(arg, o);
+    json_array_append_new(o->rows, j);
+}
+
+static void on_begin(void *arg)
+{
+    if (!((check_out *)arg)->json) print_table_header();
 }
 
 static void print_json(json_t *rows, const sim_check_totals *tot, const char *write_path)
@@ -79,6 +92,58 @@ static void print_json(json_t *rows, const sim_check_totals *tot, const char *wr
     json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
+}
+
+/* ---- JUnit XML (--junit FILE): one testcase per number, a failure per
+ * moved number, one error testcase when the check could not run ---------- */
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void junit_case(FILE *f, const json_t *row)
+{
+    const json_t *e = json_object_get(row, "expected");
+    fputs("    <testcase classname=\"", f);
+    xml_text(f, json_string_value(json_object_get(row, "measurement")));
+    fputs("\" name=\"", f);
+    xml_text(f, json_string_value(json_object_get(row, "metric")));
+    fputs("\">", f);
+    if (!json_is_true(json_object_get(row, "ok")))
+        fprintf(f, "<failure message=\"moved: expected %g, got %g (tolerance %g)\"/>", json_number_value(e),
+                json_number_value(json_object_get(row, "got")), json_number_value(json_object_get(row, "tolerance")));
+    fputs("</testcase>\n", f);
+}
+
+static int write_junit(const char *path, const char *baseline, const json_t *rows, const sim_check_totals *tot,
+                       const char *error, sim_err *err)
+{
+    sim_outfile o;
+    if (sim_outfile_open(&o, path, err)) return -1;
+    FILE *f = o.f;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"kvsim check ");
+    xml_text(f, baseline ? baseline : "(new baseline)");
+    fprintf(f, "\" tests=\"%zu\" failures=\"%d\" errors=\"%d\">\n", json_array_size(rows) + (error != NULL),
+            error ? 0 : tot->moved, error != NULL);
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) junit_case(f, row);
+    if (error) {
+        fputs("    <testcase classname=\"kvsim check\" name=\"setup\"><error message=\"", f);
+        xml_text(f, error);
+        fputs("\"/></testcase>\n", f);
+    }
+    fputs("  </testsuite>\n</testsuites>\n", f);
+    return sim_outfile_close(&o, err);
 }
 
 /* ---- command ------------------------------------------------------------ */
@@ -106,6 +171,8 @@ static void usage(FILE *f)
                "  --policies LIST         new baseline: policies (default: all registered)\n"
                "  --capacity-tokens LIST  new baseline: capacities (default inf)\n"
                "  --tolerance X           new baseline: absolute tolerance (default 0.002)\n"
+               "  --junit FILE            also write JUnit XML (a testcase per number, a failure per\n"
+               "                          moved one, an error when the check cannot run) for CI\n"
                "  --json                  one JSON object (status, numbers, moved, rows) instead of\n"
                "                          the table; the exit status is the same\n"
                "With GITHUB_ACTIONS=true, each moved number is also an ::error line.\n"
@@ -120,10 +187,10 @@ static int load_or_create(const char *baseline_path, const sim_check_new_opts *n
     return sim_check_load(baseline_path, root, err);
 }
 
-static int finish(json_t *root, const char *write_path, const sim_check_totals *tot, json_t *rows)
+static int finish(json_t *root, const char *base_dir, const char *write_path, const sim_check_totals *tot, json_t *rows)
 {
     sim_err err;
-    if (write_path && sim_check_save(root, write_path, &err)) return sim_usage_error("check", err.msg);
+    if (write_path && sim_check_save(root, base_dir, write_path, &err)) return sim_usage_error("check", err.msg);
     if (rows) {
         print_json(rows, tot, write_path);
         return !write_path && tot->moved ? SIM_EXIT_CHECK : SIM_EXIT_OK;
@@ -142,9 +209,15 @@ static int finish(json_t *root, const char *write_path, const sim_check_totals *
     return SIM_EXIT_OK;
 }
 
-int cmd_check(int argc, char **argv)
+typedef struct check_args {
+    const char *baseline, *write_path, *junit;
+    bool json;
+    sim_check_new_opts nb;
+} check_args;
+
+/* Parse argv into a; 0, or an exit status (help printed, or a usage error). */
+static int parse_args(int argc, char **argv, check_args *a)
 {
-    kv_replay_keep_memory();
     static const struct option longopts[] = {
         {"baseline", required_argument, NULL, 'b'},
         {"write-baseline", required_argument, NULL, 'w'},
@@ -153,40 +226,55 @@ int cmd_check(int argc, char **argv)
         {"capacity-tokens", required_argument, NULL, 'c'},
         {"tolerance", required_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'j'},
+        {"junit", required_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *baseline = NULL, *write_path = NULL;
-    bool json = false;
-    sim_check_new_opts nb = {.policies = NULL, .capacities = "inf", .tolerance = 0.002};
     sim_err err;
-    int c, rc = 0;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    for (int c; (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1;) {
         switch (c) {
-        case 'b': baseline = optarg; break;
-        case 'w': write_path = optarg; break;
-        case 't': nb.trace = optarg; break;
-        case 'p': nb.policies = optarg; break;
-        case 'c': nb.capacities = optarg; break;
+        case 'b': a->baseline = optarg; break;
+        case 'w': a->write_path = optarg; break;
+        case 't': a->nb.trace = optarg; break;
+        case 'p': a->nb.policies = optarg; break;
+        case 'c': a->nb.capacities = optarg; break;
         case 'T':
-            rc = sim_parse_double(optarg, "--tolerance", &nb.tolerance, &err);
-            if (rc == 0 && nb.tolerance < 0) rc = sim_errf(&err, "--tolerance: %s is negative", optarg);
+            if (sim_parse_double(optarg, "--tolerance", &a->nb.tolerance, &err))
+                return sim_usage_error("check", err.msg);
+            if (a->nb.tolerance < 0) return sim_usage_error("check", "--tolerance: negative");
             break;
-        case 'j': json = true; break;
-        case 'h': usage(stdout); return SIM_EXIT_OK;
+        case 'j': a->json = true; break;
+        case 'J': a->junit = optarg; break;
+        case 'h': usage(stdout); return -1;
         default: usage(stderr); return SIM_EXIT_USAGE;
         }
     }
-    if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (rc == 0 && !baseline && !write_path) rc = sim_errf(&err, "give --baseline FILE or --write-baseline OUT");
-    json_t *root = NULL, *rows = json ? json_array() : NULL;
+    if (optind < argc) return sim_usage_error("check", "unexpected argument (see --help)");
+    if (!a->baseline && !a->write_path) return sim_usage_error("check", "give --baseline FILE or --write-baseline OUT");
+    return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    kv_replay_keep_memory();
+    check_args a = {.nb = {.policies = NULL, .capacities = "inf", .tolerance = 0.002}};
+    int st = parse_args(argc, argv, &a);
+    if (st) return st < 0 ? SIM_EXIT_OK : st;
+    json_t *root = NULL;
+    check_out out = {.json = a.json, .rows = json_array()};
+    sim_check_report rep = {.begin = on_begin, .row = on_row, .note = print_note, .arg = &out};
     sim_check_totals tot = {0};
-    sim_check_report collect = {.row = json_row, .note = print_note, .arg = rows};
-    if (rc == 0) rc = load_or_create(baseline, &nb, &root, &err);
-    if (rc == 0) rc = sim_check_run(root, write_path != NULL, json ? &collect : &table, &tot, &err);
-    int status = rc ? sim_usage_error("check", err.msg) : finish(root, write_path, &tot, rows);
+    sim_err err, jerr;
+    char *dir = a.baseline ? sim_xstrdup(a.baseline) : NULL, *base_dir = dir ? dirname(dir) : NULL;
+    int rc = load_or_create(a.baseline, &a.nb, &root, &err);
+    if (rc == 0) rc = sim_check_run(root, base_dir, a.write_path != NULL, &rep, &tot, &err);
+    int status =
+        rc ? sim_usage_error("check", err.msg) : finish(root, base_dir, a.write_path, &tot, a.json ? out.rows : NULL);
+    if (a.junit && write_junit(a.junit, a.baseline, out.rows, &tot, rc ? err.msg : NULL, &jerr))
+        status = sim_usage_error("check", jerr.msg);
+    free(dir);
     json_decref(root);
-    json_decref(rows);
+    json_decref(out.rows);
     return status;
 }

@@ -7,15 +7,19 @@
 #include "sim/cli/cli.h"
 #include "sim/results/merge.h"
 
-static const char merge_usage[] = "usage: kvsim merge [--skip-existing] OUT.db IN.db...\n"
+static const char merge_usage[] = "usage: kvsim merge [--keep-duplicates] OUT.db IN.db...\n"
                                   "\n"
                                   "Copy every completed run of each IN.db (runs, requests, samples, replicas and\n"
                                   "any other per-run table, plus hitrate points) into OUT.db, which is created when\n"
                                   "missing. Run ids are renumbered in OUT.db; inputs are merged in the order given,\n"
                                   "each in one transaction.\n"
                                   "\n"
-                                  "  --skip-existing    leave out runs OUT.db already holds (same config hash and\n"
-                                  "                     trace fingerprint), so merging twice changes nothing\n"
+                                  "Runs OUT.db already holds (same config hash and trace fingerprint) and hitrate\n"
+                                  "sets it already holds (identical rows) are left out: merging twice changes\n"
+                                  "nothing.\n"
+                                  "\n"
+                                  "  --keep-duplicates  copy them anyway (e.g. repeated runs of a noisy config)\n"
+                                  "  --skip-existing    the default; accepted for old scripts\n"
                                   "  -h, --help         this help\n"
                                   "\n"
                                   "Exit status: 0 ok, 2 bad arguments or an unreadable database, 1 internal error.\n";
@@ -24,20 +28,24 @@ static void print_stats(const char *in, const sim_merge_stats *s)
 {
     printf("kvsim merge: %s: %lld runs", in, (long long)s->runs);
     if (s->runs) printf(" (now %lld-%lld)", (long long)s->first_run, (long long)s->last_run);
-    printf(", %lld already present, %lld hitrate sets\n", (long long)s->skipped, (long long)s->hitrate_sets);
+    printf(", %lld already present, %lld hitrate sets", (long long)s->skipped, (long long)s->hitrate_sets);
+    if (s->hitrate_skipped) printf(" (%lld already present)", (long long)s->hitrate_skipped);
+    putchar('\n');
 }
 
 int cmd_merge(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"skip-existing", no_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    bool skip = false;
+    static const struct option opts[] = {{"skip-existing", no_argument, 0, 's'},
+                                         {"keep-duplicates", no_argument, 0, 'k'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    bool skip = true;
     opterr = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         if (ch == 'h') return fputs(merge_usage, stdout), SIM_EXIT_OK;
-        if (ch != 's') return sim_usage_error("merge", "unknown option (see kvsim merge --help)");
-        skip = true;
+        if (ch != 's' && ch != 'k') return sim_usage_error("merge", "unknown option (see kvsim merge --help)");
+        skip = ch == 's';
     }
     if (argc - optind < 2) return sim_usage_error("merge", "expected OUT.db and at least one IN.db");
     sim_err err = {{0}};

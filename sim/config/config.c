@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -479,6 +480,20 @@ out:
     return rc;
 }
 
+/* The bundled trace is named relative to the project ("traces/default.jsonl");
+ * run from elsewhere (an installed kvsim, another working directory) it is
+ * found beside the configs folder instead: <configs>/../traces/. Only the
+ * default's own value is looked up so; any other relative path means the
+ * working directory. */
+static void find_bundled(json_t *root, const char *bundled)
+{
+    const char *p = json_string_value(json_path_get(root, "trace.path"));
+    if (!p || strcmp(p, bundled) || bundled[0] == '/' || access(p, R_OK) == 0) return;
+    char there[PATH_MAX * 2];
+    snprintf(there, sizeof there, "%s/../%s", sim_config_dir(), bundled);
+    if (access(there, R_OK) == 0) json_object_set_new(json_object_get(root, "trace"), "path", json_string(there));
+}
+
 int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -487,7 +502,10 @@ int sim_config_load(sim_config *out, const char *config_path, char *const *sets,
     out->root = load_json_file(path, "default config", err);
     if (!out->root) return -1;
     out->trace = sim_trace_default_opts();
-    if (build_tree(out->root, config_path, sets, nsets, err) || read_typed(out, err)) {
+    char bundled[PATH_MAX]; /* the default trace as default.json names it */
+    snprintf(bundled, sizeof bundled, "%s", json_string_value(json_path_get(out->root, "trace.path")));
+    if (build_tree(out->root, config_path, sets, nsets, err) || (find_bundled(out->root, bundled), 0) ||
+        read_typed(out, err)) {
         sim_config_free(out);
         return -1;
     }

@@ -72,7 +72,7 @@ double sim_model_gqa(const sim_model *m) { return (double)m->heads / m->kv_heads
 
 const char *sim_config_dir(void)
 {
-    static char dir[PATH_MAX + 16];
+    static char dir[PATH_MAX + 32];
     if (dir[0]) return dir;
     const char *env = getenv("KVSIM_CONFIG_DIR");
     if (env && *env) return snprintf(dir, sizeof dir, "%s", env), dir;
@@ -80,10 +80,13 @@ const char *sim_config_dir(void)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = 0;
-        /* build/kvsim or build/san/kvsim: walk up until a configs/ appears. */
+        /* build/kvsim or build/san/kvsim: walk up until a configs/ appears;
+         * PREFIX/bin/kvsim (make install): PREFIX/share/kvsim/configs. */
         for (char *slash; (slash = strrchr(exe, '/')) != NULL;) {
             *slash = 0;
             snprintf(dir, sizeof dir, "%s/configs", exe);
+            if (access(dir, R_OK) == 0) return dir;
+            snprintf(dir, sizeof dir, "%s/share/kvsim/configs", exe);
             if (access(dir, R_OK) == 0) return dir;
         }
     }

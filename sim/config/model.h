@@ -34,7 +34,8 @@ double sim_model_weight_bytes(const sim_model *m);
 double sim_model_gqa(const sim_model *m);
 
 /* Directory holding configs/ presets: $KVSIM_CONFIG_DIR, else the configs/
- * beside the running binary's build/ directory, else "configs". */
+ * beside the running binary's build/ directory (or PREFIX/share/kvsim/configs
+ * for an installed PREFIX/bin/kvsim), else "configs". */
 const char *sim_config_dir(void);
 /* Resolve a preset: "NAME" → <config dir>/<kind>/NAME.json; a value that
  * contains '/' or ends in .json is taken as a path. Writes into buf. */

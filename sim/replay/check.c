@@ -6,10 +6,13 @@
 #include "sim/replay/check.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/outfile.h"
 #include "sim/replay/hitrate.h"
@@ -45,6 +48,7 @@ typedef struct loaded_trace {
 struct sim_check_ctx {
     loaded_trace *traces;
     int ntraces;
+    char *start_dir; /* the working directory kvsim started in, when the run moved to the baseline's folder */
     const sim_check_report *rep;
     char **notes; /* notes already given (each text once per run) */
     int nnotes;
@@ -182,6 +186,74 @@ static int same_setup(json_t *m, const char *name, const json_t *args, json_t *g
     return 0;
 }
 
+/* ---- paths in a baseline --------------------------------------------------
+ *
+ * A baseline's "trace" and "config" paths are relative to the baseline's own
+ * folder, so a baseline checked in beside its trace works from any working
+ * directory: the measurements run with the working directory moved there
+ * (restored after), which also keeps a run's resolved config — its
+ * trace.path as written — and so its recorded hash the same wherever kvsim
+ * is started. --write-baseline rewrites the paths for the folder of the file
+ * it writes. A path that resolves only against the working directory (a
+ * baseline written before this rule) still works, with a note. */
+
+static const char *const path_args[] = {"trace", "config"};
+
+static char *join(const char *dir, const char *path)
+{
+    size_t n = strlen(dir) + strlen(path) + 2;
+    char *out = sim_xmalloc(n);
+    snprintf(out, n, "%s/%s", dir, path);
+    return out;
+}
+
+/* args as the measurement reads them (a copy), the working directory being
+ * the baseline's folder: a relative path that is not there but is in the
+ * directory kvsim was started from (a baseline written before paths were
+ * relative to it) is named from the baseline's folder, with a note. */
+static json_t *resolved_args(sim_check_ctx *ctx, const json_t *args)
+{
+    json_t *a = json_deep_copy(args);
+    for (size_t k = 0; k < 2; k++) {
+        const char *p = json_string_value(json_object_get(a, path_args[k]));
+        if (!p || p[0] == '/' || !ctx->start_dir || access(p, F_OK) == 0) continue;
+        char *old = join(ctx->start_dir, p), *rel = sim_path_relative(old, "."), note[1024];
+        if (rel) { /* as the baseline will name it once re-recorded (rebase): the same config hash */
+            snprintf(note, sizeof note,
+                     "%s '%s' is not in the baseline's folder but in the working directory; paths in a baseline are "
+                     "relative to its folder (re-record with --write-baseline)",
+                     path_args[k], p);
+            ctx_note(ctx, note);
+            json_object_set_new(a, path_args[k], json_string(rel));
+        }
+        free(rel);
+        free(old);
+    }
+    return a;
+}
+
+/* Rewrite the relative paths of every measurement from from_dir's view to
+ * to_dir's (both folders exist; a path that does not resolve is kept). */
+static void rebase(json_t *baseline, const char *from_dir, const char *to_dir)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(baseline, "measurements"), i, m)
+    {
+        json_t *args = json_object_get(m, "args");
+        for (size_t k = 0; k < 2; k++) {
+            const char *p = json_string_value(json_object_get(args, path_args[k]));
+            if (!p || p[0] == '/') continue;
+            char *full = join(from_dir, p);
+            if (access(full, F_OK) && !access(p, F_OK)) free(full), full = sim_xstrdup(p); /* an old baseline */
+            char *rel = sim_path_relative(full, to_dir);
+            if (rel) json_object_set_new(args, path_args[k], json_string(rel));
+            free(full);
+            free(rel);
+        }
+    }
+}
+
 static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double default_tol, bool record,
                            sim_check_totals *tot, sim_err *err)
 {
@@ -196,24 +268,35 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double defau
     if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
     if (tol && (!json_is_number(tol) || json_number_value(tol) < 0))
         return sim_errf(err, "measurement %s: tolerance must be a non-negative number", name);
-    json_t *got;
+    json_t *got, *a = resolved_args(ctx, args);
     sim_err why;
-    if (kind->measure(ctx, args, &got, &why)) return sim_errf(err, "measurement %s: %s", name, why.msg);
-    if (same_setup(m, name, args, got, record, err)) {
-        json_decref(got);
-        return -1;
-    }
+    int bad = kind->measure(ctx, a, &got, &why);
+    if (bad) sim_errf(err, "measurement %s: %s", name, why.msg);
+    else if ((bad = same_setup(m, name, a, got, record, err))) json_decref(got);
+    json_decref(a);
+    if (bad) return -1;
     int rc = compare(m, name, got, tol ? json_number_value(tol) : default_tol, record, ctx->rep, tot, err);
     json_decref(got);
     return rc;
 }
 
-int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, sim_check_totals *tot, sim_err *err)
+int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim_check_report *rep,
+                  sim_check_totals *tot, sim_err *err)
 {
     json_t *ms = json_object_get(baseline, "measurements");
     const json_t *tol = json_object_get(baseline, "tolerance");
     if (!json_is_array(ms)) return sim_errf(err, "baseline: \"measurements\" must be an array");
     sim_check_ctx ctx = {.rep = rep};
+    int here = -1; /* measurements run in the baseline's folder: its paths mean what they say */
+    if (base_dir && strcmp(base_dir, ".")) {
+        ctx.start_dir = getcwd(NULL, 0);
+        here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (here < 0 || !ctx.start_dir || chdir(base_dir)) {
+            if (here >= 0) close(here);
+            free(ctx.start_dir);
+            return sim_errf(err, "baseline folder %s: %s", base_dir, strerror(errno));
+        }
+    }
     if (rep && rep->begin) rep->begin(rep->arg);
     size_t i;
     json_t *m;
@@ -225,6 +308,9 @@ int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, si
                                    : sim_errf(err, "baseline: measurement #%zu is not an object", i);
     }
     ctx_free(&ctx);
+    if (here >= 0 && fchdir(here) && rc == 0) rc = sim_errf(err, "cannot return to %s", ctx.start_dir);
+    if (here >= 0) close(here);
+    free(ctx.start_dir);
     return rc;
 }
 
@@ -272,11 +358,17 @@ int sim_check_load(const char *path, json_t **out, sim_err *err)
     return 0;
 }
 
-int sim_check_save(const json_t *baseline, const char *path, sim_err *err)
+int sim_check_save(const json_t *baseline, const char *base_dir, const char *path, sim_err *err)
 {
     sim_outfile o;
     if (sim_outfile_open(&o, path, err)) return -1;
-    if (json_dumpf(baseline, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6))) {
+    json_t *copy = json_deep_copy(baseline);
+    char *dir = sim_xstrdup(path);
+    rebase(copy, base_dir ? base_dir : ".", dirname(dir));
+    free(dir);
+    int bad = json_dumpf(copy, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    json_decref(copy);
+    if (bad) {
         sim_outfile_abort(&o);
         return sim_errf(err, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
     }

@@ -90,9 +90,12 @@ typedef struct sim_check_totals {
 } sim_check_totals;
 
 /* Run every measurement of baseline and compare its numbers with "expect";
+ * relative "trace" and "config" paths start from base_dir (the baseline
+ * file's folder; NULL = the working directory, for a new baseline);
  * with record, update baseline's expect numbers with what was got instead
  * (or, with no expect yet, record every number). Counts into tot. */
-int sim_check_run(json_t *baseline, bool record, const sim_check_report *rep, sim_check_totals *tot, sim_err *err);
+int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim_check_report *rep,
+                  sim_check_totals *tot, sim_err *err);
 
 /* ---- baseline files ----------------------------------------------------- */
 
@@ -109,7 +112,9 @@ int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *e
 /* Read a baseline file (errors name the file and line). */
 int sim_check_load(const char *path, json_t **out, sim_err *err);
 /* Write a baseline file (indented, 6 significant digits; whole or not at
- * all, sim/outfile.h); 0 or -1 with err naming the file and the cause. */
-int sim_check_save(const json_t *baseline, const char *path, sim_err *err);
+ * all, sim/outfile.h), its relative paths rewritten from base_dir's view
+ * (as for sim_check_run) to the written file's folder; 0 or -1 with err
+ * naming the file and the cause. */
+int sim_check_save(const json_t *baseline, const char *base_dir, const char *path, sim_err *err);
 
 #endif

@@ -221,7 +221,32 @@ static int copy_runs(merge_ctx *m)
     return rc;
 }
 
-/* Each source hitrate id becomes the target's next free id. */
+/* A hitrate set's rows as one string, every column but id (created
+ * included, so only a copy of the same set matches). */
+#define HITRATE_SIG                                                                                                    \
+    "group_concat(quote(created)||quote(kvsim_version)||quote(trace_path)||quote(trace_fingerprint)||"                 \
+    "quote(block_tokens)||quote(policy)||quote(setup)||quote(capacity_tokens)||quote(hit_rate_blocks)||"               \
+    "quote(hit_rate_tokens), '|')"
+
+/* Does the target hold a set identical to source set old_id? */
+static int hitrate_there(merge_ctx *m, int64_t old_id, bool *found)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(m->db,
+                           "SELECT 1 FROM (SELECT " HITRATE_SIG
+                           " s FROM (SELECT * FROM main.hitrate ORDER BY id, rowid)"
+                           " GROUP BY id) WHERE s = (SELECT " HITRATE_SIG " FROM (SELECT * FROM src.hitrate"
+                           " WHERE id=?1 ORDER BY rowid))",
+                           -1, &st, NULL) != SQLITE_OK)
+        return fail(m, "look up hitrate");
+    sqlite3_bind_int64(st, 1, old_id);
+    *found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Each source hitrate id becomes the target's next free id (one the target
+ * already holds is left out under skip_existing). */
 static int copy_hitrate(merge_ctx *m, sim_results *out)
 {
     sqlite3_stmt *ids;
@@ -231,7 +256,12 @@ static int copy_hitrate(merge_ctx *m, sim_results *out)
     int rc = 0;
     while (rc == 0 && sqlite3_step(ids) == SQLITE_ROW) {
         int64_t new_id, old_id = sqlite3_column_int64(ids, 0);
-        rc = sim_results_hitrate_id(out, &new_id, m->err) || run_copy(m, m->hitrate, new_id, old_id);
+        bool found = false;
+        if (m->skip_existing && (rc = hitrate_there(m, old_id, &found)) == 0 && found) {
+            m->st->hitrate_skipped++;
+            continue;
+        }
+        rc = rc || sim_results_hitrate_id(out, &new_id, m->err) || run_copy(m, m->hitrate, new_id, old_id);
         m->st->hitrate_sets += !rc;
     }
     sqlite3_finalize(ids);

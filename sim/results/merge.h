@@ -19,11 +19,13 @@ typedef struct sim_merge_stats {
     int64_t runs;                /* runs copied */
     int64_t skipped;             /* runs left out: already in the target */
     int64_t hitrate_sets;        /* hitrate ids copied */
+    int64_t hitrate_skipped;     /* hitrate ids left out: an identical set is in the target */
     int64_t first_run, last_run; /* target ids of the copied runs (0 = none) */
 } sim_merge_stats;
 
 /* Merge the database at in_path into out. With skip_existing, a run whose
- * (config_hash, trace_fingerprint) the target already holds is left out.
+ * (config_hash, trace_fingerprint) the target already holds is left out, and
+ * so is a hitrate set whose rows (all but the id) equal one it holds.
  * Errors name in_path: missing, unreadable, not a kvsim results database,
  * or the target itself. Stats accumulate into *st. */
 int sim_merge_db(sim_results *out, const char *in_path, bool skip_existing, sim_merge_stats *st, sim_err *err);
