@@ -218,7 +218,7 @@ static void test_bad_baselines(void **state)
          "one value"},
         {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
          "\"placement\": \"round_robin\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
-         "measurement x: placement: unknown placement 'round_robin' (known: longest_prefix, in_turn)"},
+         "measurement x: placement: unknown placement 'round_robin' (known: bounded, longest_prefix, in_turn)"},
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         snprintf(text, sizeof text, bodies[i][0], t);

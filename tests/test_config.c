@@ -106,6 +106,9 @@ static void test_bad_values_exit_2(void **state)
         {"--set modelfoo.x=1", "unknown config key 'modelfoo.x'"},
         {"--set policy.paramsx.y=2", "unknown config key 'policy.paramsx.y'"},
         {"--set hardwarex=1", "unknown config key 'hardwarex'"},
+        /* presets are free-form objects in the tree; their keys are checked after */
+        {"--set model.layerz=80", "config key 'model.layerz': unknown (did you mean 'model.layers'?)"},
+        {"--set hardware.nic_gbps=80", "config key 'hardware.nic_gbps': unknown (did you mean 'hardware.nic_Gbps'?)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256];

@@ -191,7 +191,8 @@ static void test_bad_input(void **state)
         {"hitrate --trace %s --capacity-tokens 1e6,,2e6", "not a list"},
         {"hitrate --trace %s --scope galactic", "not a scope"},
         {"hitrate --trace %s --tiers flash=1e6", "TIER=TOKENS"},
-        {"hitrate --trace %s --placement nosuch", "unknown placement 'nosuch' (known: longest_prefix, in_turn)"},
+        {"hitrate --trace %s --placement nosuch",
+         "unknown placement 'nosuch' (known: bounded, longest_prefix, in_turn)"},
         {"hitrate --trace %s --route nosuch", "route: unknown placement"},
         {"hitrate --trace %s --policy belady --tiers ssd=1e6", "DRAM tier only"},
         {"hitrate --trace %s --nodes 0", "outside"},
@@ -369,20 +370,51 @@ static void test_byte_size_is_not_a_token_count(void **state)
 /* A placement that loads one node with everything is warned about (issue
  * 12): every prompt of this trace starts with the same system prompt, so
  * longest_prefix sends all requests to node 0 once it holds it; in_turn
- * spreads them. plan checks its answer against the hardware's DRAM. */
+ * spreads them, and so does the default, bounded: no node may take more
+ * than ⌈1.25 · m / 8⌉ of the first m requests, so of the trace's 1,000 the
+ * busiest serves at most 157 (share 0.157). plan checks its answer against
+ * the hardware's DRAM, and with bounded its DRAM per node falls as nodes are
+ * added while the total does not. */
 static void test_skew_and_hardware(void **state)
 {
     char *path = tu_temp_path(), args[512];
-    snprintf(args, sizeof args, "trace gen --prompts 1 --session-prob 0 -o %s", path);
+    snprintf(args, sizeof args, "trace gen --prompts 1 --session-prob 0 --requests 1000 -o %s", path);
     tu_expect_exit(args, 0, NULL);
-    snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5", path);
+    snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5 --placement longest_prefix", path);
     tu_expect_exit(args, 0, "warning: placement longest_prefix sent 100% of the requests to node 0 of 8");
-    snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5 --placement in_turn", path);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    assert_null(strstr(r.err, "warning"));
-    tu_free(&r);
-    snprintf(args, sizeof args, "plan --trace %s --nodes 8", path);
+    static const char *const spread[] = {"in_turn", "bounded"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "hitrate --trace %s --nodes 8 --capacity-tokens 1e5 --placement %s --json", path,
+                 spread[k]);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        assert_null(strstr(r.err, "warning"));
+        json_t *j = json_loads(r.out, 0, NULL);
+        double share =
+            json_number_value(json_object_get(json_array_get(json_object_get(j, "points"), 0), "busiest_node_share"));
+        assert_true(share <= (k ? 0.157 : 0.125) + 1e-9);
+        json_decref(j);
+        tu_free(&r);
+    }
+    /* with sessions (the generator's default) there is more to reuse than the
+     * one system prompt every node needs */
+    char *sessions = tu_temp_path();
+    snprintf(args, sizeof args, "trace gen --prompts 1 --requests 1000 --seed 2 -o %s", sessions);
+    tu_expect_exit(args, 0, NULL);
+    double per_node[3], total[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "plan --trace %s --nodes %d --scope local --json", sessions, 1 << (2 * i));
+        json_t *j = tu_kvsim_json(args);
+        per_node[i] = json_number_value(json_object_get(j, "capacity_bytes"));
+        total[i] = json_number_value(json_object_get(j, "total_bytes"));
+        json_decref(j);
+    }
+    printf("plan, bounded placement: per node %.3g / %.3g / %.3g bytes, total %.3g / %.3g / %.3g (1, 4, 16 nodes)\n",
+           per_node[0], per_node[1], per_node[2], total[0], total[1], total[2]);
+    assert_true(per_node[1] < per_node[0] && per_node[2] < per_node[1]);
+    assert_true(total[1] >= total[0] && total[2] >= total[1]);
+    tu_remove_temp(sessions);
+    snprintf(args, sizeof args, "plan --trace %s --nodes 8 --placement longest_prefix", path);
     tu_expect_exit(args, 0, "kvsim plan: warning: placement longest_prefix sent 100%");
     snprintf(args, sizeof args, "plan --trace %s --json", path);
     json_t *j = tu_kvsim_json(args);

@@ -30,6 +30,8 @@ static const sim_config_key keys[] = {
     OTHER("model", SIM_KEY_PRESET,
           "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`) or an inline object with the "
           "`model.*` keys below"),
+    OTHER("model.name", SIM_KEY_STRING, "the model's name in output", .optional = true),
+    OTHER("model.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     INT("model.layers", "", 1, 4096, "transformer layers"),
     INT("model.hidden", "", 1, 1 << 20, "hidden size"),
     INT("model.heads", "", 1, 65536, "attention heads"),
@@ -44,6 +46,8 @@ static const sim_config_key keys[] = {
     OTHER("hardware", SIM_KEY_PRESET,
           "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x8`, `h200x1`, `cpu-local`) or an inline "
           "object with the `hardware.*` keys below"),
+    OTHER("hardware.name", SIM_KEY_STRING, "the hardware's name in output", .optional = true),
+    OTHER("hardware.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     INT("hardware.gpus_per_node", "", 1, 1024, "GPUs per node (one instance = one node)"),
     NUM("hardware.tflops_per_gpu", "TFLOP/s", 1e-3, 1e6, "peak dense FLOP/s per GPU"),
     POS("hardware.hbm_bytes_per_gpu", "bytes", 1e15, "HBM per GPU"),
@@ -291,8 +295,30 @@ static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
     return 0;
 }
 
+/* Every key of a preset object (model, hardware: free-form in the tree, so
+ * not checked when merged) is a schema row: a misspelt field is an error
+ * with the closest row, never silently ignored. */
+static int check_preset_keys(const json_t *root, const char *section, sim_err *err)
+{
+    const char *key, *names[sizeof keys / sizeof keys[0]];
+    const json_t *v;
+    size_t n = 0, len = strlen(section);
+    for (size_t i = 0; i < sim_config_key_count(); i++)
+        if (!strncmp(keys[i].path, section, len) && keys[i].path[len] == '.') names[n++] = keys[i].path;
+    json_object_foreach((json_t *)json_object_get(root, section), key, v)
+    {
+        char path[256];
+        snprintf(path, sizeof path, "%s.%s", section, key);
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++) known = !strcmp(names[i], path);
+        if (!known) return sim_errf(err, "config key '%s': unknown%s", path, sim_did_you_mean(path, names, n));
+    }
+    return 0;
+}
+
 int sim_config_check_schema(const json_t *root, sim_err *err)
 {
+    if (check_preset_keys(root, "model", err) || check_preset_keys(root, "hardware", err)) return -1;
     for (size_t i = 0; i < sim_config_key_count(); i++) {
         const sim_config_key *k = &keys[i];
         const json_t *v = sim_config_path_get(root, k->path);

@@ -152,6 +152,30 @@ static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *serv
     return best;
 }
 
+/* Longest prefix with bounded loads (consistent hashing with bounded loads,
+ * Mirrokni et al. 2018, over prefixes): only nodes that have served fewer
+ * than ⌈1.25 · (seq + 1) / nodes⌉ requests may take this one, so no node gets
+ * more than 1.25× its share while the cache still steers every request it
+ * can. A trace whose every request shares its first block (a system prompt)
+ * spreads over all nodes instead of piling onto the first, as a timed
+ * cluster's load-aware router would spread it. */
+static int pick_bounded(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                        int32_t n)
+{
+    int64_t cap = (int64_t)ceil(1.25 * (double)(seq + 1) / nodes);
+    int best = -1;
+    int32_t best_len = -1;
+    for (int i = 0; i < nodes; i++) {
+        if (served[i] >= cap) continue;
+        int32_t len = kv_store_prefix_local(s, i, keys, n);
+        if (len > best_len || (len == best_len && served[i] < served[best])) {
+            best = i;
+            best_len = len;
+        }
+    }
+    return best;
+}
+
 static int pick_in_turn(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
                         int32_t n)
 {
@@ -159,6 +183,7 @@ static int pick_in_turn(const kv_store *s, int nodes, const int64_t *served, int
 }
 
 static const replay_placement placements[] = {
+    {"bounded", "longest prefix among the nodes under 1.25x their share of requests (the default)", pick_bounded},
     {"longest_prefix", "longest prefix held by the node itself, ties to the least-used node", pick_longest_prefix},
     {"in_turn", "requests to nodes in turn, ignoring the cache", pick_in_turn},
 };
@@ -197,7 +222,7 @@ void kv_hitrate_spec_init(kv_hitrate_spec *s)
     *s = (kv_hitrate_spec){
         .scope = KV_SCOPE_GLOBAL, .nodes = 1, .block_tokens = 512, .promote = true, .semantics = true};
     snprintf(s->policy, sizeof s->policy, "lru");
-    snprintf(s->placement, sizeof s->placement, "longest_prefix");
+    snprintf(s->placement, sizeof s->placement, "bounded");
 }
 
 void kv_hitrate_spec_free(kv_hitrate_spec *s)
@@ -408,9 +433,11 @@ void kv_hitrate_print_options(FILE *f, bool with_capacity)
                "  --nodes N               nodes, each with the given capacity (default 1)\n"
                "  --placement RULE        how requests pick a node when N > 1 (this replay's\n"
                "                          own rules, not the conductor's policy.router):\n"
-               "                          longest_prefix (default): longest prefix held by\n"
-               "                          the node itself, ties to the node that served the\n"
-               "                          fewest requests; in_turn: nodes in turn\n"
+               "                          bounded (default): longest prefix held by the\n"
+               "                          node, among nodes under 1.25x their share of\n"
+               "                          requests; longest_prefix: the same, unbounded\n"
+               "                          (ties to the node that served the fewest);\n"
+               "                          in_turn: nodes in turn\n"
                "  --route NAME            deprecated name of --placement (cache_aware_local =\n"
                "                          longest_prefix, round_robin = in_turn)\n"
                "  --tiers SPEC            tiers per node, TIER=TOKENS comma-separated, TIER =\n"
@@ -554,7 +581,7 @@ void kv_replay_skew_note(const kv_hitrate_spec *s, const kv_replay_result *r, ch
 {
     snprintf(buf, n,
              "placement %s sent %.0f%% of the requests to node %d of %d (fair share %.0f%%): the hit rate and "
-             "capacity describe one busy node and %d idle ones; compare --placement in_turn",
+             "capacity describe one busy node and %d idle ones; compare --placement bounded (the default) or in_turn",
              s->placement, 100 * r->busiest_share, r->busiest_node, s->nodes, 100.0 / s->nodes, s->nodes - 1);
 }
 
