@@ -36,6 +36,8 @@ int cmd_hitrate(int argc, char **argv);
 int cmd_hitrate_pic(int argc, char **argv);
 /* kvsim plan crossover (sim/cli/cmd_plan_crossover.c). */
 int cmd_plan_crossover(int argc, char **argv);
+/* kvsim plan slo (sim/cli/cmd_plan_slo.c). */
+int cmd_plan_slo(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);

@@ -23,7 +23,8 @@ static void usage(FILE *f)
                "gets with unbounded DRAM, and reports it in blocks, tokens and bytes, per node\n"
                "and in total, against the hardware preset's DRAM per node. A placement that\n"
                "loads one node with more than twice its share is warned about on stderr.\n"
-               "(kvsim plan crossover --help: when loading KV beats recomputing it.)\n\n"
+               "(kvsim plan crossover --help: when loading KV beats recomputing it.)\n"
+               "(kvsim plan slo --help: the smallest cluster whose runs meet latency targets.)\n\n"
                "  --target F              fraction of the achievable hit rate, (0, 1] (default 0.9)\n"
                "  --model NAME            model preset or JSON file for KV bytes per token\n"
                "                          (default llama3-70b; presets in configs/models/)\n"
@@ -164,6 +165,7 @@ static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *
 int cmd_plan(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "slo")) return cmd_plan_slo(argc - 1, argv + 1);
     kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);

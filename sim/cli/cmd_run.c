@@ -175,13 +175,16 @@ static void warn_skipped(const json_t *s, bool verbose)
 }
 
 /* An overloaded run says so, with its bottleneck (sim/serving/diagnose.c). */
-static void warn_overload(const json_t *s)
+static void warn_overload(const json_t *s, bool disaggregated)
 {
     const json_t *d = json_object_get(s, "diagnosis"), *sat = json_object_get(d, "saturated"), *e;
     if (!json_is_true(json_object_get(d, "overloaded"))) return;
     fprintf(stderr,
             "kvsim run: warning: overloaded: %.0f s simulated for %.0f s of arrivals (%.2fx), SLO attainment %.3f",
             J_NUM(d, "sim_span_s"), J_NUM(d, "trace_span_s"), J_NUM(d, "span_ratio"), J_NUM(d, "slo_attainment"));
+    if (json_is_true(json_object_get(d, "queues_grew")))
+        fprintf(stderr, "; queues grew: mean TTFT %.1f s for the last tenth of requests vs %.1f s for the first",
+                J_NUM(d, "ttft_last_tenth_ms") / 1e3, J_NUM(d, "ttft_first_tenth_ms") / 1e3);
     size_t i;
     json_array_foreach(sat, i, e)
     {
@@ -192,6 +195,7 @@ static void warn_overload(const json_t *s)
     if (json_array_size(sat) == 0 && json_object_get(d, "bottleneck"))
         fprintf(stderr, "; busiest: %s %.2f", json_string_value(json_object_get(d, "bottleneck")),
                 J_NUM(d, "utilisation"));
+    if (disaggregated) fputs("; kvsim plan slo finds the smallest cluster that meets the SLOs", stderr);
     fputc('\n', stderr);
 }
 
@@ -238,7 +242,7 @@ static int replay(const run_args *a)
     if (sim_results_finish_run(db, summary, wall, &err)) goto out; /* e.g. disk full: exit 2 */
     rc = SIM_EXIT_OK;
     warn_unsegmented(summary);
-    warn_overload(summary);
+    warn_overload(summary, strcmp(cfg.mode, "aggregated") != 0);
     warn_skipped(summary, a->verbose);
     if (a->json) {
         json_dumpf(summary, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));

@@ -239,6 +239,23 @@ static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_er
 
 int64_t sim_results_rows(const sim_results *r) { return r->rows; }
 
+/* Mean TTFT (ms) of the requests with one among ids [lo, hi); NAN if none. */
+static double ttft_mean(const tally *t, int64_t lo, int64_t hi)
+{
+    double sum = 0;
+    int64_t n = 0;
+    for (int64_t i = lo; i < hi && i < t->cap; i++)
+        if (!isnan(t->ttft.v[i])) sum += t->ttft.v[i], n++;
+    return n ? sum / (double)n : NAN;
+}
+
+void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms)
+{
+    int64_t n = r->t.n, tenth = n / 10 > 0 ? n / 10 : 1;
+    *first_ms = ttft_mean(&r->t, 0, tenth);
+    *last_ms = ttft_mean(&r->t, n - tenth, n);
+}
+
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {
     tally_add(&r->t, w);

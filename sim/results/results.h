@@ -104,6 +104,10 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *e
 bool sim_results_keeps_samples(const sim_results *r);
 /* Rows (requests, samples, replicas) the current run has written. */
 int64_t sim_results_rows(const sim_results *r);
+/* Mean TTFT (ms) of the current run's first and last tenth of requests (by
+ * id, which is arrival order); NAN for a tenth without one. Queues that grow
+ * without bound show as a last tenth far slower than the first. */
+void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's

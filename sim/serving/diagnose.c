@@ -6,9 +6,14 @@
  * summary's "utilisation" object (busy seconds over instances × simulated
  * seconds). The run is overloaded when any of:
  *   - the simulated span exceeds the trace's arrival span by more than 20%
- *     and by more than 30 s (queues kept growing after the last arrival;
- *     the 30 s keep a short trace's tail, its last requests' own service
- *     time, from reading as overload);
+ *     and by more than 30 s while SLO attainment is below 0.9 or an
+ *     instance kind was busy more than 80% of the time: a cluster that met
+ *     its SLOs at moderate load, with queues that did not grow, and only
+ *     took a while to finish its last long answers (a trace replayed fast,
+ *     whose tail is its last requests' own service time) is not overloaded;
+ *   - queues grew: the last tenth of the requests (in arrival order) waited
+ *     for their first token on average more than twice as long as the
+ *     first tenth, and by more than a second;
  *   - an instance kind was busy more than 95% of the time;
  *   - SLO attainment is below 0.5.
  * The bottleneck is the busiest kind; each saturated kind (above 95%)
@@ -28,7 +33,8 @@
 #define SPAN_SLACK_S 30
 #define BUSY_LIMIT   0.95
 #define ATTAIN_LIMIT 0.5
-#define TARGET_UTIL  0.8
+#define LATE_ATTAIN  0.9 /* a late finish counts below this attainment... */
+#define TARGET_UTIL  0.8 /* ...or above this utilisation */
 
 typedef struct kind_info {
     const char *key, *what;
@@ -63,7 +69,15 @@ static json_t *saturated(const sim_config *cfg, const json_t *util)
     return a;
 }
 
-void sim_serving_diagnose(const sim_config *cfg, double trace_span_s, json_t *summary)
+/* Queues grew: the last tenth's mean TTFT more than twice and more than
+ * GROWTH_MIN_MS above the first tenth's. */
+#define GROWTH_MIN_MS 1000
+static bool queues_grew(double first_ms, double last_ms)
+{
+    return !isnan(first_ms) && !isnan(last_ms) && last_ms > 2 * first_ms && last_ms - first_ms > GROWTH_MIN_MS;
+}
+
+void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double trace_span_s, json_t *summary)
 {
     const json_t *util = json_object_get(summary, "utilisation");
     double sim_s = json_number_value(json_object_get(summary, "sim_seconds"));
@@ -75,10 +89,17 @@ void sim_serving_diagnose(const sim_config *cfg, double trace_span_s, json_t *su
         if (v && json_number_value(v) > u) u = json_number_value(v), worst = &kinds[i];
     }
     double ratio = trace_span_s > 0 ? sim_s / trace_span_s : 0;
-    bool late = ratio > SPAN_LIMIT && sim_s - trace_span_s > SPAN_SLACK_S;
-    bool over = late || u > BUSY_LIMIT || attain < ATTAIN_LIMIT;
-    json_t *d = json_pack("{s:b, s:f, s:f, s:f, s:f}", "overloaded", over, "trace_span_s", trace_span_s, "sim_span_s",
-                          sim_s, "span_ratio", ratio, "slo_attainment", attain);
+    bool late = ratio > SPAN_LIMIT && sim_s - trace_span_s > SPAN_SLACK_S && (attain < LATE_ATTAIN || u > TARGET_UTIL);
+    double first_ms, last_ms;
+    sim_results_ttft_trend(db, &first_ms, &last_ms);
+    bool grew = queues_grew(first_ms, last_ms);
+    bool over = late || grew || u > BUSY_LIMIT || attain < ATTAIN_LIMIT;
+    json_t *d = json_pack("{s:b, s:f, s:f, s:f, s:f, s:b}", "overloaded", over, "trace_span_s", trace_span_s,
+                          "sim_span_s", sim_s, "span_ratio", ratio, "slo_attainment", attain, "queues_grew", grew);
+    if (!isnan(first_ms) && !isnan(last_ms)) {
+        json_object_set_new(d, "ttft_first_tenth_ms", json_real(first_ms));
+        json_object_set_new(d, "ttft_last_tenth_ms", json_real(last_ms));
+    }
     if (worst) {
         json_object_set_new(d, "bottleneck", json_string(worst->what));
         json_object_set_new(d, "utilisation", json_real(u));

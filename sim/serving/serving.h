@@ -95,10 +95,10 @@ static inline bool sim_serving_done(const sim_serving_run *run) { return run->tr
 /* ---- overload diagnosis (sim/serving/diagnose.c) ----------------------------- */
 
 /* Add "diagnosis" to a run's summary: whether the cluster was overloaded
- * (the run outlasted the trace's arrivals markedly, an instance kind was
+ * (the run outlasted the trace's arrivals markedly, queues grew, an instance kind was
  * busy nearly all the time, or SLO attainment collapsed), the bottleneck
  * (the busiest kind in the model's "utilisation" object) and a hint. */
-void sim_serving_diagnose(const sim_config *cfg, double trace_span_s, json_t *summary);
+void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double trace_span_s, json_t *summary);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 

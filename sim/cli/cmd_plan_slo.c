@@ -1,0 +1,351 @@
+/* sim/cli/cmd_plan_slo.c — `kvsim plan slo`: the smallest disaggregated
+ * cluster (prefill/decode counts, DRAM per node, scope, CPP) whose timed
+ * runs meet TTFT/TBT targets, or the floor that makes them infeasible.
+ * This file parses the options and prints; the search is sim/slo. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/cli/cli.h"
+#include "sim/config/scope.h"
+#include "sim/slo/plan_slo.h"
+
+static const char slo_usage[] =
+    "usage: kvsim plan slo [--trace FILE] [--config FILE] [--set key=value]... [--speed X]\n"
+    "                      [--ttft-p90-ms MS] [--ttft-p99-ms MS] [--tbt-p99-ms MS] [--attainment F] ...\n"
+    "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST]\n"
+    "                      [--jobs N] [--db FILE] [--json]\n"
+    "\n"
+    "The smallest disaggregated cluster of the config's hardware and model whose timed\n"
+    "replay of the trace meets every target: prefill and decode instance counts, DRAM\n"
+    "per node, cache scope and chunked pipeline parallelism (CPP). Every point is a\n"
+    "real `kvsim run`, run in parallel worker processes as `kvsim sweep` runs them, and\n"
+    "judged by its summary. Prints the points run, the frontier (fewest GPUs for each\n"
+    "DRAM level), the cheapest point and the `kvsim run` line that reproduces it; or\n"
+    "'infeasible:' and what blocks the targets.\n"
+    "\n"
+    "Targets (at least one; ms; each > 0): --ttft-mean-ms --ttft-p50-ms --ttft-p90-ms\n"
+    "--ttft-p99-ms --tbt-mean-ms --tbt-p50-ms --tbt-p90-ms --tbt-p99-ms, and\n"
+    "  --attainment F     SLO attainment >= F, F in (0, 1], against slo.ttft_ms and\n"
+    "                     slo.tbt_ms (set them with --set) or the trace's own SLOs.\n"
+    "                     Without it no request may be rejected or lost.\n"
+    "\n"
+    "The search:\n"
+    "  0. floor, no run: each request alone on one idle instance with the prefix an\n"
+    "     unbounded cache gives it (cost model). A target below the floor is\n"
+    "     infeasible at once: the answer names the floor and what would lower it.\n"
+    "  1. on the line P + D = --max-instances, bisect the fewest prefill instances\n"
+    "     meeting the TTFT targets and the fewest decode instances meeting the TBT\n"
+    "     targets (TTFT falls with P, TBT with D; about 2 log2(max) probes);\n"
+    "  2. tighten each bound along its own axis (P with D_lo decode instances, then\n"
+    "     D with P_lo; galloping up, then bisecting: one probe when it holds), then\n"
+    "     from N = P_lo + D_lo up the splits of N inside the bounds until one passes;\n"
+    "  3. the same for each smaller DRAM level, from the previous level's bounds.\n"
+    "  Each probe of a split runs every --scopes x --cpp point at once (a CPP group\n"
+    "  that never forms, no prompt being longer than cluster.cpp_threshold, is run\n"
+    "  once). A split passes when one of them does; the two smaller neighbours of\n"
+    "  each level's answer are run and must fail.\n"
+    "  Cost, 2 cores, --jobs 2: bundled trace at --speed 2, TTFT p90 <= 500 ms and TBT\n"
+    "  p99 <= 16 ms: 22 probes, 44 runs, 1.2-2.8 s; the Mooncake synthetic trace on\n"
+    "  configs/clusters/mooncake-8p8d.json at --speed 2, TTFT p90 <= 4 s and TBT p99\n"
+    "  <= 100 ms: 31 probes, 124 runs, 7.6-16 s (the larger times beside another\n"
+    "  build). A floor answer runs nothing; the same search on the same --db runs\n"
+    "  nothing (0.15 s).\n"
+    "\n"
+    "  --trace FILE        trace to replay (default: the config's trace.path)\n"
+    "  --config FILE       config merged over configs/default.json: hardware, model, policies\n"
+    "  --set KEY=VALUE     fixed override of every point (not the searched keys)\n"
+    "  --speed X           replay speed factor (trace.speed), e.g. 2 for twice today's load\n"
+    "  --max-instances N   P + D at most (default 32)\n"
+    "  --dram LIST         DRAM per node to try, e.g. 1TB,256GB (default: the hardware\n"
+    "                      preset's x 1, 1/2, 1/4, 1/8)\n"
+    "  --scopes LIST       cluster.scope values to try (default global,local)\n"
+    "  --cpp LIST          cluster.cpp_group values to try (default 1,4; 1 = off)\n"
+    "  --jobs N            worker processes (default: the number of CPUs)\n"
+    "  --db FILE           results database; points it records are not run again (default:\n"
+    "                      a temporary one, removed at the end)\n"
+    "  --json              one JSON object: setup, targets, status, reason, floor, points,\n"
+    "                      frontier, cheapest (with command), search\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Exit status: 0 a cluster meets the targets, 3 none does (infeasible: a floor, or\n"
+    "more than --max-instances), 2 bad arguments, config or trace, 128+N stopped by signal N.\n";
+
+enum { OPT_TARGET = 1000, OPT_ATTAIN = 2000, OPT_MAX, OPT_DRAM, OPT_SCOPES, OPT_CPP, OPT_JOBS, OPT_DB, OPT_SPEED };
+
+typedef struct slo_args {
+    sim_slo_opts o;
+    bool json, help;
+    bool usage; /* print the usage after the error */
+} slo_args;
+
+static int positive(const char *opt, const char *s, double *out, sim_err *err)
+{
+    if (sim_parse_double(s, opt, out, err)) return -1;
+    if (!(*out > 0) || isinf(*out)) return sim_errf(err, "%s: %s is not a number > 0", opt, s);
+    return 0;
+}
+
+static int count(const char *opt, const char *s, int lo, int hi, int *out, sim_err *err)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return sim_errf(err, "%s: '%s' is not an integer in [%d, %d]", opt, s, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* ---- lists: --dram, --scopes, --cpp ---------------------------------------- */
+
+static int dram_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    return sim_parse_size(v, "--dram", &o->dram[o->ndram++], err);
+}
+
+static int scope_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    kv_scope s;
+    if (kv_scope_from_name(v, &s)) return sim_errf(err, "--scopes: '%s' is not global or local", v);
+    for (int i = 0; i < o->nscope; i++)
+        if (o->scope[i] == (int)s) return sim_errf(err, "--scopes: '%s' given twice", v);
+    o->scope[o->nscope++] = (int)s;
+    return 0;
+}
+
+static int cpp_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    int g;
+    if (count("--cpp", v, 1, 64, &g, err)) return -1;
+    for (int i = 0; i < o->ncpp; i++)
+        if (o->cpp[i] == g) return sim_errf(err, "--cpp: %d given twice", g);
+    o->cpp[o->ncpp++] = g;
+    return 0;
+}
+
+/* A comma-separated list, each value through item; at most max values. */
+static int parse_list(const char *opt, const char *s, int *n, int max, sim_slo_opts *o,
+                      int (*item)(const char *, sim_slo_opts *, sim_err *), sim_err *err)
+{
+    char *copy = sim_xstrdup(s), *rest = copy;
+    int rc = 0;
+    *n = 0;
+    for (char *v; rc == 0 && (v = strsep(&rest, ",")) != NULL;)
+        rc = *n == max ? sim_errf(err, "%s: more than %d values", opt, max)
+             : !*v     ? sim_errf(err, "%s: empty value in '%s'", opt, s)
+                       : item(v, o, err);
+    free(copy);
+    return rc;
+}
+
+/* ---- arguments ------------------------------------------------------------- */
+
+static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
+{
+    sim_slo_opts *o = &a->o;
+    if (c >= OPT_TARGET && c < OPT_TARGET + SIM_SLO_NTARGETS) {
+        char opt[32];
+        snprintf(opt, sizeof opt, "--%s", sim_slo_option(c - OPT_TARGET));
+        return positive(opt, arg, &o->target[c - OPT_TARGET], err);
+    }
+    switch (c) {
+    case 't': o->trace = arg; return 0;
+    case 'c': o->config = arg; return 0;
+    case 's': o->sets[o->nsets++] = (char *)arg; return 0;
+    case OPT_SPEED: o->speed = arg; return positive("--speed", arg, &(double){0}, err);
+    case OPT_ATTAIN:
+        if (positive("--attainment", arg, &o->attainment, err)) return -1;
+        return o->attainment <= 1 ? 0 : sim_errf(err, "--attainment: %s is not in (0, 1]", arg);
+    case OPT_MAX: return count("--max-instances", arg, 2, 4096, &o->max_instances, err);
+    case OPT_DRAM: return parse_list("--dram", arg, &o->ndram, SIM_SLO_MAX_LIST, o, dram_item, err);
+    case OPT_SCOPES: return parse_list("--scopes", arg, &o->nscope, 2, o, scope_item, err);
+    case OPT_CPP: return parse_list("--cpp", arg, &o->ncpp, SIM_SLO_MAX_LIST, o, cpp_item, err);
+    case OPT_JOBS: return count("--jobs", arg, 1, 1024, &o->jobs, err);
+    case OPT_DB: o->db = arg; return 0;
+    case 'j': a->json = true; return 0;
+    case 'h': a->help = true; return 0;
+    default: return sim_errf(err, "bad option (see kvsim plan slo --help)");
+    }
+}
+
+/* getopt's complaint, naming the option (opterr is off). */
+static int bad_option(int c, char **argv, slo_args *a, sim_err *err)
+{
+    const char *opt = argv[optind - 1];
+    if (c == ':') return sim_errf(err, "option '%s' needs a value", opt);
+    a->usage = true;
+    return sim_errf(err, "unknown option '%s'", opt);
+}
+
+static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
+{
+    struct option opts[SIM_SLO_NTARGETS + 16] = {
+        {"trace", required_argument, 0, 't'},
+        {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},
+        {"speed", required_argument, 0, OPT_SPEED},
+        {"attainment", required_argument, 0, OPT_ATTAIN},
+        {"max-instances", required_argument, 0, OPT_MAX},
+        {"dram", required_argument, 0, OPT_DRAM},
+        {"scopes", required_argument, 0, OPT_SCOPES},
+        {"cpp", required_argument, 0, OPT_CPP},
+        {"jobs", required_argument, 0, OPT_JOBS},
+        {"db", required_argument, 0, OPT_DB},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+    };
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        opts[13 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
+    a->o.sets = sim_xcalloc((size_t)argc + 1, sizeof *a->o.sets);
+    opterr = 0;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, ":h", opts, NULL)) != -1;)
+        if (c == '?' || c == ':' ? bad_option(c, argv, a, err) : parse_one(c, optarg, a, err)) return -1;
+    if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see kvsim plan slo --help)", argv[optind]);
+    return 0;
+}
+
+/* ---- printing -------------------------------------------------------------- */
+
+static void print_targets(const sim_slo_opts *o)
+{
+    printf("targets   ");
+    const char *sep = "";
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0) printf("%s%s <= %g ms", sep, sim_slo_label(t), o->target[t]), sep = ", ";
+    if (o->attainment > 0) printf("%sSLO attainment >= %g", sep, o->attainment);
+    else printf("%sno request rejected", sep);
+    putchar('\n');
+}
+
+static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    for (int i = 0; i < r->nfloor; i++) {
+        const sim_slo_floor *f = &r->floor[i];
+        printf("floor     cpp_group %d:", f->cpp);
+        for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+            if (o->target[t] > 0) printf(" %s >= %.1f ms,", sim_slo_label(t), f->value[t]);
+        printf(" attainment <= %.4f%s\n", f->attainment, f->blocks ? "  (blocks a target)" : "");
+    }
+    printf("          (each request alone on one idle instance, prefix hit of an unbounded cache: %.3f of tokens;\n"
+           "          the %s prompt, %d tokens, takes %.1f ms alone, %.1f ms with its hit)\n",
+           r->hit_rate_tokens, r->prompt_q, r->prompt_tokens, r->prompt_alone_ms, r->prompt_hit_ms);
+    if (r->note[0]) printf("note      %s\n", r->note);
+}
+
+static void print_header(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    printf("trace     %s (%lld requests, speed %g, fingerprint %016llx)\n", r->trace, (long long)r->requests, r->speed,
+           (unsigned long long)r->fingerprint);
+    printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token, up to %d instances\n", r->model,
+           r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, o->max_instances);
+    print_targets(o);
+    print_floors(o, r);
+}
+
+static int by_size(const void *x, const void *y)
+{
+    const sim_slo_point *a = x, *b = y;
+    int k[][2] = {{a->prefill + a->decode, b->prefill + b->decode},
+                  {a->prefill, b->prefill},
+                  {a->dram_level, b->dram_level},
+                  {a->cpp, b->cpp},
+                  {a->scope, b->scope}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i][0] != k[i][1]) return k[i][0] < k[i][1] ? -1 : 1;
+    return 0;
+}
+
+static void print_row(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
+{
+    double dram = r->dram[p->dram_level];
+    printf("%5d %3d %3d %5d %15.0f %12.0f %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p), dram,
+           dram / r->kv_bytes_per_token, kv_scope_name((kv_scope)p->scope), p->cpp);
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0) printf(" %9.1f", p->value[t]);
+    printf(" %7.4f %5lld  %s\n", p->attainment, (long long)p->rejected,
+           !p->ran       ? "FAILED"
+           : p->feasible ? "yes"
+                         : "no");
+}
+
+static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    sim_slo_point *s = sim_xmalloc((size_t)(r->npts ? r->npts : 1) * sizeof *s);
+    memcpy(s, r->pts, (size_t)r->npts * sizeof *s);
+    qsort(s, (size_t)r->npts, sizeof *s, by_size);
+    printf("\nprobe   P   D  GPUs       DRAM/node  DRAM tokens scope  CPP");
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0) printf(" %9s", sim_slo_label(t));
+    printf("  attain   rej  feasible\n");
+    for (int i = 0; i < r->npts; i++) print_row(o, r, &s[i]);
+    free(s);
+}
+
+static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    printf("\nfrontier: fewest GPUs for each DRAM level\n");
+    printf("      DRAM/node  DRAM tokens  GPUs   P   D  scope  CPP\n");
+    for (int lv = 0; lv < r->ndram; lv++) {
+        int i = r->frontier[lv];
+        printf("%15.0f %12.0f", r->dram[lv], r->dram[lv] / r->kv_bytes_per_token);
+        if (i < 0) {
+            printf("  none up to %d instances\n", o->max_instances);
+            continue;
+        }
+        const sim_slo_point *p = &r->pts[i];
+        printf(" %5d %3d %3d  %-6s %3d\n", sim_slo_gpus(r, p), p->prefill, p->decode, kv_scope_name((kv_scope)p->scope),
+               p->cpp);
+    }
+}
+
+static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    print_header(o, r);
+    printf("search    %d probes, %lld runs (%lld already recorded, %lld failed) in %.1f s with %d jobs\n", r->nprobes,
+           (long long)r->runs, (long long)r->recorded, (long long)r->failed, r->wall_seconds, o->jobs);
+    if (r->npts) print_points(o, r);
+    if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
+    print_frontier(o, r);
+    const sim_slo_point *p = &r->pts[r->cheapest];
+    printf("\ncheapest  %dP%dD = %d GPUs, %.0f bytes (%.0f tokens) of DRAM per node, %s scope, cpp_group %d:",
+           p->prefill, p->decode, sim_slo_gpus(r, p), r->dram[p->dram_level],
+           r->dram[p->dram_level] / r->kv_bytes_per_token, kv_scope_name((kv_scope)p->scope), p->cpp);
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0) printf(" %s %.1f ms,", sim_slo_label(t), p->value[t]);
+    printf(" attainment %.4f\nrun       %s\n", p->attainment, r->command);
+}
+
+/* ---- the command ----------------------------------------------------------- */
+
+int cmd_plan_slo(int argc, char **argv)
+{
+    slo_args a = {0};
+    sim_slo_opts_init(&a.o);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    a.o.jobs = cpus > 0 ? (int)cpus : 1;
+    a.o.tty = isatty(STDERR_FILENO);
+    sim_err err = {{0}};
+    sim_slo_result r = {0};
+    int rc = SIM_EXIT_OK;
+    if (parse_args(argc, argv, &a, &err)) {
+        rc = sim_usage_error("plan slo", err.msg);
+        if (a.usage) fputs(slo_usage, stderr);
+    } else if (a.help) {
+        fputs(slo_usage, stdout);
+    } else if (sim_slo_plan(&a.o, &r, &err)) {
+        rc = sim_usage_error("plan slo", err.msg);
+        if (r.stop_signal) rc = 128 + r.stop_signal;
+    } else {
+        json_t *j = a.json ? sim_slo_json(&a.o, &r) : NULL;
+        if (j) json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
+        else print_text(&a.o, &r);
+        json_decref(j);
+        rc = r.status == SIM_SLO_FEASIBLE ? SIM_EXIT_OK : SIM_EXIT_CHECK;
+    }
+    sim_slo_free(&r);
+    free(a.o.sets);
+    return rc;
+}

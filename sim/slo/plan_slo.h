@@ -1,0 +1,137 @@
+/* sim/slo/plan_slo.h — `kvsim plan slo` (sim/cli/cmd_plan_slo.c parses and
+ * prints): the smallest disaggregated cluster (prefill and decode instance
+ * counts, DRAM per node, cache scope, chunked pipeline parallelism) whose
+ * timed replay of a trace meets latency targets — TTFT and TBT means and
+ * percentiles, SLO attainment — or, when none can, the floor that blocks
+ * them.
+ *
+ * Every point is a real `kvsim run`, run by the sweep engine (sim/sweep) as
+ * a worker process into one results database; the search judges each run
+ * by its summary (runs.summary_json). A point the database already holds
+ * is not run again, so a second search on the same database is instant.
+ *
+ * The search (plan_slo.c, floor.c, search.c, probe.c; `kvsim plan slo --help`):
+ *  0. floor (floor.c, no run): each request alone on one instance, with the
+ *     prefix hit an unbounded cache could give it, from the cost model. No
+ *     cluster beats it; a target below it is infeasible at once;
+ *  1. on the line P + D = max_instances, two bisections: the fewest
+ *     prefill instances whose side passes (TTFT targets) and the fewest
+ *     decode instances whose side passes (TBT targets);
+ *  2. a staircase from N = P_lo + D_lo up: the splits of N inside the
+ *     bounds, until one is feasible; then the two clusters one instance
+ *     smaller are run to confirm it;
+ *  3. the same staircase for each smaller DRAM level, from the previous
+ *     level's N: the frontier (fewest GPUs per DRAM level).
+ * Each probe of a split (P, D, DRAM) runs every scope × CPP point at once,
+ * in parallel; a split passes when any of them does.
+ *
+ * Use: sim_slo_opts_init, fill, sim_slo_plan, print (or sim_slo_json),
+ * sim_slo_free (always, also after a failed plan). */
+#ifndef SIM_SLO_PLAN_SLO_H
+#define SIM_SLO_PLAN_SLO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sim/util.h"
+
+/* Targets: {TTFT, TBT} × {mean, p50, p90, p99}, in that order; target t
+ * reads summary key sim_slo_metric_key(t) (".ttft_ms") and statistic
+ * sim_slo_stat_key(t) ("p90"); its option is "--ttft-p90-ms". */
+enum { SIM_SLO_NSTATS = 4, SIM_SLO_NTARGETS = 8, SIM_SLO_MAX_LIST = 16 };
+const char *sim_slo_metric_key(int t); /* "ttft_ms" or "tbt_ms" */
+const char *sim_slo_stat_key(int t);   /* "mean", "p50", "p90", "p99" */
+const char *sim_slo_option(int t);     /* "ttft-p90-ms" */
+const char *sim_slo_label(int t);      /* "TTFT p90" */
+bool sim_slo_is_ttft(int t);
+
+typedef struct sim_slo_opts {
+    const char *config; /* --config, or NULL */
+    const char *trace;  /* --trace, or NULL: the config's trace.path */
+    const char *speed;  /* --speed as given, or NULL: the config's trace.speed */
+    char **sets;        /* --set "key=value" (borrowed) */
+    int nsets;
+    double target[SIM_SLO_NTARGETS]; /* ms; 0 = no target */
+    double attainment;               /* minimum SLO attainment; 0 = none (then no request may be rejected) */
+    int max_instances;               /* P + D at most; 32 */
+    double dram
+        [SIM_SLO_MAX_LIST]; /* DRAM per node, bytes, descending; ndram 0 = the hardware preset's × 1, 1/2, 1/4, 1/8 */
+    int ndram;
+    int scope[2]; /* kv_scope values to try; default global, local */
+    int nscope;
+    int cpp[SIM_SLO_MAX_LIST]; /* cluster.cpp_group values to try; default 1, 4 */
+    int ncpp;
+    int jobs;       /* worker processes */
+    const char *db; /* results database, or NULL: a temporary one, removed at the end */
+    bool tty;       /* the sweep engine's progress as a bar */
+} sim_slo_opts;
+
+void sim_slo_opts_init(sim_slo_opts *o);
+
+/* One evaluated point: a `kvsim run` and how it did. */
+typedef struct sim_slo_point {
+    int prefill, decode, dram_level, scope, cpp;
+    int probe; /* the probe (1, 2, ...) that ran it: the search's order */
+    bool ran;  /* its summary was read (false: the run failed) */
+    int64_t run_id;
+    double value[SIM_SLO_NTARGETS]; /* every metric, ms */
+    double attainment, util_prefill, util_decode;
+    int64_t requests, rejected; /* rejected: rejected or lost */
+    bool feasible, prefill_ok, decode_ok;
+} sim_slo_point;
+
+/* The cost model's floor of every target for one CPP group. */
+typedef struct sim_slo_floor {
+    int cpp, threshold;             /* group and cluster.cpp_threshold it assumes */
+    double value[SIM_SLO_NTARGETS]; /* no cluster's metric is below it (ms) */
+    double attainment;              /* no cluster's attainment is above it */
+    bool blocks;                    /* a target lies beyond it */
+} sim_slo_floor;
+
+typedef enum sim_slo_status { SIM_SLO_FEASIBLE, SIM_SLO_INFEASIBLE_FLOOR, SIM_SLO_INFEASIBLE_MAX } sim_slo_status;
+
+typedef struct sim_slo_result {
+    /* the setup */
+    char trace[4096], model[64], hardware[64];
+    uint64_t fingerprint;
+    int64_t requests;
+    double speed, kv_bytes_per_token, hw_dram_bytes;
+    double slo_ttft_ms, slo_tbt_ms; /* the config's SLOs (slo.ttft_ms, slo.tbt_ms) */
+    int gpus_per_instance, block_tokens, cpp_threshold;
+    double dram[SIM_SLO_MAX_LIST];
+    int ndram;
+    /* step 0 */
+    sim_slo_floor floor[SIM_SLO_MAX_LIST]; /* one per CPP group tried (opts.cpp) */
+    int nfloor;
+    sim_slo_floor best_cpp;                /* CPP over 8 nodes, threshold 0: what CPP could do */
+    double hit_rate_tokens;                /* achievable (unbounded cache) */
+    int64_t max_input;                     /* longest prompt */
+    int32_t prompt_tokens;                 /* the quantile prompt of the first TTFT target */
+    char prompt_q[8];                      /* its quantile: "p90" */
+    double prompt_alone_ms, prompt_hit_ms; /* it alone on one instance, without and with its hit */
+    char note[1024];                       /* CPP groups dropped, and why */
+    /* steps 1-3 */
+    sim_slo_point *pts;
+    int npts, nprobes;
+    int frontier[SIM_SLO_MAX_LIST]; /* per DRAM level: its cheapest point, or -1 */
+    int cheapest;                   /* point index, or -1 */
+    sim_slo_status status;
+    char reason[1024];              /* why infeasible */
+    char command[8192];             /* the `kvsim run` reproducing the cheapest point */
+    int64_t runs, recorded, failed; /* points run, found recorded, failed */
+    int stop_signal;                /* a signal stopped a sweep (sim_slo_plan returned -1) */
+    double wall_seconds;
+} sim_slo_result;
+
+/* Search; 0 with *r filled (feasible or not: r->status), -1 with err for
+ * bad options, config or trace, or a sweep that could not run. */
+int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err);
+/* The result as one JSON object (caller decrefs). */
+json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r);
+/* GPUs of a point: (P + D) × GPUs per instance. */
+int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p);
+void sim_slo_free(sim_slo_result *r);
+
+#endif

@@ -1,0 +1,242 @@
+/* sim/slo/probe.c — one probe of `kvsim plan slo`: a split (P prefill, D
+ * decode instances) at one DRAM level, run at every scope × CPP point as
+ * one sweep (sim/sweep: parallel `kvsim run` workers into the plan's
+ * results database, points already recorded skipped), each point read back
+ * from its run's summary (runs.summary_json, found by config hash and trace
+ * fingerprint, as the sweep finds recorded points) and judged.
+ *
+ * Judging a point: it is feasible when every target holds (each metric at
+ * most its target, SLO attainment at least --attainment, and, without
+ * --attainment, no request rejected or lost). For the search it is also
+ * split by side: the prefill side fails when a TTFT target does, the
+ * decode side when a TBT target does. A miss of SLO attainment is charged
+ * to the SLO that more requests miss, as far as the summary tells (how
+ * many of p50, p90, p99 of TTFT exceed slo.ttft_ms, of TBT slo.tbt_ms; a
+ * trace's own per-request SLOs are not seen here), or to both sides when
+ * it cannot tell; a rejected or lost request (no --attainment) to the
+ * busier side (the summary's utilisation: prefill busy fraction against
+ * decode load). A run that failed fails both sides. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/config/config.h"
+#include "sim/config/scope.h"
+#include "sim/results/results.h"
+#include "sim/slo/slo_int.h"
+#include "sim/sweep/sweep.h"
+
+enum { SPLIT_SETS = 3, KNOB_SETS = 2 };
+
+/* "cluster.prefill=P", "cluster.decode=D", "kvstore.dram_bytes=B" (caller frees each). */
+static void split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "cluster.prefill=%d", P);
+    sets[0] = sim_xstrdup(buf);
+    snprintf(buf, sizeof buf, "cluster.decode=%d", D);
+    sets[1] = sim_xstrdup(buf);
+    snprintf(buf, sizeof buf, "kvstore.dram_bytes=%.17g", pl->r->dram[lv]);
+    sets[2] = sim_xstrdup(buf);
+}
+
+static int find_point(const sim_slo_result *r, int P, int D, int lv, int scope, int cpp)
+{
+    for (int i = 0; i < r->npts; i++) {
+        const sim_slo_point *p = &r->pts[i];
+        if (p->prefill == P && p->decode == D && p->dram_level == lv && p->scope == scope && p->cpp == cpp) return i;
+    }
+    return -1;
+}
+
+/* The summary of the run of config hash h, or NULL (none finished). */
+static json_t *recorded_summary(sim_results *db, uint64_t h, uint64_t fp, int64_t *run_id)
+{
+    sqlite3_stmt *st;
+    json_t *s = NULL;
+    if (sqlite3_prepare_v2(sim_results_handle(db),
+                           "SELECT id, summary_json FROM runs WHERE config_hash=?1 AND trace_fingerprint=?2"
+                           " AND summary_json IS NOT NULL ORDER BY id LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    char hash[17], fps[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)h);
+    snprintf(fps, sizeof fps, "%016llx", (unsigned long long)fp);
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, fps, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *run_id = sqlite3_column_int64(st, 0);
+        s = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+static double num(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    return json_number_value(b ? json_object_get(v, b) : v);
+}
+
+static void read_summary(const json_t *s, sim_slo_point *p)
+{
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) p->value[t] = num(s, sim_slo_metric_key(t), sim_slo_stat_key(t));
+    p->attainment = num(s, "slo_attainment", NULL);
+    p->util_prefill = num(s, "utilisation", "prefill");
+    p->util_decode = num(s, "utilisation", "decode");
+    p->requests = (int64_t)num(s, "requests", NULL);
+    p->rejected = (int64_t)(num(s, "rejected", "total") + num(s, "lost", NULL));
+}
+
+/* How many of p50, p90, p99 of metric m (0 TTFT, 1 TBT) exceed slo: a
+ * coarse share of the requests that miss it (0: under 1%, 3: over half). */
+static int miss_rank(const sim_slo_point *p, int m, double slo)
+{
+    int k = 0;
+    for (int s = 1; s < SIM_SLO_NSTATS; s++) k += p->value[m * SIM_SLO_NSTATS + s] > slo;
+    return k;
+}
+
+static void judge(const slo_plan *pl, sim_slo_point *p)
+{
+    const sim_slo_opts *o = pl->o;
+    bool miss[2] = {!p->ran, !p->ran}; /* TTFT side, TBT side */
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0 && !(p->value[t] <= o->target[t])) miss[!sim_slo_is_ttft(t)] = true;
+    bool attain = o->attainment > 0 && p->attainment < o->attainment, reject = !(o->attainment > 0) && p->rejected;
+    int rt = miss_rank(p, 0, pl->r->slo_ttft_ms), rb = miss_rank(p, 1, pl->r->slo_tbt_ms);
+    if (attain) { /* charged to the SLO more requests miss; to both when that cannot be told */
+        miss[0] |= rt >= rb;
+        miss[1] |= rb >= rt;
+    }
+    if (reject) miss[p->util_prefill < p->util_decode] = true; /* charged to the busier side */
+    p->prefill_ok = !miss[0];
+    p->decode_ok = !miss[1];
+    p->feasible = p->ran && !miss[0] && !miss[1] && !attain && !reject;
+}
+
+/* Read (and judge) the point of split sets + knobs from the database. */
+static int read_point(slo_plan *pl, sim_results *db, char **sets, int nsets, sim_slo_point *p, sim_err *err)
+{
+    sim_config cfg;
+    if (sim_config_load(&cfg, pl->o->config, sets, nsets, err)) return -1;
+    json_t *s = recorded_summary(db, cfg.hash, pl->r->fingerprint, &p->run_id);
+    sim_config_free(&cfg);
+    p->ran = s != NULL;
+    if (s) read_summary(s, p);
+    json_decref(s);
+    judge(pl, p);
+    return 0;
+}
+
+static sim_slo_point *append_point(sim_slo_result *r)
+{
+    if ((r->npts & (r->npts - 1)) == 0) /* 0, 1, 2, 4, ...: grow by doubling */
+        r->pts = sim_xrealloc(r->pts, (size_t)(r->npts ? 2 * r->npts : 1) * sizeof *r->pts);
+    sim_slo_point *p = &r->pts[r->npts++];
+    *p = (sim_slo_point){0};
+    return p;
+}
+
+/* Read every scope × CPP point of the split not read yet (sets: the sweep's base). */
+static int read_knobs(slo_plan *pl, sim_results *db, char **sets, int nsets, const int *split, sim_err *err)
+{
+    const sim_slo_opts *o = pl->o;
+    char gs[32], ss[32], **all = sim_xcalloc((size_t)nsets + KNOB_SETS, sizeof *all);
+    memcpy(all, sets, (size_t)nsets * sizeof *all);
+    all[nsets] = gs;
+    all[nsets + 1] = ss;
+    int rc = 0;
+    for (int i = 0; i < pl->ncpp && rc == 0; i++)
+        for (int k = 0; k < o->nscope && rc == 0; k++) {
+            if (find_point(pl->r, split[0], split[1], split[2], o->scope[k], pl->cpp[i]) >= 0) continue;
+            snprintf(gs, sizeof gs, "cluster.cpp_group=%d", pl->cpp[i]);
+            snprintf(ss, sizeof ss, "cluster.scope=%s", kv_scope_name((kv_scope)o->scope[k]));
+            sim_slo_point p = {.prefill = split[0],
+                               .decode = split[1],
+                               .dram_level = split[2],
+                               .scope = o->scope[k],
+                               .cpp = pl->cpp[i],
+                               .probe = pl->r->nprobes};
+            if ((rc = read_point(pl, db, all, nsets + KNOB_SETS, &p, err)) == 0) *append_point(pl->r) = p;
+        }
+    free(all);
+    return rc;
+}
+
+/* Run the split's points not recorded yet, as one sweep over the knobs, and read them. */
+static int run_split(slo_plan *pl, const int *split, sim_err *err)
+{
+    const sim_slo_opts *o = pl->o;
+    sim_slo_result *r = pl->r;
+    int n = pl->nbase + SPLIT_SETS;
+    char **sets = sim_xcalloc((size_t)n, sizeof *sets);
+    memcpy(sets, pl->base, (size_t)pl->nbase * sizeof *sets);
+    split_sets(pl, split[0], split[1], split[2], sets + pl->nbase);
+    sim_sweep_opts so = {.config = o->config,
+                         .db = pl->db,
+                         .grid_spec = pl->grid,
+                         .base = sets,
+                         .nbase = n,
+                         .jobs = o->jobs,
+                         .tty = o->tty,
+                         .t0 = sim_wall_seconds()};
+    sim_sweep s;
+    int rc = sim_sweep_open(&s, &so, err);
+    if (rc == 0) rc = sim_sweep_run(&s, err);
+    if (rc == 0) rc = read_knobs(pl, s.db, sets, n, split, err);
+    r->runs += s.finished - s.failed;
+    r->recorded += s.recorded;
+    r->failed += s.failed;
+    pl->stop_signal = s.stop_signal;
+    sim_sweep_free(&s);
+    for (int i = pl->nbase; i < n; i++) free(sets[i]);
+    free(sets);
+    return rc;
+}
+
+static const char *verdict(const slo_probe *pr)
+{
+    if (pr->feasible) return "feasible";
+    if (!pr->prefill_ok && !pr->decode_ok) return "both sides short";
+    return !pr->prefill_ok ? "prefill side short" : pr->decode_ok ? "no single point passes" : "decode side short";
+}
+
+int slo_probe_run(slo_plan *pl, int P, int D, int lv, const char *why, slo_probe *out, sim_err *err)
+{
+    const sim_slo_opts *o = pl->o;
+    sim_slo_result *r = pl->r;
+    int split[3] = {P, D, lv}, have = 0;
+    for (int i = 0; i < pl->ncpp; i++)
+        for (int k = 0; k < o->nscope; k++) have += find_point(r, P, D, lv, o->scope[k], pl->cpp[i]) >= 0;
+    bool fresh = have < pl->ncpp * o->nscope;
+    r->nprobes += fresh;
+    if (fresh && run_split(pl, split, err)) return -1;
+    *out = (slo_probe){.best = -1};
+    for (int i = 0; i < pl->ncpp; i++)
+        for (int k = 0; k < o->nscope; k++) {
+            int j = find_point(r, P, D, lv, o->scope[k], pl->cpp[i]);
+            out->prefill_ok |= r->pts[j].prefill_ok;
+            out->decode_ok |= r->pts[j].decode_ok;
+            out->feasible |= r->pts[j].feasible;
+            if (r->pts[j].feasible && out->best < 0) out->best = j;
+        }
+    if (fresh)
+        fprintf(stderr, "kvsim plan slo: probe %d (%s): %dP%dD, DRAM %.4g GB/node: %s\n", r->nprobes, why, P, D,
+                r->dram[lv] / 1e9, verdict(out));
+    return 0;
+}
+
+void slo_describe_miss(const sim_slo_opts *o, const sim_slo_point *p, char *buf, size_t n)
+{
+    if (!p->ran) return (void)snprintf(buf, n, "the run failed");
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0 && !(p->value[t] <= o->target[t]))
+            return (void)snprintf(buf, n, "%s %.1f ms > %g ms", sim_slo_label(t), p->value[t], o->target[t]);
+    if (o->attainment > 0 && p->attainment < o->attainment)
+        return (void)snprintf(buf, n, "attainment %.4f < %g", p->attainment, o->attainment);
+    if (p->rejected > 0) return (void)snprintf(buf, n, "%lld requests rejected or lost", (long long)p->rejected);
+    snprintf(buf, n, "all targets met");
+}

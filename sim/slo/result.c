@@ -1,0 +1,96 @@
+/* sim/slo/result.c — a `kvsim plan slo` result as one JSON object
+ * (`kvsim plan slo --json`; the keys are listed in its --help). */
+#include <stdio.h>
+
+#include "sim/config/scope.h"
+#include "sim/slo/plan_slo.h"
+
+/* {"ttft_ms.p90": v, ...} of the targets given, from v[t]. */
+static json_t *by_target(const sim_slo_opts *o, const double *v)
+{
+    json_t *j = json_object();
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s.%s", sim_slo_metric_key(t), sim_slo_stat_key(t));
+        if (o->target[t] > 0) json_object_set_new(j, key, json_real(v[t]));
+    }
+    return j;
+}
+
+static json_t *floor_json(const sim_slo_opts *o, const sim_slo_floor *f)
+{
+    return json_pack("{s:i, s:i, s:o, s:f, s:b}", "cpp_group", f->cpp, "cpp_threshold", f->threshold, "floor",
+                     by_target(o, f->value), "max_slo_attainment", f->attainment, "blocks", f->blocks);
+}
+
+static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
+{
+    json_t *m = json_object();
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) {
+        json_t *k = json_object_get(m, sim_slo_metric_key(t));
+        if (!k) json_object_set_new(m, sim_slo_metric_key(t), k = json_object());
+        json_object_set_new(k, sim_slo_stat_key(t), json_real(p->value[t]));
+    }
+    json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:i, s:b, s:I, s:I}", "probe", p->probe, "prefill",
+                          p->prefill, "decode", p->decode, "gpus", sim_slo_gpus(r, p), "dram_bytes",
+                          r->dram[p->dram_level], "dram_tokens", r->dram[p->dram_level] / r->kv_bytes_per_token,
+                          "scope", kv_scope_name((kv_scope)p->scope), "cpp_group", p->cpp, "ran", p->ran, "run_id",
+                          (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected);
+    json_object_update_new(j, m);
+    json_object_update_new(j, json_pack("{s:f, s:b}", "slo_attainment", p->attainment, "feasible", p->feasible));
+    return j;
+}
+
+static json_t *floors_json(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < r->nfloor; i++) json_array_append_new(a, floor_json(o, &r->floor[i]));
+    json_t *f =
+        json_pack("{s:o, s:o, s:f, s:I, s:s, s:i, s:f, s:f, s:s}", "cpp", a, "cpp_8_threshold_0",
+                  floor_json(o, &r->best_cpp), "achievable_hit_rate_tokens", r->hit_rate_tokens, "max_input",
+                  (json_int_t)r->max_input, "prompt_quantile", r->prompt_q, "prompt_tokens", r->prompt_tokens,
+                  "prompt_alone_ms", r->prompt_alone_ms, "prompt_alone_with_hit_ms", r->prompt_hit_ms, "note", r->note);
+    return f;
+}
+
+static json_t *frontier_json(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    json_t *a = json_array();
+    for (int lv = 0; lv < r->ndram; lv++) {
+        int i = r->frontier[lv];
+        json_t *e =
+            i >= 0 ? point_json(o, r, &r->pts[i]) : json_pack("{s:f, s:b}", "dram_bytes", r->dram[lv], "feasible", 0);
+        json_array_append_new(a, e);
+    }
+    return a;
+}
+
+static const char *status_name(sim_slo_status s)
+{
+    return s == SIM_SLO_FEASIBLE ? "feasible" : s == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible_floor" : "infeasible_max";
+}
+
+json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    json_t *pts = json_array();
+    for (int i = 0; i < r->npts; i++) json_array_append_new(pts, point_json(o, r, &r->pts[i]));
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)r->fingerprint);
+    json_t *j = json_pack("{s:s, s:s, s:I, s:f, s:s, s:s, s:i, s:f, s:i, s:o, s:s}", "trace", r->trace, "fingerprint",
+                          fp, "requests", (json_int_t)r->requests, "speed", r->speed, "model", r->model, "hardware",
+                          r->hardware, "gpus_per_instance", r->gpus_per_instance, "kv_bytes_per_token",
+                          r->kv_bytes_per_token, "max_instances", o->max_instances, "targets", by_target(o, o->target),
+                          "status", status_name(r->status));
+    json_object_set_new(j, "attainment", o->attainment > 0 ? json_real(o->attainment) : json_null());
+    json_object_set_new(j, "reason", r->reason[0] ? json_string(r->reason) : json_null());
+    json_object_set_new(j, "floor", floors_json(o, r));
+    json_object_set_new(j, "points", pts);
+    json_object_set_new(j, "frontier", frontier_json(o, r));
+    json_object_set_new(j, "cheapest", r->cheapest >= 0 ? point_json(o, r, &r->pts[r->cheapest]) : json_null());
+    if (r->cheapest >= 0) json_object_set_new(json_object_get(j, "cheapest"), "command", json_string(r->command));
+    json_object_set_new(j, "search",
+                        json_pack("{s:i, s:I, s:I, s:I, s:i, s:f}", "probes", r->nprobes, "runs", (json_int_t)r->runs,
+                                  "recorded", (json_int_t)r->recorded, "failed", (json_int_t)r->failed, "points",
+                                  r->npts, "wall_seconds", r->wall_seconds));
+    return j;
+}

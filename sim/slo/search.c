@@ -1,0 +1,220 @@
+/* sim/slo/search.c — steps 1-3 of `kvsim plan slo` (sim/slo/plan_slo.h):
+ * the fewest instances whose runs meet the targets, and the frontier over
+ * DRAM per node.
+ *
+ * The search rests on one assumption, which issue 12 states and the runs
+ * bear out: TTFT falls as prefill instances are added and hardly depends
+ * on decode instances, TBT falls as decode instances are added and hardly
+ * depends on prefill ones, and less DRAM never helps. Then a probe that
+ * fails on the prefill side at P fails at every P' ≤ P (a lower bound
+ * P_lo), one that fails on the decode side at D fails at every D' ≤ D
+ * (D_lo), and a cluster of N < P_lo + D_lo instances cannot pass. So:
+ *  1. on the line P + D = M (--max-instances), where each P has the most
+ *     decode instances it can have, bisect the smallest P whose prefill
+ *     side passes and the largest P whose decode side passes: about
+ *     2 log2(M) probes, each telling both bisections something;
+ *  2. tighten each bound along its own axis (the fewest P passing with
+ *     D_lo decode instances, then the fewest D passing with P_lo; one probe
+ *     when the bound already holds), then from N = P_lo + D_lo up probe the
+ *     splits of N inside the bounds, raising them on each failure, until a
+ *     split passes: the fewest instances. Where the runs break the
+ *     assumption, a feasible point some earlier probe of the level found
+ *     with fewer instances wins. Then the two clusters one instance smaller
+ *     (one prefill, one decode fewer) are run and must fail; if one passes
+ *     it becomes the answer and is checked in turn;
+ *  3. for each smaller DRAM level, the same (with its check) from the
+ *     previous level's bounds: the frontier. A level that needs more than
+ *     M instances ends the walk (smaller levels would need as many).
+ * The cheapest point is the frontier's fewest GPUs, then the least DRAM.
+ * The runs are not exactly monotone (a TBT 0.5 ms over its target at one
+ * DRAM level and under it at a smaller one): the frontier reports what
+ * each level's runs showed, and the cheapest point is a run that met
+ * every target, the clusters one instance smaller run and failing. */
+#include <stdio.h>
+
+#include "sim/slo/slo_int.h"
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
+/* The point of the line at P whose first miss explains a failure. */
+static void line_reason(slo_plan *pl, int P, const char *what, char *buf, size_t n)
+{
+    const sim_slo_result *r = pl->r;
+    int M = pl->o->max_instances;
+    char miss[256] = "";
+    for (int i = 0; i < r->npts; i++)
+        if (r->pts[i].prefill == P && r->pts[i].decode == M - P && r->pts[i].dram_level == 0) {
+            slo_describe_miss(pl->o, &r->pts[i], miss, sizeof miss);
+            break;
+        }
+    snprintf(buf, n, "no cluster of up to %d instances (--max-instances) meets the targets: %s at %dP%dD: %s", M, what,
+             P, M - P, miss);
+}
+
+/* Step 1: P_lo, the smallest P with its prefill side passing on the line,
+ * and D_lo = M − the largest P with its decode side passing. a < P_lo ≤ b
+ * and c ≤ P_hi < d throughout; b = M or c = 0 at the end: never. */
+static int line_bounds(slo_plan *pl, int *p_lo, int *d_lo, sim_err *err)
+{
+    int M = pl->o->max_instances, a = 0, b = M, c = 0, d = M;
+    while (b - a > 1 || d - c > 1) {
+        int P = b - a > 1 ? (a + b) / 2 : (c + d) / 2;
+        slo_probe pr;
+        if (slo_probe_run(pl, P, M - P, 0, "line", &pr, err)) return -1;
+        if (pr.prefill_ok) b = imin(b, P);
+        else a = imax(a, P);
+        if (pr.decode_ok) c = imax(c, P);
+        else d = imin(d, P);
+    }
+    *p_lo = b;
+    *d_lo = M - c;
+    sim_slo_result *r = pl->r;
+    if (b == M) line_reason(pl, M - 1, "the prefill side fails even", r->reason, sizeof r->reason);
+    else if (c == 0) line_reason(pl, 1, "the decode side fails even", r->reason, sizeof r->reason);
+    else if (b > c)
+        snprintf(r->reason, sizeof r->reason,
+                 "no cluster of up to %d instances (--max-instances) meets the targets: the prefill side needs %d "
+                 "instances and the decode side %d",
+                 M, b, M - c);
+    return 0;
+}
+
+/* One side's bound at DRAM level lv: the prefill side along P with
+ * `other` decode instances, or the decode side along D. */
+typedef struct slo_axis {
+    int lv, other;
+    bool prefill;
+} slo_axis;
+
+static int side_ok(slo_plan *pl, const slo_axis *ax, int v, bool *ok, sim_err *err)
+{
+    slo_probe pr;
+    int P = ax->prefill ? v : ax->other, D = ax->prefill ? ax->other : v;
+    if (slo_probe_run(pl, P, D, ax->lv, ax->prefill ? "prefill bound" : "decode bound", &pr, err)) return -1;
+    *ok = ax->prefill ? pr.prefill_ok : pr.decode_ok;
+    return 0;
+}
+
+/* The smallest v in [lo, hi] whose side passes (hi + 1: none), the side
+ * failing below it and passing above: galloping up from lo (lo, lo + 2,
+ * lo + 6, lo + 14, ...: a bound that holds costs one probe, one that moves
+ * by k about 2 log2 k), then bisecting between the last failure and the
+ * first pass. */
+static int smallest_ok(slo_plan *pl, const slo_axis *ax, int lo, int hi, int *out, sim_err *err)
+{
+    int fail = lo - 1, pass = hi + 1;
+    bool ok = false;
+    for (int step = 1; fail < hi && !ok; step *= 2) {
+        int v = imin(fail + step, hi);
+        if (side_ok(pl, ax, v, &ok, err)) return -1;
+        if (ok) pass = v;
+        else fail = v;
+    }
+    while (pass - fail > 1 && pass <= hi) {
+        int v = fail + (pass - fail) / 2;
+        if (side_ok(pl, ax, v, &ok, err)) return -1;
+        if (ok) pass = v;
+        else fail = v;
+    }
+    *out = pass;
+    return 0;
+}
+
+/* Steps 2 and 3: the smallest N with a feasible split at DRAM level lv
+ * (*best its point), or 0 when none up to M. The bounds are first made
+ * tight along each axis (smallest_ok), then the splits of each N inside
+ * them are probed in turn, the bounds rising as probes fail. */
+static int staircase(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_err *err)
+{
+    int M = pl->o->max_instances;
+    slo_axis ap = {lv, *d_lo, true};
+    if (smallest_ok(pl, &ap, *p_lo, M - *d_lo, p_lo, err)) return -1;
+    slo_axis ad = {lv, *p_lo, false};
+    if (*p_lo + *d_lo <= M && smallest_ok(pl, &ad, *d_lo, M - *p_lo, d_lo, err)) return -1;
+    for (int N = *p_lo + *d_lo; N <= M; N = imax(N + 1, *p_lo + *d_lo))
+        for (int P = *p_lo; P <= N - *d_lo; P++) {
+            slo_probe pr;
+            if (slo_probe_run(pl, P, N - P, lv, "staircase", &pr, err)) return -1;
+            if (pr.feasible) return *best = pr.best, N;
+            if (!pr.prefill_ok) *p_lo = imax(*p_lo, P + 1);
+            if (!pr.decode_ok) *d_lo = imax(*d_lo, N - P + 1);
+        }
+    return 0;
+}
+
+/* Steps 2 and 3's check, at the level of *best: the clusters one prefill
+ * and one decode instance smaller fail; when one passes, it becomes the
+ * answer and is checked in turn. */
+static int confirm(slo_plan *pl, int *best, sim_err *err)
+{
+    for (bool moved = true; moved;) {
+        const sim_slo_point *p = &pl->r->pts[*best];
+        int P = p->prefill, D = p->decode;
+        slo_probe pr = {.best = -1};
+        moved = false;
+        int lv = p->dram_level;
+        if (P > 1 && slo_probe_run(pl, P - 1, D, lv, "confirm", &pr, err)) return -1;
+        if (!pr.feasible && D > 1 && slo_probe_run(pl, P, D - 1, lv, "confirm", &pr, err)) return -1;
+        if (pr.feasible) *best = pr.best, moved = true;
+    }
+    return 0;
+}
+
+/* The frontier's fewest GPUs, then the least DRAM (the later level). */
+static void pick_cheapest(sim_slo_result *r)
+{
+    for (int lv = 0; lv < r->ndram; lv++) {
+        int i = r->frontier[lv];
+        if (i < 0) continue;
+        const sim_slo_point *p = &r->pts[i], *c = r->cheapest >= 0 ? &r->pts[r->cheapest] : NULL;
+        if (!c || p->prefill + p->decode <= c->prefill + c->decode) r->cheapest = i;
+    }
+}
+
+/* The feasible point of level lv with the fewest instances, or -1. */
+static int fewest_feasible(const sim_slo_result *r, int lv)
+{
+    int best = -1;
+    for (int i = 0; i < r->npts; i++) {
+        const sim_slo_point *p = &r->pts[i], *b = best >= 0 ? &r->pts[best] : NULL;
+        if (p->feasible && p->dram_level == lv && (!b || p->prefill + p->decode < b->prefill + b->decode)) best = i;
+    }
+    return best;
+}
+
+/* One DRAM level: the staircase, then the fewest instances any of the
+ * level's runs met the targets with (where the runs break the assumption
+ * the staircase may miss one the line or a bound probe found), checked. */
+static int level(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_err *err)
+{
+    int n = staircase(pl, lv, p_lo, d_lo, best, err);
+    if (n < 0) return -1;
+    int k = fewest_feasible(pl->r, lv);
+    const sim_slo_point *pk = k >= 0 ? &pl->r->pts[k] : NULL;
+    if (n == 0 || (pk && pk->prefill + pk->decode < n)) *best = k;
+    return *best >= 0 ? confirm(pl, best, err) : 0;
+}
+
+int slo_search(slo_plan *pl, sim_err *err)
+{
+    sim_slo_result *r = pl->r;
+    int p_lo, d_lo, best = -1;
+    if (line_bounds(pl, &p_lo, &d_lo, err)) return -1;
+    if (r->reason[0]) return r->status = SIM_SLO_INFEASIBLE_MAX, 0;
+    for (int lv = 0; lv < r->ndram; lv++) {
+        if (lv) p_lo = imin(p_lo, r->pts[best].prefill), d_lo = imin(d_lo, r->pts[best].decode);
+        int b = -1;
+        if (level(pl, lv, &p_lo, &d_lo, &b, err)) return -1;
+        if (b < 0) break;
+        r->frontier[lv] = best = b;
+    }
+    if (best < 0) {
+        snprintf(r->reason, sizeof r->reason, "no split of up to %d instances met the targets (--max-instances)",
+                 pl->o->max_instances);
+        return r->status = SIM_SLO_INFEASIBLE_MAX, 0;
+    }
+    pick_cheapest(r);
+    r->status = SIM_SLO_FEASIBLE;
+    return 0;
+}
