@@ -365,6 +365,16 @@ static void test_byte_size_is_not_a_token_count(void **state)
                    "capacity-tokens: '512GiB' is a byte size, but capacity-tokens is a count");
     tu_expect_exit("hitrate --trace traces/default.jsonl --tiers dram=1TB", 2, "'1TB' is a byte size");
     tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 3M", "3000000");
+    /* every capacity also in bytes, for the model's KV bytes per token:
+     * LLaMA3.1-8B, 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131072 */
+    json_t *j = tu_kvsim_json("hitrate --trace traces/default.jsonl --capacity-tokens 1e5 --model llama3.1-8b --json");
+    assert_double_equal(json_number_value(json_object_get(j, "kv_bytes_per_token")), 131072, 0);
+    assert_double_equal(
+        json_number_value(json_object_get(json_array_get(json_object_get(j, "points"), 0), "capacity_bytes")),
+        1e5 * 131072, 0);
+    json_decref(j);
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 1e5", "32.77");
+    tu_expect_exit("hitrate --trace traces/default.jsonl --model nosuch", 2, "unknown models preset 'nosuch'");
 }
 
 /* A placement that loads one node with everything is warned about (issue

@@ -6,6 +6,7 @@
  * file parses the options and prints; the replay and the --db rows are
  * sim/replay (hitrate.c, hitrate_db.c). */
 #include "sim/cli/cli.h"
+#include "sim/config/model.h"
 #include "sim/replay/hitrate.h"
 
 #include <getopt.h>
@@ -22,14 +23,16 @@ static void usage(FILE *f)
     fprintf(f, "usage: kvsim hitrate --trace FILE [--capacity-tokens LIST] [--policy NAME]\n"
                "                     [--scope global|local] [--nodes N] [--placement RULE]\n"
                "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
-               "                     [--no-promote] [--no-semantics] [--json] [--db FILE]\n\n"
+               "                     [--no-promote] [--no-semantics] [--model NAME] [--json] [--db FILE]\n\n"
                "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
                "request's prefix hit is counted, then all its blocks are accessed in order.\n"
                "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
                "trace's maximum (an infinite cache). With --pic, a segment trace through a\n"
                "position-independent cache instead (kvsim hitrate --pic mepic --help).\n\n");
     kv_hitrate_print_options(f, true);
-    fprintf(f, "  --json                  one JSON object instead of the table\n"
+    fprintf(f, "  --model NAME            model preset or JSON file whose KV bytes per token turn\n"
+               "                          capacities into bytes (default llama3-70b)\n"
+               "  --json                  one JSON object instead of the table\n"
                "  --db FILE               also store the points in the hitrate table of a results\n"
                "                          database (kvsim report draws them; the infinite cache is\n"
                "                          stored once, as the trace maximum)\n"
@@ -59,43 +62,54 @@ static json_t *tiers_json(const kv_replay_result *r)
     return o;
 }
 
-static json_t *point_json(double tokens, int block_tokens, const kv_replay_result *r)
+/* A capacity and the model it is measured for: tokens, KV bytes per token. */
+typedef struct capacity_unit {
+    int block_tokens;
+    const sim_model *model;
+    double kv_bytes_per_token;
+} capacity_unit;
+
+static json_t *point_json(double tokens, const capacity_unit *u, const kv_replay_result *r)
 {
+    int block_tokens = u->block_tokens;
     json_t *p = json_pack("{s:o, s:f, s:f, s:I, s:I, s:o}", "capacity_tokens", tokens_json(tokens), "hit_rate_blocks",
                           r->hit_rate_blocks, "hit_rate_tokens", r->hit_rate_tokens, "hit_blocks",
                           (json_int_t)r->hit_blocks, "blocks", (json_int_t)r->blocks, "tiers", tiers_json(r));
-    if (!isinf(tokens))
+    if (!isinf(tokens)) {
         json_object_set_new(p, "capacity_blocks", json_integer((json_int_t)kv_tokens_to_blocks(tokens, block_tokens)));
+        json_object_set_new(p, "capacity_bytes", json_real(tokens * u->kv_bytes_per_token));
+    }
     return p;
 }
 
-static void print_header(const kv_hitrate_spec *s, const kv_replay_trace *t, const kv_replay_result *max)
+static void print_header(const kv_hitrate_spec *s, const kv_replay_trace *t, const capacity_unit *u,
+                         const kv_replay_result *max)
 {
     char setup[512];
     kv_hitrate_describe(s, setup, sizeof setup);
     printf("trace     %s (%" PRId64 " requests, %" PRId64 " blocks)\n", t->path, t->nreq, t->nblocks);
     printf("setup     %s\n", setup);
+    printf("model     %s: %.0f KV bytes/token\n", u->model->name, u->kv_bytes_per_token);
     printf("max       %.4f blocks, %.4f tokens (infinite cache)\n\n", max->hit_rate_blocks, max->hit_rate_tokens);
-    printf("%16s %12s %16s %16s %7s\n", "capacity_tokens", "blocks/node", "hit_rate_blocks", "hit_rate_tokens",
-           "of_max");
+    printf("%16s %12s %10s %16s %16s %7s\n", "capacity_tokens", "blocks/node", "GB/node", "hit_rate_blocks",
+           "hit_rate_tokens", "of_max");
 }
 
-static void print_row(double tokens, int block_tokens, const kv_replay_result *r, const kv_replay_result *max)
+static void print_row(double tokens, const capacity_unit *u, const kv_replay_result *r, const kv_replay_result *max)
 {
-    char cap[32], blocks[32];
-    if (isinf(tokens)) {
-        snprintf(cap, sizeof cap, "inf");
-        snprintf(blocks, sizeof blocks, "inf");
-    } else {
+    char cap[32] = "inf", blocks[32] = "inf", gb[32] = "inf";
+    if (!isinf(tokens)) {
         snprintf(cap, sizeof cap, "%.0f", tokens);
-        snprintf(blocks, sizeof blocks, "%" PRId64, kv_tokens_to_blocks(tokens, block_tokens));
+        snprintf(blocks, sizeof blocks, "%" PRId64, kv_tokens_to_blocks(tokens, u->block_tokens));
+        snprintf(gb, sizeof gb, "%.4g", tokens * u->kv_bytes_per_token / 1e9);
     }
     double of_max = max->hit_rate_blocks > 0 ? r->hit_rate_blocks / max->hit_rate_blocks : 0;
-    printf("%16s %12s %16.4f %16.4f %7.3f\n", cap, blocks, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
+    printf("%16s %12s %10s %16.4f %16.4f %7.3f\n", cap, blocks, gb, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
 }
 
 /* Replay every capacity and print; 0 or an exit status. */
-static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, kv_hitrate_db *sink)
+static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, const capacity_unit *u, bool json,
+                      kv_hitrate_db *sink)
 {
     sim_err err;
     kv_replay_result max, r;
@@ -103,14 +117,14 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
         return sim_usage_error("hitrate", err.msg);
     json_t *points = json_array();
     bool skew_said = false;
-    if (!json) print_header(s, t, &max);
+    if (!json) print_header(s, t, u, &max);
     for (int i = 0; i < s->ncapacity; i++) {
         if (kv_hitrate_point(t, s, s->capacity[i], &r, &err) || kv_hitrate_db_put(sink, s->capacity[i], &r, &err)) {
             json_decref(points);
             return sim_usage_error("hitrate", err.msg);
         }
-        if (json) json_array_append_new(points, point_json(s->capacity[i], s->block_tokens, &r));
-        else print_row(s->capacity[i], s->block_tokens, &r, &max);
+        if (json) json_array_append_new(points, point_json(s->capacity[i], u, &r));
+        else print_row(s->capacity[i], u, &r, &max);
         if (json && s->nodes > 1)
             json_object_set_new(json_array_get(points, (size_t)i), "busiest_node_share", json_real(r.busiest_share));
         if (kv_replay_skewed(&r, s->nodes) && !skew_said) {
@@ -121,10 +135,11 @@ static int run_points(const kv_hitrate_spec *s, kv_replay_trace *t, bool json, k
         }
     }
     if (json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,
-                              "scope", kv_scope_name(s->scope), "nodes", s->nodes, "block_tokens", s->block_tokens,
-                              "max_hit_rate_blocks", max.hit_rate_blocks, "max_hit_rate_tokens", max.hit_rate_tokens,
-                              "points", points);
+        json_t *o =
+            json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:f, s:f, s:f, s:o}", "trace", t->path, "policy", s->policy,
+                      "scope", kv_scope_name(s->scope), "nodes", s->nodes, "block_tokens", s->block_tokens, "model",
+                      u->model->name, "kv_bytes_per_token", u->kv_bytes_per_token, "max_hit_rate_blocks",
+                      max.hit_rate_blocks, "max_hit_rate_tokens", max.hit_rate_tokens, "points", points);
         json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
         putchar('\n');
         json_decref(o);
@@ -149,6 +164,7 @@ int cmd_hitrate(int argc, char **argv)
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,
         {"json", no_argument, NULL, 'j'},
+        {"model", required_argument, NULL, 'm'},
         {"db", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -156,7 +172,7 @@ int cmd_hitrate(int argc, char **argv)
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);
     bool json = false;
-    const char *db = NULL;
+    const char *db = NULL, *model_name = "llama3-70b";
     sim_err err;
     int c, li, rc = 0;
     optind = 1;
@@ -165,6 +181,7 @@ int cmd_hitrate(int argc, char **argv)
         case 0: rc = kv_hitrate_set(&spec, longopts[li].name, optarg ? optarg : "", &err); break;
         case 'j': json = true; break;
         case 'd': db = optarg; break;
+        case 'm': model_name = optarg; break;
         case 'h':
             usage(stdout);
             kv_hitrate_spec_free(&spec);
@@ -178,6 +195,9 @@ int cmd_hitrate(int argc, char **argv)
     warn_deprecated(&spec);
     if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
     if (rc == 0) rc = kv_hitrate_finish(&spec, &err);
+    sim_model model;
+    if (rc == 0) rc = sim_model_load(model_name, &model, &err);
+    capacity_unit unit = {spec.block_tokens, &model, rc == 0 ? sim_model_kv_bytes_per_token(&model) : 0};
     kv_replay_trace t;
     kv_hitrate_db *sink = NULL;
     if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
@@ -189,7 +209,7 @@ int cmd_hitrate(int argc, char **argv)
         kv_hitrate_spec_free(&spec);
         return sim_usage_error("hitrate", err.msg);
     }
-    int status = run_points(&spec, &t, json, sink);
+    int status = run_points(&spec, &t, &unit, json, sink);
     kv_hitrate_db_close(sink);
     kv_replay_free(&t);
     kv_hitrate_spec_free(&spec);
