@@ -110,18 +110,6 @@ static int load_run(rep *r, int64_t id, sim_err *err)
 }
 
 /* Ids of --runs 1,2,3. */
-static int parse_ids(const char *list, int64_t **ids, int *n, sim_err *err)
-{
-    char *copy = sim_xstrdup(list), *rest = copy;
-    int rc = 0;
-    *n = 0;
-    *ids = sim_xcalloc(strlen(list) / 2 + 2, sizeof **ids);
-    for (char *tok; rc == 0 && (tok = strsep(&rest, ",")) != NULL;)
-        rc = sim_parse_i64(tok, "--runs", &(*ids)[(*n)++], err);
-    free(copy);
-    return rc;
-}
-
 /* The completed runs: all, or the last N, in id order. */
 static int query_ids(rep *r, int64_t last, int64_t **ids, int *n, sim_err *err)
 {
@@ -147,7 +135,7 @@ static int select_runs(rep *r, const rep_options *a, sim_err *err)
 {
     int64_t *ids = NULL;
     int n = 0;
-    int rc = a->runs ? parse_ids(a->runs, &ids, &n, err) : query_ids(r, a->last, &ids, &n, err);
+    int rc = a->runs ? sim_results_parse_ids(a->runs, &ids, &n, err) : query_ids(r, a->last, &ids, &n, err);
     r->runs = sim_xcalloc((size_t)n + 1, sizeof *r->runs);
     for (int i = 0; i < n && rc == 0; i++) rc = load_run(r, ids[i], err);
     free(ids);

@@ -162,25 +162,18 @@ static void test_idle_gap_costs_nothing(void **state)
     assert_int_equal(tu_int_field(s, "completed"), 2);
     if (tu_int_field(s, "events") > 100) fail_msg("%lld events for two requests", (long long)tu_int_field(s, "events"));
     json_decref(s);
-    snprintf(args, sizeof args, "sqlite3 %s 'SELECT MAX(t_ms) FROM samples WHERE t_ms < 3600000000'", db);
-    cli_result r = tu_shell(args);
-    assert_string_equal(r.out, "3599999000.0\n");
-    tu_free(&r);
+    char *last = tu_sql_text(db, "SELECT MAX(t_ms) FROM samples WHERE t_ms < 3600000000");
+    assert_string_equal(last, "3599999000.0");
+    free(last);
     tu_remove_temp(db);
     tu_remove_temp(trace);
 }
 
 static char *samples_of(const char *db)
 {
-    char args[512];
-    snprintf(args, sizeof args,
-             "sqlite3 %s 'SELECT t_ms, instance, role, state, queue_len, load, batch, kv_used FROM samples "
-             "ORDER BY t_ms, instance'",
-             db);
-    cli_result r = tu_shell(args);
-    assert_int_equal(r.status, 0);
-    free(r.err);
-    return r.out;
+    return tu_sql_text(db, "SELECT group_concat(r, char(10)) FROM (SELECT t_ms || '|' || instance || '|' || role || "
+                           "'|' || state || '|' || queue_len || '|' || load || '|' || batch || '|' || kv_used AS r "
+                           "FROM samples ORDER BY t_ms, instance)");
 }
 
 /* The oracle for skipping: a PD controller that never moves (pd_period_s

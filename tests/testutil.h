@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 /* cmocka 1.1 compares floats only; kvsim's expected values need doubles. */
 #define assert_double_equal(a, b, eps)                                                                                 \
@@ -74,6 +75,23 @@ static inline cli_result tu_kvsim(const char *args)
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "%s %s", tu_kvsim_bin(), args);
     return tu_shell(cmd);
+}
+
+/* The first column of the first row of query on the database at path, as
+ * text (caller frees; "" for no row or NULL). Through SQLite's C API, so
+ * tests need no sqlite3 command-line tool. */
+static inline char *tu_sql_text(const char *path, const char *query)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, query, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s: %s", path, query, sqlite3_errmsg(db));
+    const unsigned char *t = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    char *out = strdup(t ? (const char *)t : "");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
 }
 
 static inline void tu_free(cli_result *r)

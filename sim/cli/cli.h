@@ -40,6 +40,7 @@ int cmd_plan_crossover(int argc, char **argv);
 int cmd_plan_slo(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
 /* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a

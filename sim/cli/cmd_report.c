@@ -9,7 +9,7 @@
 #include "sim/cli/cli.h"
 
 static const char report_usage[] =
-    "usage: kvsim report --db FILE [--runs ID,...|--last N] [--title TEXT] -o DIR\n"
+    "usage: kvsim report --db FILE [--runs IDS|--last N] [--title TEXT] -o DIR\n"
     "\n"
     "Write DIR/index.html: a comparison table of the runs (only the config keys that\n"
     "differ between them) and figures, each as DIR/NAME.svg and DIR/NAME.png rendered\n"
@@ -31,7 +31,7 @@ static const char report_usage[] =
     "A figure appears only when its data is in the database.\n"
     "\n"
     "  --db FILE          results database (kvsim run/sweep/merge --db)\n"
-    "  --runs ID,...      these runs (default: every completed run)\n"
+    "  --runs IDS         these runs, e.g. 3,7,10-12 (default: every completed run)\n"
     "  --last N           the N most recent runs\n"
     "  --title TEXT       page title (default: kvsim report)\n"
     "  -o, --out DIR      output directory (created when missing)\n"

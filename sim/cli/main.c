@@ -14,11 +14,12 @@ static const sim_cmd commands[] = {
     {"policies", "list every registered policy with its parameters", cmd_policies},
     {"config", "the resolved config of a run, or every config key's type, range and meaning", cmd_config},
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
-    {"plan", "smallest DRAM per node reaching a target share of the achievable hit rate", cmd_plan},
+    {"plan", "DRAM per node for a hit-rate target; plan slo: the smallest cluster meeting latency targets", cmd_plan},
     {"check", "CI regression check: re-run a baseline's measurements, exit 3 if one moved", cmd_check},
     {"sweep", "run a grid of config points in parallel workers into one results DB", cmd_sweep},
     {"merge", "merge results databases (run ids remapped)", cmd_merge},
     {"report", "HTML report with gnuplot figures from a results DB", cmd_report},
+    {"export", "a results DB's runs (config keys and summary as columns) or any table as CSV/TSV", cmd_export},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
 };
 

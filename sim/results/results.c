@@ -466,3 +466,43 @@ void sim_results_close(sim_results *r)
     tally_reset(&r->t);
     free(r);
 }
+
+/* ---- run id lists (--runs 3,7,10-12) ------------------------------------------ */
+
+static int parse_id(const char *s, const char *end, int64_t *out)
+{
+    char buf[32];
+    if (end - s <= 0 || end - s >= (long)sizeof buf) return -1;
+    memcpy(buf, s, (size_t)(end - s));
+    buf[end - s] = 0;
+    char *e;
+    errno = 0;
+    long long v = strtoll(buf, &e, 10);
+    if (*e || errno || v < 1) return -1;
+    *out = v;
+    return 0;
+}
+
+int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    int cap = 0;
+    for (const char *p = spec;;) {
+        const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p),
+                   *dash = memchr(p, '-', (size_t)(end - p));
+        int64_t a, b;
+        if (parse_id(p, dash ? dash : end, &a) || (dash && parse_id(dash + 1, end, &b)) || (dash && b < a) ||
+            (dash ? b - a : 0) > 1000000) {
+            free(*out);
+            *out = NULL;
+            return sim_errf(err, "--runs '%s': expected ids and ranges such as 3,7,10-12", spec);
+        }
+        for (int64_t id = a; id <= (dash ? b : a); id++) {
+            if (*n == cap) *out = sim_xrealloc(*out, (size_t)(cap = cap ? 2 * cap : 16) * sizeof **out);
+            (*out)[(*n)++] = id;
+        }
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}

@@ -108,6 +108,10 @@ int64_t sim_results_rows(const sim_results *r);
  * id, which is arrival order); NAN for a tenth without one. Queues that grow
  * without bound show as a last tenth far slower than the first. */
 void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms);
+
+/* Run ids from "3,7,10-12" (ids >= 1, ranges ascending; --runs of kvsim
+ * report and export); *out is malloc'd. err quotes the spec. */
+int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's
