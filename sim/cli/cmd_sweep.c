@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sim/cli/cli.h"
+#include "sim/config/schema.h"
 #include "sim/sweep/sweep.h"
 
 static const char sweep_usage[] =
@@ -34,8 +35,11 @@ static const char sweep_usage[] =
     "                       parallel --jobs 8 < FILE\n"
     "                       sbatch --array=1-N --wrap 'sed -n ${SLURM_ARRAY_TASK_ID}p FILE | sh'\n"
     "                     then gather them with  kvsim merge DB DB.parts/*.db\n"
+    "  --json             print the results as one JSON object instead of the table\n"
     "  -h, --help         this help\n"
     "\n"
+    "At the end a table gives every point's run (this sweep's or an earlier one's):\n"
+    "SLO attainment, TTFT p90, TBT p99, block hit rate and rejections.\n"
     "Progress goes to stderr: a bar on a terminal, one line per point otherwise.\n"
     "SIGINT/SIGTERM stop the workers too; finished points stay recorded in FILE.parts/.\n"
     "Exit status: 0 ok, 2 bad arguments/grid/config/database, 1 a point failed,\n"
@@ -62,6 +66,7 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
         {"jobs", required_argument, 0, 'j'},
         {"db", required_argument, 0, 'd'},
         {"emit-jobs", required_argument, 0, 'e'},
+        {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -79,6 +84,7 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
             break;
         case 'd': s->db = optarg; break;
         case 'e': s->emit = optarg; break;
+        case 'J': s->json = true; break;
         case 'h':
             fputs(sweep_usage, stdout);
             *rc = SIM_EXIT_OK;
@@ -103,14 +109,57 @@ static void print_emitted(const sim_sweep *s)
     printf("  then:        kvsim merge %s %s/*.db\n", s->opt.db, s->parts);
 }
 
-static void print_totals(const sim_sweep *s)
+static void print_totals(FILE *f, const sim_sweep *s)
 {
     const sim_merge_stats *st = &s->merged;
-    printf("kvsim sweep: %lld points: %lld run, %lld already recorded, %lld failed in %.1f s -> %s", (long long)s->n,
-           (long long)(s->finished - s->failed), (long long)s->recorded, (long long)s->failed,
-           sim_wall_seconds() - s->opt.t0, s->opt.db);
-    if (st->runs) printf(" (runs %lld-%lld)", (long long)st->first_run, (long long)st->last_run);
-    putchar('\n');
+    fprintf(f, "kvsim sweep: %lld points: %lld run, %lld already recorded, %lld failed in %.1f s -> %s",
+            (long long)s->n, (long long)(s->finished - s->failed), (long long)s->recorded, (long long)s->failed,
+            sim_wall_seconds() - s->opt.t0, s->opt.db);
+    if (st->runs) fprintf(f, " (runs %lld-%lld)", (long long)st->first_run, (long long)st->last_run);
+    fputc('\n', f);
+}
+
+#define J_NUM(o, path) json_number_value(sim_config_path_get(o, path))
+
+/* One line per point: its run, the headline numbers, its grid values. */
+static void print_table(const json_t *points)
+{
+    printf("\n%6s %7s %10s %10s %9s %9s  %s\n", "run", "attain", "TTFT p90", "TBT p99", "hit rate", "rejected",
+           "point");
+    size_t i;
+    const json_t *p;
+    json_array_foreach(points, i, p)
+    {
+        const json_t *s = json_object_get(p, "summary");
+        const char *label = json_string_value(json_object_get(p, "point"));
+        if (!s) {
+            printf("%6s %7s %10s %10s %9s %9s  %s\n", "-", "-", "-", "-", "-", "-", label);
+            continue;
+        }
+        printf("%6lld %7.3f %10.1f %10.2f %9.4f %9.0f  %s\n",
+               (long long)json_integer_value(json_object_get(p, "run_id")), J_NUM(s, "slo_attainment"),
+               J_NUM(s, "ttft_ms.p90"), J_NUM(s, "tbt_ms.p99"), J_NUM(s, "hit_rate_blocks"), J_NUM(s, "rejected.total"),
+               label);
+    }
+}
+
+/* After a run: the totals line (stderr under --json), then the table or
+ * one JSON object {"db", "points": [...]}. */
+static int print_results(const sim_sweep *s, sim_err *err)
+{
+    json_t *points;
+    print_totals(s->opt.json ? stderr : stdout, s);
+    if (sim_sweep_results(s, &points, err)) return -1;
+    if (s->opt.json) {
+        json_t *o = json_pack("{s:s, s:o}", "db", s->opt.db, "points", points);
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        putchar('\n');
+        json_decref(o);
+    } else {
+        print_table(points);
+        json_decref(points);
+    }
+    return 0;
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -134,7 +183,7 @@ static int sweep_main(const sim_sweep_opts *o)
         if (s.stop_signal) rc = 128 + s.stop_signal;
         goto out;
     }
-    print_totals(&s);
+    if (print_results(&s, &err)) goto out;
     rc = s.failed ? SIM_EXIT_INTERNAL : SIM_EXIT_OK;
 out:
     if (err.msg[0]) fprintf(stderr, "kvsim sweep: %s\n", err.msg);

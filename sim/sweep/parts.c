@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "sim/results/merge.h"
 #include "sim/results/results.h"
 #include "sim/sweep/sweep.h"
@@ -28,9 +30,25 @@ static void remove_db_files(const char *path)
     unlink(side);
 }
 
+/* Does the part at path hold a runs table yet? A worker killed as it began
+ * (its sweep died: PR_SET_PDEATHSIG) can leave a database without one. */
+static bool part_has_runs(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    bool yes = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+               sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st,
+                                  NULL) == SQLITE_OK &&
+               sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return yes;
+}
+
 /* Merge every part database into db (name order = grid order), skipping runs
  * already there, and remove the parts that held a run. A part without a
- * completed run is left alone: its point may still be running elsewhere. */
+ * completed run (or without even its tables) is left alone: its point may
+ * still be running elsewhere. */
 int sim_sweep_merge_parts(const sim_sweep *s, sim_results *db, sim_merge_stats *st, sim_err *err)
 {
     char pattern[PATH_MAX + 8];
@@ -40,6 +58,7 @@ int sim_sweep_merge_parts(const sim_sweep *s, sim_results *db, sim_merge_stats *
     int rc = 0;
     for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
         sim_merge_stats one = {0};
+        if (!part_has_runs(g.gl_pathv[i])) continue;
         rc = sim_merge_db(db, g.gl_pathv[i], true, &one, err);
         if (rc == 0 && one.runs + one.skipped > 0) remove_db_files(g.gl_pathv[i]);
         st->runs += one.runs;

@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "sim/config/grid.h"
 #include "sim/results/merge.h"
 #include "sim/results/results.h"
@@ -46,6 +48,7 @@ typedef struct sim_sweep_opts {
     int nbase;
     int jobs;  /* worker processes, >= 1 */
     bool tty;  /* progress as a bar on a terminal, else one line per point */
+    bool json; /* the command prints its results as JSON (the engine ignores it) */
     double t0; /* sim_wall_seconds() at the start, for elapsed times and ETA */
 } sim_sweep_opts;
 
@@ -74,6 +77,12 @@ typedef struct sim_sweep {
  * same database and merges parts a crashed sweep left (recovered). With
  * opt.emit and no database file yet, no database is created. */
 int sim_sweep_open(sim_sweep *s, const sim_sweep_opts *o, sim_err *err);
+
+/* Every point of the grid in order, as {"point": its grid sets as text,
+ * "sets": {key: value}, "run_id", "summary"}: the newest completed run of
+ * it in the database (absent when none, e.g. the point failed). After
+ * sim_sweep_run; the caller owns *out. (table.c) */
+int sim_sweep_results(const sim_sweep *s, json_t **out, sim_err *err);
 
 /* Write one `cd DIR && KVSIM run ...` line per point to run, to opt.emit,
  * creating DB.parts/ for their part databases. */
