@@ -109,33 +109,19 @@ static int load_run(rep *r, int64_t id, sim_err *err)
     return 0;
 }
 
-/* Ids of --runs 1,2,3. */
-/* The completed runs: all, or the last N, in id order. */
-static int query_ids(rep *r, int64_t last, int64_t **ids, int *n, sim_err *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT id FROM (SELECT id FROM runs WHERE summary_json IS NOT NULL ORDER BY id DESC"
-                           " LIMIT ?1) ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return sim_errf(err, "%s: %s", r->db_path, sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(st, 1, last > 0 ? last : -1);
-    int cap = 16;
-    *ids = sim_xcalloc((size_t)cap, sizeof **ids);
-    *n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (*n == cap) *ids = sim_xrealloc(*ids, (size_t)(cap *= 2) * sizeof **ids);
-        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
 static int select_runs(rep *r, const rep_options *a, sim_err *err)
 {
     int64_t *ids = NULL;
     int n = 0;
-    int rc = a->runs ? sim_results_parse_ids(a->runs, &ids, &n, err) : query_ids(r, a->last, &ids, &n, err);
+    int rc = a->runs ? sim_results_parse_ids(a->runs, &ids, &n, err)
+                     : sim_results_select_runs(r->db, a->where, a->last, &ids, &n, err);
+    if (rc == 0 && a->runs && a->where) { /* --runs, of them those --where holds for */
+        int64_t *keep;
+        int nkeep;
+        rc = sim_results_select_runs(r->db, a->where, 0, &keep, &nkeep, err);
+        if (rc == 0) sim_results_keep_ids(ids, &n, keep, nkeep);
+        free(keep);
+    }
     r->runs = sim_xcalloc((size_t)n + 1, sizeof *r->runs);
     for (int i = 0; i < n && rc == 0; i++) rc = load_run(r, ids[i], err);
     free(ids);

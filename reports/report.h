@@ -19,6 +19,7 @@ typedef struct rep_options {
     const char *dir;   /* output directory (created when missing) */
     const char *runs;  /* "ID,..." or NULL = every completed run */
     int64_t last;      /* > 0: the N most recent runs instead */
+    const char *where; /* SQL expression over the runs table, or NULL */
     const char *title; /* page title, NULL = "kvsim report" */
 } rep_options;
 

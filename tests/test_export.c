@@ -3,7 +3,7 @@
  * holds (json_extract, computed by SQLite independently of the export's
  * flattening); a list value (faults) is one CSV cell, quoted per RFC 4180,
  * and reads back as the same JSON; TSV and the other tables; --runs ranges;
- * bad arguments exit 2 naming them. */
+ * --where (export and report); bad arguments exit 2 naming them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +33,13 @@ static int csv_cells(char *line, char **cells, int max)
         if (end != ',') break;
         r++;
     }
+    return n;
+}
+
+static int su_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++) n += *text == '\n';
     return n;
 }
 
@@ -97,6 +104,22 @@ static void test_runs_table(void **state)
     assert_null(strstr(text, "\n1\t")); /* run 1 left out */
     free(text);
     tu_remove_temp(out);
+    /* --where: an SQL expression over the runs table selects runs, for export and report */
+    snprintf(args, sizeof args, "export --db %s --where \"json_extract(config_json, '$.policy.router') = 'random'\"",
+             db);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(su_lines(r.out), 2); /* the header and one run */
+    assert_non_null(strstr(r.out, ",random,"));
+    tu_free(&r);
+    snprintf(args, sizeof args, "export --db %s --runs 1 --where 'id > 1'", db);
+    r = tu_kvsim(args);
+    assert_int_equal(su_lines(r.out), 1); /* both must hold: the header only */
+    tu_free(&r);
+    snprintf(args, sizeof args, "export --db %s --where 'nosuchcol = 1'", db);
+    tu_expect_exit(args, 2, "--where 'nosuchcol = 1': no such column: nosuchcol");
+    snprintf(args, sizeof args, "report --db %s --where 'nosuchcol = 1' -o %s.report", db, db);
+    tu_expect_exit(args, 2, "--where 'nosuchcol = 1': no such column: nosuchcol");
     snprintf(args, sizeof args, "export --db %s --table sampels", db);
     tu_expect_exit(args, 2,
                    "unknown table 'sampels' (runs, requests, samples, replicas, hitrate) (did you mean 'samples'?)");

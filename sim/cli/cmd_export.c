@@ -11,7 +11,7 @@
 #include "sim/results/results.h"
 
 static const char export_usage[] =
-    "usage: kvsim export --db FILE [--format csv|tsv] [--table NAME] [--runs IDS] [-o FILE]\n"
+    "usage: kvsim export --db FILE [--format csv|tsv] [--table NAME] [--runs IDS] [--where SQL] [-o FILE]\n"
     "\n"
     "A results database as a table for spreadsheets, pandas or R. The runs table\n"
     "(the default) has one row per completed run: id, created, kvsim_version,\n"
@@ -24,6 +24,8 @@ static const char export_usage[] =
     "  --format csv|tsv   comma-separated, RFC 4180 quoting (default), or tab-separated\n"
     "  --table NAME       runs (default), requests, samples, replicas, hitrate\n"
     "  --runs IDS         only these runs, e.g. 3,7,10-12 (hitrate: these set ids)\n"
+    "  --where SQL        only runs for which this SQL expression over the runs table holds,\n"
+    "                     e.g. \"json_extract(config_json, '$.policy.router') = 'kvcentric'\"\n"
     "  -o, --out FILE     write here (whole or not at all) instead of stdout\n"
     "  -h, --help         this help\n"
     "\n"
@@ -38,13 +40,10 @@ typedef struct export_args {
 static int parse_args(int argc, char **argv, export_args *a, sim_err *err)
 {
     static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},
-        {"format", required_argument, 0, 'f'},
-        {"table", required_argument, 0, 't'},
-        {"runs", required_argument, 0, 'r'},
-        {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"db", required_argument, 0, 'd'},    {"format", required_argument, 0, 'f'},
+        {"table", required_argument, 0, 't'}, {"runs", required_argument, 0, 'r'},
+        {"out", required_argument, 0, 'o'},   {"where", required_argument, 0, 'w'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -61,6 +60,7 @@ static int parse_args(int argc, char **argv, export_args *a, sim_err *err)
             if (sim_results_parse_ids(optarg, &a->o.runs, &a->o.nruns, err)) return sim_usage_error("export", err->msg);
             break;
         case 'o': a->out = optarg; break;
+        case 'w': a->o.where = optarg; break;
         case 'h': fputs(export_usage, stdout); return -1;
         default: return sim_usage_error("export", "unknown or incomplete option (see kvsim export --help)");
         }

@@ -9,7 +9,7 @@
 #include "sim/cli/cli.h"
 
 static const char report_usage[] =
-    "usage: kvsim report --db FILE [--runs IDS|--last N] [--title TEXT] -o DIR\n"
+    "usage: kvsim report --db FILE [--runs IDS|--last N] [--where SQL] [--title TEXT] -o DIR\n"
     "\n"
     "Write DIR/index.html: a comparison table of the runs (only the config keys that\n"
     "differ between them) and figures, each as DIR/NAME.svg and DIR/NAME.png rendered\n"
@@ -33,6 +33,8 @@ static const char report_usage[] =
     "  --db FILE          results database (kvsim run/sweep/merge --db)\n"
     "  --runs IDS         these runs, e.g. 3,7,10-12 (default: every completed run)\n"
     "  --last N           the N most recent runs\n"
+    "  --where SQL        only runs for which this SQL expression over the runs table holds, e.g.\n"
+    "                     \"json_extract(config_json, '$.policy.router') = 'kvcentric'\"\n"
     "  --title TEXT       page title (default: kvsim report)\n"
     "  -o, --out DIR      output directory (created when missing)\n"
     "  -h, --help         this help\n"
@@ -45,13 +47,10 @@ typedef rep_options report_args;
 static int parse_args(int argc, char **argv, report_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},
-        {"runs", required_argument, 0, 'r'},
-        {"last", required_argument, 0, 'l'},
-        {"title", required_argument, 0, 't'},
-        {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"db", required_argument, 0, 'd'},    {"runs", required_argument, 0, 'r'},
+        {"last", required_argument, 0, 'l'},  {"where", required_argument, 0, 'w'},
+        {"title", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -65,6 +64,7 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
                 return *rc = sim_usage_error("report", err.msg[0] ? err.msg : "--last: expected N >= 1"), -1;
             break;
         case 't': a->title = optarg; break;
+        case 'w': a->where = optarg; break;
         case 'o': a->dir = optarg; break;
         case 'h':
             fputs(report_usage, stdout);

@@ -2,6 +2,7 @@
  * export.h). Reads the database read-only; the runs table's JSON columns
  * are flattened with jansson. */
 #include "sim/results/export.h"
+#include "sim/results/results.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -200,6 +201,21 @@ static int export_plain(const sim_export_opts *o, sqlite3 *db, FILE *f, int64_t 
     return 0;
 }
 
+/* --where: the runs it keeps (of --runs' when both are given) become the
+ * selection, a list of its own (o->runs is then not the caller's). */
+static int narrow(sim_export_opts *o, sqlite3 *db, sim_err *err)
+{
+    if (!o->where) return 0;
+    if (!strcmp(o->table, "hitrate")) return sim_errf(err, "--where selects runs; the hitrate table has none");
+    int64_t *ids;
+    int n;
+    if (sim_results_select_runs(db, o->where, 0, &ids, &n, err)) return -1;
+    if (o->runs) sim_results_keep_ids(ids, &n, o->runs, o->nruns);
+    o->runs = ids ? ids : sim_xcalloc(1, sizeof *ids);
+    o->nruns = n;
+    return 0;
+}
+
 int sim_export(const sim_export_opts *o, FILE *f, int64_t *rows, sim_err *err)
 {
     const char *table = o->table ? o->table : "runs";
@@ -216,7 +232,10 @@ int sim_export(const sim_export_opts *o, FILE *f, int64_t *rows, sim_err *err)
     }
     sim_export_opts one = *o;
     one.table = table;
-    int rc = strcmp(table, "runs") ? export_plain(&one, db, f, rows, err) : export_runs(&one, db, f, rows, err);
+    int rc = narrow(&one, db, err);
+    if (rc == 0)
+        rc = strcmp(table, "runs") ? export_plain(&one, db, f, rows, err) : export_runs(&one, db, f, rows, err);
+    if (one.runs != o->runs) free(one.runs);
     sqlite3_close(db);
     return rc;
 }

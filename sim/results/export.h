@@ -29,6 +29,7 @@ typedef struct sim_export_opts {
     bool tsv;          /* tab-separated instead of comma-separated */
     int64_t *runs;     /* run ids to keep (hitrate: its set ids); NULL = all */
     int nruns;
+    const char *where; /* SQL expression over the runs table (not for hitrate), or NULL */
 } sim_export_opts;
 
 /* Write the table to f; 0, or -1 with err naming the database, table or id. */

@@ -506,3 +506,47 @@ int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err)
         p = comma + 1;
     }
 }
+
+/* ---- run selection (--where, --last) ------------------------------------------- */
+
+int sim_results_select_runs(struct sqlite3 *db, const char *where, int64_t last, int64_t **ids, int *n, sim_err *err)
+{
+    char *sql = sqlite3_mprintf("SELECT id FROM (SELECT id FROM runs WHERE summary_json IS NOT NULL AND (%s)"
+                                " ORDER BY id DESC LIMIT ?1) ORDER BY id",
+                                where && *where ? where : "1");
+    sqlite3_stmt *st = NULL;
+    const char *tail = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, &tail);
+    bool extra = rc == SQLITE_OK && tail && tail[strspn(tail, " \t\n;")]; /* tail points into sql */
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) return sim_errf(err, "--where '%s': %s", where ? where : "", sqlite3_errmsg(db));
+    if (extra || !sqlite3_stmt_readonly(st)) {
+        sqlite3_finalize(st);
+        return sim_errf(err,
+                        "--where '%s': one SQL expression over the runs table, e.g. "
+                        "\"json_extract(config_json, '$.policy.router') = 'kvcentric'\"",
+                        where);
+    }
+    sqlite3_bind_int64(st, 1, last > 0 ? last : -1);
+    int cap = 0;
+    *ids = NULL;
+    *n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) *ids = sim_xrealloc(*ids, (size_t)(cap = cap ? 2 * cap : 16) * sizeof **ids);
+        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    if (rc != SQLITE_DONE) sim_errf(err, "--where '%s': %s", where ? where : "", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+void sim_results_keep_ids(int64_t *ids, int *n, const int64_t *keep, int nkeep)
+{
+    int w = 0;
+    for (int i = 0; i < *n; i++) {
+        bool in = false;
+        for (int k = 0; k < nkeep && !in; k++) in = keep[k] == ids[i];
+        if (in) ids[w++] = ids[i];
+    }
+    *n = w;
+}

@@ -112,6 +112,14 @@ void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last
 /* Run ids from "3,7,10-12" (ids >= 1, ranges ascending; --runs of kvsim
  * report and export); *out is malloc'd. err quotes the spec. */
 int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err);
+/* Ids of the completed runs of db, in id order, for which the SQL
+ * expression where (over the runs table's columns: json_extract on
+ * config_json and summary_json; NULL = all) holds, the last `last` of them
+ * when last > 0. One read-only expression only; errors quote it. *ids is
+ * malloc'd (NULL when none). */
+int sim_results_select_runs(struct sqlite3 *db, const char *where, int64_t last, int64_t **ids, int *n, sim_err *err);
+/* Keep of ids[0..n) those also in keep (order kept; *n updated). */
+void sim_results_keep_ids(int64_t *ids, int *n, const int64_t *keep, int nkeep);
 /* One replica-count sample of one key (Mooncake Fig. 18). */
 int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count, sim_err *err);
 /* Hit-rate points, outside any run: take a fresh id for one invocation's
