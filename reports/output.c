@@ -1,6 +1,6 @@
 /* reports/output.c — what every figure of `kvsim report` writes with: the
  * report's files (opened under its directory), the gnuplot script around a
- * figure's body (an SVG and a PNG terminal in one script), the figure's
+ * figure's body (SVG, PNG and PDF terminals in one script), the figure's
  * section on the page with the provenance of its runs, and escaping for
  * HTML and gnuplot strings. At the bottom of reports/: calls nothing there. */
 #include <errno.h>
@@ -68,19 +68,21 @@ double rep_config_num(const rep_run *run, const char *path)
 
 static const char script_head[] = "# %s.gp — %s\n"
                                   "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
-                                  "#   gnuplot %s.gp        (writes %s.svg and %s.png)\n"
+                                  "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
                                   "reset session\n"
                                   "set datafile separator \"\\t\"\n"
                                   "set encoding utf8\n"
                                   "figure_title = ";
 
 static const char script_loop[] =
-    "do for [fmt in \"svg png\"] {\n"
+    "do for [fmt in \"svg png pdf\"] {\n"
     "if (fmt eq \"svg\") {\n"
     "    set terminal svg size 960,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
-    "} else {\n"
+    "} else { if (fmt eq \"png\") {\n"
     "    set terminal pngcairo size 960,%d noenhanced font \"Sans,10\" background \"#ffffff\"\n"
-    "}\n"
+    "} else {\n"
+    "    set terminal pdfcairo size 10in,%.2fin noenhanced font \"Sans,10\"\n"
+    "} }\n"
     "set output \"%s.\" . fmt\n";
 
 int rep_write_script(rep *r, const char *name, const char *title, const char *body, int height, sim_err *err)
@@ -89,10 +91,10 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
     snprintf(file, sizeof file, "%s.gp", name);
     FILE *f = rep_open(r, file, err);
     if (!f) return -1;
-    fprintf(f, script_head, name, title, name, name, name, name);
+    fprintf(f, script_head, name, title, name, name, name, name, name);
     rep_gp_string(f, title);
     fputc('\n', f);
-    fprintf(f, script_loop, height, height, name);
+    fprintf(f, script_loop, height, height, height / 96.0, name); /* PDF: the PNG's size at 96 dpi */
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
     if (fclose(f) != 0) return sim_errf(err, "writing %s/%s failed", r->dir, file);
@@ -141,6 +143,7 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
     if (strncmp(name, "hitrate", 7)) put_provenance(h, r, run);
     fprintf(h,
             "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "
-            "<a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n</section>\n",
-            name, name, name, name, name, name, name, name);
+            "<a href=\"%s.pdf\">%s.pdf</a> · <a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n"
+            "</section>\n",
+            name, name, name, name, name, name, name, name, name, name);
 }

@@ -350,12 +350,12 @@ static int render(rep *r, sim_err *err)
     return 0;
 }
 
-/* Every figure must have come out as a non-empty SVG and PNG. */
+/* Every figure must have come out as a non-empty SVG, PNG and PDF. */
 static int check_outputs(const rep *r, sim_err *err)
 {
-    static const char *const exts[] = {"svg", "png"};
+    static const char *const exts[] = {"svg", "png", "pdf"};
     for (int i = 0; i < r->nscripts; i++)
-        for (int e = 0; e < 2; e++) {
+        for (int e = 0; e < 3; e++) {
             char path[PATH_MAX];
             struct stat st;
             int n = snprintf(path, sizeof path, "%s/%s", r->dir, r->scripts[i]);

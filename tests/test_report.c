@@ -158,12 +158,12 @@ static void test_figures_only_with_their_data(void **state)
                                           "rejections", "hitrate",    "load_run1",     "load_run2", "load_run3",
                                           "load_run4",  "roles_run1", "replicas_run2", "ttft_qps"};
     static const char *const absent[] = {"roles_run2", "roles_run3", "replicas_run1", "replicas_run3"};
-    static const char *const exts[] = {"svg", "png", "dat", "gp"};
+    static const char *const exts[] = {"svg", "png", "pdf", "dat", "gp"};
     char name[128];
     for (size_t i = 0; i < sizeof present / sizeof present[0]; i++) {
         snprintf(name, sizeof name, "id=\"%s\"", present[i]);
         if (!strstr(html, name)) fail_msg("no section %s", present[i]);
-        for (int e = 0; e < 4; e++) {
+        for (int e = 0; e < 5; e++) {
             snprintf(name, sizeof name, "%s.%s", present[i], exts[e]);
             if (!has_file(rep, name)) fail_msg("%s missing", name);
         }

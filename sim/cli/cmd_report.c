@@ -94,6 +94,7 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "kvsim report: %s\n", err.msg);
         return st == REP_BAD_INPUT ? SIM_EXIT_USAGE : SIM_EXIT_INTERNAL;
     }
-    printf("kvsim report: %s/index.html: %d runs, %d figures (SVG + PNG, with .dat and .gp)\n", a.dir, nruns, nfigures);
+    printf("kvsim report: %s/index.html: %d runs, %d figures (SVG, PNG and PDF, with .dat and .gp)\n", a.dir, nruns,
+           nfigures);
     return SIM_EXIT_OK;
 }
