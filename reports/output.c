@@ -28,19 +28,6 @@ void rep_remove(const rep *r, const char *name)
     unlink(path);
 }
 
-void rep_html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 void rep_gp_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -112,7 +99,7 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
     for (int i = 1; i < n; i++) one_trace = one_trace && !strcmp(runs[i].fp, runs[0].fp);
     if (one_trace && n) {
         fputs(" Trace ", h);
-        rep_html_text(h, runs[0].trace_path);
+        sim_fput_xml(h, runs[0].trace_path);
         fprintf(h, " (fingerprint <code>%s</code>).", runs[0].fp);
     }
     for (int i = 0; i < n; i++) {
@@ -120,7 +107,7 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
                 runs[i].hash, (long long)runs[i].seed);
         if (!one_trace) {
             fputs(", trace ", h);
-            rep_html_text(h, runs[i].trace_path);
+            sim_fput_xml(h, runs[i].trace_path);
             fprintf(h, " (<code>%s</code>)", runs[i].fp);
         }
     }
@@ -131,15 +118,15 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
 {
     FILE *h = r->html.f;
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
-    rep_html_text(h, title);
+    sim_fput_xml(h, title);
     /* onerror: a figure that fails to load says so on the browser console. */
     fprintf(h,
             "</h2>\n<a href=\"%s.png\"><img src=\"%s.svg\" onerror=\"console.error('kvsim report: cannot load ' + "
             "this.src)\" alt=\"",
             name, name);
-    rep_html_text(h, title);
+    sim_fput_xml(h, title);
     fputs("\"></a>\n<p class=\"caption\">", h);
-    rep_html_text(h, caption);
+    sim_fput_xml(h, caption);
     if (strncmp(name, "hitrate", 7)) put_provenance(h, r, run);
     fprintf(h,
             "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "

@@ -130,20 +130,6 @@ static int select_runs(rep *r, const rep_options *a, sim_err *err)
 
 /* ---- config differences and labels ---------------------------------------------- */
 
-/* Flatten a config into out: dotted path -> leaf value (arrays are leaves). */
-static void flatten(const json_t *node, const char *prefix, json_t *out)
-{
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)node, key, val)
-    {
-        char path[512];
-        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
-        if (json_is_object(val)) flatten(val, path, out);
-        else json_object_set(out, path, (json_t *)val);
-    }
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* The dotted keys whose values are not the same in every run, sorted. */
@@ -152,7 +138,7 @@ static json_t *differing_keys(const rep *r)
     json_t **flat = sim_xcalloc((size_t)r->nruns + 1, sizeof *flat), *all = json_object();
     for (int i = 0; i < r->nruns; i++) {
         flat[i] = json_object();
-        flatten(r->runs[i].config, "", flat[i]);
+        sim_json_flatten(r->runs[i].config, "", flat[i]);
         json_object_update(all, flat[i]);
     }
     const char **keys = sim_xcalloc(json_object_size(all) + 1, sizeof *keys);
@@ -257,7 +243,7 @@ static void config_cells(FILE *h, const rep *r, const rep_run *run)
     {
         char *v = value_text(run->config, json_string_value(key));
         fputs("<td class=\"text\">", h);
-        rep_html_text(h, v);
+        sim_fput_xml(h, v);
         fputs("</td>", h);
         free(v);
     }
@@ -292,7 +278,7 @@ static void comparison_table(rep *r)
     json_array_foreach(r->diff_keys, k, key)
     {
         fputs("<th>", h);
-        rep_html_text(h, json_string_value(key));
+        sim_fput_xml(h, json_string_value(key));
         fputs("</th>", h);
     }
     for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++)
@@ -373,9 +359,9 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     FILE *h = r->html.f;
     fprintf(h, page_head, "kvsim report");
     fputs("<h1>", h);
-    rep_html_text(h, a->title ? a->title : "kvsim report");
+    sim_fput_xml(h, a->title ? a->title : "kvsim report");
     fputs("</h1>\n<p>From <code>", h);
-    rep_html_text(h, r->db_path);
+    sim_fput_xml(h, r->db_path);
     fprintf(h,
             "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
             "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",

@@ -65,8 +65,6 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
 /* The figure's section: heading, image, caption text (HTML-escaped), the
  * provenance of `run` (or of every run when NULL) and links to its files. */
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run);
-/* HTML-escaped text. */
-void rep_html_text(FILE *f, const char *s);
 /* A gnuplot double-quoted string literal. */
 void rep_gp_string(FILE *f, const char *s);
 /* The value at a dotted path of a JSON object, or NULL. */

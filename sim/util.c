@@ -208,3 +208,16 @@ char *sim_path_relative(const char *path, const char *dir)
     free(d);
     return out;
 }
+
+void sim_fput_xml(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}

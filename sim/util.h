@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct sim_err {
     char msg[1024];
@@ -61,6 +62,9 @@ static inline double sim_ns_to_ms(int64_t ns) { return (double)ns / 1e6; }
  * in dir should record to name path. Both must exist; NULL when not. The
  * caller frees. */
 char *sim_path_relative(const char *path, const char *dir);
+
+/* Write s to f as HTML/XML text: & < > " escaped (a report page, JUnit XML). */
+void sim_fput_xml(FILE *f, const char *s);
 
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);

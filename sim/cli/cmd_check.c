@@ -97,26 +97,13 @@ static void print_json(json_t *rows, const sim_check_totals *tot, const char *wr
 /* ---- JUnit XML (--junit FILE): one testcase per number, a failure per
  * moved number, one error testcase when the check could not run ---------- */
 
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 static void junit_case(FILE *f, const json_t *row)
 {
     const json_t *e = json_object_get(row, "expected");
     fputs("    <testcase classname=\"", f);
-    xml_text(f, json_string_value(json_object_get(row, "measurement")));
+    sim_fput_xml(f, json_string_value(json_object_get(row, "measurement")));
     fputs("\" name=\"", f);
-    xml_text(f, json_string_value(json_object_get(row, "metric")));
+    sim_fput_xml(f, json_string_value(json_object_get(row, "metric")));
     fputs("\">", f);
     if (!json_is_true(json_object_get(row, "ok")))
         fprintf(f, "<failure message=\"moved: expected %g, got %g (tolerance %g)\"/>", json_number_value(e),
@@ -131,7 +118,7 @@ static int write_junit(const char *path, const char *baseline, const json_t *row
     if (sim_outfile_open(&o, path, err)) return -1;
     FILE *f = o.f;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"kvsim check ");
-    xml_text(f, baseline ? baseline : "(new baseline)");
+    sim_fput_xml(f, baseline ? baseline : "(new baseline)");
     fprintf(f, "\" tests=\"%zu\" failures=\"%d\" errors=\"%d\">\n", json_array_size(rows) + (error != NULL),
             error ? 0 : tot->moved, error != NULL);
     size_t i;
@@ -139,7 +126,7 @@ static int write_junit(const char *path, const char *baseline, const json_t *row
     json_array_foreach(rows, i, row) junit_case(f, row);
     if (error) {
         fputs("    <testcase classname=\"kvsim check\" name=\"setup\"><error message=\"", f);
-        xml_text(f, error);
+        sim_fput_xml(f, error);
         fputs("\"/></testcase>\n", f);
     }
     fputs("  </testsuite>\n</testsuites>\n", f);

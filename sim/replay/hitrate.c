@@ -135,14 +135,16 @@ typedef struct replay_placement {
     int (*pick)(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys, int32_t n);
 } replay_placement;
 
-/* Mooncake §7.3.2: the node with the longest prefix in its own tiers; ties
- * go to the node that has served the fewest requests, then the lowest index. */
-static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
-                               int32_t n)
+/* Of the nodes that have served fewer than cap requests, the one with the
+ * longest prefix in its own tiers; ties go to the node that has served the
+ * fewest requests, then the lowest index. */
+static int longest_prefix_under(const kv_store *s, int nodes, const int64_t *served, int64_t cap, const uint64_t *keys,
+                                int32_t n)
 {
-    int best = 0;
+    int best = -1;
     int32_t best_len = -1;
     for (int i = 0; i < nodes; i++) {
+        if (served[i] >= cap) continue;
         int32_t len = kv_store_prefix_local(s, i, keys, n);
         if (len > best_len || (len == best_len && served[i] < served[best])) {
             best = i;
@@ -150,6 +152,13 @@ static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *serv
         }
     }
     return best;
+}
+
+/* Mooncake §7.3.2: the node with the longest prefix in its own tiers. */
+static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
+                               int32_t n)
+{
+    return longest_prefix_under(s, nodes, served, INT64_MAX, keys, n);
 }
 
 /* Longest prefix with bounded loads (consistent hashing with bounded loads,
@@ -162,18 +171,7 @@ static int pick_longest_prefix(const kv_store *s, int nodes, const int64_t *serv
 static int pick_bounded(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,
                         int32_t n)
 {
-    int64_t cap = (int64_t)ceil(1.25 * (double)(seq + 1) / nodes);
-    int best = -1;
-    int32_t best_len = -1;
-    for (int i = 0; i < nodes; i++) {
-        if (served[i] >= cap) continue;
-        int32_t len = kv_store_prefix_local(s, i, keys, n);
-        if (len > best_len || (len == best_len && served[i] < served[best])) {
-            best = i;
-            best_len = len;
-        }
-    }
-    return best;
+    return longest_prefix_under(s, nodes, served, (int64_t)ceil(1.25 * (double)(seq + 1) / nodes), keys, n);
 }
 
 static int pick_in_turn(const kv_store *s, int nodes, const int64_t *served, int64_t seq, const uint64_t *keys,

@@ -39,24 +39,6 @@ static void put_sep(FILE *f, bool tsv, int i)
 
 /* ---- the runs table: config and summary leaves as columns ----------------- */
 
-/* Every leaf of j under prefix into obj (path → value); lists are leaves. */
-static void flatten(json_t *obj, const char *prefix, const json_t *j)
-{
-    if (!j) return;
-    if (!json_is_object(j)) {
-        json_object_set(obj, prefix, (json_t *)j);
-        return;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)j, key, v)
-    {
-        char path[512];
-        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
-        flatten(obj, path, v);
-    }
-}
-
 /* A leaf as a cell: strings as they are, anything else as compact JSON. */
 static char *cell_text(const json_t *v)
 {
@@ -87,18 +69,8 @@ static json_t *run_row(sqlite3_stmt *st)
     }
     json_t *config = json_loads((const char *)sqlite3_column_text(st, NRUN_FIELDS), 0, NULL),
            *summary = json_loads((const char *)sqlite3_column_text(st, NRUN_FIELDS + 1), 0, NULL);
-    flatten(row, "", config);
-    json_t *s = json_object();
-    flatten(s, "", summary);
-    const char *key;
-    json_t *v;
-    json_object_foreach(s, key, v)
-    {
-        char path[600];
-        snprintf(path, sizeof path, "summary.%s", key);
-        json_object_set(row, path, v);
-    }
-    json_decref(s);
+    sim_json_flatten(config, "", row);
+    sim_json_flatten(summary, "summary", row);
     json_decref(config);
     json_decref(summary);
     return row;

@@ -467,6 +467,19 @@ void sim_results_close(sim_results *r)
     free(r);
 }
 
+void sim_json_flatten(const json_t *node, const char *prefix, json_t *out)
+{
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)node, key, val)
+    {
+        char path[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+        if (json_is_object(val)) sim_json_flatten(val, path, out);
+        else json_object_set(out, path, (json_t *)val);
+    }
+}
+
 /* ---- run id lists (--runs 3,7,10-12) ------------------------------------------ */
 
 static int parse_id(const char *s, const char *end, int64_t *out)

@@ -109,6 +109,11 @@ int64_t sim_results_rows(const sim_results *r);
  * without bound show as a last tenth far slower than the first. */
 void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms);
 
+/* Every leaf of the JSON object node into out, keyed by its dotted path
+ * below prefix ("" at the top): "cluster.prefill" -> 4. Objects are walked,
+ * anything else (lists included) is a leaf. */
+void sim_json_flatten(const json_t *node, const char *prefix, json_t *out);
+
 /* Run ids from "3,7,10-12" (ids >= 1, ranges ascending; --runs of kvsim
  * report and export); *out is malloc'd. err quotes the spec. */
 int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err);
