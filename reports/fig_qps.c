@@ -203,7 +203,7 @@ int rep_fig_ttft_qps(rep *r, sim_err *err)
     fclose(dat);
     char *body = plot_body(cs, nc), *caption = caption_text(cs, nc);
     const char *title = "TTFT against offered load per configuration";
-    int rc = rep_write_script(r, "ttft_qps", title, body, 540, err);
+    int rc = rep_write_script(r, "ttft_qps", title, body, REP_WIDTH, 540, err);
     if (rc == 0) rep_section(r, "ttft_qps", title, caption, NULL);
     free(body);
     free(caption);

@@ -12,322 +12,9 @@
 
 #include "reports/report_int.h"
 
-/* Rows of a CDF kept per run: every request up to this many, evenly spaced
- * order statistics beyond (a 1M-request run still plots instantly). */
-#define CDF_MAX_POINTS   2000
 #define MAX_KEYED_SERIES 16 /* more series than this: no legend */
 
-typedef struct body {
-    char *text;
-    size_t len;
-    FILE *f;
-} body;
-
-static void body_open(body *b) { b->f = open_memstream(&b->text, &b->len); }
-
-#define HEIGHT      540 /* pixels of a one-panel figure */
-#define HEIGHT_TALL 760 /* two panels */
-
-static int body_finish(rep *r, body *b, const char *name, const char *title, int height, sim_err *err)
-{
-    fclose(b->f);
-    int rc = rep_write_script(r, name, title, b->text, height, err);
-    free(b->text);
-    return rc;
-}
-
-static sqlite3_stmt *prepare(rep *r, const char *sql, sim_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
-        sim_errf(err, "%s: query failed: %s", r->db_path, sqlite3_errmsg(r->db));
-    return st;
-}
-
-/* The count a query returns for ?1 = run_id (and ?2 = text, when given). */
-static int64_t count_rows(rep *r, const char *sql, int64_t run_id, const char *text)
-{
-    sqlite3_stmt *st = prepare(r, sql, NULL);
-    int64_t n = 0;
-    if (!st) return 0;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (text) sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
-static bool table_exists(rep *r, const char *table)
-{
-    sqlite3_stmt *st = prepare(r, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", NULL);
-    if (!st) return false;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
-}
-
-/* One plot clause: "FILE" index I using U with STYLE title "T". */
-static void plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
-                        const char *title)
-{
-    fprintf(f, "%s\"%s\" index %d using %s with %s ", first ? "plot " : ", \\\n     ", file, index, using, style);
-    if (title) {
-        fputs("title ", f);
-        rep_gp_string(f, title);
-    } else {
-        fputs("notitle", f);
-    }
-}
-
-/* ---- TTFT and TBT CDFs -------------------------------------------------------- */
-
-typedef struct cdf_spec {
-    const char *name, *col, *slo_key, *what, *title;
-} cdf_spec;
-
-/* Write one run's CDF block: at most CDF_MAX_POINTS evenly spaced order
- * statistics (always the first and last), y = rank / n. */
-static int write_cdf_block(rep *r, FILE *dat, const cdf_spec *c, const rep_run *run, double *lo, double *hi,
-                           sim_err *err)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT COUNT(%s) FROM requests WHERE run_id=?1", c->col);
-    int64_t n = count_rows(r, sql, run->id, NULL);
-    if (n == 0) return 0;
-    snprintf(sql, sizeof sql, "SELECT %s FROM requests WHERE run_id=?1 AND %s IS NOT NULL ORDER BY %s", c->col, c->col,
-             c->col);
-    sqlite3_stmt *st = prepare(r, sql, err);
-    if (!st) return -1;
-    sqlite3_bind_int64(st, 1, run->id);
-    int64_t step = n > CDF_MAX_POINTS ? (n + CDF_MAX_POINTS - 1) / CDF_MAX_POINTS : 1;
-    fprintf(dat, "# run %lld: %s\n", (long long)run->id, run->label);
-    for (int64_t k = 1; sqlite3_step(st) == SQLITE_ROW; k++) {
-        double v = sqlite3_column_double(st, 0);
-        if (k == 1 || k == n || k % step == 0) fprintf(dat, "%.6g\t%.6g\n", v, (double)k / (double)n);
-        if (v > 0 && v < *lo) *lo = v;
-        if (v > *hi) *hi = v;
-    }
-    fputs("\n\n", dat);
-    sqlite3_finalize(st);
-    return 1;
-}
-
-/* Dashed vertical lines at each distinct SLO of the plotted runs. */
-static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, double *hi)
-{
-    double seen[64];
-    int nseen = 0;
-    for (int i = 0; i < r->nruns && nseen < 64; i++) {
-        double slo = rep_config_num(&r->runs[i], c->slo_key);
-        bool dup = isnan(slo);
-        for (int k = 0; k < nseen && !dup; k++) dup = seen[k] == slo;
-        if (dup) continue;
-        seen[nseen++] = slo;
-        if (slo > *hi) *hi = slo;
-        fprintf(b,
-                "set arrow from %g, graph 0 to %g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
-                slo, slo);
-        fprintf(b, "set label \"SLO %g ms\" at %g, graph 0.5 left offset 0.5, 0 textcolor rgb \"#c00000\"\n", slo, slo);
-    }
-}
-
-static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
-{
-    char file[64];
-    snprintf(file, sizeof file, "%s.dat", c->name);
-    FILE *dat = rep_open(r, file, err);
-    if (!dat) return -1;
-    body b;
-    body_open(&b);
-    double lo = INFINITY, hi = 0;
-    int nblocks = 0, rc = 0;
-    for (int i = 0; i < r->nruns && rc >= 0; i++) {
-        rc = write_cdf_block(r, dat, c, &r->runs[i], &lo, &hi, err);
-        if (rc == 1) plot_clause(b.f, nblocks == 0, file, nblocks, "1:2", "lines linewidth 2", r->runs[i].label);
-        nblocks += rc == 1;
-    }
-    fclose(dat);
-    fputc('\n', b.f);
-    fclose(b.f);
-    if (rc < 0 || nblocks == 0) {
-        free(b.text);
-        if (nblocks == 0) rep_remove(r, file);
-        return rc < 0 ? -1 : 0;
-    }
-    /* The plot command is written last: settings come first. */
-    char *plot = b.text;
-    body_open(&b);
-    fprintf(b.f, "set xlabel \"%s (ms)\"\nset ylabel \"fraction of completed requests\"\n", c->what);
-    fputs("set title figure_title\nset yrange [0:1]\nset grid\nset key below height 1\n", b.f);
-    slo_lines(b.f, r, c, &hi);
-    if (lo < INFINITY) fprintf(b.f, "set logscale x 10\nset xrange [%g:%g]\n", lo / 1.5, hi * 1.5);
-    fputs(plot, b.f);
-    free(plot);
-    if (body_finish(r, &b, c->name, c->title, HEIGHT + 12 * nblocks, err)) return -1; /* room for the key */
-    char caption[256];
-    snprintf(caption, sizeof caption,
-             "Cumulative distribution of %s over each run's completed requests (log scale); dashed red lines: the "
-             "%s SLO.",
-             c->what, c->what);
-    rep_section(r, c->name, c->title, caption, NULL);
-    return 1;
-}
-
-int rep_fig_ttft(rep *r, sim_err *err)
-{
-    const cdf_spec c = {"ttft_cdf", "ttft_ms", "slo.ttft_ms", "TTFT", "TTFT distribution per run"};
-    return cdf_figure(r, &c, err);
-}
-
-int rep_fig_tbt(rep *r, sim_err *err)
-{
-    const cdf_spec c = {"tbt_cdf", "tbt_ms", "slo.tbt_ms", "TBT", "TBT distribution per run"};
-    return cdf_figure(r, &c, err);
-}
-
-/* ---- SLO attainment and goodput ------------------------------------------------- */
-
-/* ---- per-run bars: SLO, latency, cache, rejections ----------------------------- */
-
-typedef struct bar_metric {
-    const char *path; /* summary path, e.g. "ttft_ms.mean" */
-    const char *axis; /* axis label */
-    double max;       /* x range end (0 = automatic) */
-} bar_metric;
-
-typedef struct bar_figure {
-    const char *name, *title, *caption;
-    bar_metric left, right;
-    bool only_if_nonzero; /* drawn only when some run has a nonzero left value */
-} bar_figure;
-
-static const bar_figure bar_figures[] = {
-    {"slo",
-     "SLO attainment and goodput per run",
-     "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all requests, "
-     "rejected ones included). Right: goodput, effective requests per simulated second.",
-     {"slo_attainment", "SLO attainment (effective / all requests)", 1},
-     {"goodput_rps", "goodput (effective requests/s)", 0},
-     false},
-    {"latency",
-     "Mean TTFT and TBT per run",
-     "Mean time to first token and mean TBT (each request's mean of its longest 10% inter-token intervals) over the "
-     "completed requests (Mooncake Fig. 5 and 23b).",
-     {"ttft_ms.mean", "mean TTFT (ms)", 0},
-     {"tbt_ms.mean", "mean TBT (ms)", 0},
-     false},
-    {"cache",
-     "Prefix hit rate and prefill GPU time per run",
-     "Block prefix hit rate of the prefilled requests and the mean compute time a prefill occupied (Mooncake Fig. 17).",
-     {"hit_rate_blocks", "prefix hit rate (blocks)", 1},
-     {"prefill_gpu_s_mean", "prefill GPU time per request (s)", 0},
-     false},
-    {"pic",
-     "Peak HBM KV footprint and recompute fraction per run",
-     "Position-independent caching (kvstore.pic; DESIGN.md section 11). Left: the highest HBM KV footprint of a "
-     "prefill instance, in blocks of kvstore.pic_block_tokens tokens (blocks of store objects held by requests in "
-     "flight, each once, plus their private blocks; MEPIC Fig. 7). Right: tokens computed over input tokens.",
-     {"peak_footprint_blocks", "peak HBM KV footprint (blocks)", 0},
-     {"recompute_fraction", "recompute fraction", 1},
-     true},
-    {"rejections",
-     "Rejected requests per run",
-     "All rejected requests, and those rejected after their prefill ran: wasted prefill (Mooncake Table 4).",
-     {"rejected.total", "rejected requests", 0},
-     {"rejected.after_prefill", "rejected after prefill (wasted)", 0},
-     true},
-};
-
-/* Horizontal bars, one row per run (labels stay readable with many runs),
- * two panels side by side. */
-static const char bars_settings[] = "set multiplot title figure_title\n"
-                                    "set style fill solid 0.85 border -1\n"
-                                    "set grid xtics\n"
-                                    "set tmargin 3\n"
-                                    "set yrange [%d - 0.4:-0.6]\n"
-                                    "set ytics nomirror scale 0\n";
-
-static const char bars_panel[] =
-    "set lmargin at screen %.3f\n"
-    "set rmargin at screen %.3f\n"
-    "set xlabel \"%s\"\n"
-    "set xrange [0:%g]\n"
-    "set format x \"%s\"\n"
-    "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3)%s with boxxyerror linecolor rgb \"%s\" notitle, \\\n"
-    "     \"\" using %d:0:($%d >= 1000 ? sprintf(\" %%.0f\", $%d) : sprintf(\" %%.4g\", $%d)) with labels left "
-    "notitle\n";
-
-static double summary_at(const rep_run *run, const char *path)
-{
-    return json_number_value(rep_json_at(run->summary, path));
-}
-
-/* The x range end of a panel: the metric's own maximum, else the largest
- * value; room is left for the value labels (1 when everything is 0). */
-static double range_end(const rep *r, const bar_metric *m)
-{
-    double top = m->max;
-    for (int i = 0; i < r->nruns && !m->max; i++) top = fmax(top, summary_at(&r->runs[i], m->path));
-    return top > 0 ? top * 1.25 : 1;
-}
-
-static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
-                             double right, bool labels)
-{
-    double end = range_end(r, m);
-    fprintf(b, bars_panel, left, right, m->axis, end, end >= 1e4 ? "%.0s%c" : "%g", f->name, col, col,
-            labels ? ":ytic(2)" : "", col == 3 ? "#4472c4" : "#70ad47", col, col, col, col);
-}
-
-/* The run labels get the left margin they need (about 7 px a character at
- * 960 px); the two panels share the rest. */
-static void bars_body(FILE *b, const rep *r, const bar_figure *f)
-{
-    size_t longest = 0;
-    for (int i = 0; i < r->nruns; i++)
-        longest = strlen(r->runs[i].label) > longest ? strlen(r->runs[i].label) : longest;
-    double left = fmin(0.5, fmax(0.15, 0.03 + 0.0075 * (double)longest)), mid = left + (0.97 - left - 0.06) / 2;
-    fprintf(b, bars_settings, r->nruns);
-    bars_panel_write(b, r, f, &f->left, 3, left, mid, true);
-    fputs("set format y \"\"\n", b);
-    bars_panel_write(b, r, f, &f->right, 4, mid + 0.06, 0.97, false);
-    fputs("unset multiplot\n", b);
-}
-
-static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
-{
-    bool any = false;
-    for (int i = 0; i < r->nruns; i++) any = any || summary_at(&r->runs[i], f->left.path) != 0;
-    if (!r->nruns || (f->only_if_nonzero && !any)) return 0;
-    char file[64];
-    snprintf(file, sizeof file, "%s.dat", f->name);
-    FILE *dat = rep_open(r, file, err);
-    if (!dat) return -1;
-    fprintf(dat, "# run\tlabel\t%s\t%s\n", f->left.path, f->right.path);
-    for (int i = 0; i < r->nruns; i++)
-        fprintf(dat, "%lld\t%s\t%.6g\t%.6g\n", (long long)r->runs[i].id, r->runs[i].label,
-                summary_at(&r->runs[i], f->left.path), summary_at(&r->runs[i], f->right.path));
-    fclose(dat);
-    body b;
-    body_open(&b);
-    bars_body(b.f, r, f);
-    int height = 140 + 36 * r->nruns;
-    if (body_finish(r, &b, f->name, f->title, height < 320 ? 320 : height, err)) return -1;
-    rep_section(r, f->name, f->title, f->caption, NULL);
-    return 1;
-}
-
-int rep_fig_bars(rep *r, sim_err *err)
-{
-    int made = 0;
-    for (size_t i = 0; i < sizeof bar_figures / sizeof bar_figures[0]; i++) {
-        int rc = bar_figure_write(r, &bar_figures[i], err);
-        if (rc < 0) return -1;
-        made += rc;
-    }
-    return made > 0;
-}
+static const char *col_text(sqlite3_stmt *st, int i);
 
 /* ---- hit rate vs capacity (Mooncake Fig. 16) ---------------------------------------- */
 
@@ -355,7 +42,7 @@ typedef struct hr_curve {
 
 static int load_curves(rep *r, hr_curve **out, int *n, sim_err *err)
 {
-    sqlite3_stmt *st = prepare(r, hitrate_curves_sql, err);
+    sqlite3_stmt *st = rep_prepare(r, hitrate_curves_sql, err);
     if (!st) return -1;
     int cap = 8;
     *out = sim_xcalloc((size_t)cap, sizeof **out);
@@ -408,7 +95,7 @@ static void setup_parts(const hr_curve *c, int n, int i, bool common, char *buf,
 
 static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo, double *hi, sim_err *err)
 {
-    sqlite3_stmt *pts = prepare(r, hitrate_points_sql, err);
+    sqlite3_stmt *pts = rep_prepare(r, hitrate_points_sql, err);
     if (!pts) return -1;
     sqlite3_bind_int64(pts, 1, c->id);
     sqlite3_bind_text(pts, 2, c->policy, -1, SQLITE_STATIC);
@@ -429,7 +116,7 @@ static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo,
 /* The infinite-cache maxima as flat two-point lines across the capacity range. */
 static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, double lo, double hi, sim_err *err)
 {
-    sqlite3_stmt *st = prepare(r, hitrate_max_sql, err);
+    sqlite3_stmt *st = rep_prepare(r, hitrate_max_sql, err);
     if (!st) return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         double m = sqlite3_column_double(st, 2);
@@ -437,8 +124,8 @@ static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *ind
                 lo, m, hi, m);
         char title[128];
         snprintf(title, sizeof title, "infinite cache (%.3f), trace %.8s", m, col_text(st, 0));
-        plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2",
-                    "lines dashtype 2 linewidth 2 linecolor rgb \"black\"", title);
+        rep_plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2",
+                        "lines dashtype 2 linewidth 2 linecolor rgb \"black\"", title);
         fprintf(caption, " Infinite cache of trace %s (fingerprint %s): %.4f.", col_text(st, 1), col_text(st, 0), m);
         (*index)++;
     }
@@ -464,7 +151,7 @@ static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *inde
         if (!*title) snprintf(title, sizeof title, "%s", c[i].policy);
         if (strcmp(c[i].fp, c[0].fp))
             snprintf(title + strlen(title), sizeof title - strlen(title), ", trace %.8s", c[i].fp);
-        plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
+        rep_plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
         fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title, (long long)c[i].id,
                 c[i].path, c[i].fp);
         (*index)++;
@@ -485,12 +172,12 @@ static const char hitrate_settings[] = "set title figure_title\n"
 
 int rep_fig_hitrate(rep *r, sim_err *err)
 {
-    if (!table_exists(r, "hitrate")) return 0;
+    if (!rep_table_exists(r, "hitrate")) return 0;
     FILE *dat = rep_open(r, "hitrate.dat", err);
     if (!dat) return -1;
-    body plot, caption;
-    body_open(&plot);
-    body_open(&caption);
+    rep_body plot, caption;
+    rep_body_open(&plot);
+    rep_body_open(&caption);
     fputs(hitrate_settings, plot.f);
     fputs("Prefix hit rate of a cache-only replay (kvsim hitrate --db) against the cache capacity per node; dashed: "
           "the trace's infinite-cache maximum.",
@@ -500,7 +187,7 @@ int rep_fig_hitrate(rep *r, sim_err *err)
     fputc('\n', plot.f);
     fclose(caption.f);
     if (rc == 0 && index > 0) {
-        rc = body_finish(r, &plot, "hitrate", "Hit rate vs cache capacity", HEIGHT, err);
+        rc = rep_body_finish(r, &plot, "hitrate", "Hit rate vs cache capacity", REP_WIDTH, REP_HEIGHT, err);
         if (rc == 0) rep_section(r, "hitrate", "Hit rate vs cache capacity", caption.text, NULL);
     } else {
         fclose(plot.f);
@@ -520,15 +207,15 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
                             const char *file, sim_err *err)
 {
     sqlite3_stmt *st =
-        prepare(r,
-                "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
-                " (SELECT DISTINCT instance FROM samples WHERE run_id=?1 AND role=?2) ORDER BY instance, t_ms",
-                err);
+        rep_prepare(r,
+                    "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
+                    " (SELECT DISTINCT instance FROM samples WHERE run_id=?1 AND role=?2) ORDER BY instance, t_ms",
+                    err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-    bool keyed = count_rows(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id,
-                            role) <= MAX_KEYED_SERIES;
+    bool keyed = rep_count(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id,
+                           role) <= MAX_KEYED_SERIES;
     int inst = -1, count = 0;
     bool in_segment = false;
     char title[64];
@@ -538,7 +225,8 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
             if (inst >= 0) fputs("\n\n", dat);
             fprintf(dat, "# %s load of instance %d\n", role, i);
             snprintf(title, sizeof title, "instance %d", i);
-            plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5", keyed ? title : NULL);
+            rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
+                            keyed ? title : NULL);
             inst = i;
             count++;
             in_segment = false;
@@ -563,7 +251,7 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
                                         "pointtype 6 linecolor rgb \"#ff8c00\"",
                                         "pointtype 8 linecolor rgb \"#7030a0\""};
     sqlite3_stmt *st =
-        prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms", err);
+        rep_prepare(r, "SELECT arrival_ms FROM requests WHERE run_id=?1 AND stage=?2 ORDER BY arrival_ms", err);
     if (!st) return -1;
     for (size_t s = 0; s < sizeof stages / sizeof stages[0]; s++) {
         sqlite3_bind_int64(st, 1, run->id);
@@ -579,7 +267,8 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
         char title[64], style[96];
         snprintf(title, sizeof title, "rejected %s (%lld)", stages[s], (long long)n);
         snprintf(style, sizeof style, "points pointsize 0.6 %s", marks[s]);
-        for (int p = 0; p < npanels; p++) plot_clause(panels[p], false, file, *next_index, "($1/1000):2", style, title);
+        for (int p = 0; p < npanels; p++)
+            rep_plot_clause(panels[p], false, file, *next_index, "($1/1000):2", style, title);
         (*next_index)++;
     }
     sqlite3_finalize(st);
@@ -600,11 +289,11 @@ static const char load_panel[] =
 static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const char *file, sim_err *err)
 {
     static const char *const roles[] = {"prefill", "decode"};
-    body panel[2];
+    rep_body panel[2];
     FILE *with_lines[2];
     int index = 0, rc = 0, nlines = 0;
     for (int k = 0; k < 2; k++) {
-        body_open(&panel[k]);
+        rep_body_open(&panel[k]);
         fprintf(panel[k].f, load_panel, roles[k], roles[k]);
         int n = rc < 0 ? 0 : write_role_loads(r, dat, run, roles[k], &index, panel[k].f, file, err);
         if (n < 0) rc = -1;
@@ -625,9 +314,9 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
  * (0 included, so a role that empties shows as 0). */
 static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, const char *file, sim_err *err)
 {
-    sqlite3_stmt *roles = prepare(r, "SELECT DISTINCT role FROM samples WHERE run_id=?1 ORDER BY role", err);
+    sqlite3_stmt *roles = rep_prepare(r, "SELECT DISTINCT role FROM samples WHERE run_id=?1 ORDER BY role", err);
     sqlite3_stmt *counts =
-        prepare(r, "SELECT t_ms, SUM(role = ?2) FROM samples WHERE run_id=?1 GROUP BY t_ms ORDER BY t_ms", err);
+        rep_prepare(r, "SELECT t_ms, SUM(role = ?2) FROM samples WHERE run_id=?1 GROUP BY t_ms ORDER BY t_ms", err);
     int index = 0;
     if (roles && counts) {
         sqlite3_bind_int64(roles, 1, run->id);
@@ -635,7 +324,7 @@ static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, 
         for (; sqlite3_step(roles) == SQLITE_ROW; index++) {
             const char *role = col_text(roles, 0);
             fprintf(dat, "%s# instances in role %s\n", index ? "\n\n" : "", role);
-            plot_clause(plot, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
+            rep_plot_clause(plot, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
             sqlite3_bind_text(counts, 2, role, -1, SQLITE_TRANSIENT);
             while (sqlite3_step(counts) == SQLITE_ROW)
                 fprintf(dat, "%.6g\t%d\n", sqlite3_column_double(counts, 0), sqlite3_column_int(counts, 1));
@@ -660,7 +349,7 @@ static const char replica_ranks_sql[] =
 /* The sample times of the run's replica table. */
 static int replica_times(rep *r, const rep_run *run, double **times, int *n, sim_err *err)
 {
-    sqlite3_stmt *st = prepare(r, "SELECT DISTINCT t_ms FROM replicas WHERE run_id=?1 ORDER BY t_ms", err);
+    sqlite3_stmt *st = rep_prepare(r, "SELECT DISTINCT t_ms FROM replicas WHERE run_id=?1 ORDER BY t_ms", err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     int cap = 64;
@@ -704,17 +393,17 @@ static int write_replicas(rep *r, const rep_run *run, FILE *dat, FILE *plot, con
     int ntimes = 0, nkeys = 0, rc = -1;
     char *keys[REPLICA_RANKS] = {0};
     int ranks[REPLICA_RANKS];
-    sqlite3_stmt *ranked = prepare(r, replica_ranks_sql, err), *rows = NULL;
+    sqlite3_stmt *ranked = rep_prepare(r, replica_ranks_sql, err), *rows = NULL;
     if (ranked && replica_times(r, run, &times, &ntimes, err) == 0) {
         sqlite3_bind_int64(ranked, 1, run->id);
         for (; nkeys < REPLICA_RANKS && sqlite3_step(ranked) == SQLITE_ROW; nkeys++) {
             keys[nkeys] = sim_xstrdup(col_text(ranked, 0));
             ranks[nkeys] = sqlite3_column_int(ranked, 1);
         }
-        rows = prepare(r,
-                       "SELECT key, t_ms, count FROM replicas WHERE run_id=?1 AND key IN (?2, ?3, ?4, ?5, ?6)"
-                       " ORDER BY key, t_ms",
-                       err);
+        rows = rep_prepare(r,
+                           "SELECT key, t_ms, count FROM replicas WHERE run_id=?1 AND key IN (?2, ?3, ?4, ?5, ?6)"
+                           " ORDER BY key, t_ms",
+                           err);
     }
     if (rows) {
         rc = 0;
@@ -732,7 +421,7 @@ static int write_replicas(rep *r, const rep_run *run, FILE *dat, FILE *plot, con
         for (int k = 0; k < nkeys; k++) { /* the legend in rank order */
             char title[64];
             snprintf(title, sizeof title, "key ranked %d", ranks[k]);
-            plot_clause(plot, k == 0, file, block[k], "($1/1000):2", "linespoints linewidth 2 pointtype 7", title);
+            rep_plot_clause(plot, k == 0, file, block[k], "($1/1000):2", "linespoints linewidth 2 pointtype 7", title);
         }
         fputc('\n', plot);
     }
@@ -754,22 +443,22 @@ typedef struct timeline_fig {
 
 static bool has_samples(rep *r, const rep_run *run)
 {
-    return count_rows(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL) > 0;
+    return rep_count(r, "SELECT COUNT(*) FROM samples WHERE run_id=?1", run->id, NULL) > 0;
 }
 
 /* Only when some instance changed role (a PD-ratio controller at work). */
 static bool has_role_changes(rep *r, const rep_run *run)
 {
-    return count_rows(r,
-                      "SELECT COUNT(*) FROM (SELECT instance FROM samples WHERE run_id=?1 GROUP BY instance"
-                      " HAVING COUNT(DISTINCT role) > 1)",
-                      run->id, NULL) > 0;
+    return rep_count(r,
+                     "SELECT COUNT(*) FROM (SELECT instance FROM samples WHERE run_id=?1 GROUP BY instance"
+                     " HAVING COUNT(DISTINCT role) > 1)",
+                     run->id, NULL) > 0;
 }
 
 static bool has_replicas(rep *r, const rep_run *run)
 {
-    return table_exists(r, "replicas") &&
-           count_rows(r, "SELECT COUNT(*) FROM replicas WHERE run_id=?1", run->id, NULL) > 0;
+    return rep_table_exists(r, "replicas") &&
+           rep_count(r, "SELECT COUNT(*) FROM replicas WHERE run_id=?1", run->id, NULL) > 0;
 }
 
 static const timeline_fig timeline_figs[] = {
@@ -777,20 +466,20 @@ static const timeline_fig timeline_figs[] = {
      "Load of each prefill instance (estimated queue time / TTFT SLO) and decode instance (estimated iteration time "
      "/ TBT SLO) per sample period (Mooncake Fig. 6/7); marks at 0: rejected requests at their arrival, by "
      "rejection stage.",
-     HEIGHT_TALL, has_samples, write_load},
+     REP_HEIGHT_TALL, has_samples, write_load},
     {"roles", "Instance roles over time, run #%lld",
      "set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"instances\"\nset grid\n"
      "set key outside right top\nset yrange [0:*]\n",
      "Number of instances in each role per sample period, as the PD-ratio controller moves instances between "
      "prefill and decode (Mooncake Fig. 8).",
-     HEIGHT, has_role_changes, write_role_counts},
+     REP_HEIGHT, has_role_changes, write_role_counts},
     {"replicas", "Replicas of hot keys over time, run #%lld",
      "set title figure_title\nset xlabel \"time (s)\"\nset ylabel \"replicas\"\nset grid\n"
      "set key outside right top\nset yrange [0:*]\n",
      "Copies across the KV pool of the block keys ranked 1st, 10th, 100th, 1,000th and 10,000th by their "
      "cumulative count over all samples (Mooncake Fig. 18); only keys with two or more copies are sampled, so a "
      "gap is a sample with fewer.",
-     HEIGHT, has_replicas, write_replicas},
+     REP_HEIGHT, has_replicas, write_replicas},
 };
 
 /* PREFIX_runID.dat and .gp and the section, when the run has the data. */
@@ -803,8 +492,8 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
     snprintf(title, sizeof title, f->title, (long long)run->id);
     FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
-    body b;
-    body_open(&b);
+    rep_body b;
+    rep_body_open(&b);
     fputs(f->settings, b.f);
     int rc = f->write(r, run, dat, b.f, file, err);
     fclose(dat);
@@ -813,7 +502,7 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
         free(b.text);
         return -1;
     }
-    if (body_finish(r, &b, name, title, f->height, err)) return -1;
+    if (rep_body_finish(r, &b, name, title, REP_WIDTH, f->height, err)) return -1;
     rep_section(r, name, title, f->caption, run);
     return 1;
 }

@@ -64,15 +64,15 @@ static const char script_head[] = "# %s.gp — %s\n"
 static const char script_loop[] =
     "do for [fmt in \"svg png pdf\"] {\n"
     "if (fmt eq \"svg\") {\n"
-    "    set terminal svg size 960,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
+    "    set terminal svg size %d,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
     "} else { if (fmt eq \"png\") {\n"
-    "    set terminal pngcairo size 960,%d noenhanced font \"Sans,10\" background \"#ffffff\"\n"
+    "    set terminal pngcairo size %d,%d noenhanced font \"Sans,10\" background \"#ffffff\"\n"
     "} else {\n"
-    "    set terminal pdfcairo size 10in,%.2fin noenhanced font \"Sans,10\"\n"
+    "    set terminal pdfcairo size %.2fin,%.2fin noenhanced font \"Sans,10\"\n"
     "} }\n"
     "set output \"%s.\" . fmt\n";
 
-int rep_write_script(rep *r, const char *name, const char *title, const char *body, int height, sim_err *err)
+int rep_write_script(rep *r, const char *name, const char *title, const char *body, int width, int height, sim_err *err)
 {
     char file[96];
     snprintf(file, sizeof file, "%s.gp", name);
@@ -81,7 +81,8 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
     fprintf(f, script_head, name, title, name, name, name, name, name);
     rep_gp_string(f, title);
     fputc('\n', f);
-    fprintf(f, script_loop, height, height, height / 96.0, name); /* PDF: the PNG's size at 96 dpi */
+    fprintf(f, script_loop, width, height, width, height, width / 96.0, height / 96.0,
+            name); /* PDF: the PNG's size at 96 dpi */
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
     if (fclose(f) != 0) return sim_errf(err, "writing %s/%s failed", r->dir, file);
@@ -133,4 +134,103 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
             "<a href=\"%s.pdf\">%s.pdf</a> · <a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n"
             "</section>\n",
             name, name, name, name, name, name, name, name, name, name);
+}
+
+/* ---- figure bodies and plot clauses -------------------------------------------------- */
+
+void rep_body_open(rep_body *b) { b->f = open_memstream(&b->text, &b->len); }
+
+void rep_body_discard(rep_body *b)
+{
+    fclose(b->f);
+    free(b->text);
+}
+
+int rep_body_finish(rep *r, rep_body *b, const char *name, const char *title, int width, int height, sim_err *err)
+{
+    fclose(b->f);
+    int rc = rep_write_script(r, name, title, b->text, width, height, err);
+    free(b->text);
+    return rc;
+}
+
+sqlite3_stmt *rep_prepare(rep *r, const char *sql, sim_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+        sim_errf(err, "%s: query failed: %s", r->db_path, sqlite3_errmsg(r->db));
+    return st;
+}
+
+int64_t rep_count(rep *r, const char *sql, int64_t run_id, const char *text)
+{
+    sqlite3_stmt *st = rep_prepare(r, sql, NULL);
+    int64_t n = 0;
+    if (!st) return 0;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (text) sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+bool rep_table_exists(rep *r, const char *table)
+{
+    return rep_count(r, "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name=?2", 0, table) > 0;
+}
+
+void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
+                     const char *title)
+{
+    fprintf(f, "%s\"%s\" index %d using %s with %s ", first ? "plot " : ", \\\n     ", file, index, using, style);
+    if (title) {
+        fputs("title ", f);
+        rep_gp_string(f, title);
+    } else {
+        fputs("notitle", f);
+    }
+}
+
+void rep_body_clause(rep_body *b, const char *file, int index, const char *using, const char *style, const char *title)
+{
+    fflush(b->f);
+    rep_plot_clause(b->f, b->len == 0, file, index, using, style, title);
+}
+
+void rep_line_style(const rep_group *g, char *buf, size_t size)
+{
+    int marker = rep_marker(g->color);
+    if (marker)
+        snprintf(buf, size, "linespoints linewidth 2 pointtype %d pointnumber 8 linecolor rgb \"%s\"", marker,
+                 rep_color(g->color));
+    else snprintf(buf, size, "lines linewidth 2 linecolor rgb \"%s\"", rep_color(g->color));
+    if (g->same_as >= 0) snprintf(buf + strlen(buf), size - strlen(buf), " dashtype 2");
+}
+
+void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *g)
+{
+    char style[128];
+    snprintf(style, sizeof style, "filledcurves closed fillstyle transparent solid 0.2 noborder linecolor rgb \"%s\"",
+             rep_color(g->color));
+    rep_body_clause(b, file, index, "1:2", style, NULL);
+}
+
+void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels)
+{
+    int cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;
+    if (npanels > 1) fprintf(b->f, "set multiplot layout %d,%d title figure_title\n", rows, cols);
+    else fputs("set title figure_title\n", b->f);
+    for (int p = 0; p < npanels; p++) {
+        fclose(panel[p].f);
+        if (npanels > 1) {
+            char title[256];
+            rep_facet_title(r, p, title, sizeof title);
+            fputs("set title ", b->f);
+            rep_gp_string(b->f, title);
+            fputc('\n', b->f);
+        }
+        fprintf(b->f, "%s\n", panel[p].len ? panel[p].text : "plot NaN notitle");
+        free(panel[p].text);
+    }
+    if (npanels > 1) fputs("unset multiplot\n", b->f);
 }

@@ -384,6 +384,7 @@ static void rep_free(rep *r)
     free(r->runs);
     for (int i = 0; i < r->nscripts; i++) free(r->scripts[i]);
     free(r->scripts);
+    rep_groups_free(r);
     json_decref(r->diff_keys);
     sim_outfile_abort(&r->html);
     sqlite3_close(r->db);
@@ -402,6 +403,7 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
         goto out;
     }
     r.diff_keys = differing_keys(&r);
+    if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
     make_labels(&r);
     rc = REP_FAILED;
     if (write_page(&r, a, &written, err)) goto out;

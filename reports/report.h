@@ -15,12 +15,13 @@
 #include "sim/util.h"
 
 typedef struct rep_options {
-    const char *db;    /* results database (read) */
-    const char *dir;   /* output directory (created when missing) */
-    const char *runs;  /* "ID,..." or NULL = every completed run */
-    int64_t last;      /* > 0: the N most recent runs instead */
-    const char *where; /* SQL expression over the runs table, or NULL */
-    const char *title; /* page title, NULL = "kvsim report" */
+    const char *db;                  /* results database (read) */
+    const char *dir;                 /* output directory (created when missing) */
+    const char *runs;                /* "ID,..." or NULL = every completed run */
+    int64_t last;                    /* > 0: the N most recent runs instead */
+    const char *where;               /* SQL expression over the runs table, or NULL */
+    const char *title;               /* page title, NULL = "kvsim report" */
+    const char *color_by, *facet_by; /* grouping keys for colour and panels; NULL = chosen (reports/groups.c) */
 } rep_options;
 
 typedef enum rep_status {

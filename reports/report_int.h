@@ -25,16 +25,43 @@ typedef struct rep_run {
     char *trace_path;
     int64_t seed;
     char *label; /* "#ID key=value ..." over the keys that differ */
+    int group;   /* index of its group in rep.groups */
 } rep_run;
+
+/* Runs whose configs differ only in `seed` form a group: one line, bar or
+ * table row, with a band or error bar over its seeds (reports/groups.c). */
+typedef struct rep_group {
+    int *runs; /* indices into rep.runs, in run order */
+    int n;
+    char *label;        /* "router=kvcentric admission=none" over the grouping keys; "all runs" when none */
+    char *short_label;  /* the label without the facet key (the panel names it) */
+    int color;          /* slot of its color-by value (0 when no color key) */
+    int facet;          /* slot of its facet-by value (0 when no facet key) */
+    int same_as;        /* an earlier group with identical results, or -1 */
+    char *same_as_diff; /* that group's label over the keys where the two differ */
+} rep_group;
+
+/* The mean of n values with a 95% confidence interval (Student t, n >= 3)
+ * or the min-max range (n < 3); ci says which. */
+typedef struct rep_stat {
+    double mean, lo, hi;
+    int n;
+    bool ci;
+} rep_stat;
 
 typedef struct rep {
     sqlite3 *db;
     const char *db_path, *dir;
     rep_run *runs;
     int nruns;
-    json_t *diff_keys; /* array of dotted config keys whose values differ */
-    sim_outfile html;  /* the page being written (renamed into place last) */
-    char **scripts;    /* .gp files written, in page order */
+    json_t *diff_keys;  /* array of dotted config keys whose values differ */
+    json_t *group_keys; /* diff_keys but seed: the keys that name a group */
+    rep_group *groups;
+    int ngroups;
+    const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
+    int ncolors, nfacets;            /* distinct values of each (1 when none) */
+    sim_outfile html;                /* the page being written (renamed into place last) */
+    char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
 
@@ -52,16 +79,76 @@ int rep_fig_ttft_qps(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 
+/* ---- grouping (reports/groups.c) --------------------------------------------- */
+
+/* Form the groups, choose the colour and facet keys (the options when given:
+ * they must be grouping keys; else the grouping key with the most distinct
+ * values, then the next), assign palette slots and find groups with
+ * identical results. Needs r->diff_keys and the runs' configs. */
+int rep_groups_build(rep *r, const char *color_by, const char *facet_by, sim_err *err);
+void rep_groups_free(rep *r);
+/* The colour of slot i as "#rrggbb" (Okabe-Ito, for colour-blind readers;
+ * slots past 8 reuse the colours and rep_marker says how to tell them apart). */
+const char *rep_color(int slot);
+/* A gnuplot style fragment distinguishing colour slots past the palette:
+ * "" for slots 0-7, else a point type for linespoints. */
+int rep_marker(int slot);
+/* The mean and interval of x[0..n) (n >= 1). */
+rep_stat rep_stat_of(const double *x, int n);
+/* A summary value per run of group g, then its stat (NaN values skipped). */
+rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_path);
+
 /* ---- helpers shared by the figures (reports/output.c) ---------------------- */
+
+/* A gnuplot script body built in memory (open_memstream). */
+typedef struct rep_body {
+    char *text;
+    size_t len;
+    FILE *f;
+} rep_body;
+
+#define REP_WIDTH       960 /* pixels of a figure (wider with panels side by side) */
+#define REP_HEIGHT      540 /* pixels of a one-panel figure */
+#define REP_HEIGHT_TALL 760 /* two panels */
+
+void rep_body_open(rep_body *b);
+/* Close and free without writing. */
+void rep_body_discard(rep_body *b);
+/* Close, write NAME.gp around the body (rep_write_script), free. */
+int rep_body_finish(rep *r, rep_body *b, const char *name, const char *title, int width, int height, sim_err *err);
+/* A prepared statement on the report's database (errors name it). */
+sqlite3_stmt *rep_prepare(rep *r, const char *sql, sim_err *err);
+/* The count a query returns for ?1 = run_id (and ?2 = text, when given). */
+int64_t rep_count(rep *r, const char *sql, int64_t run_id, const char *text);
+bool rep_table_exists(rep *r, const char *table);
+/* One plot clause: "FILE" index I using U with STYLE title "T" (notitle
+ * when NULL), starting the plot command when first. */
+void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
+                     const char *title);
+/* The same, first when the body is still empty. */
+void rep_body_clause(rep_body *b, const char *file, int index, const char *using, const char *style, const char *title);
+/* The line style of a group: its colour, and a point marker past the
+ * palette's eight colours. */
+void rep_line_style(const rep_group *g, char *buf, size_t size);
+/* The band of a seed group (a closed polygon block), in its colour. */
+void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *g);
+/* Append the panels to the body: one plot titled figure_title, or a
+ * multiplot with one panel per facet value, titled by the value. */
+void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels);
+/* A figure title saying how seeds were aggregated, when they were. */
+void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
+/* "key=value" of the facet key for facet slot p. */
+void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 
 /* fopen DIR/NAME for writing (errors name the path). */
 FILE *rep_open(const rep *r, const char *name, sim_err *err);
 /* Remove DIR/NAME (a data file of a figure that turned out empty). */
 void rep_remove(const rep *r, const char *name);
 /* Write NAME.gp: a header, the loop over the svg and png terminals (height
- * pixels high) around `body` (gnuplot commands; the string variable
+ * pixels; the PDF the same size at 96 dpi) around `body` (gnuplot commands; the string variable
  * figure_title holds the title), and queue it for rendering. */
-int rep_write_script(rep *r, const char *name, const char *title, const char *body, int height, sim_err *err);
+int rep_write_script(rep *r, const char *name, const char *title, const char *body, int width, int height,
+                     sim_err *err);
 /* The figure's section: heading, image, caption text (HTML-escaped), the
  * provenance of `run` (or of every run when NULL) and links to its files. */
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run);

@@ -47,10 +47,11 @@ typedef rep_options report_args;
 static int parse_args(int argc, char **argv, report_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},    {"runs", required_argument, 0, 'r'},
-        {"last", required_argument, 0, 'l'},  {"where", required_argument, 0, 'w'},
-        {"title", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+        {"db", required_argument, 0, 'd'},       {"runs", required_argument, 0, 'r'},
+        {"last", required_argument, 0, 'l'},     {"where", required_argument, 0, 'w'},
+        {"title", required_argument, 0, 't'},    {"out", required_argument, 0, 'o'},
+        {"color-by", required_argument, 0, 'c'}, {"facet-by", required_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -66,6 +67,8 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
         case 't': a->title = optarg; break;
         case 'w': a->where = optarg; break;
         case 'o': a->dir = optarg; break;
+        case 'c': a->color_by = optarg; break;
+        case 'f': a->facet_by = optarg; break;
         case 'h':
             fputs(report_usage, stdout);
             *rc = SIM_EXIT_OK;

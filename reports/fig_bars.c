@@ -1,0 +1,190 @@
+/* reports/fig_bars.c — per-group bar charts: SLO attainment and goodput,
+ * mean TTFT and TBT, hit rate and prefill GPU time, the PIC footprint, and
+ * rejections.
+ *
+ * One horizontal bar per group (reports/groups.c), so labels stay readable
+ * with many runs; rows are ordered by facet value, then colour value, so a
+ * facet's groups sit together. A bar is the mean over the group's seeds
+ * with an error bar (95% CI from 3 seeds, min-max below); its colour is the
+ * group's colour in every figure. Each figure has two panels side by side.
+ *
+ * Axes: a fraction (attainment, hit rate, recompute fraction) runs exactly
+ * 0 to 1, its value labels kept inside the frame; any other metric runs from
+ * 0 to its largest value plus room for the label. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report_int.h"
+
+typedef struct bar_metric {
+    const char *path; /* summary path, e.g. "ttft_ms.mean" */
+    const char *axis; /* axis label */
+    bool fraction;    /* a value in [0, 1]: the axis is [0:1] */
+} bar_metric;
+
+typedef struct bar_figure {
+    const char *name, *title, *caption;
+    bar_metric left, right;
+    bool only_if_nonzero; /* drawn only when some run has a nonzero left value */
+} bar_figure;
+
+static const bar_figure bar_figures[] = {
+    {"slo",
+     "SLO attainment and goodput",
+     "Left: effective request capacity (requests completed within both the TTFT and the TBT SLO, over all requests, "
+     "rejected ones included). Right: goodput, effective requests per simulated second.",
+     {"slo_attainment", "SLO attainment (effective / all requests)", true},
+     {"goodput_rps", "goodput (effective requests/s)", false},
+     false},
+    {"latency",
+     "Mean TTFT and TBT",
+     "Mean time to first token and mean TBT (each request's mean of its longest 10% inter-token intervals) over the "
+     "completed requests (Mooncake Fig. 5 and 23b).",
+     {"ttft_ms.mean", "mean TTFT (ms)", false},
+     {"tbt_ms.mean", "mean TBT (ms)", false},
+     false},
+    {"cache",
+     "Prefix hit rate and prefill GPU time",
+     "Block prefix hit rate of the prefilled requests and the mean compute time a prefill occupied (Mooncake Fig. 17).",
+     {"hit_rate_blocks", "prefix hit rate (blocks)", true},
+     {"prefill_gpu_s_mean", "prefill GPU time per request (s)", false},
+     false},
+    {"pic",
+     "Peak HBM KV footprint and recompute fraction",
+     "Position-independent caching (kvstore.pic; DESIGN.md section 11). Left: the highest HBM KV footprint of a "
+     "prefill instance, in blocks of kvstore.pic_block_tokens tokens (blocks of store objects held by requests in "
+     "flight, each once, plus their private blocks; MEPIC Fig. 7). Right: tokens computed over input tokens.",
+     {"peak_footprint_blocks", "peak HBM KV footprint (blocks)", false},
+     {"recompute_fraction", "recompute fraction", true},
+     true},
+    {"rejections",
+     "Rejected requests",
+     "All rejected requests, and those rejected after their prefill ran: wasted prefill (Mooncake Table 4).",
+     {"rejected.total", "rejected requests", false},
+     {"rejected.after_prefill", "rejected after prefill (wasted)", false},
+     true},
+};
+
+/* Data columns: 1 group, 2 label, 3 colour (0xRRGGBB), then per metric
+ * mean, low, high: 4-6 left, 7-9 right. */
+static const char bars_settings[] = "set multiplot title figure_title\n"
+                                    "set style fill solid 0.85 border -1\n"
+                                    "set grid xtics\n"
+                                    "set tmargin 3\n"
+                                    "set yrange [%d - 0.4:-0.6]\n"
+                                    "set ytics nomirror scale 0\n";
+
+/* Bars, error bars and value labels inside the frame: a label after its
+ * error bar, or, for a bar past 80% of the axis, in white inside the bar's
+ * end. */
+static const char bars_panel[] =
+    "set lmargin at screen %.3f\n"
+    "set rmargin at screen %.3f\n"
+    "set xlabel \"%s\"\n"
+    "set xrange [0:%g]\n"
+    "set format x \"%s\"\n"
+    "bar_label(v) = v >= 1000 ? sprintf(\" %%.0f \", v) : sprintf(\" %%.3g \", v)\n"
+    "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3):3%s with boxxyerror linecolor rgb variable notitle, \\\n"
+    "     \"\" using %d:0:%d:%d with xerrorbars pointtype -1 linecolor rgb \"#333333\" notitle, \\\n"
+    "     \"\" using ($%d > %g ? NaN : $%d):0:(bar_label($%d)) with labels left notitle, \\\n"
+    "     \"\" using ($%d > %g ? $%d : NaN):0:(bar_label($%d)) with labels right textcolor rgb \"white\" notitle\n";
+
+/* The x range end: 1 for a fraction, else the largest high end plus a
+ * quarter for the labels (1 when everything is 0). */
+static double range_end(const rep *r, const bar_metric *m)
+{
+    if (m->fraction) return 1;
+    double top = 0;
+    for (int g = 0; g < r->ngroups; g++) {
+        rep_stat s = rep_group_stat(r, &r->groups[g], m->path);
+        if (s.n) top = fmax(top, s.hi);
+    }
+    return top > 0 ? top * 1.25 : 1;
+}
+
+static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
+                             double right, bool labels)
+{
+    double end = range_end(r, m), inside = 0.8 * end;
+    fprintf(b, bars_panel, left, right, m->axis, end, end >= 1e4 ? "%.0s%c" : "%g", f->name, col, col,
+            labels ? ":ytic(2)" : "", col, col + 1, col + 2, col + 2, inside, col + 2, col, col + 2, inside, col, col);
+}
+
+/* The labels get the left margin they need (about 7 px a character); the
+ * two panels share 640 px. Returns the figure's width. */
+static int bars_body(FILE *b, const rep *r, const bar_figure *f, size_t longest)
+{
+    double label_px = 24 + 7.0 * (double)longest, width = fmax(REP_WIDTH, label_px + 640);
+    double left = label_px / width, mid = left + (0.97 - left - 0.06) / 2;
+    fprintf(b, bars_settings, r->ngroups);
+    bars_panel_write(b, r, f, &f->left, 4, left, mid, true);
+    fputs("set format y \"\"\n", b);
+    bars_panel_write(b, r, f, &f->right, 7, mid + 0.06, 0.97, false);
+    fputs("unset multiplot\n", b);
+    return (int)width;
+}
+
+/* Groups by facet, then colour, then first appearance. */
+static int *row_order(const rep *r)
+{
+    int *order = sim_xcalloc((size_t)r->ngroups + 1, sizeof *order);
+    for (int g = 0; g < r->ngroups; g++) order[g] = g;
+    for (int i = 1; i < r->ngroups; i++) /* insertion sort: stable */
+        for (int k = i; k > 0; k--) {
+            const rep_group *a = &r->groups[order[k - 1]], *b = &r->groups[order[k]];
+            if (a->facet < b->facet || (a->facet == b->facet && a->color <= b->color)) break;
+            int t = order[k];
+            order[k] = order[k - 1], order[k - 1] = t;
+        }
+    return order;
+}
+
+static void bar_row(FILE *dat, const rep *r, int g, const bar_figure *f, size_t *longest)
+{
+    const rep_group *grp = &r->groups[g];
+    char label[600];
+    int n = snprintf(label, sizeof label, "%s", grp->label);
+    if (grp->same_as >= 0) snprintf(label + n, sizeof label - (size_t)n, " (= %s)", grp->same_as_diff);
+    if (strlen(label) > *longest) *longest = strlen(label);
+    unsigned color = (unsigned)strtoul(rep_color(grp->color) + 1, NULL, 16);
+    rep_stat a = rep_group_stat(r, grp, f->left.path), b = rep_group_stat(r, grp, f->right.path);
+    fprintf(dat, "%d\t%s\t%u\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", g, label, color, a.mean, a.lo, a.hi, b.mean, b.lo,
+            b.hi);
+}
+
+static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
+{
+    bool any = false;
+    for (int i = 0; i < r->nruns; i++) any = any || json_number_value(rep_json_at(r->runs[i].summary, f->left.path));
+    if (!r->nruns || (f->only_if_nonzero && !any)) return 0;
+    char file[64], title[160];
+    snprintf(file, sizeof file, "%s.dat", f->name);
+    FILE *dat = rep_open(r, file, err);
+    if (!dat) return -1;
+    fprintf(dat, "# group\tlabel\tcolor\t%s\tlow\thigh\t%s\tlow\thigh\n", f->left.path, f->right.path);
+    int *order = row_order(r);
+    size_t longest = 0;
+    for (int i = 0; i < r->ngroups; i++) bar_row(dat, r, order[i], f, &longest);
+    free(order);
+    fclose(dat);
+    rep_body b;
+    rep_body_open(&b);
+    int width = bars_body(b.f, r, f, longest);
+    int height = 140 + 36 * r->ngroups;
+    rep_figure_title(r, f->title, title, sizeof title);
+    if (rep_body_finish(r, &b, f->name, title, width, height < 320 ? 320 : height, err)) return -1;
+    rep_section(r, f->name, title, f->caption, NULL);
+    return 1;
+}
+
+int rep_fig_bars(rep *r, sim_err *err)
+{
+    int made = 0;
+    for (size_t i = 0; i < sizeof bar_figures / sizeof bar_figures[0]; i++) {
+        int rc = bar_figure_write(r, &bar_figures[i], err);
+        if (rc < 0) return -1;
+        made += rc;
+    }
+    return made > 0;
+}

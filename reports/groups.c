@@ -1,0 +1,276 @@
+/* reports/groups.c — how a report groups and styles its runs.
+ *
+ * Runs whose resolved configs are equal once `seed` is removed form one
+ * group: the figures draw a group as one line (or bar) with a band (or error
+ * bar) over its seeds, and the tables give its mean and interval.
+ *
+ * The grouping keys are the config keys that differ between runs, seed
+ * excepted. Two of them carry style: the colour key (colour of each group's
+ * line or bar) and the facet key (one panel per value in the CDFs, adjacent
+ * rows in the bar charts). By default the colour key is the grouping key
+ * with the most distinct values and the facet key the one with the next
+ * most (ties: the first in sorted order), so that a 4 router x 3 admission
+ * grid gives 3 panels of 4 colours; `--color-by` and `--facet-by` override.
+ * A group is labelled by its grouping keys only ("router=kvcentric").
+ *
+ * Colours are Okabe and Ito's eight, chosen to stay distinct under the
+ * common colour-vision deficiencies; past eight, a colour repeats with a
+ * point marker on its line. Two groups whose runs have identical summaries
+ * (wall-clock times aside) are flagged so that the later one is labelled
+ * "identical to ..." instead of silently hiding under the earlier. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+
+#include "reports/report_int.h"
+
+static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                      "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+#define NPALETTE ((int)(sizeof palette / sizeof palette[0]))
+
+const char *rep_color(int slot) { return palette[(slot < 0 ? 0 : slot) % NPALETTE]; }
+
+int rep_marker(int slot) { return slot < NPALETTE ? 0 : 1 + (slot / NPALETTE - 1) % 12; }
+
+rep_stat rep_stat_of(const double *x, int n)
+{
+    rep_stat s = {.mean = 0, .lo = INFINITY, .hi = -INFINITY, .n = n, .ci = n >= 3};
+    for (int i = 0; i < n; i++) {
+        s.mean += x[i] / n;
+        s.lo = fmin(s.lo, x[i]);
+        s.hi = fmax(s.hi, x[i]);
+    }
+    if (!s.ci) return s;
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (x[i] - s.mean) * (x[i] - s.mean);
+    double half = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(ss / (n - 1)) / sqrt(n);
+    s.lo = s.mean - half;
+    s.hi = s.mean + half;
+    return s;
+}
+
+rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_path)
+{
+    double *x = sim_xcalloc((size_t)g->n + 1, sizeof *x);
+    int n = 0;
+    for (int i = 0; i < g->n; i++) {
+        const json_t *v = rep_json_at(r->runs[g->runs[i]].summary, summary_path);
+        if (json_is_number(v)) x[n++] = json_number_value(v);
+    }
+    rep_stat s = n ? rep_stat_of(x, n) : (rep_stat){NAN, NAN, NAN, 0, false};
+    free(x);
+    return s;
+}
+
+/* A config value as compact JSON text ("-" when absent); caller frees. */
+static char *value_json(const json_t *config, const char *path)
+{
+    const json_t *v = rep_json_at(config, path);
+    if (!v) return sim_xstrdup("-");
+    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+/* The config without seed, as canonical text: equal for runs of one group. */
+static char *group_identity(const json_t *config)
+{
+    json_t *c = json_deep_copy(config);
+    json_object_del(c, "seed");
+    char *s = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(c);
+    return s;
+}
+
+/* The summaries of a group's runs without wall-clock fields: equal for
+ * groups with identical results. */
+static char *result_identity(const rep *r, const rep_group *g)
+{
+    json_t *all = json_array();
+    for (int i = 0; i < g->n; i++) {
+        json_t *s = json_deep_copy(r->runs[g->runs[i]].summary);
+        json_object_del(s, "wall_seconds");
+        json_object_del(s, "run_id");
+        json_array_append_new(all, s);
+    }
+    char *text = json_dumps(all, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(all);
+    return text;
+}
+
+/* Slot of a run's value of `key` among the values seen so far (first
+ * appearance order, i.e. the sweep's grid order); *n counts the values. */
+static int value_slot(const rep *r, int run, const char *key, int *n)
+{
+    char *v = value_json(r->runs[run].config, key);
+    int slot = -1, seen = 0;
+    for (int i = 0; i < run && slot < 0; i++) {
+        char *w = value_json(r->runs[i].config, key);
+        bool first_of_value = true; /* i is the first run with w? */
+        for (int k = 0; k < i && first_of_value; k++) {
+            char *u = value_json(r->runs[k].config, key);
+            first_of_value = strcmp(u, w) != 0;
+            free(u);
+        }
+        if (first_of_value && !strcmp(v, w)) slot = seen;
+        seen += first_of_value;
+        free(w);
+    }
+    free(v);
+    if (slot < 0) slot = seen, seen++;
+    if (n && seen > *n) *n = seen;
+    return slot;
+}
+
+static int distinct_values(const rep *r, const char *key)
+{
+    int n = 1;
+    for (int i = 0; i < r->nruns; i++) value_slot(r, i, key, &n);
+    return n;
+}
+
+/* The grouping key with the most distinct values, `skip` excepted. */
+static const char *busiest_key(const rep *r, const char *skip)
+{
+    const char *best = NULL;
+    int most = 1;
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->group_keys, k, key)
+    {
+        const char *name = json_string_value(key);
+        int n = skip && !strcmp(skip, name) ? 0 : distinct_values(r, name);
+        if (n > most) best = name, most = n;
+    }
+    return best;
+}
+
+static bool is_group_key(const rep *r, const char *name)
+{
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->group_keys, k, key) if (!strcmp(json_string_value(key), name)) return true;
+    return false;
+}
+
+/* "key=value ..." over the grouping keys (last path component), `skip`
+ * excepted, and when `other` is given only those where its value differs;
+ * "all runs" when nothing is left. */
+static char *label_of(const rep *r, const rep_run *run, const char *skip, const rep_run *other)
+{
+    char label[512] = "";
+    size_t k, n = 0;
+    json_t *key;
+    json_array_foreach(r->group_keys, k, key)
+    {
+        const char *path = json_string_value(key), *dot = strrchr(path, '.');
+        if ((skip && !strcmp(path, skip)) || n >= sizeof label) continue;
+        if (other && json_equal(rep_json_at(run->config, path), rep_json_at(other->config, path))) continue;
+        char *v = value_json(run->config, path);
+        n += (size_t)snprintf(label + n, sizeof label - n, "%s%s=%s", n ? " " : "", dot ? dot + 1 : path, v);
+        free(v);
+    }
+    return sim_xstrdup(n ? label : "all runs");
+}
+
+static char *group_label(const rep *r, const rep_run *run, const char *skip) { return label_of(r, run, skip, NULL); }
+
+/* The group of run i, a new one when no earlier run shares its identity. */
+static void place_run(rep *r, int i, char **ids)
+{
+    ids[i] = group_identity(r->runs[i].config);
+    int g = 0;
+    while (g < r->ngroups && strcmp(ids[r->groups[g].runs[0]], ids[i])) g++;
+    if (g == r->ngroups) {
+        rep_group *ng = &r->groups[r->ngroups++];
+        *ng = (rep_group){.runs = sim_xcalloc((size_t)r->nruns, sizeof(int)), .same_as = -1};
+        ng->label = group_label(r, &r->runs[i], NULL);
+        ng->short_label = group_label(r, &r->runs[i], r->facet_by);
+        if (r->color_by) ng->color = value_slot(r, i, r->color_by, &r->ncolors);
+        if (r->facet_by) ng->facet = value_slot(r, i, r->facet_by, &r->nfacets);
+    }
+    r->groups[g].runs[r->groups[g].n++] = i;
+    r->runs[i].group = g;
+}
+
+static void mark_identical(rep *r)
+{
+    char **res = sim_xcalloc((size_t)r->ngroups + 1, sizeof *res);
+    for (int g = 0; g < r->ngroups; g++) {
+        res[g] = result_identity(r, &r->groups[g]);
+        for (int h = 0; h < g && r->groups[g].same_as < 0; h++)
+            if (r->groups[h].same_as < 0 && !strcmp(res[g], res[h])) {
+                r->groups[g].same_as = h;
+                r->groups[g].same_as_diff =
+                    label_of(r, &r->runs[r->groups[h].runs[0]], NULL, &r->runs[r->groups[g].runs[0]]);
+            }
+    }
+    for (int g = 0; g < r->ngroups; g++) free(res[g]);
+    free(res);
+}
+
+static int check_option(const rep *r, const char *opt, const char *name, sim_err *err)
+{
+    if (!name || is_group_key(r, name)) return 0;
+    char *keys = json_dumps(r->group_keys, JSON_COMPACT);
+    sim_errf(err, "%s %s: not a config key that differs between the selected runs (those are: %s)", opt, name,
+             json_array_size(r->group_keys) ? keys : "none");
+    free(keys);
+    return -1;
+}
+
+int rep_groups_build(rep *r, const char *color_by, const char *facet_by, sim_err *err)
+{
+    r->group_keys = json_array();
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key) if (strcmp(json_string_value(key), "seed"))
+        json_array_append(r->group_keys, key);
+    if (check_option(r, "--color-by", color_by, err) || check_option(r, "--facet-by", facet_by, err)) return -1;
+    if (color_by && facet_by && !strcmp(color_by, facet_by))
+        return sim_errf(err, "--color-by and --facet-by name the same key (%s)", color_by);
+    r->color_by = color_by ? color_by : busiest_key(r, facet_by);
+    r->facet_by = facet_by ? facet_by : color_by ? busiest_key(r, color_by) : busiest_key(r, r->color_by);
+    r->ncolors = r->nfacets = 1;
+    r->groups = sim_xcalloc((size_t)r->nruns + 1, sizeof *r->groups);
+    char **ids = sim_xcalloc((size_t)r->nruns + 1, sizeof *ids);
+    for (int i = 0; i < r->nruns; i++) place_run(r, i, ids);
+    for (int i = 0; i < r->nruns; i++) free(ids[i]);
+    free(ids);
+    mark_identical(r);
+    return 0;
+}
+
+void rep_groups_free(rep *r)
+{
+    for (int g = 0; g < r->ngroups; g++) {
+        free(r->groups[g].runs);
+        free(r->groups[g].label);
+        free(r->groups[g].short_label);
+        free(r->groups[g].same_as_diff);
+    }
+    free(r->groups);
+    json_decref(r->group_keys);
+}
+
+void rep_facet_title(const rep *r, int p, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", r->facet_by ? r->facet_by : "");
+    for (int g = 0; g < r->ngroups && r->facet_by; g++)
+        if (r->groups[g].facet == p) {
+            const char *dot = strrchr(r->facet_by, '.');
+            char *v = value_json(r->runs[r->groups[g].runs[0]].config, r->facet_by);
+            snprintf(buf, size, "%s=%s", dot ? dot + 1 : r->facet_by, v);
+            free(v);
+            return;
+        }
+}
+
+void rep_figure_title(const rep *r, const char *what, char *buf, size_t size)
+{
+    int most = 1;
+    for (int g = 0; g < r->ngroups; g++) most = r->groups[g].n > most ? r->groups[g].n : most;
+    if (most == 1) snprintf(buf, size, "%s", what);
+    else snprintf(buf, size, "%s (mean of %d seeds; band: %s)", what, most, most >= 3 ? "95% CI" : "min-max");
+}
