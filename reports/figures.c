@@ -12,8 +12,6 @@
 
 #include "reports/report_int.h"
 
-#define MAX_KEYED_SERIES 16 /* more series than this: no legend */
-
 static const char *col_text(sqlite3_stmt *st, int i);
 
 /* ---- hit rate vs capacity (Mooncake Fig. 16) ---------------------------------------- */
@@ -93,7 +91,12 @@ static void setup_parts(const hr_curve *c, int n, int i, bool common, char *buf,
     }
 }
 
-static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo, double *hi, sim_err *err)
+/* The data's extent: capacities (x) and the highest hit rate (y). */
+typedef struct hr_extent {
+    double lo, hi, ymax;
+} hr_extent;
+
+static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, hr_extent *x, sim_err *err)
 {
     sqlite3_stmt *pts = rep_prepare(r, hitrate_points_sql, err);
     if (!pts) return -1;
@@ -104,8 +107,9 @@ static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo,
             (long long)c->id, c->path, c->fp, *c->setup ? c->setup : c->policy);
     while (sqlite3_step(pts) == SQLITE_ROW) {
         double cap = sqlite3_column_double(pts, 0);
-        if (cap > 0 && cap < *lo) *lo = cap;
-        if (cap > *hi) *hi = cap;
+        if (cap > 0 && cap < x->lo) x->lo = cap;
+        if (cap > x->hi) x->hi = cap;
+        x->ymax = fmax(x->ymax, sqlite3_column_double(pts, 1));
         fprintf(dat, "%.6g\t%.6g\t%.6g\n", cap, sqlite3_column_double(pts, 1), sqlite3_column_double(pts, 2));
     }
     fputs("\n\n", dat);
@@ -114,12 +118,14 @@ static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, double *lo,
 }
 
 /* The infinite-cache maxima as flat two-point lines across the capacity range. */
-static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, double lo, double hi, sim_err *err)
+static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *index, hr_extent *x, sim_err *err)
 {
+    double lo = x->lo, hi = x->hi;
     sqlite3_stmt *st = rep_prepare(r, hitrate_max_sql, err);
     if (!st) return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         double m = sqlite3_column_double(st, 2);
+        x->ymax = fmax(x->ymax, m);
         fprintf(dat, "# infinite cache: trace %s (%s)\n%.6g\t%.6g\n%.6g\t%.6g\n\n\n", col_text(st, 1), col_text(st, 0),
                 lo, m, hi, m);
         char title[128];
@@ -135,9 +141,8 @@ static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *ind
 
 /* Legends name only what differs between the curves; the caption says the
  * rest and where each curve comes from. */
-static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *index, sim_err *err)
+static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *index, hr_extent *x, sim_err *err)
 {
-    double lo = INFINITY, hi = 0;
     hr_curve *c = NULL;
     int n = 0, rc = load_curves(r, &c, &n, err);
     char title[256];
@@ -146,29 +151,62 @@ static int hitrate_plots(rep *r, FILE *dat, FILE *plot, FILE *caption, int *inde
         if (*title) fprintf(caption, " Every curve: %s.", title);
     }
     for (int i = 0; rc == 0 && i < n; i++) {
-        rc = write_hitrate_curve(r, dat, &c[i], &lo, &hi, err);
+        rc = write_hitrate_curve(r, dat, &c[i], x, err);
         setup_parts(c, n, i, false, title, sizeof title);
         if (!*title) snprintf(title, sizeof title, "%s", c[i].policy);
         if (strcmp(c[i].fp, c[0].fp))
             snprintf(title + strlen(title), sizeof title - strlen(title), ", trace %.8s", c[i].fp);
-        rep_plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", "linespoints linewidth 2 pointtype 7", title);
+        char style[96];
+        snprintf(style, sizeof style, "linespoints linewidth 2 pointtype 7 linecolor rgb \"%s\"", rep_color(i));
+        rep_plot_clause(plot, *index == 0, "hitrate.dat", *index, "1:2", style, title);
         fprintf(caption, " Curve \"%s\": hitrate id %lld, trace %s (fingerprint %s).", title, (long long)c[i].id,
                 c[i].path, c[i].fp);
         (*index)++;
     }
-    if (rc == 0 && *index > 0) rc = write_hitrate_max(r, dat, plot, caption, index, lo, hi, err);
+    if (rc == 0 && *index > 0) rc = write_hitrate_max(r, dat, plot, caption, index, x, err);
     free_curves(c, n);
     return rc;
 }
 
 static const char hitrate_settings[] = "set title figure_title\n"
-                                       "set xlabel \"cache capacity per node (tokens)\"\n"
+                                       "set xlabel \"cache capacity per node (tokens of KV)\"\n"
                                        "set ylabel \"prefix hit rate (blocks)\"\n"
                                        "set logscale x 10\n"
-                                       "set format x \"%.0s%c\"\n"
-                                       "set yrange [0:1]\n"
+                                       "set format x \"%%.0s%%c\"\n"
+                                       "set xrange [%g:%g]\n"
+                                       "set yrange [0:%g]\n"
                                        "set grid\n"
                                        "set key top left\n";
+
+/* The plotted curves' model, when they all share one: its KV bytes per
+ * token gives a second capacity axis in bytes (top), over the same span. */
+static const char hitrate_bytes_sql[] =
+    "SELECT MIN(kv_bytes_per_token), MAX(kv_bytes_per_token), MIN(model), COUNT(*) - COUNT(kv_bytes_per_token)"
+    " FROM hitrate WHERE id IN (SELECT MAX(id) FROM hitrate WHERE capacity_tokens IS NOT NULL"
+    " GROUP BY trace_fingerprint, policy, setup)";
+
+static void hitrate_bytes_axis(rep *r, FILE *b, double lo, double hi)
+{
+    sqlite3_stmt *st = rep_prepare(r, hitrate_bytes_sql, NULL);
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+        sqlite3_column_double(st, 0) == sqlite3_column_double(st, 1) && sqlite3_column_int64(st, 3) == 0) {
+        double bpt = sqlite3_column_double(st, 0);
+        fprintf(b,
+                "set logscale x2 10\nset x2range [%.17g:%.17g]\nset x2tics\nset format x2 \"%%.0s%%cB\"\n"
+                "set x2label \"cache capacity per node (bytes of KV: %s, %.0f KiB/token)\"\nset xtics nomirror\n",
+                lo * bpt, hi * bpt, col_text(st, 2), bpt / 1024);
+    }
+    sqlite3_finalize(st);
+}
+
+/* Axes fitted to the data: capacities with a fifth of a decade's margin,
+ * hit rate from 0 to 15% above the highest point (1 at most). */
+static void hitrate_settings_write(rep *r, FILE *b, hr_extent x)
+{
+    double top = fmin(1, ceil(x.ymax * 1.15 * 20) / 20);
+    fprintf(b, hitrate_settings, x.lo / 1.6, x.hi * 1.6, top > 0 ? top : 1);
+    hitrate_bytes_axis(r, b, x.lo / 1.6, x.hi * 1.6); /* the same span: log axes align */
+}
 
 int rep_fig_hitrate(rep *r, sim_err *err)
 {
@@ -178,34 +216,72 @@ int rep_fig_hitrate(rep *r, sim_err *err)
     rep_body plot, caption;
     rep_body_open(&plot);
     rep_body_open(&caption);
-    fputs(hitrate_settings, plot.f);
     fputs("Prefix hit rate of a cache-only replay (kvsim hitrate --db) against the cache capacity per node; dashed: "
           "the trace's infinite-cache maximum.",
           caption.f);
-    int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, err);
+    hr_extent x = {INFINITY, 0, 0};
+    int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, &x, err);
     fclose(dat);
-    fputc('\n', plot.f);
     fclose(caption.f);
+    fclose(plot.f);
     if (rc == 0 && index > 0) {
-        rc = rep_body_finish(r, &plot, "hitrate", "Hit rate vs cache capacity", REP_WIDTH, REP_HEIGHT, err);
+        rep_body b;
+        rep_body_open(&b);
+        hitrate_settings_write(r, b.f, x);
+        fprintf(b.f, "%s\n", plot.text);
+        rc = rep_body_finish(r, &b, "hitrate", "Hit rate vs cache capacity", REP_WIDTH, REP_HEIGHT, err);
         if (rc == 0) rep_section(r, "hitrate", "Hit rate vs cache capacity", caption.text, NULL);
     } else {
-        fclose(plot.f);
-        free(plot.text);
         rep_remove(r, "hitrate.dat");
     }
+    free(plot.text);
     free(caption.text);
     return rc ? -1 : index > 0;
 }
 
 /* ---- per-run timelines: load (Fig. 6/7), roles (Fig. 8), replicas (Fig. 18) --------- */
 
+#define MAX_INSTANCE_LINES 4 /* more instances of a role: mean and min-max band */
+
+/* More than MAX_INSTANCE_LINES instances: per sample time the mean load of
+ * the role's instances, with a band from their minimum to their maximum.
+ * Returns the number of instances. */
+static int write_role_band(rep *r, FILE *dat, const rep_run *run, const char *role, int ninst, int *next_index,
+                           FILE *plot, const char *file, sim_err *err)
+{
+    sqlite3_stmt *st = rep_prepare(r,
+                                   "SELECT t_ms, AVG(load), MIN(load), MAX(load) FROM samples WHERE run_id=?1 AND"
+                                   " role=?2 GROUP BY t_ms ORDER BY t_ms",
+                                   err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
+    fprintf(dat, "# %s load over its instances: t_ms\tmean\tmin\tmax\n", role);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        fprintf(dat, "%.6g\t%.6g\t%.6g\t%.6g\n", sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
+                sqlite3_column_double(st, 2), sqlite3_column_double(st, 3));
+    fputs("\n\n", dat);
+    sqlite3_finalize(st);
+    char title[96], style[128];
+    snprintf(title, sizeof title, "min-max over %d instances", ninst);
+    snprintf(style, sizeof style, "filledcurves fillstyle transparent solid 0.25 noborder linecolor rgb \"%s\"",
+             rep_color(0));
+    rep_plot_clause(plot, false, file, *next_index, "($1/1000):3:4", style, title);
+    snprintf(style, sizeof style, "lines linewidth 2 linecolor rgb \"%s\"", rep_color(0));
+    rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, "mean over instances");
+    return ninst;
+}
+
 /* One block per instance that ever had `role`: its load samples while in
- * that role, a blank line (a gap in the line) where it had another role.
- * Returns the number of blocks. */
+ * that role, a blank line (a gap in the line) where it had another role;
+ * for many instances the band of write_role_band instead. Returns the
+ * number of instances. */
 static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *role, int *next_index, FILE *plot,
                             const char *file, sim_err *err)
 {
+    int ninst =
+        (int)rep_count(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id, role);
+    if (ninst > MAX_INSTANCE_LINES) return write_role_band(r, dat, run, role, ninst, next_index, plot, file, err);
     sqlite3_stmt *st =
         rep_prepare(r,
                     "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"
@@ -214,19 +290,17 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-    bool keyed = rep_count(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id,
-                           role) <= MAX_KEYED_SERIES;
     int inst = -1, count = 0;
     bool in_segment = false;
-    char title[64];
+    char title[64], style[96];
     while (sqlite3_step(st) == SQLITE_ROW) {
         int i = sqlite3_column_int(st, 0);
         if (i != inst) {
             if (inst >= 0) fputs("\n\n", dat);
             fprintf(dat, "# %s load of instance %d\n", role, i);
             snprintf(title, sizeof title, "instance %d", i);
-            rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", "lines linewidth 1.5",
-                            keyed ? title : NULL);
+            snprintf(style, sizeof style, "lines linewidth 1.5 linecolor rgb \"%s\"", rep_color(count));
+            rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, title);
             inst = i;
             count++;
             in_segment = false;
@@ -282,6 +356,7 @@ static const char load_panel[] =
     "set grid\n"
     "set key outside right top\n"
     "set yrange [0:*]\n"
+    "set xrange [0:%g]\n"
     "plot 1 with lines dashtype 2 linewidth 2 linecolor rgb \"#c00000\" title \"SLO (load 1)\"";
 
 /* Two panels, prefill and decode instances, each with the SLO (load 1); a
@@ -292,9 +367,12 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
     rep_body panel[2];
     FILE *with_lines[2];
     int index = 0, rc = 0, nlines = 0;
+    double end_s =
+        (double)rep_count(r, "SELECT CAST(MAX(t_ms) AS INTEGER) FROM samples WHERE run_id=?1", run->id, NULL) /
+        1e3; /* the data's end: no empty tail */
     for (int k = 0; k < 2; k++) {
         rep_body_open(&panel[k]);
-        fprintf(panel[k].f, load_panel, roles[k], roles[k]);
+        fprintf(panel[k].f, load_panel, roles[k], roles[k], end_s);
         int n = rc < 0 ? 0 : write_role_loads(r, dat, run, roles[k], &index, panel[k].f, file, err);
         if (n < 0) rc = -1;
         if (n > 0) with_lines[nlines++] = panel[k].f;
@@ -507,12 +585,14 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
     return 1;
 }
 
+/* For each group, its first run (the seeds of a group tell the same story
+ * over time; their spread is in the distributions and bars). */
 int rep_fig_run_timelines(rep *r, sim_err *err)
 {
     int made = 0;
-    for (int i = 0; i < r->nruns; i++)
+    for (int g = 0; g < r->ngroups; g++)
         for (size_t k = 0; k < sizeof timeline_figs / sizeof timeline_figs[0]; k++) {
-            int rc = timeline_figure(r, &r->runs[i], &timeline_figs[k], err);
+            int rc = timeline_figure(r, &r->runs[r->groups[g].runs[0]], &timeline_figs[k], err);
             if (rc < 0) return -1;
             made += rc;
         }

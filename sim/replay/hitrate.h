@@ -153,7 +153,8 @@ typedef struct kv_hitrate_db kv_hitrate_db;
 
 /* Open path's database for spec's points (*out NULL when path is NULL:
  * every store below is then a no-op); errors name the file. */
-int kv_hitrate_db_open(kv_hitrate_db **out, const char *path, const kv_hitrate_spec *s, sim_err *err);
+int kv_hitrate_db_open(kv_hitrate_db **out, const char *path, const kv_hitrate_spec *s, const char *model,
+                       double kv_bytes_per_token, sim_err *err);
 /* The trace's maximum (the infinite cache), stored once. */
 int kv_hitrate_db_put_max(kv_hitrate_db *k, const kv_replay_result *max, sim_err *err);
 /* One capacity's point; an infinite capacity is the maximum, not stored again. */

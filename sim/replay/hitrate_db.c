@@ -18,14 +18,19 @@ struct kv_hitrate_db {
     char setup[512];
 };
 
-int kv_hitrate_db_open(kv_hitrate_db **out, const char *path, const kv_hitrate_spec *s, sim_err *err)
+int kv_hitrate_db_open(kv_hitrate_db **out, const char *path, const kv_hitrate_spec *s, const char *model,
+                       double kv_bytes_per_token, sim_err *err)
 {
     *out = NULL;
     if (!path) return 0;
     kv_hitrate_db *k = sim_xcalloc(1, sizeof *k);
     kv_hitrate_describe(s, k->setup, sizeof k->setup);
-    k->row = (sim_hitrate_row){
-        .trace_path = s->trace, .block_tokens = s->block_tokens, .policy = s->policy, .setup = k->setup};
+    k->row = (sim_hitrate_row){.trace_path = s->trace,
+                               .block_tokens = s->block_tokens,
+                               .policy = s->policy,
+                               .setup = k->setup,
+                               .model = model,
+                               .kv_bytes_per_token = kv_bytes_per_token};
     if (sim_trace_fingerprint(s->trace, &k->row.trace_fingerprint, err) || sim_results_open(&k->db, path, err) ||
         sim_results_hitrate_id(k->db, &k->id, err)) {
         kv_hitrate_db_close(k);

@@ -45,7 +45,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
-    " hit_rate_blocks REAL, hit_rate_tokens REAL);";
+    " hit_rate_blocks REAL, hit_rate_tokens REAL, model TEXT, kv_bytes_per_token REAL);";
 
 /* Indexes for the readers (kvsim report reads samples run by run and
  * instance by instance), created when a run commits: a first run's bulk
@@ -154,6 +154,23 @@ static int exec(sim_results *r, const char *sql, sim_err *err)
     return sim_errf(err, "results database: %s", sim_results_errmsg(r->db, m, sizeof m));
 }
 
+/* A database written before the hitrate table had model and
+ * kv_bytes_per_token gets them (NULL in its old rows). */
+static int upgrade(sim_results *r, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM pragma_table_info('hitrate') WHERE name='kv_bytes_per_token'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_error(r, "read hitrate columns", err);
+    bool has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has ? 0
+               : exec(r,
+                      "ALTER TABLE hitrate ADD COLUMN model TEXT; ALTER TABLE hitrate ADD COLUMN kv_bytes_per_token "
+                      "REAL",
+                      err);
+}
+
 int sim_results_open(sim_results **out, const char *path, sim_err *err)
 {
     sim_results *r = sim_xcalloc(1, sizeof *r);
@@ -173,7 +190,7 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     /* A results file's big sorts (the samples index at commit) spill to a
      * temporary file: memory stays bounded by the page cache. */
     if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || (temp && exec(r, "PRAGMA temp_store=MEMORY", err)) ||
-        exec(r, schema_sql, err) ||
+        exec(r, schema_sql, err) || upgrade(r, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
@@ -337,8 +354,12 @@ int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
 int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w, sim_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "INSERT INTO hitrate VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10)", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            r->db,
+            "INSERT INTO hitrate(id, created, kvsim_version, trace_path, trace_fingerprint, block_tokens, policy,"
+            " setup, capacity_tokens, hit_rate_blocks, hit_rate_tokens, model, kv_bytes_per_token)"
+            " VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+            -1, &st, NULL) != SQLITE_OK)
         return db_error(r, "insert hitrate", err);
     char fp[17];
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)w->trace_fingerprint);
@@ -353,6 +374,8 @@ int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w
     else sqlite3_bind_double(st, 8, w->capacity_tokens);
     sqlite3_bind_double(st, 9, w->hit_rate_blocks);
     sqlite3_bind_double(st, 10, w->hit_rate_tokens);
+    if (w->model) sqlite3_bind_text(st, 11, w->model, -1, SQLITE_TRANSIENT);
+    if (w->kv_bytes_per_token > 0) sqlite3_bind_double(st, 12, w->kv_bytes_per_token);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(r, "insert hitrate", err);

@@ -87,6 +87,8 @@ typedef struct sim_hitrate_row {
     const char *setup;      /* the rest of the replay setup ("scope global, 1 node"), may be NULL */
     double capacity_tokens; /* per node; INFINITY = the infinite cache */
     double hit_rate_blocks, hit_rate_tokens;
+    const char *model;         /* the model whose KV sizes the capacity in bytes, may be NULL */
+    double kv_bytes_per_token; /* its KV bytes per token (0 = unknown) */
 } sim_hitrate_row;
 
 /* path NULL or "" = a private temporary database. */
