@@ -164,129 +164,21 @@ static json_t *differing_keys(const rep *r)
     return out;
 }
 
-/* A config value as text ("" when absent); caller frees. */
-static char *value_text(const json_t *config, const char *path)
-{
-    const json_t *v = rep_json_at(config, path);
-    if (!v) return sim_xstrdup("");
-    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
-    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-}
-
-#define LABEL_KEYS 3
-
-/* "#ID key=value ..." with the last path component of up to LABEL_KEYS
- * differing keys. */
-static void make_labels(rep *r)
-{
-    for (int i = 0; i < r->nruns; i++) {
-        char label[256];
-        int n = snprintf(label, sizeof label, "#%lld", (long long)r->runs[i].id);
-        size_t k;
-        json_t *key;
-        json_array_foreach(r->diff_keys, k, key)
-        {
-            if (k == LABEL_KEYS) {
-                snprintf(label + n, sizeof label - (size_t)n, " …");
-                break;
-            }
-            const char *path = json_string_value(key), *dot = strrchr(path, '.');
-            char *v = value_text(r->runs[i].config, path);
-            n += snprintf(label + n, sizeof label - (size_t)n, " %s=%s", dot ? dot + 1 : path, v);
-            free(v);
-            if (n >= (int)sizeof label) break;
-        }
-        r->runs[i].label = sim_xstrdup(label);
-    }
-}
-
 /* ---- the page ----------------------------------------------------------------------- */
 
 static const char page_head[] =
     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<style>\n"
-    "body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }\n"
-    "table { border-collapse: collapse; font-size: 0.85em; }\n"
-    "th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }\n"
-    "th { background: #f0f0f0; } td.text { text-align: left; }\n"
+    "body { font-family: sans-serif; margin: 1em; color: #222; }\n"
+    "p, h1, h2, ul { max-width: 1100px; }\n"
+    "table { border-collapse: collapse; font-size: 0.85em; width: 100%%; }\n"
+    "th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: right; }\n"
+    "th { background: #f0f0f0; overflow-wrap: anywhere; } td { white-space: nowrap; }\n"
+    "td.text { text-align: left; white-space: normal; overflow-wrap: break-word; }\n"
+    "td.label { min-width: 14em; } code { overflow-wrap: anywhere; }\n"
+    "td.best { background: #d9f0d9; font-weight: bold; }\n"
     ".scroll { overflow-x: auto; } img { max-width: 100%%; height: auto; border: 1px solid #ddd; }\n"
-    ".caption { max-width: 960px; } .files { font-size: 0.85em; color: #555; }\n"
+    ".caption { max-width: 1100px; } .files { font-size: 0.85em; color: #555; }\n"
     "code { font-size: 0.95em; }\n</style>\n</head>\n<body>\n";
-
-/* Summary columns: header, summary path, printf format. */
-typedef struct summary_col {
-    const char *head, *path, *fmt;
-} summary_col;
-
-static const summary_col summary_cols[] = {
-    {"requests", "requests", "%.0f"},
-    {"completed", "completed", "%.0f"},
-    {"rejected", "rejected.total", "%.0f"},
-    {"SLO attainment", "slo_attainment", "%.3f"},
-    {"goodput req/s", "goodput_rps", "%.3f"},
-    {"TTFT mean ms", "ttft_ms.mean", "%.1f"},
-    {"TTFT p90 ms", "ttft_ms.p90", "%.1f"},
-    {"TTFT p99 ms", "ttft_ms.p99", "%.1f"},
-    {"TBT mean ms", "tbt_ms.mean", "%.1f"},
-    {"TBT p99 ms", "tbt_ms.p99", "%.1f"},
-    {"hit rate blocks", "hit_rate_blocks", "%.3f"},
-    {"remote blocks", "remote_blocks", "%.0f"},
-    {"prefill GPU s/req", "prefill_gpu_s_mean", "%.3f"},
-    {"simulated s", "sim_seconds", "%.1f"},
-    {"wall s", "wall_seconds", "%.2f"},
-};
-
-static void config_cells(FILE *h, const rep *r, const rep_run *run)
-{
-    size_t k;
-    json_t *key;
-    json_array_foreach(r->diff_keys, k, key)
-    {
-        char *v = value_text(run->config, json_string_value(key));
-        fputs("<td class=\"text\">", h);
-        sim_fput_xml(h, v);
-        fputs("</td>", h);
-        free(v);
-    }
-}
-
-/* run | the differing config keys | summary | config hash, fingerprint, seed */
-static void comparison_row(FILE *h, const rep *r, const rep_run *run)
-{
-    fprintf(h, "<tr data-run=\"%lld\"><td class=\"text\">#%lld</td>", (long long)run->id, (long long)run->id);
-    config_cells(h, r, run);
-    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++) {
-        const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
-        fputs("<td>", h);
-        if (json_is_number(v)) fprintf(h, summary_cols[c].fmt, json_number_value(v));
-        fputs("</td>", h);
-    }
-    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
-            run->hash, run->fp, (long long)run->seed);
-}
-
-static void comparison_table(rep *r)
-{
-    FILE *h = r->html.f;
-    fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run", h);
-    fputs(json_array_size(r->diff_keys) ? "; the columns after the run are the config keys whose values differ "
-                                          "between the runs (every other key is the same).</p>\n"
-                                        : "; the runs share one config.</p>\n",
-          h);
-    fputs("<div class=\"scroll\"><table id=\"comparison\">\n<tr><th>run</th>", h);
-    size_t k;
-    json_t *key;
-    json_array_foreach(r->diff_keys, k, key)
-    {
-        fputs("<th>", h);
-        sim_fput_xml(h, json_string_value(key));
-        fputs("</th>", h);
-    }
-    for (size_t c = 0; c < sizeof summary_cols / sizeof summary_cols[0]; c++)
-        fprintf(h, "<th>%s</th>", summary_cols[c].head);
-    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
-    for (int i = 0; i < r->nruns; i++) comparison_row(h, r, &r->runs[i]);
-    fputs("</table></div>\n</section>\n", h);
-}
 
 static int write_figures(rep *r, sim_err *err)
 {
@@ -366,7 +258,11 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
             "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
             "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",
             r->nruns, KVSIM_VERSION);
-    if (r->nruns) comparison_table(r);
+    if (r->nruns) {
+        rep_comparison_table(r);
+        rep_groups_table(r);
+        if (rep_reproduce(r, err)) return -1;
+    }
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
     if (*nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
@@ -379,7 +275,6 @@ static void rep_free(rep *r)
         json_decref(r->runs[i].config);
         json_decref(r->runs[i].summary);
         free(r->runs[i].trace_path);
-        free(r->runs[i].label);
     }
     free(r->runs);
     for (int i = 0; i < r->nscripts; i++) free(r->scripts[i]);
@@ -404,7 +299,6 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
     }
     r.diff_keys = differing_keys(&r);
     if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
-    make_labels(&r);
     rc = REP_FAILED;
     if (write_page(&r, a, &written, err)) goto out;
     *nruns = r.nruns;

@@ -24,8 +24,7 @@ typedef struct rep_run {
     char hash[17], fp[17];
     char *trace_path;
     int64_t seed;
-    char *label; /* "#ID key=value ..." over the keys that differ */
-    int group;   /* index of its group in rep.groups */
+    int group; /* index of its group in rep.groups */
 } rep_run;
 
 /* Runs whose configs differ only in `seed` form a group: one line, bar or
@@ -97,6 +96,17 @@ int rep_marker(int slot);
 rep_stat rep_stat_of(const double *x, int n);
 /* A summary value per run of group g, then its stat (NaN values skipped). */
 rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_path);
+
+/* ---- the page's tables (reports/tables.c) ------------------------------------- */
+
+/* Every run: the differing config keys, the summary, the best highlighted. */
+void rep_comparison_table(rep *r);
+/* Groups of several seeds: mean ± interval per summary column (nothing
+ * when every group has one run). */
+void rep_groups_table(rep *r);
+/* Write DIR/configs/runID.json (each run's resolved config) and the page's
+ * section with the command that replays each run. */
+int rep_reproduce(rep *r, sim_err *err);
 
 /* ---- helpers shared by the figures (reports/output.c) ---------------------- */
 

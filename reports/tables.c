@@ -1,0 +1,209 @@
+/* reports/tables.c — the tables of a report's page: the comparison of
+ * every run (the config keys that differ, the summary, the best value of
+ * each column highlighted), the groups of seeds with mean and interval, and
+ * how to reproduce each run (its resolved config written beside the page,
+ * and the command that replays it).
+ *
+ * "Best" is per column where higher or lower is plainly better (attainment,
+ * goodput, latencies, hit rate...), compared as printed, so ties in the
+ * table are ties in the highlight; a column where every run has the same
+ * value highlights nothing. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "reports/report_int.h"
+
+/* A config value as text ("" when absent); caller frees. */
+static char *value_text(const json_t *config, const char *path)
+{
+    const json_t *v = rep_json_at(config, path);
+    if (!v) return sim_xstrdup("");
+    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+/* Summary columns: header, summary path, printf format, which way is
+ * better (+1 higher, -1 lower, 0 neither: the best is not highlighted). */
+typedef struct summary_col {
+    const char *head, *path, *fmt;
+    int better;
+} summary_col;
+
+static const summary_col summary_cols[] = {
+    {"requests", "requests", "%.0f", 0},
+    {"completed", "completed", "%.0f", +1},
+    {"rejected", "rejected.total", "%.0f", -1},
+    {"SLO attainment", "slo_attainment", "%.3f", +1},
+    {"goodput req/s", "goodput_rps", "%.3f", +1},
+    {"TTFT mean ms", "ttft_ms.mean", "%.1f", -1},
+    {"TTFT p90 ms", "ttft_ms.p90", "%.1f", -1},
+    {"TTFT p99 ms", "ttft_ms.p99", "%.1f", -1},
+    {"TBT mean ms", "tbt_ms.mean", "%.1f", -1},
+    {"TBT p99 ms", "tbt_ms.p99", "%.1f", -1},
+    {"hit rate blocks", "hit_rate_blocks", "%.3f", +1},
+    {"remote blocks", "remote_blocks", "%.0f", 0},
+    {"prefill GPU s/req", "prefill_gpu_s_mean", "%.3f", -1},
+    {"simulated s", "sim_seconds", "%.1f", 0},
+    {"wall s", "wall_seconds", "%.2f", 0},
+};
+#define NCOLS (sizeof summary_cols / sizeof summary_cols[0])
+
+/* The best value of column c over the runs as printed (so that ties in
+ * the table are ties here), and whether the runs differ in it at all. */
+static bool best_value(const rep *r, size_t c, char *best, size_t size)
+{
+    const summary_col *col = &summary_cols[c];
+    double top = NAN;
+    bool differ = false;
+    char first[64] = "", text[64];
+    for (int i = 0; i < r->nruns && col->better; i++) {
+        const json_t *v = rep_json_at(r->runs[i].summary, col->path);
+        if (!json_is_number(v)) continue;
+        snprintf(text, sizeof text, col->fmt, json_number_value(v));
+        double x = atof(text);
+        if (!*first) snprintf(first, sizeof first, "%s", text);
+        differ = differ || strcmp(first, text);
+        if (isnan(top) || (col->better > 0 ? x > top : x < top)) top = x, snprintf(best, size, "%s", text);
+    }
+    return differ;
+}
+
+static void config_cells(FILE *h, const rep *r, const rep_run *run)
+{
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key)
+    {
+        char *v = value_text(run->config, json_string_value(key));
+        fputs("<td class=\"text\">", h);
+        sim_fput_xml(h, v);
+        fputs("</td>", h);
+        free(v);
+    }
+}
+
+/* run | the differing config keys | summary | config hash, fingerprint, seed */
+static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[][64])
+{
+    fprintf(h, "<tr data-run=\"%lld\"><td><a href=\"#reproduce-%lld\">#%lld</a></td>", (long long)run->id,
+            (long long)run->id, (long long)run->id);
+    config_cells(h, r, run);
+    for (size_t c = 0; c < NCOLS; c++) {
+        const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
+        char text[64] = "";
+        if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
+        fprintf(h, "<td%s>%s</td>", *text && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
+    }
+    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
+            run->hash, run->fp, (long long)run->seed);
+}
+
+void rep_comparison_table(rep *r)
+{
+    FILE *h = r->html.f;
+    fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run (the run number links to how to "
+          "reproduce it; the best value of a column, where higher or lower is better, is highlighted)",
+          h);
+    fputs(json_array_size(r->diff_keys) ? "; the columns after the run are the config keys whose values differ "
+                                          "between the runs (every other key is the same).</p>\n"
+                                        : "; the runs share one config.</p>\n",
+          h);
+    fputs("<div class=\"scroll\"><table id=\"comparison\">\n<tr><th>run</th>", h);
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key)
+    {
+        fputs("<th>", h);
+        sim_fput_xml(h, json_string_value(key));
+        fputs("</th>", h);
+    }
+    for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
+    char best[NCOLS][64];
+    for (size_t c = 0; c < NCOLS; c++)
+        if (!best_value(r, c, best[c], sizeof best[c])) best[c][0] = 0;
+    for (int i = 0; i < r->nruns; i++) comparison_row(h, r, &r->runs[i], best);
+    fputs("</table></div>\n</section>\n", h);
+}
+
+/* "mean ± half-width" (95% CI) or "mean [min, max]" (fewer than 3 seeds). */
+static void stat_cell(FILE *h, const rep *r, const rep_group *g, const summary_col *col)
+{
+    rep_stat s = rep_group_stat(r, g, col->path);
+    char m[64], lo[64], hi[64];
+    fputs("<td>", h);
+    if (s.n) {
+        snprintf(m, sizeof m, col->fmt, s.mean);
+        snprintf(lo, sizeof lo, col->fmt, s.ci ? (s.hi - s.lo) / 2 : s.lo);
+        snprintf(hi, sizeof hi, col->fmt, s.hi);
+        if (s.ci) fprintf(h, "%s ± %s", m, lo);
+        else fprintf(h, "%s [%s, %s]", m, lo, hi);
+    }
+    fputs("</td>", h);
+}
+
+void rep_groups_table(rep *r)
+{
+    bool seeds = false;
+    for (int g = 0; g < r->ngroups; g++) seeds = seeds || r->groups[g].n > 1;
+    if (!seeds) return;
+    FILE *h = r->html.f;
+    fputs("<section id=\"groups\">\n<h2>Groups of seeds</h2>\n<p>Runs whose configs differ only in the seed, as one "
+          "row: the mean over seeds ± the half-width of its 95% confidence interval (Student t) from 3 seeds, "
+          "[min, max] below.</p>\n<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th>"
+          "<th>runs</th>",
+          h);
+    for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    fputs("</tr>\n", h);
+    for (int g = 0; g < r->ngroups; g++) {
+        const rep_group *grp = &r->groups[g];
+        fputs("<tr><td class=\"text label\">", h);
+        sim_fput_xml(h, grp->label);
+        fprintf(h, "</td><td>%d</td><td class=\"text\">", grp->n);
+        for (int i = 0; i < grp->n; i++) fprintf(h, "%s#%lld", i ? " " : "", (long long)r->runs[grp->runs[i]].id);
+        fputs("</td>", h);
+        for (size_t c = 0; c < NCOLS; c++) stat_cell(h, r, grp, &summary_cols[c]);
+        fputs("</tr>\n", h);
+    }
+    fputs("</table></div>\n</section>\n", h);
+}
+
+/* DIR/configs/runID.json: the run's resolved config, as the database holds it. */
+static int write_config(rep *r, const rep_run *run, sim_err *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/configs", r->dir);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) return sim_errf(err, "cannot create %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/configs/run%lld.json", r->dir, (long long)run->id);
+    if (json_dump_file(run->config, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+        return sim_errf(err, "cannot write %s", path);
+    return 0;
+}
+
+int rep_reproduce(rep *r, sim_err *err)
+{
+    FILE *h = r->html.f;
+    fputs("<section id=\"reproduce\">\n<h2>Reproduce</h2>\n<p>Each run's resolved config (every key, the trace "
+          "path and the seed included) is in <code>configs/runID.json</code> beside this page; the command, run "
+          "from the directory the report and the runs were made from (where the trace path resolves), replays it and "
+          "records it as a new "
+          "run with the same config hash.</p>\n<ul>\n",
+          h);
+    for (int i = 0; i < r->nruns; i++) {
+        const rep_run *run = &r->runs[i];
+        if (write_config(r, run, err)) return -1;
+        fprintf(h, "<li id=\"reproduce-%lld\">#%lld: <code>kvsim run --config <a href=\"configs/run%lld.json\">",
+                (long long)run->id, (long long)run->id, (long long)run->id);
+        sim_fput_xml(h, r->dir);
+        fprintf(h,
+                "/configs/run%lld.json</a> --db results.db</code> (config hash <code>%s</code>, trace fingerprint "
+                "<code>%s</code>)</li>\n",
+                (long long)run->id, run->hash, run->fp);
+    }
+    fputs("</ul>\n</section>\n", h);
+    return 0;
+}
