@@ -127,6 +127,7 @@ static void test_every_figure_file_linked(void **state)
         if (!v) continue;
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)strcspn(v, "\""), v);
+        if (name[0] == '#') continue; /* a link within the page */
         if (!has_file(rep, name)) fail_msg("index.html links %s, missing or empty", name);
         links++;
     }
@@ -243,8 +244,9 @@ static int block_rows(const char *text, int index, double *first_x, double *last
 
 static void test_figure_data(void **state)
 {
-    /* TTFT CDF: one row per completed request of run 3 (block 2), the
-     * smallest TTFT first, reaching 1. */
+    /* TTFT CDF: one row per completed request of run 3 (block 2: one run
+     * per group here), the smallest TTFT first, over all 80 requests: it
+     * ends at the completed fraction, the rejected ones never arriving. */
     char *cdf = read_in(rep, "ttft_cdf.dat");
     double first = 0, last = 0;
     int completed = (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=3 AND status='completed'");
@@ -252,25 +254,30 @@ static void test_figure_data(void **state)
                      80 - (int)su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=3 AND status='rejected'"));
     assert_int_equal(block_rows(cdf, 2, &first, &last), completed);
     assert_double_equal(first, su_num(db, "SELECT MIN(ttft_ms) FROM requests WHERE run_id=3"), 1e-5 * first);
-    assert_double_equal(last, 1.0, 0);
+    assert_double_equal(last, completed / 80.0, 1e-6);
+    assert_true(completed < 80); /* slo_reject at speed 1 rejects some */
     free(cdf);
     char *gp = read_in(rep, "ttft_cdf.gp");
     assert_non_null(strstr(gp, "set arrow from 800, graph 0 to 800, graph 1")); /* the SLO */
     free(gp);
-    /* SLO bars: run 4's attainment as in its summary. */
+    /* SLO bars: run 4's attainment as in its summary (group 3: one run, so
+     * mean, low and high are that value). */
     char *slo = read_in(rep, "slo.dat");
-    const char *line = strstr(slo, "\n4\t");
+    const char *line = strstr(slo, "\n3\tadmission=slo_reject speed=4\t");
     assert_non_null(line);
     double want = su_num(db, "SELECT json_extract(summary_json, '$.slo_attainment') FROM runs WHERE id=4");
     char expect[64];
-    snprintf(expect, sizeof expect, "\t%.6g\t", want);
+    snprintf(expect, sizeof expect, "\t%.6g\t%.6g\t%.6g\t", want, want, want);
     assert_non_null(strstr(line, expect));
     free(slo);
     /* Rejection bars: run 4's total and wasted (after-prefill) rejections. */
     char *rej = read_in(rep, "rejections.dat");
-    snprintf(expect, sizeof expect, "\n4\t#4 admission=slo_reject speed=4\t%.0f\t%.0f\n",
-             su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND status='rejected'"),
-             su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND stage='after_prefill'"));
+    double total = su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND status='rejected'"),
+           wasted = su_num(db, "SELECT COUNT(*) FROM requests WHERE run_id=4 AND stage='after_prefill'");
+    /* group 3, its label, its colour (Okabe-Ito's 2nd: #D55E00), then
+     * mean/low/high of each metric */
+    snprintf(expect, sizeof expect, "\n3\tadmission=slo_reject speed=4\t%u\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n",
+             0xD55E00u, total, total, total, wasted, wasted, wasted);
     if (!strstr(rej, expect)) fail_msg("rejections.dat lacks '%s':\n%s", expect, rej);
     free(rej);
     /* Rejection marks: one per rejected request of run 4, written once. */
@@ -298,6 +305,49 @@ static void test_figure_data(void **state)
     assert_non_null(strstr(roles, "# instances in role decode\n0\t4\n1000\t4\n2000\t5\n"));
     assert_non_null(strstr(roles, "# instances in role prefill\n0\t4\n1000\t4\n2000\t3\n"));
     free(roles);
+}
+
+/* Axis ranges come from the data: the TTFT axis spans the smallest TTFT
+ * and the larger of the largest TTFT and the SLO (800 ms), a quarter of
+ * margin each side; the hit-rate axes span the capacities (1e5..1e7, a
+ * factor 1.6 of margin) and 15% above the highest hit rate (0.625 ->
+ * 0.71875, rounded up to 0.75). */
+static void test_axis_ranges(void **state)
+{
+    double lo = su_num(db, "SELECT MIN(ttft_ms) FROM requests WHERE ttft_ms > 0"),
+           hi = fmax(800, su_num(db, "SELECT MAX(ttft_ms) FROM requests"));
+    char want[128];
+    snprintf(want, sizeof want, "set xrange [%g:%g]\n", lo / 1.25, hi * 1.25);
+    char *gp = read_in(rep, "ttft_cdf.gp");
+    if (!strstr(gp, want)) fail_msg("ttft_cdf.gp lacks '%s'", want);
+    /* The SLO label sits inside the frame: left of its line when the line
+     * is in the right half of the (log) axis. */
+    bool right_half = log(800 / (lo / 1.25)) > 0.5 * log(hi * 1.25 / (lo / 1.25));
+    snprintf(want, sizeof want, "set label \"TTFT SLO 800 ms\" at 800, graph 0.06 %s", right_half ? "right" : "left");
+    if (!strstr(gp, want)) fail_msg("ttft_cdf.gp lacks '%s'", want);
+    free(gp);
+    gp = read_in(rep, "hitrate.gp");
+    assert_non_null(strstr(gp, "set xrange [62500:1.6e+07]\nset yrange [0:0.75]\n"));
+    assert_null(strstr(gp, "x2range")); /* rows without a model: no bytes axis */
+    free(gp);
+}
+
+/* The best value of each column is highlighted where runs differ: the
+ * highest SLO attainment, the lowest mean TTFT. */
+static void test_best_highlighted(void **state)
+{
+    char want[96];
+    snprintf(want, sizeof want, "<td class=\"best\">%.3f</td>",
+             su_num(db, "SELECT MAX(json_extract(summary_json, '$.slo_attainment')) FROM runs"));
+    assert_non_null(strstr(html, want));
+    snprintf(want, sizeof want, "<td class=\"best\">%.1f</td>",
+             su_num(db, "SELECT MIN(json_extract(summary_json, '$.ttft_ms.mean')) FROM runs"));
+    assert_non_null(strstr(html, want));
+    /* "80": the completed count of the runs that reject nothing (the most,
+     * highlighted), never the requests column (80 in every run: neither
+     * higher nor lower is better). */
+    assert_int_equal(su_count(html, "<td class=\"best\">80</td>"),
+                     (int)su_num(db, "SELECT COUNT(*) FROM runs WHERE json_extract(summary_json, '$.completed') = 80"));
 }
 
 /* ---- run selection ---------------------------------------------------------------- */
@@ -353,6 +403,34 @@ static void test_hitrate_db(void **state)
     assert_double_equal(su_num(hdb, "SELECT COUNT(*) FROM hitrate WHERE id=2"), 3, 0); /* 2048, 1e6, max */
     assert_double_equal(su_num(hdb, "SELECT COUNT(DISTINCT id) FROM hitrate"), 2, 0);
     assert_double_equal(su_num(hdb, "SELECT COUNT(*) FROM hitrate WHERE policy='lru' AND block_tokens=512"), 6, 0);
+    /* The model sizing the capacity in bytes (llama3-70b by default:
+     * 2 * 80 layers * 8 KV heads * 128 * 2 bytes = 327,680 bytes a token)
+     * gives the report's figure a bytes axis over the same span. */
+    assert_double_equal(su_num(hdb, "SELECT MIN(kv_bytes_per_token) FROM hitrate"), 327680, 0);
+    char out[700];
+    snprintf(out, sizeof out, "%s/hitrate-report", dir);
+    report(hdb, out, "");
+    char *gp = read_in(out, "hitrate.gp"), want[160];
+    snprintf(want, sizeof want, "set x2range [%.17g:%.17g]", 2048 / 1.6 * 327680, 1e6 * 1.6 * 327680);
+    if (!strstr(gp, want)) fail_msg("hitrate.gp lacks '%s':\n%s", want, gp);
+    assert_non_null(strstr(gp, "(bytes of KV: llama3-70b, 320 KiB/token)"));
+    free(gp);
+}
+
+/* A database from before the hitrate table had model and
+ * kv_bytes_per_token is upgraded when kvsim opens it to write. */
+static void test_hitrate_upgrade(void **state)
+{
+    char old[600], args[2048];
+    snprintf(old, sizeof old, "%s/old.db", dir);
+    su_exec(old, "CREATE TABLE hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
+                 " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
+                 " hit_rate_blocks REAL, hit_rate_tokens REAL);"
+                 "INSERT INTO hitrate VALUES(1, 'then', 'old', 't', 'ff', 512, 'lru', '', 1000, 0.5, 0.5);");
+    snprintf(args, sizeof args, "hitrate --trace %s/t.jsonl --capacity-tokens 1e6 --db %s", dir, old);
+    tu_expect_stdout(args, "max ");
+    assert_double_equal(su_num(old, "SELECT COUNT(*) FROM hitrate WHERE kv_bytes_per_token IS NULL"), 1, 0);
+    assert_double_equal(su_num(old, "SELECT COUNT(*) FROM hitrate WHERE model = 'llama3-70b'"), 2, 0);
 }
 
 /* ---- a browser renders it ----------------------------------------------------------- */
@@ -368,6 +446,33 @@ static const char *find_chromium(void)
     return NULL;
 }
 
+/* The comparison table's right edge, as the browser lays it out in a
+ * 1400 px window: a copy of the page with a script that writes it into the
+ * title, read back with --dump-dom. */
+static void check_table_fits(const char *chromium)
+{
+    char path[700], cmd[2048];
+    snprintf(path, sizeof path, "%s/fit.html", rep);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "%s<script>var t = document.getElementById('comparison').getBoundingClientRect();"
+            "document.title = 'right=' + Math.ceil(t.right) + ' width=' + document.documentElement.clientWidth;"
+            "</script>\n",
+            html);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "%s --headless --no-sandbox --disable-gpu --window-size=1400,1000 --dump-dom 'file://%s' 2>/dev/null",
+             chromium, path);
+    cli_result r = tu_shell(cmd);
+    int right = 0, width = 0;
+    const char *t = strstr(r.out, "<title>right=");
+    if (!t || sscanf(t, "<title>right=%d width=%d", &right, &width) != 2) fail_msg("no measurement in:\n%.400s", r.out);
+    if (right > width || width < 1300) fail_msg("the table ends at %d px in a %d px page", right, width);
+    tu_free(&r);
+    unlink(path);
+}
+
 static void test_headless_chromium(void **state)
 {
     const char *chromium = find_chromium();
@@ -379,11 +484,12 @@ static void test_headless_chromium(void **state)
     snprintf(shot, sizeof shot, "%s/shot.png", dir);
     snprintf(log, sizeof log, "%s/chromium.log", dir);
     snprintf(cmd, sizeof cmd,
-             "%s --headless --no-sandbox --disable-gpu --enable-logging=stderr --log-level=0 --window-size=1200,4000 "
+             "%s --headless --no-sandbox --disable-gpu --enable-logging=stderr --log-level=0 --window-size=1400,4000 "
              "--screenshot='%s' 'file://%s/index.html' >'%s' 2>&1",
              chromium, shot, rep, log);
     assert_int_equal(system(cmd), 0);
     assert_true(su_size(shot) > 10000);
+    check_table_fits(chromium);
     /* Each <img> logs "kvsim report: cannot load URL" to the console when it
      * fails; console messages reach stderr with --log-level=0. */
     char *text = su_slurp_path(log);
@@ -424,9 +530,12 @@ int main(void)
         cmocka_unit_test(test_figures_only_with_their_data),
         cmocka_unit_test(test_comparison_table),
         cmocka_unit_test(test_figure_data),
+        cmocka_unit_test(test_axis_ranges),
+        cmocka_unit_test(test_best_highlighted),
         cmocka_unit_test(test_run_selection),
         cmocka_unit_test(test_scripts_run_standalone),
         cmocka_unit_test(test_hitrate_db),
+        cmocka_unit_test(test_hitrate_upgrade),
         cmocka_unit_test(test_headless_chromium),
         cmocka_unit_test(test_bad_input),
     };
