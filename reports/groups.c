@@ -274,3 +274,43 @@ void rep_figure_title(const rep *r, const char *what, char *buf, size_t size)
     if (most == 1) snprintf(buf, size, "%s", what);
     else snprintf(buf, size, "%s (mean of %d seeds; band: %s)", what, most, most >= 3 ? "95% CI" : "min-max");
 }
+
+/* ---- styles and panels of the figures ---------------------------------------------- */
+
+void rep_line_style(const rep_group *g, char *buf, size_t size)
+{
+    int marker = rep_marker(g->color);
+    if (marker)
+        snprintf(buf, size, "linespoints linewidth 2 pointtype %d pointnumber 8 linecolor rgb \"%s\"", marker,
+                 rep_color(g->color));
+    else snprintf(buf, size, "lines linewidth 2 linecolor rgb \"%s\"", rep_color(g->color));
+    if (g->same_as >= 0) snprintf(buf + strlen(buf), size - strlen(buf), " dashtype 2");
+}
+
+void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *g)
+{
+    char style[128];
+    snprintf(style, sizeof style, "filledcurves closed fillstyle transparent solid 0.2 noborder linecolor rgb \"%s\"",
+             rep_color(g->color));
+    rep_body_clause(b, file, index, "1:2", style, NULL);
+}
+
+void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels)
+{
+    int cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;
+    if (npanels > 1) fprintf(b->f, "set multiplot layout %d,%d title figure_title\n", rows, cols);
+    else fputs("set title figure_title\n", b->f);
+    for (int p = 0; p < npanels; p++) {
+        fclose(panel[p].f);
+        if (npanels > 1) {
+            char title[256];
+            rep_facet_title(r, p, title, sizeof title);
+            fputs("set title ", b->f);
+            rep_gp_string(b->f, title);
+            fputc('\n', b->f);
+        }
+        fprintf(b->f, "%s\n", panel[p].len ? panel[p].text : "plot NaN notitle");
+        free(panel[p].text);
+    }
+    if (npanels > 1) fputs("unset multiplot\n", b->f);
+}

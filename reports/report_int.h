@@ -2,8 +2,9 @@
  * written, the figure signature, and the helpers figures use.
  *
  * Call order (no circles): report.c (the driver: runs, page, rendering, the
- * figure table) → figures.c (one function per figure) → output.c (files,
- * gnuplot scripts, page sections, escaping). */
+ * figure table) → tables.c (the page's tables) and the figures (fig_cdf.c,
+ * fig_bars.c, fig_qps.c, figures.c) → groups.c (grouping, colours, panels)
+ * → output.c (files, gnuplot scripts, page sections, escaping). */
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
 
