@@ -117,12 +117,14 @@ double sim_cost_allreduce_s(const sim_cost *c, double tokens)
 }
 
 /* Prefill chunks' compute (at mfu, their communication included as in
- * Eq. 1's end-to-end utilisation) and a decode step share one pass. */
+ * Eq. 1's end-to-end utilisation) and a decode step share one pass.
+ * kv_tokens counts the chunks' KV as well as the decodes' context, so the
+ * decodes' attention FLOPs are not split out here (Eq. 1 has the chunks');
+ * the KV read is in the memory term. */
 double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens)
 {
     double mem = (c->weight_bytes + (double)kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
-    double compute =
-        (prefill_flops + batch * 2.0 * c->model->params + (double)kv_tokens * c->attn_flops) / (c->hw->flops * c->mfu);
+    double compute = (prefill_flops + batch * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
     return fmax(mem, compute) + sim_cost_allreduce_s(c, batch) + c->decode_overhead_s +
            (nchunks > 0 ? c->chunk_overhead_s : 0);
 }
