@@ -157,7 +157,15 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
  * synthetic trace's 149-token answers never load decode (an A800 decode node
  * holds 1.3M KV tokens), so this uses an agent-like trace with long answers:
  * 6,000 requests at 20/s, inputs of a few thousand tokens, ~2,500-token
- * outputs (seed 3). */
+ * outputs (seed 3).
+ *
+ * The paper's ordering of rejected counts (baseline 4183 > early rejection
+ * 3771 > prediction 3589) held under the older decode cost (2905 > 2736 >
+ * 2708) but not under the first-principles one (docs/cost-model.md):
+ * 3325, 3336, 3398 at 2x (baseline above early rejection at 1.5x and 3x,
+ * prediction never below early rejection). What holds is the mechanism:
+ * the baseline wastes prefills, early rejection wastes none. The ordering
+ * is left open (issue 19), not tuned back. */
 static void test_table4_rejections(void **state)
 {
     char *trace = gen_trace("--requests 6000 --rate 20 --output-mean 2500 --output-sigma 0.4 --input-mean 3000 "
@@ -177,8 +185,7 @@ static void test_table4_rejections(void **state)
                wasted[i], num(s, "slo_attainment", NULL));
         json_decref(s);
     }
-    assert_true(rejected[0] > rejected[1]);
-    assert_true(rejected[1] > rejected[2]);
+    assert_true(rejected[0] > 0 && rejected[1] > 0 && rejected[2] > 0);
     assert_true(wasted[0] > 0);
     assert_true(wasted[1] == 0 && wasted[2] == 0);
     unlink(trace);

@@ -84,10 +84,15 @@ static void test_prefill_time(void **state)
     sim_config_free(&cfg);
 }
 
-/* Decode iteration, memory bound: weights 70.6e9 · 2 B = 141.2 GB over
- * 8 · 2039 GB/s = 16.312 TB/s → 8.6562 ms, + 3 ms overhead = 11.6562 ms for
- * batch 1 with no context. 100k context tokens add 100000 · 327680 B /
- * 16.312e12 B/s = 2.0088 ms. */
+/* Decode iteration on 8×A800 (docs/cost-model.md), batch 1, no context:
+ *   memory   weights 70.6e9 · 2 B = 141.2 GB over 8 · 2039 GB/s · 0.9 =
+ *            14.6808 TB/s → 9.61800 ms
+ *   compute  2 · 70.6e9 / (8 · 312e12 · 0.45) = 0.12571 ms (< memory)
+ *   all-red. 2 · 80 all-reduces · 10 µs = 1.6 ms, + 160 · 2·7/8 · 8192 · 2 B
+ *            / (200 GB/s · 0.6) = 0.03823 ms → 1.63823 ms
+ *   overhead 3 ms
+ *   total    9.61800 + 1.63823 + 3 = 14.25623 ms.
+ * 100k context tokens add 100000 · 327680 B / 14.6808e12 B/s = 2.23203 ms. */
 static void test_decode_iteration(void **state)
 {
     sim_config cfg;
@@ -95,10 +100,99 @@ static void test_decode_iteration(void **state)
     sim_err err;
     load(&cfg, NULL, 0);
     assert_int_equal(sim_cost_init(&c, &cfg, &err), 0);
-    assert_double_equal(sim_cost_decode_iter_s(&c, 1, 0), 0.0116562, 1e-6);
-    assert_double_equal(sim_cost_decode_iter_s(&c, 1, 100000) - sim_cost_decode_iter_s(&c, 1, 0), 0.0020088, 1e-6);
+    sim_decode_terms t = sim_cost_decode_terms(&c, 1, 0);
+    assert_double_equal(t.mem_s, 9.61800e-3, 1e-8);
+    assert_double_equal(t.compute_s, 0.125712e-3, 1e-9);
+    assert_double_equal(t.allreduce_s, 1.638229e-3, 1e-9);
+    assert_double_equal(t.overhead_s, 3e-3, 1e-12);
+    assert_double_equal(sim_cost_decode_iter_s(&c, 1, 0), 14.25623e-3, 1e-8);
+    assert_double_equal(t.total_s, sim_cost_decode_iter_s(&c, 1, 0), 0);
+    assert_double_equal(sim_cost_decode_iter_s(&c, 1, 100000) - sim_cost_decode_iter_s(&c, 1, 0), 2.23203e-3, 1e-8);
     /* HBM for KV: 640e9 · 0.9 − 141.2e9 = 434.8e9 B → 1,326,904 tokens. */
     assert_int_equal(sim_cost_decode_kv_tokens(&c), 1326904);
+    sim_config_free(&cfg);
+}
+
+/* The all-reduce term by hand: 32 tokens of 8192 · 2 B = 524,288 B per
+ * all-reduce; a ring moves 2·7/8 of it over each GPU's 120 GB/s (200 · 0.6):
+ * 7.64587 µs, + 10 µs latency, × 160 = 2.823339 ms. On one GPU there is none. */
+static void test_allreduce(void **state)
+{
+    sim_config a800, h100;
+    sim_cost c, c1;
+    sim_err err;
+    char *set_h100[] = {"hardware=h100x1", "model=llama3.1-8b"};
+    load(&a800, NULL, 0);
+    load(&h100, set_h100, 2);
+    assert_int_equal(sim_cost_init(&c, &a800, &err), 0);
+    assert_int_equal(sim_cost_init(&c1, &h100, &err), 0);
+    assert_double_equal(sim_cost_allreduce_s(&c, 32), 160 * (10e-6 + 2 * 7.0 / 8 * 524288 / 120e9), 1e-12);
+    assert_double_equal(sim_cost_allreduce_s(&c, 32), 2.823339e-3, 1e-9);
+    assert_double_equal(sim_cost_allreduce_s(&c, 0), 0, 0);
+    assert_double_equal(sim_cost_allreduce_s(&c1, 32), 0, 0);
+    assert_double_equal(sim_cost_decode_terms(&c1, 8, 8000).allreduce_s, 0, 0);
+    sim_config_free(&a800);
+    sim_config_free(&h100);
+}
+
+/* Invariants: the decode step grows with the batch and with the context;
+ * small batches are memory-bound, large ones compute-bound. With ctx
+ * tokens per request the compute term overtakes the memory term at
+ * b ≈ (W / B_hbm) / (2·params/(G·mfu) + ctx·(attn/(G·mfu) − kv/B_hbm)):
+ * at ctx 1000, 9.618 ms / (125.71 + 2.33 − 22.32 µs) ≈ 91 requests. */
+static void test_decode_invariants(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err;
+    load(&cfg, NULL, 0);
+    assert_int_equal(sim_cost_init(&c, &cfg, &err), 0);
+    double prev = 0;
+    for (int b = 1; b <= 512; b++) {
+        double t = sim_cost_decode_iter_s(&c, b, (int64_t)b * 1000);
+        assert_true(t > prev);
+        prev = t;
+        for (int64_t ctx = 0; ctx < 400000; ctx += 50000)
+            assert_true(sim_cost_decode_iter_s(&c, b, ctx + 50000) > sim_cost_decode_iter_s(&c, b, ctx));
+    }
+    sim_decode_terms small = sim_cost_decode_terms(&c, 4, 4000), large = sim_cost_decode_terms(&c, 256, 256000);
+    assert_true(small.mem_s > small.compute_s);
+    assert_true(large.compute_s > large.mem_s);
+    assert_true(sim_cost_decode_terms(&c, 90, 90000).mem_s > sim_cost_decode_terms(&c, 90, 90000).compute_s);
+    assert_true(sim_cost_decode_terms(&c, 92, 92000).compute_s > sim_cost_decode_terms(&c, 92, 92000).mem_s);
+    sim_config_free(&cfg);
+}
+
+/* A hardware object without the decode-cost keys keeps the older model:
+ * peak HBM bandwidth and no all-reduce (8.6562 ms + 3 ms = 11.6562 ms). */
+static void test_decode_legacy_hardware(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err;
+    char *sets[] = {"hardware={\"gpus_per_node\": 8, \"tflops_per_gpu\": 312, \"hbm_bytes_per_gpu\": 80e9, "
+                    "\"hbm_GBps_per_gpu\": 2039, \"h2d_GBps\": 128, \"nic_Gbps\": 800, \"dram_bytes\": 1e12, "
+                    "\"ssd_read_GBps\": 12, \"ssd_write_GBps\": 6, \"ssd_latency_us\": 80}"};
+    load(&cfg, sets, 1);
+    assert_int_equal(sim_cost_init(&c, &cfg, &err), 0);
+    assert_double_equal(sim_cost_decode_iter_s(&c, 1, 0), 0.0116562, 1e-6);
+    sim_config_free(&cfg);
+}
+
+/* A forward pass reads every weight: a prefill of 10 uncached tokens takes
+ * the memory floor 141.2 GB / 14.6808 TB/s = 9.618 ms, not its 1.26 ms of
+ * FLOPs; from about 77 tokens on the FLOPs dominate (Eq. 1 unchanged). */
+static void test_prefill_floor(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err;
+    load(&cfg, NULL, 0);
+    assert_int_equal(sim_cost_init(&c, &cfg, &err), 0);
+    assert_double_equal(sim_cost_prefill_s(&c, 10, 0), 9.61800e-3, 1e-8);
+    assert_double_equal(sim_cost_prefill_s(&c, 5000, 4999), 9.61800e-3, 1e-8);
+    double flops = sim_prefill_flops(&cfg.model, 100);
+    assert_double_equal(sim_cost_prefill_s(&c, 100, 0), flops / (cfg.hw.flops * cfg.prefill_mfu), 1e-12);
     sim_config_free(&cfg);
 }
 
@@ -143,13 +237,30 @@ static void test_estimator_fit(void **state)
     sim_config_free(&cfg);
 }
 
+/* `kvsim cost` prints the terms the library computes (the command quoted
+ * in docs/cost-model.md beside published measurements). */
+static void test_cost_command(void **state)
+{
+    json_t *o = tu_kvsim_json("cost --batch 1 --context 0 --prefill 1000 --json");
+    assert_non_null(o);
+    assert_double_equal(json_number_value(json_object_get(o, "decode_ms")), 14.2562, 1e-4);
+    assert_double_equal(json_number_value(json_object_get(o, "allreduce_ms")), 1.6382, 1e-4);
+    assert_double_equal(json_number_value(json_object_get(o, "prefill_ms")), 107.4902, 1e-3);
+    json_decref(o);
+    tu_expect_stdout("cost --batch 256 --context 1000", "(compute-bound)");
+    tu_expect_exit("cost --batch 0", 2, "--batch");
+    tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_bytes_per_token), cmocka_unit_test(test_prefill_flops),
         cmocka_unit_test(test_eq2_thresholds),     cmocka_unit_test(test_prefill_time),
         cmocka_unit_test(test_decode_iteration),   cmocka_unit_test(test_transfers),
-        cmocka_unit_test(test_estimator_fit),
+        cmocka_unit_test(test_estimator_fit),      cmocka_unit_test(test_allreduce),
+        cmocka_unit_test(test_decode_invariants),  cmocka_unit_test(test_decode_legacy_hardware),
+        cmocka_unit_test(test_prefill_floor),      cmocka_unit_test(test_cost_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

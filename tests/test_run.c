@@ -423,14 +423,16 @@ static void test_help_and_summary_fields(void **state)
 }
 
 /* Every run is diagnosed (sim/serving/diagnose.c). The bundled trace at
- * speed 1 is served (simulated span within 5% of the arrivals'). At speed 8
- * its 1,500 requests arrive in 75 s and take 108 s, but every SLO is met,
- * prefill is 57% busy and the last tenth of requests waits no longer than
+ * speed 1 is served (simulated span within 7% of the arrivals'). At speed 8
+ * its 1,500 requests arrive in 75 s and take 120 s, but every SLO is met,
+ * prefill is 52% busy and the last tenth of requests waits no longer than
  * the first: a tail, not overload (it used to be warned about). At speed 16
- * the last tenth waits 24.8 s for its first token against 2.0 s for the
+ * the last tenth waits 25.1 s for its first token against 2.0 s for the
  * first: queues grew, overloaded, with a warning line on stderr. The
  * utilisations are busy fractions in [0, 1] for prefill, and the span ratio
- * is the simulated over the arrival span. */
+ * is the simulated over the arrival span: 1.059 at speed 1, the last
+ * arrivals' decodes (15.2 ms steps since the decode cost has its all-reduce
+ * term, docs/cost-model.md) ending 35 s after the last arrival. */
 static void test_overload_diagnosis(void **state)
 {
     cli_result r = tu_kvsim("run --json");
@@ -444,7 +446,7 @@ static void test_overload_diagnosis(void **state)
                             json_number_value(json_object_get(d, "trace_span_s")),
                         1e-9);
     double p = json_number_value(json_object_get(json_object_get(j, "utilisation"), "prefill"));
-    assert_true(p > 0 && p < 1 && ratio < 1.05);
+    assert_true(p > 0 && p < 1 && ratio < 1.07);
     json_decref(j);
     tu_free(&r);
     r = tu_kvsim("run --json --set trace.speed=8");
@@ -456,8 +458,8 @@ static void test_overload_diagnosis(void **state)
     tu_free(&r);
     r = tu_kvsim("run --json --set trace.speed=16");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 99 s simulated for 37 s of arrivals"));
-    assert_non_null(strstr(r.err, "queues grew: mean TTFT 24.8 s for the last tenth of requests vs 2.0 s"));
+    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 110 s simulated for 37 s of arrivals"));
+    assert_non_null(strstr(r.err, "queues grew: mean TTFT 25.1 s for the last tenth of requests vs 2.0 s"));
     assert_non_null(strstr(r.err, "kvsim plan slo finds the smallest cluster"));
     j = json_loads(r.out, 0, NULL);
     d = json_object_get(j, "diagnosis");

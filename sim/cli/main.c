@@ -21,6 +21,7 @@ static const sim_cmd commands[] = {
     {"report", "HTML report with gnuplot figures from a results DB", cmd_report},
     {"export", "a results DB's runs (config keys and summary as columns) or any table as CSV/TSV", cmd_export},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
+    {"cost", "the cost model's decode-iteration terms and prefill time for a config", cmd_cost},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

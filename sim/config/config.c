@@ -274,6 +274,26 @@ static int read_nums(const json_t *root, const char *prefix, const num_field *f,
     return 0;
 }
 
+/* A number of the hardware object that may be absent (older inline objects):
+ * def then. The schema has range-checked it when present. */
+static double hw_opt(const json_t *h, const char *key, double def)
+{
+    const json_t *v = json_object_get(h, key);
+    return json_is_number(v) ? json_number_value(v) : def;
+}
+
+/* The decode-cost keys of docs/cost-model.md; absent ones keep the older
+ * model (peak HBM bandwidth, no all-reduce term). */
+static int read_hw_optional(const json_t *h, sim_hw *hw, sim_err *err)
+{
+    hw->hbm_efficiency = hw_opt(h, "hbm_efficiency", 1);
+    hw->link_Bps = hw_opt(h, "nvlink_GBps_per_gpu", 0) * 1e9 * hw_opt(h, "nvlink_efficiency", 1);
+    hw->allreduce_latency_s = hw_opt(h, "allreduce_latency_us", 0) * 1e-6;
+    if (hw->hbm_efficiency <= 0 || hw->hbm_efficiency > 1)
+        return sim_errf(err, "config key 'hardware.hbm_efficiency': %g is out of range (0, 1]", hw->hbm_efficiency);
+    return 0;
+}
+
 static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
 {
     const json_t *h = json_object_get(root, "hardware");
@@ -283,6 +303,7 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     snprintf(hw->name, sizeof hw->name, "%s", hname ? hname : "inline");
     if (get_int(root, "hardware.gpus_per_node", &gpus, err)) return -1;
     if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
+    if (read_hw_optional(h, hw, err)) return -1;
     hw->gpus = (int)gpus;
     hw->flops *= gpus;
     hw->hbm_bytes *= gpus;

@@ -32,6 +32,10 @@ typedef struct sim_hw {
     double nic_Bps;   /* per node */
     double dram_bytes;
     double ssd_read_Bps, ssd_write_Bps, ssd_latency_s;
+    /* Decode cost (docs/cost-model.md): achievable HBM fraction; the
+     * tensor-parallel all-reduce across the node's GPUs: link bandwidth per
+     * GPU and direction (× its efficiency), latency of one all-reduce. */
+    double hbm_efficiency, link_Bps, allreduce_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
 } sim_hw;
 

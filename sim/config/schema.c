@@ -58,6 +58,16 @@ static const sim_config_key keys[] = {
     NUM("hardware.ssd_read_GBps", "GB/s", 1e-3, 1e6, "SSD read bandwidth"),
     NUM("hardware.ssd_write_GBps", "GB/s", 1e-3, 1e6, "SSD write bandwidth"),
     NUM("hardware.ssd_latency_us", "µs", 0, 1e9, "SSD access latency"),
+    ROW("hardware.hbm_efficiency", SIM_KEY_NUMBER, "", 0, 1, .lo_open = true, .optional = true,
+        .meaning = "achievable fraction of the HBM bandwidth for streaming reads (decode); absent = 1 "
+                   "(docs/cost-model.md)"),
+    ROW("hardware.nvlink_GBps_per_gpu", SIM_KEY_NUMBER, "GB/s", 0, 1e6, .optional = true,
+        .meaning = "GPU-to-GPU bandwidth per direction for the tensor-parallel all-reduce; absent or 0 = no "
+                   "all-reduce term"),
+    ROW("hardware.nvlink_efficiency", SIM_KEY_NUMBER, "", 0, 1, .lo_open = true, .optional = true,
+        .meaning = "achievable fraction of `hardware.nvlink_GBps_per_gpu` in an all-reduce; absent = 1"),
+    ROW("hardware.allreduce_latency_us", SIM_KEY_NUMBER, "µs", 0, 1e6, .optional = true,
+        .meaning = "fixed time of one small all-reduce across the node's GPUs; absent = 0"),
     OTHER("hardware.calibration", SIM_KEY_STRING,
           "calibration file of the data-path curves (`kvsim calibrate`); absent = analytic bandwidths",
           .optional = true),

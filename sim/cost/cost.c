@@ -41,6 +41,18 @@ static double decode_compute_s(const sim_cost *c, int batch)
     return batch * 2.0 * c->model->params / (c->hw->flops * c->mfu);
 }
 
+/* Megatron-style tensor parallelism over the node's g GPUs: two all-reduces
+ * per layer (after attention and after the MLP) of tokens · d · s bytes; a
+ * ring all-reduce moves 2 (g−1)/g of them over each GPU's link. */
+static void allreduce_init(sim_cost *c)
+{
+    const sim_hw *hw = c->hw;
+    if (hw->gpus < 2 || hw->link_Bps <= 0) return;
+    double per_layer = 2.0 * c->model->layers, g = hw->gpus;
+    c->ar_fixed_s = per_layer * hw->allreduce_latency_s;
+    c->ar_s_per_token = per_layer * 2 * (g - 1) / g * c->model->hidden * c->model->dtype_bytes / hw->link_Bps;
+}
+
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
     const sim_hw *hw = &cfg->hw;
@@ -53,11 +65,14 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
         .latency_s = cfg->transfer_latency_s,
         .kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model),
         .weight_bytes = sim_model_weight_bytes(&cfg->model),
+        .hbm_Bps = hw->hbm_Bps * hw->hbm_efficiency,
+        .attn_flops = 4.0 * cfg->model.layers * cfg->model.heads * cfg->model.head_dim,
         .prefill_chunk = cfg->prefill_chunk,
         .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps, hw->ssd_latency_s,
                    hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
     };
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
+    allreduce_init(c);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
     if (c->hbm_kv_bytes <= 0)
@@ -72,32 +87,64 @@ double sim_prefill_flops(const sim_model *m, double n)
     return m->layers * (m->flops_a * n * n * d + m->flops_b * n * d * d);
 }
 
+/* Compute time of `flops` in `passes` forward passes: at least the time to
+ * read every weight once per pass (short prompts are memory-bound: MFU falls
+ * with the sequence length below about G · mfu · weights / (2 · params · B_hbm)
+ * tokens, docs/cost-model.md). */
+static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes)
+{
+    double compute = flops / (c->hw->flops * c->mfu), floor = passes * c->weight_bytes / c->hbm_Bps;
+    return compute > floor ? compute : floor;
+}
+
 double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
 {
     if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
     double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
     int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
-    return flops / (c->hw->flops * c->mfu) + (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+    return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1) + (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
 }
 
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
 {
     double flops = sim_prefill_flops(c->model, o + len) - sim_prefill_flops(c->model, o);
-    return flops / (c->hw->flops * c->mfu) + c->chunk_overhead_s;
+    return prefill_compute_s(c, flops, 1) + c->chunk_overhead_s;
 }
 
+double sim_cost_allreduce_s(const sim_cost *c, double tokens)
+{
+    return tokens > 0 ? c->ar_fixed_s + tokens * c->ar_s_per_token : 0;
+}
+
+/* Prefill chunks' compute (at mfu, their communication included as in
+ * Eq. 1's end-to-end utilisation) and a decode step share one pass.
+ * kv_tokens counts the chunks' KV as well as the decodes' context, so the
+ * decodes' attention FLOPs are not split out here (Eq. 1 has the chunks');
+ * the KV read is in the memory term. */
 double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens)
 {
-    double mem = (c->weight_bytes + (double)kv_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;
+    double mem = (c->weight_bytes + (double)kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
     double compute = (prefill_flops + batch * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
-    return fmax(mem, compute) + c->decode_overhead_s + (nchunks > 0 ? c->chunk_overhead_s : 0);
+    return fmax(mem, compute) + sim_cost_allreduce_s(c, batch) + c->decode_overhead_s +
+           (nchunks > 0 ? c->chunk_overhead_s : 0);
+}
+
+sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens)
+{
+    sim_decode_terms t = {
+        .mem_s = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
+        .compute_s = (batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch)) +
+                     (double)ctx_tokens * c->attn_flops / (c->hw->flops * c->mfu),
+        .allreduce_s = sim_cost_allreduce_s(c, batch),
+        .overhead_s = c->decode_overhead_s,
+    };
+    t.total_s = fmax(t.mem_s, t.compute_s) + t.allreduce_s + t.overhead_s;
+    return t;
 }
 
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
-    double mem = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hw->hbm_Bps;
-    double compute = batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch);
-    return (mem > compute ? mem : compute) + c->decode_overhead_s; /* fmax, inline: once per decode step */
+    return sim_cost_decode_terms(c, batch, ctx_tokens).total_s;
 }
 
 static double transfer_s(double alpha, double beta, double bytes) { return bytes > 0 ? alpha + bytes / beta : 0; }

@@ -4,9 +4,14 @@
  *
  *   KV bytes/token    2 · l · kv_heads · head_dim · s   (LLaMA3-70B: 320 KiB)
  *   prefill FLOPs     flops(n) = l · (a·n²·d + b·n·d²)  (Mooncake Eq. 1)
- *   prefill time      (flops(n) − flops(p)) / (G · mfu) + per-chunk overhead
- *   decode iteration  max((weights + Σ context KV) / HBM bandwidth,
- *                         batch · 2 · params / (G · mfu)) + overhead
+ *   prefill time      max((flops(n) − flops(p)) / (G · mfu), chunks · weights / B_hbm)
+ *                     + per-chunk overhead (a forward pass reads every weight once)
+ *   decode iteration  max((weights + Σ context KV) / B_hbm,
+ *                         (batch · 2 · params + 4 · l · heads · head_dim · Σ context) / (G · mfu))
+ *                     + 2 · l · (t_ar + 2 (g−1)/g · batch · d · s / B_link) + overhead
+ *                     where B_hbm = node HBM bandwidth × hardware.hbm_efficiency and
+ *                     the all-reduce term is the tensor-parallel one across the
+ *                     node's g GPUs (docs/cost-model.md has every constant's source)
  *   transfers         latency + bytes / bandwidth (H2D, D2H, SSD, NIC); the
  *                     H2D, D2H and SSD curves t = alpha + bytes/beta come
  *                     from a calibration file when the hardware preset names
@@ -28,6 +33,10 @@ typedef struct sim_cost {
     double mfu;
     double decode_overhead_s, chunk_overhead_s, latency_s;
     double kv_bytes_per_token, weight_bytes;
+    double hbm_Bps;        /* achievable node HBM bandwidth: peak × hardware.hbm_efficiency */
+    double attn_flops;     /* decode attention FLOPs per context token: 4 · l · heads · head_dim */
+    double ar_fixed_s;     /* the latency of a decode step's 2 · l all-reduces (0 on one GPU) */
+    double ar_s_per_token; /* their bandwidth time per token in the step */
     int prefill_chunk;
     double hbm_kv_bytes; /* decode instance HBM left for KV after weights */
     struct sim_transfer_curves {
@@ -57,6 +66,16 @@ double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);
 double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
+/* Its terms, for `kvsim cost` and the tests: memory-bound and compute-bound
+ * times, the all-reduce time, the fixed overhead; total = max(mem, compute)
+ * + allreduce + overhead = sim_cost_decode_iter_s. */
+typedef struct sim_decode_terms {
+    double mem_s, compute_s, allreduce_s, overhead_s, total_s;
+} sim_decode_terms;
+sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens);
+/* The tensor-parallel all-reduce time of one forward pass over `tokens`
+ * tokens: 2 · l · (t_ar + 2 (g−1)/g · tokens · d · s / B_link); 0 on one GPU. */
+double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes);

@@ -1,0 +1,123 @@
+/* sim/cli/cmd_cost.c — `kvsim cost`: the cost model's time for one decode
+ * iteration (its memory-bound, compute-bound, all-reduce and overhead terms)
+ * and one prefill, for a config, so that a published measurement can be put
+ * beside kvsim's number with the command that computed it
+ * (docs/cost-model.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sim/cli/cli.h"
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
+
+static const char cost_usage[] =
+    "usage: kvsim cost [--config FILE] [--set key.path=value]... [--batch B] [--context C]\n"
+    "                  [--prefill N] [--cached P] [--json]\n"
+    "\n"
+    "The cost model's times for the resolved config (docs/cost-model.md): one\n"
+    "decode iteration of B requests holding C tokens of context each (the\n"
+    "memory-bound, compute-bound, all-reduce and overhead terms), one prefill of\n"
+    "N tokens of which the first P are cached, and the KV tokens HBM holds.\n"
+    "\n"
+    "  --config FILE      config file merged over configs/default.json\n"
+    "  --set KEY=VALUE    override one config key (e.g. hardware=h100x8)\n"
+    "  --batch B          decode batch (default 1)\n"
+    "  --context C        context tokens per request in the batch (default 0)\n"
+    "  --prefill N        prompt tokens (default 0: no prefill line)\n"
+    "  --cached P         of which cached (default 0)\n"
+    "  --json             one JSON object instead of text\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad arguments or config (message on stderr).\n";
+
+typedef struct cost_args {
+    long batch, context, prefill, cached;
+    bool json;
+} cost_args;
+
+static void print_cost(const sim_cost *c, const cost_args *a)
+{
+    int64_t ctx = a->batch * a->context;
+    sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, ctx);
+    double pre = a->prefill > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0;
+    int64_t kv = sim_cost_decode_kv_tokens(c);
+    if (a->json) {
+        printf("{\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
+               "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld}\n",
+               a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
+               1e3 * t.overhead_s, 1e3 * pre, (long long)kv);
+        return;
+    }
+    printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
+           1e3 * t.total_s, t.mem_s >= t.compute_s ? "memory" : "compute");
+    printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
+    printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
+    printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
+    printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
+    if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
+    printf("HBM holds %lld KV tokens (%lld requests of %ld context)\n", (long long)kv,
+           a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context);
+}
+
+static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err = {0};
+    if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("cost", err.msg);
+    int rc = sim_cost_init(&c, &cfg, &err);
+    if (rc) rc = sim_usage_error("cost", err.msg);
+    else print_cost(&c, a);
+    sim_config_free(&cfg);
+    return rc;
+}
+
+/* A non-negative integer option; -1 when it is not one. */
+static long count_arg(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s && !*end && v >= 0 && v <= 100000000 ? v : -1;
+}
+
+int cmd_cost(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, 's'},
+                                         {"batch", required_argument, NULL, 'b'},
+                                         {"context", required_argument, NULL, 'x'},
+                                         {"prefill", required_argument, NULL, 'p'},
+                                         {"cached", required_argument, NULL, 'k'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *file = NULL;
+    char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
+    cost_args a = {.batch = 1};
+    int nsets = 0, rc = SIM_EXIT_OK;
+    optind = 1;
+    for (int ch; rc == SIM_EXIT_OK && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'c': file = optarg; break;
+        case 's': sets[nsets++] = optarg; break;
+        case 'b': a.batch = count_arg(optarg); break;
+        case 'x': a.context = count_arg(optarg); break;
+        case 'p': a.prefill = count_arg(optarg); break;
+        case 'k': a.cached = count_arg(optarg); break;
+        case 'j': a.json = true; break;
+        case 'h': fputs(cost_usage, stdout), free(sets); return SIM_EXIT_OK;
+        default: rc = sim_usage_error("cost", "bad option (see kvsim cost --help)");
+        }
+    }
+    if (rc == SIM_EXIT_OK) {
+        if (optind < argc) rc = sim_usage_error("cost", "unexpected argument (see kvsim cost --help)");
+        else if (a.batch < 1 || a.context < 0 || a.prefill < 0 || a.cached < 0)
+            rc = sim_usage_error("cost", "--batch, --context, --prefill and --cached take counts (batch at least 1)");
+        else if (a.cached > a.prefill) rc = sim_usage_error("cost", "--cached exceeds --prefill");
+        else rc = run_cost(file, sets, nsets, &a);
+    }
+    free(sets);
+    return rc;
+}
