@@ -77,7 +77,8 @@ static const char bars_settings[] = "set multiplot title figure_title\n"
 
 /* Bars, error bars and value labels inside the frame: a label after its
  * error bar, or, for a bar past 80% of the axis, in white inside the bar's
- * end. */
+ * end. The label not drawn is put far off the axis, not at NaN: gnuplot
+ * 5.4.4 crashes on a `with labels` plot whose points are all undefined. */
 static const char bars_panel[] =
     "set lmargin at screen %.3f\n"
     "set rmargin at screen %.3f\n"
@@ -87,8 +88,8 @@ static const char bars_panel[] =
     "bar_label(v) = v >= 1000 ? sprintf(\" %%.0f \", v) : sprintf(\" %%.3g \", v)\n"
     "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3):3%s with boxxyerror linecolor rgb variable notitle, \\\n"
     "     \"\" using %d:0:%d:%d with xerrorbars pointtype -1 linecolor rgb \"#333333\" notitle, \\\n"
-    "     \"\" using ($%d > %g ? NaN : $%d):0:(bar_label($%d)) with labels left notitle, \\\n"
-    "     \"\" using ($%d > %g ? $%d : NaN):0:(bar_label($%d)) with labels right textcolor rgb \"white\" notitle\n";
+    "     \"\" using ($%d > %g ? -1e30 : $%d):0:(bar_label($%d)) with labels left notitle, \\\n"
+    "     \"\" using ($%d > %g ? $%d : -1e30):0:(bar_label($%d)) with labels right textcolor rgb \"white\" notitle\n";
 
 /* The x range end: 1 for a fraction, else the largest high end plus a
  * quarter for the labels (1 when everything is 0). */
