@@ -63,10 +63,7 @@ static char *curve_label(const rep *r, const rep_run *run)
     {
         const char *path = json_string_value(key), *dot = strrchr(path, '.');
         if (!strcmp(path, "trace.speed") || !strcmp(path, "trace.path")) continue;
-        const json_t *v = rep_json_at(run->config, path);
-        char *text = !v                  ? sim_xstrdup("-")
-                     : json_is_string(v) ? sim_xstrdup(json_string_value(v))
-                                         : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *text = rep_config_text(run->config, path, "-");
         n += (size_t)snprintf(label + n, n < sizeof label ? sizeof label - n : 0, "%s%s=%s", n ? " " : "",
                               dot ? dot + 1 : path, text);
         free(text);

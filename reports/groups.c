@@ -64,15 +64,6 @@ rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_pa
     return s;
 }
 
-/* A config value as compact JSON text ("-" when absent); caller frees. */
-static char *value_json(const json_t *config, const char *path)
-{
-    const json_t *v = rep_json_at(config, path);
-    if (!v) return sim_xstrdup("-");
-    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
-    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-}
-
 /* The config without seed, as canonical text: equal for runs of one group. */
 static char *group_identity(const json_t *config)
 {
@@ -99,27 +90,21 @@ static char *result_identity(const rep *r, const rep_group *g)
     return text;
 }
 
-/* Slot of a run's value of `key` among the values seen so far (first
- * appearance order, i.e. the sweep's grid order); *n counts the values. */
+/* Slot of a run's value of `key` among the values of runs 0..run, in
+ * first-appearance order (the sweep's grid order); *n counts the values. */
 static int value_slot(const rep *r, int run, const char *key, int *n)
 {
-    char *v = value_json(r->runs[run].config, key);
-    int slot = -1, seen = 0;
-    for (int i = 0; i < run && slot < 0; i++) {
-        char *w = value_json(r->runs[i].config, key);
-        bool first_of_value = true; /* i is the first run with w? */
-        for (int k = 0; k < i && first_of_value; k++) {
-            char *u = value_json(r->runs[k].config, key);
-            first_of_value = strcmp(u, w) != 0;
-            free(u);
-        }
-        if (first_of_value && !strcmp(v, w)) slot = seen;
-        seen += first_of_value;
-        free(w);
+    json_t *seen = json_object(); /* value text -> slot */
+    int slot = 0;
+    for (int i = 0; i <= run; i++) {
+        char *v = rep_config_text(r->runs[i].config, key, "-");
+        json_t *s = json_object_get(seen, v);
+        if (!s) json_object_set_new(seen, v, s = json_integer((json_int_t)json_object_size(seen)));
+        if (i == run) slot = (int)json_integer_value(s);
+        free(v);
     }
-    free(v);
-    if (slot < 0) slot = seen, seen++;
-    if (n && seen > *n) *n = seen;
+    if (n && (int)json_object_size(seen) > *n) *n = (int)json_object_size(seen);
+    json_decref(seen);
     return slot;
 }
 
@@ -167,7 +152,7 @@ static char *label_of(const rep *r, const rep_run *run, const char *skip, const 
         const char *path = json_string_value(key), *dot = strrchr(path, '.');
         if ((skip && !strcmp(path, skip)) || n >= sizeof label) continue;
         if (other && json_equal(rep_json_at(run->config, path), rep_json_at(other->config, path))) continue;
-        char *v = value_json(run->config, path);
+        char *v = rep_config_text(run->config, path, "-");
         n += (size_t)snprintf(label + n, sizeof label - n, "%s%s=%s", n ? " " : "", dot ? dot + 1 : path, v);
         free(v);
     }
@@ -260,7 +245,7 @@ void rep_facet_title(const rep *r, int p, char *buf, size_t size)
     for (int g = 0; g < r->ngroups && r->facet_by; g++)
         if (r->groups[g].facet == p) {
             const char *dot = strrchr(r->facet_by, '.');
-            char *v = value_json(r->runs[r->groups[g].runs[0]].config, r->facet_by);
+            char *v = rep_config_text(r->runs[r->groups[g].runs[0]].config, r->facet_by, "-");
             snprintf(buf, size, "%s=%s", dot ? dot + 1 : r->facet_by, v);
             free(v);
             return;

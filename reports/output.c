@@ -47,6 +47,14 @@ const json_t *rep_json_at(const json_t *root, const char *path)
     return root;
 }
 
+char *rep_config_text(const json_t *config, const char *path, const char *absent)
+{
+    const json_t *v = rep_json_at(config, path);
+    if (!v) return sim_xstrdup(absent);
+    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
 double rep_config_num(const rep_run *run, const char *path)
 {
     const json_t *v = rep_json_at(run->config, path);

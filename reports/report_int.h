@@ -167,6 +167,9 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
 void rep_gp_string(FILE *f, const char *s);
 /* The value at a dotted path of a JSON object, or NULL. */
 const json_t *rep_json_at(const json_t *root, const char *path);
+/* A config value at a dotted path as text: a string as is, anything else
+ * as compact JSON, `absent` when missing; caller frees. */
+char *rep_config_text(const json_t *config, const char *path, const char *absent);
 /* A config value at a dotted path as a number (NAN when absent). */
 double rep_config_num(const rep_run *run, const char *path);
 

@@ -17,15 +17,6 @@
 
 #include "reports/report_int.h"
 
-/* A config value as text ("" when absent); caller frees. */
-static char *value_text(const json_t *config, const char *path)
-{
-    const json_t *v = rep_json_at(config, path);
-    if (!v) return sim_xstrdup("");
-    if (json_is_string(v)) return sim_xstrdup(json_string_value(v));
-    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-}
-
 /* Summary columns: header, summary path, printf format, which way is
  * better (+1 higher, -1 lower, 0 neither: the best is not highlighted). */
 typedef struct summary_col {
@@ -78,7 +69,7 @@ static void config_cells(FILE *h, const rep *r, const rep_run *run)
     json_t *key;
     json_array_foreach(r->diff_keys, k, key)
     {
-        char *v = value_text(run->config, json_string_value(key));
+        char *v = rep_config_text(run->config, json_string_value(key), "");
         fputs("<td class=\"text\">", h);
         sim_fput_xml(h, v);
         fputs("</td>", h);
