@@ -6,17 +6,21 @@
  * best_instance). If best_len / local_len exceeds
  * kvcache_balancing_threshold (a local_len of 0 counts as infinitely
  * exceeded), the instance would first fetch the missing blocks from the
- * holder: T_transfer = that many blocks over the NIC, waiting for the
- * holder's NIC backlog. Otherwise it reuses its own prefix. T_queue is the
- * sum of estimated prefill times queued there, T_prefill the fitted
- * estimate (plus loading the prefix into HBM). The minimum T_transfer +
- * T_queue + T_prefill wins (ties: lowest index).
+ * holder: T_transfer = that many blocks over the NIC, after the backlog of
+ * the holder's sending side and of this instance's receiving side (the
+ * transfer's FIFO start, exactly as sim/serving/disagg/flow.c reserves it).
+ * Otherwise it reuses its own prefix. T_queue is the sum of estimated
+ * prefill times queued there, T_prefill the fitted estimate (plus loading
+ * the prefix into HBM). The minimum T_transfer + T_queue + T_prefill wins
+ * (ties: lowest index).
  *
  * Decisions where the paper is silent:
- * - The fetch is an explicit copy into the chosen node's DRAM before its
- *   prefill (Algorithm 1 line 21, TransferKVCache): hot blocks replicate as
- *   a side effect. Without a fetch only the node's own prefix is reused,
- *   even in global scope, so with threshold = inf no replica is ever made.
+ * - The fetch is an explicit copy into the chosen node's DRAM (Algorithm 1
+ *   line 21, TransferKVCache), started when the request is routed, so it
+ *   overlaps the queue (§7.4.3: transfers run asynchronously with
+ *   inference); hot blocks replicate as a side effect. Without a fetch only
+ *   the node's own prefix is reused, even in global scope, so with
+ *   threshold = inf no replica is ever made.
  * - The threshold defaults to 1 (fetch whenever a longer prefix exists
  *   elsewhere and the TTFT estimate favours it); "inf" disables fetching.
  * - best_len is searched over prefill instances only (decode nodes hold no
@@ -50,8 +54,12 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
 static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix, int32_t transfer, int h,
                       sched_route *out)
 {
-    double bytes = (double)transfer * ctx->cfg->block_tokens * ctx->kv_bytes_per_token;
-    double t_transfer = transfer > 0 ? sim_est_nic_s(ctx->est, bytes, ctx->prefill[h].nic_wait_s) : 0;
+    double t_transfer = 0;
+    if (transfer > 0) { /* the copy queues behind the holder's sends and this node's receipts */
+        double bytes = (double)transfer * ctx->cfg->block_tokens * ctx->kv_bytes_per_token;
+        double wait = fmax(ctx->prefill[h].nic_tx_wait_s, ctx->prefill[i].nic_rx_wait_s);
+        t_transfer = sim_est_nic_s(ctx->est, bytes, wait);
+    }
     out->prefill = i;
     out->prefix_blocks = prefix;
     out->fetch_remote = false;

@@ -26,11 +26,12 @@
 
 /* What the conductor sees of one prefill instance. */
 typedef struct sched_prefill_view {
-    int node;          /* node index in the KV store */
-    bool active;       /* currently serving prefill */
-    int queue_len;     /* queued + running */
-    double queue_s;    /* estimated time until the instance is idle */
-    double nic_wait_s; /* estimated backlog on the node's NIC */
+    int node;             /* node index in the KV store */
+    bool active;          /* currently serving prefill */
+    int queue_len;        /* queued + running */
+    double queue_s;       /* estimated time until the instance is idle */
+    double nic_tx_wait_s; /* backlog of the node's NIC sending (FIFO, full duplex) */
+    double nic_rx_wait_s; /* backlog of the node's NIC receiving */
 } sched_prefill_view;
 
 /* What the conductor sees of one decode instance. */

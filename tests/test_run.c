@@ -427,7 +427,7 @@ static void test_help_and_summary_fields(void **state)
  * its 1,500 requests arrive in 75 s and take 120 s, but every SLO is met,
  * prefill is 52% busy and the last tenth of requests waits no longer than
  * the first: a tail, not overload (it used to be warned about). At speed 16
- * the last tenth waits 25.1 s for its first token against 2.0 s for the
+ * the last tenth waits 25.2 s for its first token against 2.0 s for the
  * first: queues grew, overloaded, with a warning line on stderr. The
  * utilisations are busy fractions in [0, 1] for prefill, and the span ratio
  * is the simulated over the arrival span: 1.059 at speed 1, the last
@@ -458,8 +458,8 @@ static void test_overload_diagnosis(void **state)
     tu_free(&r);
     r = tu_kvsim("run --json --set trace.speed=16");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 110 s simulated for 37 s of arrivals"));
-    assert_non_null(strstr(r.err, "queues grew: mean TTFT 25.1 s for the last tenth of requests vs 2.0 s"));
+    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 112 s simulated for 37 s of arrivals"));
+    assert_non_null(strstr(r.err, "queues grew: mean TTFT 25.2 s for the last tenth of requests vs 2.0 s"));
     assert_non_null(strstr(r.err, "kvsim plan slo finds the smallest cluster"));
     j = json_loads(r.out, 0, NULL);
     d = json_object_get(j, "diagnosis");

@@ -53,9 +53,12 @@ typedef struct req_state {
     struct req_state *live_prev, *live_next; /* admitted-and-unfinished list */
     bool live;
     sched_route route;
-    int prefill, decode; /* instance ids; -1 = none */
-    int transfer_from;   /* instance id of the kvcentric holder; -1 = none */
-    uint32_t decode_gen; /* decode instance generation at reservation */
+    int prefill, decode;  /* instance ids; -1 = none */
+    int transfer_from;    /* instance id of the kvcentric holder; -1 = none */
+    int32_t fetched;      /* kvcentric fetch: prefix blocks pinned on the prefill node since routing */
+    int32_t fetch_blocks; /* of them, copied from the holder */
+    int64_t fetch_end;    /* when the copy has arrived */
+    uint32_t decode_gen;  /* decode instance generation at reservation */
     int64_t est_decode_start;
     int64_t prefill_start, first_token, kv_ready;
     int32_t hit_blocks, remote_blocks;
@@ -76,10 +79,10 @@ typedef struct instance {
     int id;
     inst_role role, next_role;
     inst_state state;
-    bool power_off; /* draining toward ST_OFF (capacity tide) */
-    uint32_t gen;   /* bumped on failure: older events are stale */
-    int view;       /* index in the conductor's view of its role */
-    int64_t nic_free;
+    bool power_off;                   /* draining toward ST_OFF (capacity tide) */
+    uint32_t gen;                     /* bumped on failure: older events are stale */
+    int view;                         /* index in the conductor's view of its role */
+    int64_t nic_tx_free, nic_rx_free; /* the NIC's two directions, each a FIFO (full duplex) */
     /* prefill role */
     req_queue queue;
     req_state *running;

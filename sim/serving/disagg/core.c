@@ -114,6 +114,7 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     q->prefill = q->transfer_from = -1;
     q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
     q->hit_blocks = q->remote_blocks = q->tokens = 0;
+    q->fetched = q->fetch_blocks = 0; /* pins of a fetch went with the failed node's blocks */
     q->prefill_gpu_s = 0;
     q->retries++;
     sim_engine_push(c->eng, c->eng->now, EV_RETRY, -1, 0, q);
@@ -142,7 +143,8 @@ static void build_views(cluster *c)
             .active = in->state == ST_ACTIVE,
             .queue_len = in->queue.n + (in->running != NULL),
             .queue_s = running + in->queued_est_s,
-            .nic_wait_s = in->nic_free > now ? sim_ns_to_s(in->nic_free - now) : 0,
+            .nic_tx_wait_s = in->nic_tx_free > now ? sim_ns_to_s(in->nic_tx_free - now) : 0,
+            .nic_rx_wait_s = in->nic_rx_free > now ? sim_ns_to_s(in->nic_rx_free - now) : 0,
         };
     }
     for (int k = 0; k < c->n_decode; k++) {

@@ -16,8 +16,9 @@
  *
  * Timing of a prefill started at t (Mooncake §3.1 steps 1–3):
  *   load     = local DRAM→HBM (+ SSD reads) in parallel with blocks from other
- *              nodes over both NICs (each NIC a FIFO resource) then →HBM; a
- *              kvcentric fetch copies the holder's prefix into this node first;
+ *              nodes over the NICs (each direction of a NIC a FIFO resource)
+ *              then →HBM; a kvcentric fetch, started at routing, must have
+ *              arrived before its blocks go →HBM;
  *   compute  = truth prefill time of the uncached part (sim/cost), or the
  *              group's pipeline (cpp.c) for a long one;
  *   duration = max(load, compute) + min(load, compute)/layers with layer-wise
@@ -33,15 +34,17 @@
 
 /* ---- prefill -------------------------------------------------------------------- */
 
-/* Reserve a transfer of `bytes` on the NICs of nodes a and b, FIFO, starting
- * no earlier than `from`; returns its end time. */
-static int64_t nic_transfer(cluster *c, int a, int b, int64_t from, double bytes)
+/* Reserve a transfer of `bytes` from node src to node dst, starting no
+ * earlier than `from`, on src's sending and dst's receiving side; returns
+ * its end time. A NIC is full duplex (RDMA): each direction is its own FIFO,
+ * so a node receiving a prefix does not wait behind the KV it sends. */
+static int64_t nic_transfer(cluster *c, int src, int dst, int64_t from, double bytes)
 {
     int64_t start = from;
-    if (c->inst[a].nic_free > start) start = c->inst[a].nic_free;
-    if (c->inst[b].nic_free > start) start = c->inst[b].nic_free;
+    if (c->inst[src].nic_tx_free > start) start = c->inst[src].nic_tx_free;
+    if (c->inst[dst].nic_rx_free > start) start = c->inst[dst].nic_rx_free;
     int64_t end = start + sim_s_to_ns(sim_cost_nic_s(&c->cost, bytes));
-    c->inst[a].nic_free = c->inst[b].nic_free = end;
+    c->inst[src].nic_tx_free = c->inst[dst].nic_rx_free = end;
     return end;
 }
 
@@ -68,24 +71,25 @@ static double prefix_load_s(cluster *c, req_state *q, int node, int32_t hit)
     return fmax(local, remote_s);
 }
 
-/* Algorithm 1 line 21: copy the holder's longer prefix into node's cache
- * over both NICs (a replica), then load it. Returns the load time and sets
- * *hit. When the holder lost the blocks meanwhile, the local prefix is used. */
-static double fetch_prefix_s(cluster *c, req_state *q, int node, int32_t *hit)
+/* Algorithm 1 line 21 (TransferKVCache), at routing: the chosen node starts
+ * copying the holder's longer prefix into its cache now (a replica), while
+ * the request waits in its queue (§4.2: the instance proactively retrieves
+ * it; §7.4.3: the transfer proceeds asynchronously with inference). The
+ * prefix stays pinned on the node until the prefill is done. */
+static void fetch_prefix(cluster *c, req_state *q)
 {
     const sim_request *r = q->r;
+    int node = q->prefill, h = q->transfer_from;
+    if (c->pic || h < 0 || !q->route.replicate) return;
     int32_t local = c->cache->lookup(c->cache_st, node, r, false);
-    int h = q->transfer_from;
-    int32_t best = c->inst[h].state == ST_DOWN ? 0 : c->cache->lookup(c->cache_st, h, r, false);
-    double load = prefix_load_s(c, q, node, local);
-    *hit = local;
-    if (best <= local) return load;
-    double bytes = (best - local) * c->block_bytes;
-    int64_t end = nic_transfer(c, h, node, c->eng->now, bytes);
+    int32_t best = c->cache->lookup(c->cache_st, h, r, false);
+    if (best <= local) return;
+    q->fetch_end = nic_transfer(c, h, node, c->eng->now, (best - local) * c->block_bytes);
     c->cache->admit(c->cache_st, node, r, best, best, true);
+    c->cache->pin(c->cache_st, node, r, best);
+    q->fetched = best;
+    q->fetch_blocks = best - local;
     q->remote_blocks += best - local;
-    *hit = best;
-    return fmax(load, sim_ns_to_s(end - c->eng->now) + sim_cost_h2d_s(&c->cost, bytes));
 }
 
 /* Reserve the KV stream from the prefill node to the decode node. */
@@ -107,12 +111,11 @@ static double reuse_s(cluster *c, req_state *q, int node, int32_t *hit, int32_t 
         *hit = 0;
         return 0;
     }
-    double load;
-    if (q->route.replicate && q->transfer_from >= 0) {
-        load = fetch_prefix_s(c, q, node, hit);
-    } else {
-        *hit = c->cache->lookup(c->cache_st, node, q->r, q->route.fetch_remote);
-        load = prefix_load_s(c, q, node, *hit);
+    *hit = c->cache->lookup(c->cache_st, node, q->r, q->route.fetch_remote);
+    double load = prefix_load_s(c, q, node, *hit);
+    if (q->fetched) { /* the fetched blocks load into HBM once they have arrived */
+        double wait = q->fetch_end > c->eng->now ? sim_ns_to_s(q->fetch_end - c->eng->now) : 0;
+        load = fmax(load, wait + sim_cost_h2d_s(&c->cost, q->fetch_blocks * c->block_bytes));
     }
     *cached = sim_cluster_hit_tokens(c, q->r, *hit);
     return load;
@@ -180,6 +183,8 @@ void sim_flow_on_prefill_done(cluster *c, const sim_event *ev)
     if (ev->gen != in->gen) return sim_cluster_lost_work(c, q); /* the instance failed meanwhile */
     c->cache->admit(c->cache_st, in->id, r, r->nblocks, q->hit_blocks, false);
     c->cache->unpin(c->cache_st, in->id, r, q->hit_blocks);
+    c->cache->unpin(c->cache_st, in->id, r, q->fetched);
+    q->fetched = q->fetch_blocks = 0;
     q->tokens = 1;
     q->last_token = c->eng->now;
     in->running = NULL;
@@ -210,6 +215,7 @@ static void admit(cluster *c, req_state *q)
     instance *in = &c->inst[c->pidx[q->route.prefill]];
     q->prefill = in->id;
     q->transfer_from = q->route.transfer_from >= 0 ? c->pidx[q->route.transfer_from] : -1;
+    fetch_prefix(c, q);
     if (dec.decode >= 0 && q->r->output_len > 1) {
         instance *d = &c->inst[c->didx[dec.decode]];
         q->decode = d->id;
