@@ -246,7 +246,17 @@ static void test_cost_command(void **state)
     assert_double_equal(json_number_value(json_object_get(o, "decode_ms")), 14.2562, 1e-4);
     assert_double_equal(json_number_value(json_object_get(o, "allreduce_ms")), 1.6382, 1e-4);
     assert_double_equal(json_number_value(json_object_get(o, "prefill_ms")), 107.4902, 1e-3);
+    /* 2 · 80 layers · 8 KV heads · 128 dims · 2 bytes; no --cached, no Eq. 2. */
+    assert_double_equal(json_number_value(json_object_get(o, "kv_bytes_per_token")), 327680, 0);
+    assert_double_equal(json_number_value(json_object_get(o, "eq2_min_GBps")), 0, 0);
     json_decref(o);
+    /* Eq. 2 for the cached prefix, the hand value of test_eq2_thresholds. */
+    o = tu_kvsim_json("cost --prefill 8192 --cached 8192 --json");
+    assert_non_null(o);
+    assert_double_equal(json_number_value(json_object_get(o, "eq2_min_GBps")), 5.86, 0.01);
+    json_decref(o);
+    tu_expect_stdout("cost --prefill 8192 --cached 8192",
+                     "Mooncake Eq. 2: loading the 8192-token prefix beats recomputing it above 5.859 GB/s");
     tu_expect_stdout("cost --batch 256 --context 1000", "(compute-bound)");
     tu_expect_exit("cost --batch 0", 2, "--batch");
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");

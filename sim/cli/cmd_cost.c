@@ -18,7 +18,9 @@ static const char cost_usage[] =
     "The cost model's times for the resolved config (docs/cost-model.md): one\n"
     "decode iteration of B requests holding C tokens of context each (the\n"
     "memory-bound, compute-bound, all-reduce and overhead terms), one prefill of\n"
-    "N tokens of which the first P are cached, and the KV tokens HBM holds.\n"
+    "N tokens of which the first P are cached, the KV tokens HBM holds, the KV\n"
+    "bytes per token, and (with --cached P) Mooncake Eq. 2's break-even loading\n"
+    "bandwidth: above it, loading a cached P-token prefix beats recomputing it.\n"
     "\n"
     "  --config FILE      config file merged over configs/default.json\n"
     "  --set KEY=VALUE    override one config key (e.g. hardware=h100x8)\n"
@@ -42,11 +44,14 @@ static void print_cost(const sim_cost *c, const cost_args *a)
     sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, ctx);
     double pre = a->prefill > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0;
     int64_t kv = sim_cost_decode_kv_tokens(c);
+    double bpt = sim_model_kv_bytes_per_token(c->model);
+    double eq2 = a->cached > 0 ? sim_eq2_min_bandwidth(c->model, c->hw->flops, (double)a->cached) / 1e9 : 0;
     if (a->json) {
         printf("{\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
-               "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld}\n",
+               "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
+               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
-               1e3 * t.overhead_s, 1e3 * pre, (long long)kv);
+               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2);
         return;
     }
     printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
@@ -57,8 +62,10 @@ static void print_cost(const sim_cost *c, const cost_args *a)
     printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
     printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
-    printf("HBM holds %lld KV tokens (%lld requests of %ld context)\n", (long long)kv,
-           a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context);
+    printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
+           a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context, bpt);
+    if (a->cached > 0)
+        printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
 }
 
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
