@@ -245,7 +245,7 @@ claims_fig18() {
   done
   row "§7.3.3 Fig. 18: replicas of the 10th / 100th hottest key at the end, of 8 prefill nodes (8P8D, kvcentric, global)" \
     "conversation, tool&agent: almost all 8; synthetic: fewer, fluctuating" "$cells" "—" "$ids" \
-    "the synthetic trace's most-shared block is in 24 requests; docs/fidelity.md §D"
+    "a block replicates when Algorithm 1 sends a request to a node without it (lines 5–8) and ages out under LRU; the synthetic trace's most-shared block is in only 24 requests; docs/fidelity.md §D"
   row "§7.2.3 Fig. 15: prefill GPU time per request, conversation > synthetic > tool&agent" "order" \
     "$(fmt "$g_c" 3) / $(fmt "$g_s" 3) / $(fmt "$g_t" 3) s" \
     "$(calc "$g_c > $g_s && $g_s > $g_t ? 1 : 0" | sed 's/1/order holds/; s/0/order broken/')" "$ids" "same runs as Fig. 18"
