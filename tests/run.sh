@@ -3,21 +3,41 @@
 #
 # Each binary prints cmocka's own report; this script adds the totals across
 # binaries ("tests: N passed, N failed, N skipped") and exits non-zero when any
-# test failed or any binary crashed.
+# test failed or any binary crashed. KVSIM_TEST_JOBS=N runs N binaries at a
+# time (default 1); reports are still printed whole and in the given order.
 set -u
-passed=0; failed=0; skipped=0; crashed=()
-for bin in "$@"; do
-  echo "== $(basename "$bin")"
-  out=$("$bin" 2>&1); rc=$?
-  printf '%s\n' "$out"
-  run=$(printf '%s\n' "$out" | sed -n 's/^\[==========\] \([0-9]*\) test(s) run\..*/\1/p' | tail -1)
-  p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' | tail -1)
-  s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' | tail -1)
-  f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*/\1/p' | tail -1)
-  if [ -z "$run" ]; then crashed+=("$(basename "$bin") (exit $rc)"); continue; fi
-  passed=$((passed + ${p:-0})); skipped=$((skipped + ${s:-0})); failed=$((failed + ${f:-0}))
-  [ "$rc" -ne 0 ] && [ -z "$f" ] && crashed+=("$(basename "$bin") (exit $rc)")
+jobs=${KVSIM_TEST_JOBS:-1}
+case $jobs in '' | *[!0-9]* | 0) echo "tests/run.sh: KVSIM_TEST_JOBS must be a positive integer, not '$jobs'" >&2; exit 2 ;; esac
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-run-XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+bins=("$@")
+passed=0; failed=0; skipped=0; crashed=(); next=0
+
+# Print and count the reports of binaries 'next'.. that have finished, in order.
+report() {
+  while [ "$next" -lt ${#bins[@]} ] && [ -e "$tmp/$next.rc" ]; do
+    local bin=${bins[$next]} out rc run p s f
+    out=$(cat "$tmp/$next.out"); rc=$(cat "$tmp/$next.rc")
+    echo "== $(basename "$bin")"
+    printf '%s\n' "$out"
+    run=$(printf '%s\n' "$out" | sed -n 's/^\[==========\] \([0-9]*\) test(s) run\..*/\1/p' | tail -1)
+    p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' | tail -1)
+    s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' | tail -1)
+    f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*/\1/p' | tail -1)
+    next=$((next + 1))
+    if [ -z "$run" ]; then crashed+=("$(basename "$bin") (exit $rc)"); continue; fi
+    passed=$((passed + ${p:-0})); skipped=$((skipped + ${s:-0})); failed=$((failed + ${f:-0}))
+    [ "$rc" -ne 0 ] && [ -z "$f" ] && crashed+=("$(basename "$bin") (exit $rc)")
+  done
+}
+
+for i in "${!bins[@]}"; do
+  ( "${bins[$i]}" >"$tmp/$i.out" 2>&1; echo $? >"$tmp/$i.rc.tmp"; mv "$tmp/$i.rc.tmp" "$tmp/$i.rc" ) &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; report; done
+  report
 done
+wait
+report
 for c in "${crashed[@]}"; do echo "crashed: $c"; done
 failed=$((failed + ${#crashed[@]}))
 echo "tests: $passed passed, $failed failed, $skipped skipped"

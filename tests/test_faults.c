@@ -121,6 +121,7 @@ static void test_probe_arguments(void **state)
  * needs unshare and the right to mount; skipped with the reason otherwise). */
 static void test_report_read_only_db(void **state)
 {
+    if (!tu_have_gnuplot()) skip();
     char dir[] = "/tmp/kvsim-ro-XXXXXX", args[1024];
     assert_non_null(mkdtemp(dir));
     snprintf(args, sizeof args, "run --db %s/r.db", dir);

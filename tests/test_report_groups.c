@@ -258,5 +258,9 @@ int main(void)
         cmocka_unit_test(test_load_band),          cmocka_unit_test(test_facets),
         cmocka_unit_test(test_identical_results),  cmocka_unit_test(test_reproduce),
     };
+    if (!tu_have_gnuplot()) {
+        const struct CMUnitTest none[] = {cmocka_unit_test(tu_skipped)};
+        return cmocka_run_group_tests(none, NULL, NULL);
+    }
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 #define TESTS_TESTUTIL_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,22 @@ static inline const char *tu_shared_trace(void)
     if (access(SHARED_TRACE, R_OK) == 0) return SHARED_TRACE;
     printf("skip: %s not present (tests that need ../shared are skipped)\n", SHARED_TRACE);
     return NULL;
+}
+
+/* Whether gnuplot is on PATH (make test's deps install it; a machine with
+ * no package registry may lack it): report tests skip, saying why, when not. */
+static inline bool tu_have_gnuplot(void)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) return true;
+    printf("skip: gnuplot not installed (apt-get install gnuplot-nox): tests that render reports are skipped\n");
+    return false;
+}
+
+/* The one test a binary runs when what all its tests need is absent. */
+static inline void tu_skipped(void **state)
+{
+    (void)state;
+    skip();
 }
 
 /* Write text to a fresh temp file; returns its path (static buffer per call site
