@@ -1,9 +1,14 @@
 /* sched/admit_baseline.c — `baseline` admission: Mooncake §4.3.2's baseline,
  * before early rejection. At arrival a request is admitted on the prefill
  * side's load alone (predicted TTFT / SLO_ttft ≤ load_threshold); its decode
- * instance checks its own load (sched_decode_load) only when the prefill is
- * done, and rejects there if it exceeds the threshold — the prefill work is
- * then wasted (stage after_prefill, Table 4's baseline). */
+ * instance checks its load only when the prefill is done, and rejects there
+ * if it exceeds the threshold — the prefill work is then wasted (stage
+ * after_prefill, Table 4's baseline). The load checked is the decode load
+ * at that moment (sched_decode_load_now, as early_reject computes it at
+ * arrival): the KV of the requests that reached the instance plus this
+ * request's, not the KV reserved for requests still in prefill queues,
+ * which have not reached it (§4.3.3: the decode load is assessed when the
+ * request would join). */
 #include "sched/sched.h"
 
 static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
@@ -17,9 +22,7 @@ static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim
 static bool baseline_after_prefill(void *state, const sched_ctx *ctx, const sim_request *req, int decode)
 {
     const sched_threshold *st = state;
-    const sched_decode_view *d = &ctx->decode[decode];
-    double tbt = sim_est_decode_iter_s(ctx->est, d->batch + d->pending, d->kv_tokens);
-    return sched_decode_load(ctx, req, tbt, d->kv_tokens, d->kv_capacity) <= st->threshold;
+    return sched_decode_load_now(ctx, req, decode, NULL) <= st->threshold;
 }
 
 const sched_admission_ops sched_admit_baseline = {

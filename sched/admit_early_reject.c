@@ -3,7 +3,7 @@
  * reject when the greater of the prefill load (predicted TTFT / SLO_ttft on
  * the chosen prefill instance) and the decode load of the chosen decode
  * instance as it is now — the requests that reached it plus this one
- * (sched_decode_load) — exceeds load_threshold. No prefill work is wasted,
+ * (sched_decode_load_now) — exceeds load_threshold. No prefill work is wasted,
  * but the decode load it sees lags the requests still in prefill: the
  * anti-phase oscillation of §4.3.3. */
 #include "sched/sched.h"
@@ -17,12 +17,7 @@ static sched_verdict early_admit(void *state, const sched_ctx *ctx, const sim_re
     bool needs_decode = req->output_len > 1;
     if (route->prefill < 0 || (needs_decode && dec->decode < 0)) return SCHED_REJECT_AT_ARRIVAL;
     double load = sched_prefill_load(ctx, req, route);
-    if (needs_decode) {
-        const sched_decode_view *d = &ctx->decode[dec->decode];
-        int64_t kv = d->kv_resident + (int64_t)req->input_len + req->output_len;
-        double tbt = sim_est_decode_iter_s(ctx->est, d->batch + 1, kv);
-        load = fmax(load, sched_decode_load(ctx, req, tbt, kv, d->kv_capacity));
-    }
+    if (needs_decode) load = fmax(load, sched_decode_load_now(ctx, req, dec->decode, NULL));
     return load > st->threshold ? SCHED_REJECT_AT_ARRIVAL : SCHED_ACCEPT;
 }
 

@@ -1,5 +1,6 @@
 /* sched/common.c — estimates every policy needs, computed one way only:
- * SLOs of a request, service time on an instance, and parameter reading. */
+ * SLOs of a request, service time on an instance, prefill and decode loads
+ * (docs/definitions.md), and parameter reading. */
 #include "sim/config/param.h"
 #include "sched/sched.h"
 
@@ -55,6 +56,15 @@ double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tb
     double mem = capacity > 0 ? (double)kv_tokens / (double)capacity : 0;
     double tbt = tbt_s / sched_slo_tbt_s(ctx, req);
     return tbt > mem ? tbt : mem;
+}
+
+double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s)
+{
+    const sched_decode_view *d = &ctx->decode[decode];
+    int64_t kv = d->kv_resident + (int64_t)req->input_len + req->output_len;
+    double tbt = sim_est_decode_iter_s(ctx->est, d->batch + 1, kv);
+    if (tbt_s) *tbt_s = tbt;
+    return sched_decode_load(ctx, req, tbt, kv, d->kv_capacity);
 }
 
 int sched_threshold_create(void **state, const json_t *params, sim_err *err)

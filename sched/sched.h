@@ -40,8 +40,8 @@ typedef struct sched_decode_view {
     bool active;
     int batch;           /* requests in the running batch */
     int pending;         /* routed here, not yet in the batch */
-    int64_t kv_tokens;   /* KV tokens reserved (batch + pending) */
-    int64_t kv_resident; /* KV tokens of requests that reached it (batch + waiting) */
+    int64_t kv_tokens;   /* KV tokens reserved (batch + pending, pending counting requests still in prefill) */
+    int64_t kv_resident; /* KV tokens of requests that reached it (batch + waiting there for room) */
     int64_t kv_capacity; /* KV tokens the instance's HBM holds */
     int64_t ctx_tokens;  /* context tokens the running batch reads per iteration */
 } sched_decode_view;
@@ -173,6 +173,15 @@ double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sc
  * inter-token interval — so memory oversubscription is TBT load too. */
 double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
                          int64_t capacity);
+/* The decode load of decode instance `decode` (index into ctx->decode) at
+ * this moment with req joining it: the KV of the requests that reached it
+ * (kv_resident: its running batch and those waiting there for room) plus
+ * req's input + output, and one iteration over its running batch plus req
+ * (sched_decode_load). KV reserved for requests still in prefill queues is
+ * not counted: they have not reached it. *tbt_s (may be NULL) gets the
+ * predicted iteration time. Used by `early_reject` at arrival and by
+ * `baseline` after prefill (Mooncake §4.3.2, §4.3.3). */
+double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s);
 /* State of admission policies that only need policy.params.load_threshold
  * (default 1): create/destroy hooks shared by baseline and early_reject. */
 typedef struct sched_threshold {

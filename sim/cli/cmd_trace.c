@@ -38,7 +38,7 @@ static void stats_usage(FILE *f)
     fprintf(f, "usage: kvsim trace stats FILE [--json] [--block-tokens N] [--skip-bad] [--sort]\n\n"
                "Statistics of a Mooncake JSONL trace: requests, duration, arrival rate,\n"
                "input/output token mean, p50 and p99, blocks, distinct blocks, and the\n"
-               "infinite-cache prefix hit rate (the best any cache can do, docs/architecture.md §4).\n"
+               "infinite-cache prefix hit rate (the best any cache can do, docs/definitions.md).\n"
                "For a segment trace (DESIGN.md section 11) also chunks per request, how often\n"
                "chunks repeat and move, and the reusable token fractions under prefix-only and\n"
                "position-independent (mepic) reuse.\n\n"

@@ -127,7 +127,7 @@ typedef struct kv_replay_result {
 
 /* A multi-node placement is skewed when one node serves more than twice
  * its fair share of the requests: the hit rate then describes a cluster
- * whose other nodes idle (docs/architecture.md §4). */
+ * whose other nodes idle (docs/definitions.md). */
 static inline bool kv_replay_skewed(const kv_replay_result *r, int nodes)
 {
     return nodes > 1 && r->busiest_share > 2.0 / nodes;

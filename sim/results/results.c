@@ -41,7 +41,7 @@ static const char schema_sql[] =
     " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
     " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
-    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL);"
+    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL, running INTEGER);"
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
@@ -56,7 +56,9 @@ static const char index_sql[] = "CREATE INDEX IF NOT EXISTS samples_by_run ON sa
 static const char insert_request_sql[] =
     "INSERT INTO requests "
     "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
-static const char insert_sample_sql[] = "INSERT INTO samples VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+static const char insert_sample_sql[] =
+    "INSERT INTO samples(run_id, t_ms, instance, role, state, queue_len, load, batch, kv_used, running)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)";
 static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
 /* One value per request id (NAN = NULL in the requests table). */
@@ -154,21 +156,30 @@ static int exec(sim_results *r, const char *sql, sim_err *err)
     return sim_errf(err, "results database: %s", sim_results_errmsg(r->db, m, sizeof m));
 }
 
-/* A database written before the hitrate table had model and
- * kv_bytes_per_token gets them (NULL in its old rows). */
+/* Columns added since a table was first written: a database from before
+ * gets them (NULL in its old rows), so that old results files still open
+ * and take new runs. */
+static const struct {
+    const char *table, *column, *alter;
+} added_columns[] = {
+    {"hitrate", "kv_bytes_per_token",
+     "ALTER TABLE hitrate ADD COLUMN model TEXT; ALTER TABLE hitrate ADD COLUMN kv_bytes_per_token REAL"},
+    {"samples", "running", "ALTER TABLE samples ADD COLUMN running INTEGER"},
+};
+
 static int upgrade(sim_results *r, sim_err *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM pragma_table_info('hitrate') WHERE name='kv_bytes_per_token'", -1, &st,
-                           NULL) != SQLITE_OK)
-        return db_error(r, "read hitrate columns", err);
-    bool has = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return has ? 0
-               : exec(r,
-                      "ALTER TABLE hitrate ADD COLUMN model TEXT; ALTER TABLE hitrate ADD COLUMN kv_bytes_per_token "
-                      "REAL",
-                      err);
+    for (size_t i = 0; i < sizeof added_columns / sizeof added_columns[0]; i++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name=?2", -1, &st, NULL) != SQLITE_OK)
+            return db_error(r, "read table columns", err);
+        sqlite3_bind_text(st, 1, added_columns[i].table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, added_columns[i].column, -1, SQLITE_STATIC);
+        bool has = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        if (!has && exec(r, added_columns[i].alter, err)) return -1;
+    }
+    return 0;
 }
 
 int sim_results_open(sim_results **out, const char *path, sim_err *err)
@@ -322,6 +333,7 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
     sqlite3_bind_double(st, 7, w->load);
     sqlite3_bind_int(st, 8, w->batch);
     sqlite3_bind_double(st, 9, w->kv_used);
+    sqlite3_bind_int(st, 10, w->running);
     return step_reset(r, st, "insert sample", err);
 }
 

@@ -5,8 +5,8 @@
  *             and XXH64 fingerprint, seed, kvsim version, wall time, summary
  *   requests  one row per request: arrival, lengths, instances, hits, TTFT,
  *             TBT, end-to-end, prefill GPU time, status and rejection stage
- *   samples   time series per instance: role, state, queue length, load,
- *             batch, KV use
+ *   samples   time series per instance: role, state, queue length (waiting),
+ *             load, batch, KV use, running (in service)
  *   replicas  replica counts of replicated keys over time (Fig. 18)
  *   hitrate   hit rate vs capacity points of `kvsim hitrate --db` (cache-only
  *             replay, Fig. 16): one id per invocation; capacity_tokens NULL
@@ -68,15 +68,17 @@ typedef struct sim_request_row {
     int effective;
 } sim_request_row;
 
+/* One instance at one time (docs/definitions.md, "The samples table"). */
 typedef struct sim_sample_row {
     double t_ms;
     int instance;
     const char *role;
-    const char *state; /* active | draining | switching | down */
-    int queue_len;
+    const char *state; /* active | draining | switching | down | off */
+    int queue_len;     /* requests waiting there, not in service */
     double load;
     int batch;
     double kv_used;
+    int running; /* requests in service there */
 } sim_sample_row;
 
 typedef struct sim_hitrate_row {

@@ -19,10 +19,12 @@
  * The bottleneck is the busiest kind; each saturated kind (above 95%)
  * comes with the instance count that would bring it to 0.8 at the same load
  * (utilisation scales as 1 / instances: a first estimate, not a plan).
- * Prefill and GPU utilisation are busy fractions; decode's is its load,
- * the iteration time against the TBT SLO or the KV reserved against HBM,
- * whichever is higher (Mooncake §4.3.1), so it passes 1 when requests wait
- * for decode room. */
+ * Prefill and GPU utilisation are busy fractions; decode's is the share
+ * of its capacity (HBM KV) that running batches held (docs/definitions.md).
+ * The summary's decode_load (KV reserved against HBM, reservations of
+ * requests still in prefill queues included, or the iteration against the
+ * TBT SLO) is not used: an overloaded prefill side piles reservations on
+ * idle decode instances and would name decode saturated. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* sim/serving/tbt.c — the exact TBT of docs/architecture.md §4 without a log of every token.
+/* sim/serving/tbt.c — the exact TBT of docs/definitions.md without a log of every token.
  *
  * TBT is the mean of the k = max(1, floor(intervals/10)) largest
  * inter-token intervals. A request keeps a buffer of candidates and a

@@ -6,7 +6,7 @@
  * queue, the prefix load and the KV stream only add (layer-wise overlap
  * gives max(load, compute) + ...). Its reusable prefix is at most what an
  * unbounded cache holding every earlier request's blocks gives it (a prefix
- * hit, docs/architecture.md §4: the leading run of its block keys seen
+ * hit, docs/definitions.md: the leading run of its block keys seen
  * before), so floor_ttft(i) = sim_cost_prefill_s(n_i, hit_i), or with chunked
  * pipeline parallelism over G nodes the pipeline of sim/serving/disagg/cpp.c
  * with every stage free at once. Every inter-token interval is at least one

@@ -77,8 +77,9 @@ typedef struct sim_slo_point {
     bool ran;  /* its summary was read (false: the run failed) */
     int64_t run_id;
     double value[SIM_SLO_NTARGETS]; /* every metric, ms */
-    double attainment, util_prefill, util_decode;
-    int64_t requests, rejected; /* rejected: rejected or lost */
+    double attainment;
+    double util_prefill, decode_load; /* utilisation.prefill; decode_load (sim_slo_decode_load) */
+    int64_t requests, rejected;       /* rejected: rejected or lost */
     bool feasible, prefill_ok, decode_ok;
 } sim_slo_point;
 
@@ -133,5 +134,9 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r);
 /* GPUs of a point: (P + D) × GPUs per instance. */
 int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p);
 void sim_slo_free(sim_slo_result *r);
+/* The decode load of a run's summary: its "decode_load", or in a summary
+ * recorded before that key existed, "utilisation"."decode" (which was the
+ * decode load then; docs/definitions.md). */
+double sim_slo_decode_load(const json_t *summary);
 
 #endif

@@ -14,8 +14,10 @@
  * many of p50, p90, p99 of TTFT exceed slo.ttft_ms, of TBT slo.tbt_ms; a
  * trace's own per-request SLOs are not seen here), or to both sides when
  * it cannot tell; a rejected or lost request (no --attainment) to the
- * busier side (the summary's utilisation: prefill busy fraction against
- * decode load). A run that failed fails both sides. */
+ * busier side (the summary's utilisation.prefill, the prefill busy
+ * fraction, against its decode_load — utilisation.decode in a database
+ * recorded before decode_load existed, when that was the decode load). A
+ * run that failed fails both sides. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -80,12 +82,18 @@ static double num(const json_t *o, const char *a, const char *b)
     return json_number_value(b ? json_object_get(v, b) : v);
 }
 
+double sim_slo_decode_load(const json_t *summary)
+{
+    const json_t *v = json_object_get(summary, "decode_load");
+    return v ? json_number_value(v) : num(summary, "utilisation", "decode");
+}
+
 static void read_summary(const json_t *s, sim_slo_point *p)
 {
     for (int t = 0; t < SIM_SLO_NTARGETS; t++) p->value[t] = num(s, sim_slo_metric_key(t), sim_slo_stat_key(t));
     p->attainment = num(s, "slo_attainment", NULL);
     p->util_prefill = num(s, "utilisation", "prefill");
-    p->util_decode = num(s, "utilisation", "decode");
+    p->decode_load = sim_slo_decode_load(s);
     p->requests = (int64_t)num(s, "requests", NULL);
     p->rejected = (int64_t)(num(s, "rejected", "total") + num(s, "lost", NULL));
 }
@@ -111,7 +119,7 @@ static void judge(const slo_plan *pl, sim_slo_point *p)
         miss[0] |= rt >= rb;
         miss[1] |= rb >= rt;
     }
-    if (reject) miss[p->util_prefill < p->util_decode] = true; /* charged to the busier side */
+    if (reject) miss[p->util_prefill < p->decode_load] = true; /* charged to the busier side */
     p->prefill_ok = !miss[0];
     p->decode_ok = !miss[1];
     p->feasible = p->ran && !miss[0] && !miss[1] && !attain && !reject;

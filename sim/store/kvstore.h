@@ -175,7 +175,7 @@ int32_t kv_cache_pins(const kv_cache *c, uint64_t key);
 void kv_store_commit_hint(kv_store *s, int node, const uint64_t *keys, int32_t n, int32_t hit, bool replicate,
                           sim_cache_class cls, const int64_t *next_use);
 
-/* A request's whole cache-only access on `node` (docs/architecture.md §4, kvsim hitrate):
+/* A request's whole cache-only access on `node` (docs/definitions.md, kvsim hitrate):
  * its prefix hit as kv_store_prefix_any sees the store, then
  * kv_store_commit_hint(s, node, keys, n, hit, false, cls, next_use).
  * Returns the prefix hit. When each node is a single store tier seen only by

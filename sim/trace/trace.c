@@ -811,7 +811,7 @@ typedef struct stats_acc {
     double tokens, hit_tokens;
 } stats_acc;
 
-/* docs/architecture.md §4 against an infinite cache: the prefix hit is the leading run of
+/* docs/definitions.md against an infinite cache: the prefix hit is the leading run of
  * keys already seen; then every key of the request enters the cache. */
 static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
 {

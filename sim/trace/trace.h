@@ -140,7 +140,7 @@ typedef struct sim_trace_stats {
     double output_mean, output_p50, output_p99;
     int64_t blocks;             /* Σ nblocks */
     int64_t distinct_blocks;    /* distinct block keys */
-    double max_hit_rate_blocks; /* infinite-cache prefix hit rate (docs/architecture.md §4) */
+    double max_hit_rate_blocks; /* infinite-cache prefix hit rate (docs/definitions.md) */
     double max_hit_rate_tokens;
     int64_t skipped;          /* lines skipped under skip_bad */
     int64_t segment_requests; /* requests with "segments" (sim/replay/pic_replay.h has their statistics) */

@@ -7,7 +7,8 @@
  * tokens its HBM pages hold against their capacity, the context its
  * decodes read): the request's decode will run where it prefills. A policy
  * that looks again after the prefill (`baseline`) is asked when the first
- * token is out; a "no" then wastes that prefill, as in Mooncake Table 4. */
+ * token is out, about the instance without the request (which it adds);
+ * a "no" then wastes that prefill, as in Mooncake Table 4. */
 #include <stdlib.h>
 
 #include "sched/registry.h"
@@ -82,12 +83,7 @@ sim_stage agg_conduct(agg *a, const sim_request *req, int *inst)
     a->router->route(a->router_st, &ctx, req, &route);
     *inst = route.prefill;
     sched_decode_choice dec = {.decode = route.prefill};
-    if (route.prefill >= 0) {
-        const sched_decode_view *d = &a->dview[route.prefill];
-        int64_t kv = d->kv_resident + (int64_t)req->input_len + req->output_len;
-        dec.tbt_s = sim_est_decode_iter_s(&a->est, d->batch + 1, kv);
-        dec.load = sched_decode_load(&ctx, req, dec.tbt_s, kv, d->kv_capacity);
-    }
+    if (route.prefill >= 0) dec.load = sched_decode_load_now(&ctx, req, route.prefill, &dec.tbt_s);
     switch (a->admission->admit(a->admission_st, &ctx, req, &route, &dec)) {
     case SCHED_ACCEPT: return SIM_STAGE_NONE;
     case SCHED_REJECT_TTFT_SLO: return SIM_STAGE_TTFT_SLO;
@@ -95,9 +91,15 @@ sim_stage agg_conduct(agg *a, const sim_request *req, int *inst)
     }
 }
 
+/* The policy asks about the instance as it is now with q joining
+ * (sched_decode_load_now adds q): q, prefilled here, already holds its
+ * pages and its place in the batch, so the view leaves them out. */
 bool agg_accepts_after_prefill(agg *a, const areq *q)
 {
     if (!a->admission->after_prefill) return true;
     sched_ctx ctx = agg_ctx(a, false);
+    sched_decode_view *d = &a->dview[q->inst];
+    d->batch--;
+    d->kv_resident -= q->kv < d->kv_resident ? q->kv : d->kv_resident;
     return a->admission->after_prefill(a->admission_st, &ctx, q->r, q->inst);
 }

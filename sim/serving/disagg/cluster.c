@@ -190,15 +190,26 @@ static void discard(void *state, const sim_event *ev)
     if (ev->data) sim_cluster_free_req(ev->data);
 }
 
-/* Busy fractions for the overload diagnosis (sim/serving/diagnose.c), over
- * the configured instance counts (role switches aside), and the PIC metrics. */
+/* For the overload diagnosis (sim/serving/diagnose.c), docs/definitions.md:
+ * utilisation.prefill, the busy fraction of the prefill instances over the
+ * configured count (role switches aside); utilisation.decode, the share of
+ * decode capacity held by running batches — Σ over iterations of duration
+ * × the batch's KV / HBM capacity, over the instance-seconds spent in the
+ * decode role — in [0, 1]. And decode_load, the time-weighted decode load
+ * (Mooncake §4.3.1, reservations included) while iterating, over the
+ * configured count: what utilisation.decode was before. And the PIC
+ * metrics. */
 static void summarize(void *state, json_t *summary)
 {
     cluster *c = state;
     double s = json_number_value(json_object_get(summary, "sim_seconds"));
     double p = s > 0 ? c->busy_prefill_s / (c->cfg->n_prefill * s) : 0,
            d = s > 0 ? c->busy_decode_s / (c->cfg->n_decode * s) : 0;
-    json_object_set_new(summary, "utilisation", json_pack("{s:f, s:f}", "prefill", p, "decode", d));
+    int64_t role_ns = c->decode_role_ns;
+    for (int i = 0; i < c->n_inst; i++) role_ns += sim_cluster_decode_span_ns(c, &c->inst[i], c->run->last_done);
+    double held = role_ns > 0 ? c->held_decode_s / sim_ns_to_s(role_ns) : 0;
+    json_object_set_new(summary, "utilisation", json_pack("{s:f, s:f}", "prefill", p, "decode", held));
+    json_object_set_new(summary, "decode_load", json_real(d));
     sim_pic_summarize(c, summary);
 }
 

@@ -95,6 +95,8 @@ typedef struct instance {
     int nbatch, pending;
     int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
     bool iterating;
+    int64_t iter_start; /* when the running iteration began */
+    int64_t role_since; /* when it took its role (0: from the start) */
 } instance;
 
 typedef struct load_samples {
@@ -143,8 +145,10 @@ typedef struct cluster {
     int64_t decode_n;
     bool switching;
     load_samples prefill_loads, decode_loads;
-    double busy_prefill_s; /* instance-seconds spent prefilling */
-    double busy_decode_s;  /* instance-seconds decoding, each weighted by the decode load then */
+    double busy_prefill_s;  /* instance-seconds spent prefilling */
+    double busy_decode_s;   /* instance-seconds decoding, each weighted by the decode load then */
+    double held_decode_s;   /* instance-seconds decoding, each weighted by the running batch's KV / capacity */
+    int64_t decode_role_ns; /* instance-ns in the decode role, of roles since left */
     /* kvstore.pic other than "none" (sim/store/pic.h): one HBM block store
      * per instance; a request holds its blocks in its prefill instance's
      * store from prefill start to completion. */
@@ -197,6 +201,12 @@ void sim_cluster_finish(cluster *c, req_state *q, sim_stage stage);
 void sim_cluster_release_decode(cluster *c, req_state *q);
 /* The work q had done was lost with an instance: retry or count it lost. */
 void sim_cluster_lost_work(cluster *c, req_state *q);
+/* Decode instance d's running iteration ends now (done or cut by a
+ * failure): count its batch's KV share for that time (utilisation.decode). */
+void sim_cluster_decode_held(cluster *c, const instance *d);
+/* ns that `in` has spent in the decode role up to `end`, since it took
+ * the role or the first arrival, whichever is later (0 in another role). */
+int64_t sim_cluster_decode_span_ns(const cluster *c, const instance *in, int64_t end);
 /* A draining instance with no work left starts its role switch. */
 void sim_cluster_check_drained(cluster *c, instance *in);
 /* Rebuild the role → instance maps after a role change. */

@@ -93,22 +93,29 @@ static void again(cluster *c, int kind, int64_t period, int64_t ticks)
 
 /* ---- samples -------------------------------------------------------------------- */
 
-/* Prefill load = estimated queue time / SLO_ttft; decode load = the greater
- * of estimated iteration time / SLO_tbt and reserved KV / HBM capacity, as
- * the policies see it (Mooncake §4.3.1, sched_decode_load). */
+/* One instance's row (docs/definitions.md, "The samples table"). queue_len
+ * counts the requests waiting there, running those in service: on a
+ * prefill instance its FIFO queue and the request it prefills (0 or 1; a
+ * pipeline stage of a group member's request is counted on that member);
+ * on a decode instance the requests whose KV arrived and wait for room in
+ * the batch, and the running batch. Prefill load = estimated queue time /
+ * SLO_ttft; decode load = the greater of estimated iteration time / SLO_tbt
+ * and reserved KV / HBM capacity, as the policies see it (Mooncake §4.3.1,
+ * sched_decode_load). */
 static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instance *in, double t_ms)
 {
     sim_sample_row row = {
         .t_ms = t_ms, .instance = in->id, .role = role_names[in->role], .state = state_names[in->state]};
     if (in->role == ROLE_PREFILL) {
-        row.queue_len = ctx->prefill[in->view].queue_len;
+        row.queue_len = in->queue.n;
+        row.running = in->running != NULL;
         row.load = ctx->prefill[in->view].queue_s / (c->cfg->slo_ttft_ms / 1e3);
         int64_t cap = sim_config_blocks(c->cfg, c->cfg->dram_bytes);
         row.kv_used = cap > 0 ? (double)c->cache->footprint(c->cache_st, in->id, KV_TIER_DRAM) / (double)cap : 0;
         if (c->pic) row.kv_used = sim_pic_used(c, in->id);
     } else {
         row.queue_len = in->waiting.n;
-        row.batch = in->nbatch;
+        row.running = row.batch = in->nbatch;
         double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
         double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / c->slo_tbt_s;
         row.load = tbt_load > mem ? tbt_load : mem;
@@ -133,8 +140,8 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
 
 static bool same_values(const sim_sample_row *a, const sim_sample_row *b)
 {
-    return a->role == b->role && a->state == b->state && a->queue_len == b->queue_len && a->load == b->load &&
-           a->batch == b->batch && a->kv_used == b->kv_used;
+    return a->role == b->role && a->state == b->state && a->queue_len == b->queue_len && a->running == b->running &&
+           a->load == b->load && a->batch == b->batch && a->kv_used == b->kv_used;
 }
 
 static void write_tick(cluster *c, const sim_sample_row *rows)
@@ -346,6 +353,8 @@ void sim_control_on_switch_done(cluster *c, const sim_event *ev)
 {
     instance *in = &c->inst[ev->target];
     if (ev->gen != in->gen) return; /* it failed while switching */
+    c->decode_role_ns += sim_cluster_decode_span_ns(c, in, c->eng->now);
+    in->role_since = c->eng->now;
     in->role = in->next_role;
     in->state = in->power_off ? ST_OFF : ST_ACTIVE;
     in->power_off = false;
@@ -378,6 +387,7 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
     in->running = NULL; /* its PREFILL_DONE event now carries a stale generation */
     in->blocked_until = 0;
     in->queued_est_s = 0;
+    if (in->iterating) sim_cluster_decode_held(c, in);
     lose_queue(c, &in->queue, false);
     lose_queue(c, &in->waiting, true);
     for (int b = 0; b < in->nbatch; b++) {

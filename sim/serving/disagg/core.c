@@ -120,6 +120,18 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     sim_engine_push(c->eng, c->eng->now, EV_RETRY, -1, 0, q);
 }
 
+void sim_cluster_decode_held(cluster *c, const instance *d)
+{
+    if (c->kv_capacity > 0)
+        c->held_decode_s += sim_ns_to_s(c->eng->now - d->iter_start) * (double)d->kv_batch / (double)c->kv_capacity;
+}
+
+int64_t sim_cluster_decode_span_ns(const cluster *c, const instance *in, int64_t end)
+{
+    int64_t from = in->role_since > c->run->first_arrival ? in->role_since : c->run->first_arrival;
+    return in->role == ROLE_DECODE && end > from ? end - from : 0;
+}
+
 void sim_cluster_refresh_views(cluster *c)
 {
     c->n_prefill = c->n_decode = 0;

@@ -259,6 +259,7 @@ static void start_iteration(cluster *c, instance *d)
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
     double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
+    d->iter_start = c->eng->now;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
     /* decode load while iterating: the iteration against the TBT SLO, or the
      * HBM reserved against its capacity (the decode load of Mooncake §4.3.1);
@@ -290,6 +291,7 @@ void sim_flow_on_decode_step(cluster *c, const sim_event *ev)
 {
     instance *d = &c->inst[ev->target];
     if (ev->gen != d->gen) return; /* the batch was handled when the instance failed */
+    sim_cluster_decode_held(c, d);
     int kept = 0;
     int64_t now = c->eng->now;
     for (int i = 0; i < d->nbatch; i++) {
