@@ -2,7 +2,9 @@
  * measurements into the calibration file the cost model reads (sim/cost/calib.h).
  * This file parses the options and prints the fit table; grouping, fitting
  * t(bytes) = alpha + bytes/beta, choosing the methods and writing the file
- * are sim/cost/calib_fit.c, running the probe sim/cost/calib_probe.c. */
+ * are sim/cost/calib_fit.c, running the probe sim/cost/calib_probe.c; the
+ * compute section from the GPU layer probe (--layers-json) and its
+ * comparison with the analytic model are sim/cost/profile_fit.c. */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "sim/cost/calib.h"
 #include "sim/cost/calib_fit.h"
+#include "sim/cost/profile_fit.h"
 #include "sim/cli/cli.h"
 #include "sim/outfile.h"
 
@@ -27,6 +30,11 @@ static const char usage_text[] =
     "  --out FILE          calibration file to write (e.g. configs/calibration/NAME.json)\n"
     "  --label TEXT        label (default: the probe's backend label, e.g. \"cpu: <model>\")\n"
     "  --shape NAME        fit one model shape only (default: pool every shape)\n"
+    "  --layers-json FILE  also the compute section: measured prefill and decode times\n"
+    "                      (datapath/probe/layer_probe.py on a GPU) as the cost model's\n"
+    "                      profile tables; prints every point beside the analytic model\n"
+    "  --hardware NAME     with --layers-json: the one-GPU preset whose analytic model the\n"
+    "                      points are compared with (h100x1, h200x1)\n"
     "  --help              this text\n";
 
 /* ---- printing ----------------------------------------------------------------- */
@@ -44,6 +52,23 @@ static void print_fits(const sim_calib_fitting *s)
         printf("%-9s %-4s %-16s %-7s %10.2f %10.3f %8.4f %7.1f%% %6zu%s\n", g->direction, g->tier, g->method,
                g->backend, g->fit.curve.alpha_s * 1e6, g->fit.curve.beta_Bps / 1e9, g->fit.r2,
                100 * g->fit.max_rel_residual, g->fit.points, g->fit.alpha_clamped ? "  (alpha<0 refit: alpha=0)" : "");
+    }
+}
+
+static double rel(double model, double measured) { return 100 * (model - measured) / measured; }
+
+/* Every measured point beside the analytic model and the profile tables,
+ * then per model and kind the median and largest |error| of each. */
+static void print_points(const sim_profile_fitting *f)
+{
+    printf("compute: %zu points from %s (times in ms, errors against the measurement)\n", f->nrows, f->path);
+    printf("%-12s %-12s %7s %7s %11s %11s %8s %11s %8s\n", "model", "kind", "new|b", "cached|c", "measured", "analytic",
+           "err", "calibrated", "err");
+    for (size_t i = 0; i < f->nrows; i++) {
+        const sim_profile_row *r = &f->rows[i];
+        printf("%-12s %-12s %7ld %7ld %11.4f %11.4f %7.1f%% %11.4f %7.1f%%\n", r->model, r->kind, r->x, r->y,
+               1e3 * r->measured_s, 1e3 * r->analytic_s, rel(r->analytic_s, r->measured_s), 1e3 * r->calibrated_s,
+               rel(r->calibrated_s, r->measured_s));
     }
 }
 
@@ -84,7 +109,7 @@ static void probe_path_for(const char *out, char *buf, size_t n)
 
 int cmd_calibrate(int argc, char **argv)
 {
-    enum { O_PROBE_JSON = 1, O_RUN_PROBE, O_PROBE_ARGS, O_OUT, O_LABEL, O_SHAPE };
+    enum { O_PROBE_JSON = 1, O_RUN_PROBE, O_PROBE_ARGS, O_OUT, O_LABEL, O_SHAPE, O_LAYERS, O_HARDWARE };
     static const struct option opts[] = {
         {"probe-json", required_argument, 0, O_PROBE_JSON},
         {"run-probe", no_argument, 0, O_RUN_PROBE},
@@ -92,10 +117,13 @@ int cmd_calibrate(int argc, char **argv)
         {"out", required_argument, 0, O_OUT},
         {"label", required_argument, 0, O_LABEL},
         {"shape", required_argument, 0, O_SHAPE},
+        {"layers-json", required_argument, 0, O_LAYERS},
+        {"hardware", required_argument, 0, O_HARDWARE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *probe_json = NULL, *probe_args = NULL, *out = NULL, *label = NULL, *shape = NULL;
+    const char *probe_json = NULL, *probe_args = NULL, *out = NULL, *label = NULL, *shape = NULL, *layers = NULL,
+               *hardware = NULL;
     int run = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -107,12 +135,15 @@ int cmd_calibrate(int argc, char **argv)
         case O_OUT: out = optarg; break;
         case O_LABEL: label = optarg; break;
         case O_SHAPE: shape = optarg; break;
+        case O_LAYERS: layers = optarg; break;
+        case O_HARDWARE: hardware = optarg; break;
         default: return usage_error("bad option (see kvsim calibrate --help)");
         }
     }
     if (optind < argc) return usage_error("unexpected argument (see kvsim calibrate --help)");
     if (!out) return usage_error("--out FILE is required");
     if (!!probe_json == run) return usage_error("give exactly one of --probe-json FILE and --run-probe");
+    if (!!layers != !!hardware) return usage_error("--layers-json and --hardware go together");
     if (label && strlen(label) >= sizeof((sim_calib *)0)->label)
         return usage_error("--label: longer than 127 characters");
     char raw[PATH_MAX];
@@ -127,9 +158,17 @@ int cmd_calibrate(int argc, char **argv)
         }
         probe_json = raw;
     }
-    sim_calib_fitting s;
-    int rc = sim_calib_read_probe(&s, probe_json, shape, &err) || calibrate(&s, probe_json, out, label, &err);
+    sim_calib_fitting s = {0};
+    sim_profile_fitting pf = {0};
+    int rc = layers && sim_profile_fit(&pf, layers, hardware, &err);
+    rc = rc || sim_calib_read_probe(&s, probe_json, shape, &err);
+    if (!rc) {
+        s.compute = pf.compute;
+        rc = calibrate(&s, probe_json, out, label, &err);
+    }
+    if (!rc && layers) print_points(&pf);
     sim_calib_fitting_free(&s);
+    sim_profile_fitting_free(&pf);
     if (rc) return usage_error(err.msg);
     printf("wrote %s\n", out);
     return SIM_EXIT_OK;

@@ -49,16 +49,25 @@ static void print_cost(const sim_cost *c, const cost_args *a)
     if (a->json) {
         printf("{\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
-               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f}\n",
+               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\"}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
-               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2);
+               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2, c->profiled ? "profile" : "analytic");
         return;
     }
     printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
-    printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
-           1e3 * t.total_s, t.mem_s >= t.compute_s ? "memory" : "compute");
-    printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
-    printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
+    if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
+    else if (c->profile_gpus_mismatch)
+        printf("compute: analytic (%s was measured on %d GPU, this hardware has %d)\n", c->hw->calibration,
+               c->profile.gpus, c->hw->gpus);
+    if (t.profiled) {
+        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms\n", a->batch, a->context, 1e3 * t.total_s);
+        printf("  measured   %9.3f ms  (profile: the layer probe's step, interpolated)\n", 1e3 * t.mem_s);
+    } else {
+        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
+               1e3 * t.total_s, t.mem_s >= t.compute_s ? "memory" : "compute");
+        printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
+        printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
+    }
     printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
     printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);

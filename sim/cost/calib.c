@@ -119,6 +119,17 @@ static int find_curve(const char *path, const json_t *curves, const sim_calib_sl
                     s->direction, s->tier, method);
 }
 
+static int read_page_cost(const char *path, const json_t *pc, const char *dir, sim_page_cost *out, sim_err *err)
+{
+    const json_t *d = json_object_get(pc, dir);
+    const json_t *a = json_object_get(d, "per_copy_s"), *b = json_object_get(d, "beta_Bps");
+    if (!json_is_number(a) || !(json_number_value(a) >= 0) || !isfinite(json_number_value(a)) || !json_is_number(b) ||
+        !(json_number_value(b) > 0) || !isfinite(json_number_value(b)))
+        return sim_errf(err, "%s: page_copies.%s: needs per_copy_s >= 0 and beta_Bps > 0", path, dir);
+    *out = (sim_page_cost){json_number_value(a), json_number_value(b)};
+    return 0;
+}
+
 static int calib_from_json(const char *path, const json_t *root, sim_calib *out, sim_err *err)
 {
     if (!json_is_object(root)) return sim_errf(err, "%s: not a JSON object", path);
@@ -140,7 +151,13 @@ static int calib_from_json(const char *path, const json_t *root, sim_calib *out,
             find_curve(path, curves, &slots[i], method, (sim_curve *)((char *)out + slots[i].offset), err))
             return -1;
     }
-    return 0;
+    const json_t *pc = json_object_get(root, "page_copies");
+    if (!pc) return 0;
+    out->has_pages = 1;
+    return read_page_cost(path, pc, "load", &out->load_pages, err) ||
+                   read_page_cost(path, pc, "store", &out->store_pages, err)
+               ? -1
+               : 0;
 }
 
 int sim_calib_load(const char *path, sim_calib *out, sim_err *err)

@@ -20,6 +20,14 @@ typedef struct sim_curve {
     double beta_Bps;
 } sim_curve; /* t(bytes) = alpha_s + bytes / beta_Bps */
 
+/* vLLM-style page-by-page copies (the probe's per_page method): one copy
+ * per 16-token page, layer and K/V half, so the cost of moving `bytes` in
+ * `copies` copies is copies × per_copy_s + bytes / beta_Bps. */
+typedef struct sim_page_cost {
+    double per_copy_s;
+    double beta_Bps;
+} sim_page_cost;
+
 typedef struct sim_calib {
     char label[128];      /* e.g. "cpu: <cpu model>", "cuda: NVIDIA H200" */
     char backend[16];     /* "cpu" | "cuda" */
@@ -27,6 +35,8 @@ typedef struct sim_calib {
     sim_curve store_dram; /* HBM → DRAM (D2H gather) */
     sim_curve load_ssd;   /* SSD → DRAM */
     sim_curve store_ssd;  /* DRAM → SSD */
+    int has_pages;        /* the file has "page_copies" (a GPU probe's per_page method) */
+    sim_page_cost load_pages, store_pages;
 } sim_calib;
 
 /* Read a calibration file; errors name the file and the field at fault. */

@@ -161,21 +161,26 @@ char *sim_calib_use_text(const sim_calib_fitting *s) { return json_dumps(s->use,
 
 /* ---- writing ------------------------------------------------------------------ */
 
-static json_t *probe_info(const sim_calib_fitting *s)
+json_t *sim_calib_source(const char *path, const json_t *doc, const char *const *keys, size_t nkeys)
 {
     json_t *info = json_object();
-    json_object_set_new(info, "file", json_string(s->probe_path));
-    char *text = json_dumps(s->probe, JSON_COMPACT);
+    json_object_set_new(info, "file", json_string(path));
+    char *text = json_dumps(doc, JSON_COMPACT);
     char hex[17];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(text, strlen(text)));
     free(text);
     json_object_set_new(info, "xxh3_compact", json_string(hex));
-    const char *copy[] = {"host", "config", "backends", "peaks"};
-    for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
-        json_t *v = json_object_get(s->probe, copy[i]);
-        if (v) json_object_set(info, copy[i], v);
+    for (size_t i = 0; i < nkeys; i++) {
+        json_t *v = json_object_get(doc, keys[i]);
+        if (v) json_object_set(info, keys[i], v);
     }
     return info;
+}
+
+static json_t *probe_info(const sim_calib_fitting *s)
+{
+    const char *const copy[] = {"host", "config", "backends", "peaks"};
+    return sim_calib_source(s->probe_path, s->probe, copy, sizeof copy / sizeof copy[0]);
 }
 
 static json_t *curve_json(const sim_calib_group *g)
@@ -231,6 +236,9 @@ int sim_calib_write(const sim_calib_fitting *s, const char *out, const char *lab
     json_object_set_new(root, "use_rule",
                         json_string("fastest non-reference method at 32 MiB (one 256-token "
                                     "LLaMA3.1-8B chunk) on the calibration's backend"));
+    json_t *pages = sim_calib_page_copies(s);
+    if (pages) json_object_set_new(root, "page_copies", pages);
+    if (s->compute) json_object_set(root, "compute", s->compute);
     sim_outfile o;
     int rc = sim_outfile_open(&o, out, err);
     if (!rc && json_dumpf(root, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {

@@ -45,8 +45,9 @@ typedef struct sim_calib_fitting {
     struct json_t *probe;
     sim_calib_group groups[SIM_CALIB_MAX_GROUPS];
     int ngroups;
-    const char *backend; /* the calibration's: "cuda" if the probe had a GPU */
-    struct json_t *use;  /* sim_calib_choose: {"load_dram": METHOD, ...} */
+    const char *backend;    /* the calibration's: "cuda" if the probe had a GPU */
+    struct json_t *use;     /* sim_calib_choose: {"load_dram": METHOD, ...} */
+    struct json_t *compute; /* borrowed: a "compute" section to write too, or NULL (sim/cost/profile_fit.h) */
 } sim_calib_fitting;
 
 /* Read the probe's raw JSON at path into groups; with only_shape, the
@@ -70,6 +71,15 @@ char *sim_calib_use_text(const sim_calib_fitting *s);
 int sim_calib_write(const sim_calib_fitting *s, const char *out, const char *label, sim_err *err);
 
 void sim_calib_fitting_free(sim_calib_fitting *s);
+
+/* Where a calibration came from: {"file": path, "xxh3_compact": the XXH3-64
+ * of doc as compact JSON, and doc's values of keys[0..nkeys)}. */
+struct json_t *sim_calib_source(const char *path, const struct json_t *doc, const char *const *keys, size_t nkeys);
+
+/* The page-copy cost fitted to the probe's per_page samples on the
+ * calibration's backend (sim/cost/calib_page.c), as the file's
+ * "page_copies" object; NULL when there are none (a CPU probe). */
+struct json_t *sim_calib_page_copies(const sim_calib_fitting *s);
 
 /* The probe binary: $KVSIM_PROBE, else kvsim-probe in this binary's
  * directory or a parent (build/kvsim → build/kvsim-probe; build/san/kvsim →

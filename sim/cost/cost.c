@@ -27,10 +27,15 @@ static int load_calibration(sim_cost *c, const char *name, sim_err *err)
     char path[PATH_MAX + 64];
     sim_calib cal = {0};
     calib_path(name, path, sizeof path);
-    if (sim_calib_load(path, &cal, err)) return -1;
+    int found = 0;
+    if (sim_calib_load(path, &cal, err) || (found = sim_profile_load(path, c->model->name, &c->profile, err)) < 0)
+        return -1;
+    c->profiled = found && c->profile.gpus == c->hw->gpus;
+    c->profile_gpus_mismatch = found && !c->profiled;
     c->curves = (struct sim_transfer_curves){
-        cal.load_dram.alpha_s, cal.load_dram.beta_Bps, cal.store_dram.alpha_s, cal.store_dram.beta_Bps,
-        cal.load_ssd.alpha_s,  cal.load_ssd.beta_Bps,  cal.store_ssd.alpha_s,  cal.store_ssd.beta_Bps,
+        cal.load_dram.alpha_s, cal.load_dram.beta_Bps,    cal.store_dram.alpha_s,  cal.store_dram.beta_Bps,
+        cal.load_ssd.alpha_s,  cal.load_ssd.beta_Bps,     cal.store_ssd.alpha_s,   cal.store_ssd.beta_Bps,
+        cal.has_pages,         cal.load_pages.per_copy_s, cal.load_pages.beta_Bps,
     };
     c->calibrated = true;
     return 0;
@@ -53,7 +58,7 @@ static void allreduce_init(sim_cost *c)
     c->ar_s_per_token = per_layer * 2 * (g - 1) / g * c->model->hidden * c->model->dtype_bytes / hw->link_Bps;
 }
 
-int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
+int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
     const sim_hw *hw = &cfg->hw;
     *c = (sim_cost){
@@ -69,12 +74,19 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
         .attn_flops = 4.0 * cfg->model.layers * cfg->model.heads * cfg->model.head_dim,
         .prefill_chunk = cfg->prefill_chunk,
         .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps, hw->ssd_latency_s,
-                   hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps},
+                   hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps, false, 0, 0},
     };
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
     allreduce_init(c);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
+    return 0;
+}
+
+int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
+{
+    if (sim_cost_setup(c, cfg, err)) return -1;
+    const sim_hw *hw = c->hw;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
                         cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac);
@@ -97,18 +109,38 @@ static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes)
     return compute > floor ? compute : floor;
 }
 
+double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cached)
+{
+    if (c->profiled) return sim_profile_prefill_s(&c->profile, new_tokens, cached);
+    double flops = sim_prefill_flops(c->model, cached + new_tokens) - sim_prefill_flops(c->model, cached);
+    return prefill_compute_s(c, flops, 1);
+}
+
+/* Profile mode: each chunk of a chunked prefill is its own measured pass
+ * after everything before it. */
+static double profiled_prefill_s(const sim_cost *c, int32_t n, int32_t p)
+{
+    double t = 0;
+    for (int32_t off = p; off < n; off += c->prefill_chunk) {
+        int32_t len = n - off < c->prefill_chunk ? n - off : c->prefill_chunk;
+        t += sim_profile_prefill_s(&c->profile, len, off);
+    }
+    return t;
+}
+
 double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
 {
     if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
-    double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
     int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
-    return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1) + (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+    double overhead = (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+    if (c->profiled) return profiled_prefill_s(c, n, p) + overhead;
+    double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
+    return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1) + overhead;
 }
 
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
 {
-    double flops = sim_prefill_flops(c->model, o + len) - sim_prefill_flops(c->model, o);
-    return prefill_compute_s(c, flops, 1) + c->chunk_overhead_s;
+    return sim_cost_prefill_pass_s(c, len, o) + c->chunk_overhead_s;
 }
 
 double sim_cost_allreduce_s(const sim_cost *c, double tokens)
@@ -121,16 +153,28 @@ double sim_cost_allreduce_s(const sim_cost *c, double tokens)
  * kv_tokens counts the chunks' KV as well as the decodes' context, so the
  * decodes' attention FLOPs are not split out here (Eq. 1 has the chunks');
  * the KV read is in the memory term. */
-double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens)
+double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b)
 {
-    double mem = (c->weight_bytes + (double)kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
-    double compute = (prefill_flops + batch * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
-    return fmax(mem, compute) + sim_cost_allreduce_s(c, batch) + c->decode_overhead_s +
-           (nchunks > 0 ? c->chunk_overhead_s : 0);
+    double mem, compute;
+    if (c->profiled) {
+        mem = sim_profile_decode_s(&c->profile, b->decodes > 0 ? b->decodes : 1, (double)b->kv_tokens);
+        compute = b->chunk_tokens > 0 ? sim_profile_prefill_s(&c->profile, b->chunk_tokens, b->chunk_cached) : 0;
+    } else {
+        mem = (c->weight_bytes + (double)b->kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
+        compute = (b->prefill_flops + b->decodes * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
+    }
+    return fmax(mem, compute) + sim_cost_allreduce_s(c, b->decodes) + c->decode_overhead_s +
+           (b->nchunks > 0 ? c->chunk_overhead_s : 0);
 }
 
 sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
+    if (c->profiled) {
+        double t = sim_profile_decode_s(&c->profile, batch, (double)ctx_tokens);
+        sim_decode_terms p = {t, t, sim_cost_allreduce_s(c, batch), c->decode_overhead_s, 0, true};
+        p.total_s = t + p.allreduce_s + p.overhead_s;
+        return p;
+    }
     sim_decode_terms t = {
         .mem_s = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
         .compute_s = (batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch)) +
@@ -158,6 +202,12 @@ double sim_cost_d2h_s(const sim_cost *c, double bytes)
     return transfer_s(c->curves.d2h_alpha, c->curves.d2h_beta, bytes);
 }
 
+double sim_cost_h2d_pages_s(const sim_cost *c, double bytes, double copies)
+{
+    if (!c->curves.pages) return copies * sim_cost_h2d_s(c, bytes / copies);
+    return bytes > 0 ? copies * c->curves.h2d_copy_s + bytes / c->curves.h2d_copy_Bps : 0;
+}
+
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes)
 {
     return transfer_s(c->curves.ssd_read_alpha, c->curves.ssd_read_beta, bytes);
@@ -172,19 +222,21 @@ double sim_cost_nic_s(const sim_cost *c, double bytes) { return transfer_s(c->la
 
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c) { return (int64_t)(c->hbm_kv_bytes / c->kv_bytes_per_token); }
 
+/* Compute time of the chunk of chunk_tokens after the first p tokens: the
+ * measured pass when profiled, else its Eq. 1 FLOPs at G · mfu. */
+static double crossover_chunk_s(const sim_cost *c, double p, int chunk_tokens)
+{
+    if (c->profiled) return sim_profile_prefill_s(&c->profile, chunk_tokens, p);
+    return (sim_prefill_flops(c->model, p + chunk_tokens) - sim_prefill_flops(c->model, p)) / (c->hw->flops * c->mfu);
+}
+
 int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double chunk_load_s, int64_t max_tokens)
 {
-    double G = c->hw->flops * c->mfu;
     int64_t lo = 0, hi = max_tokens / chunk_tokens; /* chunk indices; compute grows with the index */
-    double top = (sim_prefill_flops(c->model, (double)(hi + 1) * chunk_tokens) -
-                  sim_prefill_flops(c->model, (double)hi * chunk_tokens)) /
-                 G;
-    if (top <= chunk_load_s) return -1;
+    if (crossover_chunk_s(c, (double)hi * chunk_tokens, chunk_tokens) <= chunk_load_s) return -1;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        double p = (double)mid * chunk_tokens;
-        if ((sim_prefill_flops(c->model, p + chunk_tokens) - sim_prefill_flops(c->model, p)) / G > chunk_load_s)
-            hi = mid;
+        if (crossover_chunk_s(c, (double)mid * chunk_tokens, chunk_tokens) > chunk_load_s) hi = mid;
         else lo = mid + 1;
     }
     return lo * chunk_tokens;

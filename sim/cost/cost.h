@@ -16,6 +16,13 @@
  *                     H2D, D2H and SSD curves t = alpha + bytes/beta come
  *                     from a calibration file when the hardware preset names
  *                     one ("calibration": path; sim/cost/calib.h).
+ *   profile tables    when that calibration file also holds measured prefill
+ *                     and decode times for the config's model on as many GPUs
+ *                     as the hardware has (its "compute" section, written by
+ *                     `kvsim calibrate --layers-json`), prefill passes and
+ *                     decode steps take the interpolated measurement instead
+ *                     of the two analytic lines above (sim/cost/profile.h);
+ *                     overheads and all-reduce terms are added as before.
  */
 #ifndef SIM_COST_H
 #define SIM_COST_H
@@ -24,6 +31,7 @@
 #include <stdint.h>
 
 #include "sim/config/config.h"
+#include "sim/cost/profile.h"
 
 enum { SIM_DECODE_TABLE = 64 };
 
@@ -42,14 +50,28 @@ typedef struct sim_cost {
     struct sim_transfer_curves {
         double h2d_alpha, h2d_beta, d2h_alpha, d2h_beta;
         double ssd_read_alpha, ssd_read_beta, ssd_write_alpha, ssd_write_beta;
+        bool pages; /* the calibration has a page-copy cost (sim_page_cost) */
+        double h2d_copy_s, h2d_copy_Bps;
     } curves;
     bool calibrated; /* curves came from a calibration file */
+    /* Profile-table mode: the calibration file's measured times for this
+     * model are used (profiled), or it has them but for another GPU count
+     * (profile_gpus_mismatch: analytic, and `kvsim cost` says why). */
+    bool profiled, profile_gpus_mismatch;
+    sim_profile profile;
     /* The compute time of a decode step of b < SIM_DECODE_TABLE requests,
      * computed once by the same expression (no division per step). */
     double decode_compute_s[SIM_DECODE_TABLE];
 } sim_cost;
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
+/* sim_cost_init without its last check (the weights fit in HBM): for tools
+ * that compare times of models the hardware could not serve. */
+int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err);
+/* The GPU time of one forward pass of new_tokens after `cached` cached
+ * ones, unchunked and without overheads: the profile's when profiled, else
+ * max(Eq. 1 FLOPs at G · mfu, weights over HBM bandwidth). */
+double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cached);
 
 /* Mooncake Eq. 1. */
 double sim_prefill_flops(const sim_model *m, double n);
@@ -59,11 +81,21 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
  * (flops(o + len) − flops(o)) / (G · mfu) + the per-chunk overhead. */
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);
 /* One iteration of an aggregated instance (DESIGN.md §12): prefill chunks
- * worth prefill_flops (nchunks of them) and a decode step of `batch`
- * requests, reading kv_tokens of KV in all: max(memory floor (weights +
- * KV over HBM bandwidth), compute) + the decode overhead + one chunk
+ * and a decode step of `decodes` requests, reading kv_tokens of KV in all.
+ * Analytic: max(memory floor (weights + KV over HBM bandwidth), compute
+ * (the chunks' Eq. 1 FLOPs + 2 · params per decode, at G · mfu)).
+ * Profiled: max(the measured decode step of the batch (one request at
+ * least: a pass reads the weights), the measured pass of chunk_tokens new
+ * tokens after chunk_cached cached ones — the chunks taken as one pass at
+ * their token-weighted mean offset). Then + the decode overhead + one chunk
  * overhead when there are chunks. */
-double sim_cost_mixed_iter_s(const sim_cost *c, double prefill_flops, int nchunks, int batch, int64_t kv_tokens);
+typedef struct sim_mixed_batch {
+    double prefill_flops; /* Eq. 1 FLOPs of the chunks */
+    int nchunks, decodes;
+    double chunk_tokens, chunk_cached; /* the chunks' new tokens; token-weighted mean of the tokens before them */
+    int64_t kv_tokens;
+} sim_mixed_batch;
+double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
 /* Its terms, for `kvsim cost` and the tests: memory-bound and compute-bound
@@ -71,6 +103,7 @@ double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
  * + allreduce + overhead = sim_cost_decode_iter_s. */
 typedef struct sim_decode_terms {
     double mem_s, compute_s, allreduce_s, overhead_s, total_s;
+    bool profiled; /* mem_s = compute_s = the measured step (profile tables) */
 } sim_decode_terms;
 sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens);
 /* The tensor-parallel all-reduce time of one forward pass over `tokens`
@@ -78,6 +111,11 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
 double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
+/* Moving `bytes` to HBM page by page in `copies` copies (vLLM's native
+ * offload): the calibration's page-copy cost copies × per_copy_s + bytes /
+ * beta when it has one (a GPU probe), else copies × sim_cost_h2d_s(bytes /
+ * copies). */
+double sim_cost_h2d_pages_s(const sim_cost *c, double bytes, double copies);
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes);
 double sim_cost_ssd_write_s(const sim_cost *c, double bytes);
 double sim_cost_nic_s(const sim_cost *c, double bytes);

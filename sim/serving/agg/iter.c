@@ -160,6 +160,7 @@ static int admit_head(agg *a, ainst *in)
 typedef struct batch {
     int budget, decodes, chunks;
     double flops;
+    double chunk_tokens, cached_x_tokens; /* Σ chunk, Σ chunk × tokens before it */
     int64_t kv_tokens;
 } batch;
 
@@ -173,6 +174,8 @@ static void take_chunk(agg *a, areq *q, batch *b)
     b->budget -= q->chunk;
     b->chunks++;
     b->flops += sim_prefill_flops(a->cost.model, q->done + q->chunk) - sim_prefill_flops(a->cost.model, q->done);
+    b->chunk_tokens += q->chunk;
+    b->cached_x_tokens += (double)q->chunk * q->done;
     b->kv_tokens += q->done + q->chunk;
 }
 
@@ -203,7 +206,10 @@ void agg_iterate(agg *a, ainst *in)
     batch b = {.budget = a->cfg->max_num_batched_tokens};
     schedule(a, in, &b);
     if (b.decodes == 0 && b.chunks == 0) return;
-    double t = sim_cost_mixed_iter_s(&a->cost, b.flops, b.chunks, b.decodes, b.kv_tokens);
+    sim_mixed_batch mb = {
+        b.flops,    b.chunks, b.decodes, b.chunk_tokens, b.chunk_tokens > 0 ? b.cached_x_tokens / b.chunk_tokens : 0,
+        b.kv_tokens};
+    double t = sim_cost_mixed_iter_s(&a->cost, &mb);
     for (int i = 0; i < in->nrun; i++)
         if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;
     in->iterating = true;

@@ -132,19 +132,27 @@ static double move_s(const agg *a, int t, double bytes)
     return s;
 }
 
-/* Time to bring one chunk from tier t into HBM, per kvstore.transfer. */
+/* Time to bring one chunk from tier t into HBM, per kvstore.transfer. Page
+ * by page, the tier's part is paid per page of one layer, the copies into
+ * HBM at the calibration's page-copy cost when it has one (two copies a
+ * page: K and V are separate tensors in vLLM's layout). */
 static double chunk_load_s(const agg *a, int t)
 {
     const lmc *l = a->lmc;
     if (!l->cfg->page_transfer) return move_s(a, t, l->chunk_bytes);
     int layers = a->cfg->model.layers;
-    return (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers * move_s(a, t, l->page_bytes / layers);
+    double pages = (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers;
+    if (!a->cost.curves.pages) return pages * move_s(a, t, l->page_bytes / layers);
+    double tier = move_s(a, t, l->page_bytes / layers) - sim_cost_h2d_s(&a->cost, l->page_bytes / layers);
+    return sim_cost_h2d_pages_s(&a->cost, l->chunk_bytes, 2 * pages) + pages * tier;
 }
 
-/* Compute time of chunk i at its place in the prompt. */
+/* Compute time of chunk i at its place in the prompt (the measured pass when
+ * the cost model has profile tables). */
 static double chunk_compute_s(const agg *a, int32_t i)
 {
     double C = a->cfg->lmc.chunk_tokens;
+    if (a->cost.profiled) return sim_cost_prefill_pass_s(&a->cost, C, i * C);
     return (sim_prefill_flops(a->cost.model, (i + 1) * C) - sim_prefill_flops(a->cost.model, i * C)) /
            (a->cost.hw->flops * a->cost.mfu);
 }
@@ -216,9 +224,10 @@ static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t 
     return end;
 }
 
-/* Compute time of prompt tokens [lo, hi). */
+/* Compute time of prompt tokens [lo, hi) (likewise). */
 static double span_s(const agg *a, double lo, double hi)
 {
+    if (a->cost.profiled) return sim_cost_prefill_pass_s(&a->cost, hi - lo, lo);
     return (sim_prefill_flops(a->cost.model, hi) - sim_prefill_flops(a->cost.model, lo)) /
            (a->cost.hw->flops * a->cost.mfu);
 }
