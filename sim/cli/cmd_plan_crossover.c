@@ -42,7 +42,7 @@ static int paths(const sim_cost *c, const sim_config *cfg, path_cost *out)
     double pages = (double)cfg->lmc.chunk_tokens / cfg->pic_block_tokens * cfg->model.layers;
     double remote = cfg->lmc.remote_latency_s + chunk / cfg->lmc.remote_Bps + sim_cost_h2d_s(c, chunk);
     out[0] = (path_cost){"cpu", "CPU memory, chunk transfers", sim_cost_h2d_s(c, chunk)};
-    out[1] = (path_cost){"cpu_pages", "CPU memory, per-layer page copies", pages * sim_cost_h2d_s(c, page)};
+    out[1] = (path_cost){"cpu_pages", "CPU memory, per-layer page copies", sim_cost_h2d_pages_s(c, page, pages)};
     out[2] = (path_cost){"disk", "local disk", sim_cost_ssd_read_s(c, chunk) + sim_cost_h2d_s(c, chunk)};
     out[3] = (path_cost){"remote", "remote store", remote};
     return 4;

@@ -69,7 +69,8 @@ static const sim_config_key keys[] = {
     ROW("hardware.allreduce_latency_us", SIM_KEY_NUMBER, "µs", 0, 1e6, .optional = true,
         .meaning = "fixed time of one small all-reduce across the node's GPUs; absent = 0"),
     OTHER("hardware.calibration", SIM_KEY_STRING,
-          "calibration file of the data-path curves (`kvsim calibrate`); absent = analytic bandwidths",
+          "calibration file (`kvsim calibrate`): data-path curves, and measured prefill/decode profile tables "
+          "when it has them for the model and GPU count (docs/gpu-calibration.md); absent or \"\" = analytic",
           .optional = true),
     CHOICE("cluster.mode", "",
            "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "

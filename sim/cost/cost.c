@@ -202,10 +202,10 @@ double sim_cost_d2h_s(const sim_cost *c, double bytes)
     return transfer_s(c->curves.d2h_alpha, c->curves.d2h_beta, bytes);
 }
 
-double sim_cost_h2d_pages_s(const sim_cost *c, double bytes, double copies)
+double sim_cost_h2d_pages_s(const sim_cost *c, double page_bytes, double pages)
 {
-    if (!c->curves.pages) return copies * sim_cost_h2d_s(c, bytes / copies);
-    return bytes > 0 ? copies * c->curves.h2d_copy_s + bytes / c->curves.h2d_copy_Bps : 0;
+    if (!c->curves.pages) return pages * sim_cost_h2d_s(c, page_bytes);
+    return page_bytes > 0 ? 2 * pages * c->curves.h2d_copy_s + pages * page_bytes / c->curves.h2d_copy_Bps : 0;
 }
 
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes)

@@ -111,11 +111,11 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
 double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
-/* Moving `bytes` to HBM page by page in `copies` copies (vLLM's native
- * offload): the calibration's page-copy cost copies × per_copy_s + bytes /
- * beta when it has one (a GPU probe), else copies × sim_cost_h2d_s(bytes /
- * copies). */
-double sim_cost_h2d_pages_s(const sim_cost *c, double bytes, double copies);
+/* Moving `pages` vLLM pages (one layer's K and V of 16 tokens, page_bytes
+ * each) to HBM one by one: with the calibration's page-copy cost (a GPU
+ * probe) two copies a page (K and V are separate tensors), 2 · pages ·
+ * per_copy_s + pages · page_bytes / beta; else pages · sim_cost_h2d_s(page_bytes). */
+double sim_cost_h2d_pages_s(const sim_cost *c, double page_bytes, double pages);
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes);
 double sim_cost_ssd_write_s(const sim_cost *c, double bytes);
 double sim_cost_nic_s(const sim_cost *c, double bytes);

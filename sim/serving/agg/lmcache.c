@@ -133,18 +133,17 @@ static double move_s(const agg *a, int t, double bytes)
 }
 
 /* Time to bring one chunk from tier t into HBM, per kvstore.transfer. Page
- * by page, the tier's part is paid per page of one layer, the copies into
- * HBM at the calibration's page-copy cost when it has one (two copies a
- * page: K and V are separate tensors in vLLM's layout). */
+ * by page, the tier's part is paid per page of one layer and the copies into
+ * HBM cost sim_cost_h2d_pages_s (the calibration's page-copy cost when it
+ * has one). */
 static double chunk_load_s(const agg *a, int t)
 {
     const lmc *l = a->lmc;
     if (!l->cfg->page_transfer) return move_s(a, t, l->chunk_bytes);
     int layers = a->cfg->model.layers;
-    double pages = (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers;
-    if (!a->cost.curves.pages) return pages * move_s(a, t, l->page_bytes / layers);
-    double tier = move_s(a, t, l->page_bytes / layers) - sim_cost_h2d_s(&a->cost, l->page_bytes / layers);
-    return sim_cost_h2d_pages_s(&a->cost, l->chunk_bytes, 2 * pages) + pages * tier;
+    double pages = (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers, page = l->page_bytes / layers;
+    if (!a->cost.curves.pages) return pages * move_s(a, t, page);
+    return sim_cost_h2d_pages_s(&a->cost, page, pages) + pages * (move_s(a, t, page) - sim_cost_h2d_s(&a->cost, page));
 }
 
 /* Compute time of chunk i at its place in the prompt (the measured pass when
