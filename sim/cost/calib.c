@@ -160,16 +160,29 @@ static int calib_from_json(const char *path, const json_t *root, sim_calib *out,
                : 0;
 }
 
-int sim_calib_load(const char *path, sim_calib *out, sim_err *err)
+json_t *sim_calib_read(const char *path, sim_err *err)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    if (!root && je.line < 1) return sim_errf(err, "%s: %s", path, je.text);
-    if (!root) return sim_errf(err, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    if (!root && je.line < 1) sim_errf(err, "%s: %s", path, je.text);
+    else if (!root) sim_errf(err, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    return root;
+}
+
+int sim_calib_from_json(const char *path, const json_t *root, sim_calib *out, sim_err *err)
+{
     sim_calib c;
     memset(&c, 0, sizeof c);
     int rc = calib_from_json(path, root, &c, err);
-    json_decref(root);
     if (!rc) *out = c;
+    return rc;
+}
+
+int sim_calib_load(const char *path, sim_calib *out, sim_err *err)
+{
+    json_t *root = sim_calib_read(path, err);
+    if (!root) return -1;
+    int rc = sim_calib_from_json(path, root, out, err);
+    json_decref(root);
     return rc;
 }

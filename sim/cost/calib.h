@@ -39,8 +39,15 @@ typedef struct sim_calib {
     sim_page_cost load_pages, store_pages;
 } sim_calib;
 
+struct json_t; /* jansson's */
+
 /* Read a calibration file; errors name the file and the field at fault. */
 int sim_calib_load(const char *path, sim_calib *out, sim_err *err);
+/* The same in two steps, for a reader that wants more of the file (the
+ * compute section, sim/cost/profile.h): the parsed document (NULL, err set,
+ * when it cannot be read), then its curves. */
+struct json_t *sim_calib_read(const char *path, sim_err *err);
+int sim_calib_from_json(const char *path, const struct json_t *root, sim_calib *out, sim_err *err);
 /* Seconds to move `bytes` along curve c. */
 double sim_curve_time(const sim_curve *c, double bytes);
 

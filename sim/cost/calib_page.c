@@ -59,7 +59,7 @@ static size_t page_rows(const sim_calib_fitting *s, const char *dir, double (*ro
  * a positive per-copy cost and bandwidth. */
 static json_t *fit_direction(const sim_calib_fitting *s, const char *dir)
 {
-    static double rows[512][3];
+    double rows[512][3];
     size_t n = page_rows(s, dir, rows, 512);
     if (n < 3) return NULL;
     gsl_matrix *X = gsl_matrix_alloc(n, 2), *cov = gsl_matrix_alloc(2, 2);

@@ -1,6 +1,7 @@
 /* sim/cost/cost.c — the analytic cost model of docs/architecture.md §5 (see sim/cost/cost.h). */
 #include "sim/cost/cost.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,9 +28,13 @@ static int load_calibration(sim_cost *c, const char *name, sim_err *err)
     char path[PATH_MAX + 64];
     sim_calib cal = {0};
     calib_path(name, path, sizeof path);
-    int found = 0;
-    if (sim_calib_load(path, &cal, err) || (found = sim_profile_load(path, c->model->name, &c->profile, err)) < 0)
-        return -1;
+    json_t *root = sim_calib_read(path, err);
+    if (!root) return -1;
+    int found = -1;
+    if (!sim_calib_from_json(path, root, &cal, err))
+        found = sim_profile_from_json(path, root, c->model->name, &c->profile, err);
+    json_decref(root);
+    if (found < 0) return -1;
     c->profiled = found && c->profile.gpus == c->hw->gpus;
     c->profile_gpus_mismatch = found && !c->profiled;
     c->curves = (struct sim_transfer_curves){

@@ -166,13 +166,3 @@ int sim_profile_from_json(const char *path, const json_t *root, const char *mode
     }
     return 0;
 }
-
-int sim_profile_load(const char *path, const char *model, sim_profile *out, sim_err *err)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) return sim_errf(err, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    int rc = sim_profile_from_json(path, root, model, out, err);
-    json_decref(root);
-    return rc;
-}

@@ -63,7 +63,5 @@ double sim_profile_decode_s(const sim_profile *p, int batch, double kv_tokens);
  * the file and the field). */
 int sim_profile_from_json(const char *path, const struct json_t *root, const char *model, sim_profile *out,
                           sim_err *err);
-/* The same from the calibration file at path. */
-int sim_profile_load(const char *path, const char *model, sim_profile *out, sim_err *err);
 
 #endif

@@ -15,7 +15,14 @@
 #include "sim/cost/cost.h"
 #include "sim/cost/profile.h"
 
-enum { PF_MAX_HEAD = 32, PF_MAX_POINTS = 64 };
+enum { PF_MAX_HEAD = 32, PF_MAX_POINTS = 64, PF_MAX_PASSES = 256 };
+
+/* One measured pass, as a whole model: prefill (x new tokens after y
+ * cached) or decode (batch x, y tokens of context each). */
+typedef struct pf_point {
+    long x, y;
+    double s; /* layers × the layer's time + the head */
+} pf_point;
 
 /* One model of the probe document while its section is built. */
 typedef struct pf_model {
@@ -24,6 +31,8 @@ typedef struct pf_model {
     double layers;
     int nhead;
     double head_batch[PF_MAX_HEAD], head_s[PF_MAX_HEAD];
+    size_t npre, ndec;
+    pf_point pre[PF_MAX_PASSES], dec[PF_MAX_PASSES];
 } pf_model;
 
 /* The whole-model seconds of point i of the probe's `kind` array:
@@ -77,6 +86,25 @@ static int read_heads(pf_model *pm, sim_err *err)
     return 0;
 }
 
+/* The probe's `kind` array ("prefill": new, cached; "decode": batch,
+ * context) as whole-model points; the head is charged on one token for a
+ * prefill and on the batch for a decode. */
+static int read_points(const pf_model *pm, const char *kind, const char *kx, const char *ky, pf_point *out, size_t *n,
+                       sim_err *err)
+{
+    int decode = !strcmp(kind, "decode");
+    *n = json_array_size(json_object_get(pm->m, kind));
+    if (*n > PF_MAX_PASSES)
+        return sim_errf(err, "%s: model %s: %s: more than %d points", pm->path, pm->name, kind, PF_MAX_PASSES);
+    for (size_t i = 0; i < *n; i++) {
+        pf_point *p = &out[i];
+        if (point_int(pm, kind, i, kx, 0, &p->x, err) || point_int(pm, kind, i, ky, !decode, &p->y, err) ||
+            point_s(pm, kind, i, decode ? (double)p->x : 1, &p->s, err))
+            return -1;
+    }
+    return 0;
+}
+
 /* Insert v into ascending xs[0..*n) unless present; -1 when full. */
 static int axis_add(double *xs, int *n, int max, double v)
 {
@@ -109,28 +137,18 @@ static json_t *axis_json(const double *xs, int n)
 /* The prefill grid: every (new, cached) pair measured, none missing. */
 static int build_prefill(const pf_model *pm, sim_profile *p, sim_err *err)
 {
-    size_t n = json_array_size(json_object_get(pm->m, "prefill"));
-    long nw, ca;
-    for (size_t i = 0; i < n; i++) {
-        if (point_int(pm, "prefill", i, "new", 0, &nw, err) || point_int(pm, "prefill", i, "cached", 1, &ca, err))
-            return -1;
-        if (axis_add(p->new_tokens, &p->n_new, SIM_PROFILE_MAX_NEW, (double)nw) ||
-            axis_add(p->cached_tokens, &p->n_cached, SIM_PROFILE_MAX_CACHED, (double)ca))
+    for (size_t i = 0; i < pm->npre; i++)
+        if (axis_add(p->new_tokens, &p->n_new, SIM_PROFILE_MAX_NEW, (double)pm->pre[i].x) ||
+            axis_add(p->cached_tokens, &p->n_cached, SIM_PROFILE_MAX_CACHED, (double)pm->pre[i].y))
             return sim_errf(err, "%s: model %s: more than %d new or %d cached sizes in prefill", pm->path, pm->name,
                             SIM_PROFILE_MAX_NEW, SIM_PROFILE_MAX_CACHED);
-    }
-    if (n == 0 || p->cached_tokens[0] != 0)
+    if (pm->npre == 0 || p->cached_tokens[0] != 0)
         return sim_errf(err, "%s: model %s: prefill: needs points with cached = 0", pm->path, pm->name);
     for (int r = 0; r < p->n_cached; r++)
         for (int c = 0; c < p->n_new; c++) p->prefill_s[r][c] = NAN;
-    for (size_t i = 0; i < n; i++) {
-        double s;
-        point_int(pm, "prefill", i, "new", 0, &nw, err);
-        point_int(pm, "prefill", i, "cached", 1, &ca, err);
-        if (point_s(pm, "prefill", i, 1, &s, err)) return -1;
-        p->prefill_s[axis_index(p->cached_tokens, p->n_cached, (double)ca)]
-                    [axis_index(p->new_tokens, p->n_new, (double)nw)] = s;
-    }
+    for (size_t i = 0; i < pm->npre; i++)
+        p->prefill_s[axis_index(p->cached_tokens, p->n_cached, (double)pm->pre[i].y)]
+                    [axis_index(p->new_tokens, p->n_new, (double)pm->pre[i].x)] = pm->pre[i].s;
     for (int r = 0; r < p->n_cached; r++)
         for (int c = 0; c < p->n_new; c++)
             if (isnan(p->prefill_s[r][c]))
@@ -181,25 +199,19 @@ static void fit_line(const double *kv, const double *t, size_t n, double prev_pe
 
 static int build_decode(const pf_model *pm, sim_profile *p, sim_err *err)
 {
-    size_t n = json_array_size(json_object_get(pm->m, "decode"));
-    long b, ctx;
-    for (size_t i = 0; i < n; i++) {
-        if (point_int(pm, "decode", i, "batch", 0, &b, err) || point_int(pm, "decode", i, "context", 0, &ctx, err))
-            return -1;
-        if (axis_add(p->batch, &p->n_batch, SIM_PROFILE_MAX_BATCH, (double)b))
+    for (size_t i = 0; i < pm->ndec; i++)
+        if (axis_add(p->batch, &p->n_batch, SIM_PROFILE_MAX_BATCH, (double)pm->dec[i].x))
             return sim_errf(err, "%s: model %s: more than %d batch sizes in decode", pm->path, pm->name,
                             SIM_PROFILE_MAX_BATCH);
-    }
-    if (n == 0) return sim_errf(err, "%s: model %s: decode: no points", pm->path, pm->name);
+    if (pm->ndec == 0) return sim_errf(err, "%s: model %s: decode: no points", pm->path, pm->name);
     for (int k = 0; k < p->n_batch; k++) {
         double kv[PF_MAX_POINTS], t[PF_MAX_POINTS];
         size_t m = 0;
-        for (size_t i = 0; i < n && m < PF_MAX_POINTS; i++) {
-            point_int(pm, "decode", i, "batch", 0, &b, err);
-            point_int(pm, "decode", i, "context", 0, &ctx, err);
-            if ((double)b != p->batch[k]) continue;
-            if (point_s(pm, "decode", i, (double)b, &t[m], err)) return -1;
-            kv[m++] = (double)b * (double)ctx;
+        for (size_t i = 0; i < pm->ndec && m < PF_MAX_POINTS; i++) {
+            const pf_point *d = &pm->dec[i];
+            if ((double)d->x != p->batch[k]) continue;
+            t[m] = d->s;
+            kv[m++] = (double)d->x * (double)d->y;
         }
         fit_line(kv, t, m, k > 0 ? p->per_token_s[k - 1] : 0, &p->base_s[k], &p->per_token_s[k]);
     }
@@ -251,23 +263,16 @@ static double analytic_step_s(const sim_cost *c, long batch, double kv)
 
 static void compare_points(sim_profile_fitting *f, const pf_model *pm, const sim_cost *c, const sim_profile *p)
 {
-    sim_err err;
-    long x, y;
-    double s;
-    size_t n = json_array_size(json_object_get(pm->m, "prefill"));
-    for (size_t i = 0; i < n; i++) {
-        point_int(pm, "prefill", i, "new", 0, &x, &err);
-        point_int(pm, "prefill", i, "cached", 1, &y, &err);
-        point_s(pm, "prefill", i, 1, &s, &err);
-        add_row(f, pm->name, "prefill", x, y, s, sim_cost_prefill_pass_s(c, x, y), sim_profile_prefill_s(p, x, y));
+    for (size_t i = 0; i < pm->npre; i++) {
+        const pf_point *q = &pm->pre[i];
+        add_row(f, pm->name, "prefill", q->x, q->y, q->s, sim_cost_prefill_pass_s(c, q->x, q->y),
+                sim_profile_prefill_s(p, q->x, q->y));
     }
-    n = json_array_size(json_object_get(pm->m, "decode"));
-    for (size_t i = 0; i < n; i++) {
-        point_int(pm, "decode", i, "batch", 0, &x, &err);
-        point_int(pm, "decode", i, "context", 0, &y, &err);
-        point_s(pm, "decode", i, (double)x, &s, &err);
-        add_row(f, pm->name, "decode", x, y, s, analytic_step_s(c, x, (double)x * y),
-                sim_profile_decode_s(p, (int)x, (double)x * y));
+    for (size_t i = 0; i < pm->ndec; i++) {
+        const pf_point *q = &pm->dec[i];
+        double kv = (double)q->x * q->y;
+        add_row(f, pm->name, "decode", q->x, q->y, q->s, analytic_step_s(c, q->x, kv),
+                sim_profile_decode_s(p, (int)q->x, kv));
     }
 }
 
@@ -370,7 +375,10 @@ static int fit_model(sim_profile_fitting *f, const json_t *m, const char *hardwa
     memset(&p, 0, sizeof p);
     snprintf(p.model, sizeof p.model, "%s", pm.name);
     p.gpus = 1;
-    if (read_heads(&pm, err) || analytic_config(pm.name, hardware, &cfg, err)) return -1;
+    if (read_heads(&pm, err) || read_points(&pm, "prefill", "new", "cached", pm.pre, &pm.npre, err) ||
+        read_points(&pm, "decode", "batch", "context", pm.dec, &pm.ndec, err) ||
+        analytic_config(pm.name, hardware, &cfg, err))
+        return -1;
     int rc = sim_cost_setup(&c, &cfg, err) || build_prefill(&pm, &p, err) || build_decode(&pm, &p, err) ||
              fit_flops(&pm, &cfg.model, &p, err);
     size_t from = f->nrows;

@@ -123,13 +123,19 @@ static int find(const agg *a, int inst, uint64_t key)
     return -1;
 }
 
+/* The part of moving `bytes` from tier t that comes before the CPU: the
+ * disk read or the remote fetch (nothing from CPU memory). */
+static double tier_s(const agg *a, int t, double bytes)
+{
+    if (t == T_DISK) return sim_cost_ssd_read_s(&a->cost, bytes);
+    if (t == T_REMOTE) return a->cfg->lmc.remote_latency_s + bytes / a->cfg->lmc.remote_Bps;
+    return 0;
+}
+
 /* One transfer of `bytes` from tier t to the GPU (through the CPU). */
 static double move_s(const agg *a, int t, double bytes)
 {
-    double s = sim_cost_h2d_s(&a->cost, bytes);
-    if (t == T_DISK) s += sim_cost_ssd_read_s(&a->cost, bytes);
-    if (t == T_REMOTE) s += a->cfg->lmc.remote_latency_s + bytes / a->cfg->lmc.remote_Bps;
-    return s;
+    return sim_cost_h2d_s(&a->cost, bytes) + tier_s(a, t, bytes);
 }
 
 /* Time to bring one chunk from tier t into HBM, per kvstore.transfer. Page
@@ -143,7 +149,7 @@ static double chunk_load_s(const agg *a, int t)
     int layers = a->cfg->model.layers;
     double pages = (double)(l->cfg->chunk_tokens / a->cfg->pic_block_tokens) * layers, page = l->page_bytes / layers;
     if (!a->cost.curves.pages) return pages * move_s(a, t, page);
-    return sim_cost_h2d_pages_s(&a->cost, page, pages) + pages * (move_s(a, t, page) - sim_cost_h2d_s(&a->cost, page));
+    return sim_cost_h2d_pages_s(&a->cost, page, pages) + pages * tier_s(a, t, page);
 }
 
 /* Compute time of chunk i at its place in the prompt (the measured pass when
