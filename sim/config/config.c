@@ -232,6 +232,9 @@ static const num_field config_nums[] = {
     {"cost.decode_overhead_ms", CF(decode_overhead_s), 1e-3},
     {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3},
     {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6},
+    {"engine.iter_overhead_ms", CF(iter_overhead_s), 1e-3},
+    {"engine.seq_overhead_ms", CF(seq_overhead_s), 1e-3},
+    {"engine.frontend_ms", CF(frontend_s), 1e-3},
     {"cost.noise", CF(noise), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
     {"cost.estimator_noise", CF(estimator_noise), 1},
@@ -469,7 +472,9 @@ static int read_typed(sim_config *c, sim_err *err)
     if (c->block_tokens != c->trace.block_tokens)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);
-    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err))
+    static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
+    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
+        get_choice(root, "cost.compute", computes, &c->compute, err))
         return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");

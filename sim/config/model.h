@@ -5,6 +5,7 @@
 #define SIM_MODEL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "sim/util.h"
 
@@ -15,10 +16,12 @@ typedef struct sim_model {
     int heads;  /* query heads */
     int kv_heads;
     int head_dim;
-    int dtype_bytes; /* s */
-    double params;   /* parameter count, for weight bytes and decode FLOPs */
-    double flops_a;  /* a in Mooncake Eq. 1 */
-    double flops_b;  /* b in Mooncake Eq. 1 */
+    int dtype_bytes;         /* s */
+    double params;           /* parameter count, for weight bytes and decode FLOPs */
+    double flops_a;          /* a in Mooncake Eq. 1 */
+    double flops_b;          /* b in Mooncake Eq. 1 */
+    int intermediate, vocab; /* FFN intermediate size, vocabulary size (0 = unknown) */
+    bool tied_embeddings;    /* the LM head shares the input embedding's weights */
 } sim_model;
 
 /* From a JSON object with the fields above; errors name the missing field. */

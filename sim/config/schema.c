@@ -125,6 +125,15 @@ static const sim_config_key keys[] = {
     NUM("kvstore.remote.latency_us", "µs", 0, 1e9, "the remote store's per-transfer latency"),
     INT("engine.max_num_batched_tokens", "tokens", 1, 1 << 24,
         "an aggregated iteration's token budget (decodes + prefill chunks); at least one page"),
+    NUM("engine.iter_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = engine: CPU time per iteration (scheduling, input preparation, sampling launch); fitted "
+        "on vLLM runs (docs/validation.md)"),
+    NUM("engine.seq_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = engine: CPU time per scheduled sequence per iteration (sampling, detokenizing, "
+        "streaming); fitted on vLLM runs"),
+    NUM("engine.frontend_ms", "ms", 0, 1e6,
+        "cost.compute = engine: the API server's latency per request (tokenizing, queueing into the engine, "
+        "first-token streaming), added before a request reaches the scheduler; fitted on vLLM runs"),
     CHOICE("policy.router", "",
            "prefill router: `random`, `round_robin`, `least_loaded`, `cache_aware_local`, `kvcentric`"),
     CHOICE("policy.decode", "", "decode selector (`kvsim policies`)"),
@@ -142,7 +151,12 @@ static const sim_config_key keys[] = {
     BOOL("trace.sort", "sort unsorted timestamps instead of stopping"),
     INT("trace.block_tokens", "tokens", 1, 1 << 20, "tokens per trace hash block"),
     NUM("cost.prefill_mfu", "", 1e-3, 1, "model FLOPs utilization of prefill (and decode compute)"),
-    NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration"),
+    CHOICE("cost.compute", "auto|analytic|profile|engine",
+           "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "
+           "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
+           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (profile when the tables "
+           "exist, else analytic)"),
+    NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration (analytic and profile)"),
     NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
     NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),
     NUM("cost.noise", "", 0, 1, "relative Gaussian noise on true prefill and decode times"),

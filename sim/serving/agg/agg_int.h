@@ -24,6 +24,7 @@
 enum {
     EV_ITER = SIM_EV_MODEL, /* target: instance whose iteration ends */
     EV_WAKE,                /* target: instance where a request's KV load ends */
+    EV_FRONT,               /* data: a request the API server hands to the scheduler (engine.frontend_ms) */
     EV_NKINDS
 };
 
@@ -93,6 +94,7 @@ typedef struct agg {
     struct {
         int64_t preemptions, iterations, rejected, input, computed;
         double busy_s;
+        double load_s; /* Σ over iterations of duration × the binding share of capacity (iter.c) */
     } tot;
 } agg;
 

@@ -17,6 +17,7 @@
  * chunks advance; a request whose prompt is done emits its first token, a
  * decoding one its next; a request with all its tokens is finished and its
  * pages go back, its full prompt pages staying cached until evicted. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "sim/serving/agg/agg_int.h"
@@ -200,6 +201,20 @@ static void schedule(agg *a, ainst *in, batch *b)
     }
 }
 
+/* The share of the instance's capacity an iteration holds: the largest of
+ * the token budget it spent, the sequences it runs against
+ * cluster.decode_max_batch (max_num_seqs) and the HBM pages held. An
+ * engine that iterates without pause is not saturated while this stays
+ * below 1: a continuous-batching GPU is busy whenever anything runs, so
+ * busy time says nothing of headroom (docs/definitions.md). */
+static double iter_load(const agg *a, const ainst *in, const batch *b)
+{
+    double budget = 1 - (double)b->budget / a->cfg->max_num_batched_tokens;
+    double seqs = (double)in->nrun / a->cfg->decode_max_batch;
+    double pages = a->pp.capacity_blocks > 0 ? (double)kv_pic_footprint(in->pages) / a->pp.capacity_blocks : 0;
+    return fmax(budget, fmax(seqs, pages));
+}
+
 void agg_iterate(agg *a, ainst *in)
 {
     if (in->iterating) return;
@@ -215,6 +230,7 @@ void agg_iterate(agg *a, ainst *in)
     in->iterating = true;
     a->tot.iterations++;
     a->tot.busy_s += t;
+    a->tot.load_s += t * iter_load(a, in, &b);
     sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(t), EV_ITER, in->id, 0, NULL);
 }
 
