@@ -22,6 +22,7 @@ static const sim_cmd commands[] = {
     {"export", "a results DB's runs (config keys and summary as columns) or any table as CSV/TSV", cmd_export},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
     {"cost", "the cost model's decode-iteration terms and prefill time for a config", cmd_cost},
+    {"model", "model import: a model preset from a Hugging Face config.json", cmd_model},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

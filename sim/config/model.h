@@ -54,6 +54,21 @@ double sim_model_weight_bytes(const sim_model *m);
 /* GQA ratio: heads / kv_heads */
 double sim_model_gqa(const sim_model *m);
 
+/* `kvsim model import` (sim/config/model_import.c): a Hugging Face
+ * config.json read into a preset. */
+typedef struct sim_hf_import {
+    sim_model model; /* as a run would load the preset */
+    json_t *preset;  /* the preset object to write (caller json_decref) */
+    char note[256];  /* what was taken for absent keys; "" when nothing */
+} sim_hf_import;
+
+/* Read the config.json at path into a preset named name: the architecture
+ * keys mapped to the preset's, params by sim_model_derived_params, every
+ * field checked against its model.* schema row. Errors name the file and the
+ * key: a missing required key, a mixture-of-experts config (not supported),
+ * an unknown torch_dtype. */
+int sim_model_import_hf(const char *path, const char *name, sim_hf_import *out, sim_err *err);
+
 /* Directory holding configs/ presets: $KVSIM_CONFIG_DIR, else the configs/
  * beside the running binary's build/ directory (or PREFIX/share/kvsim/configs
  * for an installed PREFIX/bin/kvsim), else "configs". */

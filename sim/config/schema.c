@@ -316,6 +316,8 @@ static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
     return 0;
 }
 
+int sim_config_check_key(const sim_config_key *k, const json_t *v, sim_err *err) { return check_key(k, v, err); }
+
 /* Every key of a preset object (model, hardware: free-form in the tree, so
  * not checked when merged) is a schema row: a misspelt field is an error
  * with the closest row, never silently ignored. */
