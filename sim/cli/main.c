@@ -23,6 +23,7 @@ static const sim_cmd commands[] = {
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
     {"cost", "the cost model's decode-iteration terms and prefill time for a config", cmd_cost},
     {"validate", "replay measured runs of a real engine (vLLM) and report kvsim's error per metric", cmd_validate},
+    {"model", "model import: a model preset from a Hugging Face config.json", cmd_model},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -28,8 +28,9 @@
 static const sim_config_key keys[] = {
     OTHER("about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     OTHER("model", SIM_KEY_PRESET,
-          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`) or an inline object with the "
-          "`model.*` keys below"),
+          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`, `qwen3-14b`, `codellama-34b`, "
+          "`llama-2-70b`; `kvsim model import` writes one from a Hugging Face config.json) or an inline object with "
+          "the `model.*` keys below"),
     OTHER("model.name", SIM_KEY_STRING, "the model's name in output", .optional = true),
     OTHER("model.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     INT("model.layers", "", 1, 4096, "transformer layers"),
@@ -38,13 +39,22 @@ static const sim_config_key keys[] = {
     INT("model.kv_heads", "", 1, 65536, "KV heads (GQA)"),
     INT("model.head_dim", "", 1, 65536, "head dimension"),
     INT("model.dtype_bytes", "bytes", 1, 16, "bytes per KV element"),
-    POS("model.params", "", 1e16, "parameters (weights = params × dtype_bytes)"),
+    ROW("model.params", SIM_KEY_NUMBER, "", 0, 1e16, .lo_open = true, .optional = true,
+        .meaning = "parameters (weights = params × dtype_bytes); absent = derived from the architecture when "
+                   "`model.intermediate` and `model.vocab` are given (sim/config/model.h)"),
+    ROW("model.intermediate", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "FFN intermediate size (gated MLP); absent = unknown"),
+    ROW("model.vocab", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "vocabulary size; absent = unknown"),
+    ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
+        .meaning = "the LM head shares the input embedding's weights; absent = false"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
     ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term b of Mooncake Eq. 1 (default 22)"),
     OTHER("hardware", SIM_KEY_PRESET,
-          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x8`, `h200x1`, `cpu-local`) or an inline "
+          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x2`, `h100x4`, `h100x8`, `h200x1`, "
+          "`cpu-local`) or an inline "
           "object with the `hardware.*` keys below"),
     OTHER("hardware.name", SIM_KEY_STRING, "the hardware's name in output", .optional = true),
     OTHER("hardware.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
@@ -319,6 +329,8 @@ static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
     }
     return 0;
 }
+
+int sim_config_check_key(const sim_config_key *k, const json_t *v, sim_err *err) { return check_key(k, v, err); }
 
 /* Every key of a preset object (model, hardware: free-form in the tree, so
  * not checked when merged) is a schema row: a misspelt field is an error
