@@ -10,7 +10,7 @@ errors of mean end-to-end latency, mean inter-token latency and mean TTFT,
 each prediction made by `kvsim validate` itself (so the fit sees the same
 simulation the users do). Gauss-Newton with a finite-difference Jacobian,
 parameters kept >= 0; a handful of steps converge since the model is close
-to linear in these constants. Prints the fitted values, the residuals per
+to linear in these constants (each step is halved until it lowers the cost). Prints the fitted values, the residuals per
 run and metric, and the `--set` line that reproduces them.
 
 usage: python3 reports/validate_fit.py [--kvsim build/kvsim]
@@ -84,7 +84,14 @@ def step(args, theta):
     for i in range(len(theta)):
         jtj[i][i] *= 1 + 1e-6  # a touch of damping
     d = solve(jtj, jtr)
-    return [max(0.0, t + x) for t, x in zip(theta, d)], sum(x * x for x in r0)
+    cost0, alpha = sum(x * x for x in r0), 1.0
+    while alpha > 1e-3:  # halve the step until it lowers the cost (a line search)
+        cand = [max(0.0, t + alpha * x) for t, x in zip(theta, d)]
+        rc, _ = residuals(args, cand)
+        if sum(x * x for x in rc) < cost0:
+            return cand, cost0
+        alpha /= 2
+    return theta, cost0
 
 
 def main():
@@ -93,7 +100,7 @@ def main():
     ap.add_argument("--measurements", default="validation/vllm-h100-train.json")
     ap.add_argument("--ids", default=",".join(DENSE))
     ap.add_argument("--start", default="1,0.05,20")
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
     args.ids = [i for i in args.ids.split(",") if i]
     theta = [float(x) for x in args.start.split(",")]

@@ -95,9 +95,9 @@ static void test_median_and_not_expressible(void **state)
     assert_double_equal(at(j, "median_ape", "itl_ms", "mean"), sorted_mid, 1e-4);
     double t[3] = {fabs(ttft - 10) / 10 * 100, fabs(ttft - 12) / 12 * 100, fabs(ttft - 20) / 20 * 100};
     double tmid = t[0] + t[1] + t[2] - fmax(t[0], fmax(t[1], t[2])) - fmin(t[0], fmin(t[1], t[2]));
-    assert_double_equal(json_number_value(json_object_get(json_object_get(json_object_get(j, "median_ape"), "ttft_ms"),
-                                                          "mean")),
-                        tmid, 1e-4);
+    assert_double_equal(
+        json_number_value(json_object_get(json_object_get(json_object_get(j, "median_ape"), "ttft_ms"), "mean")), tmid,
+        1e-4);
     json_decref(j);
 }
 
@@ -128,8 +128,8 @@ static cli_result edited(const char *sed)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "d=$(mktemp -d) && sed '%s' " MEAS " > $d/m.json && %s validate --measurements $d/m.json --only a; "
-             "rc=$?; rm -rf $d; exit $rc",
+             "(d=$(mktemp -d) && sed '%s' " MEAS " > $d/m.json && %s validate --measurements $d/m.json --only a; "
+             "rc=$?; rm -rf $d; exit $rc)",
              sed, tu_kvsim_bin());
     return tu_shell(cmd);
 }
@@ -165,8 +165,10 @@ static void test_errors(void **state)
 static void test_db(void **state)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s validate --measurements " MEAS " --db $d/v.db > /dev/null && "
-                              "echo $d", tu_kvsim_bin());
+    snprintf(cmd, sizeof cmd,
+             "d=$(mktemp -d) && %s validate --measurements " MEAS " --db $d/v.db > /dev/null && "
+             "echo $d",
+             tu_kvsim_bin());
     cli_result r = tu_shell(cmd);
     assert_int_equal(r.status, 0);
     r.out[strcspn(r.out, "\n")] = 0;
@@ -184,9 +186,12 @@ static void test_db(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_predictions_by_hand), cmocka_unit_test(test_median_and_not_expressible),
-        cmocka_unit_test(test_median_helper),       cmocka_unit_test(test_only_and_text),
-        cmocka_unit_test(test_errors),              cmocka_unit_test(test_db),
+        cmocka_unit_test(test_predictions_by_hand),
+        cmocka_unit_test(test_median_and_not_expressible),
+        cmocka_unit_test(test_median_helper),
+        cmocka_unit_test(test_only_and_text),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

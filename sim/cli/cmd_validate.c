@@ -75,9 +75,12 @@ static void print_report(const json_t *r)
 int cmd_validate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"measurements", required_argument, 0, 'm'}, {"only", required_argument, 0, 'o'},
-        {"db", required_argument, 0, 'd'},           {"set", required_argument, 0, 's'},
-        {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
+        {"measurements", required_argument, 0, 'm'},
+        {"only", required_argument, 0, 'o'},
+        {"db", required_argument, 0, 'd'},
+        {"set", required_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     sim_validate_opts o = {0};
@@ -95,7 +98,8 @@ int cmd_validate(int argc, char **argv)
         else if (ch == 'h') return free(sets), fputs(validate_usage, stdout), SIM_EXIT_OK;
         else rc = sim_usage_error("validate", "unknown option or missing value (kvsim validate --help)");
     }
-    if (rc == SIM_EXIT_OK && optind < argc) rc = sim_usage_error("validate", "unexpected argument (kvsim validate --help)");
+    if (rc == SIM_EXIT_OK && optind < argc)
+        rc = sim_usage_error("validate", "unexpected argument (kvsim validate --help)");
     if (rc == SIM_EXIT_OK && !o.measurements)
         rc = sim_usage_error("validate", "--measurements FILE is required (e.g. validation/vllm-h100-train.json)");
     o.sets = sets;

@@ -462,7 +462,8 @@ static int read_typed(sim_config *c, sim_err *err)
         get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) ||
         get_bool(root, "trace.sort", &c->trace.sort, err) ||
         get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
-        get_bool(root, "metrics.sample_rows", &c->sample_rows, err))
+        get_bool(root, "metrics.sample_rows", &c->sample_rows, err) ||
+        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
         sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||

@@ -103,6 +103,7 @@ typedef struct sim_config {
      * docs/validation.md): CPU time per iteration and per scheduled
      * sequence, and the front end's latency per request. */
     double iter_overhead_s, seq_overhead_s, frontend_s;
+    bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;

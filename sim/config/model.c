@@ -24,6 +24,8 @@ static const int_field model_int_fields[] = {
     {"dtype_bytes", offsetof(sim_model, dtype_bytes), false},
     {"intermediate", offsetof(sim_model, intermediate), true},
     {"vocab", offsetof(sim_model, vocab), true},
+    {"experts", offsetof(sim_model, experts), true},
+    {"experts_per_token", offsetof(sim_model, experts_per_token), true},
 };
 
 static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)

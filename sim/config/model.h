@@ -16,12 +16,13 @@ typedef struct sim_model {
     int heads;  /* query heads */
     int kv_heads;
     int head_dim;
-    int dtype_bytes;         /* s */
-    double params;           /* parameter count, for weight bytes and decode FLOPs */
-    double flops_a;          /* a in Mooncake Eq. 1 */
-    double flops_b;          /* b in Mooncake Eq. 1 */
-    int intermediate, vocab; /* FFN intermediate size, vocabulary size (0 = unknown) */
-    bool tied_embeddings;    /* the LM head shares the input embedding's weights */
+    int dtype_bytes;                /* s */
+    double params;                  /* parameter count, for weight bytes and decode FLOPs */
+    double flops_a;                 /* a in Mooncake Eq. 1 */
+    double flops_b;                 /* b in Mooncake Eq. 1 */
+    int intermediate, vocab;        /* FFN intermediate size, vocabulary size (0 = unknown) */
+    bool tied_embeddings;           /* the LM head shares the input embedding's weights */
+    int experts, experts_per_token; /* mixture of experts (0 = dense): known, refused by the cost model */
 } sim_model;
 
 /* From a JSON object with the fields above; errors name the missing field.

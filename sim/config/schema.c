@@ -48,6 +48,11 @@ static const sim_config_key keys[] = {
         .meaning = "vocabulary size; absent = unknown"),
     ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
         .meaning = "the LM head shares the input embedding's weights; absent = false"),
+    ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts of a mixture-of-experts model; absent = dense. Such a preset is known but not yet "
+                   "modelled: a run refuses it (issue 33), `kvsim validate` lists it as not expressible"),
+    ROW("model.experts_per_token", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts each token is routed to (mixture of experts)"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
     ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
@@ -135,6 +140,9 @@ static const sim_config_key keys[] = {
     NUM("kvstore.remote.latency_us", "µs", 0, 1e9, "the remote store's per-transfer latency"),
     INT("engine.max_num_batched_tokens", "tokens", 1, 1 << 24,
         "an aggregated iteration's token budget (decodes + prefill chunks); at least one page"),
+    BOOL("engine.async_scheduling",
+         "aggregated instances schedule step N+1 while step N runs (vLLM's async scheduling, the default since "
+         "v0.12, vllm-project/vllm#27614): a request that arrives during a step joins the step after the next"),
     NUM("engine.iter_overhead_ms", "ms", 0, 1e6,
         "cost.compute = engine: CPU time per iteration (scheduling, input preparation, sampling launch); fitted "
         "on vLLM runs (docs/validation.md)"),

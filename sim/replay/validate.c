@@ -76,8 +76,8 @@ static int known_keys(const vexp *e, const json_t *obj, const char *const *known
 /* ---- engine ------------------------------------------------------------------ */
 
 static const char *const engine_keys[] = {
-    "name",         "max_num_batched_tokens", "max_num_seqs",         "max_model_len", "gpu_memory_utilization",
-    "block_size",   "enable_prefix_caching",  "enable_chunked_prefill", "dtype",       "cpu_offload_gib",
+    "name",       "max_num_batched_tokens", "max_num_seqs",           "max_model_len", "gpu_memory_utilization",
+    "block_size", "enable_prefix_caching",  "enable_chunked_prefill", "dtype",         "cpu_offload_gib",
     NULL,
 };
 
@@ -129,8 +129,16 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
 /* ---- workload ------------------------------------------------------------------ */
 
 static const char *const workload_keys[] = {
-    "kind",       "system_prompt_len", "question_len", "output_len", "num_unique_system_prompts",
-    "num_users_per_system_prompt", "request_order", "multi_turn", "load", NULL,
+    "kind",
+    "system_prompt_len",
+    "question_len",
+    "output_len",
+    "num_unique_system_prompts",
+    "num_users_per_system_prompt",
+    "request_order",
+    "multi_turn",
+    "load",
+    NULL,
 };
 
 static int read_stages(vexp *e, const json_t *load, sim_err *err)
@@ -141,8 +149,8 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     e->block = "workload.load";
     if (!json_is_object(load) || known_keys(e, load, load_keys, "type and stages", err)) return -1;
     if (!type || (strcmp(type, "constant") && strcmp(type, "poisson")))
-        return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file,
-                        e->id, type ? type : "(missing)");
+        return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file, e->id,
+                        type ? type : "(missing)");
     if (!json_is_array(st) || json_array_size(st) == 0 || json_array_size(st) > SIM_SP_MAX_STAGES)
         return sim_errf(err, "%s: experiment '%s': workload.load.stages: expected 1 to %d stages", e->file, e->id,
                         SIM_SP_MAX_STAGES);
@@ -203,8 +211,9 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
     if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
     if (sim_preset_path("models", model, path, sizeof path, err))
-        return sim_errf(err, "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
-                             "CONFIG.json writes one from a Hugging Face config)",
+        return sim_errf(err,
+                        "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
+                        "CONFIG.json writes one from a Hugging Face config)",
                         e->file, e->id, model);
     char hwname[64];
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
@@ -212,6 +221,13 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     if (sim_preset_path("hardware", hwname, path, sizeof path, err))
         return sim_errf(err, "%s: experiment '%s': no hardware preset '%s' for tp = %d (configs/hardware/)", e->file,
                         e->id, hwname, (int)tp);
+    sim_model m;
+    if (sim_model_load(model, &m, err)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, model, msg);
+    }
+    if (m.experts > 1) not_expressible(e, "a mixture-of-experts model: kvsim's cost model is for dense models so far");
     add_set(e, "model=%s", model);
     add_set(e, "hardware=%s", hwname);
     return 0;
@@ -230,8 +246,8 @@ static int read_measured(vexp *e, const json_t *m, sim_err *err)
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
 {
-    static const char *const keys[] = {"id", "model", "hf_model", "tp", "hardware", "engine", "workload", "measured",
-                                       "about", NULL};
+    static const char *const keys[] = {"id",     "model",    "hf_model", "tp",    "hardware",
+                                       "engine", "workload", "measured", "about", NULL};
     memset(e, 0, sizeof *e);
     e->file = file;
     e->id = json_string_value(json_object_get(x, "id"));
@@ -241,6 +257,7 @@ int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
     add_set(e, "cluster.mode=aggregated");
     add_set(e, "cluster.instances=1");
     add_set(e, "cost.compute=engine");
+    add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.12 (vllm-project/vllm#27614) */
     if (known_keys(e, x, keys, "docs/validation.md lists the fields", err) || read_target(e, x, err) ||
         read_engine(e, json_object_get(x, "engine"), err) || read_workload(e, json_object_get(x, "workload"), err) ||
         read_measured(e, json_object_get(x, "measured"), err))

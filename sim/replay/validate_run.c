@@ -44,7 +44,8 @@ static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
     int rc = sim_tracegen_sp_write(&e->gen, f, path, &written, err);
     if (fclose(f) && !rc) rc = sim_errf(err, "%s: %s", path, strerror(errno));
     if (!rc && written < e->requests)
-        rc = sim_errf(err, "%s: experiment '%s': its load stages send %lld requests, fewer than measured.requests (%lld)",
+        rc = sim_errf(err,
+                      "%s: experiment '%s': its load stages send %lld requests, fewer than measured.requests (%lld)",
                       e->file, e->id, (long long)written, (long long)e->requests);
     if (rc) unlink(path);
     return rc;
@@ -99,7 +100,8 @@ static int compare(const vexp *e, const json_t *summary, json_t *row, sim_err *e
     {
         if (!json_is_object(m)) continue; /* "requests" */
         const json_t *have = json_object_get(summary, metric);
-        if (!json_is_object(have) || (strcmp(metric, "e2e_ms") && strcmp(metric, "ttft_ms") && strcmp(metric, "itl_ms")))
+        if (!json_is_object(have) ||
+            (strcmp(metric, "e2e_ms") && strcmp(metric, "ttft_ms") && strcmp(metric, "itl_ms")))
             return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms and itl_ms", e->file,
                             e->id, metric);
         json_t *p = json_object(), *a = json_object(), *s = json_object();
@@ -150,7 +152,8 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
 static json_t *medians(const json_t *rows)
 {
     json_t *out = json_object();
-    static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90", "p99"};
+    static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90",
+                                                                                            "p99"};
     for (int m = 0; m < 3; m++) {
         json_t *o = json_object();
         for (int s = 0; s < 4; s++) {
