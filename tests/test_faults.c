@@ -10,7 +10,8 @@
  * PD controller forces every tick to be computed), and a run whose events
  * or rows outgrow its work stops with the reason. Issue 27: a link or file
  * planted at an output's temporary name, or in a report's folder, is never
- * followed nor truncated. */
+ * followed nor truncated, and a result lost on its way to standard output
+ * (a full device) is exit 2 naming the cause. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,7 +243,7 @@ static void test_work_bound(void **state)
     tu_remove_temp(trace);
 }
 
-/* ---- planted links (issue 27) ------------------------------------ */
+/* ---- planted links and standard output (issue 27) ------------------------------------ */
 
 static void write_text(const char *path, const char *text)
 {
@@ -397,6 +398,57 @@ static void test_report_planted_links(void **state)
     assert_int_equal(system(args), 0);
 }
 
+/* A result printed to a full device is an error (exit 2 naming the cause),
+ * for every command that prints one; a command that failed keeps its own
+ * status; an output file given as "-" says it once. */
+static void test_stdout_full(void **state)
+{
+    char *db = tu_temp_path(), *bl = tu_temp_path(), trace[PATH_MAX], cmd[8192], body[PATH_MAX + 256];
+    assert_non_null(realpath("traces/default.jsonl", trace));
+    const char *const cases[] = {
+        "run",
+        "run --json",
+        "trace stats traces/default.jsonl",
+        "trace stats --json traces/default.jsonl",
+        "plan --trace traces/default.jsonl --target 0.5",
+        "plan crossover",
+        "hitrate --trace traces/default.jsonl",
+        "policies",
+        "config",
+        "config --schema",
+        "cost",
+        "sweep --jobs 1 --grid policy.router=random --db %s",
+        "check --baseline tests/baselines/default.json",
+        "--version",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, cases[i], db);
+        snprintf(cmd, sizeof cmd, "{ %s %s >/dev/full; }", tu_kvsim_bin(), args);
+        expect(tu_shell(cmd), 2, "writing standard output: No space left on device", args);
+    }
+    unlink(db);
+    snprintf(body, sizeof body,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.002, \"measurements\": [{\"name\": \"x\", \"kind\": "
+             "\"hitrate\", \"args\": {\"trace\": \"%s\", \"policy\": \"lru\", \"capacity_tokens\": \"inf\"}, "
+             "\"expect\": {\"hit_rate_blocks\": 0.1}}]}",
+             trace);
+    write_text(bl, body);
+    snprintf(cmd, sizeof cmd, "{ %s check --baseline %s >/dev/full; }", tu_kvsim_bin(), bl);
+    expect(tu_shell(cmd), 3, "kvsim check: writing standard output: No space left on device", "a moved number");
+    /* 5 requests stay in stdio's buffer until the close; 500 fail while written */
+    static const char *const dashes[] = {"trace gen --requests 5 -o -", "trace gen --requests 500 -o -"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "{ %s %s >/dev/full; }", tu_kvsim_bin(), dashes[i]);
+        cli_result r = tu_shell(cmd);
+        if (r.status != 2 || !strstr(r.err, "No space left on device") || strstr(r.err, "standard output"))
+            fail_msg("%s >/dev/full: exit %d, %s", dashes[i], r.status, r.err);
+        tu_free(&r);
+    }
+    tu_remove_temp(bl);
+    free(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_work_bound),
         cmocka_unit_test(test_planted_temp_link),
         cmocka_unit_test(test_report_planted_links),
+        cmocka_unit_test(test_stdout_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
