@@ -14,19 +14,19 @@
 
 FILE *rep_open(const rep *r, const char *name, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) sim_errf(err, "cannot write %s: %s", path, strerror(errno));
+    FILE *f = sim_file_create(r->stage_fd, name, NULL);
+    if (!f) sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(errno));
     return f;
 }
 
-void rep_remove(const rep *r, const char *name)
+int rep_close(const rep *r, FILE *f, const char *name, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    unlink(path);
+    int e = fflush(f) ? errno : ferror(f) ? EIO : 0;
+    if (fclose(f) && !e) e = errno;
+    return e ? sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(e)) : 0;
 }
+
+void rep_remove(const rep *r, const char *name) { unlinkat(r->stage_fd, name, 0); }
 
 void rep_gp_string(FILE *f, const char *s)
 {
@@ -93,7 +93,7 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
             name); /* PDF: the PNG's size at 96 dpi */
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
-    if (fclose(f) != 0) return sim_errf(err, "writing %s/%s failed", r->dir, file);
+    if (rep_close(r, f, file, err)) return -1;
     r->scripts = sim_xrealloc(r->scripts, (size_t)(r->nscripts + 1) * sizeof *r->scripts);
     r->scripts[r->nscripts++] = sim_xstrdup(file);
     return 0;
@@ -125,7 +125,7 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
 
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
     sim_fput_xml(h, title);
     /* onerror: a figure that fails to load says so on the browser console. */

@@ -7,8 +7,13 @@
  * The comparison shows only the config keys whose values differ between the
  * runs (configs are flattened to dotted paths first), and those keys also
  * label the runs in every legend. Every caption names what was run: trace
- * fingerprint, config hash and seed. Figures are in reports/figures.c. */
+ * fingerprint, config hash and seed. Figures are in reports/figures.c.
+ * Every file (gnuplot's images too) is written in a private folder inside
+ * the directory and moved into it once the report is complete (make_stage,
+ * sim_outdir_publish): a link planted in the directory is replaced, never
+ * written through. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -200,7 +205,7 @@ static pid_t start_gnuplot(const rep *r, int first, int step)
     for (int i = first; i < r->nscripts; i += step) argv[n++] = r->scripts[i];
     pid_t pid = fork();
     if (pid == 0) {
-        if (chdir(r->dir) == 0) execvp("gnuplot", argv);
+        if (fchdir(r->stage_fd) == 0) execvp("gnuplot", argv);
         _exit(127); /* in the child: chdir or exec failed */
     }
     free(argv);
@@ -224,7 +229,8 @@ static int render(rep *r, sim_err *err)
     }
     if (started < nproc) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
     if (worst == 127) return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
-    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->dir);
+    r->keep_stage = worst != 0; /* the scripts and data stay where gnuplot failed on them, for a look */
+    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->stage);
     return 0;
 }
 
@@ -234,21 +240,20 @@ static int check_outputs(const rep *r, sim_err *err)
     static const char *const exts[] = {"svg", "png", "pdf"};
     for (int i = 0; i < r->nscripts; i++)
         for (int e = 0; e < 3; e++) {
-            char path[PATH_MAX];
+            char name[PATH_MAX];
             struct stat st;
-            int n = snprintf(path, sizeof path, "%s/%s", r->dir, r->scripts[i]);
-            snprintf(path + n - 2, sizeof path - (size_t)n + 2, "%s", exts[e]);
-            if (stat(path, &st) != 0 || st.st_size == 0) return sim_errf(err, "gnuplot did not write %s", path);
+            int n = snprintf(name, sizeof name, "%s", r->scripts[i]);
+            snprintf(name + n - 2, sizeof name - (size_t)n + 2, "%s", exts[e]);
+            if (fstatat(r->stage_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+                return sim_errf(err, "gnuplot did not write %s/%s", r->dir, name);
         }
     return 0;
 }
 
 static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/index.html", r->dir);
-    if (sim_outfile_open(&r->html, path, err)) return -1;
-    FILE *h = r->html.f;
+    FILE *h = r->html = rep_open(r, "index.html", err);
+    if (!h) return -1;
     fprintf(h, page_head, "kvsim report");
     fputs("<h1>", h);
     sim_fput_xml(h, a->title ? a->title : "kvsim report");
@@ -265,8 +270,9 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     }
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
-    if (*nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
-    return sim_outfile_close(&r->html, err);
+    r->html = NULL;
+    if (rep_close(r, h, "index.html", err) || *nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
+    return sim_outdir_publish(r->stage_fd, r->dir, "index.html", err); /* the page last: its files are there */
 }
 
 static void rep_free(rep *r)
@@ -281,22 +287,38 @@ static void rep_free(rep *r)
     free(r->scripts);
     rep_groups_free(r);
     json_decref(r->diff_keys);
-    sim_outfile_abort(&r->html);
+    if (r->html) fclose(r->html);
+    if (r->stage_fd >= 0) close(r->stage_fd);
+    if (r->stage[0] && !r->keep_stage) sim_remove_tree(r->stage); /* emptied by a publish; else nothing half-written */
     sqlite3_close(r->db);
 }
 
 /* ---- the call ----------------------------------------------------------------------- */
 
+/* DIR (created when missing) and in it the private folder every file is
+ * written in (DIR/.kvsim-report-XXXXXX, mode 0700): nothing planted in DIR
+ * can redirect a file, nor gnuplot's output, and sim_outdir_publish moves
+ * the finished files into DIR replacing, never following, what is there. */
+static int make_stage(rep *r, sim_err *err)
+{
+    if (mkdir(r->dir, 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s: %s", r->dir, strerror(errno));
+    if (snprintf(r->stage, sizeof r->stage, "%s/.kvsim-report-XXXXXX", r->dir) >= (int)sizeof r->stage ||
+        !mkdtemp(r->stage)) {
+        int rc = sim_errf(err, "cannot write in %s: %s", r->dir, strerror(errno));
+        r->stage[0] = 0;
+        return rc;
+    }
+    r->stage_fd = open(r->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return r->stage_fd < 0 ? sim_errf(err, "cannot write in %s: %s", r->dir, strerror(errno)) : 0;
+}
+
 rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err *err)
 {
-    rep r = {.db_path = a->db, .dir = a->dir};
+    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1};
     rep_status rc = REP_BAD_INPUT;
     int written = 0;
-    if (open_db(&r, err) || select_runs(&r, a, err)) goto out;
-    if (mkdir(a->dir, 0777) != 0 && errno != EEXIST) {
-        sim_errf(err, "cannot create %s: %s", a->dir, strerror(errno));
-        goto out;
-    }
+    if (open_db(&r, err) || select_runs(&r, a, err) || make_stage(&r, err)) goto out;
     r.diff_keys = differing_keys(&r);
     if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
     rc = REP_FAILED;

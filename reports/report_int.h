@@ -8,6 +8,7 @@
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,7 +52,10 @@ typedef struct rep_stat {
 
 typedef struct rep {
     sqlite3 *db;
-    const char *db_path, *dir;
+    const char *db_path, *dir; /* dir: where the report goes (pages and messages name it) */
+    char stage[PATH_MAX];      /* where its files are written: a private folder in dir (mkdtemp) moved into dir last */
+    int stage_fd;              /* that folder, open: every file is made relative to it */
+    bool keep_stage;           /* gnuplot failed: the staged scripts stay for a look */
     rep_run *runs;
     int nruns;
     json_t *diff_keys;  /* array of dotted config keys whose values differ */
@@ -60,7 +64,7 @@ typedef struct rep {
     int ngroups;
     const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
-    sim_outfile html;                /* the page being written (renamed into place last) */
+    FILE *html;                      /* the page being written (index.html, staged) */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
@@ -151,9 +155,12 @@ void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 /* "key=value" of the facet key for facet slot p. */
 void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 
-/* fopen DIR/NAME for writing (errors name the path). */
+/* Create NAME (e.g. "ttft.dat", "configs/run1.json") for writing in the
+ * report's staging folder, as a new file (errors name DIR/NAME). */
 FILE *rep_open(const rep *r, const char *name, sim_err *err);
-/* Remove DIR/NAME (a data file of a figure that turned out empty). */
+/* Close a file rep_open gave: 0, or -1 with err naming DIR/NAME and why. */
+int rep_close(const rep *r, FILE *f, const char *name, sim_err *err);
+/* Remove NAME (a data file of a figure that turned out empty). */
 void rep_remove(const rep *r, const char *name);
 /* Write NAME.gp: a header, the loop over the svg and png terminals (height
  * pixels; the PDF the same size at 96 dpi) around `body` (gnuplot commands; the string variable

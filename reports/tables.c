@@ -95,7 +95,7 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
 
 void rep_comparison_table(rep *r)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run (the run number links to how to "
           "reproduce it; the best value of a column, where higher or lower is better, is highlighted)",
           h);
@@ -142,7 +142,7 @@ void rep_groups_table(rep *r)
     bool seeds = false;
     for (int g = 0; g < r->ngroups; g++) seeds = seeds || r->groups[g].n > 1;
     if (!seeds) return;
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"groups\">\n<h2>Groups of seeds</h2>\n<p>Runs whose configs differ only in the seed, as one "
           "row: the mean over seeds ± the half-width of its 95% confidence interval (Student t) from 3 seeds, "
           "[min, max] below.</p>\n<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th>"
@@ -166,18 +166,19 @@ void rep_groups_table(rep *r)
 /* DIR/configs/runID.json: the run's resolved config, as the database holds it. */
 static int write_config(rep *r, const rep_run *run, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/configs", r->dir);
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) return sim_errf(err, "cannot create %s: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/configs/run%lld.json", r->dir, (long long)run->id);
-    if (json_dump_file(run->config, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
-        return sim_errf(err, "cannot write %s", path);
-    return 0;
+    char name[64];
+    if (mkdirat(r->stage_fd, "configs", 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s/configs: %s", r->dir, strerror(errno));
+    snprintf(name, sizeof name, "configs/run%lld.json", (long long)run->id);
+    FILE *f = rep_open(r, name, err);
+    if (!f) return -1;
+    json_dumpf(run->config, f, JSON_INDENT(2) | JSON_SORT_KEYS);
+    return rep_close(r, f, name, err);
 }
 
 int rep_reproduce(rep *r, sim_err *err)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"reproduce\">\n<h2>Reproduce</h2>\n<p>Each run's resolved config (every key, the trace "
           "path and the seed included) is in <code>configs/runID.json</code> beside this page; the command, run "
           "from the directory the report and the runs were made from (where the trace path resolves), replays it and "
