@@ -28,14 +28,42 @@ int rep_close(const rep *r, FILE *f, const char *name, sim_err *err)
 
 void rep_remove(const rep *r, const char *name) { unlinkat(r->stage_fd, name, 0); }
 
+/* Text from a database (config values, trace paths, policy names) reaches
+ * gnuplot only as a single-quoted literal: inside one gnuplot expands no
+ * backquotes, no macros and no backslash escapes, and a ' is written ''.
+ * A newline would end the command, so control characters become spaces
+ * (these are display labels; the page keeps the exact text). */
+char *rep_gp_quote(const char *s)
+{
+    size_t n = 3;
+    for (const char *c = s; *c; c++) n += *c == '\'' ? 2 : 1;
+    char *out = sim_xmalloc(n), *o = out;
+    *o++ = '\'';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\'') *o++ = '\'';
+        *o++ = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    strcpy(o, "'");
+    return out;
+}
+
 void rep_gp_string(FILE *f, const char *s)
 {
-    fputc('"', f);
+    char *q = rep_gp_quote(s);
+    fputs(q, f);
+    free(q);
+}
+
+/* A data file is read as data, never run, but its lines and columns must
+ * survive: a newline would start a row, a tab a column, and a " (gnuplot's
+ * quoted field) would swallow the tabs up to the next one. */
+void rep_dat_text(FILE *f, const char *s)
+{
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s == '\n' ? ' ' : *s, f);
+        unsigned char c = (unsigned char)*s;
+        fputc(c < 0x20 || c == 0x7f ? ' ' : c == '"' ? '\'' : c, f);
     }
-    fputc('"', f);
 }
 
 const json_t *rep_json_at(const json_t *root, const char *path)
@@ -61,16 +89,16 @@ double rep_config_num(const rep_run *run, const char *path)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static const char script_head[] = "# %s.gp — %s\n"
-                                  "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
-                                  "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
-                                  "reset session\n"
-                                  "set datafile separator \"\\t\"\n"
-                                  "set encoding utf8\n"
-                                  "figure_title = ";
+static const char script_head[] = "# %s.gp — ";
+static const char script_head2[] = "\n# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
+                                   "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
+                                   "reset session\n"
+                                   "set datafile separator \"\\t\"\n"
+                                   "set encoding utf8\n"
+                                   "figure_title = ";
 
 static const char script_loop[] =
-    "do for [fmt in \"svg png pdf\"] {\n"
+    "\ndo for [fmt in \"svg png pdf\"] {\n"
     "if (fmt eq \"svg\") {\n"
     "    set terminal svg size %d,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
     "} else { if (fmt eq \"png\") {\n"
@@ -78,7 +106,7 @@ static const char script_loop[] =
     "} else {\n"
     "    set terminal pdfcairo size %.2fin,%.2fin noenhanced font \"Sans,10\"\n"
     "} }\n"
-    "set output \"%s.\" . fmt\n";
+    "set output ";
 
 int rep_write_script(rep *r, const char *name, const char *title, const char *body, int width, int height, sim_err *err)
 {
@@ -86,11 +114,16 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
     snprintf(file, sizeof file, "%s.gp", name);
     FILE *f = rep_open(r, file, err);
     if (!f) return -1;
-    fprintf(f, script_head, name, title, name, name, name, name, name);
+    char out[96];
+    snprintf(out, sizeof out, "%s.", name);
+    fprintf(f, script_head, name);
+    rep_dat_text(f, title); /* in a comment: kept on its line */
+    fprintf(f, script_head2, name, name, name, name, name);
     rep_gp_string(f, title);
-    fputc('\n', f);
-    fprintf(f, script_loop, width, height, width, height, width / 96.0, height / 96.0,
-            name); /* PDF: the PNG's size at 96 dpi */
+    fprintf(f, script_loop, width, height, width, height, width / 96.0,
+            height / 96.0); /* PDF: the PNG's size at 96 dpi */
+    rep_gp_string(f, out);
+    fputs(" . fmt\n", f);
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
     if (rep_close(r, f, file, err)) return -1;
@@ -109,15 +142,20 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
     if (one_trace && n) {
         fputs(" Trace ", h);
         sim_fput_xml(h, runs[0].trace_path);
-        fprintf(h, " (fingerprint <code>%s</code>).", runs[0].fp);
+        fputs(" (fingerprint <code>", h);
+        sim_fput_xml(h, runs[0].fp);
+        fputs("</code>).", h);
     }
     for (int i = 0; i < n; i++) {
-        fprintf(h, "%s#%lld: config <code>%s</code>, seed %lld", i ? "; " : " Runs: ", (long long)runs[i].id,
-                runs[i].hash, (long long)runs[i].seed);
+        fprintf(h, "%s#%lld: config <code>", i ? "; " : " Runs: ", (long long)runs[i].id);
+        sim_fput_xml(h, runs[i].hash);
+        fprintf(h, "</code>, seed %lld", (long long)runs[i].seed);
         if (!one_trace) {
             fputs(", trace ", h);
             sim_fput_xml(h, runs[i].trace_path);
-            fprintf(h, " (<code>%s</code>)", runs[i].fp);
+            fputs(" (<code>", h);
+            sim_fput_xml(h, runs[i].fp);
+            fputs("</code>)", h);
         }
     }
     if (n) fputc('.', h);
@@ -190,7 +228,9 @@ bool rep_table_exists(rep *r, const char *table)
 void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
                      const char *title)
 {
-    fprintf(f, "%s\"%s\" index %d using %s with %s ", first ? "plot " : ", \\\n     ", file, index, using, style);
+    char *quoted = rep_gp_quote(file);
+    fprintf(f, "%s%s index %d using %s with %s ", first ? "plot " : ", \\\n     ", quoted, index, using, style);
+    free(quoted);
     if (title) {
         fputs("title ", f);
         rep_gp_string(f, title);

@@ -136,8 +136,9 @@ sqlite3_stmt *rep_prepare(rep *r, const char *sql, sim_err *err);
 /* The count a query returns for ?1 = run_id (and ?2 = text, when given). */
 int64_t rep_count(rep *r, const char *sql, int64_t run_id, const char *text);
 bool rep_table_exists(rep *r, const char *table);
-/* One plot clause: "FILE" index I using U with STYLE title "T" (notitle
- * when NULL), starting the plot command when first. */
+/* One plot clause: 'FILE' index I using U with STYLE title 'T' (notitle
+ * when NULL; both quoted by rep_gp_quote), starting the plot command when
+ * first. */
 void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
                      const char *title);
 /* The same, first when the body is still empty. */
@@ -170,8 +171,16 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
 /* The figure's section: heading, image, caption text (HTML-escaped), the
  * provenance of `run` (or of every run when NULL) and links to its files. */
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run);
-/* A gnuplot double-quoted string literal. */
+/* Every string a report writes into gnuplot program text (titles, labels,
+ * legends, file names) goes through rep_gp_quote: a single-quoted gnuplot
+ * literal, ' doubled, control characters as spaces, which gnuplot never
+ * evaluates (no backquotes, macros or escapes inside). Caller frees. */
+char *rep_gp_quote(const char *s);
+/* rep_gp_quote written to f. */
 void rep_gp_string(FILE *f, const char *s);
+/* Text in a data file (a label column, a # comment) or a .gp comment, kept
+ * on its line and column: control characters as spaces, " as '. */
+void rep_dat_text(FILE *f, const char *s);
 /* The value at a dotted path of a JSON object, or NULL. */
 const json_t *rep_json_at(const json_t *root, const char *path);
 /* A config value at a dotted path as text: a string as is, anything else

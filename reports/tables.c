@@ -89,8 +89,11 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
         if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
         fprintf(h, "<td%s>%s</td>", *text && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
     }
-    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
-            run->hash, run->fp, (long long)run->seed);
+    fputs("<td class=\"text\"><code>", h);
+    sim_fput_xml(h, run->hash);
+    fputs("</code></td><td class=\"text\"><code>", h);
+    sim_fput_xml(h, run->fp);
+    fprintf(h, "</code></td><td>%lld</td></tr>\n", (long long)run->seed);
 }
 
 void rep_comparison_table(rep *r)
@@ -188,13 +191,18 @@ int rep_reproduce(rep *r, sim_err *err)
     for (int i = 0; i < r->nruns; i++) {
         const rep_run *run = &r->runs[i];
         if (write_config(r, run, err)) return -1;
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/configs/run%lld.json", r->dir, (long long)run->id);
+        char *word = sim_sh_word(path); /* a folder with a space or $(...) pastes as one word */
         fprintf(h, "<li id=\"reproduce-%lld\">#%lld: <code>kvsim run --config <a href=\"configs/run%lld.json\">",
                 (long long)run->id, (long long)run->id, (long long)run->id);
-        sim_fput_xml(h, r->dir);
-        fprintf(h,
-                "/configs/run%lld.json</a> --db results.db</code> (config hash <code>%s</code>, trace fingerprint "
-                "<code>%s</code>)</li>\n",
-                (long long)run->id, run->hash, run->fp);
+        sim_fput_xml(h, word);
+        fputs("</a> --db results.db</code> (config hash <code>", h);
+        sim_fput_xml(h, run->hash);
+        fputs("</code>, trace fingerprint <code>", h);
+        sim_fput_xml(h, run->fp);
+        fputs("</code>)</li>\n", h);
+        free(word);
     }
     fputs("</ul>\n</section>\n", h);
     return 0;

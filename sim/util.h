@@ -66,6 +66,14 @@ char *sim_path_relative(const char *path, const char *dir);
 /* Write s to f as HTML/XML text: & < > " escaped (a report page, JUnit XML). */
 void sim_fput_xml(FILE *f, const char *s);
 
+/* s as one word of a POSIX shell command line that a user pastes or a job
+ * runner executes: as is when it holds only characters no shell treats
+ * specially (letters, digits and _ . / = : , + - @ %), else in single quotes
+ * with each ' written '\'' ("" gives ''). Within single quotes nothing is
+ * expanded, so $(...), backquotes, spaces and newlines stay literal. The
+ * caller frees. */
+char *sim_sh_word(const char *s);
+
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);
 

@@ -135,18 +135,14 @@ static int open_db(slo_plan *pl, sim_err *err)
     return 0;
 }
 
-/* Append arg to buf, single-quoted for a shell when it needs to be. */
+/* Append arg to buf as a shell word (sim_sh_word), after a space. */
 static size_t shell_arg(char *buf, size_t used, size_t n, const char *arg)
 {
-    bool plain = *arg != 0;
-    for (const char *c = arg; *c; c++)
-        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *c) != NULL;
     if (used >= n) return used;
-    if (plain) return used + (size_t)snprintf(buf + used, n - used, " %s", arg);
-    used += (size_t)snprintf(buf + used, n - used, " '");
-    for (const char *c = arg; *c && used < n; c++)
-        used += (size_t)snprintf(buf + used, n - used, *c == '\'' ? "'\\''" : "%c", *c);
-    return used < n ? used + (size_t)snprintf(buf + used, n - used, "'") : used;
+    char *q = sim_sh_word(arg);
+    used += (size_t)snprintf(buf + used, n - used, " %s", q);
+    free(q);
+    return used;
 }
 
 /* The `kvsim run` line of the cheapest point. */
