@@ -15,6 +15,7 @@
 
 #include "sim/store/evict/registry.h"
 #include "sim/store/kvstore.h"
+#include "tests/testutil.h"
 
 enum { A = 1, B, C, D, E };
 static const uint64_t SEQ[] = {D, C, B, D, E, C, B, C, A, B, A};
@@ -216,6 +217,32 @@ static void test_unbounded_all_policies(void **state)
     assert_int_equal(sim_count_in(1, 5242880), 0);
 }
 
+/* The same through the binary: an "inf" tier under S3-FIFO with its ghost
+ * at 10 × the capacity gives what 1e18 gives (the count of inf once
+ * overflowed the ghost's int64 cast), in a timed run and a cache-only
+ * replay of the bundled trace. */
+static void test_unbounded_s3fifo_cli(void **state)
+{
+    static const char *const cmd[] = {
+        "run --json --set kvstore.eviction=s3fifo --set policy.params='{\"s3fifo_ghost_ratio\": 10}' "
+        "--set kvstore.dram_bytes=%s",
+        "hitrate --json --trace traces/default.jsonl --policy s3fifo --params '{\"s3fifo_ghost_ratio\": 10}' "
+        "--tiers hbm=%s"};
+    for (size_t i = 0; i < 2; i++) {
+        double hit[2];
+        for (int inf = 0; inf < 2; inf++) {
+            char args[512];
+            snprintf(args, sizeof args, cmd[i], inf ? "inf" : "1e18");
+            json_t *j = tu_kvsim_json(args);
+            const json_t *o = i ? json_array_get(json_object_get(j, "points"), 0) : j;
+            hit[inf] = json_number_value(json_object_get(o, "hit_rate_tokens"));
+            json_decref(j);
+        }
+        assert_true(hit[0] > 0.6);
+        assert_double_equal(hit[1], hit[0], 0);
+    }
+}
+
 static void test_bad_params(void **state)
 {
     kv_cache *c;
@@ -245,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_pins_all_policies),
         cmocka_unit_test(test_random_consistency),
         cmocka_unit_test(test_unbounded_all_policies),
+        cmocka_unit_test(test_unbounded_s3fifo_cli),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
