@@ -62,8 +62,9 @@ typedef struct fz_family {
     const char *name; /* corpus folder and label in the count line */
     fz_kind kind;
     fuzz_verdict (*check)(const uint8_t *data, size_t size);
-    int mutations; /* per seed, besides the seed itself */
-    int cli_every; /* mutations cli_every / 2 + j * cli_every also go through the CLI */
+    int mutations;  /* per seed, besides the seed itself */
+    int cli_every;  /* mutations cli_every / 2 + j * cli_every also go through the CLI */
+    bool cli_seeds; /* instead: the seed itself, then every cli_every-th mutation */
     int nseeds;
     char *names[FZ_SEEDS];
     fz_case *seeds;
@@ -74,7 +75,12 @@ static fz_family families[] = {
     {.name = "trace", .kind = FZ_TRACE_FAMILY, .check = fuzz_trace_check, .mutations = 40, .cli_every = 20},
     {.name = "config", .kind = FZ_CONFIG_FAMILY, .check = fuzz_config_check, .mutations = 30, .cli_every = 30},
     {.name = "set", .kind = FZ_SET_FAMILY, .check = fuzz_set_check, .mutations = 30, .cli_every = 15},
-    {.name = "ragpulse", .kind = FZ_RAGPULSE_FAMILY, .check = fuzz_ragpulse_check, .mutations = 40, .cli_every = 20},
+    {.name = "ragpulse",
+     .kind = FZ_RAGPULSE_FAMILY,
+     .check = fuzz_ragpulse_check,
+     .mutations = 40,
+     .cli_every = 20,
+     .cli_seeds = true},
 };
 #define FZ_NFAMILIES (sizeof families / sizeof families[0])
 
@@ -460,12 +466,13 @@ static bool fz_cli_one(const fz_family *f, const fz_case *c, int i, int k, int *
     return ok;
 }
 
-/* Every cli_every-th mutation of each seed, from cli_every / 2 on. */
+/* Every cli_every-th mutation of each seed, from cli_every / 2 on (from the
+ * seed itself with cli_seeds). */
 static int fz_cli_family(const fz_family *f, fz_case *c, int *runs, int *exit0)
 {
     int bad = 0;
     for (int i = 0; i < f->nseeds; i++)
-        for (int k = f->cli_every / 2; k <= f->mutations; k += f->cli_every) {
+        for (int k = f->cli_seeds ? 0 : f->cli_every / 2; k <= f->mutations; k += f->cli_every) {
             int status;
             fz_make(f, i, k, c);
             (*runs)++;
