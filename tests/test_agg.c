@@ -188,6 +188,40 @@ static void test_lmcache_disk_and_remote(void **state)
                         3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
 }
 
+/* "inf" is an unbounded tier, never an absent one (issue 27 item 5: the
+ * chunk count of inf overflowed an int64 cast and the tier vanished). By
+ * hand: each tier alone serves A's three chunks as a bounded one does.
+ * On the LMCache CPU offload preset (1,500 requests of the bundled trace)
+ * every tier alone gives the same chunk hits at inf as at 1e18 bytes, an
+ * exabyte that no run fills, and some: the 202 it also gives at 500 GB. */
+static void test_lmcache_inf_is_an_unbounded_tier(void **state)
+{
+    double last = iter_s(flops(1024) - flops(1023), 0, 1024);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=inf"), 3 * 2.2048e-5 + last, 1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.ssd_bytes=inf"), 3 * 1.42528e-4 + last,
+                        1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.remote.bytes=inf"),
+                        3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
+    static const struct {
+        const char *set, *tier;
+    } tiers[] = {{"kvstore.dram_bytes", "cpu"}, {"kvstore.ssd_bytes", "disk"}, {"kvstore.remote.bytes", "remote"}};
+    for (size_t t = 0; t < sizeof tiers / sizeof tiers[0]; t++) {
+        int64_t hits[2];
+        for (int inf = 0; inf < 2; inf++) {
+            char args[512];
+            snprintf(args, sizeof args,
+                     "run --json --config configs/clusters/lmcache-cpu-offload.json --set kvstore.dram_bytes=0 "
+                     "--set %s=%s",
+                     tiers[t].set, inf ? "inf" : "1e18");
+            json_t *j = tu_kvsim_json(args);
+            hits[inf] = tu_int_field(json_object_get(json_object_get(j, "lmcache"), "chunk_hits"), tiers[t].tier);
+            json_decref(j);
+        }
+        assert_int_equal(hits[1], hits[0]);
+        assert_int_equal(hits[0], 202);
+    }
+}
+
 /* Prefetch: one request at a time (decode_max_batch 1). CPU memory holds 4
  * chunks, so B's chunks push A's out of it (the remote store keeps them),
  * and X's 4 pages evict 4 more of A's GPU pages: A keeps 12 (192 tokens)
@@ -347,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
         cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),
         cmocka_unit_test(test_admission),

@@ -552,7 +552,5 @@ void sim_config_free(sim_config *c)
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)
 {
-    double per_block = sim_model_kv_bytes_per_token(&c->model) * c->block_tokens;
-    if (isinf(bytes)) return INT64_MAX / 4;
-    return (int64_t)floor(bytes / per_block);
+    return sim_count_in(bytes, sim_model_kv_bytes_per_token(&c->model) * c->block_tokens);
 }
