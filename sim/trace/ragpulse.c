@@ -13,7 +13,13 @@
  * data: its parts are kept, input_length is raised to their sum, and the
  * stats count it (first line, largest excess) for the caller to warn about.
  * (3) Stable-sort by timestamp (ties keep file order), number the sessions
- * in order of first appearance, and write the lines. */
+ * in order of first appearance, and write the lines.
+ *
+ * What is written, the trace reader (sim/trace/trace.c) accepts, request
+ * for request: every count in its range, a timestamp its ns clock holds, a
+ * prefix of one id per 512 tokens, no id that reads back as null, at least
+ * one request. Input that would break that is an error naming file, line
+ * and field (tests/fuzz/fuzz_ragpulse.c checks the round trip). */
 #include "sim/trace/ragpulse.h"
 #include "sim/trace/trace_int.h"
 
