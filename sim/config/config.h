@@ -47,8 +47,9 @@ typedef struct sim_fault {
 } sim_fault;
 
 enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE };
-/* cost.compute: auto = the profile tables when the hardware's calibration
- * has them for the model, else analytic (sim/cost/cost.h). */
+/* cost.compute: auto = engine for aggregated instances, else the profile
+ * tables when the hardware's calibration has them for the model, else
+ * analytic (sim/cost/cost.h). */
 enum { SIM_COMPUTE_AUTO = 0, SIM_COMPUTE_ANALYTIC, SIM_COMPUTE_PROFILE, SIM_COMPUTE_ENGINE };
 
 typedef struct sim_config {

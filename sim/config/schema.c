@@ -172,8 +172,8 @@ static const sim_config_key keys[] = {
     CHOICE("cost.compute", "auto|analytic|profile|engine",
            "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "
            "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
-           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (profile when the tables "
-           "exist, else analytic)"),
+           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (engine for aggregated "
+           "instances; else profile when the tables exist, else analytic)"),
     NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration (analytic and profile)"),
     NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
     NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),

@@ -106,13 +106,16 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     };
     c->pass_weight_bytes = c->weight_bytes;
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
-    if (cfg->compute == SIM_COMPUTE_PROFILE && !c->profiled)
+    /* auto: an aggregated instance is a vLLM-style engine (docs/validation.md);
+     * elsewhere the profile tables when the calibration has them. */
+    int compute = cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
+    if (compute == SIM_COMPUTE_PROFILE && !c->profiled)
         return sim_errf(err,
                         "cost.compute: \"profile\" needs measured tables for model '%s' on %d GPU(s) in hardware "
                         "'%s''s calibration file (%s); use \"analytic\" or \"engine\"",
                         cfg->model.name, hw->gpus, hw->name, hw->calibration[0] ? hw->calibration : "none");
-    if (cfg->compute == SIM_COMPUTE_ANALYTIC || cfg->compute == SIM_COMPUTE_ENGINE) c->profiled = false;
-    if (cfg->compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
+    if (compute == SIM_COMPUTE_ANALYTIC || compute == SIM_COMPUTE_ENGINE) c->profiled = false;
+    if (compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
     allreduce_init(c);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes - c->activation_bytes;
