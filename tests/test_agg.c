@@ -23,7 +23,7 @@
     "--set model='{\"name\":\"toy\",\"layers\":1,\"hidden\":100,\"heads\":1,\"kv_heads\":1,\"head_dim\":100,"          \
     "\"dtype_bytes\":2,\"params\":1e8}' "                                                                              \
     "--set cost.prefill_mfu=0.5 --set cost.decode_overhead_ms=0 --set cost.prefill_chunk_overhead_ms=0 "               \
-    "--set cost.compute=analytic --set engine.async_scheduling=false "                                                  \
+    "--set cost.compute=analytic --set engine.async_scheduling=false "                                                 \
     "--set policy.router='\"round_robin\"' "
 
 /* hardware with hbm bytes per GPU */

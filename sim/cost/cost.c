@@ -108,7 +108,8 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
     /* auto: an aggregated instance is a vLLM-style engine (docs/validation.md);
      * elsewhere the profile tables when the calibration has them. */
-    int compute = cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
+    int compute =
+        cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
     if (compute == SIM_COMPUTE_PROFILE && !c->profiled)
         return sim_errf(err,
                         "cost.compute: \"profile\" needs measured tables for model '%s' on %d GPU(s) in hardware "
