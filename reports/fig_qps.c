@@ -106,8 +106,8 @@ static int gather(rep *r, qps_curve **cs, int *nc)
         if (q <= 0) continue;
         qps_curve *c = curve_for(r, &r->runs[i], cs, nc);
         c->pt = sim_xrealloc(c->pt, (size_t)(c->n + 1) * sizeof *c->pt);
-        c->pt[c->n++] = (qps_point){q, json_number_value(rep_json_at(r->runs[i].summary, "ttft_ms.mean")),
-                                    json_number_value(rep_json_at(r->runs[i].summary, "ttft_ms.p90"))};
+        c->pt[c->n++] =
+            (qps_point){q, rep_summary_num(&r->runs[i], "ttft_ms.mean"), rep_summary_num(&r->runs[i], "ttft_ms.p90")};
     }
     for (int i = 0; i < *nc; i++) {
         qsort((*cs)[i].pt, (size_t)(*cs)[i].n, sizeof *(*cs)[i].pt, cmp_point);

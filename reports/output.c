@@ -61,6 +61,12 @@ double rep_config_num(const rep_run *run, const char *path)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+double rep_summary_num(const rep_run *run, const char *path)
+{
+    const json_t *v = rep_json_at(run->summary, path);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 static const char script_head[] = "# %s.gp — %s\n"
                                   "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
                                   "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"

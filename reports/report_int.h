@@ -172,5 +172,8 @@ const json_t *rep_json_at(const json_t *root, const char *path);
 char *rep_config_text(const json_t *config, const char *path, const char *absent);
 /* A config value at a dotted path as a number (NAN when absent). */
 double rep_config_num(const rep_run *run, const char *path);
+/* A summary number of run at a dotted path; NaN when absent or null (a
+ * statistic over no completed request is undefined, never 0). */
+double rep_summary_num(const rep_run *run, const char *path);
 
 #endif

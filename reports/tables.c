@@ -85,9 +85,9 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
     config_cells(h, r, run);
     for (size_t c = 0; c < NCOLS; c++) {
         const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
-        char text[64] = "";
+        char text[64] = "—"; /* null: undefined (e.g. a TTFT with no request completed), never best */
         if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
-        fprintf(h, "<td%s>%s</td>", *text && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
+        fprintf(h, "<td%s>%s</td>", json_is_number(v) && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
     }
     fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
             run->hash, run->fp, (long long)run->seed);
@@ -133,6 +133,8 @@ static void stat_cell(FILE *h, const rep *r, const rep_group *g, const summary_c
         snprintf(hi, sizeof hi, col->fmt, s.hi);
         if (s.ci) fprintf(h, "%s ± %s", m, lo);
         else fprintf(h, "%s [%s, %s]", m, lo, hi);
+    } else {
+        fputs("—", h); /* no run of the group has the number */
     }
     fputs("</td>", h);
 }

@@ -111,9 +111,14 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
 
 static void print_dist(const char *name, const json_t *d)
 {
-    printf("%-10s mean %10.1f  p50 %10.1f  p90 %10.1f  p99 %10.1f\n", name,
-           json_number_value(json_object_get(d, "mean")), json_number_value(json_object_get(d, "p50")),
-           json_number_value(json_object_get(d, "p90")), json_number_value(json_object_get(d, "p99")));
+    static const char *const stats[] = {"mean", "p50", "p90", "p99"};
+    printf("%-10s", name);
+    for (int i = 0; i < 4; i++) {
+        char buf[64];
+        printf("%s %s %s", i ? " " : "", stats[i],
+               sim_cli_num(json_object_get(d, stats[i]), "%*.1f", 10, buf, sizeof buf));
+    }
+    putchar('\n');
 }
 
 #define J_INT(obj, key) ((long long)json_integer_value(json_object_get(obj, key)))
@@ -137,9 +142,10 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     print_dist("TBT ms", json_object_get(s, "tbt_ms"));
     printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
-    printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %.3f s/request\n",
+    char gpu[32];
+    printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
            J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"),
-           J_NUM(s, "prefill_gpu_s_mean"));
+           sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu));
     if (json_object_get(s, "instances"))
         printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
                "recompute fraction %.4f\n",

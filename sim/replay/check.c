@@ -135,10 +135,11 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
     {
         json_t *g = json_object_get(got, metric);
         if (!g) return sim_errf(err, "measurement %s: no metric '%s'", name, metric);
-        if (expect && !json_is_number(value))
-            return sim_errf(err, "measurement %s: expect.%s must be a number", name, metric);
-        double delta = json_number_value(g) - (expect ? json_number_value(value) : 0);
-        bool ok = !expect || fabs(delta) <= tol + 1e-12;
+        if (expect && !json_is_number(value) && !json_is_null(value))
+            return sim_errf(err, "measurement %s: expect.%s must be a number or null", name, metric);
+        /* null: undefined (a mean over no completed request); it matches only null */
+        double x = json_is_number(g) ? json_number_value(g) : NAN;
+        bool ok = !expect || (json_is_null(value) ? isnan(x) : fabs(x - json_number_value(value)) <= tol + 1e-12);
         report_row(rep, &(sim_check_row){.measurement = name,
                                          .metric = metric,
                                          .expected = expect ? value : NULL,

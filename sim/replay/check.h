@@ -70,7 +70,7 @@ int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_er
 typedef struct sim_check_row {
     const char *measurement, *metric;
     const json_t *expected; /* NULL: no "expect" yet, the number is recorded */
-    double got, tolerance;
+    double got, tolerance;  /* got NaN: null (a statistic over no completed request), matching only null */
     bool ok;
 } sim_check_row;
 
