@@ -10,6 +10,8 @@
 #include "sim/cli/cli.h"
 #include "sim/serving/serving.h"
 #include "sim/config/config.h"
+#include "sim/config/schema.h"
+#include "sim/cost/cost.h"
 #include "sim/results/results.h"
 
 static const char run_usage[] =
@@ -216,6 +218,21 @@ static void warn_unsegmented(const json_t *s)
                 n, J_INT(s, "requests"), json_string_value(json_object_get(s, "pic")));
 }
 
+/* Once per key: a key the user set that this run does not read (the
+ * serving model's and the cost model's idle keys), and why. */
+static void warn_idle_keys(const sim_config *cfg)
+{
+    const sim_idle_key *lists[] = {sim_serving_lookup(cfg->mode)->idle_keys, sim_cost_idle_keys(cfg)};
+    for (int l = 0; l < 2; l++)
+        for (const sim_idle_key *k = lists[l]; k && k->key; k++) {
+            if (!sim_config_user_set(cfg, k->key)) continue;
+            char *v = json_dumps(sim_config_path_get(cfg->root, k->key),
+                                 JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
+            fprintf(stderr, "kvsim run: warning: %s = %s has no effect here: %s\n", k->key, v ? v : "?", k->why);
+            free(v);
+        }
+}
+
 /* Configure, replay, record. Returns an exit status. */
 static int replay(const run_args *a)
 {
@@ -247,6 +264,7 @@ static int replay(const run_args *a)
     json_object_set_new(summary, "run_id", json_integer(run_id));
     if (sim_results_finish_run(db, summary, wall, &err)) goto out; /* e.g. disk full: exit 2 */
     rc = SIM_EXIT_OK;
+    warn_idle_keys(&cfg);
     warn_unsegmented(summary);
     warn_overload(summary, strcmp(cfg.mode, "aggregated") != 0);
     warn_skipped(summary, a->verbose);

@@ -544,6 +544,39 @@ void sim_config_free(sim_config *c)
     c->faults = NULL;
 }
 
+/* The value of key without the user's settings, from a fresh read of
+ * default.json or of the preset the resolved model/hardware names
+ * (caller owns it; NULL when there is none). */
+static json_t *base_value(const sim_config *cfg, const char *key)
+{
+    static const char *const presets[][2] = {{"model", "models"}, {"hardware", "hardware"}};
+    char path[PATH_MAX];
+    sim_err err;
+    const char *sub = key;
+    snprintf(path, sizeof path, "%s/default.json", sim_config_dir());
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(presets[i][0]);
+        if (strncmp(key, presets[i][0], n) || key[n] != '.') continue;
+        const char *name = json_string_value(json_object_get(json_object_get(cfg->root, presets[i][0]), "name"));
+        if (!name || sim_preset_path(presets[i][1], name, path, sizeof path, &err)) return NULL; /* inline */
+        sub = key + n + 1;
+    }
+    json_t *file = load_json_file(path, "config", &err), *v = file ? json_incref(json_path_get(file, sub)) : NULL;
+    json_decref(file);
+    return v;
+}
+
+bool sim_config_user_set(const sim_config *cfg, const char *key)
+{
+    const json_t *now = json_path_get(cfg->root, key);
+    json_t *base = base_value(cfg, key);
+    bool same = base && now &&
+                (json_is_number(base) && json_is_number(now) ? json_number_value(base) == json_number_value(now)
+                                                             : json_equal(base, now));
+    json_decref(base);
+    return now && !same;
+}
+
 int64_t sim_config_blocks(const sim_config *c, double bytes)
 {
     double per_block = sim_model_kv_bytes_per_token(&c->model) * c->block_tokens;
