@@ -96,17 +96,15 @@ static int load_run(rep *r, int64_t id, sim_err *err)
     }
     rep_run *run = &r->runs[r->nruns];
     *run = (rep_run){.id = id, .seed = sqlite3_column_int64(st, 5)};
-    run->config = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-    run->summary = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    int rc = sim_results_run_json(r->db_path, id, (const char *)sqlite3_column_text(st, 0),
+                                  (const char *)sqlite3_column_text(st, 1), &run->config, &run->summary, err);
     snprintf(run->hash, sizeof run->hash, "%s", (const char *)sqlite3_column_text(st, 2));
     snprintf(run->fp, sizeof run->fp, "%s", (const char *)sqlite3_column_text(st, 3));
     const char *trace = (const char *)sqlite3_column_text(st, 4);
     run->trace_path = sim_xstrdup(trace ? trace : "");
     sqlite3_finalize(st);
     r->nruns++;
-    if (!run->config || !run->summary)
-        return sim_errf(err, "%s: run %lld: config or summary is not JSON", r->db_path, (long long)id);
-    return 0;
+    return rc;
 }
 
 static int select_runs(rep *r, const rep_options *a, sim_err *err)

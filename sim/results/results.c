@@ -517,6 +517,34 @@ void sim_json_flatten(const json_t *node, const char *prefix, json_t *out)
     }
 }
 
+/* One JSON object column of a runs row, or NULL with err naming what is wrong. */
+static json_t *run_object(const char *db, int64_t id, const char *column, const char *text, sim_err *err)
+{
+    json_error_t je;
+    json_t *j = text ? json_loads(text, 0, &je) : NULL;
+    if (!text) sim_errf(err, "%s: run %lld: %s is NULL", db, (long long)id, column);
+    else if (!j)
+        sim_errf(err, "%s: run %lld: %s is not JSON (%d:%d: %s)", db, (long long)id, column, je.line, je.column,
+                 je.text);
+    else if (!json_is_object(j)) {
+        sim_errf(err, "%s: run %lld: %s is not a JSON object", db, (long long)id, column);
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+int sim_results_run_json(const char *db, int64_t id, const char *config_text, const char *summary_text, json_t **config,
+                         json_t **summary, sim_err *err)
+{
+    *summary = NULL;
+    if (!(*config = run_object(db, id, "config_json", config_text, err))) return -1;
+    if ((*summary = run_object(db, id, "summary_json", summary_text, err))) return 0;
+    json_decref(*config);
+    *config = NULL;
+    return -1;
+}
+
 /* ---- run id lists (--runs 3,7,10-12) ------------------------------------------ */
 
 static int parse_id(const char *s, const char *end, int64_t *out)
