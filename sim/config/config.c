@@ -515,6 +515,22 @@ static void find_bundled(json_t *root, const char *bundled)
     if (access(there, R_OK) == 0) json_object_set_new(json_object_get(root, "trace"), "path", json_string(there));
 }
 
+/* XXH64 of the resolved config dumped with sorted keys, its comments left
+ * out ("about" at the top, in model and in hardware: the schema's only
+ * comment keys): a comment changes nothing a run does. */
+static uint64_t config_hash(const json_t *root)
+{
+    json_t *c = json_deep_copy(root);
+    json_object_del(c, "about");
+    json_object_del(json_object_get(c, "model"), "about");
+    json_object_del(json_object_get(c, "hardware"), "about");
+    char *dump = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    uint64_t h = XXH64(dump, strlen(dump), 0);
+    free(dump);
+    json_decref(c);
+    return h;
+}
+
 int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -530,9 +546,7 @@ int sim_config_load(sim_config *out, const char *config_path, char *const *sets,
         sim_config_free(out);
         return -1;
     }
-    char *dump = json_dumps(out->root, JSON_SORT_KEYS | JSON_COMPACT);
-    out->hash = XXH64(dump, strlen(dump), 0);
-    free(dump);
+    out->hash = config_hash(out->root);
     return 0;
 }
 

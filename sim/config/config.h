@@ -50,7 +50,7 @@ enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE };
 
 typedef struct sim_config {
     json_t *root;  /* resolved config (owned) */
-    uint64_t hash; /* XXH64 of root dumped with sorted keys */
+    uint64_t hash; /* XXH64 of root dumped with sorted keys, without its "about" comments */
     sim_model model;
     sim_hw hw;
 
