@@ -161,14 +161,15 @@ static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
     if (!r->nruns || (f->only_if_nonzero && !any)) return 0;
     char file[64], title[160];
     snprintf(file, sizeof file, "%s.dat", f->name);
-    FILE *dat = rep_open(r, file, err);
+    sim_outfile o;
+    FILE *dat = rep_open(r, file, &o, err);
     if (!dat) return -1;
     fprintf(dat, "# group\tlabel\tcolor\t%s\tlow\thigh\t%s\tlow\thigh\n", f->left.path, f->right.path);
     int *order = row_order(r);
     size_t longest = 0;
     for (int i = 0; i < r->ngroups; i++) bar_row(dat, r, order[i], f, &longest);
     free(order);
-    fclose(dat);
+    if (rep_close(r, &o, true, err)) return -1;
     rep_body b;
     rep_body_open(&b);
     int width = bars_body(b.f, r, f, longest);

@@ -191,13 +191,13 @@ int rep_fig_ttft_qps(rep *r, sim_err *err)
         free_curves(cs, nc);
         return 0;
     }
-    FILE *dat = rep_open(r, "ttft_qps.dat", err);
-    if (!dat) {
+    sim_outfile o;
+    FILE *dat = rep_open(r, "ttft_qps.dat", &o, err);
+    if (dat) write_data(dat, cs, nc);
+    if (!dat || rep_close(r, &o, true, err)) {
         free_curves(cs, nc);
         return -1;
     }
-    write_data(dat, cs, nc);
-    fclose(dat);
     char *body = plot_body(cs, nc), *caption = caption_text(cs, nc);
     const char *title = "TTFT against offered load per configuration";
     int rc = rep_write_script(r, "ttft_qps", title, body, REP_WIDTH, 540, err);

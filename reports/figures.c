@@ -211,7 +211,8 @@ static void hitrate_settings_write(rep *r, FILE *b, hr_extent x)
 int rep_fig_hitrate(rep *r, sim_err *err)
 {
     if (!rep_table_exists(r, "hitrate")) return 0;
-    FILE *dat = rep_open(r, "hitrate.dat", err);
+    sim_outfile o;
+    FILE *dat = rep_open(r, "hitrate.dat", &o, err);
     if (!dat) return -1;
     rep_body plot, caption;
     rep_body_open(&plot);
@@ -221,7 +222,7 @@ int rep_fig_hitrate(rep *r, sim_err *err)
           caption.f);
     hr_extent x = {INFINITY, 0, 0};
     int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, &x, err);
-    fclose(dat);
+    if (rep_close(r, &o, rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
     fclose(caption.f);
     fclose(plot.f);
     if (rc == 0 && index > 0) {
@@ -231,8 +232,6 @@ int rep_fig_hitrate(rep *r, sim_err *err)
         fprintf(b.f, "%s\n", plot.text);
         rc = rep_body_finish(r, &b, "hitrate", "Hit rate vs cache capacity", REP_WIDTH, REP_HEIGHT, err);
         if (rc == 0) rep_section(r, "hitrate", "Hit rate vs cache capacity", caption.text, NULL);
-    } else {
-        rep_remove(r, "hitrate.dat");
     }
     free(plot.text);
     free(caption.text);
@@ -568,13 +567,14 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
     snprintf(name, sizeof name, "%s_run%lld", f->prefix, (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
     snprintf(title, sizeof title, f->title, (long long)run->id);
-    FILE *dat = rep_open(r, file, err);
+    sim_outfile o;
+    FILE *dat = rep_open(r, file, &o, err);
     if (!dat) return -1;
     rep_body b;
     rep_body_open(&b);
     fputs(f->settings, b.f);
     int rc = f->write(r, run, dat, b.f, file, err);
-    fclose(dat);
+    if (rep_close(r, &o, rc == 0, err)) rc = -1;
     if (rc) {
         fclose(b.f);
         free(b.text);

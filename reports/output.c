@@ -12,20 +12,24 @@
 
 #include "reports/report_int.h"
 
-FILE *rep_open(const rep *r, const char *name, sim_err *err)
+FILE *rep_open(rep *r, const char *name, sim_outfile *o, sim_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) sim_errf(err, "cannot write %s: %s", path, strerror(errno));
-    return f;
+    if (sim_outfile_open(o, path, err) == 0) return o->f;
+    r->unwritable = true;
+    return NULL;
 }
 
-void rep_remove(const rep *r, const char *name)
+int rep_close(rep *r, sim_outfile *o, bool keep, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    unlink(path);
+    if (!keep) {
+        sim_outfile_abort(o);
+        return 0;
+    }
+    if (sim_outfile_close(o, err) == 0) return 0;
+    r->unwritable = true;
+    return -1;
 }
 
 void rep_gp_string(FILE *f, const char *s)
@@ -71,6 +75,8 @@ static const char script_head[] = "# %s.gp — %s\n"
                                   "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
                                   "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
                                   "reset session\n"
+                                  "# kvsim report renders into temporary names (the first argument of call)\n"
+                                  "kvsim_tmp = exists(\"ARG1\") ? ARG1 : \"\"\n"
                                   "set datafile separator \"\\t\"\n"
                                   "set encoding utf8\n"
                                   "figure_title = ";
@@ -84,13 +90,14 @@ static const char script_loop[] =
     "} else {\n"
     "    set terminal pdfcairo size %.2fin,%.2fin noenhanced font \"Sans,10\"\n"
     "} }\n"
-    "set output \"%s.\" . fmt\n";
+    "set output \"%s.\" . fmt . kvsim_tmp\n";
 
 int rep_write_script(rep *r, const char *name, const char *title, const char *body, int width, int height, sim_err *err)
 {
     char file[96];
     snprintf(file, sizeof file, "%s.gp", name);
-    FILE *f = rep_open(r, file, err);
+    sim_outfile o;
+    FILE *f = rep_open(r, file, &o, err);
     if (!f) return -1;
     fprintf(f, script_head, name, title, name, name, name, name, name);
     rep_gp_string(f, title);
@@ -99,7 +106,7 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
             name); /* PDF: the PNG's size at 96 dpi */
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
-    if (fclose(f) != 0) return sim_errf(err, "writing %s/%s failed", r->dir, file);
+    if (rep_close(r, &o, true, err)) return -1;
     r->scripts = sim_xrealloc(r->scripts, (size_t)(r->nscripts + 1) * sizeof *r->scripts);
     r->scripts[r->nscripts++] = sim_xstrdup(file);
     return 0;

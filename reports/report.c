@@ -13,7 +13,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -189,19 +191,36 @@ static int write_figures(rep *r, sim_err *err)
     return made;
 }
 
-/* One gnuplot process, in DIR, for scripts first, first + step, ... */
+/* ---- rendering: gnuplot writes each image under a temporary name; it is
+ * renamed into place only when whole, so a full disk or a file-size limit
+ * leaves no empty or cut image (gnuplot itself reports no write error) --- */
+
+static const char *const image_exts[] = {"svg", "png", "pdf"};
+
+/* The suffix gnuplot's scripts put after each image name (kvsim_tmp). */
+static void tmp_suffix(char *buf, size_t n) { snprintf(buf, n, ".tmp.%ld", (long)getpid()); }
+
+/* One gnuplot process, in DIR, for scripts first, first + step, ...: each
+ * `call "NAME.gp" ".tmp.PID"` (the script's ARG1 names its temporaries). */
 static pid_t start_gnuplot(const rep *r, int first, int step)
 {
-    char **argv = sim_xcalloc((size_t)r->nscripts + 2, sizeof *argv);
-    int n = 0;
-    argv[n++] = "gnuplot";
-    for (int i = first; i < r->nscripts; i += step) argv[n++] = r->scripts[i];
+    char suffix[32], *cmd = NULL;
+    size_t len = 0;
+    tmp_suffix(suffix, sizeof suffix);
+    FILE *m = open_memstream(&cmd, &len);
+    for (int i = first; i < r->nscripts; i += step) {
+        fputs(i == first ? "call " : "; call ", m);
+        rep_gp_string(m, r->scripts[i]);
+        fputc(' ', m);
+        rep_gp_string(m, suffix);
+    }
+    fclose(m);
     pid_t pid = fork();
     if (pid == 0) {
-        if (chdir(r->dir) == 0) execvp("gnuplot", argv);
+        if (chdir(r->dir) == 0) execlp("gnuplot", "gnuplot", "-e", cmd, (char *)NULL);
         _exit(127); /* in the child: chdir or exec failed */
     }
-    free(argv);
+    free(cmd);
     return pid;
 }
 
@@ -226,26 +245,92 @@ static int render(rep *r, sim_err *err)
     return 0;
 }
 
-/* Every figure must have come out as a non-empty SVG, PNG and PDF. */
-static int check_outputs(const rep *r, sim_err *err)
+/* DIR/NAME.EXT of script i and image e, with the temporary suffix when tmp. */
+static void image_path(const rep *r, int i, int e, bool tmp, char *buf, size_t n)
 {
-    static const char *const exts[] = {"svg", "png", "pdf"};
+    char suffix[32] = "";
+    if (tmp) tmp_suffix(suffix, sizeof suffix);
+    int len = (int)strlen(r->scripts[i]) - 3; /* without ".gp" */
+    snprintf(buf, n, "%s/%.*s.%s%s", r->dir, len, r->scripts[i], image_exts[e], suffix);
+}
+
+/* Whether an image ends as its format ends: an SVG with </svg>, a PNG with
+ * its IEND chunk, a PDF with %%EOF (a cut file does not). */
+static bool image_whole(const char *path, int e, off_t size)
+{
+    char tail[33] = "";
+    FILE *f = fopen(path, "rb");
+    size_t n = 0;
+    if (f && fseeko(f, size > 32 ? size - 32 : 0, SEEK_SET) == 0) n = fread(tail, 1, 32, f);
+    if (f) fclose(f);
+    while (e != 1 && n > 0 && strchr(" \r\n", tail[n - 1])) n--; /* text formats: trailing newlines */
+    static const char *const ends[] = {"</svg>", "IEND\xae\x42\x60\x82", "%%EOF"};
+    size_t k = strlen(ends[e]);
+    return size > 0 && n >= k && memcmp(tail + n - k, ends[e], k) == 0;
+}
+
+/* Why gnuplot left an image incomplete, which it does not say: the
+ * file-size limit or a full file system when either explains it. */
+static const char *incomplete_cause(const char *dir, off_t size)
+{
+    struct rlimit lim;
+    struct statvfs fs;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)size >= lim.rlim_cur)
+        return strerror(EFBIG);
+    if (statvfs(dir, &fs) == 0 && fs.f_bavail == 0) return strerror(ENOSPC);
+    return "gnuplot stopped before its end (its message, if any, is above)";
+}
+
+static void remove_temporaries(const rep *r)
+{
+    char path[PATH_MAX];
     for (int i = 0; i < r->nscripts; i++)
         for (int e = 0; e < 3; e++) {
-            char path[PATH_MAX];
-            struct stat st;
-            int n = snprintf(path, sizeof path, "%s/%s", r->dir, r->scripts[i]);
-            snprintf(path + n - 2, sizeof path - (size_t)n + 2, "%s", exts[e]);
-            if (stat(path, &st) != 0 || st.st_size == 0) return sim_errf(err, "gnuplot did not write %s", path);
+            image_path(r, i, e, true, path, sizeof path);
+            unlink(path);
         }
+}
+
+/* Image e of script i, whole, renamed into place (check: only looked at). */
+static int place_image(rep *r, int i, int e, bool check, sim_err *err)
+{
+    char tmp[PATH_MAX], path[PATH_MAX];
+    struct stat st;
+    image_path(r, i, e, true, tmp, sizeof tmp);
+    image_path(r, i, e, false, path, sizeof path);
+    if (check && stat(tmp, &st) != 0) return sim_errf(err, "gnuplot did not write %s", path);
+    if (check && !image_whole(tmp, e, st.st_size)) {
+        r->unwritable = true;
+        return sim_errf(err, "cannot write %s: %s (gnuplot wrote %lld bytes of it)", path,
+                        incomplete_cause(r->dir, st.st_size), (long long)st.st_size);
+    }
+    if (!check && rename(tmp, path) != 0) {
+        r->unwritable = true;
+        return sim_errf(err, "cannot write %s: %s", path, strerror(errno));
+    }
     return 0;
+}
+
+/* Every figure's SVG, PNG and PDF must be whole; then each is renamed into
+ * place. On any failure no image is renamed and the temporaries go. */
+static int place_images(rep *r, sim_err *err)
+{
+    int rc = 0;
+    for (int pass = 0; pass < 2; pass++) /* check all, then rename all */
+        for (int i = 0; i < r->nscripts && rc == 0; i++)
+            for (int e = 0; e < 3 && rc == 0; e++) rc = place_image(r, i, e, pass == 0, err);
+    if (rc) remove_temporaries(r);
+    return rc;
 }
 
 static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/index.html", r->dir);
-    if (sim_outfile_open(&r->html, path, err)) return -1;
+    if (sim_outfile_open(&r->html, path, err)) {
+        r->unwritable = true;
+        return -1;
+    }
     FILE *h = r->html.f;
     fprintf(h, page_head, "kvsim report");
     fputs("<h1>", h);
@@ -263,8 +348,15 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     }
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
-    if (*nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
-    return sim_outfile_close(&r->html, err);
+    if (*nfigures < 0) return -1;
+    if (render(r, err)) {
+        remove_temporaries(r);
+        return -1;
+    }
+    if (place_images(r, err)) return -1;
+    if (sim_outfile_close(&r->html, err) == 0) return 0;
+    r->unwritable = true;
+    return -1;
 }
 
 static void rep_free(rep *r)
@@ -298,7 +390,10 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
     r.diff_keys = differing_keys(&r);
     if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
     rc = REP_FAILED;
-    if (write_page(&r, a, &written, err)) goto out;
+    if (write_page(&r, a, &written, err)) {
+        if (r.unwritable) rc = REP_UNWRITABLE;
+        goto out;
+    }
     *nruns = r.nruns;
     *nfigures = r.nscripts;
     rc = REP_OK;

@@ -61,6 +61,7 @@ typedef struct rep {
     const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
     sim_outfile html;                /* the page being written (renamed into place last) */
+    bool unwritable;                 /* a file could not be written (disk full, size limit): exit 2 */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
@@ -151,10 +152,14 @@ void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 /* "key=value" of the facet key for facet slot p. */
 void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 
-/* fopen DIR/NAME for writing (errors name the path). */
-FILE *rep_open(const rep *r, const char *name, sim_err *err);
-/* Remove DIR/NAME (a data file of a figure that turned out empty). */
-void rep_remove(const rep *r, const char *name);
+/* Open DIR/NAME for writing into o (o->f), whole or not at all
+ * (sim/outfile.h: a temporary renamed into place on rep_close); errors name
+ * the path and the cause, and mark the report's output unwritable. */
+FILE *rep_open(rep *r, const char *name, sim_outfile *o, sim_err *err);
+/* Close o into place when keep (0, or -1 with err naming the file and the
+ * errno text: a full disk, a file-size limit), or drop it (a figure whose
+ * data turned out empty; 0). */
+int rep_close(rep *r, sim_outfile *o, bool keep, sim_err *err);
 /* Write NAME.gp: a header, the loop over the svg and png terminals (height
  * pixels; the PDF the same size at 96 dpi) around `body` (gnuplot commands; the string variable
  * figure_title holds the title), and queue it for rendering. */

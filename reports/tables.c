@@ -170,11 +170,16 @@ static int write_config(rep *r, const rep_run *run, sim_err *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/configs", r->dir);
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) return sim_errf(err, "cannot create %s: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/configs/run%lld.json", r->dir, (long long)run->id);
-    if (json_dump_file(run->config, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
-        return sim_errf(err, "cannot write %s", path);
-    return 0;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        r->unwritable = true;
+        return sim_errf(err, "cannot create %s: %s", path, strerror(errno));
+    }
+    snprintf(path, sizeof path, "configs/run%lld.json", (long long)run->id);
+    sim_outfile o;
+    FILE *f = rep_open(r, path, &o, err);
+    if (!f) return -1;
+    json_dumpf(run->config, f, JSON_INDENT(2) | JSON_SORT_KEYS); /* a failed write shows at close */
+    return rep_close(r, &o, true, err);
 }
 
 int rep_reproduce(rep *r, sim_err *err)
