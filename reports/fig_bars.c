@@ -67,7 +67,10 @@ static const bar_figure bar_figures[] = {
 };
 
 /* Data columns: 1 group, 2 label, 3 colour (0xRRGGBB), then per metric
- * mean, low, high: 4-6 left, 7-9 right. */
+ * mean, low, high: 4-6 left, 7-9 right. The row labels on the axis are
+ * written into the script (set ytics), quoted by rep_gp_quote: a data
+ * column cannot hold every text (gnuplot's quoted field has no escape for
+ * "), so the label column is for the reader (rep_dat_text). */
 static const char bars_settings[] = "set multiplot title figure_title\n"
                                     "set style fill solid 0.85 border -1\n"
                                     "set grid xtics\n"
@@ -82,11 +85,11 @@ static const char bars_settings[] = "set multiplot title figure_title\n"
 static const char bars_panel[] =
     "set lmargin at screen %.3f\n"
     "set rmargin at screen %.3f\n"
-    "set xlabel \"%s\"\n"
+    "set xlabel %s\n"
     "set xrange [0:%g]\n"
-    "set format x \"%s\"\n"
+    "set format x %s\n"
     "bar_label(v) = v >= 1000 ? sprintf(\" %%.0f \", v) : sprintf(\" %%.3g \", v)\n"
-    "plot \"%s.dat\" using ($%d/2):0:($%d/2):(0.3):3%s with boxxyerror linecolor rgb variable notitle, \\\n"
+    "plot %s using ($%d/2):0:($%d/2):(0.3):3 with boxxyerror linecolor rgb variable notitle, \\\n"
     "     \"\" using %d:0:%d:%d with xerrorbars pointtype -1 linecolor rgb \"#333333\" notitle, \\\n"
     "     \"\" using ($%d > %g ? -1e30 : $%d):0:(bar_label($%d)) with labels left notitle, \\\n"
     "     \"\" using ($%d > %g ? $%d : -1e30):0:(bar_label($%d)) with labels right textcolor rgb \"white\" notitle\n";
@@ -105,23 +108,30 @@ static double range_end(const rep *r, const bar_metric *m)
 }
 
 static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
-                             double right, bool labels)
+                             double right)
 {
     double end = range_end(r, m), inside = 0.8 * end;
-    fprintf(b, bars_panel, left, right, m->axis, end, end >= 1e4 ? "%.0s%c" : "%g", f->name, col, col,
-            labels ? ":ytic(2)" : "", col, col + 1, col + 2, col + 2, inside, col + 2, col, col + 2, inside, col, col);
+    char file[64];
+    snprintf(file, sizeof file, "%s.dat", f->name);
+    char *axis = rep_gp_quote(m->axis), *format = rep_gp_quote(end >= 1e4 ? "%.0s%c" : "%g"),
+         *data = rep_gp_quote(file);
+    fprintf(b, bars_panel, left, right, axis, end, format, data, col, col, col, col + 1, col + 2, col + 2, inside,
+            col + 2, col, col + 2, inside, col, col);
+    free(axis), free(format), free(data);
 }
 
 /* The labels get the left margin they need (about 7 px a character); the
- * two panels share 640 px. Returns the figure's width. */
-static int bars_body(FILE *b, const rep *r, const bar_figure *f, size_t longest)
+ * two panels share 640 px; `ytics` is the set ytics command naming the
+ * rows. Returns the figure's width. */
+static int bars_body(FILE *b, const rep *r, const bar_figure *f, size_t longest, const char *ytics)
 {
     double label_px = 24 + 7.0 * (double)longest, width = fmax(REP_WIDTH, label_px + 640);
     double left = label_px / width, mid = left + (0.97 - left - 0.06) / 2;
     fprintf(b, bars_settings, r->ngroups);
-    bars_panel_write(b, r, f, &f->left, 4, left, mid, true);
-    fputs("set format y \"\"\n", b);
-    bars_panel_write(b, r, f, &f->right, 7, mid + 0.06, 0.97, false);
+    fprintf(b, "%s)\n", ytics);
+    bars_panel_write(b, r, f, &f->left, 4, left, mid);
+    fputs("unset ytics\n", b);
+    bars_panel_write(b, r, f, &f->right, 7, mid + 0.06, 0.97);
     fputs("unset multiplot\n", b);
     return (int)width;
 }
@@ -141,7 +151,8 @@ static int *row_order(const rep *r)
     return order;
 }
 
-static void bar_row(FILE *dat, const rep *r, int g, const bar_figure *f, size_t *longest)
+/* Group g's data row (the row-th) and its label in the ytics list. */
+static void bar_row(FILE *dat, FILE *ytics, const rep *r, int row, int g, const bar_figure *f, size_t *longest)
 {
     const rep_group *grp = &r->groups[g];
     char label[600];
@@ -150,8 +161,12 @@ static void bar_row(FILE *dat, const rep *r, int g, const bar_figure *f, size_t 
     if (strlen(label) > *longest) *longest = strlen(label);
     unsigned color = (unsigned)strtoul(rep_color(grp->color) + 1, NULL, 16);
     rep_stat a = rep_group_stat(r, grp, f->left.path), b = rep_group_stat(r, grp, f->right.path);
-    fprintf(dat, "%d\t%s\t%u\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", g, label, color, a.mean, a.lo, a.hi, b.mean, b.lo,
-            b.hi);
+    fprintf(dat, "%d\t", g);
+    rep_dat_text(dat, label);
+    fprintf(dat, "\t%u\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", color, a.mean, a.lo, a.hi, b.mean, b.lo, b.hi);
+    fputs(row ? ", " : "set ytics (", ytics);
+    rep_gp_string(ytics, label);
+    fprintf(ytics, " %d", row);
 }
 
 static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
@@ -161,18 +176,24 @@ static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
     if (!r->nruns || (f->only_if_nonzero && !any)) return 0;
     char file[64], title[160];
     snprintf(file, sizeof file, "%s.dat", f->name);
-    sim_outfile o;
-    FILE *dat = rep_open(r, file, &o, err);
+    FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     fprintf(dat, "# group\tlabel\tcolor\t%s\tlow\thigh\t%s\tlow\thigh\n", f->left.path, f->right.path);
     int *order = row_order(r);
     size_t longest = 0;
-    for (int i = 0; i < r->ngroups; i++) bar_row(dat, r, order[i], f, &longest);
+    rep_body ytics;
+    rep_body_open(&ytics);
+    for (int i = 0; i < r->ngroups; i++) bar_row(dat, ytics.f, r, i, order[i], f, &longest);
     free(order);
-    if (rep_close(r, &o, true, err)) return -1;
+    fclose(ytics.f);
+    if (rep_close(r, dat, file, true, err)) {
+        free(ytics.text);
+        return -1;
+    }
     rep_body b;
     rep_body_open(&b);
-    int width = bars_body(b.f, r, f, longest);
+    int width = bars_body(b.f, r, f, longest, ytics.text);
+    free(ytics.text);
     int height = 140 + 36 * r->ngroups;
     rep_figure_title(r, f->title, title, sizeof title);
     if (rep_body_finish(r, &b, f->name, title, width, height < 320 ? 320 : height, err)) return -1;

@@ -136,7 +136,9 @@ static int cdf_group(rep *r, const cdf_spec *c, const rep_group *g, FILE *dat, r
         char title[600], style[160];
         cdf_title(r, g, runs, title, sizeof title);
         rep_line_style(g, style, sizeof style);
-        fprintf(dat, "# group: %s (runs", g->label);
+        fputs("# group: ", dat);
+        rep_dat_text(dat, g->label);
+        fputs(" (runs", dat);
         for (int s = 0; s < g->n; s++) fprintf(dat, " #%lld", (long long)r->runs[g->runs[s]].id);
         fputs(")\n", dat);
         if (g->n == 1) {
@@ -168,25 +170,40 @@ static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
         fprintf(b,
                 "set arrow from %g, graph 0 to %g, graph 1 nohead dashtype 2 linewidth 2 linecolor rgb \"#c00000\"\n",
                 slo, slo);
-        fprintf(b, "set label \"%s SLO %g ms\" at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", c->what,
-                slo, slo, 0.06 + 0.06 * (nseen - 1), right_half ? "right" : "left", right_half ? "-0.5" : "0.5");
+        char text[96];
+        snprintf(text, sizeof text, "%s SLO %g ms", c->what, slo);
+        fputs("set label ", b);
+        rep_gp_string(b, text);
+        fprintf(b, " at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", slo, 0.06 + 0.06 * (nseen - 1),
+                right_half ? "right" : "left", right_half ? "-0.5" : "0.5");
     }
 }
 
-static const char cdf_settings[] = "set xlabel \"%s (ms, log scale)\"\n"
-                                   "set ylabel \"fraction of %s\"\n"
-                                   "set yrange [0:1]\n"
+static const char cdf_settings[] = "set yrange [0:1]\n"
                                    "set grid\n"
                                    "set logscale x 10\n"
                                    "set xrange [%g:%g]\n"
                                    "set key top left reverse Left font \",9\"\n";
 
+/* Axis labels (quoted by rep_gp_quote), ranges, grid and key. */
+static void cdf_axes(FILE *b, const cdf_spec *c, cdf_range x)
+{
+    char label[256];
+    snprintf(label, sizeof label, "%s (ms, log scale)", c->what);
+    fputs("set xlabel ", b);
+    rep_gp_string(b, label);
+    snprintf(label, sizeof label, "fraction of %s", c->scope);
+    fputs("\nset ylabel ", b);
+    rep_gp_string(b, label);
+    fputc('\n', b);
+    fprintf(b, cdf_settings, x.lo, x.hi);
+}
+
 static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
 {
     char file[64];
     snprintf(file, sizeof file, "%s.dat", c->name);
-    sim_outfile o;
-    FILE *dat = rep_open(r, file, &o, err);
+    FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     int npanels = r->nfacets > 1 && r->nfacets <= MAX_PANELS ? r->nfacets : 1;
     rep_body panel[MAX_PANELS];
@@ -197,7 +214,7 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
         rep_body *pb = &panel[npanels > 1 ? r->groups[g].facet : 0];
         rc = cdf_group(r, c, &r->groups[g], dat, pb, &index, &x, err);
     }
-    if (rep_close(r, &o, rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
+    if (rep_close(r, dat, file, rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
     if (rc < 0 || index == 0) {
         for (int p = 0; p < npanels; p++) rep_body_discard(&panel[p]);
         return rc < 0 ? -1 : 0;
@@ -208,7 +225,7 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
     rep_figure_title(r, c->title, title, sizeof title);
     rep_body b;
     rep_body_open(&b);
-    fprintf(b.f, cdf_settings, c->what, c->scope, x.lo, x.hi);
+    cdf_axes(b.f, c, x);
     slo_lines(b.f, r, c, x);
     rep_panels(&b, r, panel, npanels);
     int cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;

@@ -133,7 +133,9 @@ static void write_data(FILE *dat, const qps_curve *cs, int nc)
 {
     fputs("# offered_rps\tttft_mean_ms\tttft_p90_ms\n", dat);
     for (int i = 0; i < nc; i++) {
-        fprintf(dat, "# %s\n", cs[i].label);
+        fputs("# ", dat);
+        rep_dat_text(dat, cs[i].label);
+        fputc('\n', dat);
         for (int k = 0; k < cs[i].n; k++)
             fprintf(dat, "%.6g\t%.6g\t%.6g\n", cs[i].pt[k].qps, cs[i].pt[k].mean, cs[i].pt[k].p90);
         fputs("\n\n", dat);
@@ -154,13 +156,12 @@ static char *plot_body(const qps_curve *cs, int nc)
                     "set arrow from graph 0, first %g to graph 1, first %g nohead dashtype 2 linecolor rgb "
                     "\"#c00000\"\n",
                     cs[i].target, cs[i].target);
-    for (int i = 0, first = 1; i < nc; i++) {
-        fprintf(b, "%s\"ttft_qps.dat\" index %d using 1:2 with linespoints linewidth 2 linecolor %d title ",
-                first ? "plot " : ", \\\n     ", i, i + 1);
-        rep_gp_string(b, cs[i].label);
-        fprintf(b, ", \\\n     \"ttft_qps.dat\" index %d using 1:3 with lines dashtype 3 linecolor %d notitle", i,
-                i + 1);
-        first = 0;
+    for (int i = 0; i < nc; i++) {
+        char style[64];
+        snprintf(style, sizeof style, "linespoints linewidth 2 linecolor %d", i + 1);
+        rep_plot_clause(b, i == 0, "ttft_qps.dat", i, "1:2", style, cs[i].label);
+        snprintf(style, sizeof style, "lines dashtype 3 linecolor %d", i + 1);
+        rep_plot_clause(b, false, "ttft_qps.dat", i, "1:3", style, NULL);
     }
     fputc('\n', b);
     fclose(b);
@@ -191,10 +192,9 @@ int rep_fig_ttft_qps(rep *r, sim_err *err)
         free_curves(cs, nc);
         return 0;
     }
-    sim_outfile o;
-    FILE *dat = rep_open(r, "ttft_qps.dat", &o, err);
+    FILE *dat = rep_open(r, "ttft_qps.dat", err);
     if (dat) write_data(dat, cs, nc);
-    if (!dat || rep_close(r, &o, true, err)) {
+    if (!dat || rep_close(r, dat, "ttft_qps.dat", true, err)) {
         free_curves(cs, nc);
         return -1;
     }

@@ -103,8 +103,13 @@ static int write_hitrate_curve(rep *r, FILE *dat, const hr_curve *c, hr_extent *
     sqlite3_bind_int64(pts, 1, c->id);
     sqlite3_bind_text(pts, 2, c->policy, -1, SQLITE_STATIC);
     sqlite3_bind_text(pts, 3, c->setup, -1, SQLITE_STATIC);
-    fprintf(dat, "# hitrate id %lld: trace %s (%s), %s\n# capacity_tokens\thit_rate_blocks\thit_rate_tokens\n",
-            (long long)c->id, c->path, c->fp, *c->setup ? c->setup : c->policy);
+    fprintf(dat, "# hitrate id %lld: trace ", (long long)c->id);
+    rep_dat_text(dat, c->path);
+    fputs(" (", dat);
+    rep_dat_text(dat, c->fp);
+    fputs("), ", dat);
+    rep_dat_text(dat, *c->setup ? c->setup : c->policy);
+    fputs("\n# capacity_tokens\thit_rate_blocks\thit_rate_tokens\n", dat);
     while (sqlite3_step(pts) == SQLITE_ROW) {
         double cap = sqlite3_column_double(pts, 0);
         if (cap > 0 && cap < x->lo) x->lo = cap;
@@ -126,8 +131,11 @@ static int write_hitrate_max(rep *r, FILE *dat, FILE *b, FILE *caption, int *ind
     while (sqlite3_step(st) == SQLITE_ROW) {
         double m = sqlite3_column_double(st, 2);
         x->ymax = fmax(x->ymax, m);
-        fprintf(dat, "# infinite cache: trace %s (%s)\n%.6g\t%.6g\n%.6g\t%.6g\n\n\n", col_text(st, 1), col_text(st, 0),
-                lo, m, hi, m);
+        fputs("# infinite cache: trace ", dat);
+        rep_dat_text(dat, col_text(st, 1));
+        fputs(" (", dat);
+        rep_dat_text(dat, col_text(st, 0));
+        fprintf(dat, ")\n%.6g\t%.6g\n%.6g\t%.6g\n\n\n", lo, m, hi, m);
         char title[128];
         snprintf(title, sizeof title, "infinite cache (%.3f), trace %.8s", m, col_text(st, 0));
         rep_plot_clause(b, *index == 0, "hitrate.dat", *index, "1:2",
@@ -191,10 +199,14 @@ static void hitrate_bytes_axis(rep *r, FILE *b, double lo, double hi)
     if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
         sqlite3_column_double(st, 0) == sqlite3_column_double(st, 1) && sqlite3_column_int64(st, 3) == 0) {
         double bpt = sqlite3_column_double(st, 0);
+        char label[512];
+        snprintf(label, sizeof label, "cache capacity per node (bytes of KV: %s, %.0f KiB/token)", col_text(st, 2),
+                 bpt / 1024);
         fprintf(b,
-                "set logscale x2 10\nset x2range [%.17g:%.17g]\nset x2tics\nset format x2 \"%%.0s%%cB\"\n"
-                "set x2label \"cache capacity per node (bytes of KV: %s, %.0f KiB/token)\"\nset xtics nomirror\n",
-                lo * bpt, hi * bpt, col_text(st, 2), bpt / 1024);
+                "set logscale x2 10\nset x2range [%.17g:%.17g]\nset x2tics\nset format x2 \"%%.0s%%cB\"\nset x2label ",
+                lo * bpt, hi * bpt);
+        rep_gp_string(b, label);
+        fputs("\nset xtics nomirror\n", b);
     }
     sqlite3_finalize(st);
 }
@@ -211,8 +223,7 @@ static void hitrate_settings_write(rep *r, FILE *b, hr_extent x)
 int rep_fig_hitrate(rep *r, sim_err *err)
 {
     if (!rep_table_exists(r, "hitrate")) return 0;
-    sim_outfile o;
-    FILE *dat = rep_open(r, "hitrate.dat", &o, err);
+    FILE *dat = rep_open(r, "hitrate.dat", err);
     if (!dat) return -1;
     rep_body plot, caption;
     rep_body_open(&plot);
@@ -222,7 +233,7 @@ int rep_fig_hitrate(rep *r, sim_err *err)
           caption.f);
     hr_extent x = {INFINITY, 0, 0};
     int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, &x, err);
-    if (rep_close(r, &o, rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
+    if (rep_close(r, dat, "hitrate.dat", rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
     fclose(caption.f);
     fclose(plot.f);
     if (rc == 0 && index > 0) {
@@ -255,7 +266,9 @@ static int write_role_band(rep *r, FILE *dat, const rep_run *run, const char *ro
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-    fprintf(dat, "# %s load over its instances: t_ms\tmean\tmin\tmax\n", role);
+    fputs("# ", dat);
+    rep_dat_text(dat, role);
+    fputs(" load over its instances: t_ms\tmean\tmin\tmax\n", dat);
     while (sqlite3_step(st) == SQLITE_ROW)
         fprintf(dat, "%.6g\t%.6g\t%.6g\t%.6g\n", sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
                 sqlite3_column_double(st, 2), sqlite3_column_double(st, 3));
@@ -296,7 +309,9 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
         int i = sqlite3_column_int(st, 0);
         if (i != inst) {
             if (inst >= 0) fputs("\n\n", dat);
-            fprintf(dat, "# %s load of instance %d\n", role, i);
+            fputs("# ", dat);
+            rep_dat_text(dat, role);
+            fprintf(dat, " load of instance %d\n", i);
             snprintf(title, sizeof title, "instance %d", i);
             snprintf(style, sizeof style, "lines linewidth 1.5 linecolor rgb \"%s\"", rep_color(count));
             rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, title);
@@ -350,8 +365,8 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
 
 static const char load_panel[] =
     "set xlabel \"time (s)\"\n"
-    "set ylabel \"%s load (1 = at the SLO)\"\n"
-    "set title \"%s instances\"\n"
+    "set ylabel %s\n"
+    "set title %s\n"
     "set grid\n"
     "set key outside right top\n"
     "set yrange [0:*]\n"
@@ -371,7 +386,12 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
         1e3; /* the data's end: no empty tail */
     for (int k = 0; k < 2; k++) {
         rep_body_open(&panel[k]);
-        fprintf(panel[k].f, load_panel, roles[k], roles[k], end_s);
+        char ylabel[64], title[64];
+        snprintf(ylabel, sizeof ylabel, "%s load (1 = at the SLO)", roles[k]);
+        snprintf(title, sizeof title, "%s instances", roles[k]);
+        char *qy = rep_gp_quote(ylabel), *qt = rep_gp_quote(title);
+        fprintf(panel[k].f, load_panel, qy, qt, end_s);
+        free(qy), free(qt);
         int n = rc < 0 ? 0 : write_role_loads(r, dat, run, roles[k], &index, panel[k].f, file, err);
         if (n < 0) rc = -1;
         if (n > 0) with_lines[nlines++] = panel[k].f;
@@ -400,7 +420,9 @@ static int write_role_counts(rep *r, const rep_run *run, FILE *dat, FILE *plot, 
         sqlite3_bind_int64(counts, 1, run->id);
         for (; sqlite3_step(roles) == SQLITE_ROW; index++) {
             const char *role = col_text(roles, 0);
-            fprintf(dat, "%s# instances in role %s\n", index ? "\n\n" : "", role);
+            fprintf(dat, "%s# instances in role ", index ? "\n\n" : "");
+            rep_dat_text(dat, role);
+            fputc('\n', dat);
             rep_plot_clause(plot, index == 0, file, index, "($1/1000):2", "steps linewidth 2", role);
             sqlite3_bind_text(counts, 2, role, -1, SQLITE_TRANSIENT);
             while (sqlite3_step(counts) == SQLITE_ROW)
@@ -492,7 +514,9 @@ static int write_replicas(rep *r, const rep_run *run, FILE *dat, FILE *plot, con
             int k = 0;
             while (k < nkeys - 1 && strcmp(keys[k], col_text(rows, 0))) k++;
             block[k] = nblocks;
-            fprintf(dat, "%s# key ranked %d: %s\n", nblocks ? "\n\n" : "", ranks[k], keys[k]);
+            fprintf(dat, "%s# key ranked %d: ", nblocks ? "\n\n" : "", ranks[k]);
+            rep_dat_text(dat, keys[k]);
+            fputc('\n', dat);
             more = write_replica_series(dat, rows, times, ntimes);
         }
         for (int k = 0; k < nkeys; k++) { /* the legend in rank order */
@@ -567,14 +591,13 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
     snprintf(name, sizeof name, "%s_run%lld", f->prefix, (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
     snprintf(title, sizeof title, f->title, (long long)run->id);
-    sim_outfile o;
-    FILE *dat = rep_open(r, file, &o, err);
+    FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     rep_body b;
     rep_body_open(&b);
     fputs(f->settings, b.f);
     int rc = f->write(r, run, dat, b.f, file, err);
-    if (rep_close(r, &o, rc == 0, err)) rc = -1;
+    if (rep_close(r, dat, file, rc == 0, err)) rc = -1;
     if (rc) {
         fclose(b.f);
         free(b.text);

@@ -12,34 +12,65 @@
 
 #include "reports/report_int.h"
 
-FILE *rep_open(rep *r, const char *name, sim_outfile *o, sim_err *err)
+FILE *rep_open(rep *r, const char *name, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    if (sim_outfile_open(o, path, err) == 0) return o->f;
+    FILE *f = sim_file_create(r->stage_fd, name, NULL);
+    if (f) return f;
     r->unwritable = true;
+    sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(errno));
     return NULL;
 }
 
-int rep_close(rep *r, sim_outfile *o, bool keep, sim_err *err)
+int rep_close(rep *r, FILE *f, const char *name, bool keep, sim_err *err)
 {
     if (!keep) {
-        sim_outfile_abort(o);
+        fclose(f);
+        unlinkat(r->stage_fd, name, 0);
         return 0;
     }
-    if (sim_outfile_close(o, err) == 0) return 0;
+    int e = fflush(f) ? errno : ferror(f) ? EIO : 0;
+    if (fclose(f) && !e) e = errno;
+    if (!e) return 0;
     r->unwritable = true;
-    return -1;
+    return sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(e));
+}
+
+/* Text from a database (config values, trace paths, policy names) reaches
+ * gnuplot only as a single-quoted literal: inside one gnuplot expands no
+ * backquotes, no macros and no backslash escapes, and a ' is written ''.
+ * A newline would end the command, so control characters become spaces
+ * (these are display labels; the page keeps the exact text). */
+char *rep_gp_quote(const char *s)
+{
+    size_t n = 3;
+    for (const char *c = s; *c; c++) n += *c == '\'' ? 2 : 1;
+    char *out = sim_xmalloc(n), *o = out;
+    *o++ = '\'';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\'') *o++ = '\'';
+        *o++ = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    strcpy(o, "'");
+    return out;
 }
 
 void rep_gp_string(FILE *f, const char *s)
 {
-    fputc('"', f);
+    char *q = rep_gp_quote(s);
+    fputs(q, f);
+    free(q);
+}
+
+/* A data file is read as data, never run, but its lines and columns must
+ * survive: a newline would start a row, a tab a column, and a " (gnuplot's
+ * quoted field) would swallow the tabs up to the next one. */
+void rep_dat_text(FILE *f, const char *s)
+{
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s == '\n' ? ' ' : *s, f);
+        unsigned char c = (unsigned char)*s;
+        fputc(c < 0x20 || c == 0x7f ? ' ' : c == '"' ? '\'' : c, f);
     }
-    fputc('"', f);
 }
 
 const json_t *rep_json_at(const json_t *root, const char *path)
@@ -71,18 +102,16 @@ double rep_summary_num(const rep_run *run, const char *path)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static const char script_head[] = "# %s.gp — %s\n"
-                                  "# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
-                                  "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
-                                  "reset session\n"
-                                  "# kvsim report renders into temporary names (the first argument of call)\n"
-                                  "kvsim_tmp = exists(\"ARG1\") ? ARG1 : \"\"\n"
-                                  "set datafile separator \"\\t\"\n"
-                                  "set encoding utf8\n"
-                                  "figure_title = ";
+static const char script_head[] = "# %s.gp — ";
+static const char script_head2[] = "\n# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
+                                   "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
+                                   "reset session\n"
+                                   "set datafile separator \"\\t\"\n"
+                                   "set encoding utf8\n"
+                                   "figure_title = ";
 
 static const char script_loop[] =
-    "do for [fmt in \"svg png pdf\"] {\n"
+    "\ndo for [fmt in \"svg png pdf\"] {\n"
     "if (fmt eq \"svg\") {\n"
     "    set terminal svg size %d,%d dynamic noenhanced font \"Helvetica,12\" background \"#ffffff\"\n"
     "} else { if (fmt eq \"png\") {\n"
@@ -90,23 +119,27 @@ static const char script_loop[] =
     "} else {\n"
     "    set terminal pdfcairo size %.2fin,%.2fin noenhanced font \"Sans,10\"\n"
     "} }\n"
-    "set output \"%s.\" . fmt . kvsim_tmp\n";
+    "set output ";
 
 int rep_write_script(rep *r, const char *name, const char *title, const char *body, int width, int height, sim_err *err)
 {
     char file[96];
     snprintf(file, sizeof file, "%s.gp", name);
-    sim_outfile o;
-    FILE *f = rep_open(r, file, &o, err);
+    FILE *f = rep_open(r, file, err);
     if (!f) return -1;
-    fprintf(f, script_head, name, title, name, name, name, name, name);
+    char out[96];
+    snprintf(out, sizeof out, "%s.", name);
+    fprintf(f, script_head, name);
+    rep_dat_text(f, title); /* in a comment: kept on its line */
+    fprintf(f, script_head2, name, name, name, name, name);
     rep_gp_string(f, title);
-    fputc('\n', f);
-    fprintf(f, script_loop, width, height, width, height, width / 96.0, height / 96.0,
-            name); /* PDF: the PNG's size at 96 dpi */
+    fprintf(f, script_loop, width, height, width, height, width / 96.0,
+            height / 96.0); /* PDF: the PNG's size at 96 dpi */
+    rep_gp_string(f, out);
+    fputs(" . fmt\n", f);
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
-    if (rep_close(r, &o, true, err)) return -1;
+    if (rep_close(r, f, file, true, err)) return -1;
     r->scripts = sim_xrealloc(r->scripts, (size_t)(r->nscripts + 1) * sizeof *r->scripts);
     r->scripts[r->nscripts++] = sim_xstrdup(file);
     return 0;
@@ -122,15 +155,20 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
     if (one_trace && n) {
         fputs(" Trace ", h);
         sim_fput_xml(h, runs[0].trace_path);
-        fprintf(h, " (fingerprint <code>%s</code>).", runs[0].fp);
+        fputs(" (fingerprint <code>", h);
+        sim_fput_xml(h, runs[0].fp);
+        fputs("</code>).", h);
     }
     for (int i = 0; i < n; i++) {
-        fprintf(h, "%s#%lld: config <code>%s</code>, seed %lld", i ? "; " : " Runs: ", (long long)runs[i].id,
-                runs[i].hash, (long long)runs[i].seed);
+        fprintf(h, "%s#%lld: config <code>", i ? "; " : " Runs: ", (long long)runs[i].id);
+        sim_fput_xml(h, runs[i].hash);
+        fprintf(h, "</code>, seed %lld", (long long)runs[i].seed);
         if (!one_trace) {
             fputs(", trace ", h);
             sim_fput_xml(h, runs[i].trace_path);
-            fprintf(h, " (<code>%s</code>)", runs[i].fp);
+            fputs(" (<code>", h);
+            sim_fput_xml(h, runs[i].fp);
+            fputs("</code>)", h);
         }
     }
     if (n) fputc('.', h);
@@ -138,7 +176,7 @@ static void put_provenance(FILE *h, const rep *r, const rep_run *only)
 
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fprintf(h, "<section class=\"figure\" id=\"%s\">\n<h2>", name);
     sim_fput_xml(h, title);
     /* onerror: a figure that fails to load says so on the browser console. */
@@ -203,7 +241,9 @@ bool rep_table_exists(rep *r, const char *table)
 void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
                      const char *title)
 {
-    fprintf(f, "%s\"%s\" index %d using %s with %s ", first ? "plot " : ", \\\n     ", file, index, using, style);
+    char *quoted = rep_gp_quote(file);
+    fprintf(f, "%s%s index %d using %s with %s ", first ? "plot " : ", \\\n     ", quoted, index, using, style);
+    free(quoted);
     if (title) {
         fputs("title ", f);
         rep_gp_string(f, title);

@@ -7,8 +7,15 @@
  * The comparison shows only the config keys whose values differ between the
  * runs (configs are flattened to dotted paths first), and those keys also
  * label the runs in every legend. Every caption names what was run: trace
- * fingerprint, config hash and seed. Figures are in reports/figures.c. */
+ * fingerprint, config hash and seed. Figures are in reports/figures.c.
+ * Every file (gnuplot's images too) is written in a private folder inside
+ * the directory and moved into it once the report is complete (make_stage,
+ * sim_outdir_publish): a link planted in the directory is replaced, never
+ * written through. A file that cannot be written (a full disk, a file-size
+ * limit; an image gnuplot left cut included) fails the report with exit 2
+ * and the errno's text, and nothing is moved into the directory. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -191,41 +198,89 @@ static int write_figures(rep *r, sim_err *err)
     return made;
 }
 
-/* ---- rendering: gnuplot writes each image under a temporary name; it is
- * renamed into place only when whole, so a full disk or a file-size limit
- * leaves no empty or cut image (gnuplot itself reports no write error) --- */
+/* ---- rendering: gnuplot writes the images in the staging folder; each must
+ * end as its format ends before anything moves into DIR, so a full disk or a
+ * file-size limit (gnuplot reports no write error) fails the report with the
+ * cause instead of publishing an empty or cut image ------------------------ */
 
 static const char *const image_exts[] = {"svg", "png", "pdf"};
 
-/* The suffix gnuplot's scripts put after each image name (kvsim_tmp). */
-static void tmp_suffix(char *buf, size_t n) { snprintf(buf, n, ".tmp.%ld", (long)getpid()); }
-
-/* One gnuplot process, in DIR, for scripts first, first + step, ...: each
- * `call "NAME.gp" ".tmp.PID"` (the script's ARG1 names its temporaries). */
+/* One gnuplot process, in the staging folder, for scripts first, first + step, ... */
 static pid_t start_gnuplot(const rep *r, int first, int step)
 {
-    char suffix[32], *cmd = NULL;
-    size_t len = 0;
-    tmp_suffix(suffix, sizeof suffix);
-    FILE *m = open_memstream(&cmd, &len);
-    for (int i = first; i < r->nscripts; i += step) {
-        fputs(i == first ? "call " : "; call ", m);
-        rep_gp_string(m, r->scripts[i]);
-        fputc(' ', m);
-        rep_gp_string(m, suffix);
-    }
-    fclose(m);
+    char **argv = sim_xcalloc((size_t)r->nscripts + 2, sizeof *argv);
+    int n = 0;
+    argv[n++] = "gnuplot";
+    for (int i = first; i < r->nscripts; i += step) argv[n++] = r->scripts[i];
     pid_t pid = fork();
     if (pid == 0) {
-        if (chdir(r->dir) == 0) execlp("gnuplot", "gnuplot", "-e", cmd, (char *)NULL);
+        if (fchdir(r->stage_fd) == 0) execvp("gnuplot", argv);
         _exit(127); /* in the child: chdir or exec failed */
     }
-    free(cmd);
+    free(argv);
     return pid;
 }
 
+/* Whether image e (open as fd, size bytes) ends as its format ends: an SVG
+ * with </svg>, a PNG with its IEND chunk, a PDF with %%EOF (a cut file does not). */
+static bool image_whole(int fd, int e, off_t size)
+{
+    char tail[33] = "";
+    ssize_t got = size > 0 ? pread(fd, tail, 32, size > 32 ? size - 32 : 0) : 0;
+    size_t n = got > 0 ? (size_t)got : 0;
+    while (e != 1 && n > 0 && strchr(" \r\n", tail[n - 1])) n--; /* text formats: trailing newlines */
+    static const char *const ends[] = {"</svg>", "IEND\xae\x42\x60\x82", "%%EOF"};
+    size_t k = strlen(ends[e]);
+    return n >= k && memcmp(tail + n - k, ends[e], k) == 0;
+}
+
+/* Why gnuplot left an image of size bytes incomplete, which it does not
+ * say: EFBIG at the file-size limit, ENOSPC on a full file system, else 0. */
+static int cut_cause(const rep *r, off_t size)
+{
+    struct rlimit lim;
+    struct statvfs fs;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)size >= lim.rlim_cur)
+        return EFBIG;
+    if (fstatvfs(r->stage_fd, &fs) == 0 && fs.f_bavail == 0) return ENOSPC;
+    return 0;
+}
+
+/* Image e of script i in the staging folder: 0 when whole; -1 when missing,
+ * -2 when cut (*cause: the errno that explains it, 0 when none does); err
+ * names DIR/NAME.EXT. */
+static int check_image(const rep *r, int i, int e, int *cause, sim_err *err)
+{
+    char name[PATH_MAX];
+    struct stat st;
+    snprintf(name, sizeof name, "%.*s.%s", (int)strlen(r->scripts[i]) - 3, r->scripts[i], image_exts[e]);
+    int fd = openat(r->stage_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    bool found = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode), whole = found && image_whole(fd, e, st.st_size);
+    if (fd >= 0) close(fd);
+    if (!found) return sim_errf(err, "gnuplot did not write %s/%s", r->dir, name);
+    if (whole) return 0;
+    *cause = cut_cause(r, st.st_size);
+    sim_errf(err, "cannot write %s/%s: %s (gnuplot wrote %lld bytes of it)", r->dir, name,
+             *cause ? strerror(*cause) : "gnuplot stopped before its end (its message, if any, is above)",
+             (long long)st.st_size);
+    return -2;
+}
+
+/* Every figure's SVG, PNG and PDF: the first missing or cut one, as check_image. */
+static int check_images(const rep *r, int *cause, sim_err *err)
+{
+    for (int i = 0; i < r->nscripts; i++)
+        for (int e = 0; e < 3; e++) {
+            int rc = check_image(r, i, e, cause, err);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
 /* Render the queued scripts with one gnuplot process per CPU, each taking
- * every n-th script (a process renders its scripts one after another). */
+ * every n-th script (a process renders its scripts one after another), and
+ * check every image. A cut image is an output that could not be written
+ * (exit 2 with the cause), even when gnuplot then failed for it. */
 static int render(rep *r, sim_err *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -241,97 +296,18 @@ static int render(rep *r, sim_err *err)
     }
     if (started < nproc) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
     if (worst == 127) return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
-    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->dir);
-    return 0;
-}
-
-/* DIR/NAME.EXT of script i and image e, with the temporary suffix when tmp. */
-static void image_path(const rep *r, int i, int e, bool tmp, char *buf, size_t n)
-{
-    char suffix[32] = "";
-    if (tmp) tmp_suffix(suffix, sizeof suffix);
-    int len = (int)strlen(r->scripts[i]) - 3; /* without ".gp" */
-    snprintf(buf, n, "%s/%.*s.%s%s", r->dir, len, r->scripts[i], image_exts[e], suffix);
-}
-
-/* Whether an image ends as its format ends: an SVG with </svg>, a PNG with
- * its IEND chunk, a PDF with %%EOF (a cut file does not). */
-static bool image_whole(const char *path, int e, off_t size)
-{
-    char tail[33] = "";
-    FILE *f = fopen(path, "rb");
-    size_t n = 0;
-    if (f && fseeko(f, size > 32 ? size - 32 : 0, SEEK_SET) == 0) n = fread(tail, 1, 32, f);
-    if (f) fclose(f);
-    while (e != 1 && n > 0 && strchr(" \r\n", tail[n - 1])) n--; /* text formats: trailing newlines */
-    static const char *const ends[] = {"</svg>", "IEND\xae\x42\x60\x82", "%%EOF"};
-    size_t k = strlen(ends[e]);
-    return size > 0 && n >= k && memcmp(tail + n - k, ends[e], k) == 0;
-}
-
-/* Why gnuplot left an image incomplete, which it does not say: the
- * file-size limit or a full file system when either explains it. */
-static const char *incomplete_cause(const char *dir, off_t size)
-{
-    struct rlimit lim;
-    struct statvfs fs;
-    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)size >= lim.rlim_cur)
-        return strerror(EFBIG);
-    if (statvfs(dir, &fs) == 0 && fs.f_bavail == 0) return strerror(ENOSPC);
-    return "gnuplot stopped before its end (its message, if any, is above)";
-}
-
-static void remove_temporaries(const rep *r)
-{
-    char path[PATH_MAX];
-    for (int i = 0; i < r->nscripts; i++)
-        for (int e = 0; e < 3; e++) {
-            image_path(r, i, e, true, path, sizeof path);
-            unlink(path);
-        }
-}
-
-/* Image e of script i, whole, renamed into place (check: only looked at). */
-static int place_image(rep *r, int i, int e, bool check, sim_err *err)
-{
-    char tmp[PATH_MAX], path[PATH_MAX];
-    struct stat st;
-    image_path(r, i, e, true, tmp, sizeof tmp);
-    image_path(r, i, e, false, path, sizeof path);
-    if (check && stat(tmp, &st) != 0) return sim_errf(err, "gnuplot did not write %s", path);
-    if (check && !image_whole(tmp, e, st.st_size)) {
-        r->unwritable = true;
-        return sim_errf(err, "cannot write %s: %s (gnuplot wrote %lld bytes of it)", path,
-                        incomplete_cause(r->dir, st.st_size), (long long)st.st_size);
-    }
-    if (!check && rename(tmp, path) != 0) {
-        r->unwritable = true;
-        return sim_errf(err, "cannot write %s: %s", path, strerror(errno));
-    }
-    return 0;
-}
-
-/* Every figure's SVG, PNG and PDF must be whole; then each is renamed into
- * place. On any failure no image is renamed and the temporaries go. */
-static int place_images(rep *r, sim_err *err)
-{
-    int rc = 0;
-    for (int pass = 0; pass < 2; pass++) /* check all, then rename all */
-        for (int i = 0; i < r->nscripts && rc == 0; i++)
-            for (int e = 0; e < 3 && rc == 0; e++) rc = place_image(r, i, e, pass == 0, err);
-    if (rc) remove_temporaries(r);
-    return rc;
+    int cause = 0, bad = check_images(r, &cause, err);
+    r->unwritable = bad == -2 && (cause || !worst);
+    if (r->unwritable) return -1;
+    r->keep_stage = worst != 0; /* the scripts and data stay where gnuplot failed on them, for a look */
+    if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->stage);
+    return bad ? -1 : 0;
 }
 
 static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/index.html", r->dir);
-    if (sim_outfile_open(&r->html, path, err)) {
-        r->unwritable = true;
-        return -1;
-    }
-    FILE *h = r->html.f;
+    FILE *h = r->html = rep_open(r, "index.html", err);
+    if (!h) return -1;
     fprintf(h, page_head, "kvsim report");
     fputs("<h1>", h);
     sim_fput_xml(h, a->title ? a->title : "kvsim report");
@@ -348,13 +324,10 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     }
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
-    if (*nfigures < 0) return -1;
-    if (render(r, err)) {
-        remove_temporaries(r);
-        return -1;
-    }
-    if (place_images(r, err)) return -1;
-    if (sim_outfile_close(&r->html, err) == 0) return 0;
+    r->html = NULL;
+    if (rep_close(r, h, "index.html", true, err) || *nfigures < 0 || render(r, err)) return -1;
+    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", err) == 0)
+        return 0; /* the page last: its files are there */
     r->unwritable = true;
     return -1;
 }
@@ -371,22 +344,38 @@ static void rep_free(rep *r)
     free(r->scripts);
     rep_groups_free(r);
     json_decref(r->diff_keys);
-    sim_outfile_abort(&r->html);
+    if (r->html) fclose(r->html);
+    if (r->stage_fd >= 0) close(r->stage_fd);
+    if (r->stage[0] && !r->keep_stage) sim_remove_tree(r->stage); /* emptied by a publish; else nothing half-written */
     sqlite3_close(r->db);
 }
 
 /* ---- the call ----------------------------------------------------------------------- */
 
+/* DIR (created when missing) and in it the private folder every file is
+ * written in (DIR/.kvsim-report-XXXXXX, mode 0700): nothing planted in DIR
+ * can redirect a file, nor gnuplot's output, and sim_outdir_publish moves
+ * the finished files into DIR replacing, never following, what is there. */
+static int make_stage(rep *r, sim_err *err)
+{
+    if (mkdir(r->dir, 0777) != 0 && errno != EEXIST)
+        return sim_errf(err, "cannot create %s: %s", r->dir, strerror(errno));
+    if (snprintf(r->stage, sizeof r->stage, "%s/.kvsim-report-XXXXXX", r->dir) >= (int)sizeof r->stage ||
+        !mkdtemp(r->stage)) {
+        int rc = sim_errf(err, "cannot write in %s: %s", r->dir, strerror(errno));
+        r->stage[0] = 0;
+        return rc;
+    }
+    r->stage_fd = open(r->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return r->stage_fd < 0 ? sim_errf(err, "cannot write in %s: %s", r->dir, strerror(errno)) : 0;
+}
+
 rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err *err)
 {
-    rep r = {.db_path = a->db, .dir = a->dir};
+    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1};
     rep_status rc = REP_BAD_INPUT;
     int written = 0;
-    if (open_db(&r, err) || select_runs(&r, a, err)) goto out;
-    if (mkdir(a->dir, 0777) != 0 && errno != EEXIST) {
-        sim_errf(err, "cannot create %s: %s", a->dir, strerror(errno));
-        goto out;
-    }
+    if (open_db(&r, err) || select_runs(&r, a, err) || make_stage(&r, err)) goto out;
     r.diff_keys = differing_keys(&r);
     if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
     rc = REP_FAILED;

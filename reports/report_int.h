@@ -8,6 +8,7 @@
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,7 +52,10 @@ typedef struct rep_stat {
 
 typedef struct rep {
     sqlite3 *db;
-    const char *db_path, *dir;
+    const char *db_path, *dir; /* dir: where the report goes (pages and messages name it) */
+    char stage[PATH_MAX];      /* where its files are written: a private folder in dir (mkdtemp) moved into dir last */
+    int stage_fd;              /* that folder, open: every file is made relative to it */
+    bool keep_stage;           /* gnuplot failed: the staged scripts stay for a look */
     rep_run *runs;
     int nruns;
     json_t *diff_keys;  /* array of dotted config keys whose values differ */
@@ -60,7 +64,7 @@ typedef struct rep {
     int ngroups;
     const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
-    sim_outfile html;                /* the page being written (renamed into place last) */
+    FILE *html;                      /* the page being written (index.html, staged) */
     bool unwritable;                 /* a file could not be written (disk full, size limit): exit 2 */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
@@ -133,8 +137,9 @@ sqlite3_stmt *rep_prepare(rep *r, const char *sql, sim_err *err);
 /* The count a query returns for ?1 = run_id (and ?2 = text, when given). */
 int64_t rep_count(rep *r, const char *sql, int64_t run_id, const char *text);
 bool rep_table_exists(rep *r, const char *table);
-/* One plot clause: "FILE" index I using U with STYLE title "T" (notitle
- * when NULL), starting the plot command when first. */
+/* One plot clause: 'FILE' index I using U with STYLE title 'T' (notitle
+ * when NULL; both quoted by rep_gp_quote), starting the plot command when
+ * first. */
 void rep_plot_clause(FILE *f, bool first, const char *file, int index, const char *using, const char *style,
                      const char *title);
 /* The same, first when the body is still empty. */
@@ -152,14 +157,15 @@ void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 /* "key=value" of the facet key for facet slot p. */
 void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 
-/* Open DIR/NAME for writing into o (o->f), whole or not at all
- * (sim/outfile.h: a temporary renamed into place on rep_close); errors name
- * the path and the cause, and mark the report's output unwritable. */
-FILE *rep_open(rep *r, const char *name, sim_outfile *o, sim_err *err);
-/* Close o into place when keep (0, or -1 with err naming the file and the
- * errno text: a full disk, a file-size limit), or drop it (a figure whose
- * data turned out empty; 0). */
-int rep_close(rep *r, sim_outfile *o, bool keep, sim_err *err);
+/* Create NAME (e.g. "ttft.dat", "configs/run1.json") for writing in the
+ * report's staging folder, as a new file; errors name DIR/NAME and the
+ * cause, and mark the report's output unwritable. */
+FILE *rep_open(rep *r, const char *name, sim_err *err);
+/* Close a file rep_open gave, checking every write: when keep, 0, or -1
+ * with err naming DIR/NAME and the errno text (a full disk, a file-size
+ * limit) and the output marked unwritable; else the file is removed (a
+ * figure whose data turned out empty; 0). */
+int rep_close(rep *r, FILE *f, const char *name, bool keep, sim_err *err);
 /* Write NAME.gp: a header, the loop over the svg and png terminals (height
  * pixels; the PDF the same size at 96 dpi) around `body` (gnuplot commands; the string variable
  * figure_title holds the title), and queue it for rendering. */
@@ -168,8 +174,16 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
 /* The figure's section: heading, image, caption text (HTML-escaped), the
  * provenance of `run` (or of every run when NULL) and links to its files. */
 void rep_section(rep *r, const char *name, const char *title, const char *caption, const rep_run *run);
-/* A gnuplot double-quoted string literal. */
+/* Every string a report writes into gnuplot program text (titles, labels,
+ * legends, file names) goes through rep_gp_quote: a single-quoted gnuplot
+ * literal, ' doubled, control characters as spaces, which gnuplot never
+ * evaluates (no backquotes, macros or escapes inside). Caller frees. */
+char *rep_gp_quote(const char *s);
+/* rep_gp_quote written to f. */
 void rep_gp_string(FILE *f, const char *s);
+/* Text in a data file (a label column, a # comment) or a .gp comment, kept
+ * on its line and column: control characters as spaces, " as '. */
+void rep_dat_text(FILE *f, const char *s);
 /* The value at a dotted path of a JSON object, or NULL. */
 const json_t *rep_json_at(const json_t *root, const char *path);
 /* A config value at a dotted path as text: a string as is, anything else

@@ -89,13 +89,16 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
         if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
         fprintf(h, "<td%s>%s</td>", json_is_number(v) && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
     }
-    fprintf(h, "<td class=\"text\"><code>%s</code></td><td class=\"text\"><code>%s</code></td><td>%lld</td></tr>\n",
-            run->hash, run->fp, (long long)run->seed);
+    fputs("<td class=\"text\"><code>", h);
+    sim_fput_xml(h, run->hash);
+    fputs("</code></td><td class=\"text\"><code>", h);
+    sim_fput_xml(h, run->fp);
+    fprintf(h, "</code></td><td>%lld</td></tr>\n", (long long)run->seed);
 }
 
 void rep_comparison_table(rep *r)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"runs\">\n<h2>Runs</h2>\n<p>Summary of every run (the run number links to how to "
           "reproduce it; the best value of a column, where higher or lower is better, is highlighted)",
           h);
@@ -144,7 +147,7 @@ void rep_groups_table(rep *r)
     bool seeds = false;
     for (int g = 0; g < r->ngroups; g++) seeds = seeds || r->groups[g].n > 1;
     if (!seeds) return;
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"groups\">\n<h2>Groups of seeds</h2>\n<p>Runs whose configs differ only in the seed, as one "
           "row: the mean over seeds ± the half-width of its 95% confidence interval (Student t) from 3 seeds, "
           "[min, max] below.</p>\n<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th>"
@@ -168,23 +171,21 @@ void rep_groups_table(rep *r)
 /* DIR/configs/runID.json: the run's resolved config, as the database holds it. */
 static int write_config(rep *r, const rep_run *run, sim_err *err)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/configs", r->dir);
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+    char name[64];
+    if (mkdirat(r->stage_fd, "configs", 0777) != 0 && errno != EEXIST) {
         r->unwritable = true;
-        return sim_errf(err, "cannot create %s: %s", path, strerror(errno));
+        return sim_errf(err, "cannot create %s/configs: %s", r->dir, strerror(errno));
     }
-    snprintf(path, sizeof path, "configs/run%lld.json", (long long)run->id);
-    sim_outfile o;
-    FILE *f = rep_open(r, path, &o, err);
+    snprintf(name, sizeof name, "configs/run%lld.json", (long long)run->id);
+    FILE *f = rep_open(r, name, err);
     if (!f) return -1;
     json_dumpf(run->config, f, JSON_INDENT(2) | JSON_SORT_KEYS); /* a failed write shows at close */
-    return rep_close(r, &o, true, err);
+    return rep_close(r, f, name, true, err);
 }
 
 int rep_reproduce(rep *r, sim_err *err)
 {
-    FILE *h = r->html.f;
+    FILE *h = r->html;
     fputs("<section id=\"reproduce\">\n<h2>Reproduce</h2>\n<p>Each run's resolved config (every key, the trace "
           "path and the seed included) is in <code>configs/runID.json</code> beside this page; the command, run "
           "from the directory the report and the runs were made from (where the trace path resolves), replays it and "
@@ -194,13 +195,18 @@ int rep_reproduce(rep *r, sim_err *err)
     for (int i = 0; i < r->nruns; i++) {
         const rep_run *run = &r->runs[i];
         if (write_config(r, run, err)) return -1;
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/configs/run%lld.json", r->dir, (long long)run->id);
+        char *word = sim_sh_word(path); /* a folder with a space or $(...) pastes as one word */
         fprintf(h, "<li id=\"reproduce-%lld\">#%lld: <code>kvsim run --config <a href=\"configs/run%lld.json\">",
                 (long long)run->id, (long long)run->id, (long long)run->id);
-        sim_fput_xml(h, r->dir);
-        fprintf(h,
-                "/configs/run%lld.json</a> --db results.db</code> (config hash <code>%s</code>, trace fingerprint "
-                "<code>%s</code>)</li>\n",
-                (long long)run->id, run->hash, run->fp);
+        sim_fput_xml(h, word);
+        fputs("</a> --db results.db</code> (config hash <code>", h);
+        sim_fput_xml(h, run->hash);
+        fputs("</code>, trace fingerprint <code>", h);
+        sim_fput_xml(h, run->fp);
+        fputs("</code>)</li>\n", h);
+        free(word);
     }
     fputs("</ul>\n</section>\n", h);
     return 0;

@@ -1,12 +1,22 @@
-/* sim/outfile.c — write to PATH.tmp.PID, rename onto PATH on success. */
+/* sim/outfile.c — create every output file new (never through a link), write
+ * it under PATH.tmp.PID and rename it onto PATH on success; move a staged
+ * folder's files into place entry by entry. */
 #include "sim/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* How many temporary names to try before giving up (each taken one is a
+ * leftover of a crashed run with the same pid, or something planted). */
+enum { TEMP_TRIES = 100 };
 
 /* The destination's folder exists and is a folder (else a clear error rather
  * than fopen's bare "No such file or directory" on a temporary name). */
@@ -22,21 +32,61 @@ int sim_outfile_check_dir(const char *path, sim_err *err)
     return rc;
 }
 
-/* Where the temporary goes: beside the file a symbolic link names (so the
- * rename replaces the file, not the link); none when the destination exists
- * and is not a regular file (/dev/null, a pipe): that is written in place. */
-static void temp_name(sim_outfile *o, const char *path)
+/* A new file at path, mode 0666 less the umask. O_EXCL makes open fail with
+ * EEXIST on anything already at the name, a link (even a dangling one)
+ * included, so nothing is followed or truncated. NULL with errno set. */
+static FILE *create_new(int dir, const char *path)
+{
+    int fd = openat(dir, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlinkat(dir, path, 0);
+        errno = e;
+    }
+    return f;
+}
+
+FILE *sim_file_create(int dir, const char *path, sim_err *err)
+{
+    FILE *f = create_new(dir, path);
+    int e = errno;
+    if (!f) sim_errf(err, "cannot write %s: %s", path, strerror(e));
+    errno = e;
+    return f;
+}
+
+/* Where the temporary is renamed to: the destination, or the file a
+ * symbolic link at the destination names (so the rename replaces the file,
+ * not the link). False when the destination exists and is not a regular
+ * file (/dev/null, a pipe): that is written in place. */
+static bool rename_target(sim_outfile *o, const char *path)
 {
     struct stat st;
     char *real = NULL;
     if (stat(path, &st) == 0) {
-        if (!S_ISREG(st.st_mode)) return;
+        if (!S_ISREG(st.st_mode)) return false;
         real = realpath(path, NULL);
     }
     o->dest = real ? real : sim_xstrdup(path);
-    size_t n = strlen(o->dest) + 32;
+    return true;
+}
+
+/* Create the temporary beside o->dest: DEST.tmp.PID, or, when that name is
+ * taken, DEST.tmp.PID.1, .2, ... NULL with errno set when none could be. */
+static FILE *create_temp(sim_outfile *o)
+{
+    size_t n = strlen(o->dest) + 48;
     o->tmp = sim_xmalloc(n);
-    snprintf(o->tmp, n, "%s.tmp.%ld", o->dest, (long)getpid());
+    for (unsigned i = 0; i < TEMP_TRIES; i++) {
+        int len = snprintf(o->tmp, n, "%s.tmp.%ld", o->dest, (long)getpid());
+        if (i) snprintf(o->tmp + len, n - (size_t)len, ".%u", i);
+        FILE *f = create_new(AT_FDCWD, o->tmp);
+        if (f || errno != EEXIST) return f;
+    }
+    return NULL;
 }
 
 static void release(sim_outfile *o)
@@ -57,8 +107,7 @@ int sim_outfile_open(sim_outfile *o, const char *path, sim_err *err)
         return 0;
     }
     if (sim_outfile_check_dir(path, err)) return -1;
-    temp_name(o, path);
-    o->f = fopen(o->tmp ? o->tmp : path, "w");
+    o->f = rename_target(o, path) ? create_temp(o) : fopen(path, "w");
     if (!o->f) {
         int e = errno;
         release(o);
@@ -74,6 +123,7 @@ static int finish(sim_outfile *o)
     int e = 0;
     if (fflush(o->f)) e = errno;
     if (ferror(o->f) && !e) e = errno ? errno : EIO;
+    if (o->f == stdout && e) clearerr(stdout); /* reported by the caller: main need not say it again */
     if (o->f != stdout) {
         if (!e && fsync(fileno(o->f)) && errno != EINVAL && errno != EROFS) e = errno;
         if (fclose(o->f) && !e) e = errno;
@@ -95,7 +145,117 @@ int sim_outfile_close(sim_outfile *o, sim_err *err)
 
 void sim_outfile_abort(sim_outfile *o)
 {
+    if (o->f == stdout) clearerr(stdout); /* the caller says why it gave up: main need not add a word */
     if (o->f && o->f != stdout) fclose(o->f);
     if (o->tmp) unlink(o->tmp);
     release(o);
+}
+
+/* ---- a staged folder moved into place ------------------------------------------------ */
+
+/* The names in the open folder fd but . and .. (read whole before anything
+ * is moved out of it); *n says how many. */
+static char **list_names(int fd, size_t *n)
+{
+    char **names = NULL;
+    *n = 0;
+    int dup_fd = dup(fd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d && dup_fd >= 0) close(dup_fd);
+    if (d) rewinddir(d); /* the offset is shared with fd */
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        names = sim_xrealloc(names, (*n + 1) * sizeof *names);
+        names[(*n)++] = sim_xstrdup(e->d_name);
+    }
+    if (d) closedir(d);
+    return names;
+}
+
+/* Empty the open folder fd: files and links are unlinked (a link itself,
+ * never what it names), subfolders emptied and removed. */
+static void clear_folder(int fd)
+{
+    size_t n;
+    char **names = list_names(fd, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (unlinkat(fd, names[i], 0) != 0) {
+            int sub = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                clear_folder(sub);
+                close(sub);
+                unlinkat(fd, names[i], AT_REMOVEDIR);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+void sim_remove_tree(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* a link there is not followed */
+    if (fd >= 0) {
+        clear_folder(fd);
+        close(fd);
+    }
+    rmdir(path);
+}
+
+static int move_entries(int from, int to, const char *where, const char *last, sim_err *err);
+
+/* Merge the staged folder `name` into the real folder sub (open) of the
+ * same name in `to`. */
+static int merge_folder(int from, int sub, const char *name, const char *where, sim_err *err)
+{
+    char inner[PATH_MAX];
+    snprintf(inner, sizeof inner, "%s/%s", where, name);
+    int staged = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = staged < 0 ? sim_errf(err, "cannot write %s: %s", inner, strerror(errno))
+                        : move_entries(staged, sub, inner, NULL, err);
+    if (staged >= 0) close(staged);
+    close(sub);
+    return rc;
+}
+
+/* Move entry `name` of folder from into folder to. renameat replaces a file
+ * or a link at the name (the entry itself: a link is never followed); a
+ * folder goes into a real folder of its name, and replaces a link or file
+ * standing where that folder belongs. */
+static int move_entry(int from, int to, const char *name, const char *where, sim_err *err)
+{
+    struct stat st;
+    if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        int sub = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) return merge_folder(from, sub, name, where, err);
+        if (errno == ELOOP || errno == ENOTDIR) unlinkat(to, name, 0);
+    }
+    if (renameat(from, name, to, name) == 0) return 0;
+    return sim_errf(err, "cannot write %s/%s: %s", where, name, strerror(errno));
+}
+
+/* Move every entry of from into to; the one named last (when not NULL)
+ * after all the others. */
+static int move_entries(int from, int to, const char *where, const char *last, sim_err *err)
+{
+    size_t n;
+    char **names = list_names(from, &n);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && !(last && !strcmp(names[i], last))) rc = move_entry(from, to, names[i], where, err);
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && last && faccessat(from, last, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        rc = move_entry(from, to, last, where, err);
+    return rc;
+}
+
+int sim_outdir_publish(int stage, const char *dir, const char *last, sim_err *err)
+{
+    int to = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc =
+        to < 0 ? sim_errf(err, "cannot write %s: %s", dir, strerror(errno)) : move_entries(stage, to, dir, last, err);
+    if (to >= 0) close(to);
+    return rc;
 }

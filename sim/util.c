@@ -209,6 +209,26 @@ char *sim_path_relative(const char *path, const char *dir)
     return out;
 }
 
+char *sim_sh_word(const char *s)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%";
+    size_t n = strlen(s), quotes = 0;
+    if (n && strspn(s, plain) == n) return sim_xstrdup(s);
+    for (const char *c = s; *c; c++) quotes += *c == '\'';
+    char *out = sim_xmalloc(n + 3 * quotes + 3), *o = out;
+    *o++ = '\'';
+    for (; *s; s++) {
+        if (*s != '\'') {
+            *o++ = *s;
+        } else { /* close the quotes, an escaped quote, reopen */
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        }
+    }
+    strcpy(o, "'");
+    return out;
+}
+
 void sim_fput_xml(FILE *f, const char *s)
 {
     for (; *s; s++) {

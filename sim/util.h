@@ -30,6 +30,22 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err);
  * option counts, not bytes, so a byte size is never read as a count. */
 int sim_parse_count(const char *s, const char *what, double *out, sim_err *err);
 
+/* What a size holds, counted in blocks, chunks or pages of `unit` bytes
+ * (or tokens). "inf" means unbounded, as does any size whose count reaches
+ * SIM_COUNT_UNBOUNDED (2.3e18): more than any run fills, yet a few such
+ * counts added still fit an int64. A store given it is never full, and it
+ * allocates for what it holds, never for its capacity. sim_count_in is
+ * floor(size / unit) saturating there (0 for NaN or less than one unit):
+ * every size-to-count conversion goes through it, so no double overflows
+ * an int64 cast and inf means the same everywhere. */
+#define SIM_COUNT_UNBOUNDED (INT64_MAX / 4)
+static inline int64_t sim_count_in(double size, double unit)
+{
+    double n = size / unit;
+    if (!(n >= 1)) return 0;
+    return n < (double)SIM_COUNT_UNBOUNDED ? (int64_t)n : SIM_COUNT_UNBOUNDED;
+}
+
 /* Parse a finite double / a non-negative int64 with the same error style. */
 /* Of n candidate names, the one closest to s by edit distance when it is
  * close enough to be a slip (at most 2 edits, or a third of s), else NULL:
@@ -65,6 +81,14 @@ char *sim_path_relative(const char *path, const char *dir);
 
 /* Write s to f as HTML/XML text: & < > " escaped (a report page, JUnit XML). */
 void sim_fput_xml(FILE *f, const char *s);
+
+/* s as one word of a POSIX shell command line that a user pastes or a job
+ * runner executes: as is when it holds only characters no shell treats
+ * specially (letters, digits and _ . / = : , + - @ %), else in single quotes
+ * with each ' written '\'' ("" gives ''). Within single quotes nothing is
+ * expanded, so $(...), backquotes, spaces and newlines stay literal. The
+ * caller frees. */
+char *sim_sh_word(const char *s);
 
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);

@@ -142,6 +142,17 @@ static inline char *su_slurp_path(const char *path)
     return text;
 }
 
+/* The text of file `name` in folder d (caller frees); fails the test
+ * when it is missing. */
+static inline char *su_read_in(const char *d, const char *name)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", d, name);
+    char *text = su_slurp_path(path);
+    if (!text) fail_msg("%s missing", path);
+    return text;
+}
+
 static inline int su_count(const char *text, const char *needle)
 {
     int n = 0;

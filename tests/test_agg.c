@@ -188,6 +188,40 @@ static void test_lmcache_disk_and_remote(void **state)
                         3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
 }
 
+/* "inf" is an unbounded tier, never an absent one (issue 27 item 5: the
+ * chunk count of inf overflowed an int64 cast and the tier vanished). By
+ * hand: each tier alone serves A's three chunks as a bounded one does.
+ * On the LMCache CPU offload preset (1,500 requests of the bundled trace)
+ * every tier alone gives the same chunk hits at inf as at 1e18 bytes, an
+ * exabyte that no run fills, and some: the 202 it also gives at 500 GB. */
+static void test_lmcache_inf_is_an_unbounded_tier(void **state)
+{
+    double last = iter_s(flops(1024) - flops(1023), 0, 1024);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=inf"), 3 * 2.2048e-5 + last, 1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.ssd_bytes=inf"), 3 * 1.42528e-4 + last,
+                        1e-9);
+    assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.remote.bytes=inf"),
+                        3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
+    static const struct {
+        const char *set, *tier;
+    } tiers[] = {{"kvstore.dram_bytes", "cpu"}, {"kvstore.ssd_bytes", "disk"}, {"kvstore.remote.bytes", "remote"}};
+    for (size_t t = 0; t < sizeof tiers / sizeof tiers[0]; t++) {
+        int64_t hits[2];
+        for (int inf = 0; inf < 2; inf++) {
+            char args[512];
+            snprintf(args, sizeof args,
+                     "run --json --config configs/clusters/lmcache-cpu-offload.json --set kvstore.dram_bytes=0 "
+                     "--set %s=%s",
+                     tiers[t].set, inf ? "inf" : "1e18");
+            json_t *j = tu_kvsim_json(args);
+            hits[inf] = tu_int_field(json_object_get(json_object_get(j, "lmcache"), "chunk_hits"), tiers[t].tier);
+            json_decref(j);
+        }
+        assert_int_equal(hits[1], hits[0]);
+        assert_int_equal(hits[0], 202);
+    }
+}
+
 /* Prefetch: one request at a time (decode_max_batch 1). CPU memory holds 4
  * chunks, so B's chunks push A's out of it (the remote store keeps them),
  * and X's 4 pages evict 4 more of A's GPU pages: A keeps 12 (192 tokens)
@@ -291,6 +325,51 @@ static void test_aggregated_config_errors(void **state)
                    "kvstore.remote.Gbps': 0 is out of range [0.001, 1000000] Gbit/s");
 }
 
+/* max_num_seqs (cluster.decode_max_batch) = 2, three 100-token prompts A,
+ * B, C at t = 0 with 3 output tokens each. A arrives first and starts
+ * iteration 1 alone; B joins iteration 2 beside A's first decode; C waits
+ * for a free slot until A finishes after iteration 3 (A and B decode, KV
+ * 102 + 101), and is prefilled in iteration 4 beside B's last decode, then
+ * decodes alone. Utilisation: iterations hold 1, 2, 2, 2, 1, 1 of the 2
+ * slots; the busy fraction is 1. */
+static void test_max_num_seqs(void **state)
+{
+    json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 3, \"hash_ids\": [1]}\n"
+                        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 3, \"hash_ids\": [2]}\n"
+                        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 3, \"hash_ids\": [3]}\n",
+                        1e10, "--set cluster.decode_max_batch=2");
+    double t1 = iter_s(flops(100), 0, 100), t2 = iter_s(flops(100), 1, 101 + 100), t3 = iter_s(0, 2, 102 + 101);
+    double t4 = iter_s(flops(100), 1, 102 + 100), t5 = iter_s(0, 1, 101), t6 = iter_s(0, 1, 102);
+    double total = t1 + t2 + t3 + t4 + t5 + t6;
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), (t1 + (t1 + t2) + (t1 + t2 + t3 + t4)) / 3 * 1e3, 1e-6);
+    assert_double_equal(summary_num(j, "e2e_ms", "p50"), (t1 + t2 + t3 + t4) * 1e3, 1e-6); /* B, the median */
+    assert_double_equal(summary_num(j, "itl_ms", "mean"), ((t2 + t3) + (t3 + t4) + (t5 + t6)) / 2 / 3 * 1e3, 1e-6);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 6);
+    const json_t *u = json_object_get(j, "utilisation");
+    assert_double_equal(json_number_value(json_object_get(u, "gpu")),
+                        (0.5 * t1 + t2 + t3 + t4 + 0.5 * (t5 + t6)) / total, 1e-6);
+    assert_double_equal(json_number_value(json_object_get(u, "gpu_busy")), 1, 1e-6);
+    json_decref(j);
+}
+
+/* engine.async_scheduling: A and B both arrive at t = 0; A starts
+ * iteration 1 at once, so B arrives during it. Without async scheduling B
+ * is prefilled in iteration 2 beside A's first decode; with it iteration 2
+ * was already scheduled, A decodes alone, and B joins iteration 3. */
+static void test_async_scheduling(void **state)
+{
+    const char *trace = "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 2, \"hash_ids\": [2]}\n";
+    double t1 = iter_s(flops(100), 0, 100);
+    json_t *sync = run_toy(trace, 1e10, ""), *async = run_toy(trace, 1e10, "--set engine.async_scheduling=true");
+    double ttft_sync = t1 + iter_s(flops(100), 1, 101 + 100);
+    double ttft_async = t1 + iter_s(0, 1, 101) + iter_s(flops(100), 1, 102 + 100);
+    assert_double_equal(summary_num(sync, "ttft_ms", "mean"), (t1 + ttft_sync) / 2 * 1e3, 1e-6);
+    assert_double_equal(summary_num(async, "ttft_ms", "mean"), (t1 + ttft_async) / 2 * 1e3, 1e-6);
+    json_decref(sync);
+    json_decref(async);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,9 +381,12 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
         cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),
         cmocka_unit_test(test_admission),
+        cmocka_unit_test(test_max_num_seqs),
+        cmocka_unit_test(test_async_scheduling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,6 +135,39 @@ static void test_allreduce(void **state)
     sim_config_free(&h100);
 }
 
+/* Tensor parallelism over 2, 4 and 8 H100s (NVLink 4: 450 GB/s each way,
+ * · 0.6 = 270 GB/s; 10 µs per collective), Llama-2-70B, batch 32: each of
+ * the 2 · 80 all-reduces carries 32 · 8192 · 2 = 524,288 B, of which a ring
+ * moves 2 (g−1)/g over each GPU's link:
+ *   g = 2: 160 · (10 µs + 1 · 524,288 / 270e9 = 1.941807 µs) = 1.910689 ms
+ *   g = 4: 160 · (10 µs + 1.5 · 1.941807 µs)                = 2.066034 ms
+ *   g = 8: 160 · (10 µs + 1.75 · 1.941807 µs)               = 2.143706 ms
+ * The memory term sums the GPUs' HBM: 68,976,648,192 · 2 B of weights +
+ * 32 · 1024 · 327,680 B of KV over g · 3,350 GB/s · 0.9 = 24.658 ms at g = 2. */
+static void test_allreduce_tp_presets(void **state)
+{
+    static const struct {
+        const char *hw;
+        double allreduce_ms, memory_ms;
+    } want[] = {
+        {"h100x2", 1.910689, (137953296384.0 + 10737418240.0) / (2 * 3350e9 * 0.9) * 1e3},
+        {"h100x4", 2.066034, (137953296384.0 + 10737418240.0) / (4 * 3350e9 * 0.9) * 1e3},
+        {"h100x8", 2.143706, (137953296384.0 + 10737418240.0) / (8 * 3350e9 * 0.9) * 1e3},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "cost --set model=llama-2-70b --set hardware=%s --batch 32 --context 1024 --json",
+                 want[i].hw);
+        json_t *o = tu_kvsim_json(args);
+        assert_double_equal(json_number_value(json_object_get(o, "allreduce_ms")), want[i].allreduce_ms, 1e-4);
+        assert_double_equal(json_number_value(json_object_get(o, "memory_ms")), want[i].memory_ms, 1e-4);
+        assert_string_equal(json_string_value(json_object_get(o, "compute_model")), "analytic");
+        json_decref(o);
+    }
+    /* Only the ring's share grows from 2 to 4 GPUs: 160 · 0.5 · 1.941807 µs. */
+    assert_double_equal(want[1].allreduce_ms - want[0].allreduce_ms, 160 * 0.5 * 524288 / 270e9 * 1e3, 1e-6);
+}
+
 /* Invariants: the decode step grows with the batch and with the context;
  * small batches are memory-bound, large ones compute-bound. With ctx
  * tokens per request the compute term overtakes the memory term at
@@ -265,12 +298,13 @@ static void test_cost_command(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kv_bytes_per_token), cmocka_unit_test(test_prefill_flops),
-        cmocka_unit_test(test_eq2_thresholds),     cmocka_unit_test(test_prefill_time),
-        cmocka_unit_test(test_decode_iteration),   cmocka_unit_test(test_transfers),
-        cmocka_unit_test(test_estimator_fit),      cmocka_unit_test(test_allreduce),
-        cmocka_unit_test(test_decode_invariants),  cmocka_unit_test(test_decode_legacy_hardware),
-        cmocka_unit_test(test_prefill_floor),      cmocka_unit_test(test_cost_command),
+        cmocka_unit_test(test_kv_bytes_per_token),     cmocka_unit_test(test_prefill_flops),
+        cmocka_unit_test(test_eq2_thresholds),         cmocka_unit_test(test_prefill_time),
+        cmocka_unit_test(test_decode_iteration),       cmocka_unit_test(test_transfers),
+        cmocka_unit_test(test_estimator_fit),          cmocka_unit_test(test_allreduce),
+        cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
+        cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
+        cmocka_unit_test(test_cost_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include "sim/store/evict/registry.h"
 #include "sim/store/kvstore.h"
+#include "tests/testutil.h"
 
 enum { A = 1, B, C, D, E };
 static const uint64_t SEQ[] = {D, C, B, D, E, C, B, C, A, B, A};
@@ -188,6 +189,60 @@ static void test_random_consistency(void **state)
     }
 }
 
+/* An unbounded tier ("inf" bytes: SIM_COUNT_UNBOUNDED slots, issue 27
+ * item 5) under every policy, S3-FIFO's ghost at its largest ratio (10 ×
+ * the capacity once overflowed an int64 cast): 5,000 keys all stay, a
+ * second pass hits every one, nothing is evicted, and no policy allocates
+ * for the capacity (ASan refuses an allocation of 2^61 slots). */
+static void test_unbounded_all_policies(void **state)
+{
+    for (size_t p = 0; p < kv_evict_count(); p++) {
+        const kv_evict_entry *e = kv_evict_at(p);
+        kv_cache *c = new_cache(e->name, SIM_COUNT_UNBOUNDED, "{\"s3fifo_ghost_ratio\": 10}");
+        assert_int_equal(kv_cache_capacity(c), SIM_COUNT_UNBOUNDED);
+        for (int pass = 0; pass < 2; pass++)
+            for (uint64_t k = 1; k <= 5000; k++) {
+                const kv_evict_req req = {.key = k, .cls = SIM_CACHE_DEFAULT, .next_use = (int64_t)k + 5000};
+                if ((kv_cache_access_req(c, &req) == KV_HIT) != (pass == 1))
+                    fail_msg("%s: key %llu pass %d", e->name, (unsigned long long)k, pass);
+            }
+        assert_int_equal(kv_cache_get_stats(c)->evictions, 0);
+        assert_int_equal(kv_cache_size(c), 5000);
+        kv_cache_free(c);
+    }
+    assert_int_equal(sim_count_in(1.0 / 0.0, 512), SIM_COUNT_UNBOUNDED);
+    assert_int_equal(sim_count_in(1e300, 1), SIM_COUNT_UNBOUNDED);
+    assert_int_equal(sim_count_in(1e18, 5242880), 190734863281);
+    assert_int_equal(sim_count_in(0.0 / 0.0, 1), 0);
+    assert_int_equal(sim_count_in(1, 5242880), 0);
+}
+
+/* The same through the binary: an "inf" tier under S3-FIFO with its ghost
+ * at 10 × the capacity gives what 1e18 gives (the count of inf once
+ * overflowed the ghost's int64 cast), in a timed run and a cache-only
+ * replay of the bundled trace. */
+static void test_unbounded_s3fifo_cli(void **state)
+{
+    static const char *const cmd[] = {
+        "run --json --set kvstore.eviction=s3fifo --set policy.params='{\"s3fifo_ghost_ratio\": 10}' "
+        "--set kvstore.dram_bytes=%s",
+        "hitrate --json --trace traces/default.jsonl --policy s3fifo --params '{\"s3fifo_ghost_ratio\": 10}' "
+        "--tiers hbm=%s"};
+    for (size_t i = 0; i < 2; i++) {
+        double hit[2];
+        for (int inf = 0; inf < 2; inf++) {
+            char args[512];
+            snprintf(args, sizeof args, cmd[i], inf ? "inf" : "1e18");
+            json_t *j = tu_kvsim_json(args);
+            const json_t *o = i ? json_array_get(json_object_get(j, "points"), 0) : j;
+            hit[inf] = json_number_value(json_object_get(o, "hit_rate_tokens"));
+            json_decref(j);
+        }
+        assert_true(hit[0] > 0.6);
+        assert_double_equal(hit[1], hit[0], 0);
+    }
+}
+
 static void test_bad_params(void **state)
 {
     kv_cache *c;
@@ -216,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_lfu_aging),
         cmocka_unit_test(test_pins_all_policies),
         cmocka_unit_test(test_random_consistency),
+        cmocka_unit_test(test_unbounded_all_policies),
+        cmocka_unit_test(test_unbounded_s3fifo_cli),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

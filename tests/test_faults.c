@@ -8,7 +8,10 @@
  * gap costs a handful of events, the samples skipped across idle spans are
  * exactly the rows of sampling every period (checked against a run whose
  * PD controller forces every tick to be computed), and a run whose events
- * or rows outgrow its work stops with the reason. */
+ * or rows outgrow its work stops with the reason. Issue 27: a link or file
+ * planted at an output's temporary name, or in a report's folder, is never
+ * followed nor truncated, and a result lost on its way to standard output
+ * (a full device) is exit 2 naming the cause. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +21,7 @@
 #include "tests/testutil.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 /* `ulimit -f blocks; exec kvsim args` (blocks of 1024 bytes). */
@@ -239,6 +243,212 @@ static void test_work_bound(void **state)
     tu_remove_temp(trace);
 }
 
+/* ---- planted links and standard output (issue 27) ------------------------------------ */
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void expect_text(const char *path, const char *want)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: missing", path);
+    char *got = tu_slurp(f);
+    fclose(f);
+    if (strcmp(got, want)) fail_msg("%s holds '%.80s', want '%s'", path, got, want);
+    free(got);
+}
+
+static void expect_regular(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
+        fail_msg("%s is not a non-empty regular file", path);
+}
+
+/* `ln -s VICTIM DEST.tmp.$$; echo mine > DEST.tmp.$$.1; exec kvsim ARGS`:
+ * a link at the exact temporary name the output takes first (exec keeps the
+ * shell's pid) and a file at the next one. Neither is followed nor
+ * truncated: the victim and the file keep their text, both stay as planted,
+ * and DEST is a new regular file. */
+static void expect_planted_temp_ignored(const char *dir, const char *dest, const char *args)
+{
+    char victim[512], cmd[4096];
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    write_text(victim, "victim\n");
+    snprintf(cmd, sizeof cmd, "ln -s %s %s.tmp.$$ && echo mine > %s.tmp.$$.1 && exec %s %s", victim, dest, dest,
+             tu_kvsim_bin(), args);
+    cli_result r = tu_shell(cmd);
+    if (r.status) fail_msg("%s: exit %d: %s", cmd, r.status, r.err);
+    tu_free(&r);
+    expect_text(victim, "victim\n");
+    expect_regular(dest);
+    const char *base = strrchr(dest, '/') + 1;
+    int links = 0, files = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, base, strlen(base)) || !strstr(e->d_name, ".tmp.")) continue;
+        char path[1024];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        assert_int_equal(lstat(path, &st), 0);
+        if (S_ISLNK(st.st_mode)) {
+            links++;
+        } else {
+            expect_text(path, "mine\n");
+            files++;
+        }
+        unlink(path);
+    }
+    closedir(d);
+    if (links != 1 || files != 1) fail_msg("%s: %d planted links and %d files left, want 1 and 1", dest, links, files);
+}
+
+/* Every output written through a temporary name: export (the issue's
+ * reproducer), trace gen, sweep --emit-jobs, check --write-baseline and
+ * calibrate --out. */
+static void test_planted_temp_link(void **state)
+{
+    char dir[] = "/tmp/kvsim-plant-XXXXXX", dest[256], args[2048], trace[PATH_MAX];
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(realpath("traces/default.jsonl", trace));
+    snprintf(args, sizeof args, "run --db %s/gp.db", dir);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(dest, sizeof dest, "%s/out.csv", dir);
+    snprintf(args, sizeof args, "export --db %s/gp.db -o %s", dir, dest);
+    expect_planted_temp_ignored(dir, dest, args);
+    FILE *f = fopen(dest, "r");
+    char *csv = tu_slurp(f);
+    fclose(f);
+    assert_true(!strncmp(csv, "id,created,", 11));
+    free(csv);
+    snprintf(dest, sizeof dest, "%s/t.jsonl", dir);
+    snprintf(args, sizeof args, "trace gen --requests 5 -o %s", dest);
+    expect_planted_temp_ignored(dir, dest, args);
+    snprintf(dest, sizeof dest, "%s/jobs.txt", dir);
+    snprintf(args, sizeof args, "sweep --grid policy.router=random,least_loaded --db %s/s.db --emit-jobs %s", dir,
+             dest);
+    expect_planted_temp_ignored(dir, dest, args);
+    snprintf(dest, sizeof dest, "%s/b.json", dir);
+    snprintf(args, sizeof args, "%s/in.json", dir);
+    char body[PATH_MAX + 256];
+    snprintf(body, sizeof body,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.002, \"measurements\": [{\"name\": \"x\", \"kind\": "
+             "\"hitrate\", \"args\": {\"trace\": \"%s\", \"policy\": \"lru\", \"capacity_tokens\": \"inf\"}}]}",
+             trace);
+    write_text(args, body);
+    snprintf(args, sizeof args, "check --baseline %s/in.json --write-baseline %s", dir, dest);
+    expect_planted_temp_ignored(dir, dest, args);
+    snprintf(dest, sizeof dest, "%s/c.json", dir);
+    snprintf(args, sizeof args, "calibrate --probe-json configs/calibration/cpu-local.probe.json --out %s", dest);
+    expect_planted_temp_ignored(dir, dest, args);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
+/* `kvsim report -o DIR` names its files itself: links planted in DIR under
+ * those names (the page, a figure's data, script and images, the configs
+ * folder) are replaced by the report's files, never written through. */
+static void test_report_planted_links(void **state)
+{
+    if (!tu_have_gnuplot()) skip();
+    char dir[] = "/tmp/kvsim-plantrep-XXXXXX", path[512], victim[512], args[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "run --db %s/r.db", dir);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    write_text(victim, "victim\n");
+    snprintf(path, sizeof path, "%s/rep", dir);
+    assert_int_equal(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/elsewhere", dir);
+    assert_int_equal(mkdir(path, 0777), 0);
+    static const char *const names[] = {"index.html", "cache.dat", "cache.gp", "cache.svg", "cache.png", "cache.pdf"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/rep/%s", dir, names[i]);
+        assert_int_equal(symlink(victim, path), 0);
+    }
+    snprintf(args, sizeof args, "%s/elsewhere", dir);
+    snprintf(path, sizeof path, "%s/rep/configs", dir);
+    assert_int_equal(symlink(args, path), 0);
+    snprintf(args, sizeof args, "report --db %s/r.db -o %s/rep", dir, dir);
+    tu_expect_stdout(args, "kvsim report: ");
+    expect_text(victim, "victim\n");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/rep/%s", dir, names[i]);
+        expect_regular(path);
+    }
+    snprintf(path, sizeof path, "%s/rep/configs/run1.json", dir);
+    expect_regular(path);
+    snprintf(path, sizeof path, "%s/elsewhere/run1.json", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/rep", dir);
+    DIR *d = opendir(path);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strstr(e->d_name, ".kvsim-report-")) fail_msg("staging folder %s/%s left behind", path, e->d_name);
+    closedir(d);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
+/* A result printed to a full device is an error (exit 2 naming the cause),
+ * for every command that prints one; a command that failed keeps its own
+ * status; an output file given as "-" says it once. */
+static void test_stdout_full(void **state)
+{
+    char *db = tu_temp_path(), *bl = tu_temp_path(), trace[PATH_MAX], cmd[8192], body[PATH_MAX + 256];
+    assert_non_null(realpath("traces/default.jsonl", trace));
+    const char *const cases[] = {
+        "run",
+        "run --json",
+        "trace stats traces/default.jsonl",
+        "trace stats --json traces/default.jsonl",
+        "plan --trace traces/default.jsonl --target 0.5",
+        "plan crossover",
+        "hitrate --trace traces/default.jsonl",
+        "policies",
+        "config",
+        "config --schema",
+        "cost",
+        "sweep --jobs 1 --grid policy.router=random --db %s",
+        "check --baseline tests/baselines/default.json",
+        "--version",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, cases[i], db);
+        snprintf(cmd, sizeof cmd, "{ %s %s >/dev/full; }", tu_kvsim_bin(), args);
+        expect(tu_shell(cmd), 2, "writing standard output: No space left on device", args);
+    }
+    unlink(db);
+    snprintf(body, sizeof body,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.002, \"measurements\": [{\"name\": \"x\", \"kind\": "
+             "\"hitrate\", \"args\": {\"trace\": \"%s\", \"policy\": \"lru\", \"capacity_tokens\": \"inf\"}, "
+             "\"expect\": {\"hit_rate_blocks\": 0.1}}]}",
+             trace);
+    write_text(bl, body);
+    snprintf(cmd, sizeof cmd, "{ %s check --baseline %s >/dev/full; }", tu_kvsim_bin(), bl);
+    expect(tu_shell(cmd), 3, "kvsim check: writing standard output: No space left on device", "a moved number");
+    /* 5 requests stay in stdio's buffer until the close; 500 fail while written */
+    static const char *const dashes[] = {"trace gen --requests 5 -o -", "trace gen --requests 500 -o -"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "{ %s %s >/dev/full; }", tu_kvsim_bin(), dashes[i]);
+        cli_result r = tu_shell(cmd);
+        if (r.status != 2 || !strstr(r.err, "No space left on device") || strstr(r.err, "standard output"))
+            fail_msg("%s >/dev/full: exit %d, %s", dashes[i], r.status, r.err);
+        tu_free(&r);
+    }
+    tu_remove_temp(bl);
+    free(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +460,9 @@ int main(void)
         cmocka_unit_test(test_idle_gap_costs_nothing),
         cmocka_unit_test(test_idle_skip_equals_every_tick),
         cmocka_unit_test(test_work_bound),
+        cmocka_unit_test(test_planted_temp_link),
+        cmocka_unit_test(test_report_planted_links),
+        cmocka_unit_test(test_stdout_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* tests/test_fuzz.c — the fuzzing harness's deterministic corpus run (issue
- * 13): every seed in tests/fuzz/corpus/{trace,config,set}/ and a fixed
+ * 13): every seed in tests/fuzz/corpus/{trace,config,set,ragpulse}/ and a fixed
  * number of mutations of each go through the same checks the libFuzzer
  * entry points run (tests/fuzz/fuzz_*.c), in process; a sample of them also
  * goes through the real binary.
@@ -8,9 +8,10 @@
  * message; a broken contract fails the test, and a sanitizer report or a
  * signal kills the binary after printing the case (fz_on_death). Through
  * the CLI (`kvsim run --trace`, `kvsim config --config`, `kvsim run
- * --config`, `kvsim run --set`), each case must exit 0, or 2 with a message
- * starting "kvsim" on stderr: never 1, never a signal, never a hang (each
- * run is under `timeout`).
+ * --config`, `kvsim run --set`, `kvsim trace import ragpulse`), each case
+ * must exit 0, or 2 with a message starting "kvsim" on stderr: never 1,
+ * never a signal, never a hang (each run is under `timeout`); a trace the
+ * import wrote must then pass `kvsim trace stats` with as many requests.
  *
  * Mutations come from a seeded PRNG (splitmix64 of family, seed and
  * mutation number), so the cases and the printed counts are the same on
@@ -18,11 +19,11 @@
  * numbers replaced by edge tokens (NaN, Infinity, -0, 1e309, digit runs
  * past int64), splices of two seeds, truncation, duplicated keys and lines.
  *
- * How the three entry points share one binary: each fuzz_NAME.c keeps its
+ * How the entry points share one binary: each fuzz_NAME.c keeps its
  * check in a static function fuzz_NAME_check and compiles its
  * LLVMFuzzerTestOneInput only when FUZZ_NO_ENTRY is not defined. Defining
- * it here and including the three files gives this file the three checks
- * under distinct names, with no clashing entry point and no mock. */
+ * it here and including the files gives this file the checks under
+ * distinct names, with no clashing entry point and no mock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +36,7 @@
 
 #define FUZZ_NO_ENTRY
 #include "tests/fuzz/fuzz_config.c"
+#include "tests/fuzz/fuzz_ragpulse.c"
 #include "tests/fuzz/fuzz_set.c"
 #include "tests/fuzz/fuzz_trace.c"
 
@@ -54,14 +56,15 @@ typedef struct fz_case {
     uint8_t b[FZ_MAX];
 } fz_case;
 
-typedef enum fz_kind { FZ_TRACE_FAMILY, FZ_CONFIG_FAMILY, FZ_SET_FAMILY } fz_kind;
+typedef enum fz_kind { FZ_TRACE_FAMILY, FZ_CONFIG_FAMILY, FZ_SET_FAMILY, FZ_RAGPULSE_FAMILY } fz_kind;
 
 typedef struct fz_family {
     const char *name; /* corpus folder and label in the count line */
     fz_kind kind;
     fuzz_verdict (*check)(const uint8_t *data, size_t size);
-    int mutations; /* per seed, besides the seed itself */
-    int cli_every; /* mutations cli_every / 2 + j * cli_every also go through the CLI */
+    int mutations;  /* per seed, besides the seed itself */
+    int cli_every;  /* mutations cli_every / 2 + j * cli_every also go through the CLI */
+    bool cli_seeds; /* instead: the seed itself, then every cli_every-th mutation */
     int nseeds;
     char *names[FZ_SEEDS];
     fz_case *seeds;
@@ -72,6 +75,12 @@ static fz_family families[] = {
     {.name = "trace", .kind = FZ_TRACE_FAMILY, .check = fuzz_trace_check, .mutations = 40, .cli_every = 20},
     {.name = "config", .kind = FZ_CONFIG_FAMILY, .check = fuzz_config_check, .mutations = 30, .cli_every = 30},
     {.name = "set", .kind = FZ_SET_FAMILY, .check = fuzz_set_check, .mutations = 30, .cli_every = 15},
+    {.name = "ragpulse",
+     .kind = FZ_RAGPULSE_FAMILY,
+     .check = fuzz_ragpulse_check,
+     .mutations = 40,
+     .cli_every = 20,
+     .cli_seeds = true},
 };
 #define FZ_NFAMILIES (sizeof families / sizeof families[0])
 
@@ -373,21 +382,79 @@ static void fz_cli_args(const fz_family *f, const fz_case *c, int i, const char 
         else snprintf(args, cap, "run --config %s --trace %s --json", file, FZ_TRACE);
         break;
     case FZ_SET_FAMILY: fz_set_args(c, args, cap); break;
+    case FZ_RAGPULSE_FAMILY: snprintf(args, cap, "trace import ragpulse %s -o %s/out.jsonl", file, file); break;
     }
+}
+
+/* A file of b[0, n) at path. */
+static void fz_write(const char *path, const uint8_t *b, size_t n)
+{
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    fwrite(b, 1, n, out);
+    fclose(out);
+}
+
+/* Where a case goes for the binary: a temp file, or for the importer a temp
+ * directory of its six files (fuzz_ragpulse_split). */
+static char *fz_case_path(const fz_family *f, const fz_case *c)
+{
+    if (f->kind != FZ_RAGPULSE_FAMILY) {
+        char *file = tu_temp_path();
+        fz_write(file, c->b, c->n);
+        return file;
+    }
+    char *dir = strdup("/tmp/kvsim-fuzz-XXXXXX"), path[512];
+    assert_non_null(mkdtemp(dir));
+    size_t start[SIM_RAGPULSE_NFILES], len[SIM_RAGPULSE_NFILES];
+    fuzz_ragpulse_split(c->b, c->n, start, len);
+    for (int j = 0; j < SIM_RAGPULSE_NFILES; j++) {
+        snprintf(path, sizeof path, "%s/%s", dir, sim_ragpulse_files[j]);
+        fz_write(path, c->b + start[j], len[j]);
+    }
+    return dir;
+}
+
+static void fz_case_remove(const fz_family *f, char *file)
+{
+    char path[512];
+    for (int j = 0; f->kind == FZ_RAGPULSE_FAMILY && j <= SIM_RAGPULSE_NFILES; j++) {
+        snprintf(path, sizeof path, "%s/%s", file, j < SIM_RAGPULSE_NFILES ? sim_ragpulse_files[j] : "out.jsonl");
+        unlink(path);
+    }
+    if (f->kind == FZ_RAGPULSE_FAMILY) rmdir(file);
+    else unlink(file);
+    free(file);
+}
+
+/* What `kvsim trace import` wrote into dir: `kvsim trace stats` reads it
+ * with as many requests as the import reported ("wrote N requests"). */
+static bool fz_ragpulse_stats(const char *dir, const char *import_err)
+{
+    const char *w = strstr(import_err, "wrote ");
+    char args[600];
+    snprintf(args, sizeof args, "trace stats --json %s/out.jsonl", dir);
+    cli_result r = tu_kvsim(args);
+    json_t *j = r.status == 0 ? json_loads(r.out, 0, NULL) : NULL;
+    long long n = json_integer_value(json_object_get(j, "requests"));
+    bool ok = j && w && n == strtoll(w + 6, NULL, 10);
+    if (!ok)
+        fprintf(stderr, "fuzz: kvsim %s after an import that said '%s': exit %d, %s", args, import_err, r.status,
+                r.err);
+    json_decref(j);
+    tu_free(&r);
+    return ok;
 }
 
 /* One case through the binary: exit 0, or 2 with a message from kvsim. */
 static bool fz_cli_one(const fz_family *f, const fz_case *c, int i, int k, int *status)
 {
-    char *file = tu_temp_path(), args[7168];
-    FILE *out = fopen(file, "wb");
-    assert_non_null(out);
-    fwrite(c->b, 1, c->n, out);
-    fclose(out);
+    char *file = fz_case_path(f, c), args[7168];
     fz_cli_args(f, c, i, file, args, sizeof args);
     cli_result r = tu_kvsim(args);
     *status = r.status;
     bool ok = r.status == 0 || (r.status == 2 && !strncmp(r.err, "kvsim", 5));
+    if (ok && r.status == 0 && f->kind == FZ_RAGPULSE_FAMILY) ok = fz_ragpulse_stats(file, r.err);
     if (!ok) {
         fprintf(stderr, "fuzz: kvsim %s: exit %d%s; stderr:\n%s\nthe input (%s seed %s mutation %d) is\n", args,
                 r.status, r.status == 124 || r.status == 137 ? " (a hang: killed by timeout)" : "", r.err, f->name,
@@ -395,16 +462,17 @@ static bool fz_cli_one(const fz_family *f, const fz_case *c, int i, int k, int *
         fz_print_case(stderr, c);
     }
     tu_free(&r);
-    tu_remove_temp(file);
+    fz_case_remove(f, file);
     return ok;
 }
 
-/* Every cli_every-th mutation of each seed, from cli_every / 2 on. */
+/* Every cli_every-th mutation of each seed, from cli_every / 2 on (from the
+ * seed itself with cli_seeds). */
 static int fz_cli_family(const fz_family *f, fz_case *c, int *runs, int *exit0)
 {
     int bad = 0;
     for (int i = 0; i < f->nseeds; i++)
-        for (int k = f->cli_every / 2; k <= f->mutations; k += f->cli_every) {
+        for (int k = f->cli_seeds ? 0 : f->cli_every / 2; k <= f->mutations; k += f->cli_every) {
             int status;
             fz_make(f, i, k, c);
             (*runs)++;

@@ -292,6 +292,70 @@ static void test_run_hbm_admission(void **state)
     tu_remove_temp(path);
 }
 
+/* kvstore.hbm_bytes under a PIC policy (issue 27 item 5). "inf" is an
+ * unbounded store: on 200 generated RAG requests it gives what 1e18 bytes
+ * (190,734,863,281 pages, which no run fills) gives, every request served,
+ * where the int64 cast of inf once rejected all 200. A store too small
+ * for any request fails the run (exit 2) with the arithmetic instead of
+ * rejecting everything: with llama3-70b's 327,680 bytes of KV a token, a
+ * 16-token page is 5,242,880 bytes; unique prompts of 1,000 and 2,000
+ * tokens need 63 and 125 pages, and 62 pages (325,058,560 bytes) hold
+ * neither. 1 byte and 1 MB hold no page at all. 63 pages serve the first. */
+static void test_run_hbm_inf_and_too_small(void **state)
+{
+    char *rag = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args, "trace gen --workload rag --requests 200 --seed 5 -o %s", rag);
+    tu_expect_exit(args, 0, NULL);
+    json_t *j[2];
+    for (int inf = 0; inf < 2; inf++) {
+        snprintf(args, sizeof args, "run --json --trace %s --set kvstore.pic=mepic --set kvstore.hbm_bytes=%s", rag,
+                 inf ? "inf" : "1e18");
+        j[inf] = tu_kvsim_json(args);
+        assert_int_equal(tu_int_field(j[inf], "completed"), 200);
+        assert_int_equal(tu_int_field(j[inf], "pic_rejected"), 0);
+    }
+    assert_int_equal(tu_int_field(j[0], "pic_capacity_blocks"), 190734863281);
+    static const char *const same[] = {"recompute_fraction", "chunk_hit_rate", "peak_footprint_blocks", "pic_waited"};
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++)
+        assert_true(json_equal(json_object_get(j[0], same[k]), json_object_get(j[1], same[k])));
+    json_decref(j[0]);
+    json_decref(j[1]);
+    tu_remove_temp(rag);
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":1000}]}\n"
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"prompt\",\"id\":null,\"len\":2000}]}\n";
+    char *path = tu_write_temp(text);
+    static const struct {
+        const char *bytes, *held;
+    } small[] = {{"325058560", "325058560 bytes per instance holds 62 pages"},
+                 {"1", "1 bytes per instance holds 0 pages"},
+                 {"1MB", "1000000 bytes per instance holds 0 pages"}};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        snprintf(args, sizeof args,
+                 "run --trace %s --set kvstore.pic=mepic --set cluster.prefill=1 --set cluster.decode=1 "
+                 "--set kvstore.hbm_bytes=%s",
+                 path, small[i].bytes);
+        const char *want[] = {small[i].held, "of 16 tokens (5242880 bytes of llama3-70b KV a page)",
+                              "the smallest, request 0 (line 1), needs 63 pages (330301440 bytes)",
+                              "all 2 that reached the store were rejected",
+                              "Raise kvstore.hbm_bytes to at least 330301440"};
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 2);
+        for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+            if (!strstr(r.err, want[w])) fail_msg("kvsim %s: stderr '%s' lacks '%s'", args, r.err, want[w]);
+        tu_free(&r);
+    }
+    snprintf(args, sizeof args,
+             "run --json --trace %s --set kvstore.pic=mepic --set cluster.prefill=1 --set cluster.decode=1 "
+             "--set kvstore.hbm_bytes=330301440",
+             path);
+    json_t *one = tu_kvsim_json(args);
+    assert_int_equal(tu_int_field(one, "completed"), 1);
+    assert_int_equal(tu_int_field(one, "pic_rejected"), 1);
+    json_decref(one);
+    tu_remove_temp(path);
+}
+
 /* DESIGN.md §11: reusable fraction (infinite cache, W = 1) = 1 − recompute
  * fraction; trace stats and hitrate --pic reach it by separate paths. */
 static void test_reusable_identity(void **state)
@@ -373,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_bad_segments),
         cmocka_unit_test(test_hitrate_pic_errors),
         cmocka_unit_test(test_hitrate_pic_json),
+        cmocka_unit_test(test_run_hbm_inf_and_too_small),
         cmocka_unit_test(test_run_hbm_admission),
         cmocka_unit_test(test_reusable_identity),
         cmocka_unit_test(test_ragpulse_sample_stats),

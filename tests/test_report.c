@@ -323,7 +323,7 @@ static void test_axis_ranges(void **state)
     /* The SLO label sits inside the frame: left of its line when the line
      * is in the right half of the (log) axis. */
     bool right_half = log(800 / (lo / 1.25)) > 0.5 * log(hi * 1.25 / (lo / 1.25));
-    snprintf(want, sizeof want, "set label \"TTFT SLO 800 ms\" at 800, graph 0.06 %s", right_half ? "right" : "left");
+    snprintf(want, sizeof want, "set label 'TTFT SLO 800 ms' at 800, graph 0.06 %s", right_half ? "right" : "left");
     if (!strstr(gp, want)) fail_msg("ttft_cdf.gp lacks '%s'", want);
     free(gp);
     gp = read_in(rep, "hitrate.gp");

@@ -24,15 +24,6 @@
 
 static char *dir, seeds_db[512], facets_db[512], same_db[512], seeds_rep[512];
 
-static char *read_in(const char *d, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", d, name);
-    char *text = su_slurp_path(path);
-    if (!text) fail_msg("%s missing", path);
-    return text;
-}
-
 static void sweep(const char *trace, const char *db, const char *args)
 {
     char cmd[2048];
@@ -89,20 +80,20 @@ static int summary_values(const char *db, const char *path, int lo, int hi, doub
 
 static void test_seed_groups_in_cdf(void **state)
 {
-    char *dat = read_in(seeds_rep, "ttft_cdf.dat"), *gp = read_in(seeds_rep, "ttft_cdf.gp");
+    char *dat = su_read_in(seeds_rep, "ttft_cdf.dat"), *gp = su_read_in(seeds_rep, "ttft_cdf.gp");
     assert_non_null(strstr(dat, "# group: admission=none (runs #1 #2 #3)\n"));
     assert_non_null(strstr(dat, "# group: admission=slo_reject (runs #4 #5 #6)\n"));
     /* Seeds differ (the sample), or there would be nothing to aggregate. */
     assert_true(su_num(seeds_db, "SELECT COUNT(DISTINCT json_extract(summary_json, '$.requests')) FROM runs") > 1);
     /* Two groups: a band and a mean line each, in Okabe-Ito's first two colours. */
     assert_int_equal(su_count(gp, "with filledcurves closed"), 2);
-    assert_non_null(strstr(gp, "figure_title = \"TTFT distribution (mean of 3 seeds; band: 95% CI)\""));
-    assert_non_null(strstr(gp, "linecolor rgb \"#0072B2\" title \"admission=none"));
+    assert_non_null(strstr(gp, "figure_title = 'TTFT distribution (mean of 3 seeds; band: 95% CI)'"));
+    assert_non_null(strstr(gp, "linecolor rgb \"#0072B2\" title 'admission=none"));
     /* The legend: the varying key only, and the share never served, over
      * all requests of the group's runs. */
     double never = su_num(seeds_db, "SELECT 100.0 * SUM(ttft_ms IS NULL) / COUNT(*) FROM requests WHERE run_id >= 4");
     char want[128];
-    snprintf(want, sizeof want, "title \"admission=slo_reject: %.1f%% rejected\"", never);
+    snprintf(want, sizeof want, "title 'admission=slo_reject: %.1f%% rejected'", never);
     assert_true(never > 0);
     if (!strstr(gp, want)) fail_msg("ttft_cdf.gp lacks '%s':\n%s", want, gp);
     assert_null(strstr(gp, "seed=")); /* seed is aggregated, never a label */
@@ -117,7 +108,7 @@ static void test_seed_stats_in_bars_and_table(void **state)
     double mean = (x[0] + x[1] + x[2]) / 3, ss = 0;
     for (int i = 0; i < 3; i++) ss += (x[i] - mean) * (x[i] - mean);
     double half = 4.302652729911275 * sqrt(ss / 2) / sqrt(3);
-    char *dat = read_in(seeds_rep, "slo.dat");
+    char *dat = su_read_in(seeds_rep, "slo.dat");
     const char *row = strstr(dat, "\n0\tadmission=none\t");
     assert_non_null(row);
     unsigned color;
@@ -129,11 +120,11 @@ static void test_seed_stats_in_bars_and_table(void **state)
     assert_double_equal(hi, mean + half, 1e-5);
     free(dat);
     /* The attainment axis is [0:1] exactly, never padded past 1. */
-    char *gp = read_in(seeds_rep, "slo.gp");
-    assert_non_null(strstr(gp, "set xlabel \"SLO attainment (effective / all requests)\"\nset xrange [0:1]\n"));
+    char *gp = su_read_in(seeds_rep, "slo.gp");
+    assert_non_null(strstr(gp, "set xlabel 'SLO attainment (effective / all requests)'\nset xrange [0:1]\n"));
     free(gp);
     /* The page's groups table: the same mean ± half-width, as printed. */
-    char *html = read_in(seeds_rep, "index.html");
+    char *html = su_read_in(seeds_rep, "index.html");
     char cell[96];
     snprintf(cell, sizeof cell, "<td>%.3f ± %.3f</td>", mean, half);
     if (!strstr(html, cell)) fail_msg("index.html lacks %s", cell);
@@ -145,19 +136,19 @@ static void test_seed_stats_in_bars_and_table(void **state)
 
 static void test_load_band(void **state)
 {
-    char *dat = read_in(seeds_rep, "load_run1.dat"), *gp = read_in(seeds_rep, "load_run1.gp");
+    char *dat = su_read_in(seeds_rep, "load_run1.dat"), *gp = su_read_in(seeds_rep, "load_run1.gp");
     /* 6 prefill instances: one mean line and a min-max band; the decode
      * instances (4) keep a line each. */
     assert_non_null(strstr(dat, "# prefill load over its instances: t_ms\tmean\tmin\tmax\n"));
     assert_null(strstr(dat, "# prefill load of instance"));
     assert_non_null(strstr(dat, "# decode load of instance"));
-    assert_non_null(strstr(gp, "title \"min-max over 6 instances\""));
+    assert_non_null(strstr(gp, "title 'min-max over 6 instances'"));
     char want[64];
     snprintf(want, sizeof want, "set xrange [0:%g]",
              su_num(seeds_db, "SELECT CAST(MAX(t_ms) AS INTEGER) FROM samples WHERE run_id=1") / 1e3);
     assert_int_equal(su_count(gp, want), 2);
     /* Timelines only for a group's first run. */
-    char *html = read_in(seeds_rep, "index.html");
+    char *html = su_read_in(seeds_rep, "index.html");
     assert_null(strstr(html, "load_run2.svg"));
     free(html);
     free(dat);
@@ -172,21 +163,21 @@ static void test_facets(void **state)
     snprintf(out, sizeof out, "%s/facets", dir);
     report(facets_db, out, "");
     /* Admission has 3 values, router 2: colour by admission, a panel per router. */
-    char *gp = read_in(out, "ttft_cdf.gp");
+    char *gp = su_read_in(out, "ttft_cdf.gp");
     assert_non_null(strstr(gp, "set multiplot layout 1,2 title figure_title\n"));
-    assert_non_null(strstr(gp, "set title \"router=random\"\n"));
-    assert_non_null(strstr(gp, "set title \"router=least_loaded\"\n"));
-    assert_non_null(strstr(gp, "linecolor rgb \"#009E73\" title \"admission=baseline")); /* 3rd colour */
+    assert_non_null(strstr(gp, "set title 'router=random'\n"));
+    assert_non_null(strstr(gp, "set title 'router=least_loaded'\n"));
+    assert_non_null(strstr(gp, "linecolor rgb \"#009E73\" title 'admission=baseline")); /* 3rd colour */
     free(gp);
     /* Swapped by the options: 3 panels of 2 colours. */
     report(facets_db, out, "--color-by policy.router --facet-by policy.admission");
-    gp = read_in(out, "ttft_cdf.gp");
+    gp = su_read_in(out, "ttft_cdf.gp");
     assert_non_null(strstr(gp, "set multiplot layout 1,3 title figure_title\n"));
-    assert_non_null(strstr(gp, "set title \"admission=slo_reject\"\n"));
-    assert_non_null(strstr(gp, "linecolor rgb \"#D55E00\" title \"router=least_loaded"));
+    assert_non_null(strstr(gp, "set title 'admission=slo_reject'\n"));
+    assert_non_null(strstr(gp, "linecolor rgb \"#D55E00\" title 'router=least_loaded"));
     free(gp);
     /* Bars: rows by facet then colour. */
-    char *bars = read_in(out, "latency.dat");
+    char *bars = su_read_in(out, "latency.dat");
     const char *a = strstr(bars, "admission=none router=random"), *b = strstr(bars, "admission=none router=least");
     const char *c = strstr(bars, "admission=slo_reject router=random");
     assert_true(a && b && c && a < b && b < c);
@@ -212,11 +203,11 @@ static void test_identical_results(void **state)
     assert_double_equal(su_num(same_db, "SELECT COUNT(DISTINCT json_remove(summary_json, '$.wall_seconds', "
                                         "'$.run_id')) FROM runs"),
                         1, 0);
-    char *gp = read_in(out, "ttft_cdf.gp");
-    assert_non_null(strstr(gp, "title \"ssd_bytes=2TB (identical to ssd_bytes=1TB)\""));
-    assert_non_null(strstr(gp, "dashtype 2 title \"ssd_bytes=2TB")); /* drawn dashed, on top */
+    char *gp = su_read_in(out, "ttft_cdf.gp");
+    assert_non_null(strstr(gp, "title 'ssd_bytes=2TB (identical to ssd_bytes=1TB)'"));
+    assert_non_null(strstr(gp, "dashtype 2 title 'ssd_bytes=2TB")); /* drawn dashed, on top */
     free(gp);
-    char *bars = read_in(out, "slo.dat");
+    char *bars = su_read_in(out, "slo.dat");
     assert_non_null(strstr(bars, "\tssd_bytes=2TB (= ssd_bytes=1TB)\t"));
     free(bars);
     /* One run whose bars all end past 80% of their axis (attainment 1):
@@ -229,7 +220,7 @@ static void test_identical_results(void **state)
 
 static void test_reproduce(void **state)
 {
-    char *html = read_in(seeds_rep, "index.html");
+    char *html = su_read_in(seeds_rep, "index.html");
     char want[1024], db[600], args[2400];
     snprintf(want, sizeof want, "<li id=\"reproduce-5\">#5: <code>kvsim run --config <a href=\"configs/run5.json\">%s",
              seeds_rep);

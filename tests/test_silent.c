@@ -247,7 +247,7 @@ static void test_idle_keys_warned(void **state)
         "--set cluster.mode='\"aggregated\"' --set cost.noise=0.0", /* the default, as a real */
         "--set cost.noise=0.1",                                     /* disaggregated: read */
         "--set hardware=h100x1 --set model=llama3.1-8b --set cost.prefill_mfu=0.45 "
-        "--set hardware.hbm_efficiency=0.9",                             /* the default and the preset's value */
+        "--set hardware.hbm_efficiency=0.7234",                          /* the default and the preset's value */
         "--set cost.prefill_mfu=0.6 --set hardware.hbm_efficiency=0.8"}; /* analytic: read */
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
         e = run_stderr(quiet[i]);
@@ -317,8 +317,8 @@ static off_t largest(const char *dir, const char *exts)
     return top;
 }
 
-/* No file in dir (or dir/configs) is empty or a temporary, and no image
- * is there at all (none was renamed into place). */
+/* No file in dir (or dir/configs) is empty or a temporary, no staging
+ * folder is left, and no image is there at all (none was moved into place). */
 static void assert_nothing_partial(const char *dir)
 {
     char sub[PATH_MAX];
@@ -330,6 +330,7 @@ static void assert_nothing_partial(const char *dir)
             char path[PATH_MAX * 2];
             struct stat st;
             snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            if (strstr(e->d_name, ".kvsim-report-")) fail_msg("staging folder %s left behind", path);
             if (stat(path, &st) != 0 || S_ISDIR(st.st_mode)) continue;
             if (st.st_size == 0) fail_msg("empty file %s left behind", path);
             if (strstr(e->d_name, ".tmp.")) fail_msg("temporary %s left behind", path);

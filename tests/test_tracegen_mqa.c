@@ -352,7 +352,7 @@ static void test_option_errors(void **state)
         {"--documents 10", "kvsim trace gen: --documents does not apply to --workload conversation"},
         {"--workload rag --rounds 3", "kvsim trace gen: --rounds does not apply to --workload rag"},
         {"--workload multiqa",
-         "kvsim trace gen: --workload: 'multiqa' is not a workload (conversation, rag, multiround-qa)"},
+         "kvsim trace gen: --workload: 'multiqa' is not a workload (conversation, rag, multiround-qa, shared-prefix)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512];

@@ -188,7 +188,8 @@ static void test_option_errors(void **state)
         {"--k 3 --workload conversation", "kvsim trace gen: --k does not apply to --workload conversation"},
         {"--workload rag --prompts 3", "kvsim trace gen: --prompts does not apply to --workload rag"},
         {"--arrivals-from x --workload rag", "kvsim trace gen: --arrivals-from does not apply to --workload rag"},
-        {"--workload chat", "kvsim trace gen: --workload: 'chat' is not a workload (conversation, rag, multiround-qa)"},
+        {"--workload chat",
+         "kvsim trace gen: --workload: 'chat' is not a workload (conversation, rag, multiround-qa, shared-prefix)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512];

@@ -28,9 +28,9 @@ device-to-device copy. Output: one JSON document (--out), a short table on
 stdout. Needs only Python 3 and PyTorch with CUDA: it runs on a GPU machine
 with no package registry. `kvsim calibrate --layers-json FILE` reads the JSON.
 
-The FFN width and vocabulary are not part of kvsim's model presets (its cost
-model needs only d, l and params); they are taken from each model's public
-config.json (FFN below, cited in docs/cost-model.md).
+The FFN width and vocabulary come from the presets' `intermediate` and
+`vocab` (each model's public config.json on Hugging Face, cited in the
+preset's "about").
 """
 import argparse
 import json
@@ -39,11 +39,6 @@ import os
 import statistics
 import sys
 import time
-
-# name -> (intermediate_size, vocab_size), from the models' config.json on
-# Hugging Face: meta-llama/Llama-3.1-8B, meta-llama/Meta-Llama-3-70B,
-# Qwen/Qwen2.5-32B.
-FFN = {"llama3.1-8b": (14336, 128256), "llama3-70b": (28672, 128256), "qwen2.5-32b": (27648, 152064)}
 
 PREFILL_NEW = [128, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 PREFILL_CACHED = [0, 2048, 8192, 32768]
@@ -74,12 +69,10 @@ def load_model(folder, name):
     path = os.path.join(folder, name + ".json")
     with open(path) as f:
         m = json.load(f)
-    for k in ("layers", "hidden", "heads", "kv_heads", "head_dim"):
+    for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab"):
         if k not in m:
-            sys.exit(f"layer_probe: {path}: key '{k}' missing")
-    if name not in FFN:
-        sys.exit(f"layer_probe: no FFN width known for '{name}' (add it to FFN in {__file__})")
-    m["name"], (m["ffn"], m["vocab"]) = name, FFN[name]
+            sys.exit(f"layer_probe: {path}: key '{k}' missing (kvsim model import writes it from a config.json)")
+    m["name"], m["ffn"] = name, m["intermediate"]
     return m
 
 

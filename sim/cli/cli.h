@@ -46,6 +46,10 @@ int cmd_export(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 /* kvsim cost: the cost model's decode and prefill times for a config. */
 int cmd_cost(int argc, char **argv);
+/* kvsim validate: predictions of measured real-engine runs (sim/cli/cmd_validate.c). */
+int cmd_validate(int argc, char **argv);
+/* kvsim model import: a model preset from a Hugging Face config.json. */
+int cmd_model(int argc, char **argv);
 
 /* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a
  * string whatever it looks like, e.g. a trace path). Caller frees. */

@@ -51,11 +51,18 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
                "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\"}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
-               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2, c->profiled ? "profile" : "analytic");
+               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
+               c->profiled ? "profile"
+               : c->engine ? "engine"
+                           : "analytic");
         return;
     }
     printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
     if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
+    if (c->engine)
+        printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
+               "docs/validation.md)\n",
+               (c->weight_bytes - c->pass_weight_bytes) / 1e9);
     else if (c->profile_gpus_mismatch)
         printf("compute: analytic (%s was measured on %d GPU, this hardware has %d)\n", c->hw->calibration,
                c->profile.gpus, c->hw->gpus);
@@ -69,7 +76,10 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
     }
     printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
-    printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
+    if (c->engine)
+        printf("  overhead   %9.3f ms  (engine.iter_overhead_ms + engine.seq_overhead_ms x batch)\n",
+               1e3 * t.overhead_s);
+    else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
     printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
            a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context, bpt);

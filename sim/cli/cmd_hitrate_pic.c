@@ -117,7 +117,7 @@ static int parse(int argc, char **argv, pic_opts *o, sim_err *err)
     return kv_pic_params_check(&o->params, err);
 }
 
-/* The capacity list in blocks (INT64_MAX for inf); n items. */
+/* The capacity list in blocks (SIM_COUNT_UNBOUNDED for inf); n items. */
 static int capacities(const pic_opts *o, double kvb, int64_t **out, int *n, sim_err *err)
 {
     static const char *const flag[] = {"--capacity-tokens", "--capacity-blocks", "--capacity-bytes"};
@@ -137,7 +137,7 @@ static int capacities(const pic_opts *o, double kvb, int64_t **out, int *n, sim_
         double blocks = o->unit == CAP_BLOCKS   ? v
                         : o->unit == CAP_TOKENS ? v / o->params.block_tokens
                                                 : v / (kvb * o->params.block_tokens);
-        (*out)[(*n)++] = isinf(blocks) || blocks >= 9e18 ? INT64_MAX : (int64_t)floor(blocks);
+        (*out)[(*n)++] = sim_count_in(blocks, 1);
     }
     free(copy);
     return 0;
@@ -153,7 +153,7 @@ static json_t *point_json(int64_t cap, const pic_opts *o, double kvb, const kv_p
                   (double)r->peak_footprint_blocks * block_bytes, "input_tokens", (json_int_t)r->input_tokens,
                   "computed_tokens", (json_int_t)r->computed_tokens, "chunks", (json_int_t)r->chunks, "chunk_hits",
                   (json_int_t)r->chunk_hits, "evictions", (json_int_t)r->evictions);
-    if (cap == INT64_MAX) {
+    if (cap == SIM_COUNT_UNBOUNDED) {
         json_object_set_new(p, "capacity_blocks", json_string("inf"));
         json_object_set_new(p, "capacity_tokens", json_string("inf"));
     } else {
@@ -166,7 +166,7 @@ static json_t *point_json(int64_t cap, const pic_opts *o, double kvb, const kv_p
 static void print_row(int64_t cap, const pic_opts *o, double kvb, const kv_pic_result *r)
 {
     char c[32];
-    if (cap == INT64_MAX) snprintf(c, sizeof c, "inf");
+    if (cap == SIM_COUNT_UNBOUNDED) snprintf(c, sizeof c, "inf");
     else snprintf(c, sizeof c, "%" PRId64, cap);
     printf("%16s %18.4f %15.4f %14.4f %22" PRId64 " %12.3f\n", c, r->recompute_fraction, r->position_fraction,
            r->chunk_hit_rate, r->peak_footprint_blocks,

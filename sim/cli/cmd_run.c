@@ -142,6 +142,10 @@ static void print_summary(const sim_config *cfg, const json_t *s)
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));
     print_dist("TTFT ms", json_object_get(s, "ttft_ms"));
     print_dist("TBT ms", json_object_get(s, "tbt_ms"));
+    if (!strcmp(cfg->mode, "aggregated")) {
+        print_dist("ITL ms", json_object_get(s, "itl_ms"));
+        print_dist("E2E ms", json_object_get(s, "e2e_ms"));
+    }
     printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
     char gpu[32];

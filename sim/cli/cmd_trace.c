@@ -3,8 +3,10 @@
  *   kvsim trace stats FILE   size, lengths, arrival rate and the infinite-cache
  *                            prefix hit rate (the trace's theoretical maximum)
  *   kvsim trace gen -o FILE  seeded synthetic trace: conversation-like (Mooncake
- *                            hash_ids), RAG (--workload rag, segments) or
+ *                            hash_ids), RAG (--workload rag, segments),
  *                            LMCache's multi-round QA (--workload multiround-qa)
+ *                            or inference-perf's shared prefix (--workload
+ *                            shared-prefix)
  *   kvsim trace import ragpulse DIR -o FILE
  *                            a RAGPulse trace directory as a segment trace
  *
@@ -17,6 +19,7 @@
 #include "sim/trace/tracegen.h"
 #include "sim/trace/tracegen_mqa.h"
 #include "sim/trace/tracegen_rag.h"
+#include "sim/trace/tracegen_sp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -206,7 +209,9 @@ static int out_close(sim_outfile *o, const char *cmd, int rc, const sim_err *err
 
 /* ---- kvsim trace gen ---------------------------------------------------- */
 
-typedef enum gen_opt_kind { GEN_I64, GEN_INT, GEN_DOUBLE, GEN_SEED, GEN_PATH } gen_opt_kind;
+/* GEN_FLAG: a bool set by the bare flag; GEN_FN: parsed and printed by
+ * functions of its own (gen_fns[offset]), which take the whole options struct. */
+typedef enum gen_opt_kind { GEN_I64, GEN_INT, GEN_DOUBLE, GEN_SEED, GEN_PATH, GEN_FLAG, GEN_FN } gen_opt_kind;
 
 /* Every generator option: its flag, where it lands in its workload's
  * options struct, and its help line (the default printed next to it comes
@@ -214,9 +219,15 @@ typedef enum gen_opt_kind { GEN_I64, GEN_INT, GEN_DOUBLE, GEN_SEED, GEN_PATH } g
 typedef struct gen_opt {
     const char *name;
     gen_opt_kind kind;
-    size_t offset;
+    size_t offset; /* GEN_FN: the index of its functions in gen_fns[] */
     const char *help;
 } gen_opt;
+
+typedef struct gen_fn {
+    const char *metavar;
+    int (*parse)(const char *arg, void *opts, sim_err *err);
+    void (*format)(const void *opts, char *buf, size_t n);
+} gen_fn;
 
 #define GEN_FIELD(f) offsetof(sim_tracegen_opts, f)
 static const gen_opt gen_opts[] = {
@@ -284,7 +295,61 @@ static const gen_opt mqa_opts[] = {
 };
 #define NMQA_OPTS (sizeof mqa_opts / sizeof mqa_opts[0])
 
-typedef enum gen_workload { WL_CONVERSATION, WL_RAG, WL_MQA, NWORKLOADS } gen_workload;
+/* inference-perf's shared_prefix (sim/trace/tracegen_sp.c has the sources of the defaults). */
+static int sp_parse_arrivals(const char *arg, void *opts, sim_err *err)
+{
+    sim_tracegen_sp_opts *o = opts;
+    o->poisson = !strcmp(arg, "poisson");
+    o->jittered = !strcmp(arg, "jittered");
+    if (!o->poisson && !o->jittered && strcmp(arg, "constant"))
+        return sim_errf(err, "--arrivals: '%s' is not an arrival process (constant, poisson, jittered)", arg);
+    return 0;
+}
+
+static void sp_format_arrivals(const void *opts, char *buf, size_t n)
+{
+    const sim_tracegen_sp_opts *o = opts;
+    snprintf(buf, n, "%s", o->poisson ? "poisson" : o->jittered ? "jittered" : "constant");
+}
+
+static int sp_parse_stages(const char *arg, void *opts, sim_err *err)
+{
+    return sim_tracegen_sp_parse_stages(arg, opts, err);
+}
+
+static void sp_format_stages(const void *opts, char *buf, size_t n)
+{
+    const sim_tracegen_sp_opts *o = opts;
+    size_t len = 0;
+    buf[0] = 0;
+    for (int k = 0; k < o->nstages && len < n; k++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%g:%g", k ? "," : "", o->stages[k].rate_rps,
+                                o->stages[k].duration_s);
+}
+
+enum { FN_SP_STAGES, FN_SP_ARRIVALS };
+static const gen_fn gen_fns[] = {
+    [FN_SP_STAGES] = {"R:S,...", sp_parse_stages, sp_format_stages},
+    [FN_SP_ARRIVALS] = {"KIND", sp_parse_arrivals, sp_format_arrivals},
+};
+
+#define SP_FIELD(f) offsetof(sim_tracegen_sp_opts, f)
+static const gen_opt sp_opts[] = {
+    {"system-prompts", GEN_INT, SP_FIELD(system_prompts), "shared system prompts (groups)"},
+    {"users-per-prompt", GEN_INT, SP_FIELD(users_per_prompt), "users (distinct questions) per system prompt"},
+    {"system-tokens", GEN_INT, SP_FIELD(system_tokens), "system prompt tokens, shared by its users"},
+    {"question-tokens", GEN_INT, SP_FIELD(question_tokens), "question tokens, one question per user"},
+    {"output-tokens", GEN_INT, SP_FIELD(output_tokens), "output tokens of every request"},
+    {"multi-turn", GEN_FLAG, SP_FIELD(multi_turn), "a user's prompt grows with its earlier questions and answers"},
+    {"stages", GEN_FN, FN_SP_STAGES, "load stages, requests/s for seconds each"},
+    {"arrivals", GEN_FN, FN_SP_ARRIVALS, "constant, poisson or jittered (inference-perf's timer)"},
+    {"requests", GEN_I64, SP_FIELD(requests), "stop after N requests (0 = when the stages end)"},
+    {"block-tokens", GEN_INT, SP_FIELD(block_tokens), "tokens per hash block"},
+    {"seed", GEN_SEED, SP_FIELD(seed), "RNG seed (same seed, same bytes)"},
+};
+#define NSP_OPTS (sizeof sp_opts / sizeof sp_opts[0])
+
+typedef enum gen_workload { WL_CONVERSATION, WL_RAG, WL_MQA, WL_SP, NWORKLOADS } gen_workload;
 
 static const struct {
     const char *name;
@@ -305,6 +370,11 @@ static const struct {
                 "Mooncake-format (hash_ids): users take turns asking short unique questions\n"
                 "about a ~10K-token document; a round's prompt = document + earlier rounds +\n"
                 "the new question, so earlier rounds are a reusable prefix."},
+    [WL_SP] = {"shared-prefix", sp_opts, NSP_OPTS,
+               "--workload shared-prefix: inference-perf's shared_prefix load, Mooncake-format\n"
+               "(hash_ids): a shuffled pool of system prompts x users (a shared system\n"
+               "prompt + a distinct question each) sent in turn, so later requests repeat\n"
+               "whole prompts, under constant or Poisson load stages."},
 };
 
 /* Every workload's options, filled before the workload is known. */
@@ -313,6 +383,7 @@ typedef struct gen_args {
     sim_tracegen_opts conv;
     sim_tracegen_rag_opts rag;
     sim_tracegen_mqa_opts mqa;
+    sim_tracegen_sp_opts sp;
 } gen_args;
 
 static gen_args gen_defaults(void)
@@ -320,7 +391,8 @@ static gen_args gen_defaults(void)
     return (gen_args){.wl = WL_CONVERSATION,
                       .conv = sim_tracegen_default_opts(),
                       .rag = sim_tracegen_rag_default_opts(),
-                      .mqa = sim_tracegen_mqa_default_opts()};
+                      .mqa = sim_tracegen_mqa_default_opts(),
+                      .sp = sim_tracegen_sp_default_opts()};
 }
 
 static void *gen_target(gen_args *a)
@@ -328,6 +400,7 @@ static void *gen_target(gen_args *a)
     switch (a->wl) {
     case WL_RAG: return &a->rag;
     case WL_MQA: return &a->mqa;
+    case WL_SP: return &a->sp;
     default: return &a->conv;
     }
 }
@@ -341,27 +414,32 @@ static void format_gen_default(const gen_opt *g, const void *d, char *buf, size_
     case GEN_DOUBLE: snprintf(buf, n, "%g", *(const double *)(const void *)p); break;
     case GEN_SEED: snprintf(buf, n, "%" PRIu64, *(const uint64_t *)(const void *)p); break;
     case GEN_PATH: snprintf(buf, n, "none"); break;
+    case GEN_FLAG: snprintf(buf, n, "%s", *(const bool *)(const void *)p ? "on" : "off"); break;
+    case GEN_FN: gen_fns[g->offset].format(d, buf, n); break;
     }
 }
 
 static void gen_usage(FILE *f)
 {
     gen_args d = gen_defaults();
-    fprintf(f, "usage: kvsim trace gen [--workload conversation|rag|multiround-qa] [options] -o FILE\n\n"
+    fprintf(f, "usage: kvsim trace gen [--workload conversation|rag|multiround-qa|shared-prefix] [options] -o FILE\n\n"
                "Write a seeded synthetic trace (JSONL); the same options and seed give the\n"
                "same bytes. An option of another workload is an error.\n\n"
                "  -o, --output FILE          where to write (\"-\" = stdout); required\n"
-               "  --workload NAME            conversation, rag or multiround-qa (default conversation)\n"
+               "  --workload NAME            conversation, rag, multiround-qa or shared-prefix\n"
+               "                             (default conversation)\n"
                "  -h, --help                 this text\n");
     for (int w = 0; w < NWORKLOADS; w++) {
         d.wl = (gen_workload)w;
         fprintf(f, "\n%s\n\n", workloads[w].about);
         for (size_t i = 0; i < workloads[w].nopts; i++) {
             const gen_opt *g = &workloads[w].opts[i];
-            char flag[40], def[32];
+            char flag[40], def[64];
             static const char *const metavar[] = {
-                [GEN_I64] = "N", [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N", [GEN_PATH] = "FILE"};
-            snprintf(flag, sizeof flag, "--%s %s", g->name, metavar[g->kind]);
+                [GEN_I64] = "N",     [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N",
+                [GEN_PATH] = "FILE", [GEN_FLAG] = "", [GEN_FN] = "VALUE"};
+            snprintf(flag, sizeof flag, "--%s %s", g->name,
+                     g->kind == GEN_FN ? gen_fns[g->offset].metavar : metavar[g->kind]);
             format_gen_default(g, gen_target(&d), def, sizeof def);
             fprintf(f, "  %-26s %s (default %s)\n", flag, g->help, def);
         }
@@ -377,6 +455,8 @@ static int set_gen_opt(const gen_opt *g, const char *arg, void *o, sim_err *err)
     switch (g->kind) {
     case GEN_DOUBLE: return sim_parse_double(arg, what, p, err);
     case GEN_PATH: *(const char **)p = arg; return 0;
+    case GEN_FLAG: *(bool *)p = true; return 0;
+    case GEN_FN: return gen_fns[g->offset].parse(arg, o, err);
     case GEN_I64: return sim_parse_i64(arg, what, p, err);
     case GEN_SEED:
         if (sim_parse_i64(arg, what, &v, err)) return -1;
@@ -439,7 +519,8 @@ static void gen_longopts(struct option *lo, const char **names)
             while (j < n && strcmp(names[j], name)) j++;
             if (j < n) continue;
             names[n] = name;
-            lo[n] = (struct option){name, required_argument, NULL, 256 + (int)n};
+            int has_arg = workloads[w].opts[i].kind == GEN_FLAG ? no_argument : required_argument;
+            lo[n] = (struct option){name, has_arg, NULL, 256 + (int)n};
             n++;
         }
     lo[n++] = (struct option){"workload", required_argument, NULL, 'w'};
@@ -459,6 +540,7 @@ static int write_trace(const gen_args *a, const char *path)
     switch (a->wl) {
     case WL_RAG: rc = sim_tracegen_rag_write(&a->rag, of.f, path, &written, &err); break;
     case WL_MQA: rc = sim_tracegen_mqa_write(&a->mqa, of.f, path, &written, &err); break;
+    case WL_SP: rc = sim_tracegen_sp_write(&a->sp, of.f, path, &written, &err); break;
     default: rc = sim_tracegen_write(&a->conv, of.f, path, &written, &err); break;
     }
     if ((rc = out_close(&of, "trace gen", rc, &err))) return rc;
@@ -473,6 +555,7 @@ static int gen_check(const gen_args *a, sim_err *err)
     switch (a->wl) {
     case WL_RAG: return sim_tracegen_rag_check(&a->rag, err);
     case WL_MQA: return sim_tracegen_mqa_check(&a->mqa, err);
+    case WL_SP: return sim_tracegen_sp_check(&a->sp, err);
     default: return sim_tracegen_check(&a->conv, err);
     }
 }
@@ -480,8 +563,8 @@ static int gen_check(const gen_args *a, sim_err *err)
 /* given[] has room for every argument. */
 static int gen_main(int argc, char **argv, gen_given *given)
 {
-    struct option longopts[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + 4];
-    const char *names[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS];
+    struct option longopts[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + NSP_OPTS + 4];
+    const char *names[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + NSP_OPTS];
     gen_longopts(longopts, names);
     gen_args a = gen_defaults();
     const char *path = NULL;
@@ -593,7 +676,7 @@ static int trace_import(int argc, char **argv)
 
 static const sim_cmd trace_cmds[] = {
     {"stats", "statistics and the infinite-cache hit rate of a trace", trace_stats},
-    {"gen", "write a seeded synthetic trace (conversation, RAG or multi-round QA)", trace_gen},
+    {"gen", "write a seeded synthetic trace (conversation, RAG, multi-round QA, shared prefix)", trace_gen},
     {"import", "convert a published trace (RAGPulse) into a segment trace", trace_import},
 };
 

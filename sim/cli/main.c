@@ -1,9 +1,11 @@
 /* sim/cli/main.c — the kvsim command-line entry point: dispatches to the
- * subcommand table. The only place in kvsim that decides the exit status. */
+ * subcommand table. The only place in kvsim that decides the exit status,
+ * and the one that checks standard output reached its destination. */
 #include "sim/cli/cli.h"
 #include "sim/results/results.h"
 #include "sim/util.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,8 @@ static const sim_cmd commands[] = {
     {"export", "a results DB's runs (config keys and summary as columns) or any table as CSV/TSV", cmd_export},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},
     {"cost", "the cost model's decode-iteration terms and prefill time for a config", cmd_cost},
+    {"validate", "replay measured runs of a real engine (vLLM) and report kvsim's error per metric", cmd_validate},
+    {"model", "model import: a model preset from a Hugging Face config.json", cmd_model},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -37,12 +41,9 @@ static void usage(FILE *f)
 #define KVSIM_GIT "unknown"
 #endif
 
-int main(int argc, char **argv)
+/* Run the command argv[1] names; *name says which, for close_stdout. */
+static int dispatch(int argc, char **argv, const char **name)
 {
-    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, which
-     * every output reports (exit 2, sim/outfile.h), instead of a signal that
-     * kills the run without a word. */
-    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return SIM_EXIT_USAGE;
@@ -57,10 +58,40 @@ int main(int argc, char **argv)
     }
     const char *names[NCOMMANDS];
     for (size_t i = 0; i < NCOMMANDS; i++) {
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            *name = commands[i].name;
+            return commands[i].fn(argc - 1, argv + 1);
+        }
         names[i] = commands[i].name;
     }
     fprintf(stderr, "kvsim: unknown command '%s'%s\n\n", argv[1], sim_did_you_mean(argv[1], names, NCOMMANDS));
     usage(stderr);
     return SIM_EXIT_USAGE;
+}
+
+/* A result printed to standard output that did not get there (a full disk,
+ * /dev/full, a closed pipe with SIGPIPE ignored) is an error: flush, check
+ * the stream's error flag (set by a write that failed earlier, whose cause
+ * stdio does not keep: EIO then) and the close of fd 1. Exit 2 naming the
+ * cause, unless the command already failed (its status stands). A close
+ * that fails with EBADF after nothing went wrong is stdout closed by the
+ * caller (kvsim ... >&-) with nothing written: not an error. */
+static int close_stdout(const char *name, int rc)
+{
+    int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+    if (fclose(stdout) && !e && errno != EBADF) e = errno;
+    if (!e) return rc;
+    fprintf(stderr, "kvsim%s%s: writing standard output: %s\n", *name ? " " : "", name, strerror(e));
+    return rc ? rc : SIM_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* A file-size limit (ulimit -f) makes write() fail with EFBIG, which
+     * every output reports (exit 2, sim/outfile.h), instead of a signal that
+     * kills the run without a word. */
+    signal(SIGXFSZ, SIG_IGN);
+    const char *name = "";
+    int rc = dispatch(argc, argv, &name);
+    return close_stdout(name, rc);
 }

@@ -232,6 +232,9 @@ static const num_field config_nums[] = {
     {"cost.decode_overhead_ms", CF(decode_overhead_s), 1e-3},
     {"cost.prefill_chunk_overhead_ms", CF(chunk_overhead_s), 1e-3},
     {"cost.transfer_latency_us", CF(transfer_latency_s), 1e-6},
+    {"engine.iter_overhead_ms", CF(iter_overhead_s), 1e-3},
+    {"engine.seq_overhead_ms", CF(seq_overhead_s), 1e-3},
+    {"engine.frontend_ms", CF(frontend_s), 1e-3},
     {"cost.noise", CF(noise), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
     {"cost.estimator_noise", CF(estimator_noise), 1},
@@ -459,7 +462,8 @@ static int read_typed(sim_config *c, sim_err *err)
         get_bool(root, "trace.skip_bad", &c->trace.skip_bad, err) ||
         get_bool(root, "trace.sort", &c->trace.sort, err) ||
         get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
-        get_bool(root, "metrics.sample_rows", &c->sample_rows, err))
+        get_bool(root, "metrics.sample_rows", &c->sample_rows, err) ||
+        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
         sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||
@@ -469,7 +473,9 @@ static int read_typed(sim_config *c, sim_err *err)
     if (c->block_tokens != c->trace.block_tokens)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);
-    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err))
+    static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
+    if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
+        get_choice(root, "cost.compute", computes, &c->compute, err))
         return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
@@ -593,7 +599,5 @@ bool sim_config_user_set(const sim_config *cfg, const char *key)
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)
 {
-    double per_block = sim_model_kv_bytes_per_token(&c->model) * c->block_tokens;
-    if (isinf(bytes)) return INT64_MAX / 4;
-    return (int64_t)floor(bytes / per_block);
+    return sim_count_in(bytes, sim_model_kv_bytes_per_token(&c->model) * c->block_tokens);
 }

@@ -47,6 +47,9 @@ typedef struct sim_fault {
 } sim_fault;
 
 enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE };
+/* cost.compute: auto = the profile tables when the hardware's calibration
+ * has them for the model, else analytic (sim/cost/cost.h). */
+enum { SIM_COMPUTE_AUTO = 0, SIM_COMPUTE_ANALYTIC, SIM_COMPUTE_PROFILE, SIM_COMPUTE_ENGINE };
 
 typedef struct sim_config {
     json_t *root;  /* resolved config (owned) */
@@ -95,6 +98,12 @@ typedef struct sim_config {
     sim_trace_opts trace;
 
     double prefill_mfu, decode_overhead_s, chunk_overhead_s, transfer_latency_s;
+    int compute; /* cost.compute: SIM_COMPUTE_* */
+    /* engine.*: a production engine's constants (cost.compute = "engine",
+     * docs/validation.md): CPU time per iteration and per scheduled
+     * sequence, and the front end's latency per request. */
+    double iter_overhead_s, seq_overhead_s, frontend_s;
+    bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;

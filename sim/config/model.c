@@ -12,12 +12,20 @@
 typedef struct int_field {
     const char *key;
     size_t offset;
+    bool optional; /* absent = 0 (unknown) */
 } int_field;
 
 static const int_field model_int_fields[] = {
-    {"layers", offsetof(sim_model, layers)},     {"hidden", offsetof(sim_model, hidden)},
-    {"heads", offsetof(sim_model, heads)},       {"kv_heads", offsetof(sim_model, kv_heads)},
-    {"head_dim", offsetof(sim_model, head_dim)}, {"dtype_bytes", offsetof(sim_model, dtype_bytes)},
+    {"layers", offsetof(sim_model, layers), false},
+    {"hidden", offsetof(sim_model, hidden), false},
+    {"heads", offsetof(sim_model, heads), false},
+    {"kv_heads", offsetof(sim_model, kv_heads), false},
+    {"head_dim", offsetof(sim_model, head_dim), false},
+    {"dtype_bytes", offsetof(sim_model, dtype_bytes), false},
+    {"intermediate", offsetof(sim_model, intermediate), true},
+    {"vocab", offsetof(sim_model, vocab), true},
+    {"experts", offsetof(sim_model, experts), true},
+    {"experts_per_token", offsetof(sim_model, experts_per_token), true},
 };
 
 static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)
@@ -30,23 +38,47 @@ static int get_positive(const json_t *obj, const char *key, double *out, sim_err
     return 0;
 }
 
+/* The integer fields, the embedding flag and the parameter count: given, or
+ * derived from the architecture when intermediate and vocab are known. */
+static int read_shape(const json_t *obj, sim_model *out, sim_err *err)
+{
+    for (size_t i = 0; i < sizeof model_int_fields / sizeof model_int_fields[0]; i++) {
+        const int_field *f = &model_int_fields[i];
+        double v;
+        if (f->optional && !json_object_get(obj, f->key)) continue;
+        if (get_positive(obj, f->key, &v, err)) return -1;
+        *(int *)((char *)out + f->offset) = (int)v;
+    }
+    const json_t *tied = json_object_get(obj, "tied_embeddings");
+    if (tied && !json_is_boolean(tied)) return sim_errf(err, "model: field 'tied_embeddings' must be true or false");
+    out->tied_embeddings = json_is_true(tied);
+    if (json_object_get(obj, "params")) return get_positive(obj, "params", &out->params, err);
+    out->params = sim_model_derived_params(out);
+    if (out->params <= 0)
+        return sim_errf(err, "model: missing field 'params' (or give 'intermediate' and 'vocab' to derive it)");
+    return 0;
+}
+
 int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
 {
     if (!json_is_object(obj)) return sim_errf(err, "model: expected a JSON object");
     memset(out, 0, sizeof *out);
     const char *name = json_string_value(json_object_get(obj, "name"));
     snprintf(out->name, sizeof out->name, "%s", name ? name : "inline");
-    for (size_t i = 0; i < sizeof model_int_fields / sizeof model_int_fields[0]; i++) {
-        double v;
-        if (get_positive(obj, model_int_fields[i].key, &v, err)) return -1;
-        *(int *)((char *)out + model_int_fields[i].offset) = (int)v;
-    }
-    if (get_positive(obj, "params", &out->params, err)) return -1;
+    if (read_shape(obj, out, err)) return -1;
     out->flops_a = 4;
     out->flops_b = 22;
     if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;
     if (json_object_get(obj, "flops_b") && get_positive(obj, "flops_b", &out->flops_b, err)) return -1;
     return 0;
+}
+
+double sim_model_derived_params(const sim_model *m)
+{
+    if (m->intermediate <= 0 || m->vocab <= 0) return 0;
+    double d = m->hidden, qo = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
+    double attention = d * qo + 2 * d * kv + qo * d, mlp = 3 * d * m->intermediate, norms = 2 * d;
+    return m->layers * (attention + mlp + norms) + (double)m->vocab * d * (m->tied_embeddings ? 1 : 2) + d;
 }
 
 int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err)

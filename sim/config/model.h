@@ -5,6 +5,7 @@
 #define SIM_MODEL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "sim/util.h"
 
@@ -15,14 +16,35 @@ typedef struct sim_model {
     int heads;  /* query heads */
     int kv_heads;
     int head_dim;
-    int dtype_bytes; /* s */
-    double params;   /* parameter count, for weight bytes and decode FLOPs */
-    double flops_a;  /* a in Mooncake Eq. 1 */
-    double flops_b;  /* b in Mooncake Eq. 1 */
+    int dtype_bytes;                /* s */
+    double params;                  /* parameter count, for weight bytes and decode FLOPs */
+    double flops_a;                 /* a in Mooncake Eq. 1 */
+    double flops_b;                 /* b in Mooncake Eq. 1 */
+    int intermediate, vocab;        /* FFN intermediate size, vocabulary size (0 = unknown) */
+    bool tied_embeddings;           /* the LM head shares the input embedding's weights */
+    int experts, experts_per_token; /* mixture of experts (0 = dense): known, refused by the cost model */
 } sim_model;
 
-/* From a JSON object with the fields above; errors name the missing field. */
+/* From a JSON object with the fields above; errors name the missing field.
+ * `params` may be absent when `intermediate` and `vocab` are given: it is
+ * then sim_model_derived_params. */
 int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err);
+
+/* The parameter count of a dense Llama-style decoder (gated MLP, RMSNorm, no
+ * biases) from its architecture, with h heads, h_kv KV heads of e dims,
+ * hidden d, intermediate i, vocabulary V:
+ *
+ *   P = l · (d·h·e + 2·d·h_kv·e + h·e·d      q, k, v and output projections
+ *            + 3·d·i                         gate, up and down projections
+ *            + 2·d)                          the two RMSNorms
+ *     + V·d·(tied ? 1 : 2)                   embedding (and untied LM head)
+ *     + d                                    the final norm
+ *
+ * Llama-3.1-8B 8,030,261,248; Llama-2-70B 68,976,648,192; CodeLlama-34B
+ * 33,743,970,304; Qwen3-14B 14,768,296,960 (Qwen3's per-layer q_norm and
+ * k_norm, 2·e each, are not counted: 10,240 more; Qwen2.5's q/k/v biases
+ * neither). 0 when intermediate or vocab is unknown. */
+double sim_model_derived_params(const sim_model *m);
 /* A preset by name (configs/models/NAME.json under the config dir) or path. */
 int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err);
 
@@ -32,6 +54,21 @@ double sim_model_kv_bytes_per_token(const sim_model *m);
 double sim_model_weight_bytes(const sim_model *m);
 /* GQA ratio: heads / kv_heads */
 double sim_model_gqa(const sim_model *m);
+
+/* `kvsim model import` (sim/config/model_import.c): a Hugging Face
+ * config.json read into a preset. */
+typedef struct sim_hf_import {
+    sim_model model; /* as a run would load the preset */
+    json_t *preset;  /* the preset object to write (caller json_decref) */
+    char note[256];  /* what was taken for absent keys; "" when nothing */
+} sim_hf_import;
+
+/* Read the config.json at path into a preset named name: the architecture
+ * keys mapped to the preset's, params by sim_model_derived_params, every
+ * field checked against its model.* schema row. Errors name the file and the
+ * key: a missing required key, a mixture-of-experts config (not supported),
+ * an unknown torch_dtype. */
+int sim_model_import_hf(const char *path, const char *name, sim_hf_import *out, sim_err *err);
 
 /* Directory holding configs/ presets: $KVSIM_CONFIG_DIR, else the configs/
  * beside the running binary's build/ directory (or PREFIX/share/kvsim/configs

@@ -28,8 +28,9 @@
 static const sim_config_key keys[] = {
     OTHER("about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     OTHER("model", SIM_KEY_PRESET,
-          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`) or an inline object with the "
-          "`model.*` keys below"),
+          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`, `qwen3-14b`, `codellama-34b`, "
+          "`llama-2-70b`; `kvsim model import` writes one from a Hugging Face config.json) or an inline object with "
+          "the `model.*` keys below"),
     OTHER("model.name", SIM_KEY_STRING, "the model's name in output", .optional = true),
     OTHER("model.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     INT("model.layers", "", 1, 4096, "transformer layers"),
@@ -38,13 +39,27 @@ static const sim_config_key keys[] = {
     INT("model.kv_heads", "", 1, 65536, "KV heads (GQA)"),
     INT("model.head_dim", "", 1, 65536, "head dimension"),
     INT("model.dtype_bytes", "bytes", 1, 16, "bytes per KV element"),
-    POS("model.params", "", 1e16, "parameters (weights = params × dtype_bytes)"),
+    ROW("model.params", SIM_KEY_NUMBER, "", 0, 1e16, .lo_open = true, .optional = true,
+        .meaning = "parameters (weights = params × dtype_bytes); absent = derived from the architecture when "
+                   "`model.intermediate` and `model.vocab` are given (sim/config/model.h)"),
+    ROW("model.intermediate", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "FFN intermediate size (gated MLP); absent = unknown"),
+    ROW("model.vocab", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "vocabulary size; absent = unknown"),
+    ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
+        .meaning = "the LM head shares the input embedding's weights; absent = false"),
+    ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts of a mixture-of-experts model; absent = dense. Such a preset is known but not yet "
+                   "modelled: a run refuses it (issue 33), `kvsim validate` lists it as not expressible"),
+    ROW("model.experts_per_token", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts each token is routed to (mixture of experts)"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
     ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term b of Mooncake Eq. 1 (default 22)"),
     OTHER("hardware", SIM_KEY_PRESET,
-          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x8`, `h200x1`, `cpu-local`) or an inline "
+          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x2`, `h100x4`, `h100x8`, `h200x1`, "
+          "`cpu-local`) or an inline "
           "object with the `hardware.*` keys below"),
     OTHER("hardware.name", SIM_KEY_STRING, "the hardware's name in output", .optional = true),
     OTHER("hardware.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
@@ -125,6 +140,18 @@ static const sim_config_key keys[] = {
     NUM("kvstore.remote.latency_us", "µs", 0, 1e9, "the remote store's per-transfer latency"),
     INT("engine.max_num_batched_tokens", "tokens", 1, 1 << 24,
         "an aggregated iteration's token budget (decodes + prefill chunks); at least one page"),
+    BOOL("engine.async_scheduling",
+         "aggregated instances schedule step N+1 while step N runs (vLLM's async scheduling, the default since "
+         "v0.12, vllm-project/vllm#27614): a request that arrives during a step joins the step after the next"),
+    NUM("engine.iter_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = engine: CPU time per iteration (scheduling, input preparation, sampling launch); fitted "
+        "on vLLM runs (docs/validation.md)"),
+    NUM("engine.seq_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = engine: CPU time per scheduled sequence per iteration (sampling, detokenizing, "
+        "streaming); fitted on vLLM runs"),
+    NUM("engine.frontend_ms", "ms", 0, 1e6,
+        "cost.compute = engine: the API server's latency per request (tokenizing, queueing into the engine, "
+        "first-token streaming), added before a request reaches the scheduler; fitted on vLLM runs"),
     CHOICE("policy.router", "",
            "prefill router: `random`, `round_robin`, `least_loaded`, `cache_aware_local`, `kvcentric`"),
     CHOICE("policy.decode", "", "decode selector (`kvsim policies`)"),
@@ -142,7 +169,12 @@ static const sim_config_key keys[] = {
     BOOL("trace.sort", "sort unsorted timestamps instead of stopping"),
     INT("trace.block_tokens", "tokens", 1, 1 << 20, "tokens per trace hash block"),
     NUM("cost.prefill_mfu", "", 1e-3, 1, "model FLOPs utilization of prefill (and decode compute)"),
-    NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration"),
+    CHOICE("cost.compute", "auto|analytic|profile|engine",
+           "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "
+           "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
+           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (profile when the tables "
+           "exist, else analytic)"),
+    NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration (analytic and profile)"),
     NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
     NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),
     NUM("cost.noise", "", 0, 1, "relative Gaussian noise on true prefill and decode times"),
@@ -313,6 +345,8 @@ static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
     }
     return 0;
 }
+
+int sim_config_check_key(const sim_config_key *k, const json_t *v, sim_err *err) { return check_key(k, v, err); }
 
 /* Every key of a preset object (model, hardware: free-form in the tree, so
  * not checked when merged) is a schema row: a misspelt field is an error

@@ -54,6 +54,10 @@ const json_t *sim_config_path_get(const json_t *root, const char *path);
  * range: "config key 'cost.prefill_mfu': 1e-300 is out of range (0, 1]". */
 int sim_config_check_schema(const json_t *root, sim_err *err);
 
+/* Check one value against its row (type and range), with the message of
+ * sim_config_check_schema. */
+int sim_config_check_key(const sim_config_key *k, const json_t *v, sim_err *err);
+
 /* The allowed values of k as text: "(0, 1]", "[1, 4096]", "lru|fifo", ... */
 void sim_config_key_range(const sim_config_key *k, char *buf, size_t n);
 const char *sim_config_key_type_name(sim_key_type t);

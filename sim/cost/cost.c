@@ -63,9 +63,32 @@ static void allreduce_init(sim_cost *c)
     c->ar_s_per_token = per_layer * 2 * (g - 1) / g * c->model->hidden * c->model->dtype_bytes / hw->link_Bps;
 }
 
+double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs)
+{
+    double i = m->intermediate > 0 ? m->intermediate : 4.0 * m->hidden;
+    return (double)tokens * (2 * i + 4.0 * m->hidden) * m->dtype_bytes + (double)seqs * m->vocab * 4.0;
+}
+
+/* Engine mode (cost.h): what a pass streams and what an iteration costs the CPU. */
+static void engine_init(sim_cost *c, const sim_config *cfg)
+{
+    const sim_model *m = c->model;
+    double embed = m->tied_embeddings ? 0 : (double)m->vocab * m->hidden * m->dtype_bytes;
+    c->engine = true;
+    c->pass_weight_bytes = c->weight_bytes - embed;
+    c->iter_overhead_s = cfg->iter_overhead_s;
+    c->seq_overhead_s = cfg->seq_overhead_s;
+    c->activation_bytes = sim_cost_activation_bytes(m, cfg->max_num_batched_tokens, cfg->decode_max_batch);
+}
+
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
     const sim_hw *hw = &cfg->hw;
+    if (cfg->model.experts > 1)
+        return sim_errf(err,
+                        "model '%s' is a mixture of experts (%d experts, %d per token): kvsim's cost model is for "
+                        "dense models so far (mixture-of-experts costs are issue 33)",
+                        cfg->model.name, cfg->model.experts, cfg->model.experts_per_token);
     *c = (sim_cost){
         .model = &cfg->model,
         .hw = hw,
@@ -81,10 +104,18 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
         .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps, hw->ssd_latency_s,
                    hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps, false, 0, 0},
     };
+    c->pass_weight_bytes = c->weight_bytes;
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
+    if (cfg->compute == SIM_COMPUTE_PROFILE && !c->profiled)
+        return sim_errf(err,
+                        "cost.compute: \"profile\" needs measured tables for model '%s' on %d GPU(s) in hardware "
+                        "'%s''s calibration file (%s); use \"analytic\" or \"engine\"",
+                        cfg->model.name, hw->gpus, hw->name, hw->calibration[0] ? hw->calibration : "none");
+    if (cfg->compute == SIM_COMPUTE_ANALYTIC || cfg->compute == SIM_COMPUTE_ENGINE) c->profiled = false;
+    if (cfg->compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
     allreduce_init(c);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
-    c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes;
+    c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes - c->activation_bytes;
     return 0;
 }
 
@@ -124,7 +155,7 @@ double sim_prefill_flops(const sim_model *m, double n)
  * tokens, docs/cost-model.md). */
 static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes)
 {
-    double compute = flops / (c->hw->flops * c->mfu), floor = passes * c->weight_bytes / c->hbm_Bps;
+    double compute = flops / (c->hw->flops * c->mfu), floor = passes * c->pass_weight_bytes / c->hbm_Bps;
     return compute > floor ? compute : floor;
 }
 
@@ -159,6 +190,7 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
 
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
 {
+    if (c->engine) return sim_cost_prefill_pass_s(c, len, o) + c->iter_overhead_s + c->seq_overhead_s;
     return sim_cost_prefill_pass_s(c, len, o) + c->chunk_overhead_s;
 }
 
@@ -179,9 +211,12 @@ double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b)
         mem = sim_profile_decode_s(&c->profile, b->decodes > 0 ? b->decodes : 1, (double)b->kv_tokens);
         compute = b->chunk_tokens > 0 ? sim_profile_prefill_s(&c->profile, b->chunk_tokens, b->chunk_cached) : 0;
     } else {
-        mem = (c->weight_bytes + (double)b->kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
+        mem = (c->pass_weight_bytes + (double)b->kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
         compute = (b->prefill_flops + b->decodes * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
     }
+    if (c->engine)
+        return fmax(mem, compute) + sim_cost_allreduce_s(c, b->decodes + b->chunk_tokens) + c->iter_overhead_s +
+               c->seq_overhead_s * (b->decodes + b->nchunks);
     return fmax(mem, compute) + sim_cost_allreduce_s(c, b->decodes) + c->decode_overhead_s +
            (b->nchunks > 0 ? c->chunk_overhead_s : 0);
 }
@@ -195,11 +230,11 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
         return p;
     }
     sim_decode_terms t = {
-        .mem_s = (c->weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
+        .mem_s = (c->pass_weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
         .compute_s = (batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch)) +
                      (double)ctx_tokens * c->attn_flops / (c->hw->flops * c->mfu),
         .allreduce_s = sim_cost_allreduce_s(c, batch),
-        .overhead_s = c->decode_overhead_s,
+        .overhead_s = c->engine ? c->iter_overhead_s + c->seq_overhead_s * batch : c->decode_overhead_s,
     };
     t.total_s = fmax(t.mem_s, t.compute_s) + t.allreduce_s + t.overhead_s;
     return t;

@@ -16,6 +16,14 @@
  *                     H2D, D2H and SSD curves t = alpha + bytes/beta come
  *                     from a calibration file when the hardware preset names
  *                     one ("calibration": path; sim/cost/calib.h).
+ *   engine mode       cost.compute = "engine" (docs/validation.md): a
+ *                     production engine under CUDA graphs. An iteration
+ *                     takes max((W_pass + Σ KV) / B_hbm, FLOPs / (G · mfu))
+ *                     + all-reduce + engine.iter_overhead_ms
+ *                     + engine.seq_overhead_ms × sequences in it, where
+ *                     W_pass = weights less the input embedding (a gather);
+ *                     HBM for KV also leaves the activation peak of a
+ *                     token-budget pass (sim_cost_activation_bytes).
  *   profile tables    when that calibration file also holds measured prefill
  *                     and decode times for the config's model on as many GPUs
  *                     as the hardware has (its "compute" section, written by
@@ -59,6 +67,11 @@ typedef struct sim_cost {
      * (profile_gpus_mismatch: analytic, and `kvsim cost` says why). */
     bool profiled, profile_gpus_mismatch;
     sim_profile profile;
+    /* Engine mode (cost.compute = "engine"): a pass reads pass_weight_bytes
+     * (the input embedding is a gather, not a stream) and each iteration
+     * pays iter_overhead_s + seq_overhead_s per sequence in it. */
+    bool engine;
+    double pass_weight_bytes, iter_overhead_s, seq_overhead_s, activation_bytes;
     /* The compute time of a decode step of b < SIM_DECODE_TABLE requests,
      * computed once by the same expression (no division per step). */
     double decode_compute_s[SIM_DECODE_TABLE];
@@ -124,6 +137,11 @@ double sim_cost_h2d_pages_s(const sim_cost *c, double page_bytes, double pages);
 double sim_cost_ssd_read_s(const sim_cost *c, double bytes);
 double sim_cost_ssd_write_s(const sim_cost *c, double bytes);
 double sim_cost_nic_s(const sim_cost *c, double bytes);
+/* Engine mode's activation reserve, as vLLM's profiling pass finds it: the
+ * peak of a forward pass over `tokens` tokens (the MLP's gate and up
+ * outputs and the residual stream, tokens · (2 · i + 4 · d) · s) plus the
+ * logits of `seqs` sequences in fp32 (seqs · V · 4). */
+double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs);
 /* Tokens of KV a decode instance can hold in HBM. */
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
 

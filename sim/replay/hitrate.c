@@ -233,11 +233,7 @@ void kv_hitrate_spec_free(kv_hitrate_spec *s)
     s->params = NULL;
 }
 
-int64_t kv_tokens_to_blocks(double tokens, int block_tokens)
-{
-    double b = floor(tokens / block_tokens);
-    return b >= 9.2e18 ? INT64_MAX : (int64_t)b;
-}
+int64_t kv_tokens_to_blocks(double tokens, int block_tokens) { return sim_count_in(tokens, block_tokens); }
 
 static int set_trace(kv_hitrate_spec *s, const char *key, const char *v, sim_err *err)
 {

@@ -143,7 +143,7 @@ int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capaci
  * admitted (DESIGN §4). */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
 
-/* Capacity in blocks for a capacity in tokens (floor; INFINITY → INT64_MAX). */
+/* Capacity in blocks for a capacity in tokens (floor; INFINITY → SIM_COUNT_UNBOUNDED). */
 int64_t kv_tokens_to_blocks(double tokens, int block_tokens);
 
 /* ---- storing points (kvsim hitrate --db; hitrate_db.c) ------------------ */

@@ -128,7 +128,7 @@ void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic
                        .prefix_tokens = prefix_tokens,
                        .cacheblend_ratio = 0.15,
                        .epic_tokens = 16,
-                       .capacity_blocks = INT64_MAX};
+                       .capacity_blocks = SIM_COUNT_UNBOUNDED};
     kv_pic_result r;
     kv_pic_replay(t, kv_pic_policy_lookup("prefix"), &p, 1, &r);
     out->reusable_fraction_prefix = 1 - r.recompute_fraction;

@@ -39,7 +39,8 @@ static const char schema_sql[] =
     " input_len INTEGER, output_len INTEGER, blocks INTEGER, prefill_inst INTEGER, decode_inst INTEGER,"
     " hit_blocks INTEGER, hit_tokens INTEGER, remote_blocks INTEGER, prefill_start_ms REAL,"
     " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
-    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, PRIMARY KEY(run_id, id));"
+    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, itl_ms REAL, PRIMARY KEY(run_id, "
+    "id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
     " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL, running INTEGER);"
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
@@ -55,7 +56,7 @@ static const char index_sql[] = "CREATE INDEX IF NOT EXISTS samples_by_run ON sa
 
 static const char insert_request_sql[] =
     "INSERT INTO requests "
-    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)";
+    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)";
 static const char insert_sample_sql[] =
     "INSERT INTO samples(run_id, t_ms, instance, role, state, queue_len, load, batch, kv_used, running)"
     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)";
@@ -71,7 +72,7 @@ typedef struct tally {
     int64_t n, done, lost, eff, retries, tokens, stage[SIM_NSTAGES];
     int64_t pre_blocks, pre_hit, pre_input, pre_hit_tokens, pre_remote; /* over prefill-started rows */
     int64_t cap;                                                        /* ids the arrays hold */
-    by_id ttft, tbt, gpu;                                               /* gpu: NAN unless the prefill started */
+    by_id ttft, tbt, gpu, e2e, itl;                                     /* gpu: NAN unless the prefill started */
 } tally;
 
 struct sim_results {
@@ -91,6 +92,8 @@ static void tally_reset(tally *t)
     free(t->ttft.v);
     free(t->tbt.v);
     free(t->gpu.v);
+    free(t->e2e.v);
+    free(t->itl.v);
     *t = (tally){0};
 }
 
@@ -100,8 +103,8 @@ static void tally_grow(tally *t, int64_t id)
     if (id < t->cap) return;
     int64_t cap = t->cap ? t->cap : 1024;
     while (cap <= id) cap *= 2;
-    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu};
-    for (int a = 0; a < 3; a++) {
+    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu, &t->e2e, &t->itl};
+    for (int a = 0; a < 5; a++) {
         arrays[a]->v = sim_xrealloc(arrays[a]->v, (size_t)cap * sizeof(double));
         for (int64_t i = t->cap; i < cap; i++) arrays[a]->v[i] = NAN;
     }
@@ -120,6 +123,8 @@ static void tally_add(tally *t, const sim_request_row *w)
     if (w->stage == SIM_STAGE_NONE) t->tokens += w->tokens;
     if (w->ttft_ms >= 0) t->ttft.v[w->id] = w->ttft_ms;
     if (w->tbt_ms >= 0) t->tbt.v[w->id] = w->tbt_ms;
+    if (w->e2e_ms >= 0) t->e2e.v[w->id] = w->e2e_ms;
+    if (w->itl_ms >= 0) t->itl.v[w->id] = w->itl_ms;
     if (w->prefill_start_ms < 0) return;
     t->pre_blocks += w->blocks;
     t->pre_hit += w->hit_blocks;
@@ -165,6 +170,7 @@ static const struct {
     {"hitrate", "kv_bytes_per_token",
      "ALTER TABLE hitrate ADD COLUMN model TEXT; ALTER TABLE hitrate ADD COLUMN kv_bytes_per_token REAL"},
     {"samples", "running", "ALTER TABLE samples ADD COLUMN running INTEGER"},
+    {"requests", "itl_ms", "ALTER TABLE requests ADD COLUMN itl_ms REAL"},
 };
 
 static int upgrade(sim_results *r, sim_err *err)
@@ -315,6 +321,7 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
     if (w->stage == SIM_STAGE_NONE) sqlite3_bind_null(st, 23);
     else sqlite3_bind_text(st, 23, sim_stage_names[w->stage], -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 24, w->effective);
+    bind_opt(st, 25, w->itl_ms);
     return step_reset(r, st, "insert request", err);
 }
 
@@ -472,6 +479,8 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
     if (*out) {
         json_object_set_new(*out, "lost", json_integer((json_int_t)t->lost));
         json_object_set_new(*out, "retries", json_integer((json_int_t)t->retries));
+        json_object_set_new(*out, "e2e_ms", dist(t, &t->e2e));
+        json_object_set_new(*out, "itl_ms", dist(t, &t->itl));
     }
     return *out ? 0 : sim_errf(err, "results: building the summary failed");
 }

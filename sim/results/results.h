@@ -61,6 +61,7 @@ typedef struct sim_request_row {
     int32_t hit_blocks, hit_tokens, remote_blocks;
     double prefill_start_ms, first_token_ms, done_ms; /* < 0 = never happened */
     double ttft_ms, tbt_ms, e2e_ms;                   /* < 0 = undefined */
+    double itl_ms; /* mean inter-token interval: (last − first token) / (output_len − 1); < 0 = undefined */
     double prefill_gpu_s;
     int32_t tokens;
     int32_t retries; /* restarts after instance failures */

@@ -19,8 +19,12 @@
  * The bottleneck is the busiest kind; each saturated kind (above 95%)
  * comes with the instance count that would bring it to 0.8 at the same load
  * (utilisation scales as 1 / instances: a first estimate, not a plan).
- * Prefill and GPU utilisation are busy fractions; decode's is the share
- * of its capacity (HBM KV) that running batches held (docs/definitions.md).
+ * Prefill utilisation is a busy fraction; decode's is the share of its
+ * capacity (HBM KV) that running batches held; an aggregated instance's
+ * ("gpu") is the time-weighted share of its capacity its iterations held:
+ * the largest of token budget, max_num_seqs and KV pages (busy time is
+ * not headroom there: continuous batching iterates whenever anything runs;
+ * the busy fraction is kept as gpu_busy; docs/definitions.md).
  * The summary's decode_load (KV reserved against HBM, reservations of
  * requests still in prefill queues included, or the iteration against the
  * TBT SLO) is not used: an overloaded prefill side piles reservations on
@@ -45,7 +49,7 @@ typedef struct kind_info {
 static const kind_info kinds[] = {
     {"prefill", "prefill compute"},
     {"decode", "decode"},
-    {"gpu", "GPU (prefill and decode)"},
+    {"gpu", "aggregated instances (token budget, max_num_seqs or KV pages)"},
 };
 
 static int instances_of(const sim_config *cfg, const char *key)

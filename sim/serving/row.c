@@ -22,6 +22,7 @@ void sim_serving_row(const sim_config *cfg, const sim_request *r, sim_stage stag
         .ttft_ms = ttft,
         .tbt_ms = tbt,
         .e2e_ms = done ? sim_ns_to_ms(last_token - r->arrival_ns) : -1,
+        .itl_ms = done && r->output_len > 1 ? sim_ns_to_ms(last_token - first_token) / (r->output_len - 1) : -1,
         .stage = stage,
         .effective = done && ttft <= slo_ttft && tbt <= slo_tbt,
     };

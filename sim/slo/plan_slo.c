@@ -4,7 +4,6 @@
  * at the end unless --db names one), the steps in order (floor.c,
  * search.c) and the `kvsim run` line that reproduces the cheapest point.
  * The targets' names are targets.c, the JSON of a result result.c. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "sim/config/config.h"
 #include "sim/config/scope.h"
+#include "sim/outfile.h"
 #include "sim/slo/slo_int.h"
 #include "sim/trace/trace.h"
 
@@ -135,32 +135,14 @@ static int open_db(slo_plan *pl, sim_err *err)
     return 0;
 }
 
-/* Remove a folder and what is in it (the temporary database's). */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char child[PATH_MAX + 256];
-        snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-        if (unlink(child) != 0) remove_tree(child);
-    }
-    if (d) closedir(d);
-    rmdir(path);
-}
-
-/* Append arg to buf, single-quoted for a shell when it needs to be. */
+/* Append arg to buf as a shell word (sim_sh_word), after a space. */
 static size_t shell_arg(char *buf, size_t used, size_t n, const char *arg)
 {
-    bool plain = *arg != 0;
-    for (const char *c = arg; *c; c++)
-        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *c) != NULL;
     if (used >= n) return used;
-    if (plain) return used + (size_t)snprintf(buf + used, n - used, " %s", arg);
-    used += (size_t)snprintf(buf + used, n - used, " '");
-    for (const char *c = arg; *c && used < n; c++)
-        used += (size_t)snprintf(buf + used, n - used, *c == '\'' ? "'\\''" : "%c", *c);
-    return used < n ? used + (size_t)snprintf(buf + used, n - used, "'") : used;
+    char *q = sim_sh_word(arg);
+    used += (size_t)snprintf(buf + used, n - used, " %s", q);
+    free(q);
+    return used;
 }
 
 /* The `kvsim run` line of the cheapest point. */
@@ -195,7 +177,7 @@ int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
     if (rc == 0 && pl.ncpp > 0) rc = open_db(&pl, err) || slo_search(&pl, err) ? -1 : 0;
     if (rc == 0 && r->cheapest >= 0) reproduce(&pl);
     r->stop_signal = pl.stop_signal;
-    if (pl.tmpdir[0]) remove_tree(pl.tmpdir);
+    if (pl.tmpdir[0]) sim_remove_tree(pl.tmpdir);
     for (int i = 0; i < pl.nbase; i++) free(pl.base[i]);
     free(pl.base);
     r->wall_seconds = sim_wall_seconds() - t0;

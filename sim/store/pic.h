@@ -25,7 +25,7 @@ typedef struct kv_pic_params {
     int prefix_tokens;       /* tokens per content block of a prefix segment (trace.block_tokens: 512) */
     double cacheblend_ratio; /* share of a reused chunk CacheBlend recomputes (0.15) */
     int epic_tokens;         /* leading tokens of a reused chunk EPIC recomputes (16) */
-    int64_t capacity_blocks; /* C: store capacity; INT64_MAX = unlimited */
+    int64_t capacity_blocks; /* C: store capacity; SIM_COUNT_UNBOUNDED = unlimited */
     bool private_counts;     /* private blocks share C with the store (a timed run's HBM) */
 } kv_pic_params;
 
@@ -39,6 +39,7 @@ typedef struct kv_pic_outcome {
     int64_t reused_blocks;      /* store blocks read instead of computed (load cost) */
     int64_t private_blocks;     /* blocks of this request alone */
     bool unsegmented;           /* r had no segments: admitted as one unique prompt, computed in full */
+    int64_t adds_blocks;        /* with only_if_fits: what admitting adds to the footprint */
 } kv_pic_outcome;
 
 /* The policies: name → implementation (sim/store/pic_registry.c). */

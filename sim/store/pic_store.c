@@ -271,7 +271,7 @@ int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_tick
     *o = (kv_pic_outcome){.input_tokens = r->input_len, .unsegmented = r == &plain};
     s->pol->account(&s->p, r, s->items, n, o);
     if (only_if_fits) {
-        int64_t d = footprint_delta(s, s->items, n, o);
+        int64_t d = o->adds_blocks = footprint_delta(s, s->items, n, o);
         if (d > s->p.capacity_blocks) return 2;
         if (kv_pic_footprint(s) + d > s->p.capacity_blocks) return 1;
     }

@@ -14,16 +14,12 @@
 #include "sim/sweep/sweep.h"
 #include "sim/sweep/sweep_int.h"
 
-/* A word for sh: as is when it is plain, else single-quoted. */
+/* A word for sh (sim_sh_word), after a space. */
 static void put_word(FILE *f, const char *w)
 {
-    if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") == strlen(w)) {
-        fprintf(f, " %s", w);
-        return;
-    }
-    fputs(" '", f);
-    for (; *w; w++) *w == '\'' ? fputs("'\\''", f) : fputc(*w, f);
-    fputc('\'', f);
+    char *q = sim_sh_word(w);
+    fprintf(f, " %s", q);
+    free(q);
 }
 
 int sim_sweep_emit(const sim_sweep *s, sim_err *err)

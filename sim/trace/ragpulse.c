@@ -13,7 +13,13 @@
  * data: its parts are kept, input_length is raised to their sum, and the
  * stats count it (first line, largest excess) for the caller to warn about.
  * (3) Stable-sort by timestamp (ties keep file order), number the sessions
- * in order of first appearance, and write the lines. */
+ * in order of first appearance, and write the lines.
+ *
+ * What is written, the trace reader (sim/trace/trace.c) accepts, request
+ * for request: every count in its range, a timestamp its ns clock holds, a
+ * prefix of one id per 512 tokens, no id that reads back as null, at least
+ * one request. Input that would break that is an error naming file, line
+ * and field (tests/fuzz/fuzz_ragpulse.c checks the round trip). */
 #include "sim/trace/ragpulse.h"
 #include "sim/trace/trace_int.h"
 
@@ -52,12 +58,10 @@ typedef struct rp_lines {
     int64_t lineno;
 } rp_lines;
 
-static int lines_open(rp_lines *l, const char *dir, const char *file, sim_err *err)
+static int lines_open(rp_lines *l, const char *path, sim_err *err)
 {
     memset(l, 0, sizeof *l);
-    size_t n = strlen(dir) + strlen(file) + 2;
-    l->path = sim_xmalloc(n);
-    snprintf(l->path, n, "%s/%s", dir, file);
+    l->path = sim_xstrdup(path);
     l->f = fopen(l->path, "r");
     if (!l->f) return sim_errf(err, "%s: cannot open: %s", l->path, strerror(errno));
     return 0;
@@ -82,10 +86,13 @@ static int at_err(const rp_lines *l, sim_err *err, const char *field, const char
     return rc;
 }
 
-static bool blank(const char *s)
+/* Whitespace only, over all n bytes: a line that starts with a NUL byte is
+ * not blank (the JSON parser then says what is wrong with it). */
+static bool blank(const char *s, size_t n)
 {
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
-    return *s == 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return false;
+    return true;
 }
 
 /* The next non-blank line as a JSON object: 1 with *obj set (caller
@@ -95,7 +102,9 @@ static int lines_next(rp_lines *l, json_t **obj, sim_err *err)
     ssize_t len;
     while ((len = getline(&l->buf, &l->cap, l->f)) >= 0) {
         l->lineno++;
-        if (blank(l->buf)) continue;
+        if (blank(l->buf, (size_t)len)) continue;
+        const char *nul = memchr(l->buf, 0, (size_t)len);
+        if (nul) return at_err(l, err, "json", "a NUL byte at byte %td of the line (not JSON text)", nul - l->buf + 1);
         json_error_t je;
         *obj = json_loadb(l->buf, (size_t)len, JSON_REJECT_DUPLICATES, &je);
         if (!*obj) return at_err(l, err, "json", "malformed JSON (%s)", je.text);
@@ -108,14 +117,18 @@ static int lines_next(rp_lines *l, json_t **obj, sim_err *err)
     return 0;
 }
 
-/* An integer field in [0, max] (`field` names it in messages). */
-static int get_count(const rp_lines *l, const json_t *v, const char *field, int64_t max, int64_t *out, sim_err *err)
+/* A token count in [min, SIM_TRACE_MAX_TOKENS], the trace reader's range
+ * (`field` names it in messages). */
+static int get_count(const rp_lines *l, const json_t *v, const char *field, int64_t min, int64_t *out, sim_err *err)
 {
     if (!v) return at_err(l, err, field, "missing");
     if (!json_is_integer(v)) return at_err(l, err, field, "expected an integer, got %s", sim_json_type_name(v));
     *out = json_integer_value(v);
     if (*out < 0) return at_err(l, err, field, "%" PRId64 " is negative", *out);
-    if (*out > max) return at_err(l, err, field, "%" PRId64 " is too large (at most %" PRId64 ")", *out, max);
+    if (*out < min)
+        return at_err(l, err, field, "%" PRId64 " tokens (a request needs at least %" PRId64 ")", *out, min);
+    if (*out > SIM_TRACE_MAX_TOKENS)
+        return at_err(l, err, field, "%" PRId64 " tokens is too large (at most %d)", *out, SIM_TRACE_MAX_TOKENS);
     return 0;
 }
 
@@ -136,12 +149,10 @@ typedef struct rp_table {
 
 enum { T_SYS, T_PASSAGES, T_HISTORY, T_USER, T_WEB, NTABLES };
 
-static const struct {
-    const char *file, *key;
-} table_names[NTABLES] = {
-    [T_SYS] = {"1_sys_prompt.jsonl", "sys_prompt_id"}, [T_PASSAGES] = {"2_passages.jsonl", "passage_id"},
-    [T_HISTORY] = {"3_history.jsonl", "history_id"},   [T_USER] = {"4_user_input.jsonl", "user_input_id"},
-    [T_WEB] = {"5_web_search.jsonl", "web_search_id"},
+/* Each table's id key; its file is sim_ragpulse_files[1 + table]. */
+static const char *const table_keys[NTABLES] = {
+    [T_SYS] = "sys_prompt_id",  [T_PASSAGES] = "passage_id", [T_HISTORY] = "history_id",
+    [T_USER] = "user_input_id", [T_WEB] = "web_search_id",
 };
 
 /* One row {"KEY": id, "token_length": L} into t. */
@@ -151,8 +162,10 @@ static int table_row(rp_table *t, const rp_lines *l, const json_t *row, sim_err 
     int64_t len;
     if (!idv) return at_err(l, err, t->key, "missing");
     if (!json_is_integer(idv)) return at_err(l, err, t->key, "expected an integer, got %s", sim_json_type_name(idv));
-    if (get_count(l, json_object_get(row, "token_length"), "token_length", INT32_MAX, &len, err)) return -1;
+    if (get_count(l, json_object_get(row, "token_length"), "token_length", 0, &len, err)) return -1;
     int64_t id = json_integer_value(idv);
+    if (id == SIM_SEG_NULL_ID) /* a segment id of INT64_MIN is written as null: unique text */
+        return at_err(l, err, t->key, "id %" PRId64 " is reserved (a segment trace's null id); renumber it", id);
     uint64_t where;
     int64_t prev = sim_keymap_probe(&t->map, (uint64_t)id, &where);
     if (prev != SIM_KEYMAP_ABSENT)
@@ -163,14 +176,14 @@ static int table_row(rp_table *t, const rp_lines *l, const json_t *row, sim_err 
     return 0;
 }
 
-static int table_load(rp_table *t, const char *dir, int which, sim_err *err)
+static int table_load(rp_table *t, const char *path, int which, sim_err *err)
 {
     memset(t, 0, sizeof *t);
-    t->file = table_names[which].file;
-    t->key = table_names[which].key;
+    t->file = sim_ragpulse_files[1 + which];
+    t->key = table_keys[which];
     sim_keymap_init(&t->map, 1024);
     rp_lines l;
-    int rc = lines_open(&l, dir, t->file, err);
+    int rc = lines_open(&l, path, err);
     json_t *row;
     while (rc == 0 && (rc = lines_next(&l, &row, err)) == 1) {
         rc = table_row(t, &l, row, err);
@@ -289,7 +302,8 @@ static bool is_decimal(const char *s)
 }
 
 /* timestamp: seconds as a decimal string (or a JSON number) → ms, kept to
- * the microsecond. */
+ * the microsecond, and below 2^62 ns (146 years), as the trace reader's
+ * int64 ns clock needs. */
 static int parse_timestamp(const rp_lines *l, const json_t *v, double *ms, sim_err *err)
 {
     double s;
@@ -304,8 +318,9 @@ static int parse_timestamp(const rp_lines *l, const json_t *v, double *ms, sim_e
     } else {
         return at_err(l, err, "timestamp", "expected seconds as a string, got %s", sim_json_type_name(v));
     }
-    if (!(s < 1e10)) return at_err(l, err, "timestamp", "%g s is too large", s);
     *ms = round(s * 1e6) / 1e3;
+    if (!(*ms * (double)SIM_NS_PER_MS < 0x1p62))
+        return at_err(l, err, "timestamp", "%g s is too large (at most %.0f s)", s, 0x1p62 / 1e9);
     return 0;
 }
 
@@ -323,6 +338,24 @@ static const struct {
     {"user_input", T_USER, SIM_SEG_PROMPT},
 };
 #define NPARTS (sizeof parts / sizeof parts[0])
+
+/* A prefix segment takes one id per RP_PREFIX_BLOCK tokens (the trace
+ * reader holds it to that): sys_prompt blocks that add up to another count
+ * cannot be written, and blocks that only differ in size (a short one
+ * before the last) are written as they are, counted for a warning. */
+static int check_prefix(rp_import *im, const rp_lines *l, const char *field, const rp_seg *prefix, bool irregular,
+                        sim_err *err)
+{
+    int64_t want = (prefix->len + RP_PREFIX_BLOCK - 1) / RP_PREFIX_BLOCK;
+    if ((int64_t)prefix->nhash != want)
+        return at_err(l, err, field,
+                      "%zu blocks of %" PRId64 " tokens in all, but a prefix segment takes one id per %d-token block "
+                      "(%" PRId64 " here): every sys_prompt block but the last must be %d tokens",
+                      prefix->nhash, prefix->len, RP_PREFIX_BLOCK, want, RP_PREFIX_BLOCK);
+    if ((irregular || prefix->len > (int64_t)prefix->nhash * RP_PREFIX_BLOCK) && im->st->irregular_prefix++ == 0)
+        im->st->irregular_prefix_first_line = l->lineno;
+    return 0;
+}
 
 /* One part's ids → segments (the prefix part: one segment for all its
  * ids); *sum gains their token lengths. */
@@ -361,10 +394,7 @@ static int parse_part(rp_import *im, const rp_lines *l, size_t p, const json_t *
         im->ids = grow(im->ids, im->nids, &im->capids, sizeof *im->ids);
         im->ids[im->nids++] = id;
     }
-    if (prefix && (irregular || prefix->len > (int64_t)prefix->nhash * RP_PREFIX_BLOCK) &&
-        im->st->irregular_prefix++ == 0)
-        im->st->irregular_prefix_first_line = l->lineno;
-    return 0;
+    return prefix ? check_prefix(im, l, field, prefix, irregular, err) : 0;
 }
 
 /* hash_ids: every part present, no unknown one, ids in their tables. */
@@ -399,7 +429,9 @@ static int finish_request(rp_import *im, const rp_lines *l, rp_req *r, int64_t s
         r->input = sum;
     }
     if (r->input < 1) return at_err(l, err, "input_length", "0 tokens and no parts (a request needs at least 1)");
-    if (r->input > INT32_MAX) return at_err(l, err, "input_length", "the parts sum to %" PRId64 " tokens", sum);
+    if (r->input > SIM_TRACE_MAX_TOKENS)
+        return at_err(l, err, "input_length", "the parts sum to %" PRId64 " tokens (at most %d)", sum,
+                      SIM_TRACE_MAX_TOKENS);
     r->nseg = im->nseg - r->seg_off;
     if (im->nreq > 0 && r->ts_ms < im->max_ts) st->reordered++;
     im->max_ts = im->nreq > 0 ? fmax(im->max_ts, r->ts_ms) : r->ts_ms;
@@ -412,8 +444,8 @@ static int parse_request(rp_import *im, const rp_lines *l, const json_t *obj, si
 {
     rp_req r = {.line = l->lineno, .session = -1, .seg_off = im->nseg};
     if (parse_timestamp(l, json_object_get(obj, "timestamp"), &r.ts_ms, err) ||
-        get_count(l, json_object_get(obj, "input_length"), "input_length", INT32_MAX, &r.input, err) ||
-        get_count(l, json_object_get(obj, "output_length"), "output_length", INT32_MAX, &r.output, err))
+        get_count(l, json_object_get(obj, "input_length"), "input_length", 0, &r.input, err) ||
+        get_count(l, json_object_get(obj, "output_length"), "output_length", 1, &r.output, err))
         return -1;
     const json_t *sv = json_object_get(obj, "session_id");
     if (sv && !json_is_null(sv)) {
@@ -426,15 +458,18 @@ static int parse_request(rp_import *im, const rp_lines *l, const json_t *obj, si
     return finish_request(im, l, &r, sum, err);
 }
 
-static int read_trace(rp_import *im, const char *dir, sim_err *err)
+/* Every request of the trace file; a file of none is an error (a trace
+ * needs at least one request: kvsim run refuses an empty one). */
+static int read_trace(rp_import *im, const char *path, sim_err *err)
 {
     rp_lines l;
-    int rc = lines_open(&l, dir, "0_trace.jsonl", err);
+    int rc = lines_open(&l, path, err);
     json_t *obj;
     while (rc == 0 && (rc = lines_next(&l, &obj, err)) == 1) {
         rc = parse_request(im, &l, obj, err);
         json_decref(obj);
     }
+    if (rc == 0 && im->nreq == 0) rc = sim_errf(err, "%s: no requests (every line is blank)", l.path);
     lines_close(&l);
     return rc;
 }
@@ -465,8 +500,11 @@ static void write_all(rp_import *im, FILE *out)
                                                    : (dense[r->session] = next++);
         for (size_t j = 0; j < r->nseg; j++) {
             const rp_seg *s = &im->seg[r->seg_off + j];
-            segs[j] = (sim_seg_out){
-                .kind = s->kind, .id = s->id, .len = s->len, .hash_ids = im->ids + s->hash_off, .nhash = s->nhash};
+            segs[j] = (sim_seg_out){.kind = s->kind,
+                                    .id = s->id,
+                                    .len = s->len,
+                                    .hash_ids = s->nhash ? im->ids + s->hash_off : NULL,
+                                    .nhash = s->nhash};
         }
         sim_segtrace_write(out, &(sim_seg_request){.timestamp_ms = r->ts_ms,
                                                    .input_len = r->input,
@@ -489,6 +527,11 @@ static void import_free(rp_import *im)
     free(im->ids);
 }
 
+const char *const sim_ragpulse_files[SIM_RAGPULSE_NFILES] = {
+    "0_trace.jsonl",   "1_sys_prompt.jsonl", "2_passages.jsonl",
+    "3_history.jsonl", "4_user_input.jsonl", "5_web_search.jsonl",
+};
+
 int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ragpulse_stats *st, sim_err *err)
 {
     *st = (sim_ragpulse_stats){0};
@@ -497,10 +540,25 @@ int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ra
     if (!S_ISDIR(sb.st_mode))
         return sim_errf(err, "%s: not a directory (a RAGPulse trace is a directory of 0_trace.jsonl and its tables)",
                         dir);
+    char *paths[SIM_RAGPULSE_NFILES];
+    for (int i = 0; i < SIM_RAGPULSE_NFILES; i++) {
+        size_t n = strlen(dir) + strlen(sim_ragpulse_files[i]) + 2;
+        paths[i] = sim_xmalloc(n);
+        snprintf(paths[i], n, "%s/%s", dir, sim_ragpulse_files[i]);
+    }
+    int rc = sim_ragpulse_import_files((const char *const *)paths, out, out_name, st, err);
+    for (int i = 0; i < SIM_RAGPULSE_NFILES; i++) free(paths[i]);
+    return rc;
+}
+
+int sim_ragpulse_import_files(const char *const paths[SIM_RAGPULSE_NFILES], FILE *out, const char *out_name,
+                              sim_ragpulse_stats *st, sim_err *err)
+{
+    *st = (sim_ragpulse_stats){0};
     rp_import im = {.st = st};
     int rc = 0;
-    for (int t = 0; rc == 0 && t < NTABLES; t++) rc = table_load(&im.tables[t], dir, t, err);
-    if (rc == 0) rc = read_trace(&im, dir, err);
+    for (int t = 0; rc == 0 && t < NTABLES; t++) rc = table_load(&im.tables[t], paths[1 + t], t, err);
+    if (rc == 0) rc = read_trace(&im, paths[0], err);
     if (rc == 0) {
         qsort(im.req, im.nreq, sizeof *im.req, by_time);
         write_all(&im, out);

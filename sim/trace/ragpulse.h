@@ -33,16 +33,28 @@ typedef struct sim_ragpulse_stats {
     /* Ids whose token_length is 0: left out (a segment has at least 1 token). */
     int64_t empty_parts;
     /* Requests whose sys_prompt blocks before the last are not 512 tokens
-     * each (DESIGN §11's prefix block model): written as they are. */
+     * each (DESIGN §11's prefix block model) but still one per 512 tokens
+     * of the prefix: written as they are. Any other count is an error. */
     int64_t irregular_prefix;
     int64_t irregular_prefix_first_line;
 } sim_ragpulse_stats;
 
+/* The files of a trace directory: the trace, then the five id tables. */
+#define SIM_RAGPULSE_NFILES 6
+extern const char *const sim_ragpulse_files[SIM_RAGPULSE_NFILES];
+
 /* Read the trace in `dir` and write the segment trace to `out` (named
  * `out_name` in messages). Returns 0, or -1 with err set: a table file that
  * cannot be opened (named), a malformed line or field or a duplicate id
- * ("FILE:LINE: FIELD: problem"), an id absent from its table, a bad
- * timestamp, a write error. Nothing is written unless the whole trace reads. */
+ * ("FILE:LINE: FIELD: problem"), an id absent from its table or reserved,
+ * a bad timestamp, a count outside what the trace reader accepts, a trace
+ * of no requests, a write error. Nothing is written unless the whole trace
+ * reads, and what is written the trace reader accepts, request for request
+ * (tests/fuzz/fuzz_ragpulse.c holds it to that). */
 int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ragpulse_stats *st, sim_err *err);
+/* The same from the six files' paths, paths[i] being sim_ragpulse_files[i]
+ * (messages name the paths). */
+int sim_ragpulse_import_files(const char *const paths[SIM_RAGPULSE_NFILES], FILE *out, const char *out_name,
+                              sim_ragpulse_stats *st, sim_err *err);
 
 #endif

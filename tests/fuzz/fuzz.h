@@ -1,13 +1,13 @@
-/* tests/fuzz/fuzz.h — what the three fuzz entry points (fuzz_trace.c,
- * fuzz_config.c, fuzz_set.c) share: the verdict a check returns, the input
+/* tests/fuzz/fuzz.h — what the fuzz entry points (fuzz_trace.c,
+ * fuzz_config.c, fuzz_set.c, fuzz_ragpulse.c) share: the verdict a check returns, the input
  * as a file the real loaders can open, and the config round trip.
  *
  * Each entry file defines `static fuzz_verdict fuzz_NAME_check(data, size)`
  * and ends with FUZZ_ENTRY(fuzz_NAME_check): the libFuzzer entry point
  * LLVMFuzzerTestOneInput, which calls it and aborts on FUZZ_BROKEN
  * (libFuzzer then saves the input as a crash), unless FUZZ_NO_ENTRY is
- * defined. tests/test_fuzz.c defines FUZZ_NO_ENTRY and includes all three
- * files, so one binary holds the three checks under their own names and no
+ * defined. tests/test_fuzz.c defines FUZZ_NO_ENTRY and includes all the
+ * files, so one binary holds the checks under their own names and no
  * entry point clashes. Header-only: every function is static inline. */
 #ifndef TESTS_FUZZ_FUZZ_H
 #define TESTS_FUZZ_FUZZ_H
@@ -51,24 +51,32 @@ static inline fuzz_verdict fuzz_rejected(const sim_err *err, const char *call)
     return FUZZ_REJECTED;
 }
 
-/* Run check on the input as a file: an anonymous in-memory one (memfd),
- * named /proc/self/fd/N, which the loaders open by path like any other
- * file, with nothing written to disk. ctx is passed through. */
-static inline fuzz_verdict fuzz_on_file(const void *data, size_t size,
-                                        fuzz_verdict (*check)(const char *path, const void *ctx), const void *ctx)
+/* An anonymous in-memory file (memfd) holding data, named path
+ * (/proc/self/fd/N, at least 32 bytes), which the loaders open by path like
+ * any other file, with nothing written to disk: its fd, or -1. */
+static inline int fuzz_memfd(const void *data, size_t size, char *path, size_t cap)
 {
     int fd = memfd_create("kvsim-fuzz", MFD_CLOEXEC);
-    if (fd < 0) return fuzz_broken("memfd_create failed");
+    if (fd < 0) return -1;
     for (size_t off = 0; off < size;) {
         ssize_t k = write(fd, (const char *)data + off, size - off);
         if (k <= 0) {
             close(fd);
-            return fuzz_broken("cannot write the input to a memfd");
+            return -1;
         }
         off += (size_t)k;
     }
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* Run check on the input as a file (fuzz_memfd). ctx is passed through. */
+static inline fuzz_verdict fuzz_on_file(const void *data, size_t size,
+                                        fuzz_verdict (*check)(const char *path, const void *ctx), const void *ctx)
+{
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int fd = fuzz_memfd(data, size, path, sizeof path);
+    if (fd < 0) return fuzz_broken("cannot put the input in a memfd");
     fuzz_verdict v = check(path, ctx);
     close(fd);
     return v;

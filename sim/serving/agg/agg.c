@@ -114,9 +114,8 @@ static int create(void **state, sim_serving_run *run, sim_err *err)
 
 static void start(void *state) {}
 
-static void arrive(void *state, sim_request *req)
+static void conduct(agg *a, sim_request *req)
 {
-    agg *a = state;
     int inst;
     sim_stage verdict = agg_conduct(a, req, &inst);
     areq *q = sim_xcalloc(1, sizeof *q);
@@ -138,14 +137,29 @@ static void arrive(void *state, sim_request *req)
     agg_iterate(a, in);
 }
 
+/* A request reaches the scheduler engine.frontend_ms after it was sent
+ * (cost.compute = "engine"): the API server's share of TTFT and end-to-end
+ * latency, which the client measures from its send. */
+static void arrive(void *state, sim_request *req)
+{
+    agg *a = state;
+    if (a->cost.engine && a->cfg->frontend_s > 0)
+        sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(a->cfg->frontend_s), EV_FRONT, 0, 0, req);
+    else conduct(a, req);
+}
+
 static void handle(void *state, const sim_event *ev)
 {
     agg *a = state;
     if (ev->kind == EV_ITER) agg_on_iter(a, ev);
     else if (ev->kind == EV_WAKE) agg_iterate(a, &a->inst[ev->target]);
+    else if (ev->kind == EV_FRONT) conduct(a, ev->data);
 }
 
-static void discard(void *state, const sim_event *ev) {}
+static void discard(void *state, const sim_event *ev)
+{
+    if (ev->kind == EV_FRONT) sim_request_free(ev->data);
+}
 
 static void free_queue(areq *q)
 {
@@ -195,7 +209,9 @@ static void summarize(void *state, json_t *summary)
     json_object_update(summary, o);
     json_decref(o);
     double s = json_number_value(json_object_get(summary, "sim_seconds"));
-    json_object_set_new(summary, "utilisation", json_pack("{s:f}", "gpu", s > 0 ? a->tot.busy_s / (a->n * s) : 0));
+    json_object_set_new(summary, "utilisation",
+                        json_pack("{s:f, s:f}", "gpu", s > 0 ? a->tot.load_s / (a->n * s) : 0, "gpu_busy",
+                                  s > 0 ? a->tot.busy_s / (a->n * s) : 0));
     lmc_summarize(a, summary);
 }
 

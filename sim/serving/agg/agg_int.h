@@ -24,6 +24,7 @@
 enum {
     EV_ITER = SIM_EV_MODEL, /* target: instance whose iteration ends */
     EV_WAKE,                /* target: instance where a request's KV load ends */
+    EV_FRONT,               /* data: a request the API server hands to the scheduler (engine.frontend_ms) */
     EV_NKINDS
 };
 
@@ -47,6 +48,7 @@ typedef struct areq {
     int64_t prefetch_at;        /* its prefetch into CPU memory ends then; -1 = none */
     double prefill_gpu_s;
     int preemptions;
+    int64_t visible_iter; /* engine.async_scheduling: the first iteration (ainst.started) that may admit it */
     kv_pic_ticket pages;
     uint64_t *chunk_keys; /* LMCache: its full chunks' keys, once computed (lmcache.c) */
     int32_t nchunks;
@@ -60,6 +62,7 @@ typedef struct ainst {
     areq **run; /* admitted, in admission order (the last is preempted first) */
     int nrun, caprun;
     bool iterating;
+    int64_t started; /* iterations started */
     kv_pic *pages;   /* HBM pages and the GPU prefix cache */
     double queued_s; /* estimated prefill time of the waiting requests */
 } ainst;
@@ -93,6 +96,7 @@ typedef struct agg {
     struct {
         int64_t preemptions, iterations, rejected, input, computed;
         double busy_s;
+        double load_s; /* Σ over iterations of duration × the binding share of capacity (iter.c) */
     } tot;
 } agg;
 

@@ -16,7 +16,14 @@
  * model's time for the mixed batch (sim_cost_mixed_iter_s). When it ends,
  * chunks advance; a request whose prompt is done emits its first token, a
  * decoding one its next; a request with all its tokens is finished and its
- * pages go back, its full prompt pages staying cached until evicted. */
+ * pages go back, its full prompt pages staying cached until evicted.
+ *
+ * With engine.async_scheduling (vLLM's AsyncScheduler, on by default since
+ * v0.12) step N+1 is scheduled while step N runs, so a request that arrives
+ * during step N is first admitted into step N+2 (into the next step when
+ * nothing runs); decodes are unaffected, their next token being scheduled
+ * ahead as a placeholder. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "sim/serving/agg/agg_int.h"
@@ -193,11 +200,26 @@ static void schedule(agg *a, ainst *in, batch *b)
     }
     for (int i = 0; i < in->nrun && b->budget > 0; i++)
         if (in->run[i]->done < in->run[i]->target) take_chunk(a, in->run[i], b);
-    while (b->budget > 0 && in->wait_head && in->nrun < a->cfg->decode_max_batch) {
+    while (b->budget > 0 && in->wait_head && in->nrun < a->cfg->decode_max_batch &&
+           (in->wait_head->visible_iter <= in->started || in->nrun == 0)) {
         int rc = admit_head(a, in);
         if (rc == 1) break;
         if (rc == 0) take_chunk(a, in->run[in->nrun - 1], b);
     }
+}
+
+/* The share of the instance's capacity an iteration holds: the largest of
+ * the token budget it spent, the sequences it runs against
+ * cluster.decode_max_batch (max_num_seqs) and the HBM pages held. An
+ * engine that iterates without pause is not saturated while this stays
+ * below 1: a continuous-batching GPU is busy whenever anything runs, so
+ * busy time says nothing of headroom (docs/definitions.md). */
+static double iter_load(const agg *a, const ainst *in, const batch *b)
+{
+    double budget = 1 - (double)b->budget / a->cfg->max_num_batched_tokens;
+    double seqs = (double)in->nrun / a->cfg->decode_max_batch;
+    double pages = a->pp.capacity_blocks > 0 ? (double)kv_pic_footprint(in->pages) / a->pp.capacity_blocks : 0;
+    return fmax(budget, fmax(seqs, pages));
 }
 
 void agg_iterate(agg *a, ainst *in)
@@ -213,8 +235,10 @@ void agg_iterate(agg *a, ainst *in)
     for (int i = 0; i < in->nrun; i++)
         if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;
     in->iterating = true;
+    in->started++;
     a->tot.iterations++;
     a->tot.busy_s += t;
+    a->tot.load_s += t * iter_load(a, in, &b);
     sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(t), EV_ITER, in->id, 0, NULL);
 }
 
@@ -269,8 +293,12 @@ void agg_on_iter(agg *a, const sim_event *ev)
     agg_iterate(a, in);
 }
 
+/* With engine.async_scheduling the step after the running one was
+ * scheduled when the running one started: a request arriving now joins the
+ * one after that, or the next if nothing runs (vLLM's AsyncScheduler). */
 void agg_enqueue(agg *a, ainst *in, areq *q)
 {
+    q->visible_iter = a->cfg->async_scheduling && in->iterating ? in->started + 1 : 0;
     wait_push(in, q, false);
     lmc_enqueue(a, q);
     in->queued_s += sim_est_prefill_s(&a->est, q->r->input_len, 0);

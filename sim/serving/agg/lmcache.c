@@ -52,7 +52,7 @@ struct lmc {
 static int new_tier(kv_cache **out, double bytes, double chunk_bytes, sim_err *err)
 {
     *out = NULL;
-    int64_t chunks = (int64_t)floor(bytes / chunk_bytes);
+    int64_t chunks = sim_count_in(bytes, chunk_bytes);
     return chunks > 0 ? kv_cache_new(out, "lru", chunks, NULL, err) : 0;
 }
 

@@ -156,7 +156,8 @@ typedef struct cluster {
     kv_pic **pic_st;
     kv_pic_params pic_params;
     struct {
-        int64_t input, computed, positions, chunks, chunk_hits, waits, rejected, unsegmented;
+        int64_t input, computed, positions, chunks, chunk_hits, waits, rejected, unsegmented, admitted;
+        int64_t least_need, least_index, least_line; /* the smallest need of a rejected request, whose */
     } pic_sum;
     /* samples rows (control.c), every stride-th period: each instance's
      * row at the last tick written, at the last tick held back since (the

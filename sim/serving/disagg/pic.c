@@ -6,7 +6,8 @@
  * evictable HBM covers what the request adds to the footprint (MEPIC's
  * admission); otherwise the request waits at the head until a request
  * holding blocks there finishes. A request too large for the whole store
- * is rejected before prefill (SIM_STAGE_AT_ARRIVAL). An
+ * is rejected before prefill (SIM_STAGE_AT_ARRIVAL); a store that no
+ * request fits fails the run (exit 2) with the arithmetic instead. An
  * admitted request holds its blocks from prefill start to completion — its
  * prompt KV stays resident while it decodes, as on MEPIC's colocated GPU;
  * decode KV is counted on the decode instances as before. Its prefill
@@ -15,7 +16,7 @@
  *
  * Capacity per instance: kvstore.hbm_bytes when set, else the HBM left
  * for KV after weights (cluster.decode_hbm_frac), in blocks of
- * kvstore.pic_block_tokens. */
+ * kvstore.pic_block_tokens; "inf" is unbounded (sim_count_in). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -52,7 +53,7 @@ void sim_pic_setup(cluster *c)
         .prefix_tokens = cfg->trace.block_tokens,
         .cacheblend_ratio = cfg->pic_cacheblend_ratio,
         .epic_tokens = cfg->pic_epic_tokens,
-        .capacity_blocks = (int64_t)floor(tokens * c->cost.kv_bytes_per_token / bytes_per_block),
+        .capacity_blocks = sim_count_in(tokens * c->cost.kv_bytes_per_token, bytes_per_block),
         .private_counts = true,
     };
     c->pic_st = sim_xcalloc((size_t)c->n_inst, sizeof *c->pic_st);
@@ -75,14 +76,48 @@ static void tally(cluster *c, const kv_pic_outcome *o)
     c->pic_sum.unsegmented += o->unsegmented;
 }
 
-/* The head of in's queue cannot fit even alone: rejected before prefill. */
-static void reject_head(cluster *c, instance *in)
+/* A store no request fits: the run has ended, requests reached the stores
+ * and every one was rejected for size. Nothing was ever admitted, so the
+ * stores were empty at each rejection and each need measured was the
+ * request's alone: the smallest of them against the capacity is the
+ * arithmetic of the message, and the run fails (exit 2) rather than
+ * report a cluster that served nothing. */
+static void fail_if_none_fits(cluster *c)
+{
+    if (!sim_serving_done(c->run) || c->pic_sum.admitted > 0 || c->pic_sum.rejected == 0) return;
+    const sim_config *cfg = c->cfg;
+    double page = c->cost.kv_bytes_per_token * cfg->pic_block_tokens;
+    char held[160];
+    if (cfg->hbm_bytes > 0) snprintf(held, sizeof held, "kvstore.hbm_bytes: %.17g bytes", cfg->hbm_bytes);
+    else
+        snprintf(held, sizeof held, "the HBM left for KV after weights (cluster.decode_hbm_frac %g): %.17g bytes",
+                 cfg->decode_hbm_frac, c->cost.hbm_kv_bytes);
+    sim_errf(c->run->err,
+             "%s per instance holds %lld pages of %d tokens (%.17g bytes of %s KV a page); no request of trace %s "
+             "fits in it alone: the smallest, request %lld (line %lld), needs %lld pages (%.17g bytes), and all "
+             "%lld that reached the store were rejected. Raise kvstore.hbm_bytes to at least %.17g (\"inf\": "
+             "unbounded)",
+             held, (long long)c->pic_params.capacity_blocks, cfg->pic_block_tokens, page, cfg->model.name,
+             cfg->trace_path, (long long)c->pic_sum.least_index, (long long)c->pic_sum.least_line,
+             (long long)c->pic_sum.least_need, (double)c->pic_sum.least_need * page, (long long)c->pic_sum.rejected,
+             (double)c->pic_sum.least_need * page);
+    c->run->failed = true;
+}
+
+/* The head of in's queue cannot fit even alone (it needs `need` blocks):
+ * rejected before prefill. */
+static void reject_head(cluster *c, instance *in, int64_t need)
 {
     req_state *q = queue_pop(&in->queue);
     in->queued_est_s = in->queue.n ? in->queued_est_s - q->route.service_s : 0;
-    c->pic_sum.rejected++;
+    if (c->pic_sum.rejected++ == 0 || need < c->pic_sum.least_need) {
+        c->pic_sum.least_need = need;
+        c->pic_sum.least_index = q->r->index;
+        c->pic_sum.least_line = q->r->line;
+    }
     sim_cluster_release_decode(c, q);
     sim_cluster_finish(c, q, SIM_STAGE_AT_ARRIVAL);
+    fail_if_none_fits(c);
 }
 
 bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached)
@@ -94,6 +129,7 @@ bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached)
         if (rc == 0) {
             q->pic_held = true;
             q->pic_node = in->id;
+            c->pic_sum.admitted++;
             tally(c, &o);
             *cached = (int32_t)(o.input_tokens - o.computed_tokens);
             return true;
@@ -103,7 +139,7 @@ bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached)
             q->pic_waited = true;
             return false;
         }
-        reject_head(c, in);
+        reject_head(c, in, o.adds_blocks);
     }
     sim_cluster_check_drained(c, in);
     return false;

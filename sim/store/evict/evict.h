@@ -56,8 +56,8 @@ typedef struct kv_evict_view {
 static inline bool kv_evictable(const kv_evict_view *v, int64_t slot) { return v->all || v->evictable(v->ctx, slot); }
 
 typedef struct kv_evict_ops {
-    /* Allocate the policy state for a tier of `capacity` slots (INT64_MAX for
-     * an unbounded tier; per-slot arrays are sized by resize(), not here).
+    /* Allocate the policy state for a tier of `capacity` slots (SIM_COUNT_UNBOUNDED
+     * for an unbounded tier; per-slot arrays are sized by resize(), not here).
      * params: the policy.params object or NULL; unknown keys are ignored, bad
      * values of the policy's own keys fail with err naming the key. */
     int (*create)(void **state, int64_t capacity, const json_t *params, sim_err *err);

@@ -70,7 +70,7 @@ static int s3_create(void **state, int64_t capacity, const json_t *params, sim_e
     double cap = (double)capacity;
     st->main_target = capacity - (int64_t)(small_ratio * cap);
     st->move_threshold = (int)threshold;
-    st->g.cap = (int64_t)(ghost_ratio * cap);
+    st->g.cap = sim_count_in(ghost_ratio * cap, 1); /* an unbounded tier's ghost too (ratio up to 10) */
     sim_keymap_init(&st->g.index, 16);
     *state = st;
     return 0;

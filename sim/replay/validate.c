@@ -1,0 +1,275 @@
+/* sim/replay/validate.c — an experiment of a measurements file as a kvsim
+ * configuration and workload (sim/replay/validate.h, docs/validation.md).
+ *
+ * Each knob of the engine block maps to one config key, and each field of
+ * the workload to one generator option; a knob or field not in these tables
+ * is an error naming it, so a file from a newer study never runs with a
+ * setting silently dropped. A knob kvsim reads but cannot honour (prefix
+ * caching off, chunked prefill off, a dtype other than 16-bit) marks the
+ * experiment "not expressible" with the reason. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/config/model.h"
+#include "sim/replay/validate_int.h"
+
+static void add_set(vexp *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_set(vexp *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    e->sets = sim_xrealloc(e->sets, (size_t)(e->nsets + 1) * sizeof *e->sets);
+    e->sets[e->nsets++] = sim_xstrdup(buf);
+}
+
+static void not_expressible(vexp *e, const char *why)
+{
+    if (!e->why[0]) snprintf(e->why, sizeof e->why, "%s", why);
+}
+
+/* A number field; `what` names it in errors. */
+static int num_at(const vexp *e, const json_t *obj, const char *key, bool required, double lo, double hi, double *out,
+                  sim_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v && !required) return 0;
+    if (!json_is_number(v))
+        return sim_errf(err, "%s: experiment '%s': %s.%s: %s", e->file, e->id, e->block, key,
+                        v ? "expected a number" : "missing");
+    *out = json_number_value(v);
+    if (!(*out >= lo && *out <= hi))
+        return sim_errf(err, "%s: experiment '%s': %s.%s: %g is out of range [%g, %g]", e->file, e->id, e->block, key,
+                        *out, lo, hi);
+    return 0;
+}
+
+static int bool_at(const vexp *e, const json_t *obj, const char *key, bool *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_boolean(v))
+        return sim_errf(err, "%s: experiment '%s': %s.%s: expected true or false", e->file, e->id, e->block, key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* Every key of obj is one of `known` (NULL-terminated). */
+static int known_keys(const vexp *e, const json_t *obj, const char *const *known, const char *next, sim_err *err)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        int i = 0;
+        while (known[i] && strcmp(known[i], k)) i++;
+        if (!known[i])
+            return sim_errf(err, "%s: experiment '%s': unknown %s key '%s' (%s)", e->file, e->id, e->block, k, next);
+    }
+    return 0;
+}
+
+/* ---- engine ------------------------------------------------------------------ */
+
+static const char *const engine_keys[] = {
+    "name",       "max_num_batched_tokens", "max_num_seqs",           "max_model_len", "gpu_memory_utilization",
+    "block_size", "enable_prefix_caching",  "enable_chunked_prefill", "dtype",         "cpu_offload_gib",
+    NULL,
+};
+
+static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
+{
+    const json_t *d = json_object_get(eng, "dtype");
+    if (!d) return 0;
+    if (!json_is_string(d))
+        return sim_errf(err, "%s: experiment '%s': engine.dtype: expected a string", e->file, e->id);
+    const char *s = json_string_value(d);
+    if (strcmp(s, "float16") && strcmp(s, "bfloat16") && strcmp(s, "half") && strcmp(s, "auto"))
+        not_expressible(e, "engine.dtype is not a 16-bit type: the model presets hold 16-bit weights and KV");
+    return 0;
+}
+
+static int read_engine(vexp *e, const json_t *eng, sim_err *err)
+{
+    double budget = 8192, seqs = 256, len = 0, util = 0.9, block = 16, offload = 0;
+    bool prefix = true, chunked = true;
+    e->block = "engine";
+    if (!json_is_object(eng)) return sim_errf(err, "%s: experiment '%s': engine: expected an object", e->file, e->id);
+    if (known_keys(e, eng, engine_keys, "docs/validation.md lists the knobs kvsim reads", err) ||
+        num_at(e, eng, "max_num_batched_tokens", true, 1, 1 << 24, &budget, err) ||
+        num_at(e, eng, "max_num_seqs", true, 1, 1 << 20, &seqs, err) ||
+        num_at(e, eng, "max_model_len", false, 1, 1 << 24, &len, err) ||
+        num_at(e, eng, "gpu_memory_utilization", false, 0.01, 1, &util, err) ||
+        num_at(e, eng, "block_size", false, 1, 4096, &block, err) ||
+        num_at(e, eng, "cpu_offload_gib", false, 0, 1e6, &offload, err) ||
+        bool_at(e, eng, "enable_prefix_caching", &prefix, err) ||
+        bool_at(e, eng, "enable_chunked_prefill", &chunked, err) || engine_dtype(e, eng, err))
+        return -1;
+    if (!prefix) not_expressible(e, "engine.enable_prefix_caching = false: kvsim's aggregated instance always caches");
+    if (!chunked) not_expressible(e, "engine.enable_chunked_prefill = false: kvsim's aggregated instance chunks");
+    add_set(e, "engine.max_num_batched_tokens=%d", (int)budget);
+    add_set(e, "cluster.decode_max_batch=%d", (int)seqs);
+    add_set(e, "cluster.decode_hbm_frac=%.17g", util);
+    add_set(e, "trace.block_tokens=%d", (int)block);
+    add_set(e, "kvstore.block_tokens=%d", (int)block);
+    add_set(e, "kvstore.pic_block_tokens=%d", (int)block);
+    if (offload > 0) {
+        add_set(e, "kvstore.lmcache=true");
+        add_set(e, "kvstore.dram_bytes=%.17g", offload * 1073741824.0);
+    }
+    e->max_model_len = (int64_t)len;
+    e->block_tokens = (int)block;
+    return 0;
+}
+
+/* ---- workload ------------------------------------------------------------------ */
+
+static const char *const workload_keys[] = {
+    "kind",
+    "system_prompt_len",
+    "question_len",
+    "output_len",
+    "num_unique_system_prompts",
+    "num_users_per_system_prompt",
+    "request_order",
+    "multi_turn",
+    "load",
+    NULL,
+};
+
+static int read_stages(vexp *e, const json_t *load, sim_err *err)
+{
+    static const char *const load_keys[] = {"type", "stages", NULL};
+    const char *type = json_string_value(json_object_get(load, "type"));
+    const json_t *st = json_object_get(load, "stages"), *s;
+    e->block = "workload.load";
+    if (!json_is_object(load) || known_keys(e, load, load_keys, "type and stages", err)) return -1;
+    if (!type || (strcmp(type, "constant") && strcmp(type, "poisson")))
+        return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file, e->id,
+                        type ? type : "(missing)");
+    if (!json_is_array(st) || json_array_size(st) == 0 || json_array_size(st) > SIM_SP_MAX_STAGES)
+        return sim_errf(err, "%s: experiment '%s': workload.load.stages: expected 1 to %d stages", e->file, e->id,
+                        SIM_SP_MAX_STAGES);
+    e->gen.poisson = !strcmp(type, "poisson");
+    e->gen.jittered = !e->gen.poisson; /* inference-perf's constant timer (docs/trace.md) */
+    size_t i;
+    e->gen.nstages = 0;
+    e->block = "workload.load.stages[]";
+    json_array_foreach(st, i, s)
+    {
+        sim_sp_stage *g = &e->gen.stages[e->gen.nstages++];
+        if (num_at(e, s, "rate_rps", true, 1e-6, 1e6, &g->rate_rps, err) ||
+            num_at(e, s, "duration_s", true, 1e-6, 1e9, &g->duration_s, err))
+            return -1;
+    }
+    return 0;
+}
+
+static int read_workload(vexp *e, const json_t *w, sim_err *err)
+{
+    const char *kind = json_string_value(json_object_get(w, "kind"));
+    double sys = 0, q = 0, out = 0, prompts = 0, users = 0;
+    e->block = "workload";
+    if (!json_is_object(w)) return sim_errf(err, "%s: experiment '%s': workload: expected an object", e->file, e->id);
+    if (!kind || (strcmp(kind, "inference-perf shared_prefix") && strcmp(kind, "shared_prefix") &&
+                  strcmp(kind, "shared-prefix")))
+        return sim_errf(err,
+                        "%s: experiment '%s': workload.kind: '%s' is not a workload kvsim generates (\"inference-perf "
+                        "shared_prefix\")",
+                        e->file, e->id, kind ? kind : "(missing)");
+    if (known_keys(e, w, workload_keys, "docs/validation.md lists the fields", err) ||
+        num_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
+        num_at(e, w, "question_len", true, 1, 1 << 24, &q, err) ||
+        num_at(e, w, "output_len", true, 1, 1 << 24, &out, err) ||
+        num_at(e, w, "num_unique_system_prompts", true, 1, 1 << 20, &prompts, err) ||
+        num_at(e, w, "num_users_per_system_prompt", true, 1, 1 << 20, &users, err) ||
+        bool_at(e, w, "multi_turn", &e->gen.multi_turn, err) || read_stages(e, json_object_get(w, "load"), err))
+        return -1;
+    e->gen.system_tokens = (int)sys;
+    e->gen.question_tokens = (int)q;
+    e->gen.output_tokens = (int)out;
+    e->gen.system_prompts = (int)prompts;
+    e->gen.users_per_prompt = (int)users;
+    if (e->max_model_len > 0 && sys + q + out > (double)e->max_model_len)
+        not_expressible(e, "a request (system + question + output tokens) is longer than engine.max_model_len");
+    return 0;
+}
+
+/* ---- model, hardware, measured ------------------------------------------------------ */
+
+static int read_target(vexp *e, const json_t *x, sim_err *err)
+{
+    const char *model = json_string_value(json_object_get(x, "model"));
+    const json_t *hw = json_object_get(x, "hardware");
+    double tp = 1;
+    char path[4096];
+    e->block = "experiment";
+    if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
+    if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
+    if (sim_preset_path("models", model, path, sizeof path, err))
+        return sim_errf(err,
+                        "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
+                        "CONFIG.json writes one from a Hugging Face config)",
+                        e->file, e->id, model);
+    char hwname[64];
+    snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
+    if (!hwname[0]) snprintf(hwname, sizeof hwname, "h100x%d", (int)tp);
+    if (sim_preset_path("hardware", hwname, path, sizeof path, err))
+        return sim_errf(err, "%s: experiment '%s': no hardware preset '%s' for tp = %d (configs/hardware/)", e->file,
+                        e->id, hwname, (int)tp);
+    sim_model m;
+    if (sim_model_load(model, &m, err)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, model, msg);
+    }
+    if (m.experts > 1) not_expressible(e, "a mixture-of-experts model: kvsim's cost model is for dense models so far");
+    add_set(e, "model=%s", model);
+    add_set(e, "hardware=%s", hwname);
+    return 0;
+}
+
+static int read_measured(vexp *e, const json_t *m, sim_err *err)
+{
+    double n = 0;
+    e->block = "measured";
+    if (!json_is_object(m)) return sim_errf(err, "%s: experiment '%s': measured: expected an object", e->file, e->id);
+    if (num_at(e, m, "requests", true, 1, 1e9, &n, err)) return -1;
+    e->requests = (int64_t)n;
+    e->measured = m;
+    return 0;
+}
+
+int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
+{
+    static const char *const keys[] = {"id",     "model",    "hf_model", "tp",    "hardware",
+                                       "engine", "workload", "measured", "about", NULL};
+    memset(e, 0, sizeof *e);
+    e->file = file;
+    e->id = json_string_value(json_object_get(x, "id"));
+    if (!e->id) return sim_errf(err, "%s: an experiment has no \"id\"", file);
+    e->block = "experiment";
+    e->gen = sim_tracegen_sp_default_opts();
+    add_set(e, "cluster.mode=aggregated");
+    add_set(e, "cluster.instances=1");
+    add_set(e, "cost.compute=engine");
+    add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.12 (vllm-project/vllm#27614) */
+    if (known_keys(e, x, keys, "docs/validation.md lists the fields", err) || read_target(e, x, err) ||
+        read_engine(e, json_object_get(x, "engine"), err) || read_workload(e, json_object_get(x, "workload"), err) ||
+        read_measured(e, json_object_get(x, "measured"), err))
+        return -1;
+    e->gen.block_tokens = e->block_tokens;
+    e->gen.requests = e->requests;
+    add_set(e, "trace.limit=%lld", (long long)e->requests);
+    return 0;
+}
+
+void vexp_free(vexp *e)
+{
+    for (int i = 0; i < e->nsets; i++) free(e->sets[i]);
+    free(e->sets);
+}

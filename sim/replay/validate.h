@@ -1,0 +1,41 @@
+/* sim/replay/validate.h — `kvsim validate`: replay measured runs of a real
+ * serving engine (a measurements file, docs/validation.md) and compare.
+ *
+ * For each experiment of the file: its workload is generated as a trace
+ * (inference-perf's shared-prefix load, sim/trace/tracegen_sp.h), one
+ * aggregated instance is configured from its `engine` block with the
+ * production-engine cost model (cost.compute = "engine"), the trace is
+ * replayed, and every measured metric is set beside kvsim's prediction of
+ * it with the absolute and signed percentage error. An experiment kvsim
+ * cannot express (prefix caching or chunked prefill off, a request longer
+ * than max_model_len, a dtype it does not model) is reported as such with
+ * the reason, never skipped silently; an unknown model, engine knob, metric
+ * or workload kind is an error naming it. */
+#ifndef SIM_VALIDATE_H
+#define SIM_VALIDATE_H
+
+#include <jansson.h>
+
+#include "sim/util.h"
+
+typedef struct sim_validate_opts {
+    const char *measurements; /* the measurements file */
+    const char *only;         /* one experiment id, or NULL for all */
+    const char *db;           /* results database to keep the runs in, or NULL */
+    char *const *sets;        /* extra --set overrides applied to every experiment */
+    int nsets;
+} sim_validate_opts;
+
+/* The report: {"experiments": [{"id", "status": "ok" | "not expressible",
+ * "why" (when not), "config": [the --set list], "predicted", "measured",
+ * "ape", "mpe"}], "median_ape": {metric: {stat: %}}} with the metric names
+ * of the file (e2e_ms, ttft_ms, itl_ms; mean, p50, p90, p99). ape is
+ * |predicted − measured| / measured × 100, mpe the signed one; median_ape
+ * the median of ape over the expressible experiments. Returns 0, or -1 with
+ * err naming the file, the experiment and the key. */
+int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err);
+
+/* The median of n values (sorted in place); NAN when n = 0. */
+double sim_validate_median(double *v, int n);
+
+#endif

@@ -1,0 +1,26 @@
+/* sim/replay/validate_int.h — private to sim/replay/validate*.c.
+ *
+ *   validate_run.c   sim_validate: each experiment generated, replayed and compared
+ *     validate.c     vexp_read: an experiment as --set overrides and generator options */
+#ifndef SIM_VALIDATE_INT_H
+#define SIM_VALIDATE_INT_H
+
+#include "sim/replay/validate.h"
+#include "sim/trace/tracegen_sp.h"
+
+typedef struct vexp {
+    const char *file, *id;
+    const char *block; /* the block being read, for messages */
+    char **sets;       /* the experiment's config as --set overrides (owned) */
+    int nsets;
+    char why[256]; /* why kvsim cannot express it; "" = it can */
+    sim_tracegen_sp_opts gen;
+    const json_t *measured;
+    int64_t requests, max_model_len;
+    int block_tokens;
+} vexp;
+
+int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
+void vexp_free(vexp *e);
+
+#endif

@@ -1,0 +1,227 @@
+/* sim/replay/validate_run.c — `kvsim validate`'s loop (sim/replay/validate.h):
+ * generate an experiment's workload, replay it on the configuration
+ * validate.c derived, and set each measured metric beside its prediction.
+ *
+ * The trace goes to a temporary file (replay reads a file twice: its
+ * fingerprint, then its requests) that is removed after the run. The
+ * prediction of metric M statistic S is the run summary's M.S
+ * (sim/results/results.c, docs/definitions.md: the same percentile
+ * definition as numpy's default, which inference-perf uses), over the
+ * first `measured.requests` requests, as the measurements are. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/config/config.h"
+#include "sim/replay/validate_int.h"
+#include "sim/results/results.h"
+#include "sim/serving/serving.h"
+#include "sim/trace/trace.h"
+
+double sim_validate_median(double *v, int n)
+{
+    if (n == 0) return NAN;
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of experiments */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The generated workload in a temporary file; its path in path. */
+static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, n, "%s/kvsim-validate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) return sim_errf(err, "%s: cannot create a temporary trace: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    int64_t written = 0;
+    int rc = sim_tracegen_sp_write(&e->gen, f, path, &written, err);
+    if (fclose(f) && !rc) rc = sim_errf(err, "%s: %s", path, strerror(errno));
+    if (!rc && written < e->requests)
+        rc = sim_errf(err,
+                      "%s: experiment '%s': its load stages send %lld requests, fewer than measured.requests (%lld)",
+                      e->file, e->id, (long long)written, (long long)e->requests);
+    if (rc) unlink(path);
+    return rc;
+}
+
+/* Replay e into db; *summary is the run's. */
+static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t **summary, sim_err *err)
+{
+    char path[4096], set[4200];
+    if (write_trace(e, path, sizeof path, err)) return -1;
+    int n = e->nsets + o->nsets + 1;
+    char **sets = sim_xcalloc((size_t)n, sizeof *sets);
+    memcpy(sets, e->sets, (size_t)e->nsets * sizeof *sets);
+    memcpy(sets + e->nsets, o->sets, (size_t)o->nsets * sizeof *sets);
+    json_t *p = json_string(path);
+    char *quoted = json_dumps(p, JSON_ENCODE_ANY);
+    snprintf(set, sizeof set, "trace.path=%s", quoted);
+    free(quoted);
+    json_decref(p);
+    sets[n - 1] = set;
+    sim_config cfg;
+    int rc = sim_config_load(&cfg, NULL, sets, n, err);
+    free(sets);
+    if (!rc) {
+        uint64_t fp = 0;
+        char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
+        sim_run_info info = {config_json, cfg.hash, e->id, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
+        rc = sim_serving_check(&cfg, err) || sim_trace_fingerprint(path, &info.trace_fingerprint, err) ||
+             sim_results_begin_run(db, &info, &(int64_t){0}, err) || sim_serving_replay(&cfg, db, summary, err) ||
+             sim_results_finish_run(db, *summary, 0, err);
+        free(config_json);
+        sim_config_free(&cfg);
+    }
+    unlink(path);
+    if (!rc) return 0;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return sim_errf(err, "experiment '%s': %s", e->id, msg);
+}
+
+/* predicted, ape and mpe of every statistic measured; a metric or
+ * statistic the summary does not have is an error naming it. */
+static int compare(const vexp *e, const json_t *summary, json_t *row, sim_err *err)
+{
+    json_t *pred = json_object(), *ape = json_object(), *mpe = json_object();
+    json_object_set_new(row, "predicted", pred);
+    json_object_set_new(row, "ape", ape);
+    json_object_set_new(row, "mpe", mpe);
+    const char *metric, *stat;
+    const json_t *m, *v;
+    json_object_foreach((json_t *)e->measured, metric, m)
+    {
+        if (!json_is_object(m)) continue; /* "requests" */
+        const json_t *have = json_object_get(summary, metric);
+        if (!json_is_object(have) ||
+            (strcmp(metric, "e2e_ms") && strcmp(metric, "ttft_ms") && strcmp(metric, "itl_ms")))
+            return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms and itl_ms", e->file,
+                            e->id, metric);
+        json_t *p = json_object(), *a = json_object(), *s = json_object();
+        json_object_set_new(pred, metric, p);
+        json_object_set_new(ape, metric, a);
+        json_object_set_new(mpe, metric, s);
+        json_object_foreach((json_t *)m, stat, v)
+        {
+            const json_t *x = json_object_get(have, stat);
+            if (!json_is_number(v) || json_number_value(v) <= 0 || !json_is_number(x))
+                return sim_errf(err, "%s: experiment '%s': measured.%s.%s: %s", e->file, e->id, metric, stat,
+                                json_is_number(x) ? "expected a positive number" : "kvsim gives mean, p50, p90, p99");
+            double meas = json_number_value(v), got = json_number_value(x), signed_pct = (got - meas) / meas * 100;
+            json_object_set_new(p, stat, json_real(got));
+            json_object_set_new(a, stat, json_real(fabs(signed_pct)));
+            json_object_set_new(s, stat, json_real(signed_pct));
+        }
+    }
+    return 0;
+}
+
+/* One experiment's row of the report. */
+static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t *row, sim_err *err)
+{
+    json_t *cfg = json_array();
+    for (int i = 0; i < e->nsets; i++) json_array_append_new(cfg, json_string(e->sets[i]));
+    json_object_set_new(row, "id", json_string(e->id));
+    json_object_set_new(row, "config", cfg);
+    json_object_set_new(row, "measured", json_deep_copy(e->measured));
+    if (e->why[0]) {
+        json_object_set_new(row, "status", json_string("not expressible"));
+        json_object_set_new(row, "why", json_string(e->why));
+        return 0;
+    }
+    json_object_set_new(row, "status", json_string("ok"));
+    json_t *summary = NULL;
+    int rc = replay(e, o, db, &summary, err) || compare(e, summary, row, err);
+    if (!rc) {
+        json_t *d = json_object_get(summary, "diagnosis");
+        json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
+        json_object_set_new(row, "preemptions", json_incref(json_object_get(summary, "preemptions")));
+    }
+    json_decref(summary);
+    return rc;
+}
+
+/* median_ape: per metric and statistic, over the rows that have it. */
+static json_t *medians(const json_t *rows)
+{
+    json_t *out = json_object();
+    static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90",
+                                                                                            "p99"};
+    for (int m = 0; m < 3; m++) {
+        json_t *o = json_object();
+        for (int s = 0; s < 4; s++) {
+            double v[256];
+            int n = 0;
+            size_t i;
+            const json_t *r;
+            json_array_foreach(rows, i, r)
+            {
+                const json_t *x = json_object_get(json_object_get(json_object_get(r, "ape"), metrics[m]), stats[s]);
+                if (json_is_number(x) && n < 256) v[n++] = json_number_value(x);
+            }
+            if (n) json_object_set_new(o, stats[s], json_real(sim_validate_median(v, n)));
+        }
+        if (json_object_size(o)) json_object_set_new(out, metrics[m], o);
+        else json_decref(o);
+    }
+    return out;
+}
+
+static json_t *load_file(const char *path, sim_err *err)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        sim_errf(err, "%s: line %d: %s", path, je.line, je.text);
+        return NULL;
+    }
+    if (!json_is_array(json_object_get(root, "experiments"))) {
+        sim_errf(err, "%s: expected an object with an \"experiments\" array (docs/validation.md)", path);
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int each(const sim_validate_opts *o, const json_t *xs, sim_results *db, json_t *rows, sim_err *err)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(xs, i, x)
+    {
+        const char *id = json_string_value(json_object_get(x, "id"));
+        if (o->only && id && strcmp(o->only, id)) continue;
+        vexp e;
+        if (vexp_read(&e, o->measurements, x, err)) return vexp_free(&e), -1;
+        json_t *row = json_object();
+        json_array_append_new(rows, row);
+        int rc = one(&e, o, db, row, err);
+        vexp_free(&e);
+        if (rc) return -1;
+    }
+    if (o->only && json_array_size(rows) == 0)
+        return sim_errf(err, "%s: no experiment has id '%s'", o->measurements, o->only);
+    return 0;
+}
+
+int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err)
+{
+    *report = NULL;
+    json_t *root = load_file(o->measurements, err);
+    if (!root) return -1;
+    sim_results *db = NULL;
+    json_t *rows = json_array();
+    int rc = sim_results_open(&db, o->db, err) || each(o, json_object_get(root, "experiments"), db, rows, err);
+    sim_results_close(db);
+    json_decref(root);
+    if (rc) return json_decref(rows), -1;
+    *report = json_pack("{s:o, s:o}", "experiments", rows, "median_ape", medians(rows));
+    return 0;
+}

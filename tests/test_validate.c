@@ -1,0 +1,197 @@
+/* tests/test_validate.c — `kvsim validate` (sim/replay/validate.h) on a
+ * hand-made measurements file (tests/fixtures/validate/): its predictions
+ * against the closed form of the engine cost model for one request alone,
+ * the errors and their medians computed by hand, an experiment kvsim cannot
+ * express, and the messages of bad files. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "sim/replay/validate.h"
+#include "tests/testutil.h"
+
+#define MEAS "tests/fixtures/validate/meas.json"
+#define SETS "--set engine.frontend_ms=10 --set engine.iter_overhead_ms=1 --set engine.seq_overhead_ms=0.5"
+
+/* The tiny model on the round hardware, one request of 100 prompt tokens
+ * and 5 output tokens, nothing else running: every iteration is memory
+ * bound (a decode's 2 · 1e9 FLOPs take 4.4 µs at 1e15 × 0.45 FLOP/s, its
+ * weights 2 ms at 1e12 B/s) and takes (W_pass + kv · 256 B) / 1e12 B/s
+ * + 1 ms + 0.5 ms for its one sequence, where W_pass = 2e9 B of weights less
+ * the 1000 × 64 × 2 B input embedding, and kv = the tokens whose KV the
+ * step reads: the prompt's 100 in the prefill, 100 + k in the k-th decode
+ * step. TTFT = 10 ms front end + the prefill; E2E adds the 4 decode steps;
+ * ITL is their mean. */
+static void hand(double *ttft, double *e2e, double *itl)
+{
+    double w = 2e9 - 1000.0 * 64 * 2, B = 1e12, fixed = 1.5e-3;
+    double prefill = (w + 100 * 256.0) / B + fixed, decode = 0;
+    for (int k = 1; k <= 4; k++) decode += (w + (100 + k) * 256.0) / B + fixed;
+    *ttft = (10e-3 + prefill) * 1e3;
+    *e2e = (10e-3 + prefill + decode) * 1e3;
+    *itl = decode / 4 * 1e3;
+}
+
+static json_t *run_json(const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "validate --measurements %s %s --json", MEAS, args);
+    cli_result r = tu_kvsim(cmd);
+    assert_int_equal(r.status, 0);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    if (!j) fail_msg("validate --json: %s\n%s", je.text, r.err);
+    tu_free(&r);
+    return j;
+}
+
+static double at(const json_t *row, const char *part, const char *metric, const char *stat)
+{
+    return json_number_value(json_object_get(json_object_get(json_object_get(row, part), metric), stat));
+}
+
+static void test_predictions_by_hand(void **state)
+{
+    double ttft, e2e, itl;
+    hand(&ttft, &e2e, &itl);
+    json_t *j = run_json(SETS);
+    const json_t *a = json_array_get(json_object_get(j, "experiments"), 0);
+    assert_string_equal(json_string_value(json_object_get(a, "id")), "a");
+    assert_string_equal(json_string_value(json_object_get(a, "status")), "ok");
+    /* event times are whole nanoseconds: 6 iterations round by < 6e-6 ms */
+    assert_double_equal(at(a, "predicted", "ttft_ms", "mean"), ttft, 1e-5);
+    assert_double_equal(at(a, "predicted", "e2e_ms", "mean"), e2e, 1e-5);
+    assert_double_equal(at(a, "predicted", "e2e_ms", "p90"), e2e, 1e-5);
+    assert_double_equal(at(a, "predicted", "itl_ms", "mean"), itl, 1e-5);
+    /* ape = |p − m| / m · 100, mpe the signed one, against measured 20 / 10 / 2 */
+    assert_double_equal(at(a, "mpe", "e2e_ms", "mean"), (e2e - 20) / 20 * 100, 1e-4);
+    assert_double_equal(at(a, "ape", "ttft_ms", "mean"), fabs(ttft - 10) / 10 * 100, 1e-4);
+    assert_double_equal(at(a, "mpe", "itl_ms", "mean"), (itl - 2) / 2 * 100, 1e-4);
+    json_decref(j);
+}
+
+/* The median of the three expressible experiments' ape (b and c measured
+ * other values for the same prediction); "off" is listed, not counted. */
+static void test_median_and_not_expressible(void **state)
+{
+    double ttft, e2e, itl;
+    hand(&ttft, &e2e, &itl);
+    json_t *j = run_json(SETS);
+    const json_t *xs = json_object_get(j, "experiments"), *off = json_array_get(xs, 3);
+    assert_int_equal(json_array_size(xs), 4);
+    assert_string_equal(json_string_value(json_object_get(off, "status")), "not expressible");
+    assert_non_null(strstr(json_string_value(json_object_get(off, "why")), "enable_prefix_caching"));
+    assert_null(json_object_get(off, "ape"));
+    double v[3] = {fabs(itl - 2) / 2 * 100, fabs(itl - 4) / 4 * 100, fabs(itl - 3) / 3 * 100};
+    double sorted_mid = v[0] + v[1] + v[2] - fmax(v[0], fmax(v[1], v[2])) - fmin(v[0], fmin(v[1], v[2]));
+    assert_double_equal(at(j, "median_ape", "itl_ms", "mean"), sorted_mid, 1e-4);
+    double t[3] = {fabs(ttft - 10) / 10 * 100, fabs(ttft - 12) / 12 * 100, fabs(ttft - 20) / 20 * 100};
+    double tmid = t[0] + t[1] + t[2] - fmax(t[0], fmax(t[1], t[2])) - fmin(t[0], fmin(t[1], t[2]));
+    assert_double_equal(
+        json_number_value(json_object_get(json_object_get(json_object_get(j, "median_ape"), "ttft_ms"), "mean")), tmid,
+        1e-4);
+    json_decref(j);
+}
+
+static void test_median_helper(void **state)
+{
+    double a[] = {3, 1, 2}, b[] = {4, 1, 3, 2};
+    assert_double_equal(sim_validate_median(a, 3), 2, 0);
+    assert_double_equal(sim_validate_median(b, 4), 2.5, 0);
+    assert_true(isnan(sim_validate_median(b, 0)));
+}
+
+static void test_only_and_text(void **state)
+{
+    cli_result r = tu_kvsim("validate --measurements " MEAS " --only b " SETS);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "b\n"));
+    assert_null(strstr(r.out, "\na\n"));
+    assert_non_null(strstr(r.out, "median absolute error"));
+    tu_free(&r);
+    r = tu_kvsim("validate --measurements " MEAS " --only nosuch");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "no experiment has id 'nosuch'"));
+    tu_free(&r);
+}
+
+/* A copy of the fixture with one edit (a python-free sed on one line). */
+static cli_result edited(const char *sed)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "(d=$(mktemp -d) && sed '%s' " MEAS " > $d/m.json && %s validate --measurements $d/m.json --only a; "
+             "rc=$?; rm -rf $d; exit $rc)",
+             sed, tu_kvsim_bin());
+    return tu_shell(cmd);
+}
+
+static void test_errors(void **state)
+{
+    static const struct {
+        const char *sed, *want;
+    } cases[] = {
+        {"0,/\"max_num_seqs\"/s/\"max_num_seqs\"/\"max_num_sequences\"/",
+         "experiment 'a': unknown engine key 'max_num_sequences'"},
+        {"0,/model.json/s|tests/fixtures/validate/model.json|nosuch-model|", "model 'nosuch-model' has no preset"},
+        {"0,/inference-perf shared_prefix/s/inference-perf shared_prefix/sharegpt/",
+         "workload.kind: 'sharegpt' is not a workload kvsim generates"},
+        {"0,/\"type\": \"constant\"/s/constant/bursty/", "workload.load.type: 'bursty' is not constant or poisson"},
+        {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/", "fewer than measured.requests (5)"},
+        {"0,/\"ttft_ms\"/s/\"ttft_ms\"/\"tpot_ms\"/", "measured.tpot_ms: kvsim predicts e2e_ms, ttft_ms and itl_ms"},
+        {"1s/^/x/", "line 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result r = edited(cases[i].sed);
+        if (r.status != 2 || !strstr(r.err, cases[i].want))
+            fail_msg("case %zu: exit %d, stderr: %s (want: %s)", i, r.status, r.err, cases[i].want);
+        tu_free(&r);
+    }
+    cli_result r = tu_kvsim("validate");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "--measurements FILE is required"));
+    tu_free(&r);
+}
+
+/* The runs go into --db, one per experiment replayed, with their requests. */
+static void test_db(void **state)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "d=$(mktemp -d) && %s validate --measurements " MEAS " --db $d/v.db > /dev/null && "
+             "echo $d",
+             tu_kvsim_bin());
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 0);
+    r.out[strcspn(r.out, "\n")] = 0;
+    char db[600], q[] = "SELECT COUNT(*) || ',' || (SELECT COUNT(*) FROM requests) FROM runs";
+    snprintf(db, sizeof db, "%s/v.db", r.out);
+    char *got = tu_sql_text(db, q);
+    assert_string_equal(got, "3,3");
+    free(got);
+    char rm[700];
+    snprintf(rm, sizeof rm, "rm -rf %s", r.out);
+    assert_int_equal(system(rm), 0);
+    tu_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_predictions_by_hand),
+        cmocka_unit_test(test_median_and_not_expressible),
+        cmocka_unit_test(test_median_helper),
+        cmocka_unit_test(test_only_and_text),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_db),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
