@@ -185,8 +185,11 @@ static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
     rep_body_open(&ytics);
     for (int i = 0; i < r->ngroups; i++) bar_row(dat, ytics.f, r, i, order[i], f, &longest);
     free(order);
-    fclose(dat);
     fclose(ytics.f);
+    if (rep_close(r, dat, file, true, err)) {
+        free(ytics.text);
+        return -1;
+    }
     rep_body b;
     rep_body_open(&b);
     int width = bars_body(b.f, r, f, longest, ytics.text);

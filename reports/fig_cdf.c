@@ -214,10 +214,9 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
         rep_body *pb = &panel[npanels > 1 ? r->groups[g].facet : 0];
         rc = cdf_group(r, c, &r->groups[g], dat, pb, &index, &x, err);
     }
-    fclose(dat);
+    if (rep_close(r, dat, file, rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
     if (rc < 0 || index == 0) {
         for (int p = 0; p < npanels; p++) rep_body_discard(&panel[p]);
-        if (index == 0) rep_remove(r, file);
         return rc < 0 ? -1 : 0;
     }
     for (int i = 0; i < r->nruns; i++) widen(&x, rep_config_num(&r->runs[i], c->slo_key));

@@ -106,8 +106,8 @@ static int gather(rep *r, qps_curve **cs, int *nc)
         if (q <= 0) continue;
         qps_curve *c = curve_for(r, &r->runs[i], cs, nc);
         c->pt = sim_xrealloc(c->pt, (size_t)(c->n + 1) * sizeof *c->pt);
-        c->pt[c->n++] = (qps_point){q, json_number_value(rep_json_at(r->runs[i].summary, "ttft_ms.mean")),
-                                    json_number_value(rep_json_at(r->runs[i].summary, "ttft_ms.p90"))};
+        c->pt[c->n++] =
+            (qps_point){q, rep_summary_num(&r->runs[i], "ttft_ms.mean"), rep_summary_num(&r->runs[i], "ttft_ms.p90")};
     }
     for (int i = 0; i < *nc; i++) {
         qsort((*cs)[i].pt, (size_t)(*cs)[i].n, sizeof *(*cs)[i].pt, cmp_point);
@@ -193,12 +193,11 @@ int rep_fig_ttft_qps(rep *r, sim_err *err)
         return 0;
     }
     FILE *dat = rep_open(r, "ttft_qps.dat", err);
-    if (!dat) {
+    if (dat) write_data(dat, cs, nc);
+    if (!dat || rep_close(r, dat, "ttft_qps.dat", true, err)) {
         free_curves(cs, nc);
         return -1;
     }
-    write_data(dat, cs, nc);
-    fclose(dat);
     char *body = plot_body(cs, nc), *caption = caption_text(cs, nc);
     const char *title = "TTFT against offered load per configuration";
     int rc = rep_write_script(r, "ttft_qps", title, body, REP_WIDTH, 540, err);

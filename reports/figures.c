@@ -233,7 +233,7 @@ int rep_fig_hitrate(rep *r, sim_err *err)
           caption.f);
     hr_extent x = {INFINITY, 0, 0};
     int index = 0, rc = hitrate_plots(r, dat, plot.f, caption.f, &index, &x, err);
-    fclose(dat);
+    if (rep_close(r, dat, "hitrate.dat", rc == 0 && index > 0, err)) rc = -1; /* nothing to plot: no file */
     fclose(caption.f);
     fclose(plot.f);
     if (rc == 0 && index > 0) {
@@ -243,8 +243,6 @@ int rep_fig_hitrate(rep *r, sim_err *err)
         fprintf(b.f, "%s\n", plot.text);
         rc = rep_body_finish(r, &b, "hitrate", "Hit rate vs cache capacity", REP_WIDTH, REP_HEIGHT, err);
         if (rc == 0) rep_section(r, "hitrate", "Hit rate vs cache capacity", caption.text, NULL);
-    } else {
-        rep_remove(r, "hitrate.dat");
     }
     free(plot.text);
     free(caption.text);
@@ -599,7 +597,7 @@ static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, si
     rep_body_open(&b);
     fputs(f->settings, b.f);
     int rc = f->write(r, run, dat, b.f, file, err);
-    fclose(dat);
+    if (rep_close(r, dat, file, rc == 0, err)) rc = -1;
     if (rc) {
         fclose(b.f);
         free(b.text);

@@ -12,21 +12,28 @@
 
 #include "reports/report_int.h"
 
-FILE *rep_open(const rep *r, const char *name, sim_err *err)
+FILE *rep_open(rep *r, const char *name, sim_err *err)
 {
     FILE *f = sim_file_create(r->stage_fd, name, NULL);
-    if (!f) sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(errno));
-    return f;
+    if (f) return f;
+    r->unwritable = true;
+    sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(errno));
+    return NULL;
 }
 
-int rep_close(const rep *r, FILE *f, const char *name, sim_err *err)
+int rep_close(rep *r, FILE *f, const char *name, bool keep, sim_err *err)
 {
+    if (!keep) {
+        fclose(f);
+        unlinkat(r->stage_fd, name, 0);
+        return 0;
+    }
     int e = fflush(f) ? errno : ferror(f) ? EIO : 0;
     if (fclose(f) && !e) e = errno;
-    return e ? sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(e)) : 0;
+    if (!e) return 0;
+    r->unwritable = true;
+    return sim_errf(err, "cannot write %s/%s: %s", r->dir, name, strerror(e));
 }
-
-void rep_remove(const rep *r, const char *name) { unlinkat(r->stage_fd, name, 0); }
 
 /* Text from a database (config values, trace paths, policy names) reaches
  * gnuplot only as a single-quoted literal: inside one gnuplot expands no
@@ -89,6 +96,12 @@ double rep_config_num(const rep_run *run, const char *path)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+double rep_summary_num(const rep_run *run, const char *path)
+{
+    const json_t *v = rep_json_at(run->summary, path);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 static const char script_head[] = "# %s.gp — ";
 static const char script_head2[] = "\n# Written by kvsim report; plots %s.dat. Edit and re-run in this directory:\n"
                                    "#   gnuplot %s.gp        (writes %s.svg, %s.png and %s.pdf)\n"
@@ -126,7 +139,7 @@ int rep_write_script(rep *r, const char *name, const char *title, const char *bo
     fputs(" . fmt\n", f);
     fprintf(f, "%s", body);
     fputs("unset output\n}\n", f);
-    if (rep_close(r, f, file, err)) return -1;
+    if (rep_close(r, f, file, true, err)) return -1;
     r->scripts = sim_xrealloc(r->scripts, (size_t)(r->nscripts + 1) * sizeof *r->scripts);
     r->scripts[r->nscripts++] = sim_xstrdup(file);
     return 0;

@@ -11,14 +11,18 @@
  * Every file (gnuplot's images too) is written in a private folder inside
  * the directory and moved into it once the report is complete (make_stage,
  * sim_outdir_publish): a link planted in the directory is replaced, never
- * written through. */
+ * written through. A file that cannot be written (a full disk, a file-size
+ * limit; an image gnuplot left cut included) fails the report with exit 2
+ * and the errno's text, and nothing is moved into the directory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,17 +105,15 @@ static int load_run(rep *r, int64_t id, sim_err *err)
     }
     rep_run *run = &r->runs[r->nruns];
     *run = (rep_run){.id = id, .seed = sqlite3_column_int64(st, 5)};
-    run->config = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-    run->summary = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    int rc = sim_results_run_json(r->db_path, id, (const char *)sqlite3_column_text(st, 0),
+                                  (const char *)sqlite3_column_text(st, 1), &run->config, &run->summary, err);
     snprintf(run->hash, sizeof run->hash, "%s", (const char *)sqlite3_column_text(st, 2));
     snprintf(run->fp, sizeof run->fp, "%s", (const char *)sqlite3_column_text(st, 3));
     const char *trace = (const char *)sqlite3_column_text(st, 4);
     run->trace_path = sim_xstrdup(trace ? trace : "");
     sqlite3_finalize(st);
     r->nruns++;
-    if (!run->config || !run->summary)
-        return sim_errf(err, "%s: run %lld: config or summary is not JSON", r->db_path, (long long)id);
-    return 0;
+    return rc;
 }
 
 static int select_runs(rep *r, const rep_options *a, sim_err *err)
@@ -196,7 +198,14 @@ static int write_figures(rep *r, sim_err *err)
     return made;
 }
 
-/* One gnuplot process, in DIR, for scripts first, first + step, ... */
+/* ---- rendering: gnuplot writes the images in the staging folder; each must
+ * end as its format ends before anything moves into DIR, so a full disk or a
+ * file-size limit (gnuplot reports no write error) fails the report with the
+ * cause instead of publishing an empty or cut image ------------------------ */
+
+static const char *const image_exts[] = {"svg", "png", "pdf"};
+
+/* One gnuplot process, in the staging folder, for scripts first, first + step, ... */
 static pid_t start_gnuplot(const rep *r, int first, int step)
 {
     char **argv = sim_xcalloc((size_t)r->nscripts + 2, sizeof *argv);
@@ -212,8 +221,66 @@ static pid_t start_gnuplot(const rep *r, int first, int step)
     return pid;
 }
 
+/* Whether image e (open as fd, size bytes) ends as its format ends: an SVG
+ * with </svg>, a PNG with its IEND chunk, a PDF with %%EOF (a cut file does not). */
+static bool image_whole(int fd, int e, off_t size)
+{
+    char tail[33] = "";
+    ssize_t got = size > 0 ? pread(fd, tail, 32, size > 32 ? size - 32 : 0) : 0;
+    size_t n = got > 0 ? (size_t)got : 0;
+    while (e != 1 && n > 0 && strchr(" \r\n", tail[n - 1])) n--; /* text formats: trailing newlines */
+    static const char *const ends[] = {"</svg>", "IEND\xae\x42\x60\x82", "%%EOF"};
+    size_t k = strlen(ends[e]);
+    return n >= k && memcmp(tail + n - k, ends[e], k) == 0;
+}
+
+/* Why gnuplot left an image of size bytes incomplete, which it does not
+ * say: EFBIG at the file-size limit, ENOSPC on a full file system, else 0. */
+static int cut_cause(const rep *r, off_t size)
+{
+    struct rlimit lim;
+    struct statvfs fs;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)size >= lim.rlim_cur)
+        return EFBIG;
+    if (fstatvfs(r->stage_fd, &fs) == 0 && fs.f_bavail == 0) return ENOSPC;
+    return 0;
+}
+
+/* Image e of script i in the staging folder: 0 when whole; -1 when missing,
+ * -2 when cut (*cause: the errno that explains it, 0 when none does); err
+ * names DIR/NAME.EXT. */
+static int check_image(const rep *r, int i, int e, int *cause, sim_err *err)
+{
+    char name[PATH_MAX];
+    struct stat st;
+    snprintf(name, sizeof name, "%.*s.%s", (int)strlen(r->scripts[i]) - 3, r->scripts[i], image_exts[e]);
+    int fd = openat(r->stage_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    bool found = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode), whole = found && image_whole(fd, e, st.st_size);
+    if (fd >= 0) close(fd);
+    if (!found) return sim_errf(err, "gnuplot did not write %s/%s", r->dir, name);
+    if (whole) return 0;
+    *cause = cut_cause(r, st.st_size);
+    sim_errf(err, "cannot write %s/%s: %s (gnuplot wrote %lld bytes of it)", r->dir, name,
+             *cause ? strerror(*cause) : "gnuplot stopped before its end (its message, if any, is above)",
+             (long long)st.st_size);
+    return -2;
+}
+
+/* Every figure's SVG, PNG and PDF: the first missing or cut one, as check_image. */
+static int check_images(const rep *r, int *cause, sim_err *err)
+{
+    for (int i = 0; i < r->nscripts; i++)
+        for (int e = 0; e < 3; e++) {
+            int rc = check_image(r, i, e, cause, err);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
 /* Render the queued scripts with one gnuplot process per CPU, each taking
- * every n-th script (a process renders its scripts one after another). */
+ * every n-th script (a process renders its scripts one after another), and
+ * check every image. A cut image is an output that could not be written
+ * (exit 2 with the cause), even when gnuplot then failed for it. */
 static int render(rep *r, sim_err *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -229,25 +296,12 @@ static int render(rep *r, sim_err *err)
     }
     if (started < nproc) return sim_errf(err, "cannot start gnuplot: %s", strerror(errno));
     if (worst == 127) return sim_errf(err, "gnuplot not found (install the Debian package gnuplot-nox)");
+    int cause = 0, bad = check_images(r, &cause, err);
+    r->unwritable = bad == -2 && (cause || !worst);
+    if (r->unwritable) return -1;
     r->keep_stage = worst != 0; /* the scripts and data stay where gnuplot failed on them, for a look */
     if (worst) return sim_errf(err, "gnuplot failed on the scripts in %s (its message is above)", r->stage);
-    return 0;
-}
-
-/* Every figure must have come out as a non-empty SVG, PNG and PDF. */
-static int check_outputs(const rep *r, sim_err *err)
-{
-    static const char *const exts[] = {"svg", "png", "pdf"};
-    for (int i = 0; i < r->nscripts; i++)
-        for (int e = 0; e < 3; e++) {
-            char name[PATH_MAX];
-            struct stat st;
-            int n = snprintf(name, sizeof name, "%s", r->scripts[i]);
-            snprintf(name + n - 2, sizeof name - (size_t)n + 2, "%s", exts[e]);
-            if (fstatat(r->stage_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-                return sim_errf(err, "gnuplot did not write %s/%s", r->dir, name);
-        }
-    return 0;
+    return bad ? -1 : 0;
 }
 
 static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
@@ -271,8 +325,11 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     *nfigures = write_figures(r, err);
     fputs("</body>\n</html>\n", h);
     r->html = NULL;
-    if (rep_close(r, h, "index.html", err) || *nfigures < 0 || render(r, err) || check_outputs(r, err)) return -1;
-    return sim_outdir_publish(r->stage_fd, r->dir, "index.html", err); /* the page last: its files are there */
+    if (rep_close(r, h, "index.html", true, err) || *nfigures < 0 || render(r, err)) return -1;
+    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", err) == 0)
+        return 0; /* the page last: its files are there */
+    r->unwritable = true;
+    return -1;
 }
 
 static void rep_free(rep *r)
@@ -322,7 +379,10 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
     r.diff_keys = differing_keys(&r);
     if (rep_groups_build(&r, a->color_by, a->facet_by, err)) goto out;
     rc = REP_FAILED;
-    if (write_page(&r, a, &written, err)) goto out;
+    if (write_page(&r, a, &written, err)) {
+        if (r.unwritable) rc = REP_UNWRITABLE;
+        goto out;
+    }
     *nruns = r.nruns;
     *nfigures = r.nscripts;
     rc = REP_OK;

@@ -26,8 +26,9 @@ typedef struct rep_options {
 
 typedef enum rep_status {
     REP_OK = 0,
-    REP_BAD_INPUT, /* unreadable database, unknown runs, output directory not creatable */
-    REP_FAILED,    /* writing or rendering failed (e.g. gnuplot missing) */
+    REP_BAD_INPUT,  /* unreadable database, unknown runs, output directory not creatable */
+    REP_FAILED,     /* rendering failed (e.g. gnuplot missing) */
+    REP_UNWRITABLE, /* an output file could not be written (disk full, file-size limit): err has the cause */
 } rep_status;
 
 /* Write the report; on success *nruns and *nfigures say what it holds. */

@@ -65,6 +65,7 @@ typedef struct rep {
     const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
     FILE *html;                      /* the page being written (index.html, staged) */
+    bool unwritable;                 /* a file could not be written (disk full, size limit): exit 2 */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
@@ -157,12 +158,14 @@ void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 
 /* Create NAME (e.g. "ttft.dat", "configs/run1.json") for writing in the
- * report's staging folder, as a new file (errors name DIR/NAME). */
-FILE *rep_open(const rep *r, const char *name, sim_err *err);
-/* Close a file rep_open gave: 0, or -1 with err naming DIR/NAME and why. */
-int rep_close(const rep *r, FILE *f, const char *name, sim_err *err);
-/* Remove NAME (a data file of a figure that turned out empty). */
-void rep_remove(const rep *r, const char *name);
+ * report's staging folder, as a new file; errors name DIR/NAME and the
+ * cause, and mark the report's output unwritable. */
+FILE *rep_open(rep *r, const char *name, sim_err *err);
+/* Close a file rep_open gave, checking every write: when keep, 0, or -1
+ * with err naming DIR/NAME and the errno text (a full disk, a file-size
+ * limit) and the output marked unwritable; else the file is removed (a
+ * figure whose data turned out empty; 0). */
+int rep_close(rep *r, FILE *f, const char *name, bool keep, sim_err *err);
 /* Write NAME.gp: a header, the loop over the svg and png terminals (height
  * pixels; the PDF the same size at 96 dpi) around `body` (gnuplot commands; the string variable
  * figure_title holds the title), and queue it for rendering. */
@@ -188,5 +191,8 @@ const json_t *rep_json_at(const json_t *root, const char *path);
 char *rep_config_text(const json_t *config, const char *path, const char *absent);
 /* A config value at a dotted path as a number (NAN when absent). */
 double rep_config_num(const rep_run *run, const char *path);
+/* A summary number of run at a dotted path; NaN when absent or null (a
+ * statistic over no completed request is undefined, never 0). */
+double rep_summary_num(const rep_run *run, const char *path);
 
 #endif

@@ -85,9 +85,9 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
     config_cells(h, r, run);
     for (size_t c = 0; c < NCOLS; c++) {
         const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
-        char text[64] = "";
+        char text[64] = "—"; /* null: undefined (e.g. a TTFT with no request completed), never best */
         if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
-        fprintf(h, "<td%s>%s</td>", *text && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
+        fprintf(h, "<td%s>%s</td>", json_is_number(v) && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
     }
     fputs("<td class=\"text\"><code>", h);
     sim_fput_xml(h, run->hash);
@@ -136,6 +136,8 @@ static void stat_cell(FILE *h, const rep *r, const rep_group *g, const summary_c
         snprintf(hi, sizeof hi, col->fmt, s.hi);
         if (s.ci) fprintf(h, "%s ± %s", m, lo);
         else fprintf(h, "%s [%s, %s]", m, lo, hi);
+    } else {
+        fputs("—", h); /* no run of the group has the number */
     }
     fputs("</td>", h);
 }
@@ -170,13 +172,15 @@ void rep_groups_table(rep *r)
 static int write_config(rep *r, const rep_run *run, sim_err *err)
 {
     char name[64];
-    if (mkdirat(r->stage_fd, "configs", 0777) != 0 && errno != EEXIST)
+    if (mkdirat(r->stage_fd, "configs", 0777) != 0 && errno != EEXIST) {
+        r->unwritable = true;
         return sim_errf(err, "cannot create %s/configs: %s", r->dir, strerror(errno));
+    }
     snprintf(name, sizeof name, "configs/run%lld.json", (long long)run->id);
     FILE *f = rep_open(r, name, err);
     if (!f) return -1;
-    json_dumpf(run->config, f, JSON_INDENT(2) | JSON_SORT_KEYS);
-    return rep_close(r, f, name, err);
+    json_dumpf(run->config, f, JSON_INDENT(2) | JSON_SORT_KEYS); /* a failed write shows at close */
+    return rep_close(r, f, name, true, err);
 }
 
 int rep_reproduce(rep *r, sim_err *err)

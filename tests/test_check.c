@@ -199,26 +199,49 @@ static void test_bad_baselines(void **state)
     char text[1024];
     const char *bodies[][2] = {
         {"not json", ":1:"},
-        {"{\"measurements\": 3}", "must be an array"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"teleport\", \"args\": {}}]}",
+        {"{\"kvsim_baseline\": 1, \"measurements\": 3}", "must be an array"},
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"teleport\", \"args\": {}}]}",
          "unknown or missing kind 'teleport'"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"/nonexistent\"}, "
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"/nonexistent\"}, "
          "\"expect\": {\"hit_rate_blocks\": 0}}]}",
          "measurement x: /nonexistent"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", \"policy\": "
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"%s\", \"policy\": "
          "\"nosuch\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
          "unknown eviction policy"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}, \"expect\": "
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"%s\"}, \"expect\": "
          "{\"speed\": 1}}]}",
          "no metric 'speed'"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}}]}",
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"%s\"}}]}",
          "no \"expect\""},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"%s\", "
          "\"capacity_tokens\": \"1,2\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
          "one value"},
-        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\", "
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": "
+         "\"%s\", "
          "\"placement\": \"round_robin\"}, \"expect\": {\"hit_rate_blocks\": 0}}]}",
          "measurement x: placement: unknown placement 'round_robin' (known: bounded, longest_prefix, in_turn)"},
+        /* issue 27: a check of nothing, a tolerance nothing can meet and a
+         * format this kvsim does not know are setup errors (exit 2), not a
+         * pass ("all 0 numbers within tolerance") or a regression (exit 3) */
+        {"{\"kvsim_baseline\": 1, \"tolerance\": 0.002, \"measurements\": []}",
+         "baseline: \"measurements\" is empty: nothing to check"},
+        {"{\"kvsim_baseline\": 1, \"tolerance\": -0.1, \"measurements\": [{\"name\": \"x\", \"kind\": "
+         "\"hitrate\", \"args\": {\"trace\": \"%s\"}, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "baseline: \"tolerance\": -0.1 is not a non-negative number"},
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": "
+         "{\"trace\": \"%s\"}, \"tolerance\": -1, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "measurement x: \"tolerance\" must be a non-negative number"},
+        {"{\"kvsim_baseline\": 2, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": "
+         "{\"trace\": \"%s\"}, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "\"kvsim_baseline\": 2 is not a baseline format it knows; this kvsim reads version 1"},
+        {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}, "
+         "\"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "\"kvsim_baseline\": missing; this kvsim reads version 1"},
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         snprintf(text, sizeof text, bodies[i][0], t);

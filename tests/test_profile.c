@@ -229,10 +229,11 @@ static void test_calibrate_layers_errors(void **state)
                    " --hardware h100x1",
                    2, H100_PROBE ": kind: expected \"kvsim-layer-probe\"");
     /* a layer probe document with one prefill point removed: the grid has a hole */
-    char *path = tu_write_temp("{\"kind\": \"kvsim-layer-probe\", \"models\": [{\"name\": \"llama3.1-8b\", \"layers\": "
-                               "32, \"head\": [{\"batch\": 1, \"ms\": 0.3}], \"prefill\": [{\"new\": 512, \"cached\": "
-                               "0, \"ms\": 1}, {\"new\": 1024, \"cached\": 0, \"ms\": 2}, {\"new\": 512, \"cached\": "
-                               "2048, \"ms\": 3}], \"decode\": [{\"batch\": 1, \"context\": 512, \"ms\": 0.2}]}]}");
+    char *path = tu_write_temp(
+        "{\"kind\": \"kvsim-layer-probe\", \"version\": 1, \"models\": [{\"name\": \"llama3.1-8b\", \"layers\": "
+        "32, \"head\": [{\"batch\": 1, \"ms\": 0.3}], \"prefill\": [{\"new\": 512, \"cached\": "
+        "0, \"ms\": 1}, {\"new\": 1024, \"cached\": 0, \"ms\": 2}, {\"new\": 512, \"cached\": "
+        "2048, \"ms\": 3}], \"decode\": [{\"batch\": 1, \"context\": 512, \"ms\": 0.2}]}]}");
     char args[1024];
     snprintf(args, sizeof args,
              "calibrate --probe-json " H100_PROBE " --out /tmp/kvsim-never.json --layers-json %s --hardware h100x1",

@@ -27,3 +27,10 @@ int sim_usage_error(const char *cmd, const char *msg)
     fprintf(stderr, "kvsim %s: %s\n", cmd, msg);
     return SIM_EXIT_USAGE;
 }
+
+const char *sim_cli_num(const json_t *v, const char *fmt, int width, char *buf, size_t n)
+{
+    if (json_is_number(v)) snprintf(buf, n, fmt, width, json_number_value(v));
+    else snprintf(buf, n, "%*s—", width > 1 ? width - 1 : 0, ""); /* "—": one column, three bytes */
+    return buf;
+}

@@ -8,6 +8,8 @@
 #ifndef SIM_CLI_H
 #define SIM_CLI_H
 
+#include <stddef.h>
+
 enum {
     SIM_EXIT_OK = 0,
     SIM_EXIT_INTERNAL = 1, /* a bug or an I/O failure we did not expect */
@@ -52,6 +54,12 @@ int cmd_model(int argc, char **argv);
 /* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a
  * string whatever it looks like, e.g. a trace path). Caller frees. */
 char *sim_cli_string_set(const char *key, const char *value);
+
+/* A summary number as text right-aligned in width columns through fmt (a
+ * "%*.1f"-style format taking the width), or "—" when it is not a number:
+ * a null statistic is undefined (no request had one), never 0. */
+struct json_t;
+const char *sim_cli_num(const struct json_t *v, const char *fmt, int width, char *buf, size_t n);
 
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);

@@ -31,28 +31,56 @@ static void print_table_header(void)
            "status");
 }
 
+/* "%g", or "null" for a JSON null or NaN (an undefined statistic). */
+static const char *gtext(const json_t *v, char *buf, size_t n)
+{
+    if (json_is_number(v) && !isnan(json_number_value(v))) snprintf(buf, n, "%g", json_number_value(v));
+    else snprintf(buf, n, "null");
+    return buf;
+}
+
 /* Under GitHub Actions (GITHUB_ACTIONS=true), a moved number is also an
  * ::error workflow command, which the run's page shows as an annotation:
  * on stdout beside the table, on stderr when stdout is --json's object. */
+
 static void github_error(FILE *f, const sim_check_row *r)
 {
     const char *gha = getenv("GITHUB_ACTIONS");
     if (r->ok || !r->expected || !gha || strcmp(gha, "true")) return;
-    fprintf(f, "::error title=kvsim check::%s %s moved: expected %g, got %g (tolerance %g)\n", r->measurement,
-            r->metric, json_number_value(r->expected), r->got, r->tolerance);
+    char e[32], g[32];
+    json_t *got = json_real(r->got); /* NULL for NaN: "null" */
+    fprintf(f, "::error title=kvsim check::%s %s moved: expected %s, got %s (tolerance %g)\n", r->measurement,
+            r->metric, gtext(r->expected, e, sizeof e), gtext(got, g, sizeof g), r->tolerance);
+    json_decref(got);
+}
+
+/* A number of the table in 10 columns; "—" for null (undefined: no
+ * completed request had it). */
+static const char *cell(double v, const char *fmt, char *buf, size_t n)
+{
+    json_t *j = isnan(v) ? json_null() : json_real(v);
+    sim_cli_num(j, fmt, 10, buf, n);
+    json_decref(j);
+    return buf;
 }
 
 static void print_row(const sim_check_row *r)
 {
     github_error(stdout, r);
+    char e[32], g[32], d[32];
     if (!r->expected) {
-        printf("%-36s %-16s %10s %10.6f %10s %9s  %s\n", r->measurement, r->metric, "-", r->got, "-", "-", "recorded");
+        printf("%-36s %-16s %10s %s %10s %9s  %s\n", r->measurement, r->metric, "-", cell(r->got, "%*.6f", g, 32), "-",
+               "-", "recorded");
         return;
     }
-    double e = json_number_value(r->expected), delta = fabs(r->got - e) < 5e-7 ? 0 : r->got - e;
-    printf("%-36s %-16s %10.6f %10.6f %+10.6f %9.4g  %s\n", r->measurement, r->metric, e, r->got, delta, r->tolerance,
-           r->ok ? "ok" : "FAIL");
+    double x = json_is_number(r->expected) ? json_number_value(r->expected) : NAN;
+    double delta = fabs(r->got - x) < 5e-7 ? 0 : r->got - x;
+    printf("%-36s %-16s %s %s %s %9.4g  %s\n", r->measurement, r->metric, cell(x, "%*.6f", e, 32),
+           cell(r->got, "%*.6f", g, 32), cell(delta, "%+*.6f", d, 32), r->tolerance, r->ok ? "ok" : "FAIL");
 }
+
+/* A number of --json's rows: null for NaN (undefined). */
+static json_t *num_json(double v) { return isnan(v) ? json_null() : json_real(v); }
 
 static void print_note(void *arg, const char *text) { fprintf(stderr, "kvsim check: %s\n", text); }
 
@@ -68,11 +96,12 @@ static void on_row(void *arg, const sim_check_row *r)
     check_out *o = arg;
     if (o->json) github_error(stderr, r);
     else print_row(r);
-    json_t *j = json_pack("{s:s, s:s, s:f, s:f, s:b}", "measurement", r->measurement, "metric", r->metric, "got",
-                          r->got, "tolerance", r->tolerance, "ok", r->ok);
+    json_t *j = json_pack("{s:s, s:s, s:o, s:f, s:b}", "measurement", r->measurement, "metric", r->metric, "got",
+                          num_json(r->got), "tolerance", r->tolerance, "ok", r->ok);
     if (r->expected) {
-        json_object_set_new(j, "expected", json_real(json_number_value(r->expected)));
-        json_object_set_new(j, "delta", json_real(r->got - json_number_value(r->expected)));
+        double x = json_is_number(r->expected) ? json_number_value(r->expected) : NAN;
+        json_object_set_new(j, "expected", num_json(x));
+        json_object_set_new(j, "delta", num_json(r->got - x));
     }
     json_array_append_new(o->rows, j);
 }
@@ -105,9 +134,11 @@ static void junit_case(FILE *f, const json_t *row)
     fputs("\" name=\"", f);
     sim_fput_xml(f, json_string_value(json_object_get(row, "metric")));
     fputs("\">", f);
+    char et[32], gt[32];
     if (!json_is_true(json_object_get(row, "ok")))
-        fprintf(f, "<failure message=\"moved: expected %g, got %g (tolerance %g)\"/>", json_number_value(e),
-                json_number_value(json_object_get(row, "got")), json_number_value(json_object_get(row, "tolerance")));
+        fprintf(f, "<failure message=\"moved: expected %s, got %s (tolerance %g)\"/>", gtext(e, et, sizeof et),
+                gtext(json_object_get(row, "got"), gt, sizeof gt),
+                json_number_value(json_object_get(row, "tolerance")));
     fputs("</testcase>\n", f);
 }
 

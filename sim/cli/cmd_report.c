@@ -54,8 +54,12 @@ static const char report_usage[] =
     "  -o, --out DIR      output directory (created when missing)\n"
     "  -h, --help         this help\n"
     "\n"
-    "Exit status: 0 ok, 2 bad arguments, an unreadable database or a --color-by/--facet-by key\n"
-    "that does not differ between the runs, 1 internal error (e.g. gnuplot missing: install\n"
+    "Every file appears whole or not at all (written under a temporary name, renamed when\n"
+    "complete; an image only once gnuplot finished it).\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad arguments, an unreadable database, a --color-by/--facet-by key\n"
+    "that does not differ between the runs or an output that cannot be written (disk full,\n"
+    "file-size limit: the cause is named), 1 internal error (e.g. gnuplot missing: install\n"
     "gnuplot-nox).\n";
 
 typedef rep_options report_args;
@@ -111,7 +115,7 @@ int cmd_report(int argc, char **argv)
     rep_status st = rep_generate(&a, &nruns, &nfigures, &err);
     if (st != REP_OK) {
         fprintf(stderr, "kvsim report: %s\n", err.msg);
-        return st == REP_BAD_INPUT ? SIM_EXIT_USAGE : SIM_EXIT_INTERNAL;
+        return st == REP_FAILED ? SIM_EXIT_INTERNAL : SIM_EXIT_USAGE;
     }
     printf("kvsim report: %s/index.html: %d runs, %d figures (SVG, PNG and PDF, with .dat and .gp)\n", a.dir, nruns,
            nfigures);

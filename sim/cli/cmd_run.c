@@ -10,6 +10,8 @@
 #include "sim/cli/cli.h"
 #include "sim/serving/serving.h"
 #include "sim/config/config.h"
+#include "sim/config/schema.h"
+#include "sim/cost/cost.h"
 #include "sim/results/results.h"
 
 static const char run_usage[] =
@@ -111,9 +113,14 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
 
 static void print_dist(const char *name, const json_t *d)
 {
-    printf("%-10s mean %10.1f  p50 %10.1f  p90 %10.1f  p99 %10.1f\n", name,
-           json_number_value(json_object_get(d, "mean")), json_number_value(json_object_get(d, "p50")),
-           json_number_value(json_object_get(d, "p90")), json_number_value(json_object_get(d, "p99")));
+    static const char *const stats[] = {"mean", "p50", "p90", "p99"};
+    printf("%-10s", name);
+    for (int i = 0; i < 4; i++) {
+        char buf[64];
+        printf("%s %s %s", i ? " " : "", stats[i],
+               sim_cli_num(json_object_get(d, stats[i]), "%*.1f", 10, buf, sizeof buf));
+    }
+    putchar('\n');
 }
 
 #define J_INT(obj, key) ((long long)json_integer_value(json_object_get(obj, key)))
@@ -141,9 +148,10 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     }
     printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
-    printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %.3f s/request\n",
+    char gpu[32];
+    printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
            J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"),
-           J_NUM(s, "prefill_gpu_s_mean"));
+           sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu));
     if (json_object_get(s, "instances"))
         printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
                "recompute fraction %.4f\n",
@@ -214,6 +222,21 @@ static void warn_unsegmented(const json_t *s)
                 n, J_INT(s, "requests"), json_string_value(json_object_get(s, "pic")));
 }
 
+/* Once per key: a key the user set that this run does not read (the
+ * serving model's and the cost model's idle keys), and why. */
+static void warn_idle_keys(const sim_config *cfg)
+{
+    const sim_idle_key *lists[] = {sim_serving_lookup(cfg->mode)->idle_keys, sim_cost_idle_keys(cfg)};
+    for (int l = 0; l < 2; l++)
+        for (const sim_idle_key *k = lists[l]; k && k->key; k++) {
+            if (!sim_config_user_set(cfg, k->key)) continue;
+            char *v = json_dumps(sim_config_path_get(cfg->root, k->key),
+                                 JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
+            fprintf(stderr, "kvsim run: warning: %s = %s has no effect here: %s\n", k->key, v ? v : "?", k->why);
+            free(v);
+        }
+}
+
 /* Configure, replay, record. Returns an exit status. */
 static int replay(const run_args *a)
 {
@@ -245,6 +268,7 @@ static int replay(const run_args *a)
     json_object_set_new(summary, "run_id", json_integer(run_id));
     if (sim_results_finish_run(db, summary, wall, &err)) goto out; /* e.g. disk full: exit 2 */
     rc = SIM_EXIT_OK;
+    warn_idle_keys(&cfg);
     warn_unsegmented(summary);
     warn_overload(summary, strcmp(cfg.mode, "aggregated") != 0);
     warn_skipped(summary, a->verbose);

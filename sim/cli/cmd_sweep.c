@@ -136,10 +136,11 @@ static void print_table(const json_t *points)
             printf("%6s %7s %10s %10s %9s %9s  %s\n", "-", "-", "-", "-", "-", "-", label);
             continue;
         }
-        printf("%6lld %7.3f %10.1f %10.2f %9.4f %9.0f  %s\n",
-               (long long)json_integer_value(json_object_get(p, "run_id")), J_NUM(s, "slo_attainment"),
-               J_NUM(s, "ttft_ms.p90"), J_NUM(s, "tbt_ms.p99"), J_NUM(s, "hit_rate_blocks"), J_NUM(s, "rejected.total"),
-               label);
+        char ttft[32], tbt[32]; /* "—" when null: no request completed */
+        printf("%6lld %7.3f %s %s %9.4f %9.0f  %s\n", (long long)json_integer_value(json_object_get(p, "run_id")),
+               J_NUM(s, "slo_attainment"), sim_cli_num(sim_config_path_get(s, "ttft_ms.p90"), "%*.1f", 10, ttft, 32),
+               sim_cli_num(sim_config_path_get(s, "tbt_ms.p99"), "%*.2f", 10, tbt, 32), J_NUM(s, "hit_rate_blocks"),
+               J_NUM(s, "rejected.total"), label);
     }
 }
 

@@ -521,6 +521,22 @@ static void find_bundled(json_t *root, const char *bundled)
     if (access(there, R_OK) == 0) json_object_set_new(json_object_get(root, "trace"), "path", json_string(there));
 }
 
+/* XXH64 of the resolved config dumped with sorted keys, its comments left
+ * out ("about" at the top, in model and in hardware: the schema's only
+ * comment keys): a comment changes nothing a run does. */
+static uint64_t config_hash(const json_t *root)
+{
+    json_t *c = json_deep_copy(root);
+    json_object_del(c, "about");
+    json_object_del(json_object_get(c, "model"), "about");
+    json_object_del(json_object_get(c, "hardware"), "about");
+    char *dump = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    uint64_t h = XXH64(dump, strlen(dump), 0);
+    free(dump);
+    json_decref(c);
+    return h;
+}
+
 int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -536,9 +552,7 @@ int sim_config_load(sim_config *out, const char *config_path, char *const *sets,
         sim_config_free(out);
         return -1;
     }
-    char *dump = json_dumps(out->root, JSON_SORT_KEYS | JSON_COMPACT);
-    out->hash = XXH64(dump, strlen(dump), 0);
-    free(dump);
+    out->hash = config_hash(out->root);
     return 0;
 }
 
@@ -548,6 +562,39 @@ void sim_config_free(sim_config *c)
     free(c->faults);
     c->root = NULL;
     c->faults = NULL;
+}
+
+/* The value of key without the user's settings, from a fresh read of
+ * default.json or of the preset the resolved model/hardware names
+ * (caller owns it; NULL when there is none). */
+static json_t *base_value(const sim_config *cfg, const char *key)
+{
+    static const char *const presets[][2] = {{"model", "models"}, {"hardware", "hardware"}};
+    char path[PATH_MAX];
+    sim_err err;
+    const char *sub = key;
+    snprintf(path, sizeof path, "%s/default.json", sim_config_dir());
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(presets[i][0]);
+        if (strncmp(key, presets[i][0], n) || key[n] != '.') continue;
+        const char *name = json_string_value(json_object_get(json_object_get(cfg->root, presets[i][0]), "name"));
+        if (!name || sim_preset_path(presets[i][1], name, path, sizeof path, &err)) return NULL; /* inline */
+        sub = key + n + 1;
+    }
+    json_t *file = load_json_file(path, "config", &err), *v = file ? json_incref(json_path_get(file, sub)) : NULL;
+    json_decref(file);
+    return v;
+}
+
+bool sim_config_user_set(const sim_config *cfg, const char *key)
+{
+    const json_t *now = json_path_get(cfg->root, key);
+    json_t *base = base_value(cfg, key);
+    bool same = base && now &&
+                (json_is_number(base) && json_is_number(now) ? json_number_value(base) == json_number_value(now)
+                                                             : json_equal(base, now));
+    json_decref(base);
+    return now && !same;
 }
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)

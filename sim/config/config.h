@@ -54,7 +54,7 @@ enum { SIM_COMPUTE_AUTO = 0, SIM_COMPUTE_ANALYTIC, SIM_COMPUTE_PROFILE, SIM_COMP
 
 typedef struct sim_config {
     json_t *root;  /* resolved config (owned) */
-    uint64_t hash; /* XXH64 of root dumped with sorted keys */
+    uint64_t hash; /* XXH64 of root dumped with sorted keys, without its "about" comments */
     sim_model model;
     sim_hw hw;
 
@@ -131,5 +131,18 @@ int sim_json_size(const json_t *root, const char *path, double *out, sim_err *er
 
 /* Per-node block capacity of a tier budget in bytes. */
 int64_t sim_config_blocks(const sim_config *c, double bytes);
+
+/* A config key a run accepts but does not read in some setting, and why
+ * (e.g. cost.noise in the aggregated model): kvsim run warns when the user
+ * set such a key (sim_config_user_set). */
+typedef struct sim_idle_key {
+    const char *key, *why;
+} sim_idle_key;
+
+/* Whether key (a dotted path) holds a value other than it has without the
+ * user's settings: default.json's, or for "model." and "hardware." keys the
+ * value in the preset the resolved object names (absent there: the key was
+ * set by the user whenever present). Numbers compare by value (0 = 0.0). */
+bool sim_config_user_set(const sim_config *cfg, const char *key);
 
 #endif

@@ -228,10 +228,14 @@ const char *sim_config_key_type_name(sim_key_type t)
     return names[t];
 }
 
-/* Integers as integers (1048576, not 1.04858e+06), the rest as %g. */
-static const char *num_text(double v, char *buf, size_t n)
+/* Integers as integers (1048576, not 1.04858e+06), the rest as %g; an
+ * integer key's values every digit (9000000000000001, not 9e+15: %g would
+ * print a value just past a bound as the bound). Integer bounds stay below
+ * 2^53, so every accepted value is exact in a double. */
+static const char *num_text(const sim_config_key *k, double v, char *buf, size_t n)
 {
-    if (v == floor(v) && fabs(v) < 1e10) snprintf(buf, n, "%.0f", v);
+    bool exact = k->type == SIM_KEY_INTEGER ? fabs(v) < 1e19 : fabs(v) < 1e10;
+    if (v == floor(v) && exact) snprintf(buf, n, "%.0f", v);
     else snprintf(buf, n, "%g", v);
     return buf;
 }
@@ -244,7 +248,7 @@ void sim_config_key_range(const sim_config_key *k, char *buf, size_t n)
     case SIM_KEY_INTEGER:
     case SIM_KEY_SIZE:
         snprintf(buf, n, "%s%s%s, %s]%s", k->zero_ok ? "0 or " : "", k->lo_open ? "(" : "[",
-                 num_text(k->lo, lo, sizeof lo), num_text(k->hi, hi, sizeof hi), k->inf_ok ? " or inf" : "");
+                 num_text(k, k->lo, lo, sizeof lo), num_text(k, k->hi, hi, sizeof hi), k->inf_ok ? " or inf" : "");
         return;
     case SIM_KEY_BOOL: snprintf(buf, n, "true, false"); return;
     case SIM_KEY_CHOICE:
@@ -287,11 +291,15 @@ static int type_error(const sim_config_key *k, const json_t *v, sim_err *err)
     return rc;
 }
 
-static int range_error(const sim_config_key *k, double v, sim_err *err)
+static int range_error(const sim_config_key *k, const json_t *json, double v, sim_err *err)
 {
-    char r[96];
+    char r[96], text[32];
     sim_config_key_range(k, r, sizeof r);
-    return sim_errf(err, "config key '%s': %g is out of range %s%s%s", k->path, v, r, *k->unit ? " " : "", k->unit);
+    if (k->type == SIM_KEY_INTEGER && json_is_integer(json))
+        snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(json));
+    else if (k->type == SIM_KEY_INTEGER) num_text(k, v, text, sizeof text);
+    else snprintf(text, sizeof text, "%g", v);
+    return sim_errf(err, "config key '%s': %s is out of range %s%s%s", k->path, text, r, *k->unit ? " " : "", k->unit);
 }
 
 /* A number-like key's value, or -1 after an error. */
@@ -327,7 +335,7 @@ static int check_key(const sim_config_key *k, const json_t *v, sim_err *err)
     case SIM_KEY_INTEGER:
     case SIM_KEY_SIZE:
         if (number_of(k, v, &d, err)) return -1;
-        return in_range(k, d) ? 0 : range_error(k, d, err);
+        return in_range(k, d) ? 0 : range_error(k, v, d, err);
     case SIM_KEY_BOOL: return json_is_boolean(v) ? 0 : type_error(k, v, err);
     case SIM_KEY_STRING: return json_is_string(v) ? 0 : type_error(k, v, err);
     case SIM_KEY_CHOICE: return check_choice(k, v, err);

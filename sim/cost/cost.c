@@ -123,6 +123,20 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     return 0;
 }
 
+const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg)
+{
+    static const sim_idle_key profiled[] = {
+        {"cost.prefill_mfu", "the hardware's calibration file gives this model's prefill and decode times measured "
+                             "on its GPUs (profile tables), not FLOPs at an MFU"},
+        {"hardware.hbm_efficiency", "the hardware's calibration file gives this model's decode step times measured "
+                                    "on its GPUs (profile tables), not HBM bandwidth times an efficiency"},
+        {NULL, NULL},
+    };
+    sim_cost c;
+    sim_err err;
+    return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : NULL;
+}
+
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
     if (sim_cost_setup(c, cfg, err)) return -1;

@@ -86,6 +86,25 @@ static int read_heads(pf_model *pm, sim_err *err)
     return 0;
 }
 
+/* Two points of `kind` at the same (x, y) are an error naming both: one
+ * would silently replace the other in the grid or weigh twice in a line. */
+static int no_duplicates(const pf_model *pm, const char *kind, const char *kx, const char *ky, const pf_point *pts,
+                         size_t n, sim_err *err)
+{
+    const json_t *arr = json_object_get(pm->m, kind);
+    for (size_t j = 1; j < n; j++)
+        for (size_t i = 0; i < j; i++) {
+            if (pts[i].x != pts[j].x || pts[i].y != pts[j].y) continue;
+            double a = json_number_value(json_object_get(json_array_get(arr, i), "ms")),
+                   b = json_number_value(json_object_get(json_array_get(arr, j), "ms"));
+            return sim_errf(err,
+                            "%s: model %s: %s[%zu] and %s[%zu] are the same point (%s %ld, %s %ld), measured %g ms "
+                            "and %g ms: keep one",
+                            pm->path, pm->name, kind, i, kind, j, kx, pts[i].x, ky, pts[i].y, a, b);
+        }
+    return 0;
+}
+
 /* The probe's `kind` array ("prefill": new, cached; "decode": batch,
  * context) as whole-model points; the head is charged on one token for a
  * prefill and on the batch for a decode. */
@@ -102,7 +121,7 @@ static int read_points(const pf_model *pm, const char *kind, const char *kx, con
             point_s(pm, kind, i, decode ? (double)p->x : 1, &p->s, err))
             return -1;
     }
-    return 0;
+    return no_duplicates(pm, kind, kx, ky, out, *n, err);
 }
 
 /* Insert v into ascending xs[0..*n) unless present; -1 when full. */
@@ -368,6 +387,11 @@ static int fit_model(sim_profile_fitting *f, const json_t *m, const char *hardwa
     if (json_object_get(m, "error"))
         return sim_errf(err, "%s: model %s: the probe failed (%s)", f->path, pm.name,
                         json_string_value(json_object_get(m, "error")));
+    if (json_is_true(json_object_get(m, "truncated")))
+        return sim_errf(err,
+                        "%s: model %s: truncated: the probe stopped before measuring every point (--max-seconds ran "
+                        "out); rerun datapath/probe/layer_probe.py with a longer --max-seconds",
+                        f->path, pm.name);
     pm.layers = (double)json_integer_value(layers);
     sim_config cfg;
     sim_cost c;
@@ -401,6 +425,20 @@ static json_t *source_json(const sim_profile_fitting *f)
     return sim_calib_source(f->path, f->doc, copy, sizeof copy / sizeof copy[0]);
 }
 
+/* The layer probe's document format this file reads ("version" in its JSON). */
+enum { PF_VERSION = 1 };
+
+static int check_version(const char *path, const json_t *v, sim_err *err)
+{
+    if (json_is_integer(v) && json_integer_value(v) == PF_VERSION) return 0;
+    char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    sim_errf(err, "%s: version: %s%.40s%s; this kvsim reads version %d (what datapath/probe/layer_probe.py writes)",
+             path, text ? "" : "missing", text ? text : "", text ? " is not a layer probe format it knows" : "",
+             PF_VERSION);
+    free(text);
+    return -1;
+}
+
 int sim_profile_fit(sim_profile_fitting *f, const char *path, const char *hardware, sim_err *err)
 {
     memset(f, 0, sizeof *f);
@@ -411,6 +449,7 @@ int sim_profile_fit(sim_profile_fitting *f, const char *path, const char *hardwa
     const json_t *kind = json_object_get(f->doc, "kind"), *models = json_object_get(f->doc, "models");
     if (!json_is_string(kind) || strcmp(json_string_value(kind), "kvsim-layer-probe"))
         return sim_errf(err, "%s: kind: expected \"kvsim-layer-probe\" (is this layer_probe.py's output?)", path);
+    if (check_version(path, json_object_get(f->doc, "version"), err)) return -1;
     if (!json_is_array(models) || json_array_size(models) == 0)
         return sim_errf(err, "%s: models: missing or empty", path);
     json_t *out = json_array();

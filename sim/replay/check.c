@@ -135,14 +135,15 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
     {
         json_t *g = json_object_get(got, metric);
         if (!g) return sim_errf(err, "measurement %s: no metric '%s'", name, metric);
-        if (expect && !json_is_number(value))
-            return sim_errf(err, "measurement %s: expect.%s must be a number", name, metric);
-        double delta = json_number_value(g) - (expect ? json_number_value(value) : 0);
-        bool ok = !expect || fabs(delta) <= tol + 1e-12;
+        if (expect && !json_is_number(value) && !json_is_null(value))
+            return sim_errf(err, "measurement %s: expect.%s must be a number or null", name, metric);
+        /* null: undefined (a mean over no completed request); it matches only null */
+        double x = json_is_number(g) ? json_number_value(g) : NAN;
+        bool ok = !expect || (json_is_null(value) ? isnan(x) : fabs(x - json_number_value(value)) <= tol + 1e-12);
         report_row(rep, &(sim_check_row){.measurement = name,
                                          .metric = metric,
                                          .expected = expect ? value : NULL,
-                                         .got = json_number_value(g),
+                                         .got = x,
                                          .tolerance = tol,
                                          .ok = ok});
         tot->numbers++;
@@ -266,8 +267,8 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double defau
     const json_t *args = json_object_get(m, "args"), *tol = json_object_get(m, "tolerance");
     if (!kind) return sim_errf(err, "measurement %s: unknown or missing kind '%s'", name, kind_name ? kind_name : "");
     if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
-    if (tol && (!json_is_number(tol) || json_number_value(tol) < 0))
-        return sim_errf(err, "measurement %s: tolerance must be a non-negative number", name);
+    if (tol && (!json_is_number(tol) || !(json_number_value(tol) >= 0)))
+        return sim_errf(err, "measurement %s: \"tolerance\" must be a non-negative number", name);
     json_t *got, *a = resolved_args(ctx, args);
     sim_err why;
     int bad = kind->measure(ctx, a, &got, &why);
@@ -286,6 +287,16 @@ int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim
     json_t *ms = json_object_get(baseline, "measurements");
     const json_t *tol = json_object_get(baseline, "tolerance");
     if (!json_is_array(ms)) return sim_errf(err, "baseline: \"measurements\" must be an array");
+    if (json_array_size(ms) == 0) /* "all 0 numbers within tolerance" would pass a check of nothing */
+        return sim_errf(err, "baseline: \"measurements\" is empty: nothing to check (add a measurement or record "
+                             "one with --write-baseline)");
+    if (tol && (!json_is_number(tol) || !(json_number_value(tol) >= 0))) {
+        char *text = json_dumps(tol, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
+        sim_errf(err, "baseline: \"tolerance\": %.40s is not a non-negative number (an absolute tolerance)",
+                 text ? text : "?");
+        free(text);
+        return -1;
+    }
     sim_check_ctx ctx = {.rep = rep};
     int here = -1; /* measurements run in the baseline's folder: its paths mean what they say */
     if (base_dir && strcmp(base_dir, ".")) {
@@ -345,7 +356,8 @@ int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *e
     }
     free(pols);
     free(caps);
-    *out = json_pack("{s:i, s:f, s:o}", "kvsim_baseline", 1, "tolerance", o->tolerance, "measurements", ms);
+    *out = json_pack("{s:i, s:f, s:o}", "kvsim_baseline", SIM_CHECK_VERSION, "tolerance", o->tolerance, "measurements",
+                     ms);
     return rc;
 }
 
@@ -355,7 +367,13 @@ int sim_check_load(const char *path, json_t **out, sim_err *err)
     *out = json_load_file(path, 0, &je);
     if (!*out) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
     if (!json_is_object(*out)) return sim_errf(err, "%s: a baseline is a JSON object", path);
-    return 0;
+    const json_t *v = json_object_get(*out, "kvsim_baseline");
+    if (json_is_integer(v) && json_integer_value(v) == SIM_CHECK_VERSION) return 0;
+    char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    sim_errf(err, "%s: \"kvsim_baseline\": %s%.40s%s; this kvsim reads version %d", path, text ? "" : "missing",
+             text ? text : "", text ? " is not a baseline format it knows" : "", SIM_CHECK_VERSION);
+    free(text);
+    return -1;
 }
 
 int sim_check_save(const json_t *baseline, const char *base_dir, const char *path, sim_err *err)

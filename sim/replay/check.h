@@ -70,7 +70,7 @@ int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_er
 typedef struct sim_check_row {
     const char *measurement, *metric;
     const json_t *expected; /* NULL: no "expect" yet, the number is recorded */
-    double got, tolerance;
+    double got, tolerance;  /* got NaN: null (a statistic over no completed request), matching only null */
     bool ok;
 } sim_check_row;
 
@@ -109,7 +109,11 @@ typedef struct sim_check_new_opts {
 /* A new baseline without numbers: a hitrate measurement of every policy ×
  * capacity on one trace (sim_check_run with record fills them in). */
 int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *err);
-/* Read a baseline file (errors name the file and line). */
+/* The baseline format this kvsim reads and writes ("kvsim_baseline"). */
+#define SIM_CHECK_VERSION 1
+
+/* Read a baseline file (errors name the file and line; a "kvsim_baseline"
+ * other than SIM_CHECK_VERSION is an error naming both). */
 int sim_check_load(const char *path, json_t **out, sim_err *err);
 /* Write a baseline file (indented, 6 significant digits; whole or not at
  * all, sim/outfile.h), its relative paths rewritten from base_dir's view

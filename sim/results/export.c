@@ -59,16 +59,20 @@ static bool selected(const sim_export_opts *o, int64_t id)
     return false;
 }
 
-/* One run as a flat object: its fields, config leaves, summary.* leaves. */
-static json_t *run_row(sqlite3_stmt *st)
+/* One run as a flat object: its fields, config leaves, summary.* leaves;
+ * NULL with err when its config or summary is not a JSON object (as
+ * kvsim report, export refuses the run rather than blank its columns). */
+static json_t *run_row(const char *db, sqlite3_stmt *st, sim_err *err)
 {
+    json_t *config, *summary;
+    if (sim_results_run_json(db, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, NRUN_FIELDS),
+                             (const char *)sqlite3_column_text(st, NRUN_FIELDS + 1), &config, &summary, err))
+        return NULL;
     json_t *row = json_object();
     for (int c = 0; c < (int)NRUN_FIELDS; c++) {
         const char *t = (const char *)sqlite3_column_text(st, c);
         if (t) json_object_set_new(row, run_fields[c], json_string(t));
     }
-    json_t *config = json_loads((const char *)sqlite3_column_text(st, NRUN_FIELDS), 0, NULL),
-           *summary = json_loads((const char *)sqlite3_column_text(st, NRUN_FIELDS + 1), 0, NULL);
     sim_json_flatten(config, "", row);
     sim_json_flatten(summary, "summary", row);
     json_decref(config);
@@ -133,14 +137,15 @@ static int export_runs(const sim_export_opts *o, sqlite3 *db, FILE *f, int64_t *
                            " ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return sim_errf(err, "%s: %s", o->db, sqlite3_errmsg(db));
-    json_t *rows = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (selected(o, sqlite3_column_int64(st, 0))) json_array_append_new(rows, run_row(st));
+    json_t *rows = json_array(), *row = rows;
+    while (row && sqlite3_step(st) == SQLITE_ROW)
+        if (selected(o, sqlite3_column_int64(st, 0)) && (row = run_row(o->db, st, err)))
+            json_array_append_new(rows, row);
     sqlite3_finalize(st);
     *nrows = (int64_t)json_array_size(rows);
-    write_runs(o, f, rows);
+    if (row) write_runs(o, f, rows);
     json_decref(rows);
-    return 0;
+    return row ? 0 : -1;
 }
 
 /* ---- any other table, as stored ------------------------------------------- */

@@ -427,7 +427,8 @@ struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 /* Mean (values added in id order), p50, p90, p99 of the values present.
  * Quantile q interpolates between the order statistics around q·(n−1)
  * (GSL's definition); each order statistic is found by selection
- * (gsl_stats_select, O(n)) rather than by sorting every value. */
+ * (gsl_stats_select, O(n)) rather than by sorting every value. With no
+ * value present (no request completed) each is null: undefined, not 0. */
 static json_t *dist(const tally *t, const by_id *c)
 {
     double *v = sim_xmalloc((size_t)(t->cap ? t->cap : 1) * sizeof *v), sum = 0;
@@ -443,17 +444,18 @@ static json_t *dist(const tally *t, const by_id *c)
         at[k] = lo_v + (hi_v - lo_v) * (pos - (double)lo);
     }
     free(v);
-    return json_pack("{s:f, s:f, s:f, s:f}", "mean", n ? sum / (double)n : 0, "p50", at[0], "p90", at[1], "p99", at[2]);
+    if (n == 0) return json_pack("{s:n, s:n, s:n, s:n}", "mean", "p50", "p90", "p99");
+    return json_pack("{s:f, s:f, s:f, s:f}", "mean", sum / (double)n, "p50", at[0], "p90", at[1], "p99", at[2]);
 }
 
-/* Mean of the values present, added in id order. */
-static double mean(const tally *t, const by_id *c)
+/* Mean of the values present, added in id order; null when none is. */
+static json_t *mean(const tally *t, const by_id *c)
 {
     double sum = 0;
     int64_t n = 0;
     for (int64_t i = 0; i < t->cap; i++)
         if (!isnan(c->v[i])) sum += c->v[i], n++;
-    return n ? sum / (double)n : 0;
+    return n ? json_real(sum / (double)n) : json_null();
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
@@ -467,7 +469,7 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
     json_object_set_new(rej, "total", json_integer((json_int_t)(t->n - t->done - t->lost)));
     double n = (double)t->n, eff = (double)t->eff;
     *out =
-        json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:f, s:I, s:f, s:I}", "requests",
+        json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:o, s:I, s:f, s:I}", "requests",
                   (json_int_t)t->n, "completed", (json_int_t)t->done, "rejected", rej, "effective", (json_int_t)t->eff,
                   "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms", dist(t, &t->ttft),
                   "tbt_ms", dist(t, &t->tbt), "hit_rate_blocks", ratio((double)t->pre_hit, (double)t->pre_blocks),
@@ -522,6 +524,34 @@ void sim_json_flatten(const json_t *node, const char *prefix, json_t *out)
         if (json_is_object(val)) sim_json_flatten(val, path, out);
         else json_object_set(out, path, (json_t *)val);
     }
+}
+
+/* One JSON object column of a runs row, or NULL with err naming what is wrong. */
+static json_t *run_object(const char *db, int64_t id, const char *column, const char *text, sim_err *err)
+{
+    json_error_t je;
+    json_t *j = text ? json_loads(text, 0, &je) : NULL;
+    if (!text) sim_errf(err, "%s: run %lld: %s is NULL", db, (long long)id, column);
+    else if (!j)
+        sim_errf(err, "%s: run %lld: %s is not JSON (%d:%d: %s)", db, (long long)id, column, je.line, je.column,
+                 je.text);
+    else if (!json_is_object(j)) {
+        sim_errf(err, "%s: run %lld: %s is not a JSON object", db, (long long)id, column);
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+int sim_results_run_json(const char *db, int64_t id, const char *config_text, const char *summary_text, json_t **config,
+                         json_t **summary, sim_err *err)
+{
+    *summary = NULL;
+    if (!(*config = run_object(db, id, "config_json", config_text, err))) return -1;
+    if ((*summary = run_object(db, id, "summary_json", summary_text, err))) return 0;
+    json_decref(*config);
+    *config = NULL;
+    return -1;
 }
 
 /* ---- run id lists (--runs 3,7,10-12) ------------------------------------------ */

@@ -119,6 +119,13 @@ void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last
  * anything else (lists included) is a leaf. */
 void sim_json_flatten(const json_t *node, const char *prefix, json_t *out);
 
+/* A runs row's config_json and summary_json text as JSON objects (*config
+ * and *summary: the caller's, NULL after an error). A column that is not a
+ * JSON object is an error naming db, the run, the column and what is wrong:
+ * kvsim report and export refuse such a run alike. */
+int sim_results_run_json(const char *db, int64_t id, const char *config_text, const char *summary_text, json_t **config,
+                         json_t **summary, sim_err *err);
+
 /* Run ids from "3,7,10-12" (ids >= 1, ranges ascending; --runs of kvsim
  * report and export); *out is malloc'd. err quotes the spec. */
 int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err);

@@ -80,6 +80,9 @@ typedef struct sim_serving_ops {
     void (*destroy)(void *state);
     /* Optional: add the model's own run-wide metrics to the summary. */
     void (*summarize)(void *state, json_t *summary);
+    /* Optional: config keys the model accepts but never reads, with why
+     * (ended by {NULL}); kvsim run warns when the user set one. */
+    const sim_idle_key *idle_keys;
 } sim_serving_ops;
 
 /* A request finished, was rejected or was lost: one fewer in flight. */

@@ -90,7 +90,10 @@ double sim_slo_decode_load(const json_t *summary)
 
 static void read_summary(const json_t *s, sim_slo_point *p)
 {
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++) p->value[t] = num(s, sim_slo_metric_key(t), sim_slo_stat_key(t));
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) { /* null (no request completed): NaN, which meets no target */
+        const json_t *v = json_object_get(json_object_get(s, sim_slo_metric_key(t)), sim_slo_stat_key(t));
+        p->value[t] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
     p->attainment = num(s, "slo_attainment", NULL);
     p->util_prefill = num(s, "utilisation", "prefill");
     p->decode_load = sim_slo_decode_load(s);
@@ -241,7 +244,9 @@ void slo_describe_miss(const sim_slo_opts *o, const sim_slo_point *p, char *buf,
 {
     if (!p->ran) return (void)snprintf(buf, n, "the run failed");
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0 && !(p->value[t] <= o->target[t]))
+        if (o->target[t] > 0 && isnan(p->value[t]))
+            return (void)snprintf(buf, n, "%s undefined: no request completed", sim_slo_label(t));
+        else if (o->target[t] > 0 && !(p->value[t] <= o->target[t]))
             return (void)snprintf(buf, n, "%s %.1f ms > %g ms", sim_slo_label(t), p->value[t], o->target[t]);
     if (o->attainment > 0 && p->attainment < o->attainment)
         return (void)snprintf(buf, n, "attainment %.4f < %g", p->attainment, o->attainment);

@@ -1,5 +1,6 @@
 /* sim/slo/result.c — a `kvsim plan slo` result as one JSON object
  * (`kvsim plan slo --json`; the keys are listed in its --help). */
+#include <math.h>
 #include <stdio.h>
 
 #include "sim/config/scope.h"
@@ -29,7 +30,7 @@ static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const 
     for (int t = 0; t < SIM_SLO_NTARGETS; t++) {
         json_t *k = json_object_get(m, sim_slo_metric_key(t));
         if (!k) json_object_set_new(m, sim_slo_metric_key(t), k = json_object());
-        json_object_set_new(k, sim_slo_stat_key(t), json_real(p->value[t]));
+        json_object_set_new(k, sim_slo_stat_key(t), isnan(p->value[t]) ? json_null() : json_real(p->value[t]));
     }
     json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:i, s:b, s:I, s:I}", "probe", p->probe, "prefill",
                           p->prefill, "decode", p->decode, "gpus", sim_slo_gpus(r, p), "dram_bytes",

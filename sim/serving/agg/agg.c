@@ -215,6 +215,13 @@ static void summarize(void *state, json_t *summary)
     lmc_summarize(a, summary);
 }
 
+/* Keys the aggregated model accepts but never reads (kvsim run warns when set). */
+static const sim_idle_key idle_keys[] = {
+    {"cost.noise", "the aggregated model times every iteration at the cost model's value (truth noise is the "
+                   "disaggregated model's; cost.estimator_noise still applies)"},
+    {NULL, NULL},
+};
+
 const sim_serving_ops sim_serving_agg = {
     .name = "aggregated",
     .help = "vLLM/SGLang-style instances that prefill and decode: continuous batching, chunked prefill, "
@@ -227,4 +234,5 @@ const sim_serving_ops sim_serving_agg = {
     .discard = discard,
     .destroy = destroy,
     .summarize = summarize,
+    .idle_keys = idle_keys,
 };
