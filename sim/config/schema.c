@@ -50,7 +50,7 @@ static const sim_config_key keys[] = {
         .meaning = "the LM head shares the input embedding's weights; absent = false"),
     ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
         .meaning = "experts of a mixture-of-experts model; absent = dense. Such a preset is known but not yet "
-                   "modelled: a run refuses it (issue 33), `kvsim validate` lists it as not expressible"),
+                   "modelled: a run refuses it, `kvsim validate` lists it as not expressible"),
     ROW("model.experts_per_token", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
         .meaning = "experts each token is routed to (mixture of experts)"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,

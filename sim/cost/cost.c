@@ -87,7 +87,7 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     if (cfg->model.experts > 1)
         return sim_errf(err,
                         "model '%s' is a mixture of experts (%d experts, %d per token): kvsim's cost model is for "
-                        "dense models so far (mixture-of-experts costs are issue 33)",
+                        "dense models so far (mixture-of-experts costs are not modelled yet)",
                         cfg->model.name, cfg->model.experts, cfg->model.experts_per_token);
     *c = (sim_cost){
         .model = &cfg->model,
