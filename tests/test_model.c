@@ -242,8 +242,8 @@ static void test_import_errors(void **state)
         const char *config, *want;
     } cases[] = {
         {"{" DENSE ", \"num_local_experts\": 8}",
-         ": key 'num_local_experts' is present: a mixture-of-experts model; kvsim models dense models only (MoE is "
-         "issue 33)"},
+         ": key 'num_local_experts' is present: a mixture-of-experts model; kvsim models dense models only "
+         "(mixture-of-experts costs are not modelled yet)"},
         {"{" DENSE ", \"num_experts\": 128}", ": key 'num_experts' is present"},
         {"{" DENSE ", \"n_routed_experts\": 256}", ": key 'n_routed_experts' is present"},
         {"{\"num_hidden_layers\": 32, \"hidden_size\": 4096, \"num_attention_heads\": 32, \"vocab_size\": 32000}",

@@ -28,7 +28,7 @@ static int refuse_moe(const json_t *hf, const char *path, sim_err *err)
         if (v && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0))
             return sim_errf(err,
                             "%s: key '%s' is present: a mixture-of-experts model; kvsim models dense models only "
-                            "(MoE is issue 33)",
+                            "(mixture-of-experts costs are not modelled yet)",
                             path, moe_keys[i]);
     }
     return 0;
