@@ -117,8 +117,9 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
     add_set(e, "trace.block_tokens=%d", (int)block);
     add_set(e, "kvstore.block_tokens=%d", (int)block);
     add_set(e, "kvstore.pic_block_tokens=%d", (int)block);
-    if (offload > 0) {
+    if (offload > 0) { /* vLLM's native CPU KV offload: page copies (docs/validation.md) */
         add_set(e, "kvstore.lmcache=true");
+        add_set(e, "kvstore.transfer=page");
         add_set(e, "kvstore.dram_bytes=%.17g", offload * 1073741824.0);
     }
     e->max_model_len = (int64_t)len;
