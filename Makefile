@@ -9,7 +9,7 @@
 #   make check-layout  the layer rule and no circles (mk/check-layout.sh; in make test)
 #   make format-check  every source file as clang-format leaves it (.clang-format)
 #   make format        reformat every source file in place
-#   make install PREFIX=DIR  binaries to DIR/bin, presets and the bundled trace to DIR/share/kvsim
+#   make install PREFIX=DIR  binaries to DIR/bin, presets and the bundled traces to DIR/share/kvsim
 #   make fuzz          libFuzzer binaries for the trace reader, config, --set and trace import (clang)
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
@@ -20,7 +20,7 @@
 CC      ?= cc
 BUILD   := build
 SAN     := build/san
-PKGS    := jansson gsl sqlite3 libxxhash
+PKGS    := jansson gsl sqlite3 libxxhash zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -35,7 +35,7 @@ LDLIBS  := $(PKG_LIBS) -lm -lpthread
 # installed (Debian's -dev packages ship them), else the shared libraries.
 # A start then loads and relocates no third-party library: `perf stat -r 30
 # build/kvsim --help` took 2.7 ms instead of 6.2 ms, a sixth of a one-point
-# `kvsim hitrate` on the shared trace. Test binaries keep the shared ones.
+# `kvsim hitrate` on the Mooncake trace. Test binaries keep the shared ones.
 archive   = $(shell $(CC) -print-file-name=lib$(1).a)
 PKG_ARCHIVES := $(foreach l,$(patsubst -l%,%,$(filter-out -lm,$(filter -l%,$(PKG_LIBS)))),$(call archive,$(l)))
 ifneq ($(and $(PKG_ARCHIVES),$(if $(filter-out /%,$(PKG_ARCHIVES)),,all)),)
@@ -162,16 +162,16 @@ clean:
 	rm -rf $(BUILD)
 
 # make install PREFIX=/usr/local [DESTDIR=...]: the two binaries into
-# PREFIX/bin; the presets and the bundled trace into PREFIX/share/kvsim,
+# PREFIX/bin; the presets and the bundled traces (traces/: the default and
+# the public ones, with their licences) into PREFIX/share/kvsim,
 # where an installed kvsim finds them from its own path (sim/config/model.c).
 PREFIX ?= /usr/local
 .PHONY: install
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim/traces
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
 	install -m 755 $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DESTDIR)$(PREFIX)/bin/
-	cp -R configs $(DESTDIR)$(PREFIX)/share/kvsim/
-	install -m 644 traces/default.jsonl $(DESTDIR)$(PREFIX)/share/kvsim/traces/
-	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled trace in $(PREFIX)/share/kvsim"
+	cp -R configs traces $(DESTDIR)$(PREFIX)/share/kvsim/
+	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled traces in $(PREFIX)/share/kvsim"
 
 # ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
 # tests/fuzz/fuzz_{trace,config,set,ragpulse}.c each define LLVMFuzzerTestOneInput

@@ -31,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KVSIM=${KVSIM:-build/kvsim}
-TRACE=../shared/traces/mooncake_synthetic_trace.jsonl
+TRACE=traces/mooncake/mooncake_synthetic_trace.jsonl.gz
 OUT=build/mooncake
 JOBS=$(nproc)
 FIGURES=""

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVSIM=build/kvsim
-SHARED=../shared/traces/mooncake_synthetic_trace.jsonl
+MOONCAKE=traces/mooncake/mooncake_synthetic_trace.jsonl.gz # bundled (traces/mooncake/README.md)
 OUT=build/bench.tsv
 mkdir -p build/bench
 : >"$OUT"
@@ -34,13 +34,9 @@ measure() { # bench label command...
 
 section_run() {
   echo "== kvsim run: whole-command time and peak memory"
-  if [ -f "$SHARED" ]; then
-    measure run "synthetic 8P8D kvsim run" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json
-    measure run "synthetic 8P8D kvcentric" $KVSIM run --trace "$SHARED" --config configs/clusters/mooncake-8p8d.json \
-      --set policy.router=kvcentric
-  else
-    echo "  skip: $SHARED not present"
-  fi
+  measure run "synthetic 8P8D kvsim run" $KVSIM run --trace "$MOONCAKE" --config configs/clusters/mooncake-8p8d.json
+  measure run "synthetic 8P8D kvcentric" $KVSIM run --trace "$MOONCAKE" --config configs/clusters/mooncake-8p8d.json \
+    --set policy.router=kvcentric
   local big=build/bench/gen-1m.jsonl
   [ -f "$big" ] || $KVSIM trace gen --requests 1000000 --rate 300 --seed 7 -o "$big"
   measure run "1M-request 64P64D kvsim run" $KVSIM run --trace "$big" --config configs/clusters/mooncake-8p8d.json \
@@ -85,13 +81,9 @@ section_hitrate() {
   local sweep=2.5e5,5e5,1e6,2e6,3e6,5e6,1e7,1.5e7,2e7,3e7 p
   local big=build/bench/gen-100k.jsonl
   [ -f "$big" ] || $KVSIM trace gen --requests 100000 --rate 30 --seed 7 -o "$big" >/dev/null
-  if [ -f "$SHARED" ]; then
-    for p in lru fifo lfu sieve s3fifo belady; do hitrate_rate "synthetic 10-point $p" "$SHARED" "$sweep" "$p"; done
-    hitrate_rate "synthetic 1-point lru" "$SHARED" 3e6 lru
-    measure hitrate "synthetic 10-point lru sweep" $KVSIM hitrate --trace "$SHARED" --capacity-tokens "$sweep"
-  else
-    echo "  skip: $SHARED not present"
-  fi
+  for p in lru fifo lfu sieve s3fifo belady; do hitrate_rate "synthetic 10-point $p" "$MOONCAKE" "$sweep" "$p"; done
+  hitrate_rate "synthetic 1-point lru" "$MOONCAKE" 3e6 lru
+  measure hitrate "synthetic 10-point lru sweep" $KVSIM hitrate --trace "$MOONCAKE" --capacity-tokens "$sweep"
   for p in lru s3fifo; do hitrate_rate "gen-100k 1-point $p" "$big" 1e6 "$p"; done
   hitrate_rate "gen-100k 10-point lru" "$big" 1e5,2e5,3e5,5e5,7e5,1e6,1.5e6,2e6,3e6,5e6 lru
   measure hitrate "gen-100k plan 0.9" $KVSIM plan --trace "$big" --target 0.9
@@ -103,24 +95,20 @@ section_hitrate() {
 # speeds), gnuplot included.
 section_sweep() {
   echo "== kvsim sweep and report: points per minute, report time for 20 runs"
-  if [ ! -f "$SHARED" ]; then
-    echo "  skip: $SHARED not present"
-    return
-  fi
   local grid="policy.router=random,round_robin,least_loaded,cache_aware_local;trace.speed=1,1.5"
   local j db t0 t1
   for j in 1 2; do
     db=build/bench/sweep-j$j.db
     rm -rf "$db" "$db.parts"
     t0=$(date +%s.%N)
-    $KVSIM sweep --trace "$SHARED" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
+    $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
     t1=$(date +%s.%N)
     record sweep "sweep 8 points --jobs $j" "$(echo "8 * 60 / ($t1 - $t0)" | bc -l | xargs printf '%.1f')" points/min \
-      "$KVSIM sweep --trace $SHARED --grid '$grid' --jobs $j --db $db"
+      "$KVSIM sweep --trace $MOONCAKE --grid '$grid' --jobs $j --db $db"
   done
   db=build/bench/report-20.db
   rm -rf "$db" "$db.parts" build/bench/report-20
-  $KVSIM sweep --trace "$SHARED" --grid "policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=1,1.25,1.5,2" \
+  $KVSIM sweep --trace "$MOONCAKE" --grid "policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=1,1.25,1.5,2" \
     --jobs 2 --db "$db" >/dev/null 2>&1
   measure report "report of 20 runs" $KVSIM report --db "$db" -o build/bench/report-20
 }

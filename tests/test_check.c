@@ -308,9 +308,8 @@ static void test_shipped_default_baseline(void **state)
     tu_expect_exit("check --baseline tests/baselines/default.json", 0, NULL);
 }
 
-static void test_shipped_shared_baseline(void **state)
+static void test_shipped_mooncake_baseline(void **state)
 {
-    if (!tu_shared_trace()) skip();
     tu_expect_exit("check --baseline tests/baselines/mooncake_synthetic.json", 0, NULL);
 }
 
@@ -387,7 +386,7 @@ int main(void)
         cmocka_unit_test(test_record_check_perturb),           cmocka_unit_test(test_measurement_tolerance),
         cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
         cmocka_unit_test(test_run_kind_and_setup_guard),       cmocka_unit_test(test_shipped_default_baseline),
-        cmocka_unit_test(test_shipped_shared_baseline),        cmocka_unit_test(test_paths_relative_to_baseline),
+        cmocka_unit_test(test_shipped_mooncake_baseline),      cmocka_unit_test(test_paths_relative_to_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

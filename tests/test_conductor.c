@@ -1,5 +1,5 @@
 /* tests/test_conductor.c — the Mooncake conductor (issue 4) against the
- * orderings the paper reports, on the shared synthetic trace and on traces
+ * orderings the paper reports, on the public synthetic trace and on traces
  * kvsim generates (the workload and load are documented at each test).
  *
  *  - Fig. 5: mean TTFT random > least_loaded > cache_aware_local > kvcentric
@@ -74,12 +74,11 @@ static char *gen_trace(const char *opts)
 
 static void test_fig5_router_ordering(void **state)
 {
-    if (!tu_shared_trace()) skip();
     const char *routers[] = {"random", "least_loaded", "cache_aware_local", "kvcentric"};
     double prev = INFINITY;
     for (int i = 0; i < 4; i++) {
         char args[512];
-        snprintf(args, sizeof args, "--trace %s %s --set cluster.scope=local --set policy.router=%s", SHARED_TRACE,
+        snprintf(args, sizeof args, "--trace %s %s --set cluster.scope=local --set policy.router=%s", MOONCAKE_TRACE,
                  PRESET, routers[i]);
         json_t *s = run(args);
         double ttft = num(s, "ttft_ms", "mean");
@@ -100,7 +99,6 @@ static void test_fig5_router_ordering(void **state)
  * node, and the two scopes then tie on this trace — see tests/test_hitrate.c.) */
 static void test_fig17_global_beats_local(void **state)
 {
-    if (!tu_shared_trace()) skip();
     double hit[2], gpu[2];
     const char *scopes[] = {"local", "global"};
     for (int i = 0; i < 2; i++) {
@@ -108,7 +106,7 @@ static void test_fig17_global_beats_local(void **state)
         snprintf(args, sizeof args,
                  "--trace %s %s --set cluster.prefill=10 --set cluster.decode=6 --set cluster.scope=%s "
                  "--set kvstore.dram_bytes=983040000000",
-                 SHARED_TRACE, PRESET, scopes[i]);
+                 MOONCAKE_TRACE, PRESET, scopes[i]);
         json_t *s = run(args);
         hit[i] = num(s, "hit_rate_blocks", NULL);
         gpu[i] = num(s, "prefill_gpu_s_mean", NULL);
@@ -128,11 +126,10 @@ static void test_fig17_global_beats_local(void **state)
  * fetch happens and, the pool deduplicating puts, no key ever has two. */
 static void test_kvcentric_replicates_hot_blocks(void **state)
 {
-    if (!tu_shared_trace()) skip();
     char *db = tu_temp_path(), args[1024];
     const char *sampled = "--set metrics.replica_period_ms=30000";
-    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric %s --db %s", SHARED_TRACE, PRESET, sampled,
-             db);
+    snprintf(args, sizeof args, "--trace %s %s --set policy.router=kvcentric %s --db %s", MOONCAKE_TRACE, PRESET,
+             sampled, db);
     json_decref(run(args));
     double top = sql_num(db, "WITH ranked AS (SELECT key, SUM(count) c FROM replicas GROUP BY key ORDER BY c DESC, key"
                              " LIMIT 1) SELECT r.count FROM replicas r JOIN ranked USING(key)"
@@ -144,7 +141,7 @@ static void test_kvcentric_replicates_hot_blocks(void **state)
     snprintf(args, sizeof args,
              "--trace %s %s --set policy.router=kvcentric --set policy.params.kvcache_balancing_threshold=\\\"inf\\\" "
              "%s --db %s",
-             SHARED_TRACE, PRESET, sampled, db);
+             MOONCAKE_TRACE, PRESET, sampled, db);
     json_t *s = run(args);
     assert_true(sql_num(db, "SELECT COUNT(*) FROM replicas") == 0);
     assert_true(num(s, "remote_blocks", NULL) == 0);
@@ -220,14 +217,13 @@ static void test_fetch_overlaps_queue(void **state)
  * trace). */
 static void test_nic_bandwidth_monotone(void **state)
 {
-    if (!tu_shared_trace()) skip();
     const char *nics[] = {"24", "50", "100", "200", "400", "800"};
     double prev = INFINITY;
     for (int i = 0; i < 6; i++) {
         char args[1024];
         snprintf(args, sizeof args,
                  "--trace %s %s --set policy.router=kvcentric --set trace.limit=1500 --set hardware.nic_Gbps=%s",
-                 SHARED_TRACE, PRESET, nics[i]);
+                 MOONCAKE_TRACE, PRESET, nics[i]);
         json_t *s = run(args);
         double ttft = num(s, "ttft_ms", "mean");
         printf("§7.4.2: NIC %4s Gbit/s: kvcentric mean TTFT %7.0f ms, %6.0f blocks fetched\n", nics[i], ttft,
@@ -240,7 +236,7 @@ static void test_nic_bandwidth_monotone(void **state)
 
 /* ---- Table 4 ----------------------------------------------------------------- */
 
-/* Overload as in §7.6: the §7.1 8P8D cluster at 2× replay speed. The shared
+/* Overload as in §7.6: the §7.1 8P8D cluster at 2× replay speed. The public
  * synthetic trace's 149-token answers never load decode (an A800 decode node
  * holds 1.3M KV tokens), so this uses an agent-like trace with long answers:
  * 6,000 requests at 20/s, inputs of a few thousand tokens, ~2,500-token
@@ -475,13 +471,12 @@ static double window_hit(const char *db, double from_ms, double to_ms)
 
 static void test_fault_dip_and_recovery(void **state)
 {
-    if (!tu_shared_trace()) skip();
     char *db_ok = tu_temp_path(), *db_fault = tu_temp_path(), args[1024];
     const char *base = "--set cluster.scope=local --set policy.router=kvcentric";
     const char *fault = "--set 'faults=[{\"at_ms\":300000,\"instance\":2,\"down_ms\":120000}]'";
-    snprintf(args, sizeof args, "--trace %s %s %s --db %s", SHARED_TRACE, PRESET, base, db_ok);
+    snprintf(args, sizeof args, "--trace %s %s %s --db %s", MOONCAKE_TRACE, PRESET, base, db_ok);
     json_decref(run(args));
-    snprintf(args, sizeof args, "--trace %s %s %s %s --db %s", SHARED_TRACE, PRESET, base, fault, db_fault);
+    snprintf(args, sizeof args, "--trace %s %s %s %s --db %s", MOONCAKE_TRACE, PRESET, base, fault, db_fault);
     json_t *s = run(args);
     double dip_ok = window_hit(db_ok, 300000, 600000), dip = window_hit(db_fault, 300000, 600000);
     double rec_ok = window_hit(db_ok, 660000, 1e12), rec = window_hit(db_fault, 660000, 1e12);
@@ -490,7 +485,8 @@ static void test_fault_dip_and_recovery(void **state)
     assert_true(rec > rec_ok - 0.02);
     assert_int_equal((int)num(s, "completed", NULL), 3993);
     json_decref(s);
-    snprintf(args, sizeof args, "--trace %s %s %s %s --set cluster.on_failure=lose", SHARED_TRACE, PRESET, base, fault);
+    snprintf(args, sizeof args, "--trace %s %s %s %s --set cluster.on_failure=lose", MOONCAKE_TRACE, PRESET, base,
+             fault);
     s = run(args);
     assert_true(num(s, "lost", NULL) > 0);
     assert_int_equal((int)(num(s, "completed", NULL) + num(s, "lost", NULL) + num(s, "rejected", "total")), 3993);

@@ -2,7 +2,7 @@
  * the cache-only replay definition (DESIGN §4) on tiny hand-simulated
  * traces, scopes and placements, tiers, semantics-aware classes, planning,
  * bad input, the deprecated --route spelling, and the published facts of
- * the shared Mooncake trace. */
+ * the public Mooncake trace (bundled). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,13 +260,12 @@ static void test_deprecated_route(void **state)
     tu_expect_stdout("plan --help", "--placement RULE");
 }
 
-/* ---- the shared Mooncake trace (../shared/traces/README.md facts) ------- */
+/* ---- the public Mooncake trace (traces/mooncake/README.md facts) ------- */
 
 /* LRU, global: infinite → 0.640 (the trace's maximum), 3M tokens → 0.309. */
-static void test_shared_lru_facts(void **state)
+static void test_mooncake_lru_facts(void **state)
 {
-    const char *t = tu_shared_trace();
-    if (!t) skip();
+    const char *t = MOONCAKE_TRACE;
     json_t *o = run_json("hitrate --trace %s --capacity-tokens inf,3e6 --json", t);
     assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.640, 0.0005);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.640, 0.002);
@@ -277,10 +276,9 @@ static void test_shared_lru_facts(void **state)
 
 /* Over a 10-point sweep: LRU never decreases with capacity (a stack
  * policy), and Belady is at least every online policy at every capacity. */
-static void test_shared_monotone_and_belady_bound(void **state)
+static void test_mooncake_monotone_and_belady_bound(void **state)
 {
-    const char *t = tu_shared_trace();
-    if (!t) skip();
+    const char *t = MOONCAKE_TRACE;
     const char *caps = "2.5e5,5e5,1e6,2e6,3e6,5e6,1e7,1.5e7,2e7,3e7";
     const char *online[] = {"lru", "fifo", "lfu", "sieve", "s3fifo"};
     json_t *opt = run_json("hitrate --trace %s --capacity-tokens %s --policy belady --json", t, caps);
@@ -310,10 +308,9 @@ static void test_shared_monotone_and_belady_bound(void **state)
  * (no eviction anywhere), and local reaches the trace's maximum, which no
  * pool can exceed. Fig. 17's gap needs load balancing to split prefix
  * groups across nodes: the timed replay shows it (test_conductor.c). */
-static void test_shared_global_vs_local(void **state)
+static void test_mooncake_global_vs_local(void **state)
 {
-    const char *t = tu_shared_trace();
-    if (!t) skip();
+    const char *t = MOONCAKE_TRACE;
     double h[2][2];
     const char *scopes[] = {"global", "local"}, *placements[] = {"in_turn", "longest_prefix"};
     for (int s = 0; s < 2; s++)
@@ -337,10 +334,9 @@ static void test_shared_global_vs_local(void **state)
 
 /* DRAM 3M + SSD 30M ≥ DRAM 3M alone; plan's answer reaches its goal and one
  * block less does not. */
-static void test_shared_tiers_and_plan(void **state)
+static void test_mooncake_tiers_and_plan(void **state)
 {
-    const char *t = tu_shared_trace();
-    if (!t) skip();
+    const char *t = MOONCAKE_TRACE;
     json_t *a = run_json("hitrate --trace %s --tiers dram=3e6 --json", t);
     json_t *b = run_json("hitrate --trace %s --tiers dram=3e6,ssd=30e6 --json", t);
     assert_true(point(b, 0, "hit_rate_blocks") >= point(a, 0, "hit_rate_blocks"));
@@ -448,10 +444,10 @@ int main(void)
         cmocka_unit_test(test_plan_hand_trace),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_deprecated_route),
-        cmocka_unit_test(test_shared_lru_facts),
-        cmocka_unit_test(test_shared_monotone_and_belady_bound),
-        cmocka_unit_test(test_shared_global_vs_local),
-        cmocka_unit_test(test_shared_tiers_and_plan),
+        cmocka_unit_test(test_mooncake_lru_facts),
+        cmocka_unit_test(test_mooncake_monotone_and_belady_bound),
+        cmocka_unit_test(test_mooncake_global_vs_local),
+        cmocka_unit_test(test_mooncake_tiers_and_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <zlib.h>
 
 #include "sim/replay/pic_replay.h"
 #include "tests/testutil.h"
@@ -387,16 +388,13 @@ static void test_reusable_identity(void **state)
  * ids; a passage's length is fixed by its table, so id = content). */
 static void test_ragpulse_sample_stats(void **state)
 {
-    const char *dir = "../shared/traces/ragpulse-sample";
-    if (access(dir, R_OK) != 0) {
-        printf("skip: %s not present\n", dir);
-        return;
-    }
-    FILE *f = fopen("../shared/traces/ragpulse-sample/0_trace.jsonl", "r");
-    char line[65536];
+    const char *dir = RAGPULSE_SAMPLE;
+    gzFile f = gzopen(RAGPULSE_SAMPLE "/0_trace.jsonl.gz", "rb");
+    assert_non_null(f);
+    static char line[65536];
     int64_t reqs = 0, occ = 0, distinct = 0;
     json_t *seen = json_object();
-    while (fgets(line, sizeof line, f)) {
+    while (gzgets(f, line, sizeof line)) {
         json_t *o = json_loads(line, 0, NULL);
         json_t *ids = json_object_get(json_object_get(o, "hash_ids"), "passages_ids");
         for (size_t i = 0; i < json_array_size(ids); i++) {
@@ -408,7 +406,7 @@ static void test_ragpulse_sample_stats(void **state)
         reqs++;
         json_decref(o);
     }
-    fclose(f);
+    gzclose(f);
     json_decref(seen);
     char *out = tu_temp_path(), args[600];
     snprintf(args, sizeof args, "trace import ragpulse %s -o %s", dir, out);

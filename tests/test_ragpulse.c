@@ -4,9 +4,10 @@
  * The hand-made directory tests/fixtures/ragpulse-mini (its README says what
  * each line exercises) must give exactly the lines written out below; copies
  * of it with one file changed must fail with exit 2 and a message naming the
- * file, the line and the field; the shared sample (../shared) must import
- * whole, sorted, with every input_length the sum of its segments. Output is
- * checked with jansson directly, not with the trace reader. */
+ * file, the line and the field; the bundled sample (traces/ragpulse-sample,
+ * gzip files) must import whole, sorted, with every input_length the sum of
+ * its segments. Output is checked with jansson directly, not with the trace
+ * reader. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +19,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#define MINI          "tests/fixtures/ragpulse-mini"
-#define SHARED_SAMPLE "../shared/traces/ragpulse-sample"
+#define MINI "tests/fixtures/ragpulse-mini"
 
 static const char *const files[] = {"0_trace.jsonl",   "1_sys_prompt.jsonl", "2_passages.jsonl",
                                     "3_history.jsonl", "4_user_input.jsonl", "5_web_search.jsonl"};
@@ -362,16 +362,14 @@ static void test_only_what_the_reader_accepts(void **state)
 }
 
 /* What the import writes, `kvsim trace stats` (the trace reader) reads
- * back: the mini directory's five requests, and the 1,000 of the shared
- * sample when it is present. */
+ * back: the mini directory's five requests (plain files), and the 1,000 of
+ * the bundled sample (gzip files). */
 static void test_round_trip(void **state)
 {
-    const char *dirs[] = {MINI, SHARED_SAMPLE};
+    const char *dirs[] = {MINI, RAGPULSE_SAMPLE};
     const int64_t want[] = {5, 1000};
     for (size_t i = 0; i < 2; i++) {
-        char path[600], args[1024];
-        snprintf(path, sizeof path, "%s/0_trace.jsonl", dirs[i]);
-        if (access(path, R_OK) != 0) continue;
+        char args[1024];
         char *out = tu_temp_path();
         snprintf(args, sizeof args, "trace import ragpulse %s -o %s", dirs[i], out);
         tu_expect_exit(args, 0, NULL);
@@ -399,7 +397,7 @@ static void test_usage(void **state)
     tu_expect_stdout("trace --help", "import ");
 }
 
-/* ---- the shared sample (../shared) ------------------------------------------- */
+/* ---- the bundled sample (traces/ragpulse-sample) ----------------------------- */
 
 static int64_t int_field(const json_t *o, const char *key)
 {
@@ -408,13 +406,9 @@ static int64_t int_field(const json_t *o, const char *key)
     return json_integer_value(v);
 }
 
-static void test_shared_sample(void **state)
+static void test_bundled_sample(void **state)
 {
-    if (access(SHARED_SAMPLE "/0_trace.jsonl", R_OK) != 0) {
-        printf("skip: %s not present (tests that need ../shared are skipped)\n", SHARED_SAMPLE);
-        skip();
-    }
-    cli_result r = tu_kvsim("trace import ragpulse " SHARED_SAMPLE " -o -");
+    cli_result r = tu_kvsim("trace import ragpulse " RAGPULSE_SAMPLE " -o -");
     if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
     assert_non_null(strstr(r.err, "wrote 1000 requests"));
     int n = 0;
@@ -457,7 +451,7 @@ int main(void)
         cmocka_unit_test(test_only_what_the_reader_accepts),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_shared_sample),
+        cmocka_unit_test(test_bundled_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* tests/test_run.c — `kvsim run` end to end: determinism, conservation
  * invariants under every baseline policy, the sanity of the model on the
- * shared Mooncake trace, and bad input (exit 2 with a message naming it).
+ * bundled Mooncake trace, and bad input (exit 2 with a message naming it).
  *
  * Runs go through the CLI into SQLite files; the invariants are checked with
  * SQL over the requests table, against bounds computed from the cost model. */
@@ -248,13 +248,13 @@ static void test_conservation_all_policies(void **state)
     assert_true(lost > 0);     /* and lost some in lose mode */
 }
 
-/* ---- the model's sanity on the shared trace ------------------------------------ */
+/* ---- the model's sanity on the public Mooncake trace ------------------------- */
 
-static double mean_ttft_shared(const char *extra)
+static double mean_ttft_mooncake(const char *extra)
 {
     char args[1024];
-    snprintf(args, sizeof args, "run --trace %s --json --set cluster.prefill=4 --set cluster.decode=4 %s", SHARED_TRACE,
-             extra);
+    snprintf(args, sizeof args, "run --trace %s --json --set cluster.prefill=4 --set cluster.decode=4 %s",
+             MOONCAKE_TRACE, extra);
     json_t *j = tu_kvsim_json(args);
     double v = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
     json_decref(j);
@@ -266,13 +266,12 @@ static double mean_ttft_shared(const char *extra)
  * speed (below saturation, where placement matters). */
 static void test_cache_aware_beats_random(void **state)
 {
-    if (!tu_shared_trace()) skip();
-    double rnd = mean_ttft_shared("--set policy.router=random --set cluster.scope=local");
-    double cal = mean_ttft_shared("--set policy.router=cache_aware_local --set cluster.scope=local");
+    double rnd = mean_ttft_mooncake("--set policy.router=random --set cluster.scope=local");
+    double cal = mean_ttft_mooncake("--set policy.router=cache_aware_local --set cluster.scope=local");
     printf("local 4P4D: random %.0f ms, cache_aware_local %.0f ms\n", rnd, cal);
     assert_true(cal < rnd);
-    rnd = mean_ttft_shared("--set policy.router=random --speed 0.7");
-    cal = mean_ttft_shared("--set policy.router=cache_aware_local --speed 0.7");
+    rnd = mean_ttft_mooncake("--set policy.router=random --speed 0.7");
+    cal = mean_ttft_mooncake("--set policy.router=cache_aware_local --speed 0.7");
     printf("global 4P4D at 0.7x: random %.0f ms, cache_aware_local %.0f ms\n", rnd, cal);
     assert_true(cal < rnd);
 }
@@ -280,12 +279,11 @@ static void test_cache_aware_beats_random(void **state)
 /* Raising the replay speed raises TTFT and lowers SLO attainment. */
 static void test_speed_raises_ttft(void **state)
 {
-    if (!tu_shared_trace()) skip();
     double prev_ttft = 0, prev_slo = 2;
     const char *speeds[] = {"0.5", "0.7", "1"};
     for (int i = 0; i < 3; i++) {
         char args[512];
-        snprintf(args, sizeof args, "run --trace %s --json --speed %s", SHARED_TRACE, speeds[i]);
+        snprintf(args, sizeof args, "run --trace %s --json --speed %s", MOONCAKE_TRACE, speeds[i]);
         json_t *j = tu_kvsim_json(args);
         double ttft = json_number_value(json_object_get(json_object_get(j, "ttft_ms"), "mean"));
         double slo = json_number_value(json_object_get(j, "slo_attainment"));

@@ -1,6 +1,6 @@
 /* tests/testutil.h — helpers shared by the cmocka test files: run the kvsim
- * binary and capture what it printed, find ../shared data (tests that need it
- * skip with a printed reason when it is absent), make temp files.
+ * binary and capture what it printed, name the public traces bundled under
+ * traces/, make temp files.
  *
  * Include after <cmocka.h> (and its prerequisites). Header-only: every
  * function is static so each test binary gets its own copy. */
@@ -25,7 +25,12 @@
         if (!(fabs(a_ - b_) <= e_)) fail_msg("%s = %.12g, expected %.12g ± %g", #a, a_, b_, e_);                       \
     } while (0)
 
-#define SHARED_TRACE "../shared/traces/mooncake_synthetic_trace.jsonl"
+/* The public traces bundled under traces/ (their READMEs say where from):
+ * Mooncake's FAST'25 synthetic and conversation traces and the RAGPulse
+ * sample directory. Every test that uses them runs. */
+#define MOONCAKE_TRACE        "traces/mooncake/mooncake_synthetic_trace.jsonl.gz"
+#define MOONCAKE_CONVERSATION "traces/mooncake/conversation_trace.jsonl.gz"
+#define RAGPULSE_SAMPLE       "traces/ragpulse-sample"
 
 typedef struct cli_result {
     int status; /* exit code, or 128+signal */
@@ -99,14 +104,6 @@ static inline void tu_free(cli_result *r)
 {
     free(r->out);
     free(r->err);
-}
-
-/* Path of the shared Mooncake trace, or NULL (with a printed reason). */
-static inline const char *tu_shared_trace(void)
-{
-    if (access(SHARED_TRACE, R_OK) == 0) return SHARED_TRACE;
-    printf("skip: %s not present (tests that need ../shared are skipped)\n", SHARED_TRACE);
-    return NULL;
 }
 
 /* Whether gnuplot is on PATH (make test's deps install it; a machine with

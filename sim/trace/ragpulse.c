@@ -32,10 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "sim/index/keymap.h"
+#include "sim/infile.h"
 #include "sim/trace/tracegen_rag.h"
 
 /* ---- growing arrays ------------------------------------------------------- */
@@ -51,10 +53,9 @@ static void *grow(void *p, size_t n, size_t *cap, size_t elem)
 /* ---- reading JSONL files line by line -------------------------------------- */
 
 typedef struct rp_lines {
-    char *path; /* DIR/FILE, as messages name it */
-    FILE *f;
-    char *buf;
-    size_t cap;
+    char *path;    /* DIR/FILE, as messages name it */
+    sim_infile *f; /* plain or gzip (sim/infile.h) */
+    char *buf;     /* the current line, the reader's buffer */
     int64_t lineno;
 } rp_lines;
 
@@ -62,16 +63,13 @@ static int lines_open(rp_lines *l, const char *path, sim_err *err)
 {
     memset(l, 0, sizeof *l);
     l->path = sim_xstrdup(path);
-    l->f = fopen(l->path, "r");
-    if (!l->f) return sim_errf(err, "%s: cannot open: %s", l->path, strerror(errno));
-    return 0;
+    return sim_infile_open(&l->f, l->path, NULL, err);
 }
 
 static void lines_close(rp_lines *l)
 {
-    if (l->f) fclose(l->f);
+    sim_infile_close(l->f);
     free(l->path);
-    free(l->buf);
 }
 
 /* "PATH:LINE: FIELD: problem" into err; returns -1. */
@@ -99,22 +97,22 @@ static bool blank(const char *s, size_t n)
  * decrefs), 0 at the end of the file, -1 on a bad line or a read error. */
 static int lines_next(rp_lines *l, json_t **obj, sim_err *err)
 {
-    ssize_t len;
-    while ((len = getline(&l->buf, &l->cap, l->f)) >= 0) {
+    size_t len;
+    int got;
+    while ((got = sim_infile_getline(l->f, &l->buf, &len, err)) == 1) {
         l->lineno++;
-        if (blank(l->buf, (size_t)len)) continue;
-        const char *nul = memchr(l->buf, 0, (size_t)len);
+        if (blank(l->buf, len)) continue;
+        const char *nul = memchr(l->buf, 0, len);
         if (nul) return at_err(l, err, "json", "a NUL byte at byte %td of the line (not JSON text)", nul - l->buf + 1);
         json_error_t je;
-        *obj = json_loadb(l->buf, (size_t)len, JSON_REJECT_DUPLICATES, &je);
+        *obj = json_loadb(l->buf, len, JSON_REJECT_DUPLICATES, &je);
         if (!*obj) return at_err(l, err, "json", "malformed JSON (%s)", je.text);
         if (json_is_object(*obj)) return 1;
         at_err(l, err, "json", "expected an object, got %s", sim_json_type_name(*obj));
         json_decref(*obj);
         return -1;
     }
-    if (ferror(l->f)) return sim_errf(err, "%s: read error: %s", l->path, strerror(errno));
-    return 0;
+    return got; /* 0 at the end, -1 on a read error (named) */
 }
 
 /* A token count in [min, SIM_TRACE_MAX_TOKENS], the trace reader's range
@@ -532,6 +530,22 @@ const char *const sim_ragpulse_files[SIM_RAGPULSE_NFILES] = {
     "3_history.jsonl", "4_user_input.jsonl", "5_web_search.jsonl",
 };
 
+/* DIR/NAME, or DIR/NAME.gz when only that exists (a compressed copy of the
+ * trace; either is read by content, sim/infile.h). The caller frees. */
+static char *member_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 5;
+    char *p = sim_xmalloc(n);
+    snprintf(p, n, "%s/%s.gz", dir, name);
+    if (access(p, F_OK) == 0) {
+        p[n - 4] = 0; /* the plain file, when both exist */
+        if (access(p, F_OK)) strcat(p, ".gz");
+        return p;
+    }
+    snprintf(p, n, "%s/%s", dir, name); /* neither: opening it names the plain one */
+    return p;
+}
+
 int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ragpulse_stats *st, sim_err *err)
 {
     *st = (sim_ragpulse_stats){0};
@@ -541,11 +555,7 @@ int sim_ragpulse_import(const char *dir, FILE *out, const char *out_name, sim_ra
         return sim_errf(err, "%s: not a directory (a RAGPulse trace is a directory of 0_trace.jsonl and its tables)",
                         dir);
     char *paths[SIM_RAGPULSE_NFILES];
-    for (int i = 0; i < SIM_RAGPULSE_NFILES; i++) {
-        size_t n = strlen(dir) + strlen(sim_ragpulse_files[i]) + 2;
-        paths[i] = sim_xmalloc(n);
-        snprintf(paths[i], n, "%s/%s", dir, sim_ragpulse_files[i]);
-    }
+    for (int i = 0; i < SIM_RAGPULSE_NFILES; i++) paths[i] = member_path(dir, sim_ragpulse_files[i]);
     int rc = sim_ragpulse_import_files((const char *const *)paths, out, out_name, st, err);
     for (int i = 0; i < SIM_RAGPULSE_NFILES; i++) free(paths[i]);
     return rc;

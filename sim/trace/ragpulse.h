@@ -4,7 +4,8 @@
  *
  * DIR holds 0_trace.jsonl (one request a line, not sorted) and the id →
  * token_length tables 1_sys_prompt.jsonl, 2_passages.jsonl, 3_history.jsonl,
- * 4_user_input.jsonl, 5_web_search.jsonl. Each request becomes, in prompt
+ * 4_user_input.jsonl, 5_web_search.jsonl; any of them may be gzip-compressed,
+ * as NAME or NAME.gz (read by content, sim/infile.h). Each request becomes, in prompt
  * order: its sys_prompt ids as one prefix segment, each passage as a chunk,
  * each history, web_search and user_input id as a prompt segment with that
  * id, and input_length minus the parts' sum as a final unique prompt segment.

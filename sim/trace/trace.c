@@ -3,7 +3,8 @@
  * optional sort, the file fingerprint and `kvsim trace stats` statistics.
  *
  * The reader sits on the hot path of every replay (`kvsim hitrate`,
- * `kvsim run`), so it keeps one reusable line buffer (getline), parses one
+ * `kvsim run`), so it keeps one reusable line buffer (sim/infile.h, which
+ * also reads gzip files, recognised by content), parses one
  * line at a time (a strict recognizer for flat lines, jansson's json_loadb
  * for everything else; see "one line -> one request" below), and makes
  * exactly one allocation per request (the struct with its key and id arrays
@@ -35,6 +36,7 @@
 #include <xxhash.h>
 
 #include "sim/index/keyset.h"
+#include "sim/infile.h"
 #include "sim/trace/trace_int.h"
 
 /* The current line's hash ids and their chained keys, reused across lines. */
@@ -46,11 +48,9 @@ typedef struct id_buf {
 
 struct sim_trace {
     sim_trace_opts opts;
-    char *name; /* file name used in messages ("<stdin>" for "-") */
-    FILE *f;
-    bool owns_file;
-    char *line; /* getline buffer, reused for every line */
-    size_t line_cap;
+    char *name;       /* file name used in messages ("<stdin>" for "-") */
+    sim_infile *f;    /* plain or gzip (sim/infile.h) */
+    char *line;       /* the current line, the reader's buffer */
     id_buf ids;       /* the current line's hash_ids */
     sim_seg_buf segs; /* the current line's segments */
     int64_t lineno;
@@ -91,13 +91,12 @@ int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts
     bool is_stdin = strcmp(path, "-") == 0;
     const char *name = opts->name ? opts->name : is_stdin ? "<stdin>" : path;
     if (check_opts(name, opts, err)) return -1;
-    FILE *f = is_stdin ? stdin : fopen(path, "r");
-    if (!f) return sim_errf(err, "%s: cannot open: %s", name, strerror(errno));
+    sim_infile *f;
+    if (sim_infile_open(&f, path, name, err)) return -1;
     sim_trace *t = sim_xcalloc(1, sizeof *t);
     t->opts = *opts;
     t->name = sim_xstrdup(name);
     t->f = f;
-    t->owns_file = !is_stdin;
     t->ids.cap = 256;
     t->ids.v = sim_xmalloc(t->ids.cap * sizeof *t->ids.v);
     t->ids.k = sim_xmalloc(t->ids.cap * sizeof *t->ids.k);
@@ -114,13 +113,12 @@ void sim_request_free(sim_request *r) { free(r); }
 void sim_trace_close(sim_trace *t)
 {
     if (!t) return;
-    if (t->owns_file) fclose(t->f);
+    sim_infile_close(t->f);
     for (size_t i = t->next_sorted; i < t->nsorted; i++) sim_request_free(t->sorted[i]);
     free(t->sorted);
     if (t->rng) gsl_rng_free(t->rng);
     for (int64_t i = 0; t->skips && i < t->skipped && i < SIM_TRACE_SKIPS_KEPT; i++) free(t->skips[i]);
     free(t->skips);
-    free(t->line);
     free(t->ids.v);
     free(t->ids.k);
     sim_seg_buf_free(&t->segs);
@@ -642,17 +640,11 @@ static int check_order(sim_trace *t, const sim_request *r, sim_err *err)
 static int read_valid(sim_trace *t, sim_request **out, sim_err *err)
 {
     for (;;) {
-        errno = 0;
-        ssize_t len = getline(&t->line, &t->line_cap, t->f);
-        if (len < 0) {
-            /* getline out of memory is not the end of the file */
-            if (ferror(t->f) || errno == ENOMEM)
-                return sim_errf(err, "%s:%" PRId64 ": read error: %s", t->name, t->lineno + 1,
-                                strerror(errno ? errno : EIO));
-            return 0;
-        }
+        size_t len;
+        int got = sim_infile_getline(t->f, &t->line, &len, err);
+        if (got <= 0) return got; /* a read error is an error, never a short trace */
         t->lineno++;
-        int rc = parse_line(t, (size_t)len, out, err);
+        int rc = parse_line(t, len, out, err);
         if (rc == 1 && check_order(t, *out, err)) {
             sim_request_free(*out);
             *out = NULL;
@@ -718,48 +710,47 @@ int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err)
 
 /* ---- fingerprint -------------------------------------------------------- */
 
-int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err)
+/* The fingerprint is of the decompressed text, so a trace and its gzip
+ * copy are the same trace to every record (run rows, baselines, sweep
+ * dedup). f is hashed to its end; with o, every byte is also copied there. */
+static int hash_text(sim_infile *f, FILE *o, uint64_t *fp, bool *wbad, sim_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sim_errf(err, "%s: cannot open: %s", path, strerror(errno));
     XXH64_state_t *st = XXH64_createState();
     XXH64_reset(st, 0);
     char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH64_update(st, buf, n);
-    int bad = ferror(f);
-    fclose(f);
-    *out = XXH64_digest(st);
+    ssize_t k;
+    while ((k = sim_infile_read(f, buf, sizeof buf, err)) > 0) {
+        XXH64_update(st, buf, (size_t)k);
+        if (o) *wbad = *wbad || fwrite(buf, 1, (size_t)k, o) != (size_t)k;
+    }
+    *fp = XXH64_digest(st);
     XXH64_freeState(st);
-    return bad ? sim_errf(err, "%s: read error", path) : 0;
+    return k < 0 ? -1 : 0;
 }
 
-/* Copy f to a new temporary file (its path into out) while hashing. */
-static int spool(FILE *f, const char *name, char *out, size_t n, uint64_t *fp, sim_err *err)
+int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err)
+{
+    sim_infile *f;
+    if (sim_infile_open(&f, path, NULL, err)) return -1;
+    int rc = hash_text(f, NULL, out, NULL, err);
+    sim_infile_close(f);
+    return rc;
+}
+
+/* Copy f's text to a new temporary file (its path into out) while hashing. */
+static int spool(sim_infile *f, const char *name, char *out, size_t n, uint64_t *fp, sim_err *err)
 {
     const char *dir = getenv("TMPDIR");
     snprintf(out, n, "%s/kvsim-trace-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = mkstemp(out);
     FILE *o = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!o) return sim_errf(err, "%s: cannot make a temporary copy in %s: %s", name, out, strerror(errno));
-    XXH64_state_t *st = XXH64_createState();
-    XXH64_reset(st, 0);
-    char buf[1 << 16];
-    size_t k;
     bool wbad = false;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-        XXH64_update(st, buf, k);
-        wbad = wbad || fwrite(buf, 1, k, o) != k;
-    }
-    *fp = XXH64_digest(st);
-    XXH64_freeState(st);
-    bool rbad = ferror(f);
+    int rc = hash_text(f, o, fp, &wbad, err);
     wbad = fclose(o) != 0 || wbad;
-    if (rbad || wbad) {
-        unlink(out);
-        return sim_errf(err, "%s: %s", name, rbad ? "read error" : "cannot write its temporary copy (disk full?)");
-    }
-    return 0;
+    if (rc == 0 && wbad) rc = sim_errf(err, "%s: cannot write its temporary copy (disk full?)", name);
+    if (rc) unlink(out);
+    return rc;
 }
 
 int sim_trace_materialize(const char *path, char *out, size_t n, bool *spooled, uint64_t *fp, sim_err *err)
@@ -771,10 +762,10 @@ int sim_trace_materialize(const char *path, char *out, size_t n, bool *spooled, 
         snprintf(out, n, "%s", path);
         return sim_trace_fingerprint(path, fp, err);
     }
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) return sim_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    sim_infile *f;
+    if (sim_infile_open(&f, path, NULL, err)) return -1;
     int rc = spool(f, is_stdin ? "<stdin>" : path, out, n, fp, err);
-    if (!is_stdin) fclose(f);
+    sim_infile_close(f);
     *spooled = rc == 0;
     return rc;
 }

@@ -86,12 +86,16 @@ sim_trace_opts sim_trace_default_opts(void);
 
 typedef struct sim_trace sim_trace;
 
-/* Open a trace file ("-" = stdin). Errors name the file. */
+/* Open a trace file ("-" = stdin), plain or gzip, recognised by content
+ * (sim/infile.h). Errors name the file. */
 int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts, sim_err *err);
 
 /* Next request: returns 1 with *req set (caller owns it: sim_request_free),
  * 0 at end of trace, -1 on a bad line (err = "FILE:LINE: FIELD: problem").
- * With skip_bad, bad lines are counted and skipped, never returned as -1. */
+ * With skip_bad, bad lines are counted and skipped, never returned as -1;
+ * a fault of the file itself still is ("FILE:LINE: read error: ..." for a
+ * read error or a corrupt or truncated gzip stream, "FILE: zstd-compressed;
+ * ..."). */
 int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err);
 
 /* Lines skipped under skip_bad so far, and the first skip's message. */
@@ -107,13 +111,15 @@ const char *sim_trace_name(const sim_trace *t);
 void sim_trace_close(sim_trace *t);
 void sim_request_free(sim_request *r);
 
-/* XXH64 (seed 0) of the file's bytes: the trace fingerprint recorded with
- * every run. */
+/* XXH64 (seed 0) of the file's text, decompressed when the file is gzip
+ * (sim/infile.h): the trace fingerprint recorded with every run, the same
+ * for a trace and its compressed copy. */
 int sim_trace_fingerprint(const char *path, uint64_t *out, sim_err *err);
 /* The trace at path as a file that can be read twice (fingerprint, then
  * replay) and its fingerprint: path itself when it is a regular file; for
- * "-", /dev/stdin or a pipe, a copy written to a temporary file while
- * hashing (out gets its path, *spooled = true: the caller unlinks it). */
+ * "-", /dev/stdin or a pipe, a copy of its (decompressed) text written to
+ * a temporary file while hashing (out gets its path, *spooled = true: the
+ * caller unlinks it). */
 int sim_trace_materialize(const char *path, char *out, size_t n, bool *spooled, uint64_t *fp, sim_err *err);
 
 /* Block key chaining, exposed for tests and generators. */
