@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/cli/check_cmd.h"
 #include "sim/cli/cli.h"
 #include "sim/config/scope.h"
 #include "sim/slo/plan_slo.h"
@@ -223,6 +224,17 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         if (c == '?' || c == ':' ? bad_option(c, argv, a, err) : parse_one(c, optarg, a, err)) return -1;
     if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see kvsim plan slo --help)", argv[optind]);
     return 0;
+}
+
+int sim_cli_plan_slo_opts(int argc, char **argv, sim_slo_opts *o, sim_err *err)
+{
+    slo_args a = {0};
+    sim_slo_opts_init(&a.o);
+    int rc = parse_args(argc, argv, &a, err);
+    if (rc == 0 && (a.json || a.help))
+        rc = sim_errf(err, "%s: not an option of a measurement", a.json ? "--json" : "--help");
+    *o = a.o;
+    return rc;
 }
 
 /* ---- printing -------------------------------------------------------------- */
