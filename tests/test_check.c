@@ -1,8 +1,9 @@
 /* tests/test_check.c — `kvsim check`, the CI regression check: recording a
  * baseline, passing it, failing with exit 3 and a readable table when a
  * number is perturbed beyond its tolerance, re-recording, bad baselines,
- * placement args (and their deprecated spelling "route"), and the two
- * baselines the project ships. */
+ * placement args (and their deprecated spelling "route"), relative and
+ * one-sided tolerances, baselines recorded from a `run` or `plan slo`
+ * command line, and the two baselines the project ships. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,6 +129,181 @@ static void test_measurement_tolerance(void **state)
     tu_remove_temp(b);
 }
 
+/* ---- relative and one-sided tolerances -------------------------------------- */
+
+/* A baseline of one hitrate measurement of T1 at 1536 tokens (LRU: 0.4
+ * blocks, by hand in test_hitrate.c) expecting `expect` for
+ * hit_rate_blocks, with the file's tolerance and the measurement's extra
+ * keys (",\"worse\": ..." or ""); returns `kvsim check` of it. */
+static cli_result check_one(const char *trace, const char *tol, double expect, const char *extra)
+{
+    char text[2048];
+    snprintf(
+        text, sizeof text,
+        "{\"kvsim_baseline\": 1, \"tolerance\": %s, \"measurements\": [{\"name\": \"m\", \"kind\": \"hitrate\", "
+        "\"args\": {\"trace\": \"%s\", \"capacity_tokens\": \"1536\"}, \"expect\": {\"hit_rate_blocks\": %.17g}%s}]}",
+        tol, trace, expect, extra);
+    char *b = tu_write_temp(text);
+    cli_result r = kvsim("check --baseline %s", b);
+    tu_remove_temp(b);
+    return r;
+}
+
+/* "2%": got 0.4 against an expected 0.4 / 1.019 is +1.9% (ok), against
+ * 0.4 / 1.021 +2.1% (FAIL, exit 3; 2% of 0.391773 is 0.00783546, the move
+ * 0.00822718). "worse": "higher" passes a -50% move (expected 0.8) as
+ * improved, and so does the file's "worse"; "lower" fails it. */
+static void test_relative_and_one_sided(void **state)
+{
+    char *t = tu_write_temp(T1);
+    cli_result r = check_one(t, "\"2%\"", 0.4 / 1.019, "");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "0.392542   0.400000  +0.007458        2%  ok"));
+    tu_free(&r);
+    r = check_one(t, "\"2%\"", 0.4 / 1.021, "");
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.out, "0.391773   0.400000  +0.008227        2%  FAIL"));
+    tu_free(&r);
+    r = check_one(t, "0.002", 0.4 / 1.019, ""); /* the same move against an absolute 0.002 */
+    assert_int_equal(r.status, 3);
+    tu_free(&r);
+    setenv("GITHUB_ACTIONS", "true", 1);
+    r = check_one(t, "\"2%\"", 0.8, ", \"worse\": \"higher\"");
+    unsetenv("GITHUB_ACTIONS");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "0.800000   0.400000  -0.400000       +2%  improved"));
+    assert_non_null(strstr(r.out, "all 1 numbers within tolerance; 1 improved beyond it"));
+    assert_non_null(strstr(r.out, "::notice title=kvsim check::m hit_rate_blocks improved: expected 0.8, got 0.4"));
+    tu_free(&r);
+    r = check_one(t, "\"2%\"", 0.8, ", \"worse\": {\"hit_rate_blocks\": \"higher\"}");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = check_one(t, "\"2%\", \"worse\": \"higher\"", 0.8, "");
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    r = check_one(t, "\"2%\"", 0.8, ", \"worse\": \"lower\"");
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.out, "-2%  FAIL"));
+    tu_free(&r);
+    /* one-sided "higher": a rise of 2.1% fails, as two-sided */
+    r = check_one(t, "\"2%\"", 0.4 / 1.021, ", \"worse\": \"higher\"");
+    assert_int_equal(r.status, 3);
+    tu_free(&r);
+    /* bad tolerances and directions: exit 2 naming the key */
+    static const char *const bad[][3] = {
+        {"\"-2%\"", "", "baseline: \"tolerance\": \"-2%\" is not a non-negative number"},
+        {"\"2 %\"", "", "baseline: \"tolerance\": \"2 %\" is not a non-negative number"},
+        {"\"abc\"", "", "baseline: \"tolerance\": \"abc\" is not a non-negative number"},
+        {"\"2\"", "", "baseline: \"tolerance\": \"2\" is not"},
+        {"0", ", \"tolerance\": \"x%\"", "measurement m: \"tolerance\": \"x%\" is not a non-negative number"},
+        {"0", ", \"worse\": \"up\"", "measurement m: \"worse\": \"up\" is not \"higher\" or \"lower\""},
+        {"0", ", \"worse\": {\"hit_rate_blocks\": 1}", "measurement m: \"worse\".hit_rate_blocks: 1 is not"},
+        {"0", ", \"worse\": {\"ttft\": \"higher\"}", "measurement m: \"worse\": no metric 'ttft'"},
+        {"0, \"worse\": 3", "", "baseline: \"worse\": 3 is not \"higher\" or \"lower\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = check_one(t, bad[i][0], 0.4, bad[i][1]);
+        if (r.status != 2 || !strstr(r.err, bad[i][2]))
+            fail_msg("%s %s: exit %d, %s (want 2, %s)", bad[i][0], bad[i][1], r.status, r.err, bad[i][2]);
+        tu_free(&r);
+    }
+    tu_expect_exit("check --write-baseline /tmp/x.json --trace x --tolerance -2%", 2, "--tolerance: negative");
+    tu_expect_exit("check --write-baseline /tmp/x.json --trace x --tolerance 2x%", 2, "--tolerance");
+    tu_remove_temp(t);
+}
+
+/* --write-baseline -- run ...: a run measurement (args trace, set; with
+ * --one-sided each metric's direction) whose check passes at once; an
+ * expected TTFT p90 10% above what the run gives is an improvement (exit
+ * 0), 10% below a regression (exit 3). -- plan slo ...: its answer
+ * recorded (feasible 1, its GPUs) and checked. Bad commands exit 2. */
+static void test_write_baseline_commands(void **state)
+{
+    char *t = tu_write_temp(T1), *b = tu_write_temp("");
+    cli_result r = kvsim("check --write-baseline %s --name r --one-sided --tolerance 2%% -- run --trace %s --set "
+                         "cluster.prefill=2 --speed 2",
+                         b, t);
+    if (r.status) fail_msg("record: %s", r.err);
+    assert_non_null(strstr(r.out, "recorded 13 numbers"));
+    tu_free(&r);
+    json_t *root = json_load_file(b, 0, NULL), *m = json_array_get(json_object_get(root, "measurements"), 0);
+    assert_string_equal(json_string_value(json_object_get(root, "tolerance")), "2%");
+    assert_string_equal(json_string_value(json_object_get(m, "kind")), "run");
+    const json_t *set = json_object_get(json_object_get(m, "args"), "set");
+    assert_int_equal(json_integer_value(json_object_get(set, "cluster.prefill")), 2);
+    assert_true(json_number_value(json_object_get(set, "trace.speed")) == 2);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "worse"), "ttft_ms.p90")), "higher");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "worse"), "slo_attainment")), "lower");
+    double p90 = json_number_value(json_object_get(json_object_get(m, "expect"), "ttft_ms.p90"));
+    assert_true(p90 > 0);
+    json_decref(root);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "all 13 numbers within tolerance"));
+    tu_free(&r);
+    set_expect(b, "r", "ttft_ms.p90", p90 * 1.1);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "1 improved beyond it"));
+    tu_free(&r);
+    set_expect(b, "r", "ttft_ms.p90", p90 / 1.1);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 3);
+    tu_free(&r);
+    /* a plan slo measurement added to the same baseline (the run one re-recorded) */
+    r = kvsim("check --baseline %s --write-baseline %s --name plan -- plan slo --trace %s --ttft-p90-ms 5000 "
+              "--max-instances 4 --dram 1TB --scopes global --cpp 1 --jobs 1",
+              b, b, t);
+    if (r.status) fail_msg("record plan: %s", r.err);
+    assert_non_null(strstr(r.out, "recorded 27 numbers"));
+    tu_free(&r);
+    root = json_load_file(b, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(root, "measurements")), 2);
+    json_t *e = expect_of(root, "plan");
+    assert_int_equal(json_integer_value(json_object_get(e, "feasible")), 1);
+    assert_true(json_number_value(json_object_get(e, "gpus")) >= 16); /* 2 instances of 8 GPUs at least */
+    json_decref(root);
+    r = kvsim("check --baseline %s", b);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "all 27 numbers within tolerance"));
+    tu_free(&r);
+    /* a relative trace, the baseline in another folder: the path is
+     * rewritten for it and the recorded config hash is the one its check
+     * computes there (the check passes from any working directory) */
+    char dir[] = "/tmp/kvsim-blc-XXXXXX", cmd[16384], bin[4096];
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(realpath(tu_kvsim_bin(), bin));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && cp %s t.jsonl && mkdir ci && %s check --write-baseline ci/b.json -- run --trace t.jsonl && "
+             "cd / && %s check --baseline %s/ci/b.json",
+             dir, t, bin, bin, dir);
+    r = tu_shell(cmd);
+    if (r.status || !strstr(r.out, "all 13 numbers within tolerance")) fail_msg("relative: %s%s", r.out, r.err);
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "%s/ci/b.json", dir);
+    root = json_load_file(cmd, 0, NULL);
+    m = json_array_get(json_object_get(root, "measurements"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "args"), "trace")), "../t.jsonl");
+    json_decref(root);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    char args[1024];
+    snprintf(args, sizeof args, "check --write-baseline %s -- sweep --grid x", b);
+    tu_expect_exit(args, 2, "a measurement records `run ...` or `plan slo ...`");
+    snprintf(args, sizeof args, "check --write-baseline %s -- run --trace %s --bogus 1", b, t);
+    tu_expect_exit(args, 2, "run --bogus: not an option a run measurement records");
+    snprintf(args, sizeof args, "check --write-baseline %s -- run --set cluster.prefill=2", b);
+    tu_expect_exit(args, 2, "run: a measurement needs --trace FILE");
+    snprintf(args, sizeof args, "check --write-baseline %s -- plan slo --trace %s --ttft-p90-ms 5000 --json", b, t);
+    tu_expect_exit(args, 2, "plan slo --json: not an option of a measurement");
+    snprintf(args, sizeof args, "check --write-baseline %s -- plan slo --trace %s --ttft-p90-ms -1", b, t);
+    tu_expect_exit(args, 2, "--ttft-p90-ms: -1 is not a number > 0");
+    snprintf(args, sizeof args, "check --baseline %s -- run --trace %s", b, t);
+    tu_expect_exit(args, 2, "-- COMMAND needs --write-baseline OUT");
+    tu_remove_temp(t);
+    tu_remove_temp(b);
+}
+
 /* Placement args on the bundled trace, 4 local nodes of 1e5 tokens (where
  * the two placements differ: 0.366 vs 0.617). The deprecated spelling
  * "route" with the old names records the same numbers as "placement" with
@@ -235,7 +411,7 @@ static void test_bad_baselines(void **state)
          "baseline: \"tolerance\": -0.1 is not a non-negative number"},
         {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": "
          "{\"trace\": \"%s\"}, \"tolerance\": -1, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
-         "measurement x: \"tolerance\" must be a non-negative number"},
+         "measurement x: \"tolerance\": -1 is not a non-negative number"},
         {"{\"kvsim_baseline\": 2, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": "
          "{\"trace\": \"%s\"}, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
          "\"kvsim_baseline\": 2 is not a baseline format it knows; this kvsim reads version 1"},
@@ -387,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
         cmocka_unit_test(test_run_kind_and_setup_guard),       cmocka_unit_test(test_shipped_default_baseline),
         cmocka_unit_test(test_shipped_mooncake_baseline),      cmocka_unit_test(test_paths_relative_to_baseline),
+        cmocka_unit_test(test_relative_and_one_sided),         cmocka_unit_test(test_write_baseline_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

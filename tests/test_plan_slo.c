@@ -7,7 +7,12 @@
  * a cheapest point whose printed `kvsim run` line, run here, meets the
  * targets, while the clusters one instance smaller, which the search ran,
  * do not; a second search on the same database runs nothing; the temporary
- * database is removed. Bad arguments exit 2 naming the option and value. */
+ * database is removed. By default a recommended point also meets the
+ * config's SLOs (attainment >= 0.9, not overloaded): where the cheapest
+ * point meeting a loose TTFT target misses them, the plan picks a bigger
+ * one, which `kvsim run` replays meeting them, while --attainment 0 gives
+ * the point the percentile target alone allows. Bad arguments exit 2
+ * naming the option and value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -227,17 +232,107 @@ static void test_infeasible_max_and_temp_db(void **state)
     assert_int_equal(left, 0);
 }
 
+/* ---- SLO-safe by default ------------------------------------------------------ */
+
+/* `kvsim run` of split P, D (1 TB, global, CPP off) on the generated trace
+ * at speed 2 with slo.ttft_ms 500: its summary (caller decrefs). */
+static json_t *run_split(int P, int D)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "run --trace %s --speed 2 --set slo.ttft_ms=500 --set cluster.prefill=%d --set cluster.decode=%d "
+             "--set kvstore.dram_bytes=1TB --set cluster.scope=global --set cluster.cpp_group=1 --json",
+             gen_trace, P, D);
+    return tu_kvsim_json(args);
+}
+
+static bool overloaded(const json_t *summary)
+{
+    return json_is_true(json_object_get(json_object_get(summary, "diagnosis"), "overloaded"));
+}
+
+/* TTFT p90 <= 3000 ms is met by 1P1D (the runs: p90 2881 ms), whose SLO
+ * attainment against slo.ttft_ms 500 is 0.27 and which is overloaded
+ * (queues grew). 2P1D reaches 0.815, 3P1D 0.91: the plan must answer 3P1D,
+ * not 1P1D; --attainment 0 gives 1P1D (the old answer) with a warning;
+ * --attainment 0.92, which no split up to 6 instances reaches, is
+ * infeasible (exit 3). */
+static void test_slo_safe(void **state)
+{
+    char base[2048], args[2400], db[600];
+    snprintf(db, sizeof db, "%s/slo.db", dir);
+    snprintf(base, sizeof base,
+             "plan slo --trace %s --speed 2 --set slo.ttft_ms=500 --ttft-p90-ms 3000 --max-instances 6 --dram 1TB "
+             "--scopes global --cpp 1 --jobs 2 --db %s",
+             gen_trace, db);
+    /* what the runs say, each split on its own */
+    json_t *s11 = run_split(1, 1), *s21 = run_split(2, 1), *s31 = run_split(3, 1);
+    assert_true(num_at(s11, "ttft_ms", "p90") <= 3000);
+    assert_true(num_at(s11, "slo_attainment", NULL) < 0.9 && overloaded(s11));
+    assert_true(num_at(s21, "slo_attainment", NULL) < 0.9);
+    assert_true(num_at(s31, "slo_attainment", NULL) >= 0.9 && !overloaded(s31));
+    /* the default: SLO attainment >= 0.9, not overloaded */
+    snprintf(args, sizeof args, "%s --json", base);
+    json_t *j = json_with_status(args, 0);
+    const json_t *best = json_object_get(j, "cheapest");
+    assert_int_equal(num_at(best, "prefill", NULL), 3);
+    assert_int_equal(num_at(best, "decode", NULL), 1);
+    assert_false(json_is_true(json_object_get(best, "overloaded")));
+    snprintf(args, sizeof args, "%s --json", json_string_value(json_object_get(best, "command")) + 6);
+    json_t *run = tu_kvsim_json(args);
+    printf("default: %s\n  attainment %.4f (0.9 at least), overloaded %d\n",
+           json_string_value(json_object_get(best, "command")), num_at(run, "slo_attainment", NULL), overloaded(run));
+    assert_double_equal(num_at(run, "slo_attainment", NULL), num_at(s31, "slo_attainment", NULL), 1e-12);
+    assert_true(num_at(run, "slo_attainment", NULL) >= 0.9 && !overloaded(run));
+    json_decref(run);
+    json_decref(j);
+    /* --attainment 0: the percentile target alone, and a warning */
+    snprintf(args, sizeof args, "%s --attainment 0", base);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "cheapest  1P1D = 16 GPUs, 1 TB (3.05M tokens) of DRAM per node"));
+    assert_non_null(strstr(r.out, "SLO attainment 0.2700"));
+    assert_non_null(strstr(r.err, "warning: the cheapest point misses the SLOs (attainment 0.2700, overloaded)"));
+    tu_free(&r);
+    /* the default's text: the full row, human units */
+    r = tu_kvsim(base);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "targets   TTFT p90 <= 3000 ms, SLO attainment >= 0.9, not overloaded, no request"));
+    assert_non_null(strstr(r.out, "cheapest  3P1D = 32 GPUs, 1 TB (3.05M tokens) of DRAM per node, global scope"));
+    assert_non_null(strstr(r.out, "          TTFT mean "));
+    assert_non_null(strstr(r.out, "          TBT  mean "));
+    assert_non_null(strstr(r.out, "SLO attainment 0.9100 (slo.ttft_ms 500, slo.tbt_ms 100"));
+    assert_non_null(strstr(r.out, "not overloaded; busiest: prefill compute"));
+    char *table = strstr(r.out, "\nprobe "), *run_line = strstr(r.out, "\nrun ");
+    assert_non_null(table);
+    *run_line = 0; /* the `kvsim run` line names bytes as the config takes them */
+    assert_null(strstr(table, "1000000000000"));
+    assert_non_null(strstr(table, "   1 TB   3.05M global"));
+    tu_free(&r);
+    /* nothing up to 6 instances reaches 0.92: infeasible */
+    snprintf(args, sizeof args, "%s --attainment 0.92", base);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.out, "infeasible: no cluster of up to 6 instances (--max-instances) meets the targets"));
+    assert_non_null(strstr(r.out, "SLO attainment 0.9100 < 0.92"));
+    tu_free(&r);
+    json_decref(s11);
+    json_decref(s21);
+    json_decref(s31);
+}
+
 /* ---- bad arguments ------------------------------------------------------------ */
 
 static void test_bad_arguments(void **state)
 {
     static const char *const cases[][2] = {
-        {"", "no target"},
+        {"--attainment 0", "no target"},
         {"--ttft-p90-ms 0", "--ttft-p90-ms: 0 is not a number > 0"},
         {"--tbt-p99-ms -5", "--tbt-p99-ms: -5 is not a number > 0"},
         {"--ttft-p99-ms abc", "--ttft-p99-ms"},
-        {"--ttft-p90-ms 1000 --attainment 1.5", "--attainment: 1.5 is not in (0, 1]"},
-        {"--attainment 0", "--attainment: 0 is not a number > 0"},
+        {"--ttft-p90-ms 1000 --attainment 1.5", "--attainment: 1.5 is not in [0, 1]"},
+        {"--attainment -0.1", "--attainment: -0.1 is not in [0, 1]"},
+        {"--attainment x", "--attainment"},
         {"--ttft-p90-ms 1000 --max-instances 1", "--max-instances: '1' is not an integer in [2, 4096]"},
         {"--ttft-p90-ms 1000 --scopes moon", "--scopes: 'moon' is not global or local"},
         {"--ttft-p90-ms 1000 --cpp 0", "--cpp: '0' is not an integer in [1, 64]"},
@@ -271,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_floor),
         cmocka_unit_test(test_feasible),
         cmocka_unit_test(test_infeasible_max_and_temp_db),
+        cmocka_unit_test(test_slo_safe),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -9,13 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/cli/check_cmd.h"
 #include "sim/cli/cli.h"
 #include "sim/config/scope.h"
 #include "sim/slo/plan_slo.h"
 
 static const char slo_usage[] =
     "usage: kvsim plan slo [--trace FILE] [--config FILE] [--set key=value]... [--speed X]\n"
-    "                      [--ttft-p90-ms MS] [--ttft-p99-ms MS] [--tbt-p99-ms MS] [--attainment F] ...\n"
+    "                      [--ttft-p90-ms MS] [--ttft-p99-ms MS] [--tbt-p99-ms MS] [--attainment F]\n"
+    "                      [--allow-rejected] ...\n"
     "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST]\n"
     "                      [--jobs N] [--db FILE] [--json]\n"
     "\n"
@@ -27,11 +29,15 @@ static const char slo_usage[] =
     "DRAM level), the cheapest point and the `kvsim run` line that reproduces it; or\n"
     "'infeasible:' and what blocks the targets.\n"
     "\n"
-    "Targets (at least one; ms; each > 0): --ttft-mean-ms --ttft-p50-ms --ttft-p90-ms\n"
-    "--ttft-p99-ms --tbt-mean-ms --tbt-p50-ms --tbt-p90-ms --tbt-p99-ms, and\n"
-    "  --attainment F     SLO attainment >= F, F in (0, 1], against slo.ttft_ms and\n"
-    "                     slo.tbt_ms (set them with --set) or the trace's own SLOs.\n"
-    "                     Without it no request may be rejected or lost.\n"
+    "Targets (ms; each > 0): --ttft-mean-ms --ttft-p50-ms --ttft-p90-ms --ttft-p99-ms\n"
+    "--tbt-mean-ms --tbt-p50-ms --tbt-p90-ms --tbt-p99-ms. Whatever they are, a point\n"
+    "also meets the SLOs: SLO attainment (against slo.ttft_ms and slo.tbt_ms, set\n"
+    "them with --set, or the trace's own per-request SLOs) >= --attainment, and its\n"
+    "run not overloaded by kvsim run's diagnosis; and no request is rejected or lost.\n"
+    "  --attainment F     the least SLO attainment, F in [0, 1] (default 0.9); 0\n"
+    "                     ignores the SLOs and the overload diagnosis (then give a\n"
+    "                     target)\n"
+    "  --allow-rejected   requests may be rejected or lost (default: none may)\n"
     "\n"
     "The search:\n"
     "  0. floor, no run: each request alone on one idle instance with the prefix an\n"
@@ -74,7 +80,18 @@ static const char slo_usage[] =
     "Exit status: 0 a cluster meets the targets, 3 none does (infeasible: a floor, or\n"
     "more than --max-instances), 2 bad arguments, config or trace, 128+N stopped by signal N.\n";
 
-enum { OPT_TARGET = 1000, OPT_ATTAIN = 2000, OPT_MAX, OPT_DRAM, OPT_SCOPES, OPT_CPP, OPT_JOBS, OPT_DB, OPT_SPEED };
+enum {
+    OPT_TARGET = 1000,
+    OPT_ATTAIN = 2000,
+    OPT_REJECT,
+    OPT_MAX,
+    OPT_DRAM,
+    OPT_SCOPES,
+    OPT_CPP,
+    OPT_JOBS,
+    OPT_DB,
+    OPT_SPEED
+};
 
 typedef struct slo_args {
     sim_slo_opts o;
@@ -156,8 +173,9 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case 's': o->sets[o->nsets++] = (char *)arg; return 0;
     case OPT_SPEED: o->speed = arg; return positive("--speed", arg, &(double){0}, err);
     case OPT_ATTAIN:
-        if (positive("--attainment", arg, &o->attainment, err)) return -1;
-        return o->attainment <= 1 ? 0 : sim_errf(err, "--attainment: %s is not in (0, 1]", arg);
+        if (sim_parse_double(arg, "--attainment", &o->attainment, err)) return -1;
+        return o->attainment >= 0 && o->attainment <= 1 ? 0 : sim_errf(err, "--attainment: %s is not in [0, 1]", arg);
+    case OPT_REJECT: o->allow_rejected = true; return 0;
     case OPT_MAX: return count("--max-instances", arg, 2, 4096, &o->max_instances, err);
     case OPT_DRAM: return parse_list("--dram", arg, &o->ndram, SIM_SLO_MAX_LIST, o, dram_item, err);
     case OPT_SCOPES: return parse_list("--scopes", arg, &o->nscope, 2, o, scope_item, err);
@@ -181,12 +199,13 @@ static int bad_option(int c, char **argv, slo_args *a, sim_err *err)
 
 static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
 {
-    struct option opts[SIM_SLO_NTARGETS + 16] = {
+    struct option opts[SIM_SLO_NTARGETS + 17] = {
         {"trace", required_argument, 0, 't'},
         {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},
         {"speed", required_argument, 0, OPT_SPEED},
         {"attainment", required_argument, 0, OPT_ATTAIN},
+        {"allow-rejected", no_argument, 0, OPT_REJECT},
         {"max-instances", required_argument, 0, OPT_MAX},
         {"dram", required_argument, 0, OPT_DRAM},
         {"scopes", required_argument, 0, OPT_SCOPES},
@@ -197,7 +216,7 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         {"help", no_argument, 0, 'h'},
     };
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        opts[13 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
+        opts[14 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
     a->o.sets = sim_xcalloc((size_t)argc + 1, sizeof *a->o.sets);
     opterr = 0;
     optind = 1;
@@ -205,6 +224,17 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         if (c == '?' || c == ':' ? bad_option(c, argv, a, err) : parse_one(c, optarg, a, err)) return -1;
     if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see kvsim plan slo --help)", argv[optind]);
     return 0;
+}
+
+int sim_cli_plan_slo_opts(int argc, char **argv, sim_slo_opts *o, sim_err *err)
+{
+    slo_args a = {0};
+    sim_slo_opts_init(&a.o);
+    int rc = parse_args(argc, argv, &a, err);
+    if (rc == 0 && (a.json || a.help))
+        rc = sim_errf(err, "%s: not an option of a measurement", a.json ? "--json" : "--help");
+    *o = a.o;
+    return rc;
 }
 
 /* ---- printing -------------------------------------------------------------- */
@@ -215,9 +245,9 @@ static void print_targets(const sim_slo_opts *o)
     const char *sep = "";
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
         if (o->target[t] > 0) printf("%s%s <= %g ms", sep, sim_slo_label(t), o->target[t]), sep = ", ";
-    if (o->attainment > 0) printf("%sSLO attainment >= %g", sep, o->attainment);
-    else printf("%sno request rejected", sep);
-    putchar('\n');
+    if (o->attainment > 0) printf("%sSLO attainment >= %g, not overloaded", sep, o->attainment);
+    else printf("%sSLOs ignored (--attainment 0)", sep);
+    printf(", %s\n", o->allow_rejected ? "requests may be rejected" : "no request rejected or lost");
 }
 
 static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
@@ -258,17 +288,40 @@ static int by_size(const void *x, const void *y)
     return 0;
 }
 
+/* A byte size as people read it: "1 TB", "256 GB", "30 GB". */
+static const char *human_bytes(double b, char *buf, size_t n)
+{
+    static const struct {
+        double unit;
+        const char *name;
+    } units[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (b >= units[i].unit) return snprintf(buf, n, "%.4g %s", b / units[i].unit, units[i].name), buf;
+    return snprintf(buf, n, "%.0f B", b), buf;
+}
+
+/* A token count as people read it: "7.63M", "512k". */
+static const char *human_count(double v, char *buf, size_t n)
+{
+    if (v >= 1e9) snprintf(buf, n, "%.3gG", v / 1e9);
+    else if (v >= 1e6) snprintf(buf, n, "%.3gM", v / 1e6);
+    else if (v >= 1e3) snprintf(buf, n, "%.3gk", v / 1e3);
+    else snprintf(buf, n, "%.0f", v);
+    return buf;
+}
+
+static const char *verdict(const sim_slo_point *p) { return !p->ran ? "FAILED" : p->feasible ? "yes" : "no"; }
+
 static void print_row(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
 {
     double dram = r->dram[p->dram_level];
-    printf("%5d %3d %3d %5d %15.0f %12.0f %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p), dram,
-           dram / r->kv_bytes_per_token, kv_scope_name((kv_scope)p->scope), p->cpp);
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0) printf(" %9.1f", p->value[t]);
-    printf(" %7.4f %5lld  %s\n", p->attainment, (long long)p->rejected,
-           !p->ran       ? "FAILED"
-           : p->feasible ? "yes"
-                         : "no");
+    char b[32], t[32];
+    printf("%5d %3d %3d %5d %9s %7s %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p),
+           human_bytes(dram, b, sizeof b), human_count(dram / r->kv_bytes_per_token, t, sizeof t),
+           kv_scope_name((kv_scope)p->scope), p->cpp);
+    for (int k = 0; k < SIM_SLO_NTARGETS; k++)
+        if (o->target[k] > 0) printf(" %9.1f", p->value[k]);
+    printf(" %7.4f %5lld %4s  %s\n", p->attainment, (long long)p->rejected, p->overloaded ? "yes" : "-", verdict(p));
 }
 
 static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
@@ -276,10 +329,10 @@ static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
     sim_slo_point *s = sim_xmalloc((size_t)(r->npts ? r->npts : 1) * sizeof *s);
     memcpy(s, r->pts, (size_t)r->npts * sizeof *s);
     qsort(s, (size_t)r->npts, sizeof *s, by_size);
-    printf("\nprobe   P   D  GPUs       DRAM/node  DRAM tokens scope  CPP");
+    printf("\nprobe   P   D  GPUs DRAM/node  tokens scope  CPP");
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
         if (o->target[t] > 0) printf(" %9s", sim_slo_label(t));
-    printf("  attain   rej  feasible\n");
+    printf("  attain   rej over  feasible\n");
     for (int i = 0; i < r->npts; i++) print_row(o, r, &s[i]);
     free(s);
 }
@@ -287,10 +340,12 @@ static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
 static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 {
     printf("\nfrontier: fewest GPUs for each DRAM level\n");
-    printf("      DRAM/node  DRAM tokens  GPUs   P   D  scope  CPP\n");
+    printf("DRAM/node  tokens  GPUs   P   D  scope  CPP\n");
     for (int lv = 0; lv < r->ndram; lv++) {
         int i = r->frontier[lv];
-        printf("%15.0f %12.0f", r->dram[lv], r->dram[lv] / r->kv_bytes_per_token);
+        char b[32], t[32];
+        printf("%9s %7s", human_bytes(r->dram[lv], b, sizeof b),
+               human_count(r->dram[lv] / r->kv_bytes_per_token, t, sizeof t));
         if (i < 0) {
             printf("  none up to %d instances\n", o->max_instances);
             continue;
@@ -301,6 +356,34 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
     }
 }
 
+/* The cheapest point in full: every TTFT and TBT statistic, SLO
+ * attainment against what, rejections, the diagnosis's busiest resource. */
+static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
+{
+    char b[32], t[32];
+    printf("\ncheapest  %dP%dD = %d GPUs, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
+           p->decode, sim_slo_gpus(r, p), human_bytes(r->dram[p->dram_level], b, sizeof b),
+           human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t), kv_scope_name((kv_scope)p->scope),
+           p->cpp);
+    for (int m = 0; m < 2; m++) {
+        printf("          %-4s", m ? "TBT" : "TTFT");
+        for (int k = 0; k < SIM_SLO_NSTATS; k++)
+            printf("%s %s %.1f", k ? "," : "", sim_slo_stat_key(k), p->value[m * SIM_SLO_NSTATS + k]);
+        printf(" ms\n");
+    }
+    printf("          SLO attainment %.4f (slo.ttft_ms %g, slo.tbt_ms %g, a request's own in the trace first%s), "
+           "%lld rejected or lost, %s; busiest: %s %.2f\n",
+           p->attainment, r->slo_ttft_ms, r->slo_tbt_ms, o->attainment > 0 ? "" : "; not required: --attainment 0",
+           (long long)p->rejected, p->overloaded ? "overloaded" : "not overloaded", p->busiest[0] ? p->busiest : "-",
+           p->busiest_util);
+    printf("run       %s\n", r->command);
+    if (!(o->attainment > 0) && (p->overloaded || !(p->attainment >= 0.9)))
+        fprintf(stderr,
+                "kvsim plan slo: warning: the cheapest point misses the SLOs (attainment %.4f, %s): --attainment 0 "
+                "ignores them; leave it out to require SLO attainment >= 0.9 and no overload\n",
+                p->attainment, p->overloaded ? "overloaded" : "not overloaded");
+}
+
 static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
 {
     print_header(o, r);
@@ -309,13 +392,7 @@ static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->npts) print_points(o, r);
     if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
     print_frontier(o, r);
-    const sim_slo_point *p = &r->pts[r->cheapest];
-    printf("\ncheapest  %dP%dD = %d GPUs, %.0f bytes (%.0f tokens) of DRAM per node, %s scope, cpp_group %d:",
-           p->prefill, p->decode, sim_slo_gpus(r, p), r->dram[p->dram_level],
-           r->dram[p->dram_level] / r->kv_bytes_per_token, kv_scope_name((kv_scope)p->scope), p->cpp);
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0) printf(" %s %.1f ms,", sim_slo_label(t), p->value[t]);
-    printf(" attainment %.4f\nrun       %s\n", p->attainment, r->command);
+    print_cheapest(o, r, &r->pts[r->cheapest]);
 }
 
 /* ---- the command ----------------------------------------------------------- */

@@ -5,6 +5,7 @@
  * command's (sim/cli/cmd_check.c), through sim_check_report. */
 #include "sim/replay/check.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -28,14 +29,27 @@ static const sim_check_kind kinds[] = {
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-size_t sim_check_kind_count(void) { return NKINDS; }
+static const sim_check_kind *added[8]; /* sim_check_add_kind's */
+static size_t nadded;
 
-const sim_check_kind *sim_check_kind_at(size_t i) { return i < NKINDS ? &kinds[i] : NULL; }
+void sim_check_add_kind(const sim_check_kind *k)
+{
+    for (size_t i = 0; i < nadded; i++)
+        if (added[i] == k) return;
+    if (nadded < sizeof added / sizeof added[0]) added[nadded++] = k;
+}
+
+size_t sim_check_kind_count(void) { return NKINDS + nadded; }
+
+const sim_check_kind *sim_check_kind_at(size_t i)
+{
+    return i < NKINDS ? &kinds[i] : i < NKINDS + nadded ? added[i - NKINDS] : NULL;
+}
 
 static const sim_check_kind *kind_lookup(const char *name)
 {
-    for (size_t i = 0; i < NKINDS; i++)
-        if (!strcmp(kinds[i].name, name)) return &kinds[i];
+    for (size_t i = 0; i < sim_check_kind_count(); i++)
+        if (!strcmp(sim_check_kind_at(i)->name, name)) return sim_check_kind_at(i);
     return NULL;
 }
 
@@ -112,6 +126,78 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
     return rc;
 }
 
+/* ---- tolerances -----------------------------------------------------------
+ *
+ * A tolerance is a non-negative JSON number (absolute) or a string "X%"
+ * with X a non-negative number and nothing else (relative to the expected
+ * number: X/100 × |expected|; an expected 0 then allows no move). "worse"
+ * is "higher", "lower" or absent (two-sided). A number is ok when its move
+ * in the worse direction (either, when two-sided) is within tolerance,
+ * improved when one-sided and beyond tolerance the other way. */
+
+typedef struct check_tol {
+    double value; /* absolute, or the fraction (2% -> 0.02) */
+    bool relative;
+    char text[24]; /* "0.002", "2%" */
+} check_tol;
+
+/* A JSON value as text for a message (at most 40 characters of it). */
+static int bad_value(sim_err *err, const char *where, const json_t *v, const char *what)
+{
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
+    sim_errf(err, "%s: %.40s is not %s", where, text ? text : "?", what);
+    free(text);
+    return -1;
+}
+
+static int parse_tol(const json_t *v, const char *where, check_tol *t, sim_err *err)
+{
+    const char *s = json_string_value(v);
+    char *end = NULL;
+    double x = json_is_number(v)                        ? json_number_value(v)
+               : s && *s && !isspace((unsigned char)*s) ? strtod(s, &end)
+                                                        : NAN;
+    bool pct = s && end && end != s && !strcmp(end, "%");
+    if ((json_is_number(v) || pct) && x >= 0 && isfinite(x)) {
+        *t = (check_tol){.value = pct ? x / 100 : x, .relative = pct};
+        if (pct) snprintf(t->text, sizeof t->text, "%.22s", s);
+        else snprintf(t->text, sizeof t->text, "%g", x);
+        return 0;
+    }
+    return bad_value(err, where, v,
+                     "a non-negative number (an absolute tolerance) or a percentage such as \"2%\" (a relative one)");
+}
+
+static int parse_worse(const json_t *v, const char *where, int *out, sim_err *err)
+{
+    const char *s = json_string_value(v);
+    if (!v) *out = 0;
+    else if (s && !strcmp(s, "higher")) *out = 1;
+    else if (s && !strcmp(s, "lower")) *out = -1;
+    else return bad_value(err, where, v, "\"higher\" or \"lower\" (the direction in which a move is a regression)");
+    return 0;
+}
+
+/* How a measurement's numbers are judged: its tolerance and "worse" (a
+ * string, or an object metric -> string), else the file's. */
+typedef struct check_rule {
+    check_tol tol;
+    int worse;         /* the measurement's (or the file's) single direction */
+    const json_t *per; /* the measurement's "worse" object, or NULL */
+} check_rule;
+
+/* ok / improved of row against expected x under rule (worse: this metric's). */
+static void judge(sim_check_row *row, double x, const check_tol *t, int worse)
+{
+    double tol = t->relative ? t->value * fabs(x) : t->value, d = row->got - x;
+    double bad = worse > 0 ? d : worse < 0 ? -d : fabs(d), slack = tol + 1e-12;
+    row->tolerance = tol;
+    row->worse = worse;
+    row->ok = bad <= slack;
+    row->improved = worse && -bad > slack;
+    snprintf(row->tolerance_text, sizeof row->tolerance_text, "%s%s", worse > 0 ? "+" : worse < 0 ? "-" : "", t->text);
+}
+
 /* ---- the check ---------------------------------------------------------- */
 
 static void report_row(const sim_check_report *rep, const sim_check_row *row)
@@ -119,11 +205,19 @@ static void report_row(const sim_check_report *rep, const sim_check_row *row)
     if (rep && rep->row) rep->row(rep->arg, row);
 }
 
+/* This metric's direction under rule: the "worse" object's entry, else
+ * the measurement's (or file's) single one. */
+static int metric_worse(const check_rule *rule, const char *metric)
+{
+    const char *s = json_string_value(json_object_get(rule->per, metric));
+    return !rule->per ? rule->worse : !s ? 0 : !strcmp(s, "higher") ? 1 : -1;
+}
+
 /* Compare one measurement's numbers with its "expect" object and report its
  * rows; when recording, update expect's numbers with what was got (or, with
  * no expect yet, record every number). */
-static int compare(json_t *m, const char *name, json_t *got, double tol, bool record, const sim_check_report *rep,
-                   sim_check_totals *tot, sim_err *err)
+static int compare(json_t *m, const char *name, json_t *got, const check_rule *rule, bool record,
+                   const sim_check_report *rep, sim_check_totals *tot, sim_err *err)
 {
     json_t *expect = json_object_get(m, "expect");
     if (expect && !json_is_object(expect)) return sim_errf(err, "measurement %s: \"expect\" must be an object", name);
@@ -131,6 +225,11 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
         return sim_errf(err, "measurement %s: no \"expect\" numbers (record them with --write-baseline)", name);
     const char *metric;
     json_t *value;
+    json_object_foreach((json_t *)rule->per, metric, value)
+    {
+        if (!json_object_get(got, metric))
+            return sim_errf(err, "measurement %s: \"worse\": no metric '%s'", name, metric);
+    }
     json_object_foreach(expect ? expect : got, metric, value)
     {
         json_t *g = json_object_get(got, metric);
@@ -138,16 +237,18 @@ static int compare(json_t *m, const char *name, json_t *got, double tol, bool re
         if (expect && !json_is_number(value) && !json_is_null(value))
             return sim_errf(err, "measurement %s: expect.%s must be a number or null", name, metric);
         /* null: undefined (a mean over no completed request); it matches only null */
-        double x = json_is_number(g) ? json_number_value(g) : NAN;
-        bool ok = !expect || (json_is_null(value) ? isnan(x) : fabs(x - json_number_value(value)) <= tol + 1e-12);
-        report_row(rep, &(sim_check_row){.measurement = name,
-                                         .metric = metric,
-                                         .expected = expect ? value : NULL,
-                                         .got = x,
-                                         .tolerance = tol,
-                                         .ok = ok});
+        sim_check_row row = {.measurement = name,
+                             .metric = metric,
+                             .expected = expect ? value : NULL,
+                             .got = json_is_number(g) ? json_number_value(g) : NAN,
+                             .ok = true};
+        judge(&row, json_number_value(value), &rule->tol, metric_worse(rule, metric));
+        if (!expect) row.ok = true, row.improved = false;
+        else if (json_is_null(value)) row.ok = isnan(row.got), row.improved = false;
+        report_row(rep, &row);
         tot->numbers++;
-        tot->moved += !ok;
+        tot->moved += !row.ok;
+        tot->improved += row.improved;
         if (record && expect) json_object_set(expect, metric, g);
     }
     if (record && !expect) json_object_set(m, "expect", got);
@@ -255,7 +356,28 @@ static void rebase(json_t *baseline, const char *from_dir, const char *to_dir)
     }
 }
 
-static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double default_tol, bool record,
+/* The rule of measurement m (named name) over the file's. */
+static int measurement_rule(const json_t *m, const char *name, const check_rule *file, check_rule *rule, sim_err *err)
+{
+    char where[160];
+    *rule = *file;
+    const json_t *tol = json_object_get(m, "tolerance"), *worse = json_object_get(m, "worse");
+    snprintf(where, sizeof where, "measurement %.100s: \"tolerance\"", name);
+    if (tol && parse_tol(tol, where, &rule->tol, err)) return -1;
+    snprintf(where, sizeof where, "measurement %.100s: \"worse\"", name);
+    if (!json_is_object(worse)) return parse_worse(worse, where, worse ? &rule->worse : &(int){0}, err);
+    const char *metric;
+    const json_t *v;
+    json_object_foreach((json_t *)worse, metric, v)
+    {
+        snprintf(where, sizeof where, "measurement %.100s: \"worse\".%.40s", name, metric);
+        if (parse_worse(v, where, &(int){0}, err)) return -1;
+    }
+    rule->per = worse;
+    return 0;
+}
+
+static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, const check_rule *file, bool record,
                            sim_check_totals *tot, sim_err *err)
 {
     char fallback[32];
@@ -264,11 +386,11 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double defau
     if (!name) name = fallback;
     const char *kind_name = json_string_value(json_object_get(m, "kind"));
     const sim_check_kind *kind = kind_name ? kind_lookup(kind_name) : NULL;
-    const json_t *args = json_object_get(m, "args"), *tol = json_object_get(m, "tolerance");
+    const json_t *args = json_object_get(m, "args");
     if (!kind) return sim_errf(err, "measurement %s: unknown or missing kind '%s'", name, kind_name ? kind_name : "");
     if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
-    if (tol && (!json_is_number(tol) || !(json_number_value(tol) >= 0)))
-        return sim_errf(err, "measurement %s: \"tolerance\" must be a non-negative number", name);
+    check_rule rule;
+    if (measurement_rule(m, name, file, &rule, err)) return -1;
     json_t *got, *a = resolved_args(ctx, args);
     sim_err why;
     int bad = kind->measure(ctx, a, &got, &why);
@@ -276,9 +398,16 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, double defau
     else if ((bad = same_setup(m, name, a, got, record, err))) json_decref(got);
     json_decref(a);
     if (bad) return -1;
-    int rc = compare(m, name, got, tol ? json_number_value(tol) : default_tol, record, ctx->rep, tot, err);
+    int rc = compare(m, name, got, &rule, record, ctx->rep, tot, err);
     json_decref(got);
     return rc;
+}
+
+void sim_check_rebase_measurement(json_t *m, const char *from_dir, const char *to_dir)
+{
+    json_t *b = json_pack("{s:[O]}", "measurements", m);
+    rebase(b, from_dir, to_dir);
+    json_decref(b);
 }
 
 int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim_check_report *rep,
@@ -290,13 +419,9 @@ int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim
     if (json_array_size(ms) == 0) /* "all 0 numbers within tolerance" would pass a check of nothing */
         return sim_errf(err, "baseline: \"measurements\" is empty: nothing to check (add a measurement or record "
                              "one with --write-baseline)");
-    if (tol && (!json_is_number(tol) || !(json_number_value(tol) >= 0))) {
-        char *text = json_dumps(tol, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
-        sim_errf(err, "baseline: \"tolerance\": %.40s is not a non-negative number (an absolute tolerance)",
-                 text ? text : "?");
-        free(text);
-        return -1;
-    }
+    check_rule file = {.tol = {.text = "0"}};
+    if (tol && parse_tol(tol, "baseline: \"tolerance\"", &file.tol, err)) return -1;
+    if (parse_worse(json_object_get(baseline, "worse"), "baseline: \"worse\"", &file.worse, err)) return -1;
     sim_check_ctx ctx = {.rep = rep};
     int here = -1; /* measurements run in the baseline's folder: its paths mean what they say */
     if (base_dir && strcmp(base_dir, ".")) {
@@ -315,7 +440,7 @@ int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim
     json_array_foreach(ms, i, m)
     {
         if (rc == 0)
-            rc = json_is_object(m) ? run_measurement(&ctx, m, i, tol ? json_number_value(tol) : 0, record, tot, err)
+            rc = json_is_object(m) ? run_measurement(&ctx, m, i, &file, record, tot, err)
                                    : sim_errf(err, "baseline: measurement #%zu is not an object", i);
     }
     ctx_free(&ctx);

@@ -10,11 +10,19 @@
  *       "args": {"trace": "traces/default.jsonl", "capacity_tokens": "3e6"},
  *       "tolerance": 0.002,
  *       "expect": {"hit_rate_blocks": 0.3094, "hit_rate_tokens": 0.3151}}]}
- * `kind` selects a measure function from the table in check.c; it runs
- * the measurement `args` describe and returns its numbers by name; each
- * number in `expect` must be within `tolerance` (absolute; the file's
- * top-level value when a measurement states none). Adding a kind = one
- * measure function + one line in that table. */
+ * `kind` selects a measure function from the table in check.c (or one a
+ * command adds with sim_check_add_kind); it runs the measurement `args`
+ * describe and returns its numbers by name; each number in `expect` must
+ * be within `tolerance` (the file's top-level value when a measurement
+ * states none): a number, absolute, or a string "2%", relative to the
+ * expected number (0.02 × |expected|). "worse" (a measurement's, or the
+ * file's) makes the check one-sided: "higher" (a latency) fails only a
+ * rise beyond tolerance, "lower" (an attainment) only a fall; a move the
+ * other way beyond it passes and is reported as an improvement. A
+ * measurement's "worse" may also be an object, metric → "higher"/"lower",
+ * for a measurement whose metrics differ (metrics it does not name are
+ * two-sided). Adding a kind = one measure function + one line in that
+ * table. */
 #ifndef SIM_CHECK_H
 #define SIM_CHECK_H
 
@@ -44,6 +52,9 @@ typedef struct sim_check_kind {
 /* The kinds, for --help. */
 size_t sim_check_kind_count(void);
 const sim_check_kind *sim_check_kind_at(size_t i); /* NULL past the end */
+/* Add a kind whose measure lives above this layer (a command's; k is
+ * borrowed for the process's life); at most 8 such kinds. */
+void sim_check_add_kind(const sim_check_kind *k);
 
 /* kind "hitrate": args are kvsim hitrate's options with '_' for '-'
  * (trace, capacity_tokens — one value —, policy, scope, nodes, placement,
@@ -69,9 +80,12 @@ int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_er
 /* One number compared (or recorded): a row of the command's table. */
 typedef struct sim_check_row {
     const char *measurement, *metric;
-    const json_t *expected; /* NULL: no "expect" yet, the number is recorded */
-    double got, tolerance;  /* got NaN: null (a statistic over no completed request), matching only null */
-    bool ok;
+    const json_t *expected;  /* NULL: no "expect" yet, the number is recorded */
+    double got, tolerance;   /* got NaN: null (a statistic over no completed request), matching only null;
+                               tolerance: the absolute one applied (a relative one times |expected|) */
+    char tolerance_text[32]; /* as the baseline gives it, with the side: "0.002", "2%", "+2%" (worse higher), "-2%" */
+    int worse;               /* 0 two-sided, +1 a rise is worse, -1 a fall is */
+    bool ok, improved;       /* improved: moved beyond tolerance the better way (ok) */
 } sim_check_row;
 
 /* How a run tells its command what happened, as it happens (the command
@@ -86,7 +100,7 @@ typedef struct sim_check_report {
 } sim_check_report;
 
 typedef struct sim_check_totals {
-    int numbers, moved;
+    int numbers, moved, improved;
 } sim_check_totals;
 
 /* Run every measurement of baseline and compare its numbers with "expect";
@@ -115,6 +129,11 @@ int sim_check_new_baseline(const sim_check_new_opts *o, json_t **out, sim_err *e
 /* Read a baseline file (errors name the file and line; a "kvsim_baseline"
  * other than SIM_CHECK_VERSION is an error naming both). */
 int sim_check_load(const char *path, json_t **out, sim_err *err);
+/* Rewrite measurement m's relative paths (trace, config) from from_dir's
+ * view to to_dir's (both folders exist): a measurement made from a command
+ * line, whose paths are the working directory's, added to a baseline
+ * whose measurements run in its own folder. */
+void sim_check_rebase_measurement(json_t *m, const char *from_dir, const char *to_dir);
 /* Write a baseline file (indented, 6 significant digits; whole or not at
  * all, sim/outfile.h), its relative paths rewritten from base_dir's view
  * (as for sim_check_run) to the written file's folder; 0 or -1 with err

@@ -54,7 +54,8 @@ typedef struct sim_slo_opts {
     char **sets;        /* --set "key=value" (borrowed) */
     int nsets;
     double target[SIM_SLO_NTARGETS]; /* ms; 0 = no target */
-    double attainment;               /* minimum SLO attainment; 0 = none (then no request may be rejected) */
+    double attainment;               /* minimum SLO attainment (default 0.9), with no overload; 0 = SLOs ignored */
+    bool allow_rejected;             /* requests may be rejected or lost (default: none may) */
     int max_instances;               /* P + D at most; 32 */
     double dram
         [SIM_SLO_MAX_LIST]; /* DRAM per node, bytes, descending; ndram 0 = the hardware preset's × 1, 1/2, 1/4, 1/8 */
@@ -80,6 +81,9 @@ typedef struct sim_slo_point {
     double attainment;
     double util_prefill, decode_load; /* utilisation.prefill; decode_load (sim_slo_decode_load) */
     int64_t requests, rejected;       /* rejected: rejected or lost */
+    bool overloaded;                  /* the run's diagnosis.overloaded */
+    char busiest[64];                 /* its diagnosis.bottleneck ("prefill compute", "decode"), or "" */
+    double busiest_util;              /* and that kind's utilisation */
     bool feasible, prefill_ok, decode_ok;
 } sim_slo_point;
 

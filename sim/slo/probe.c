@@ -5,19 +5,24 @@
  * from its run's summary (runs.summary_json, found by config hash and trace
  * fingerprint, as the sweep finds recorded points) and judged.
  *
- * Judging a point: it is feasible when every target holds (each metric at
- * most its target, SLO attainment at least --attainment, and, without
- * --attainment, no request rejected or lost). For the search it is also
+ * Judging a point: it is feasible when every target holds: each metric at
+ * most its target; the run's SLO attainment (against slo.ttft_ms and
+ * slo.tbt_ms or the trace's own per-request SLOs) at least --attainment
+ * (0.9 unless given) and the run not overloaded by its own diagnosis
+ * (diagnosis.overloaded, sim/serving/diagnose.c) — both dropped by
+ * --attainment 0, the explicit way to ignore SLOs; and, without
+ * --allow-rejected, no request rejected or lost. For the search it is also
  * split by side: the prefill side fails when a TTFT target does, the
  * decode side when a TBT target does. A miss of SLO attainment is charged
  * to the SLO that more requests miss, as far as the summary tells (how
  * many of p50, p90, p99 of TTFT exceed slo.ttft_ms, of TBT slo.tbt_ms; a
  * trace's own per-request SLOs are not seen here), or to both sides when
- * it cannot tell; a rejected or lost request (no --attainment) to the
- * busier side (the summary's utilisation.prefill, the prefill busy
- * fraction, against its decode_load — utilisation.decode in a database
- * recorded before decode_load existed, when that was the decode load). A
- * run that failed fails both sides. */
+ * it cannot tell; an overload to the side of the diagnosis's bottleneck
+ * (decode, or else prefill); a rejected or lost request to the busier side
+ * (the summary's utilisation.prefill, the prefill busy fraction, against
+ * its decode_load — utilisation.decode in a database recorded before
+ * decode_load existed, when that was the decode load). A run that failed
+ * fails both sides. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -99,6 +104,11 @@ static void read_summary(const json_t *s, sim_slo_point *p)
     p->decode_load = sim_slo_decode_load(s);
     p->requests = (int64_t)num(s, "requests", NULL);
     p->rejected = (int64_t)(num(s, "rejected", "total") + num(s, "lost", NULL));
+    const json_t *d = json_object_get(s, "diagnosis");
+    p->overloaded = json_is_true(json_object_get(d, "overloaded"));
+    const char *b = json_string_value(json_object_get(d, "bottleneck"));
+    snprintf(p->busiest, sizeof p->busiest, "%s", b ? b : "");
+    p->busiest_util = num(d, "utilisation", NULL);
 }
 
 /* How many of p50, p90, p99 of metric m (0 TTFT, 1 TBT) exceed slo: a
@@ -116,16 +126,19 @@ static void judge(const slo_plan *pl, sim_slo_point *p)
     bool miss[2] = {!p->ran, !p->ran}; /* TTFT side, TBT side */
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
         if (o->target[t] > 0 && !(p->value[t] <= o->target[t])) miss[!sim_slo_is_ttft(t)] = true;
-    bool attain = o->attainment > 0 && p->attainment < o->attainment, reject = !(o->attainment > 0) && p->rejected;
+    bool slo = o->attainment > 0;
+    bool attain = slo && !(p->attainment >= o->attainment), over = slo && p->overloaded;
+    bool reject = !o->allow_rejected && p->rejected;
     int rt = miss_rank(p, 0, pl->r->slo_ttft_ms), rb = miss_rank(p, 1, pl->r->slo_tbt_ms);
     if (attain) { /* charged to the SLO more requests miss; to both when that cannot be told */
         miss[0] |= rt >= rb;
         miss[1] |= rb >= rt;
     }
+    if (over) miss[!strcmp(p->busiest, "decode")] = true;      /* charged to the bottleneck's side */
     if (reject) miss[p->util_prefill < p->decode_load] = true; /* charged to the busier side */
     p->prefill_ok = !miss[0];
     p->decode_ok = !miss[1];
-    p->feasible = p->ran && !miss[0] && !miss[1] && !attain && !reject;
+    p->feasible = p->ran && !miss[0] && !miss[1] && !attain && !over && !reject;
 }
 
 /* Read (and judge) the point of split sets + knobs from the database. */
@@ -248,8 +261,11 @@ void slo_describe_miss(const sim_slo_opts *o, const sim_slo_point *p, char *buf,
             return (void)snprintf(buf, n, "%s undefined: no request completed", sim_slo_label(t));
         else if (o->target[t] > 0 && !(p->value[t] <= o->target[t]))
             return (void)snprintf(buf, n, "%s %.1f ms > %g ms", sim_slo_label(t), p->value[t], o->target[t]);
-    if (o->attainment > 0 && p->attainment < o->attainment)
-        return (void)snprintf(buf, n, "attainment %.4f < %g", p->attainment, o->attainment);
-    if (p->rejected > 0) return (void)snprintf(buf, n, "%lld requests rejected or lost", (long long)p->rejected);
+    if (o->attainment > 0 && !(p->attainment >= o->attainment))
+        return (void)snprintf(buf, n, "SLO attainment %.4f < %g", p->attainment, o->attainment);
+    if (o->attainment > 0 && p->overloaded)
+        return (void)snprintf(buf, n, "overloaded (busiest: %s %.2f)", p->busiest, p->busiest_util);
+    if (p->rejected > 0 && !o->allow_rejected)
+        return (void)snprintf(buf, n, "%lld requests rejected or lost", (long long)p->rejected);
     snprintf(buf, n, "all targets met");
 }

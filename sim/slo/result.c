@@ -38,7 +38,9 @@ static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const 
                           "scope", kv_scope_name((kv_scope)p->scope), "cpp_group", p->cpp, "ran", p->ran, "run_id",
                           (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected);
     json_object_update_new(j, m);
-    json_object_update_new(j, json_pack("{s:f, s:b}", "slo_attainment", p->attainment, "feasible", p->feasible));
+    json_object_update_new(j, json_pack("{s:f, s:b, s:s, s:f, s:b}", "slo_attainment", p->attainment, "overloaded",
+                                        p->overloaded, "busiest", p->busiest, "busiest_utilisation", p->busiest_util,
+                                        "feasible", p->feasible));
     return j;
 }
 
@@ -83,6 +85,7 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
                           r->kv_bytes_per_token, "max_instances", o->max_instances, "targets", by_target(o, o->target),
                           "status", status_name(r->status));
     json_object_set_new(j, "attainment", o->attainment > 0 ? json_real(o->attainment) : json_null());
+    json_object_set_new(j, "allow_rejected", json_boolean(o->allow_rejected));
     json_object_set_new(j, "reason", r->reason[0] ? json_string(r->reason) : json_null());
     json_object_set_new(j, "floor", floors_json(o, r));
     json_object_set_new(j, "points", pts);

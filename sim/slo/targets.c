@@ -26,7 +26,8 @@ const char *sim_slo_label(int t)
 
 void sim_slo_opts_init(sim_slo_opts *o)
 {
-    *o = (sim_slo_opts){.max_instances = 32,
+    *o = (sim_slo_opts){.attainment = 0.9,
+                        .max_instances = 32,
                         .scope = {KV_SCOPE_GLOBAL, KV_SCOPE_LOCAL},
                         .nscope = 2,
                         .cpp = {1, 4},
