@@ -32,6 +32,7 @@ int cmd_policies(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_hitrate(int argc, char **argv);
 /* kvsim hitrate --pic: the PIC replay (sim/cli/cmd_hitrate_pic.c). */

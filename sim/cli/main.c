@@ -20,6 +20,7 @@ static const sim_cmd commands[] = {
     {"check", "CI regression check: re-run a baseline's measurements, exit 3 if one moved", cmd_check},
     {"sweep", "run a grid of config points in parallel workers into one results DB", cmd_sweep},
     {"merge", "merge results databases (run ids remapped)", cmd_merge},
+    {"compare", "A-vs-B: each metric's difference between groups of runs with a 95% interval, per load", cmd_compare},
     {"report", "HTML report with gnuplot figures from a results DB", cmd_report},
     {"export", "a results DB's runs (config keys and summary as columns) or any table as CSV/TSV", cmd_export},
     {"calibrate", "fit transfer-cost curves to data-path probe output (calibration file)", cmd_calibrate},

@@ -1,0 +1,235 @@
+/* tests/test_compare.c — `kvsim compare` (issue 30 item 3) on hand-made
+ * results databases whose differences and intervals were computed by hand
+ * (t quantiles by numerical integration of Student's density, not GSL):
+ * a paired interval over matching seeds, Welch's interval over unmatched
+ * seeds, one seed a side (no interval), the order flipping on a three-load
+ * grid, a second context kept apart, and the errors (unknown key, one value,
+ * unknown baseline or metric, an empty or missing database) exit 2 naming
+ * what is wrong. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+/* A results database with the runs table kvsim writes (its columns), in a
+ * fresh temp file; the caller frees the path and unlinks it. */
+static char *make_db(void)
+{
+    char *path = tu_write_temp("");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TABLE runs(id INTEGER PRIMARY KEY, created TEXT, kvsim_version TEXT,"
+                                  " config_json TEXT, config_hash TEXT, trace_path TEXT, trace_fingerprint TEXT,"
+                                  " seed INTEGER, wall_seconds REAL, summary_json TEXT)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    return path;
+}
+
+/* One completed run: router, speed, seed, TTFT mean and SLO attainment;
+ * scope "local" or "global". */
+static void add_run(const char *path, const char *router, double speed, int seed, double ttft, double attain,
+                    const char *scope)
+{
+    sqlite3 *db;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO runs(config_json, trace_fingerprint, seed, summary_json) VALUES("
+             "'{\"seed\": %d, \"policy\": {\"router\": \"%s\"}, \"trace\": {\"speed\": %g},"
+             " \"cluster\": {\"scope\": \"%s\"}}', 'abc', %d,"
+             " '{\"ttft_ms\": {\"mean\": %.17g}, \"slo_attainment\": %.17g}')",
+             seed, router, speed, scope, seed, ttft, attain);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* `kvsim compare --json` on path with extra args, parsed. */
+static json_t *compare_json(const char *path, const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router %s --json", path, args);
+    cli_result r = tu_kvsim(cmd);
+    if (r.status) fail_msg("exit %d: %s", r.status, r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    if (!j) fail_msg("not JSON: %s: %s", je.text, r.out);
+    tu_free(&r);
+    return j;
+}
+
+/* Row `row` of comparison `cm` of the first context. */
+static const json_t *row_of(const json_t *j, int cm, int row)
+{
+    const json_t *ctx = json_array_get(json_object_get(j, "contexts"), 0);
+    return json_array_get(json_object_get(json_array_get(json_object_get(ctx, "comparisons"), (size_t)cm), "rows"),
+                          (size_t)row);
+}
+
+static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* Seeds 1-3 both sides, B − A = 1, 2, 3: mean 2, sd 1, t(0.975, 2) =
+ * 4.302653 → ±4.302653/√3 = ±2.484138; baseline mean 20 → +10%. */
+static void test_paired(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    double a[] = {10, 20, 30}, d[] = {1, 2, 3};
+    for (int s = 0; s < 3; s++) {
+        add_run(db, "A", 1, s + 1, a[s], 0.9, "local");
+        add_run(db, "B", 1, s + 1, a[s] + d[s], 0.9, "local");
+    }
+    json_t *j = compare_json(db, "--baseline A --metric ttft_ms.mean");
+    const json_t *r = row_of(j, 0, 0);
+    assert_string_equal(json_string_value(json_object_get(r, "method")), "paired");
+    assert_int_equal(json_integer_value(json_object_get(r, "n")), 3);
+    assert_double_equal(num(r, "diff"), 2, 1e-9);
+    assert_double_equal(num(r, "lo"), 2 - 2.484138, 1e-5);
+    assert_double_equal(num(r, "hi"), 2 + 2.484138, 1e-5);
+    assert_double_equal(num(r, "rel_pct"), 10, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "not distinguishable");
+    json_decref(j);
+    /* The default baseline is the first run's value: A − B = −1, −2, −3. */
+    j = compare_json(db, "--metric ttft_ms.mean");
+    assert_string_equal(json_string_value(json_object_get(j, "baseline")), "A");
+    json_decref(j);
+    j = compare_json(db, "--baseline B --metric ttft_ms.mean");
+    assert_double_equal(num(row_of(j, 0, 0), "hi"), -2 + 2.484138, 1e-5);
+    json_decref(j);
+    unlink(db);
+    free(db);
+}
+
+/* A: seeds 1-3 = 10, 12, 14 (mean 12, var 4); B: seeds 4-5 = 20, 24 (mean
+ * 22, var 8): no seed in common, so Welch: se = √(4/3 + 8/2) = 2.309401,
+ * ν = (16/3)² / ((4/3)²/2 + 4²/1) = 1.684211, t(0.975, ν) = 5.176232 →
+ * 10 ± 11.953995. */
+static void test_welch(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    add_run(db, "A", 1, 1, 10, 1, "local");
+    add_run(db, "A", 1, 2, 12, 1, "local");
+    add_run(db, "A", 1, 3, 14, 1, "local");
+    add_run(db, "B", 1, 4, 20, 1, "local");
+    add_run(db, "B", 1, 5, 24, 1, "local");
+    json_t *j = compare_json(db, "--metric ttft_ms.mean");
+    const json_t *r = row_of(j, 0, 0);
+    assert_string_equal(json_string_value(json_object_get(r, "method")), "welch");
+    assert_double_equal(num(r, "diff"), 10, 1e-9);
+    assert_double_equal(num(r, "lo"), 10 - 11.953995, 1e-4);
+    assert_double_equal(num(r, "hi"), 10 + 11.953995, 1e-4);
+    json_decref(j);
+    unlink(db);
+    free(db);
+}
+
+/* One seed a side: the difference, no interval, said in the table. */
+static void test_one_seed(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    add_run(db, "A", 1, 1, 10, 0.5, "local");
+    add_run(db, "B", 1, 1, 15, 0.75, "local");
+    json_t *j = compare_json(db, "");
+    const json_t *r = row_of(j, 0, 0), *att = row_of(j, 1, 0);
+    assert_string_equal(json_string_value(json_object_get(r, "method")), "none");
+    assert_double_equal(num(r, "diff"), 5, 1e-12);
+    assert_true(json_is_null(json_object_get(r, "lo")));
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "worse");
+    /* default metrics that are absent (tbt_ms...) are left out; attainment: higher is better */
+    assert_double_equal(num(att, "diff"), 0.25, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(att, "verdict")), "better");
+    json_decref(j);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
+    cli_result t = tu_kvsim(cmd);
+    assert_int_equal(t.status, 0);
+    assert_non_null(strstr(t.out, "no interval (one seed)"));
+    assert_non_null(strstr(t.out, "+50.0%"));
+    tu_free(&t);
+    unlink(db);
+    free(db);
+}
+
+/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
+ * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
+ * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
+ * is a second context, compared apart. */
+static void test_flip(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    double speed[] = {1, 2, 3}, d[3][2] = {{-2, -2}, {-3, -3}, {3, 5}};
+    for (int k = 0; k < 3; k++)
+        for (int s = 0; s < 2; s++) {
+            add_run(db, "A", speed[k], s + 1, 100, 1, "local");
+            add_run(db, "B", speed[k], s + 1, 100 + d[k][s], 1, "local");
+            add_run(db, "A", speed[k], s + 1, 100, 1, "global");
+            add_run(db, "B", speed[k], s + 1, 90, 1, "global");
+        }
+    json_t *j = compare_json(db, "--metric ttft_ms.mean");
+    const json_t *cm =
+        json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
+    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
+                        "B better than A up to speed 2, worse from speed 3: the order flips between speed 2 and 3; "
+                        "not distinguishable (interval includes 0) at speed 3");
+    assert_double_equal(num(row_of(j, 0, 0), "lo"), -2, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 1), "verdict")), "better");
+    const json_t *r3 = row_of(j, 0, 2);
+    assert_double_equal(num(r3, "diff"), 4, 1e-12);
+    assert_double_equal(num(r3, "hi"), 4 + 12.706205, 1e-5);
+    const json_t *ctx2 = json_array_get(json_object_get(j, "contexts"), 1);
+    assert_string_equal(json_string_value(json_object_get(ctx2, "label")), "cluster.scope=global");
+    const json_t *cm2 = json_array_get(json_object_get(ctx2, "comparisons"), 0);
+    assert_string_equal(json_string_value(json_object_get(cm2, "flips")), "B better than A at every load (speed 1–3)");
+    json_decref(j);
+    /* --speed keeps the loads named: no flip left. */
+    j = compare_json(db, "--metric ttft_ms.mean --speed 1,2");
+    cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
+    assert_int_equal(json_array_size(json_object_get(cm, "rows")), 2);
+    assert_string_equal(json_string_value(json_object_get(cm, "flips")), "B better than A at every load (speed 1–2)");
+    json_decref(j);
+    unlink(db);
+    free(db);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    char *db = make_db(), cmd[1024];
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router", db);
+    tu_expect_exit(cmd, 2, "holds no completed run");
+    add_run(db, "A", 1, 1, 10, 1, "local");
+    tu_expect_exit(cmd, 2, "every run of");
+    add_run(db, "B", 1, 1, 12, 1, "local");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.routr", db);
+    tu_expect_exit(cmd, 2, "--by policy.routr: no run of");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --baseline C", db);
+    tu_expect_exit(cmd, 2, "--baseline C: no run of");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.p42", db);
+    tu_expect_exit(cmd, 2, "--metric ttft_ms.p42");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed 7", db);
+    tu_expect_exit(cmd, 2, "--speed: no run of");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed fast", db);
+    tu_expect_exit(cmd, 2, "--speed: 'fast' is not a positive number");
+    tu_expect_exit("compare --db /nonexistent/x.db --by policy.router", 2, "cannot read /nonexistent/x.db");
+    tu_expect_exit("compare --by policy.router", 2, "--db FILE and --by KEY are required");
+    unlink(db);
+    free(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paired), cmocka_unit_test(test_welch),  cmocka_unit_test(test_one_seed),
+        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
