@@ -38,10 +38,16 @@ static void hw_arg(char *buf, size_t n, double hbm)
 
 static double flops(double n) { return 4e2 * n * n + 2.2e5 * n; }
 
+/* An iteration of the toy, its KV kvb bytes a token (400 in the toy's bf16). */
+static double iter_kv_s(double prefill_flops, int decodes, double kv_tokens, double kvb)
+{
+    double mem = (2e8 + kv_tokens * kvb) / 1e12, compute = (prefill_flops + decodes * 2e8) / 5e11;
+    return mem > compute ? mem : compute;
+}
+
 static double iter_s(double prefill_flops, int decodes, double kv_tokens)
 {
-    double mem = (2e8 + kv_tokens * 400) / 1e12, compute = (prefill_flops + decodes * 2e8) / 5e11;
-    return mem > compute ? mem : compute;
+    return iter_kv_s(prefill_flops, decodes, kv_tokens, 400);
 }
 
 static json_t *run_toy(const char *trace, double hbm, const char *extra)
@@ -143,19 +149,23 @@ static const char *const offload_trace =
     "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
     "{\"timestamp\": 200, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
 
-static double offload_ttft3(const char *extra)
+/* The toy's KV at kvb bytes a token (extra sets model.kv_dtype to match),
+ * its HBM still holding 1,280 tokens. */
+static double offload_ttft3_kv(double kvb, const char *extra)
 {
     char args[1024];
     snprintf(args, sizeof args,
              "--set kvstore.lmcache=true --set kvstore.dram_bytes=1e9 --set cluster.layerwise=false "
              "--set metrics.request_rows=true %s",
              extra);
-    json_t *j = run_toy(offload_trace, (2e8 + 1280 * 400) / 0.9 + 1, args);
+    json_t *j = run_toy(offload_trace, (2e8 + 1280 * kvb) / 0.9 + 1, args);
     /* mean of the three TTFTs; A's and B's first prefills are the same */
     double mean = summary_num(j, "ttft_ms", "mean") / 1e3;
     json_decref(j);
-    return mean * 3 - 2 * iter_s(flops(1024), 0, 1024);
+    return mean * 3 - 2 * iter_kv_s(flops(1024), 0, 1024, kvb);
 }
+
+static double offload_ttft3(const char *extra) { return offload_ttft3_kv(400, extra); }
 
 static void test_lmcache_cpu_offload(void **state)
 {
@@ -187,6 +197,24 @@ static void test_lmcache_disk_and_remote(void **state)
                         1e-9);
     assert_double_equal(offload_ttft3("--set kvstore.dram_bytes=0 --set kvstore.remote.bytes=1e9"),
                         3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
+}
+
+/* FP8 KV (model.kv_dtype, issue 33 item 2) halves every KV byte of the run:
+ * a chunk is 256 · 200 = 51,200 bytes, from CPU memory 20 µs + 51,200 /
+ * 50 GB/s = 2.1024e-5 s, from disk 100 µs + 51,200 / 5 GB/s first,
+ * 1.31264e-4 s in all; A's last token reads 1,024 tokens of KV at 200
+ * bytes: (2e8 + 204,800) / 1e12 = 2.002048e-4 s. */
+static void test_lmcache_fp8_kv(void **state)
+{
+    double last = iter_kv_s(flops(1024) - flops(1023), 0, 1024, 200);
+    assert_double_equal(last, 2.002048e-4, 1e-12);
+    assert_double_equal(offload_ttft3_kv(200, "--set model.kv_dtype=fp8"), 3 * 2.1024e-5 + last, 1e-9);
+    assert_double_equal(offload_ttft3_kv(200, "--set model.kv_dtype=fp8_e5m2 --set kvstore.dram_bytes=0 "
+                                              "--set kvstore.ssd_bytes=1e9"),
+                        3 * 1.31264e-4 + last, 1e-9);
+    /* bf16 named is the toy's own 2-byte dtype: the bf16 numbers above. */
+    assert_double_equal(offload_ttft3("--set model.kv_dtype=bf16"),
+                        3 * 2.2048e-5 + iter_s(flops(1024) - flops(1023), 0, 1024), 1e-9);
 }
 
 /* "inf" is an unbounded tier, never an absent one (issue 27 item 5: the
@@ -382,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
         cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),

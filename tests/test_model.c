@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "sim/config/model.h"
+#include "sim/cost/cost.h"
 
 #define FIXTURES "tests/fixtures/hf/"
 
@@ -270,13 +271,102 @@ static void test_import_errors(void **state)
     tu_expect_stdout("--help", "model import: a model preset from a Hugging Face config.json");
 }
 
+/* KV formats (issue 33 item 2), by hand from the published configs.
+ * DeepSeek-V3 (MLA, kv_lora_rank 512, qk_rope_head_dim 64, 61 layers):
+ * 61 · (512 + 64) · 2 = 70,272 B in bf16, 35,136 B in fp8, not
+ * 2 · 61 · 128 · 128 · 2 = 3,997,696 B as 128 KV heads of 128 would hold.
+ * Llama-3.1-8B with fp8 KV: 2 · 32 · 8 · 128 · 1 = 65,536 B. Decode
+ * attention FLOPs per context token: DeepSeek-V3 2 · 61 · 128 · (2 · 512 +
+ * 64) = 16,990,208 (absorbed MLA); Llama-3.1-8B 4 · 32 · 32 · 128 = 524,288. */
+static void test_kv_formats(void **state)
+{
+    (void)state;
+    sim_model m;
+    sim_err err = {{0}};
+    if (sim_model_load("deepseek-v3", &m, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(m.kv_lora_rank, 512);
+    assert_int_equal(m.qk_rope_head_dim, 64);
+    assert_int_equal(m.experts, 256);
+    assert_double_equal(sim_model_kv_bytes_per_token(&m), 70272, 0);
+    assert_double_equal(sim_cost_attn_flops(&m), 16990208, 0);
+    m.kv_dtype_bytes = sim_model_kv_dtype_bytes("fp8", m.dtype_bytes);
+    assert_double_equal(sim_model_kv_bytes_per_token(&m), 35136, 0);
+    m.kv_lora_rank = m.qk_rope_head_dim = 0, m.kv_dtype_bytes = 2;
+    assert_double_equal(sim_model_kv_bytes_per_token(&m), 3997696, 0);
+    if (sim_model_load("llama3.1-8b", &m, &err)) fail_msg("%s", err.msg);
+    assert_string_equal(m.kv_dtype, "auto");
+    assert_double_equal(sim_model_kv_bytes_per_token(&m), 131072, 0);
+    assert_double_equal(sim_cost_attn_flops(&m), 524288, 0);
+    static const char *const fp8[] = {"fp8", "fp8_e4m3", "fp8_e5m2"};
+    for (size_t i = 0; i < 3; i++) {
+        m.kv_dtype_bytes = sim_model_kv_dtype_bytes(fp8[i], m.dtype_bytes);
+        assert_double_equal(sim_model_kv_bytes_per_token(&m), 65536, 0);
+    }
+    assert_int_equal(sim_model_kv_dtype_bytes("auto", 4), 4);
+    assert_int_equal(sim_model_kv_dtype_bytes("fp16", 4), 2);
+    assert_int_equal(sim_model_kv_dtype_bytes("int4", 2), 0);
+}
+
+/* The byte axes and HBM capacity through the CLI. kvsim hitrate's model
+ * line; kvsim cost on a800x8 (8 × 80 GB): 640e9 · 0.9 − 8.03e9 · 2 =
+ * 559.94e9 bytes of KV, 4,272,003 tokens of 131,072 B, 8,544,006 of 65,536. */
+static void test_kv_formats_cli(void **state)
+{
+    (void)state;
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --model deepseek-v3 --capacity-tokens 1M",
+                     "model     deepseek-v3: 70272 KV bytes/token");
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --model deepseek-v3 --capacity-tokens 1M",
+                     "         1000000         1953      70.27");
+    json_t *o = tu_kvsim_json("cost --set model=llama3.1-8b --json");
+    assert_int_equal(tu_int_field(o, "hbm_kv_tokens"), 4272003);
+    json_decref(o);
+    o = tu_kvsim_json("cost --set model=llama3.1-8b --set model.kv_dtype=fp8 --json");
+    assert_int_equal(tu_int_field(o, "hbm_kv_tokens"), 8544006);
+    assert_int_equal(tu_int_field(o, "kv_bytes_per_token"), 65536);
+    json_decref(o);
+    tu_expect_exit("cost --set model=llama3.1-8b --set model.kv_dtype=fp9", 2,
+                   "config key 'model.kv_dtype': 'fp9' is not one of auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2 "
+                   "(did you mean 'fp8'?)");
+    tu_expect_exit("cost --set model=llama3.1-8b --set model.kv_lora_rank=512", 2,
+                   "model: fields 'kv_lora_rank' and 'qk_rope_head_dim' (multi-head latent attention) go together");
+    tu_expect_exit("cost --set model=deepseek-v3", 2, "model 'deepseek-v3' is a mixture of experts");
+}
+
+/* A dense MLA config.json: its kv_lora_rank and qk_rope_head_dim reach the
+ * preset, 62 · (256 + 32) · 2 = 35,712 KV bytes a token; the note says the
+ * params are Llama-style. Without qk_rope_head_dim: an error. */
+static void test_import_mla(void **state)
+{
+    (void)state;
+    const char *mla = "{\"num_hidden_layers\": 62, \"hidden_size\": 2560, \"num_attention_heads\": 40, "
+                      "\"intermediate_size\": 6400, \"vocab_size\": 73448, \"kv_lora_rank\": 256";
+    char text[512], cmd[512];
+    snprintf(text, sizeof text, "%s, \"qk_rope_head_dim\": 32}", mla);
+    char *path = tu_write_temp(text);
+    snprintf(cmd, sizeof cmd, "model import %s --name mla", path);
+    cli_result r = tu_kvsim(cmd);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "kv_lora_rank: multi-head latent attention"));
+    json_t *o = json_loads(r.out, 0, NULL);
+    sim_model m;
+    sim_err err = {{0}};
+    assert_int_equal(sim_model_from_json(o, &m, &err), 0);
+    assert_double_equal(sim_model_kv_bytes_per_token(&m), 35712, 0);
+    json_decref(o);
+    tu_free(&r);
+    tu_remove_temp(path);
+    snprintf(text, sizeof text, "%s}", mla);
+    expect_import_error(text, ": key 'kv_lora_rank' (multi-head latent attention) needs 'qk_rope_head_dim'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_derived_params),    cmocka_unit_test(test_presets),
         cmocka_unit_test(test_inline_params),     cmocka_unit_test(test_import_study_models),
         cmocka_unit_test(test_import_round_trip), cmocka_unit_test(test_import_defaults),
-        cmocka_unit_test(test_import_errors),
+        cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
+        cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* sim/config/model.c — loading model presets and deriving KV and weight sizes. */
+/* sim/config/model.c — loading model presets and deriving KV and weight sizes
+ * (the KV format: element type and multi-head latent attention, model.h). */
 #include "sim/config/model.h"
 
 #include <limits.h>
@@ -26,7 +27,42 @@ static const int_field model_int_fields[] = {
     {"vocab", offsetof(sim_model, vocab), true},
     {"experts", offsetof(sim_model, experts), true},
     {"experts_per_token", offsetof(sim_model, experts_per_token), true},
+    {"kv_lora_rank", offsetof(sim_model, kv_lora_rank), true},
+    {"qk_rope_head_dim", offsetof(sim_model, qk_rope_head_dim), true},
 };
+
+/* KV element types by name and their bytes ("auto" takes the weights'). */
+static const struct {
+    const char *name;
+    int bytes;
+} kv_dtypes[] = {{"bf16", 2}, {"fp16", 2}, {"fp8", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+
+int sim_model_kv_dtype_bytes(const char *kv_dtype, int weight_bytes)
+{
+    if (!strcmp(kv_dtype, "auto")) return weight_bytes;
+    for (size_t i = 0; i < sizeof kv_dtypes / sizeof kv_dtypes[0]; i++)
+        if (!strcmp(kv_dtypes[i].name, kv_dtype)) return kv_dtypes[i].bytes;
+    return 0;
+}
+
+/* The KV format: its element type (kv_dtype, absent = "auto") and MLA's two
+ * dimensions, which go together (a latent without its RoPE key, or the
+ * reverse, is no published architecture). */
+static int read_kv_format(const json_t *obj, sim_model *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, "kv_dtype");
+    if (v && !json_is_string(v))
+        return sim_errf(err, "model: field 'kv_dtype' must be a string (auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2)");
+    snprintf(out->kv_dtype, sizeof out->kv_dtype, "%s", v ? json_string_value(v) : "auto");
+    out->kv_dtype_bytes = sim_model_kv_dtype_bytes(out->kv_dtype, out->dtype_bytes);
+    if (out->kv_dtype_bytes == 0)
+        return sim_errf(err, "model: field 'kv_dtype': '%s' is not one of auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2",
+                        json_string_value(v));
+    if ((out->kv_lora_rank > 0) != (out->qk_rope_head_dim > 0))
+        return sim_errf(err, "model: fields 'kv_lora_rank' and 'qk_rope_head_dim' (multi-head latent attention) go "
+                             "together: give both or neither");
+    return 0;
+}
 
 static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)
 {
@@ -65,7 +101,7 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
     memset(out, 0, sizeof *out);
     const char *name = json_string_value(json_object_get(obj, "name"));
     snprintf(out->name, sizeof out->name, "%s", name ? name : "inline");
-    if (read_shape(obj, out, err)) return -1;
+    if (read_shape(obj, out, err) || read_kv_format(obj, out, err)) return -1;
     out->flops_a = 4;
     out->flops_b = 22;
     if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;
@@ -95,7 +131,10 @@ int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err)
 
 double sim_model_kv_bytes_per_token(const sim_model *m)
 {
-    return 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+    /* A sim_model filled by hand (tests, import) may leave kv_dtype_bytes 0: the weights' dtype then. */
+    double s = m->kv_dtype_bytes > 0 ? m->kv_dtype_bytes : m->dtype_bytes;
+    if (m->kv_lora_rank > 0) return (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * s;
+    return 2.0 * m->layers * m->kv_heads * m->head_dim * s;
 }
 
 double sim_model_weight_bytes(const sim_model *m) { return m->params * m->dtype_bytes; }

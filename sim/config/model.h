@@ -16,7 +16,11 @@ typedef struct sim_model {
     int heads;  /* query heads */
     int kv_heads;
     int head_dim;
-    int dtype_bytes;                /* s */
+    int dtype_bytes;                /* s: bytes per weight element (and per KV element unless kv_dtype says) */
+    char kv_dtype[16];              /* "auto" (= the weights' dtype), "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2" */
+    int kv_dtype_bytes;             /* s_kv: bytes per KV element, from kv_dtype */
+    int kv_lora_rank;               /* MLA's compressed KV latent c (0 = not MLA: K and V per KV head) */
+    int qk_rope_head_dim;           /* MLA's decoupled RoPE key r, cached beside the latent */
     double params;                  /* parameter count, for weight bytes and decode FLOPs */
     double flops_a;                 /* a in Mooncake Eq. 1 */
     double flops_b;                 /* b in Mooncake Eq. 1 */
@@ -48,8 +52,20 @@ double sim_model_derived_params(const sim_model *m);
 /* A preset by name (configs/models/NAME.json under the config dir) or path. */
 int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err);
 
-/* 2 · l · kv_heads · head_dim · s — LLaMA3-70B: 327,680 B = 320 KiB. */
+/* The KV cache bytes one token holds, from the architecture; every KV size
+ * of kvsim (HBM capacity, tiers, transfers, hit-rate byte axes) is this:
+ *
+ *   l · 2 · kv_heads · head_dim · s_kv      K and V per KV head (MHA, GQA)
+ *   l · (kv_lora_rank + qk_rope_head_dim) · s_kv
+ *                                           MLA: one latent and one RoPE key
+ *
+ * LLaMA3-70B: 327,680 B = 320 KiB; with kv_dtype fp8 half that. DeepSeek-V3
+ * (MLA, c = 512, r = 64, 61 layers): 61 · 576 · 2 = 70,272 B in bf16
+ * (DeepSeek-V2 paper, Table 1: (d_c + d_h^R) · l elements per token). */
 double sim_model_kv_bytes_per_token(const sim_model *m);
+/* Bytes per KV element of a kv_dtype name ("auto" → weight_bytes); 0 for an
+ * unknown name. */
+int sim_model_kv_dtype_bytes(const char *kv_dtype, int weight_bytes);
 /* params · s */
 double sim_model_weight_bytes(const sim_model *m);
 /* GQA ratio: heads / kv_heads */
@@ -60,7 +76,7 @@ double sim_model_gqa(const sim_model *m);
 typedef struct sim_hf_import {
     sim_model model; /* as a run would load the preset */
     json_t *preset;  /* the preset object to write (caller json_decref) */
-    char note[256];  /* what was taken for absent keys; "" when nothing */
+    char note[512];  /* what was taken for absent keys; "" when nothing */
 } sim_hf_import;
 
 /* Read the config.json at path into a preset named name: the architecture

@@ -7,7 +7,8 @@
  * null: heads, as LlamaConfig does), head_dim (absent or null: hidden /
  * heads), intermediate_size → intermediate, vocab_size → vocab,
  * tie_word_embeddings → tied_embeddings, torch_dtype (or the newer dtype) →
- * dtype_bytes. The parameter count is sim_model_derived_params. A
+ * dtype_bytes, and for multi-head latent attention kv_lora_rank and
+ * qk_rope_head_dim. The parameter count is sim_model_derived_params. A
  * mixture-of-experts config is refused: its FFN is not one gated MLP. The
  * preset is checked against the schema's model.* rows before it is handed
  * back, so what is written loads. */
@@ -68,8 +69,29 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
 
 typedef struct hf_shape {
     long layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype_bytes;
+    long kv_lora_rank, qk_rope_head_dim; /* multi-head latent attention; 0 = none */
     bool tied;
 } hf_shape;
+
+/* Multi-head latent attention (DeepSeek-V2/V3-style configs): kv_lora_rank
+ * and qk_rope_head_dim, taken as they are; they size the KV cache
+ * (sim_model_kv_bytes_per_token). The derived parameter count still has
+ * Llama-style q/k/v projections, not MLA's low-rank ones: said in note. */
+static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
+{
+    const json_t *v = json_object_get(hf, "kv_lora_rank");
+    if (!v || json_is_null(v)) return 0;
+    if (hf_int(hf, path, "kv_lora_rank", 0, &s->kv_lora_rank, err)) return -1;
+    const json_t *r = json_object_get(hf, "qk_rope_head_dim");
+    if (!r || json_is_null(r))
+        return sim_errf(err, "%s: key 'kv_lora_rank' (multi-head latent attention) needs 'qk_rope_head_dim'", path);
+    if (hf_int(hf, path, "qk_rope_head_dim", 0, &s->qk_rope_head_dim, err)) return -1;
+    snprintf(note + strlen(note), n - strlen(note),
+             "%skv_lora_rank: multi-head latent attention, the KV cache sized by it; params derived with "
+             "Llama-style attention projections, not MLA's: set model.params for an exact count",
+             *note ? "; " : "");
+    return 0;
+}
 
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
@@ -90,7 +112,7 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
     if (!tied) snprintf(note, n, "tie_word_embeddings absent: false taken (the Llama, Qwen and Mistral default)");
     s->tied = json_is_true(tied);
-    return hf_dtype(hf, path, &s->dtype_bytes, note, n, err);
+    return hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ? -1 : 0;
 }
 
 /* The preset object, keys in configs/models/ order; params from the formula. */
@@ -116,6 +138,10 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
     const char *keys[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab"};
     const long vals[] = {s->layers, s->hidden, s->heads, s->kv_heads, s->head_dim, s->intermediate, s->vocab};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
+    if (s->kv_lora_rank > 0) {
+        json_object_set_new(o, "kv_lora_rank", json_integer(s->kv_lora_rank));
+        json_object_set_new(o, "qk_rope_head_dim", json_integer(s->qk_rope_head_dim));
+    }
     json_object_set_new(o, "tied_embeddings", json_boolean(s->tied));
     json_object_set_new(o, "dtype_bytes", json_integer(s->dtype_bytes));
     json_object_set_new(o, "params", json_integer((json_int_t)sim_model_derived_params(&m)));

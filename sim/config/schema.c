@@ -38,7 +38,17 @@ static const sim_config_key keys[] = {
     INT("model.heads", "", 1, 65536, "attention heads"),
     INT("model.kv_heads", "", 1, 65536, "KV heads (GQA)"),
     INT("model.head_dim", "", 1, 65536, "head dimension"),
-    INT("model.dtype_bytes", "bytes", 1, 16, "bytes per KV element"),
+    INT("model.dtype_bytes", "bytes", 1, 16, "bytes per weight element (and per KV element: `model.kv_dtype`)"),
+    ROW("model.kv_dtype", SIM_KEY_CHOICE, "", 0, 0, .optional = true, .choices = "auto|bf16|fp16|fp8|fp8_e4m3|fp8_e5m2",
+        .meaning = "the KV cache's element type: `auto` (absent) = the weights' (`model.dtype_bytes`); bf16 and fp16 "
+                   "2 bytes, fp8 1 byte. Sizes every KV byte: HBM capacity, tiers, transfers, hit-rate byte axes"),
+    ROW("model.kv_lora_rank", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "multi-head latent attention (DeepSeek-V2/V3): the compressed KV latent's size; a token then "
+                   "caches `kv_lora_rank + qk_rope_head_dim` values per layer, not 2 × `kv_heads` × `head_dim`. "
+                   "Absent = not MLA"),
+    ROW("model.qk_rope_head_dim", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "multi-head latent attention: the decoupled RoPE key's size, cached beside the latent (with "
+                   "`model.kv_lora_rank`)"),
     ROW("model.params", SIM_KEY_NUMBER, "", 0, 1e16, .lo_open = true, .optional = true,
         .meaning = "parameters (weights = params × dtype_bytes); absent = derived from the architecture when "
                    "`model.intermediate` and `model.vocab` are given (sim/config/model.h)"),

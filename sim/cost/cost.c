@@ -63,6 +63,19 @@ static void allreduce_init(sim_cost *c)
     c->ar_s_per_token = per_layer * 2 * (g - 1) / g * c->model->hidden * c->model->dtype_bytes / hw->link_Bps;
 }
 
+/* Decode attention FLOPs per context token. Per layer and query head the
+ * score q·kᵀ and the weighted sum of v are 2 FLOPs per dimension each:
+ * 4 · head_dim with K and V per KV head. Under multi-head latent attention
+ * the decode kernels absorb the K and V up-projections into the query and
+ * output ones (DeepSeek-V2 §2.1.2; FlashMLA, vLLM, SGLang), so each head
+ * scores over the cached latent and RoPE key (c + r dims) and sums the
+ * latent (c dims): 2 · (2c + r). */
+double sim_cost_attn_flops(const sim_model *m)
+{
+    if (m->kv_lora_rank > 0) return 2.0 * m->layers * m->heads * (2.0 * m->kv_lora_rank + m->qk_rope_head_dim);
+    return 4.0 * m->layers * m->heads * m->head_dim;
+}
+
 double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs)
 {
     double i = m->intermediate > 0 ? m->intermediate : 4.0 * m->hidden;
@@ -99,7 +112,7 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
         .kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model),
         .weight_bytes = sim_model_weight_bytes(&cfg->model),
         .hbm_Bps = hw->hbm_Bps * hw->hbm_efficiency,
-        .attn_flops = 4.0 * cfg->model.layers * cfg->model.heads * cfg->model.head_dim,
+        .attn_flops = sim_cost_attn_flops(&cfg->model),
         .prefill_chunk = cfg->prefill_chunk,
         .curves = {cfg->transfer_latency_s, hw->h2d_Bps, cfg->transfer_latency_s, hw->h2d_Bps, hw->ssd_latency_s,
                    hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps, false, 0, 0},
@@ -302,6 +315,6 @@ int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double ch
 
 double sim_eq2_min_bandwidth(const sim_model *m, double G, double p)
 {
-    double d = m->hidden, s = m->dtype_bytes;
-    return G * 2 * d * s / (sim_model_gqa(m) * (m->flops_a * p * d + m->flops_b * d * d));
+    double d = m->hidden;
+    return G * (sim_model_kv_bytes_per_token(m) / m->layers) / (m->flops_a * p * d + m->flops_b * d * d);
 }

@@ -50,7 +50,7 @@ typedef struct sim_cost {
     double decode_overhead_s, chunk_overhead_s, latency_s;
     double kv_bytes_per_token, weight_bytes;
     double hbm_Bps;        /* achievable node HBM bandwidth: peak × hardware.hbm_efficiency */
-    double attn_flops;     /* decode attention FLOPs per context token: 4 · l · heads · head_dim */
+    double attn_flops;     /* decode attention FLOPs per context token: sim_cost_attn_flops */
     double ar_fixed_s;     /* the latency of a decode step's 2 · l all-reduces (0 on one GPU) */
     double ar_s_per_token; /* their bandwidth time per token in the step */
     int prefill_chunk;
@@ -142,6 +142,10 @@ double sim_cost_nic_s(const sim_cost *c, double bytes);
  * outputs and the residual stream, tokens · (2 · i + 4 · d) · s) plus the
  * logits of `seqs` sequences in fp32 (seqs · V · 4). */
 double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs);
+/* Decode attention FLOPs per context token: 4 · l · heads · head_dim, or
+ * under MLA (absorbed up-projections) 2 · l · heads · (2 · kv_lora_rank +
+ * qk_rope_head_dim) (docs/cost-model.md §1). */
+double sim_cost_attn_flops(const sim_model *m);
 /* Tokens of KV a decode instance can hold in HBM. */
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
 
@@ -154,7 +158,9 @@ int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double ch
 
 /* Mooncake Eq. 2: the smallest KV loading bandwidth B (bytes/s) at which
  * reusing a prefix of p tokens beats recomputing it on a node of G FLOP/s:
- *   B > G · 2ds / (gqa · (a·p·d + b·d²)). */
+ *   B > G · 2ds / (gqa · (a·p·d + b·d²)),
+ * 2ds / gqa being one layer's KV bytes per token: here
+ * sim_model_kv_bytes_per_token / l, so that MLA and kv_dtype count. */
 double sim_eq2_min_bandwidth(const sim_model *m, double G, double p);
 
 #endif
