@@ -83,6 +83,28 @@ static void test_burstgpt(void **state)
                   filtered);
 }
 
+/* What the importer writes, the trace reader reads: every block distinct,
+ * an infinite-cache hit rate of 0, 55.5 s from first to last. */
+static void test_reader_reads_it(void **state)
+{
+    (void)state;
+    char *out = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "%s trace import burstgpt " BURSTGPT " -o %s 2>/dev/null", tu_kvsim_bin(), out);
+    cli_result r = tu_shell(args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(args, sizeof args, "trace stats --json %s", out);
+    json_t *o = tu_kvsim_json(args);
+    assert_int_equal(tu_int_field(o, "requests"), 3);
+    assert_int_equal(tu_int_field(o, "blocks"), 8);
+    assert_int_equal(tu_int_field(o, "distinct_blocks"), 8);
+    assert_true(json_real_value(json_object_get(o, "max_hit_rate_blocks")) == 0);
+    assert_true(json_real_value(json_object_get(o, "duration_s")) == 55.5);
+    json_decref(o);
+    unlink(out);
+    free(out);
+}
+
 /* A gzip copy (zlib writes it) imports to the same lines. */
 static void test_gzip_input(void **state)
 {
@@ -398,6 +420,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_azure),
         cmocka_unit_test(test_burstgpt),
+        cmocka_unit_test(test_reader_reads_it),
         cmocka_unit_test(test_gzip_input),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_quoted),

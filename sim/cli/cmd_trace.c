@@ -52,7 +52,8 @@ static void stats_usage(FILE *f)
                "chunks repeat and move, and the reusable token fractions under prefix-only and\n"
                "position-independent (mepic) reuse.\n\n"
                "  --json             one JSON object instead of the table\n"
-               "  --block-tokens N   tokens per hash block (default 512)\n"
+               "  --block-tokens N   tokens per hash block (default 512); printed as \"block size\",\n"
+               "                     with a warning when the trace's id counts do not fit it\n"
                "  --skip-bad         skip bad lines (counted) instead of failing\n"
                "  --sort             accept out-of-order timestamps by sorting (loads the file)\n"
                "  -h, --help         this text\n");
