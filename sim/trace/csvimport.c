@@ -1,6 +1,6 @@
 /* sim/trace/csvimport.c — the streaming CSV → Mooncake JSONL importer that
  * the length-only formats share (sim/trace/csvimport.h): the format table,
- * line splitting, the header check, exact number parsing, the row rule
+ * line splitting, the header check (column parsers: sim/trace/csvfield.c), the row rule
  * (filtered, zero input, failed) and the writer of fresh hash blocks.
  *
  * One pass, one line in memory: read a line (sim/infile.h: plain or gzip),
@@ -36,49 +36,6 @@ const sim_csv_format *sim_csv_format_find(const char *name)
 sim_csv_import_opts sim_csv_import_default_opts(void)
 {
     return (sim_csv_import_opts){.block_tokens = sim_trace_default_opts().block_tokens};
-}
-
-int sim_csv_errf(const sim_csv_row *row, size_t c, sim_err *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = sim_line_verrf(err, row->path, row->line, row->header[c], fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int sim_csv_count(const sim_csv_row *row, size_t c, int64_t *out, sim_err *err)
-{
-    const char *s = row->col[c];
-    int64_t v = 0;
-    if (!*s) return sim_csv_errf(row, c, err, "empty (expected a token count)");
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return sim_csv_errf(row, c, err, "'%.40s' is not a token count (a non-negative integer)", s);
-        if (v > SIM_TRACE_MAX_TOKENS)
-            return sim_csv_errf(row, c, err, "%.40s tokens is too large (at most %d)", s, SIM_TRACE_MAX_TOKENS);
-        v = v * 10 + (*p - '0');
-    }
-    if (v > SIM_TRACE_MAX_TOKENS)
-        return sim_csv_errf(row, c, err, "%.40s tokens is too large (at most %d)", s, SIM_TRACE_MAX_TOKENS);
-    *out = v;
-    return 0;
-}
-
-int sim_csv_fraction_ns(const char *s, size_t n, int64_t *ns)
-{
-    if (n == 0 || n > 9) return -1;
-    int64_t v = 0;
-    for (size_t i = 0; i < 9; i++) {
-        int d = 0;
-        if (i < n) {
-            if (s[i] < '0' || s[i] > '9') return -1;
-            d = s[i] - '0';
-        }
-        v = v * 10 + d;
-    }
-    *ns = v;
-    return 0;
 }
 
 /* ---- lines and columns -------------------------------------------------- */
