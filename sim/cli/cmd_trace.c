@@ -96,13 +96,13 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
 {
     char fps[17];
     snprintf(fps, sizeof fps, "%016" PRIx64, fp);
-    json_t *o = json_pack(
-        "{s:s, s:s, s:I, s:f, s:f, s:o, s:o, s:i, s:I, s:I, s:f, s:f, s:I}", "trace", path, "fingerprint", fps,
-        "requests", (json_int_t)s->requests, "duration_s", s->duration_s, "arrival_rate", s->arrival_rate, "input",
-        dist_json(s->input_mean, s->input_p50, s->input_p99), "output",
-        dist_json(s->output_mean, s->output_p50, s->output_p99), "block_tokens", s->block_tokens, "blocks",
-        (json_int_t)s->blocks, "distinct_blocks", (json_int_t)s->distinct_blocks, "max_hit_rate_blocks",
-        s->max_hit_rate_blocks, "max_hit_rate_tokens", s->max_hit_rate_tokens, "skipped", (json_int_t)s->skipped);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:f, s:f, s:o, s:o, s:I, s:I, s:f, s:f, s:I}", "trace", path, "fingerprint", fps,
+                  "requests", (json_int_t)s->requests, "duration_s", s->duration_s, "arrival_rate", s->arrival_rate,
+                  "input", dist_json(s->input_mean, s->input_p50, s->input_p99), "output",
+                  dist_json(s->output_mean, s->output_p50, s->output_p99), "blocks", (json_int_t)s->blocks,
+                  "distinct_blocks", (json_int_t)s->distinct_blocks, "max_hit_rate_blocks", s->max_hit_rate_blocks,
+                  "max_hit_rate_tokens", s->max_hit_rate_tokens, "skipped", (json_int_t)s->skipped);
     if (p)
         json_object_update_new(
             o, json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "segment_requests", (json_int_t)p->segment_requests,
