@@ -385,15 +385,15 @@ static void test_round_trip(void **state)
 static void test_usage(void **state)
 {
     tu_expect_exit("trace import mooncake " MINI " -o /dev/null", 2,
-                   "kvsim trace import: unknown format 'mooncake' (supported: ragpulse)");
+                   "kvsim trace import: unknown format 'mooncake' (supported: ragpulse, azure, burstgpt)");
     tu_expect_exit("trace import ragpulse " MINI, 2, "kvsim trace import: -o FILE is required");
-    tu_expect_exit("trace import ragpulse -o /dev/null", 2, "kvsim trace import: expected FORMAT DIR");
-    tu_expect_exit("trace import -o /dev/null", 2, "kvsim trace import: expected FORMAT DIR");
+    tu_expect_exit("trace import ragpulse -o /dev/null", 2, "kvsim trace import: expected FORMAT INPUT");
+    tu_expect_exit("trace import -o /dev/null", 2, "kvsim trace import: expected FORMAT INPUT");
     tu_expect_exit("trace import ragpulse " MINI "/0_trace.jsonl -o /dev/null", 2,
                    "kvsim trace import: " MINI "/0_trace.jsonl: not a directory");
     tu_expect_exit("trace import ragpulse /nonexistent-kvsim-dir -o /dev/null", 2,
                    "kvsim trace import: /nonexistent-kvsim-dir: cannot open: No such file or directory");
-    tu_expect_stdout("trace import --help", "usage: kvsim trace import FORMAT DIR -o FILE");
+    tu_expect_stdout("trace import --help", "usage: kvsim trace import FORMAT INPUT -o FILE");
     tu_expect_stdout("trace --help", "import ");
 }
 

@@ -802,6 +802,19 @@ typedef struct stats_acc {
     double tokens, hit_tokens;
 } stats_acc;
 
+/* How a hash_ids request fits the assumed block size B: n ids fit B iff
+ * n = ceil(input / B), i.e. input / n ≤ B < input / (n − 1); the range of B
+ * that fits every request so far narrows to [fit_lo, fit_hi]. */
+static void stats_fit(sim_trace_stats *s, const sim_request *r, int block_tokens)
+{
+    int64_t in = r->input_len, n = r->nblocks;
+    if (n < (in + block_tokens - 1) / block_tokens && s->short_ids++ == 0) s->short_ids_first_line = r->line;
+    if (n == 0) return;
+    int64_t lo = (in + n - 1) / n, hi = n > 1 ? (in + n - 2) / (n - 1) - 1 : INT64_MAX;
+    if (lo > s->fit_lo) s->fit_lo = lo;
+    if (hi < s->fit_hi) s->fit_hi = hi;
+}
+
 /* docs/definitions.md against an infinite cache: the prefix hit is the leading run of
  * keys already seen; then every key of the request enters the cache. */
 static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
@@ -819,6 +832,7 @@ static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, in
     a->hit_blocks += hit;
     a->tokens += r->input_len;
     a->hit_tokens += fmin((double)hit * block_tokens, (double)r->input_len);
+    if (r->nsegs == 0) stats_fit(s, r, block_tokens);
 }
 
 static void stats_finish(stats_acc *a, sim_trace_stats *s)
@@ -836,6 +850,8 @@ int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_tr
 {
     sim_trace *t;
     memset(out, 0, sizeof *out);
+    out->block_tokens = opts->block_tokens;
+    out->fit_lo = 1, out->fit_hi = INT64_MAX;
     if (sim_trace_open(&t, path, opts, err)) return -1;
     stats_acc acc = {0};
     sim_keyset_init(&acc.seen, 1 << 15);

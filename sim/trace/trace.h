@@ -150,6 +150,14 @@ typedef struct sim_trace_stats {
     double max_hit_rate_tokens;
     int64_t skipped;          /* lines skipped under skip_bad */
     int64_t segment_requests; /* requests with "segments" (sim/replay/pic_replay.h has their statistics) */
+    /* The block size the statistics assume (opts.block_tokens) and how the
+     * hash_ids traces fit it: requests with fewer ids than
+     * ceil(input_length / block_tokens) (the first one's line), and the
+     * block sizes [fit_lo, fit_hi] for which every request with ids has
+     * exactly that many (fit_lo > fit_hi: none; segment requests aside). */
+    int block_tokens;
+    int64_t short_ids, short_ids_first_line;
+    int64_t fit_lo, fit_hi;
 } sim_trace_stats;
 
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);
