@@ -263,6 +263,41 @@ static void test_idle_keys_warned(void **state)
     free(e);
 }
 
+/* The engine mode's keys and the overheads it replaces: each warned once
+ * where it does nothing, silent where it is read. */
+static void test_engine_keys_warned(void **state)
+{
+    static const struct {
+        const char *args, *want;
+    } loud[] = {
+        {"--set cluster.mode='\"aggregated\"' --set cost.decode_overhead_ms=5",
+         "warning: cost.decode_overhead_ms = 5 has no effect here: cost.compute is the engine mode"},
+        {"--set cluster.mode='\"aggregated\"' --set cost.prefill_chunk_overhead_ms=2",
+         "warning: cost.prefill_chunk_overhead_ms = 2 has no effect here: cost.compute is the engine mode"},
+        {"--set engine.iter_overhead_ms=2", "warning: engine.iter_overhead_ms = 2 has no effect here: cost.compute is "
+                                            "not the engine mode"},
+        {"--set engine.frontend_ms=5",
+         "warning: engine.frontend_ms = 5 has no effect here: the API server's latency is an aggregated instance's"},
+        {"--set engine.async_scheduling=false", "warning: engine.async_scheduling = false has no effect here"},
+    };
+    for (size_t i = 0; i < sizeof loud / sizeof loud[0]; i++) {
+        char *e = run_stderr(loud[i].args);
+        if (count(e, loud[i].want) != 1 || count(e, "has no effect") != 1)
+            fail_msg("%s: want once '%s', got: %s", loud[i].args, loud[i].want, e);
+        free(e);
+    }
+    const char *const quiet[] = {
+        "--set cluster.mode='\"aggregated\"' --set engine.frontend_ms=5 --set engine.iter_overhead_ms=2",
+        "--set cost.compute=engine --set engine.seq_overhead_ms=0.1", /* disaggregated, engine mode: read */
+        "--set cost.decode_overhead_ms=5",                            /* disaggregated, analytic: read */
+    };
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        char *e = run_stderr(quiet[i]);
+        if (strstr(e, "has no effect")) fail_msg("%s: %s", quiet[i], e);
+        free(e);
+    }
+}
+
 /* ---- an integer key's range, exactly ---------------------------------------------- */
 
 static void test_integer_range_exact(void **state)
@@ -433,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_zero_completed_report),
         cmocka_unit_test(test_calibrate_layers_refused),
         cmocka_unit_test(test_idle_keys_warned),
+        cmocka_unit_test(test_engine_keys_warned),
         cmocka_unit_test(test_integer_range_exact),
         cmocka_unit_test(test_report_file_size_limit),
         cmocka_unit_test(test_export_refuses_what_report_refuses),

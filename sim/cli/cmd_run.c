@@ -229,7 +229,9 @@ static void warn_idle_keys(const sim_config *cfg)
     const sim_idle_key *lists[] = {sim_serving_lookup(cfg->mode)->idle_keys, sim_cost_idle_keys(cfg)};
     for (int l = 0; l < 2; l++)
         for (const sim_idle_key *k = lists[l]; k && k->key; k++) {
-            if (!sim_config_user_set(cfg, k->key)) continue;
+            bool said = false; /* the serving model's list already named it: once per key */
+            for (const sim_idle_key *s = l ? lists[0] : NULL; s && s->key; s++) said |= !strcmp(s->key, k->key);
+            if (said || !sim_config_user_set(cfg, k->key)) continue;
             char *v = json_dumps(sim_config_path_get(cfg->root, k->key),
                                  JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));
             fprintf(stderr, "kvsim run: warning: %s = %s has no effect here: %s\n", k->key, v ? v : "?", k->why);

@@ -94,6 +94,14 @@ static void engine_init(sim_cost *c, const sim_config *cfg)
     c->activation_bytes = sim_cost_activation_bytes(m, cfg->max_num_batched_tokens, cfg->decode_max_batch);
 }
 
+/* cost.compute with `auto` resolved as far as the config alone says: an
+ * aggregated instance is a vLLM-style engine (docs/validation.md); anywhere
+ * else auto stays auto (the profile tables when the calibration has them). */
+static int compute_mode(const sim_config *cfg)
+{
+    return cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
+}
+
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
     const sim_hw *hw = &cfg->hw;
@@ -119,10 +127,7 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     };
     c->pass_weight_bytes = c->weight_bytes;
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
-    /* auto: an aggregated instance is a vLLM-style engine (docs/validation.md);
-     * elsewhere the profile tables when the calibration has them. */
-    int compute =
-        cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
+    int compute = compute_mode(cfg);
     if (compute == SIM_COMPUTE_PROFILE && !c->profiled)
         return sim_errf(err,
                         "cost.compute: \"profile\" needs measured tables for model '%s' on %d GPU(s) in hardware "
@@ -138,16 +143,38 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 
 const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg)
 {
+#define NOT_ENGINE(key)                                                                                                \
+    {                                                                                                                  \
+        key, "cost.compute is not the engine mode (an aggregated instance's default, or --set cost.compute=engine): "  \
+             "the engine.*_ms constants apply to it alone"                                                             \
+    }
     static const sim_idle_key profiled[] = {
         {"cost.prefill_mfu", "the hardware's calibration file gives this model's prefill and decode times measured "
                              "on its GPUs (profile tables), not FLOPs at an MFU"},
         {"hardware.hbm_efficiency", "the hardware's calibration file gives this model's decode step times measured "
                                     "on its GPUs (profile tables), not HBM bandwidth times an efficiency"},
+        NOT_ENGINE("engine.iter_overhead_ms"),
+        NOT_ENGINE("engine.seq_overhead_ms"),
+        NOT_ENGINE("engine.frontend_ms"),
         {NULL, NULL},
     };
+    static const sim_idle_key engine[] = {
+        {"cost.decode_overhead_ms", "cost.compute is the engine mode (an aggregated instance's default): a step's "
+                                    "overheads are engine.iter_overhead_ms and engine.seq_overhead_ms"},
+        {"cost.prefill_chunk_overhead_ms", "cost.compute is the engine mode (an aggregated instance's default): a "
+                                           "chunk's overheads are engine.iter_overhead_ms and engine.seq_overhead_ms"},
+        {NULL, NULL},
+    };
+#undef NOT_ENGINE
+    const sim_idle_key *analytic = profiled + 2; /* the engine.* keys alone */
+    int mode = compute_mode(cfg);
+    if (mode == SIM_COMPUTE_ENGINE) return engine;
+    if (mode == SIM_COMPUTE_ANALYTIC || !cfg->hw.calibration[0]) return analytic;
+    /* auto or profile with a calibration file: whether its tables cover this
+     * model and GPU count decides (the file is read once more here) */
     sim_cost c;
     sim_err err;
-    return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : NULL;
+    return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : analytic;
 }
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)

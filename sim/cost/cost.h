@@ -81,10 +81,11 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
 /* sim_cost_init without its last check (the weights fit in HBM): for tools
  * that compare times of models the hardware could not serve. */
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err);
-/* The keys the cost model does not read for cfg, with why ({NULL}-ended),
- * or NULL: under profile tables (the hardware's calibration measures the
- * model's prefill and decode on as many GPUs), cost.prefill_mfu and
- * hardware.hbm_efficiency have no effect. */
+/* The keys the cost model does not read for cfg, with why ({NULL}-ended):
+ * under profile tables (the hardware's calibration measures the model's
+ * prefill and decode on as many GPUs) cost.prefill_mfu and
+ * hardware.hbm_efficiency; in the engine mode cost.decode_overhead_ms and
+ * cost.prefill_chunk_overhead_ms; outside it engine.*_ms. */
 const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg);
 /* The GPU time of one forward pass of new_tokens after `cached` cached
  * ones, unchunked and without overheads: the profile's when profiled, else

@@ -213,6 +213,16 @@ static void summarize(void *state, json_t *summary)
     sim_pic_summarize(c, summary);
 }
 
+/* Keys of an aggregated engine that the disaggregated model never reads
+ * (kvsim run warns when set). */
+static const sim_idle_key idle_keys[] = {
+    {"engine.frontend_ms", "the API server's latency is an aggregated instance's (cluster.mode = \"aggregated\")"},
+    {"engine.async_scheduling", "async scheduling is an aggregated instance's (cluster.mode = \"aggregated\")"},
+    {"engine.max_num_batched_tokens", "the token budget is an aggregated instance's; prefill chunks are "
+                                      "cluster.prefill_chunk here"},
+    {NULL, NULL},
+};
+
 const sim_serving_ops sim_serving_disagg = {
     .name = "disaggregated",
     .help = "Mooncake: prefill and decode instances, KV streamed between them (Sec. 3-5)",
@@ -224,4 +234,5 @@ const sim_serving_ops sim_serving_disagg = {
     .discard = discard,
     .destroy = destroy,
     .summarize = summarize,
+    .idle_keys = idle_keys,
 };
