@@ -462,16 +462,11 @@ static void test_about_not_hashed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zero_completed_summary),
-        cmocka_unit_test(test_zero_completed_export),
-        cmocka_unit_test(test_zero_completed_check),
-        cmocka_unit_test(test_zero_completed_report),
-        cmocka_unit_test(test_calibrate_layers_refused),
-        cmocka_unit_test(test_idle_keys_warned),
-        cmocka_unit_test(test_engine_keys_warned),
-        cmocka_unit_test(test_integer_range_exact),
-        cmocka_unit_test(test_report_file_size_limit),
-        cmocka_unit_test(test_export_refuses_what_report_refuses),
+        cmocka_unit_test(test_zero_completed_summary),   cmocka_unit_test(test_zero_completed_export),
+        cmocka_unit_test(test_zero_completed_check),     cmocka_unit_test(test_zero_completed_report),
+        cmocka_unit_test(test_calibrate_layers_refused), cmocka_unit_test(test_idle_keys_warned),
+        cmocka_unit_test(test_engine_keys_warned),       cmocka_unit_test(test_integer_range_exact),
+        cmocka_unit_test(test_report_file_size_limit),   cmocka_unit_test(test_export_refuses_what_report_refuses),
         cmocka_unit_test(test_about_not_hashed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,21 +15,31 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "sim/config/config.h"
 #include "sim/replay/validate_int.h"
 #include "sim/results/results.h"
 #include "sim/serving/serving.h"
 #include "sim/trace/trace.h"
 
+/* The metrics a measurements file may hold, and their statistics. */
+static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90", "p99"};
+enum { NMETRICS = sizeof metrics / sizeof metrics[0], NSTATS = sizeof stats / sizeof stats[0] };
+
+static bool known_metric(const char *name)
+{
+    for (int m = 0; m < NMETRICS; m++)
+        if (!strcmp(name, metrics[m])) return true;
+    return false;
+}
+
 double sim_validate_median(double *v, int n)
 {
     if (n == 0) return NAN;
-    for (int i = 1; i < n; i++) /* insertion sort: a handful of experiments */
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
 /* The generated workload in a temporary file; its path in path. */
@@ -100,8 +110,7 @@ static int compare(const vexp *e, const json_t *summary, json_t *row, sim_err *e
     {
         if (!json_is_object(m)) continue; /* "requests" */
         const json_t *have = json_object_get(summary, metric);
-        if (!json_is_object(have) ||
-            (strcmp(metric, "e2e_ms") && strcmp(metric, "ttft_ms") && strcmp(metric, "itl_ms")))
+        if (!json_is_object(have) || !known_metric(metric))
             return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms and itl_ms", e->file,
                             e->id, metric);
         json_t *p = json_object(), *a = json_object(), *s = json_object();
@@ -152,25 +161,24 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
 static json_t *medians(const json_t *rows)
 {
     json_t *out = json_object();
-    static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90",
-                                                                                            "p99"};
-    for (int m = 0; m < 3; m++) {
+    double *v = sim_xcalloc(json_array_size(rows) + 1, sizeof *v);
+    for (int m = 0; m < NMETRICS; m++) {
         json_t *o = json_object();
-        for (int s = 0; s < 4; s++) {
-            double v[256];
+        for (int s = 0; s < NSTATS; s++) {
             int n = 0;
             size_t i;
             const json_t *r;
             json_array_foreach(rows, i, r)
             {
                 const json_t *x = json_object_get(json_object_get(json_object_get(r, "ape"), metrics[m]), stats[s]);
-                if (json_is_number(x) && n < 256) v[n++] = json_number_value(x);
+                if (json_is_number(x)) v[n++] = json_number_value(x);
             }
             if (n) json_object_set_new(o, stats[s], json_real(sim_validate_median(v, n)));
         }
         if (json_object_size(o)) json_object_set_new(out, metrics[m], o);
         else json_decref(o);
     }
+    free(v);
     return out;
 }
 
