@@ -50,6 +50,9 @@ static inline sqlite3 *su_open(const char *path)
 {
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+    /* a sweep's worker killed with its parent (SIGKILL) can hold a lock for
+     * the moment it takes to die: wait for it, as kvsim's own readers do */
+    sqlite3_busy_timeout(db, 10000);
     return db;
 }
 
