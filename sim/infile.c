@@ -42,6 +42,11 @@ int sim_infile_open(sim_infile **out, const char *path, const char *name, sim_er
     gzFile gz = is_stdin ? (fd >= 0 ? gzdopen(fd, "rb") : NULL) : gzopen(path, "rb");
     if (!gz) {
         if (fd >= 0) close(fd);
+        if (errno == ENOENT)
+            return sim_errf(err,
+                            "%s: cannot open: %s (check the path; the bundled public traces are in "
+                            "traces/mooncake/ and traces/ragpulse-sample/, described in traces/README.md)",
+                            name, strerror(errno));
         return sim_errf(err, "%s: cannot open: %s", name, errno ? strerror(errno) : "out of memory");
     }
     gzbuffer(gz, 1 << 17);

@@ -370,7 +370,8 @@ static void test_byte_size_is_not_a_token_count(void **state)
         1e5 * 131072, 0);
     json_decref(j);
     tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 1e5", "32.77");
-    tu_expect_exit("hitrate --trace traces/default.jsonl --model nosuch", 2, "unknown models preset 'nosuch'");
+    tu_expect_exit("hitrate --trace traces/default.jsonl --model nosuch", 2,
+                   "unknown model preset 'nosuch': the presets are");
 }
 
 /* A placement that loads one node with everything is warned about (issue

@@ -12,7 +12,7 @@
 
 static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
-    {"trace", "trace tools: stats, gen", cmd_trace},
+    {"trace", "trace tools: stats, gen, import (azure, burstgpt, ragpulse), rechunk", cmd_trace},
     {"policies", "list every registered policy with its parameters", cmd_policies},
     {"config", "the resolved config of a run, or every config key's type, range and meaning", cmd_config},
     {"hitrate", "prefix hit rate vs cache capacity by cache-only replay", cmd_hitrate},
@@ -33,7 +33,7 @@ static const sim_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "kvsim — trace-driven simulator of KV-cache-centric LLM serving (Mooncake)\n\n"
+    fprintf(f, "kvsim — trace-driven simulator of KV-cache-centric LLM serving (Mooncake, LMCache, MEPIC)\n\n"
                "usage: kvsim COMMAND [options]   (kvsim COMMAND --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }

@@ -2,6 +2,7 @@
  * (the KV format: element type and multi-head latent attention, model.h). */
 #include "sim/config/model.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -164,6 +165,24 @@ const char *sim_config_dir(void)
     return snprintf(dir, sizeof dir, "configs"), dir;
 }
 
+/* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
+static void preset_names(const char *kind, char *out, size_t n)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", sim_config_dir(), kind);
+    struct dirent **ents = NULL;
+    int k = scandir(dir, &ents, NULL, alphasort);
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < k; i++) {
+        size_t len = strlen(ents[i]->d_name);
+        if (len > 5 && !strcmp(ents[i]->d_name + len - 5, ".json") && used < n)
+            used += (size_t)snprintf(out + used, n - used, "%s%.*s", used ? ", " : "", (int)(len - 5), ents[i]->d_name);
+        free(ents[i]);
+    }
+    free(ents);
+}
+
 int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err)
 {
     size_t len = strlen(name);
@@ -172,7 +191,10 @@ int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim
     else snprintf(buf, n, "%s/%s/%s.json", sim_config_dir(), kind, name);
     if (access(buf, R_OK) != 0) {
         if (is_path) return sim_errf(err, "%s: cannot read '%s'", kind, buf);
-        return sim_errf(err, "unknown %s preset '%s' (no %s)", kind, name, buf);
+        char names[1024];
+        preset_names(kind, names, sizeof names);
+        return sim_errf(err, "unknown %s preset '%s': the presets are %s (or give a .json file's path)",
+                        strcmp(kind, "models") ? kind : "model", name, names[0] ? names : "none found");
     }
     return 0;
 }
