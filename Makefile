@@ -166,12 +166,23 @@ clean:
 # the public ones, with their licences) into PREFIX/share/kvsim,
 # where an installed kvsim finds them from its own path (sim/config/model.c).
 PREFIX ?= /usr/local
-.PHONY: install
+.PHONY: install doc-test doc-update man
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 docs/kvsim.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvsim.1
 	cp -R configs traces $(DESTDIR)$(PREFIX)/share/kvsim/
-	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled traces in $(PREFIX)/share/kvsim"
+	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled traces in $(PREFIX)/share/kvsim, kvsim(1) in $(PREFIX)/share/man/man1"
+
+# Documentation tests (docs/doc-test.md): every transcript in README.md and
+# docs/ re-run and compared; doc-update rewrites the stale ones in place;
+# man regenerates docs/kvsim.1 from the --help texts.
+doc-test: deps $(BUILD)/kvsim $(BUILD)/kvsim-probe $(SAN)/kvsim $(SAN)/tests/test_docs
+	@KVSIM_BIN=$(SAN)/kvsim $(SAN)/tests/test_docs
+doc-update: deps $(BUILD)/kvsim $(BUILD)/kvsim-probe $(SAN)/kvsim $(SAN)/tests/test_docs
+	@KVSIM_DOC_UPDATE=1 KVSIM_BIN=$(SAN)/kvsim $(SAN)/tests/test_docs
+man: $(BUILD)/kvsim
+	@mk/man.sh -o docs/kvsim.1 && echo "docs/kvsim.1 regenerated"
 
 # ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
 # tests/fuzz/fuzz_{trace,config,set,ragpulse}.c each define LLVMFuzzerTestOneInput

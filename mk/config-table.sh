@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# mk/config-table.sh — regenerate README.md's configuration table from the
+# mk/config-table.sh — regenerate docs/config.md's configuration table from the
 # config schema (sim/config/schema.c) between its two marker lines.
-# tests/test_config.c fails when README.md and the schema differ.
+# tests/test_config.c fails when docs/config.md and the schema differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVSIM=${KVSIM:-build/kvsim}
@@ -11,5 +11,5 @@ table=$("$KVSIM" config --schema --markdown)
 awk -v b="$begin" -v e="$end" -v t="$table" '
   $0 == b { print; print t; skip = 1; next }
   $0 == e { skip = 0 }
-  !skip' README.md >README.md.tmp
-mv README.md.tmp README.md
+  !skip' docs/config.md >docs/config.md.tmp
+mv docs/config.md.tmp docs/config.md

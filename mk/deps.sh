@@ -6,7 +6,7 @@
 # `make run` / `make test` never half-build on a machine that lacks a library.
 set -euo pipefail
 
-pkgs=(gcc make pkg-config libjansson-dev libgsl-dev libsqlite3-dev libxxhash-dev zlib1g-dev libcmocka-dev gnuplot-nox clang-format)
+pkgs=(gcc make pkg-config libjansson-dev libgsl-dev libsqlite3-dev libxxhash-dev zlib1g-dev libcmocka-dev gnuplot-nox clang-format sqlite3 jq)
 [ "${KVSIM_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$KVSIM_DEPS_EXTRA" && pkgs+=("${extra[@]}")
 
 missing=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mk/layers-table.sh — mk/layers.txt as the Markdown table in README.md's
+# mk/layers-table.sh — mk/layers.txt as the Markdown table in docs/architecture.md's
 # Layout section (run it after editing the layer rule and paste the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."

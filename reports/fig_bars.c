@@ -52,7 +52,7 @@ static const bar_figure bar_figures[] = {
      false},
     {"pic",
      "Peak HBM KV footprint and recompute fraction",
-     "Position-independent caching (kvstore.pic; DESIGN.md section 11). Left: the highest HBM KV footprint of a "
+     "Position-independent caching (kvstore.pic; docs/pic.md). Left: the highest HBM KV footprint of a "
      "prefill instance, in blocks of kvstore.pic_block_tokens tokens (blocks of store objects held by requests in "
      "flight, each once, plus their private blocks; MEPIC Fig. 7). Right: tokens computed over input tokens.",
      {"peak_footprint_blocks", "peak HBM KV footprint (blocks)", false},

@@ -7,7 +7,7 @@ CARD.layers.json, made on a GPU machine: docs/gpu-calibration.md).
 
 For each card it runs `kvsim calibrate` (rewriting configs/calibration/CARD.json,
 the file the CARDx1 hardware preset names), then writes Markdown tables:
-the data path against DESIGN.md §8's targets, the curves the simulator
+the data path against docs/datapath.md's targets, the curves the simulator
 uses, the analytic and calibrated compute models against every measured
 point, and two end-to-end cases run through `kvsim run` (one request on one
 instance, beside the probe's whole-model measurement; a short multi-round QA

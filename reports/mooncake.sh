@@ -14,7 +14,7 @@
 # `kvsim policies` does not list (or a command kvsim lacks) is skipped with a
 # message; a missing router or admission policy is left out of its sweep.
 #
-# Sections (paper setups, DESIGN.md and README "The Mooncake conductor"):
+# Sections (paper setups, docs/conductor.md):
 #   fig5    routers random, least_loaded, cache_aware_local, kvcentric on the
 #           §7.1 cluster (8P8D LLaMA3-70B on 8xA800), local caches: mean TTFT
 #   fig16   cache-only hit rate vs capacity per node, LRU, with the infinite cache

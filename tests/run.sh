@@ -5,6 +5,8 @@
 # binaries ("tests: N passed, N failed, N skipped") and exits non-zero when any
 # test failed or any binary crashed. KVSIM_TEST_JOBS=N runs N binaries at a
 # time (default 1); reports are still printed whole and in the given order.
+# The ten slowest binaries are printed with their wall times at the end, so
+# that a slow suite shows where its time goes.
 set -u
 jobs=${KVSIM_TEST_JOBS:-1}
 case $jobs in '' | *[!0-9]* | 0) echo "tests/run.sh: KVSIM_TEST_JOBS must be a positive integer, not '$jobs'" >&2; exit 2 ;; esac
@@ -32,12 +34,16 @@ report() {
 }
 
 for i in "${!bins[@]}"; do
-  ( "${bins[$i]}" >"$tmp/$i.out" 2>&1; echo $? >"$tmp/$i.rc.tmp"; mv "$tmp/$i.rc.tmp" "$tmp/$i.rc" ) &
+  ( t0=$(date +%s.%N); "${bins[$i]}" >"$tmp/$i.out" 2>&1; rc=$?
+    echo "$(date +%s.%N) $t0 $(basename "${bins[$i]}")" | awk '{ printf "%8.1f s  %s\n", $1 - $2, $3 }' >"$tmp/$i.time"
+    echo $rc >"$tmp/$i.rc.tmp"; mv "$tmp/$i.rc.tmp" "$tmp/$i.rc" ) &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; report; done
   report
 done
 wait
 report
+echo "slowest test binaries (wall):"
+cat "$tmp"/*.time 2>/dev/null | sort -rn | head -10
 for c in "${crashed[@]}"; do echo "crashed: $c"; done
 failed=$((failed + ${#crashed[@]}))
 echo "tests: $passed passed, $failed failed, $skipped skipped"

@@ -1,5 +1,5 @@
 /* tests/test_agg.c — the aggregated serving model (cluster.mode =
- * "aggregated", DESIGN.md §12) on a toy model and GPU whose times are
+ * "aggregated", docs/lmcache.md) on a toy model and GPU whose times are
  * worked out here by hand from the cost model's formulas:
  *
  *   model: 1 layer, d = 100, 1 KV head of 100, 2-byte values, 1e8 params

@@ -12,11 +12,11 @@
 
 #include "sim/config/schema.h"
 
-/* README.md between the two marker lines is `kvsim config --schema
+/* docs/config.md between the two marker lines is `kvsim config --schema
  * --markdown` (regenerate with mk/config-table.sh). */
 static void test_readme_table_is_the_schema(void **state)
 {
-    FILE *f = fopen("README.md", "r");
+    FILE *f = fopen("docs/config.md", "r");
     assert_non_null(f);
     char *readme = tu_slurp(f);
     fclose(f);
@@ -29,7 +29,7 @@ static void test_readme_table_is_the_schema(void **state)
     assert_int_equal(r.status, 0);
     size_t n = (size_t)(end - begin);
     if (strlen(r.out) != n || strncmp(r.out, begin, n))
-        fail_msg("README.md's configuration table differs from kvsim config --schema --markdown: run "
+        fail_msg("docs/config.md's configuration table differs from kvsim config --schema --markdown: run "
                  "mk/config-table.sh");
     tu_free(&r);
     free(readme);

@@ -1,5 +1,5 @@
 /* tests/test_hitrate.c — `kvsim hitrate` and `kvsim plan` end to end:
- * the cache-only replay definition (DESIGN §4) on tiny hand-simulated
+ * the cache-only replay definition (docs/store.md) on tiny hand-simulated
  * traces, scopes and placements, tiers, semantics-aware classes, planning,
  * bad input, the deprecated --route spelling, and the published facts of
  * the public Mooncake trace (bundled). */

@@ -1,4 +1,4 @@
-/* tests/test_pic.c — position-independent caching (DESIGN.md §11): the
+/* tests/test_pic.c — position-independent caching (docs/pic.md): the
  * segment reader, the PIC store under each policy on hand-worked traces,
  * window and capacity, eviction order, the timed run's HBM admission, and
  * bad segment input.
@@ -247,7 +247,7 @@ static void test_hitrate_pic_errors(void **state)
     tu_remove_temp(path);
 }
 
-/* JSON names scripts rely on (DESIGN.md §11). */
+/* JSON names scripts rely on (docs/pic.md). */
 static void test_hitrate_pic_json(void **state)
 {
     char *path = tu_write_temp(hand_trace), args[600];
@@ -357,7 +357,7 @@ static void test_run_hbm_inf_and_too_small(void **state)
     tu_remove_temp(path);
 }
 
-/* DESIGN.md §11: reusable fraction (infinite cache, W = 1) = 1 − recompute
+/* docs/pic.md: reusable fraction (infinite cache, W = 1) = 1 − recompute
  * fraction; trace stats and hitrate --pic reach it by separate paths. */
 static void test_reusable_identity(void **state)
 {

@@ -1,5 +1,5 @@
 /* sim/cli/cmd_hitrate.c — `kvsim hitrate`: prefix hit rate vs cache capacity by
- * cache-only replay (DESIGN.md §4; Mooncake Fig. 16 for one pool, Fig. 17
+ * cache-only replay (docs/store.md; Mooncake Fig. 16 for one pool, Fig. 17
  * for global vs local pools over N nodes, §5.2 for tiers and cache classes).
  *
  * The trace is parsed once; each capacity in the list is one replay. This
@@ -24,7 +24,7 @@ static void usage(FILE *f)
                "                     [--scope global|local] [--nodes N] [--placement RULE]\n"
                "                     [--tiers SPEC] [--block-tokens N] [--params JSON]\n"
                "                     [--no-promote] [--no-semantics] [--model NAME] [--json] [--db FILE]\n\n"
-               "Cache-only replay (DESIGN.md section 4): requests in trace order, no timing; each\n"
+               "Cache-only replay (docs/store.md): requests in trace order, no timing; each\n"
                "request's prefix hit is counted, then all its blocks are accessed in order.\n"
                "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
                "trace's maximum (an infinite cache). With --pic, a segment trace through a\n"

@@ -1,6 +1,6 @@
 /* sim/cli/cmd_hitrate_pic.c — `kvsim hitrate --pic POLICY`: recompute
  * fraction, chunk hit rate and peak HBM footprint vs store capacity by
- * cache-only replay of a segment trace (DESIGN.md §11). This file parses
+ * cache-only replay of a segment trace (docs/pic.md). This file parses
  * the options and prints; the replay is sim/replay/pic_replay.c. */
 #include <getopt.h>
 #include <inttypes.h>
@@ -32,7 +32,7 @@ static void usage(FILE *f)
                "                     [--capacity-tokens LIST | --capacity-blocks LIST | --capacity-bytes LIST]\n"
                "                     [--block-tokens B] [--model NAME] [--json]\n\n"
                "Cache-only replay of a segment trace through a position-independent cache\n"
-               "(DESIGN.md section 11): requests in trace order, W in flight; prints for each\n"
+               "(docs/pic.md): requests in trace order, W in flight; prints for each\n"
                "store capacity the recompute fraction (tokens computed / input tokens), the\n"
                "chunk hit rate and the peak HBM KV footprint.\n\n"
                "  --pic POLICY            ");

@@ -48,7 +48,7 @@ static void stats_usage(FILE *f)
                "Statistics of a Mooncake JSONL trace: requests, duration, arrival rate,\n"
                "input/output token mean, p50 and p99, blocks, distinct blocks, and the\n"
                "infinite-cache prefix hit rate (the best any cache can do, docs/definitions.md).\n"
-               "For a segment trace (DESIGN.md section 11) also chunks per request, how often\n"
+               "For a segment trace (docs/pic.md) also chunks per request, how often\n"
                "chunks repeat and move, and the reusable token fractions under prefix-only and\n"
                "position-independent (mepic) reuse.\n\n"
                "  --json             one JSON object instead of the table\n"
@@ -59,7 +59,7 @@ static void stats_usage(FILE *f)
                "  -h, --help         this text\n");
 }
 
-/* Segment traces (DESIGN.md §11): chunk reuse and the reusable fractions. */
+/* Segment traces (docs/pic.md): chunk reuse and the reusable fractions. */
 static void print_segment_table(const kv_pic_trace_stats *p)
 {
     printf("segments         %" PRId64 " requests, %.2f chunks each; %.4f of chunk occurrences repeat one seen "

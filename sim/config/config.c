@@ -331,7 +331,7 @@ static int get_choice(const json_t *root, const char *path, const char *const *n
     return sim_errf(err, "config key '%s': '%s' is not one of %s", path, s, all);
 }
 
-/* kvstore.lmcache and its keys (DESIGN.md §12). */
+/* kvstore.lmcache and its keys (docs/lmcache.md). */
 static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
 {
     static const char *const scopes[] = {"instance", "node", NULL}, *const transfers[] = {"chunk", "page", NULL},

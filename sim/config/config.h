@@ -63,7 +63,7 @@ typedef struct sim_config {
     int n_instances;            /* cluster.instances (aggregated; 0 = n_prefill + n_decode) */
     int max_num_batched_tokens; /* engine.max_num_batched_tokens: an aggregated iteration's token budget */
     int instances_per_node;     /* cluster.instances_per_node (aggregated: instances sharing a node's CPU pool) */
-    /* The LMCache layer of aggregated instances (kvstore.lmcache, DESIGN.md §12). */
+    /* The LMCache layer of aggregated instances (kvstore.lmcache, docs/lmcache.md). */
     struct sim_lmcache_cfg {
         bool on;
         int chunk_tokens;

@@ -1,5 +1,5 @@
 /* sim/cost/calib.h — transfer-cost curves measured by the data-path probe and
- * fitted by `kvsim calibrate` (DESIGN §5, §7): the simulator's DRAM→HBM,
+ * fitted by `kvsim calibrate` (docs/cost-model.md, docs/datapath.md): the simulator's DRAM→HBM,
  * HBM→DRAM and SSD transfer times come from here when a hardware preset
  * names a calibration file ("calibration": "configs/calibration/NAME.json").
  *

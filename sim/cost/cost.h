@@ -99,7 +99,7 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
 /* One prefill chunk of len tokens after the first o on one node:
  * (flops(o + len) − flops(o)) / (G · mfu) + the per-chunk overhead. */
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);
-/* One iteration of an aggregated instance (DESIGN.md §12): prefill chunks
+/* One iteration of an aggregated instance (docs/lmcache.md): prefill chunks
  * and a decode step of `decodes` requests, reading kv_tokens of KV in all.
  * Analytic: max(memory floor (weights + KV over HBM bandwidth), compute
  * (the chunks' Eq. 1 FLOPs + 2 · params per decode, at G · mfu)).

@@ -1,4 +1,4 @@
-/* sim/cost/profile.h — the cost model's profile-table mode (DESIGN.md §5):
+/* sim/cost/profile.h — the cost model's profile-table mode (docs/cost-model.md):
  * measured prefill and decode times of one model on one GPU, interpolated,
  * in place of the analytic FLOP and byte counts.
  *

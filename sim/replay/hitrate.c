@@ -524,7 +524,7 @@ bool kv_hitrate_deprecation(const kv_hitrate_spec *s, bool json, char *buf, size
 /* replay                                                                    */
 /* ======================================================================== */
 
-/* One request's prefix hit into the totals (DESIGN §4: hit tokens are
+/* One request's prefix hit into the totals (docs/store.md: hit tokens are
  * capped by the request's input length). */
 static void tally_request(const kv_replay_trace *t, int64_t r, int32_t hit, kv_replay_result *out)
 {
@@ -541,7 +541,7 @@ static void finish_rates(kv_replay_result *out)
     out->hit_rate_tokens = out->tokens ? (double)out->hit_tokens / (double)out->tokens : 0;
 }
 
-/* DESIGN §4: per request, count the prefix hit as the chosen node sees the
+/* docs/store.md: per request, count the prefix hit as the chosen node sees the
  * store, then access every block in order (kv_store_access). */
 static int replay(const kv_replay_trace *t, const kv_store_cfg *cfg, const replay_placement *place, bool oracle,
                   kv_replay_result *out, sim_err *err)

@@ -1,4 +1,4 @@
-/* sim/replay/hitrate.h — cache-only replay (DESIGN.md §4, Mooncake Fig. 16/17):
+/* sim/replay/hitrate.h — cache-only replay (docs/store.md, Mooncake Fig. 16/17):
  * the engine behind `kvsim hitrate`, `kvsim plan` and `kvsim check`.
  *
  * For each request in trace order, no timing: pick a node (one node, or a
@@ -140,7 +140,7 @@ void kv_replay_skew_note(const kv_hitrate_spec *s, const kv_replay_result *r, ch
 int kv_hitrate_point(kv_replay_trace *t, const kv_hitrate_spec *s, double capacity_tokens, kv_replay_result *out,
                      sim_err *err);
 /* The trace's theoretical maximum: one infinite cache, every block
- * admitted (DESIGN §4). */
+ * admitted (docs/store.md). */
 int kv_hitrate_max(kv_replay_trace *t, kv_replay_result *out, sim_err *err);
 
 /* Capacity in blocks for a capacity in tokens (floor; INFINITY → SIM_COUNT_UNBOUNDED). */

@@ -1,5 +1,5 @@
 /* sim/replay/pic_replay.h — cache-only replay of a segment trace through a
- * PIC policy (DESIGN.md §11, "Replays"): the engine of `kvsim hitrate --pic`
+ * PIC policy (docs/pic.md, "Replays"): the engine of `kvsim hitrate --pic`
  * and of the reusable fractions `kvsim trace stats` prints.
  *
  * Requests in trace order with a window of W in flight: request i − W is
@@ -42,7 +42,7 @@ typedef struct kv_pic_result {
 void kv_pic_replay(const kv_pic_trace *t, const kv_pic_policy *pol, const kv_pic_params *params, int64_t window,
                    kv_pic_result *out);
 
-/* What `kvsim trace stats` reports of a segment trace (DESIGN.md §11). */
+/* What `kvsim trace stats` reports of a segment trace (docs/pic.md). */
 typedef struct kv_pic_trace_stats {
     int64_t segment_requests;
     double chunks_per_request;       /* chunk occurrences per segment request */

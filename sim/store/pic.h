@@ -1,4 +1,4 @@
-/* sim/store/pic.h — position-independent caching (DESIGN.md §11): the HBM
+/* sim/store/pic.h — position-independent caching (docs/pic.md): the HBM
  * block store that kvstore.pic = prefix | epic | cacheblend | mepic account
  * with, shared by the cache-only replay (kvsim hitrate --pic) and the timed
  * one (kvsim run).

@@ -1,5 +1,5 @@
 /* sim/store/pic_blend.c — kvstore.pic = "cacheblend" and "epic": chunk
- * reuse with selective recomputation into private copies (DESIGN.md §11;
+ * reuse with selective recomputation into private copies (docs/pic.md;
  * CacheBlend and EPIC as MEPIC §2 describes them).
  *
  * The prefix segment is a chain of its ⌊Lp/B⌋ full blocks, reused as

@@ -1,5 +1,5 @@
 /* sim/store/pic_mepic.c — kvstore.pic = "mepic": MEPIC's position-
- * independent chunk cache (DESIGN.md §11; MEPIC §3–4).
+ * independent chunk cache (docs/pic.md; MEPIC §3–4).
  *
  * The prefix segment is a chain of ⌈Lp/B⌉ blocks, the last one padded,
  * reused as prefix caching reuses it. Each chunk of L tokens is stored once,

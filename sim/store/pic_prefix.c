@@ -1,6 +1,6 @@
 /* sim/store/pic_prefix.c — kvstore.pic = "prefix": vLLM-style prefix
  * caching over the whole packed prompt, the baseline position-independent
- * reuse is measured against (DESIGN.md §11).
+ * reuse is measured against (docs/pic.md).
  *
  * One chain of the ⌊N/B⌋ full blocks of the N-token prompt; a hit is the
  * longest leading run of chain blocks present, and the request computes
@@ -9,7 +9,7 @@
  * occurrence counts as reused when it lies wholly inside the hit. A
  * Mooncake request (hash_ids, no segments) is chained by its blocks: its
  * pages are named by their block's key (vLLM prefix caching of an
- * aggregated instance, DESIGN.md §12). */
+ * aggregated instance, docs/lmcache.md). */
 #include "sim/store/pic_int.h"
 
 static int32_t prefix_items(const kv_pic_params *p, const sim_request *r, kv_pic_item *items)

@@ -1,5 +1,5 @@
-/* sim/store/pic_store.c — the PIC block store (sim/store/pic.h, DESIGN.md
- * §11): objects (prefix-chain blocks and chunk copies) with reference
+/* sim/store/pic_store.c — the PIC block store (sim/store/pic.h, docs/pic.md):
+ * objects (prefix-chain blocks and chunk copies) with reference
  * counts, one LRU over the unreferenced ones, the footprint, and the
  * admission of a request in two phases.
  *

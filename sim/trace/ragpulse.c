@@ -1,5 +1,5 @@
 /* sim/trace/ragpulse.c — RAGPulse trace directory → segment trace
- * (`kvsim trace import ragpulse`, docs/trace.md, DESIGN §11).
+ * (`kvsim trace import ragpulse`, docs/trace.md, docs/pic.md).
  *
  * Three steps. (1) Load the five id → token_length tables into hash maps
  * (sim/index/keymap.h), rejecting malformed rows and duplicate ids. (2) Read
@@ -322,7 +322,7 @@ static int parse_timestamp(const rp_lines *l, const json_t *v, double *ms, sim_e
     return 0;
 }
 
-#define RP_PREFIX_BLOCK 512 /* tokens of a prefix content block but the last (DESIGN §11) */
+#define RP_PREFIX_BLOCK 512 /* tokens of a prefix content block but the last (docs/pic.md) */
 
 /* RAGPulse's prompt parts in prompt order, each with its table and the kind
  * of segment its ids become. */

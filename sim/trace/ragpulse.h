@@ -1,6 +1,6 @@
 /* sim/trace/ragpulse.h — import a RAGPulse trace directory
  * (github.com/flashserve/RAGPulse) as a segment trace (docs/trace.md,
- * DESIGN §11), behind `kvsim trace import ragpulse DIR -o FILE`.
+ * docs/pic.md), behind `kvsim trace import ragpulse DIR -o FILE`.
  *
  * DIR holds 0_trace.jsonl (one request a line, not sorted) and the id →
  * token_length tables 1_sys_prompt.jsonl, 2_passages.jsonl, 3_history.jsonl,
@@ -34,7 +34,7 @@ typedef struct sim_ragpulse_stats {
     /* Ids whose token_length is 0: left out (a segment has at least 1 token). */
     int64_t empty_parts;
     /* Requests whose sys_prompt blocks before the last are not 512 tokens
-     * each (DESIGN §11's prefix block model) but still one per 512 tokens
+     * each (docs/pic.md's prefix block model) but still one per 512 tokens
      * of the prefix: written as they are. Any other count is an error. */
     int64_t irregular_prefix;
     int64_t irregular_prefix_first_line;

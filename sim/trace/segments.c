@@ -1,4 +1,4 @@
-/* sim/trace/segments.c — segment traces (DESIGN.md §11, docs/trace.md): the
+/* sim/trace/segments.c — segment traces (docs/pic.md, docs/trace.md): the
  * parser of a line's "segments" list and the content keys of a segment
  * request's blocks.
  *

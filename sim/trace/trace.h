@@ -27,7 +27,7 @@ typedef enum sim_cache_class {
     SIM_CACHE_CONTEXT,     /* "cache": "context"   — never dropped from the hierarchy */
 } sim_cache_class;
 
-/* A segment of a segment trace's prompt (DESIGN.md §11, docs/trace.md):
+/* A segment of a segment trace's prompt (docs/pic.md, docs/trace.md):
  * the prompt is its segments in order, packed back to back. */
 typedef enum sim_seg_kind {
     SIM_SEG_PREFIX = 0, /* a chain of block_tokens-token content blocks (ids in seg_ids) */

@@ -1,5 +1,5 @@
 /* sim/trace/tracegen_rag.c — segment-trace lines, and the seeded RAG workload
- * of `kvsim trace gen --workload rag` (docs/trace.md, DESIGN §11).
+ * of `kvsim trace gen --workload rag` (docs/trace.md, docs/pic.md).
  *
  * The workload follows the question-answering traces MEPIC evaluates
  * (MEPIC §4.1, Table 1: SQuAD, NewsQA; paragraphs are the reusable chunks):
@@ -77,7 +77,7 @@ void sim_segtrace_write(FILE *out, const sim_seg_request *r)
 
 /* ---- options ------------------------------------------------------------- */
 
-#define RAG_PREFIX_BLOCK 512       /* tokens per prefix content block (DESIGN §11) */
+#define RAG_PREFIX_BLOCK 512       /* tokens per prefix content block (docs/pic.md) */
 #define RAG_MAX_QUESTION 32768     /* question lengths are clamped to [1, this] */
 #define RAG_MAX_PASSAGES (1 << 24) /* the corpus is held in memory */
 #define RAG_MAX_SYSTEM   (1 << 24)

@@ -1,4 +1,4 @@
-/* sim/trace/tracegen_rag.h — segment traces (docs/trace.md, DESIGN §11): the
+/* sim/trace/tracegen_rag.h — segment traces (docs/trace.md, docs/pic.md): the
  * line writer shared by every producer of them, and the seeded RAG workload
  * behind `kvsim trace gen --workload rag`.
  *

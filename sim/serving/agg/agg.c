@@ -1,4 +1,4 @@
-/* sim/serving/agg/agg.c — cluster.mode = "aggregated" (DESIGN.md §12):
+/* sim/serving/agg/agg.c — cluster.mode = "aggregated" (docs/lmcache.md):
  * cluster.instances vLLM/SGLang-style instances, each prefilling and
  * decoding its own requests in one iteration loop (sim/serving/agg/iter.c),
  * with its KV in 16-token HBM pages (kvstore.pic_block_tokens) and a GPU
@@ -225,7 +225,7 @@ static const sim_idle_key idle_keys[] = {
 const sim_serving_ops sim_serving_agg = {
     .name = "aggregated",
     .help = "vLLM/SGLang-style instances that prefill and decode: continuous batching, chunked prefill, "
-            "16-token pages, GPU prefix cache, recompute preemption (DESIGN.md 12)",
+            "16-token pages, GPU prefix cache, recompute preemption (docs/lmcache.md)",
     .check = check,
     .create = create,
     .start = start,

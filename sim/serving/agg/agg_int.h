@@ -1,5 +1,5 @@
 /* sim/serving/agg/agg_int.h — private state of the aggregated serving model
- * (cluster.mode = "aggregated"; DESIGN.md §12). Not for use outside
+ * (cluster.mode = "aggregated"; docs/lmcache.md). Not for use outside
  * sim/serving/agg.
  *
  * The files call only downward:

@@ -1,5 +1,5 @@
 /* sim/serving/agg/iter.c — the iteration loop of an aggregated instance
- * (DESIGN.md §12), as vLLM's scheduler runs it with chunked prefill.
+ * (docs/lmcache.md), as vLLM's scheduler runs it with chunked prefill.
  *
  * An iteration takes every running request that is decoding (one token
  * each), then fills what is left of the token budget

@@ -1,5 +1,5 @@
 /* sim/serving/agg/lmcache.c — the LMCache KV layer of aggregated instances
- * (kvstore.lmcache; DESIGN.md §12; LMCache §4, §7).
+ * (kvstore.lmcache; docs/lmcache.md; LMCache §4, §7).
  *
  * KV is kept in chunks of kvstore.chunk_tokens (256) tokens, named by the
  * chunk's prefix identity: a Mooncake request's chunk is named by the

@@ -1,5 +1,5 @@
 /* sim/serving/disagg/pic.c — position-independent caching in the timed
- * replay (kvstore.pic = prefix | epic | cacheblend | mepic; DESIGN.md §11,
+ * replay (kvstore.pic = prefix | epic | cacheblend | mepic; docs/pic.md,
  * "Replays"): one HBM block store (sim/store/pic.h) per instance.
  *
  * A prefill instance admits the head of its queue only when free plus

@@ -1,0 +1,544 @@
+/* tests/test_docs.c — documentation that cannot go stale (`make doc-test`).
+ *
+ * Every transcript in README.md and the docs/ pages — a fenced block whose first
+ * line starts with "$ " — is re-run and its output compared with what the
+ * document shows. A command is the "$ " line plus the lines after it that
+ * follow a trailing backslash; its expected output is the lines up to the
+ * next "$ " line or the end of the block. Both sides are normalised first
+ * (the rules are in docs/doc-test.md and norm_rules below: wall times, the
+ * version string, the scratch folder's path); a line that is exactly "..."
+ * stands for any number of lines.
+ *
+ * Each document runs in its own scratch folder, where build/kvsim is the
+ * optimized binary and every other top-level entry of the repository is a
+ * link, so a command may write build/x.jsonl or results.db and a later
+ * command of the same document may read it. A block preceded by the line
+ * `<!-- doc-test: skip: REASON -->` is not run and the reason is printed
+ * (for GPU transcripts); a command whose tool (sqlite3, jq, gnuplot) is not
+ * installed is skipped, saying so.
+ *
+ * KVSIM_DOC_UPDATE=1 rewrites each stale expected output in place with what
+ * the command printed (keeping a "..." elision's head and tail line counts):
+ * the way to regenerate a document after a change that moves its numbers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
+#include <regex.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tests/testutil.h"
+
+enum { MAX_LINES = 20000 };
+
+typedef struct doc {
+    const char *path;
+    char *lines[MAX_LINES];
+    int n;
+} doc;
+
+/* One transcript command: its text (joined continuation lines), the line of
+ * its "$ ", and the document lines [out_begin, out_end) of its output. */
+typedef struct cmd {
+    char text[8192];
+    int line, out_begin, out_end;
+    bool skip;
+    char reason[256];
+} cmd;
+
+/* ---- reading and writing a document ------------------------------------ */
+
+static void doc_read(doc *d, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: cannot open", path);
+    d->path = path;
+    d->n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        if (d->n == MAX_LINES) fail_msg("%s: more than %d lines", path, MAX_LINES);
+        if (len > 0 && line[len - 1] == '\n') line[len - 1] = 0;
+        d->lines[d->n++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+}
+
+static void doc_free(doc *d)
+{
+    for (int i = 0; i < d->n; i++) free(d->lines[i]);
+    d->n = 0;
+}
+
+static void doc_write(const doc *d)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.doc-test.tmp", d->path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) fail_msg("%s: cannot write", tmp);
+    for (int i = 0; i < d->n; i++) fprintf(f, "%s\n", d->lines[i]);
+    if (fclose(f) || rename(tmp, d->path)) fail_msg("%s: cannot replace", d->path);
+}
+
+/* Replace document lines [b, e) with the n lines of repl. */
+static void doc_splice(doc *d, int b, int e, char **repl, int n)
+{
+    if (d->n - (e - b) + n > MAX_LINES) fail_msg("%s: more than %d lines", d->path, MAX_LINES);
+    for (int i = b; i < e; i++) free(d->lines[i]);
+    memmove(d->lines + b + n, d->lines + e, (size_t)(d->n - e) * sizeof *d->lines);
+    for (int i = 0; i < n; i++) d->lines[b + i] = strdup(repl[i]);
+    d->n += n - (e - b);
+}
+
+/* ---- normalisation ----------------------------------------------------- */
+
+/* What may differ between two honest runs of the same command: how long it
+ * took, the build's version string, and where its scratch folder is. */
+static const struct {
+    const char *re, *with;
+} norm_rules[] = {
+    {" in [0-9]+(\\.[0-9]+)? m?s", " in # s"},
+    {"[0-9]+(\\.[0-9]+)? (s|ms) wall", "# s wall"},
+    {"[0-9]+(\\.[0-9]+)? s elapsed", "# s elapsed"},
+    {"kvsim [0-9a-f]{7}(-dirty)?", "kvsim VERSION"},
+    {"\"version\": \"[0-9a-f]{7}(-dirty)?\"", "\"version\": \"VERSION\""},
+};
+enum { NRULES = sizeof norm_rules / sizeof norm_rules[0] };
+static regex_t norm_re[NRULES];
+
+static void norm_init(void)
+{
+    for (size_t i = 0; i < NRULES; i++)
+        if (regcomp(&norm_re[i], norm_rules[i].re, REG_EXTENDED)) fail_msg("bad rule %s", norm_rules[i].re);
+}
+
+/* s normalised into out (size n); scratch is the folder's path, or NULL. */
+static void norm_line(const char *s, const char *scratch, char *out, size_t n)
+{
+    char a[8192], b[8192];
+    snprintf(a, sizeof a, "%s", s);
+    for (size_t i = 0; i < NRULES; i++) {
+        regmatch_t m;
+        size_t used = 0, at = 0;
+        while (at <= strlen(a) && !regexec(&norm_re[i], a + at, 1, &m, at ? REG_NOTBOL : 0) && m.rm_eo > 0) {
+            used += (size_t)snprintf(b + used, sizeof b - used, "%.*s%s", (int)m.rm_so, a + at, norm_rules[i].with);
+            at += (size_t)m.rm_eo;
+            if (used >= sizeof b) break;
+        }
+        if (used < sizeof b) snprintf(b + used, sizeof b - used, "%s", a + at);
+        snprintf(a, sizeof a, "%s", b);
+    }
+    const char *hit = scratch ? strstr(a, scratch) : NULL;
+    if (hit) snprintf(out, n, "%.*s.%s", (int)(hit - a), a, hit + strlen(scratch));
+    else snprintf(out, n, "%s", a);
+}
+
+/* ---- matching with "..." elisions -------------------------------------- */
+
+static bool lines_match(char **want, int nw, char **got, int ng, const char *scratch)
+{
+    if (nw == 0) return ng == 0;
+    if (!strcmp(want[0], "...")) {
+        for (int k = 0; k <= ng; k++)
+            if (lines_match(want + 1, nw - 1, got + k, ng - k, scratch)) return true;
+        return false;
+    }
+    if (ng == 0) return false;
+    char a[8192], b[8192];
+    norm_line(want[0], NULL, a, sizeof a);
+    norm_line(got[0], scratch, b, sizeof b);
+    return !strcmp(a, b) && lines_match(want + 1, nw - 1, got + 1, ng - 1, scratch);
+}
+
+/* ---- finding the transcripts ------------------------------------------- */
+
+static bool is_fence(const char *s)
+{
+    while (*s == ' ') s++;
+    return !strncmp(s, "```", 3);
+}
+
+static bool starts_cmd(const char *s) { return !strncmp(s, "$ ", 2); }
+
+/* The skip reason of the block whose fence is at line i, or NULL. */
+static const char *skip_reason(const doc *d, int i)
+{
+    static const char mark[] = "<!-- doc-test: skip: ";
+    int j = i - 1;
+    while (j >= 0 && !d->lines[j][0]) j--;
+    if (j < 0 || strncmp(d->lines[j], mark, sizeof mark - 1)) return NULL;
+    return d->lines[j] + sizeof mark - 1;
+}
+
+/* Whether the shell text ends inside a quoted string (so the command goes
+ * on at the next line, as an SQL query across lines does). */
+static bool open_quote(const char *t)
+{
+    char q = 0;
+    for (; *t; t++) {
+        if (q != '\'' && *t == '\\' && t[1]) t++;
+        else if (!q && (*t == '\'' || *t == '"')) q = *t;
+        else if (q && *t == q) q = 0;
+    }
+    return q != 0;
+}
+
+/* A command that ends in a here-document (`<<'EOF'`, `<<EOF`, `<<-EOF`)
+ * takes the lines after line i up to the terminator too; returns the last
+ * line of the command. */
+static int heredoc_lines(const doc *d, int i, int e, char *text, size_t cap, size_t *used)
+{
+    const char *h = strstr(text, "<<");
+    if (!h) return i;
+    h += 2;
+    if (*h == '-') h++;
+    if (*h == '\'' || *h == '"') h++;
+    char word[64];
+    size_t k = 0;
+    while (k < sizeof word - 1 && (isalnum((unsigned char)h[k]) || h[k] == '_')) word[k] = h[k], k++;
+    word[k] = 0;
+    if (!k) return i;
+    while (i + 1 < e) {
+        const char *line = d->lines[++i];
+        *used += (size_t)snprintf(text + *used, cap - *used, "%s\n", line);
+        if (!strcmp(line, word)) break;
+    }
+    return i;
+}
+
+/* Append the commands of the transcript block whose first line is b (the
+ * fence's next line) and whose closing fence is at e. */
+static int block_cmds(const doc *d, int b, int e, const char *skip, cmd *out, int max, int n)
+{
+    for (int i = b; i < e;) {
+        if (n == max) fail_msg("%s: more than %d commands", d->path, max);
+        cmd *c = &out[n++];
+        memset(c, 0, sizeof *c);
+        c->line = i + 1;
+        c->skip = skip != NULL;
+        const char *end = skip ? strstr(skip, " -->") : NULL;
+        if (skip) snprintf(c->reason, sizeof c->reason, "%.*s", end ? (int)(end - skip) : (int)strlen(skip), skip);
+        size_t used = 0;
+        const char *s = d->lines[i] + 2;
+        for (;;) {
+            used += (size_t)snprintf(c->text + used, sizeof c->text - used, "%s\n", s);
+            size_t len = strlen(s);
+            if (i + 1 >= e || ((len == 0 || s[len - 1] != '\\') && !open_quote(c->text))) break;
+            s = d->lines[++i];
+        }
+        i = heredoc_lines(d, i, e, c->text, sizeof c->text, &used);
+        c->out_begin = ++i;
+        while (i < e && !starts_cmd(d->lines[i])) i++;
+        c->out_end = i;
+    }
+    return n;
+}
+
+static int find_cmds(const doc *d, cmd *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < d->n; i++) {
+        if (!is_fence(d->lines[i])) continue;
+        int e = i + 1;
+        while (e < d->n && !is_fence(d->lines[e])) e++;
+        if (e < d->n && e > i + 1 && starts_cmd(d->lines[i + 1]))
+            n = block_cmds(d, i + 1, e, skip_reason(d, i), out, max, n);
+        i = e;
+    }
+    return n;
+}
+
+/* ---- the scratch folder and running a command -------------------------- */
+
+/* A fresh folder where every top-level entry of the repository is a link,
+ * except build/, which holds links to the optimized binaries only. */
+static void scratch_make(char *dir, size_t n)
+{
+    char root[PATH_MAX], bin[PATH_MAX], link[PATH_MAX * 2], target[PATH_MAX * 2];
+    if (!getcwd(root, sizeof root)) fail_msg("getcwd failed");
+    const char *doc_bin = getenv("KVSIM_DOC_BIN") ? getenv("KVSIM_DOC_BIN") : "build/kvsim";
+    if (!realpath(doc_bin, bin)) fail_msg("%s: not built (make build/kvsim)", doc_bin);
+    snprintf(dir, n, "%s/kvsim-doc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) fail_msg("%s: mkdtemp failed", dir);
+    DIR *top = opendir(".");
+    for (struct dirent *e; (e = readdir(top)) != NULL;) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "build")) continue;
+        snprintf(target, sizeof target, "%s/%s", root, e->d_name);
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        if (symlink(target, link)) fail_msg("%s: symlink failed", link);
+    }
+    closedir(top);
+    snprintf(link, sizeof link, "%s/build", dir);
+    mkdir(link, 0755);
+    snprintf(link, sizeof link, "%s/build/kvsim", dir);
+    if (symlink(bin, link)) fail_msg("%s: symlink failed", link);
+    if (realpath("build/kvsim-probe", bin)) {
+        snprintf(link, sizeof link, "%s/build/kvsim-probe", dir);
+        if (symlink(bin, link)) fail_msg("%s: symlink failed", link);
+    }
+}
+
+static void scratch_remove(const char *dir)
+{
+    char cmdline[PATH_MAX + 16];
+    snprintf(cmdline, sizeof cmdline, "rm -rf '%s'", dir); /* mkdtemp's name: no quote in it */
+    if (system(cmdline) != 0) print_message("could not remove %s\n", dir);
+}
+
+/* The first of the tools a command needs that is not installed, or NULL. */
+static const char *missing_tool(const char *text)
+{
+    static const char *const tools[] = {"sqlite3", "jq", "gnuplot", "python3"};
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+        char probe[64];
+        snprintf(probe, sizeof probe, "command -v %s >/dev/null 2>&1", tools[i]);
+        if (strstr(text, tools[i]) && system(probe) != 0) return tools[i];
+    }
+    return NULL;
+}
+
+/* Run text with bash in dir, stdout and stderr merged; its output lines
+ * into *lines (caller frees each and the array). */
+static int run_cmd(const char *dir, const char *text, char ***lines)
+{
+    char script[PATH_MAX + 32], cmdline[PATH_MAX * 2];
+    snprintf(script, sizeof script, "%s/.doc-test-cmd.sh", dir);
+    FILE *f = fopen(script, "w");
+    if (!f) fail_msg("%s: cannot write", script);
+    fprintf(f, "%s", text);
+    fclose(f);
+    snprintf(cmdline, sizeof cmdline,
+             "cd '%s' && PATH=\"$PWD/build:$PATH\" LC_ALL=C.UTF-8 TZ=UTC COLUMNS=100 timeout 300 bash .doc-test-cmd.sh "
+             "2>&1 </dev/null",
+             dir);
+    FILE *p = popen(cmdline, "r");
+    int n = 0, cap = 64;
+    char **out = malloc((size_t)cap * sizeof *out), *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, p)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') line[len - 1] = 0;
+        if (n == cap) out = realloc(out, (size_t)(cap *= 2) * sizeof *out);
+        out[n++] = strdup(line);
+    }
+    free(line);
+    pclose(p);
+    *lines = out;
+    return n;
+}
+
+/* ---- checking and updating a document ---------------------------------- */
+
+/* Say where a command's output first differs from the document. */
+static void report_diff(const doc *d, const cmd *c, char **got, int ng, const char *scratch)
+{
+    int nw = c->out_end - c->out_begin, k = 0;
+    char a[8192] = "(end of output)", b[8192] = "(end of output)";
+    while (k < nw && k < ng && strcmp(d->lines[c->out_begin + k], "...")) {
+        norm_line(d->lines[c->out_begin + k], NULL, a, sizeof a);
+        norm_line(got[k], scratch, b, sizeof b);
+        if (strcmp(a, b)) break;
+        k++;
+    }
+    if (k < nw) norm_line(d->lines[c->out_begin + k], NULL, a, sizeof a);
+    else snprintf(a, sizeof a, "(end of output)");
+    if (k < ng) norm_line(got[k], scratch, b, sizeof b);
+    else snprintf(b, sizeof b, "(end of output)");
+    print_message("%s:%d: the output of `%.*s` differs from the document at its line %d:\n  document: %s\n"
+                  "  printed:  %s\n",
+                  d->path, c->line, (int)strcspn(c->text, "\n"), c->text, c->out_begin + k + 1, a, b);
+}
+
+/* The lines the document should show for output got: all of it, or the
+ * head and tail an elision keeps. Returns the count; *out is malloc'd. */
+static int updated_lines(const doc *d, const cmd *c, char **got, int ng, const char *scratch, char ***out)
+{
+    int nw = c->out_end - c->out_begin, head = nw, tail = 0;
+    for (int k = 0; k < nw; k++)
+        if (!strcmp(d->lines[c->out_begin + k], "...")) {
+            if (head == nw) head = k;
+            tail = nw - k - 1;
+        }
+    bool elide = head < nw && head + tail < ng;
+    int n = elide ? head + 1 + tail : ng;
+    char **v = malloc((size_t)(n ? n : 1) * sizeof *v), buf[8192];
+    for (int k = 0; k < n; k++) {
+        const char *src = !elide || k < head ? got[k] : k == head ? "..." : got[ng - (n - k)];
+        const char *hit = strstr(src, scratch);
+        if (hit) snprintf(buf, sizeof buf, "%.*s.%s", (int)(hit - src), src, hit + strlen(scratch));
+        else snprintf(buf, sizeof buf, "%s", src);
+        v[k] = strdup(buf);
+    }
+    *out = v;
+    return n;
+}
+
+static void free_lines(char **v, int n)
+{
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* Run one command; on a mismatch report it and, when updating, rewrite its
+ * output in the document. Returns 1 for a mismatch. */
+static int check_cmd(doc *d, cmd *c, const char *scratch, bool update)
+{
+    const char *tool = missing_tool(c->text);
+    if (c->skip || tool) {
+        print_message("skip: %s:%d: %s\n", d->path, c->line, c->skip ? c->reason : tool);
+        if (tool) print_message("  (%s is not installed)\n", tool);
+        return 0;
+    }
+    char **got;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int ng = run_cmd(scratch, c->text, &got);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (secs > 2) print_message("slow: %s:%d: %.1f s\n", d->path, c->line, secs);
+    int bad = !lines_match(d->lines + c->out_begin, c->out_end - c->out_begin, got, ng, scratch);
+    if (bad) report_diff(d, c, got, ng, scratch);
+    if (bad && update) {
+        char **v;
+        int n = updated_lines(d, c, got, ng, scratch, &v);
+        doc_splice(d, c->out_begin, c->out_end, v, n);
+        free_lines(v, n);
+    }
+    free_lines(got, ng);
+    return bad;
+}
+
+/* Check every transcript of the document at path (in its own scratch
+ * folder); returns the number of commands whose output differed. */
+static int check_doc(const char *path, bool update)
+{
+    static doc d;
+    static cmd cmds[1024];
+    doc_read(&d, path);
+    char scratch[PATH_MAX];
+    scratch_make(scratch, sizeof scratch);
+    int n = find_cmds(&d, cmds, 1024), bad = 0;
+    /* Commands run in order; a rewrite shifts the lines after it, so the
+     * later commands' positions move by the same amount. */
+    for (int i = 0; i < n; i++) {
+        int before = d.n;
+        bad += check_cmd(&d, &cmds[i], scratch, update);
+        for (int j = i + 1; j < n; j++) {
+            cmds[j].line += d.n - before;
+            cmds[j].out_begin += d.n - before;
+            cmds[j].out_end += d.n - before;
+        }
+    }
+    if (bad && update) doc_write(&d);
+    scratch_remove(scratch);
+    doc_free(&d);
+    return bad;
+}
+
+/* ---- the tests --------------------------------------------------------- */
+
+static bool updating(void)
+{
+    const char *u = getenv("KVSIM_DOC_UPDATE");
+    return u && strcmp(u, "0");
+}
+
+static void test_document(void **state)
+{
+    const char *path = *state;
+    int bad = check_doc(path, updating());
+    if (bad && updating()) print_message("%s: %d transcript(s) rewritten\n", path, bad);
+    else if (bad)
+        fail_msg("%s: %d transcript(s) differ from what the commands print now: regenerate with "
+                 "`make doc-update` and review the diff",
+                 path, bad);
+}
+
+/* The checker itself: a transcript whose number was edited fails, the true
+ * one passes, an elision matches any lines, and update restores it. */
+static void test_edited_number_fails(void **state)
+{
+    (void)state;
+    const char *truth = "```\n$ printf 'requests 12031\\nblocks 7\\nend\\n'\nrequests 12031\n...\nend\n```\n";
+    const char *edited = "```\n$ printf 'requests 12031\\nblocks 7\\nend\\n'\nrequests 12032\n...\nend\n```\n";
+    char *ok = tu_write_temp(truth), *bad = tu_write_temp(edited);
+    assert_int_equal(check_doc(ok, false), 0);
+    assert_int_equal(check_doc(bad, false), 1);
+    assert_int_equal(check_doc(bad, true), 1);
+    assert_int_equal(check_doc(bad, false), 0);
+    doc d;
+    doc_read(&d, bad);
+    assert_string_equal(d.lines[2], "requests 12031");
+    assert_string_equal(d.lines[3], "...");
+    doc_free(&d);
+    tu_remove_temp(ok);
+    tu_remove_temp(bad);
+}
+
+/* docs/kvsim.1 is what mk/man.sh writes from the --help texts now. */
+static void test_man_page_is_the_help(void **state)
+{
+    (void)state;
+    char cmdline[PATH_MAX];
+    snprintf(cmdline, sizeof cmdline, "KVSIM='%s' mk/man.sh", tu_kvsim_bin());
+    cli_result r = tu_shell(cmdline);
+    assert_int_equal(r.status, 0);
+    FILE *f = fopen("docs/kvsim.1", "r");
+    assert_non_null(f);
+    char *page = tu_slurp(f);
+    fclose(f);
+    if (strcmp(page, r.out)) fail_msg("docs/kvsim.1 differs from the --help texts: run `make man`");
+    free(page);
+    tu_free(&r);
+}
+
+/* README.md, CONTRIBUTING.md, the docs/ pages and the data folders' READMEs. */
+static int doc_paths(char **out, int max)
+{
+    static const char *const fixed[] = {"README.md",
+                                        "CONTRIBUTING.md",
+                                        "traces/README.md",
+                                        "traces/mooncake/README.md",
+                                        "traces/ragpulse-sample/README.md",
+                                        "validation/README.md"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (access(fixed[i], R_OK) == 0) out[n++] = strdup(fixed[i]);
+    struct dirent **ents;
+    int k = scandir("docs", &ents, NULL, alphasort);
+    for (int i = 0; i < k; i++) {
+        size_t len = strlen(ents[i]->d_name);
+        if (n < max && len > 3 && !strcmp(ents[i]->d_name + len - 3, ".md")) {
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "docs/%s", ents[i]->d_name);
+            out[n++] = strdup(p);
+        }
+        free(ents[i]);
+    }
+    if (k >= 0) free(ents);
+    return n;
+}
+
+int main(void)
+{
+    norm_init();
+    static char *paths[64];
+    static struct CMUnitTest tests[66];
+    const char *only = getenv("KVSIM_DOC_ONLY"); /* one document, e.g. docs/trace.md */
+    int n = 0, np = doc_paths(paths, 64);
+    tests[n++] = (struct CMUnitTest){"edited_number_fails", test_edited_number_fails, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"man_page_is_the_help", test_man_page_is_the_help, NULL, NULL, NULL};
+    for (int i = 0; i < np; i++)
+        if (!only || !strcmp(only, paths[i]))
+            tests[n++] = (struct CMUnitTest){paths[i], test_document, NULL, NULL, paths[i]};
+    return _cmocka_run_group_tests("docs", tests, (size_t)n, NULL, NULL);
+}
