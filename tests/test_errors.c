@@ -34,8 +34,8 @@ static void test_foreign_trace_suggests_import(void **state)
 {
     (void)state;
     tu_expect_exit("run --trace traces/ragpulse-sample/0_trace.jsonl.gz", 2,
-                   "0_trace.jsonl.gz:1: timestamp: expected a number (ms from the trace's start), got a string: "
-                   "a trace in another format? convert it with `kvsim trace import ragpulse|azure|burstgpt`");
+                   "0_trace.jsonl.gz:1: timestamp: expected a number, got a string: a trace in another format? "
+                   "convert it with `kvsim trace import ragpulse|azure|burstgpt`");
 }
 
 static void test_usage_lists_trace_tools(void **state)

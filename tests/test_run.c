@@ -348,7 +348,7 @@ static void test_bad_input(void **state)
     tu_expect_exit("run --set policy.admission=nope", 2, "unknown admission policy 'nope'");
     tu_expect_exit("run --set kvstore.eviction=nope", 2, "unknown eviction policy 'nope'");
     tu_expect_exit("run --set cluster.foo=1", 2, "unknown config key 'cluster.foo'");
-    tu_expect_exit("run --set model=gpt-17", 2, "unknown models preset 'gpt-17'");
+    tu_expect_exit("run --set model=gpt-17", 2, "unknown model preset 'gpt-17': the presets are");
     tu_expect_exit("run --set hardware=abacus", 2, "unknown hardware preset 'abacus'");
     tu_expect_exit("run --set cluster.prefill=0", 2, "cluster.prefill");
     tu_expect_exit("run --set kvstore.dram_bytes=-5", 2, "kvstore.dram_bytes");

@@ -243,8 +243,8 @@ static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool 
     if (v->kind == RAW_ABSENT) return required ? line_err(t, err, name, "missing") : 0;
     if (v->kind == RAW_STRING && f == F_TIMESTAMP)
         return line_err(t, err, name,
-                        "expected a number (ms from the trace's start), got a string: a trace in another "
-                        "format? convert it with `kvsim trace import ragpulse|azure|burstgpt`");
+                        "expected a number, got a string: a trace in another format? convert it with "
+                        "`kvsim trace import ragpulse|azure|burstgpt`");
     if (v->kind != RAW_INT && v->kind != RAW_REAL)
         return line_err(t, err, name, "expected a number, got %s", raw_type_name(v));
     double x = v->kind == RAW_INT ? (double)v->i : v->d;
