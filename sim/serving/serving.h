@@ -29,6 +29,7 @@
 #include "sim/config/config.h"
 #include "sim/engine/engine.h"
 #include "sim/results/results.h"
+#include "sim/trace/sessions.h"
 #include "sim/trace/trace.h"
 #include "sim/util.h"
 
@@ -46,13 +47,14 @@ typedef struct sim_serving_run {
     sim_results *db;
     sim_err *err;
     bool failed;
-    bool trace_done;       /* the trace has no more requests */
-    int64_t inflight;      /* read from the trace and not finished yet */
-    int64_t first_arrival; /* ns */
-    int64_t last_arrival;  /* ns: the latest arrival read so far */
-    int64_t last_done;     /* ns: when the last request finished (or was rejected) */
-    int64_t work;          /* requests + output tokens read so far */
-    int64_t limit;         /* events and rows allowed so far (limits.event_budget) */
+    bool trace_done;        /* the trace has no more requests */
+    int64_t inflight;       /* read from the trace and not finished yet */
+    int64_t first_arrival;  /* ns */
+    int64_t last_arrival;   /* ns: the latest arrival read so far */
+    int64_t last_done;      /* ns: when the last request finished (or was rejected) */
+    int64_t work;           /* requests + output tokens read so far */
+    int64_t limit;          /* events and rows allowed so far (limits.event_budget) */
+    sim_sessions *sessions; /* trace.replay = closed; NULL in an open replay */
 } sim_serving_run;
 
 /* The constant part of the work bound: events and rows any replay may use. */
@@ -85,12 +87,9 @@ typedef struct sim_serving_ops {
     const sim_idle_key *idle_keys;
 } sim_serving_ops;
 
-/* A request finished, was rejected or was lost: one fewer in flight. */
-static inline void sim_serving_finished(sim_serving_run *run)
-{
-    run->inflight--;
-    if (run->eng.now > run->last_done) run->last_done = run->eng.now;
-}
+/* A request finished, was rejected or was lost: one fewer in flight. In a
+ * closed replay its session's next turn, if held, is scheduled now. */
+void sim_serving_finished(sim_serving_run *run, const sim_request *r);
 
 /* No request is left to arrive or in flight: periodic events stop. */
 static inline bool sim_serving_done(const sim_serving_run *run) { return run->trace_done && run->inflight == 0; }

@@ -163,6 +163,8 @@ typedef enum field_id {
     F_SLO_TTFT,
     F_SLO_TBT,
     F_SEGMENTS,
+    F_TURN,
+    F_THINK,
     NFIELDS
 } field_id;
 
@@ -175,9 +177,12 @@ typedef struct field_key {
 
 #define FIELD_KEY(id, str) [id] = {str, "\"" str "\"", sizeof str + 1}
 static const field_key field_keys[NFIELDS] = {
-    FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
-    FIELD_KEY(F_HASH_IDS, "hash_ids"),    FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
-    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"), FIELD_KEY(F_SEGMENTS, "segments"),
+    FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"),
+    FIELD_KEY(F_OUTPUT, "output_length"), FIELD_KEY(F_HASH_IDS, "hash_ids"),
+    FIELD_KEY(F_SESSION, "session"),      FIELD_KEY(F_CACHE, "cache"),
+    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
+    FIELD_KEY(F_SEGMENTS, "segments"),    FIELD_KEY(F_TURN, "turn"),
+    FIELD_KEY(F_THINK, "think_ms"),
 };
 
 typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
@@ -249,14 +254,31 @@ static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool 
     return 0;
 }
 
-static int get_session(const sim_trace *t, const raw_line *raw, int64_t *out, sim_err *err)
+/* An optional non-negative integer ("session", "turn"); -1 when absent. */
+static int get_id(const sim_trace *t, const raw_line *raw, field_id f, int64_t *out, sim_err *err)
 {
-    const raw_field *v = &raw->f[F_SESSION];
+    const raw_field *v = &raw->f[f];
+    const char *name = field_keys[f].name;
     *out = -1;
     if (v->kind == RAW_ABSENT) return 0;
-    if (v->kind != RAW_INT) return line_err(t, err, "session", "expected an integer, got %s", raw_type_name(v));
-    if (v->i < 0) return line_err(t, err, "session", "%" PRId64 " is negative", v->i);
+    if (v->kind != RAW_INT) return line_err(t, err, name, "expected an integer, got %s", raw_type_name(v));
+    if (v->i < 0) return line_err(t, err, name, "%" PRId64 " is negative", v->i);
     *out = v->i;
+    return 0;
+}
+
+/* "turn" and "think_ms" (closed-loop replay, docs/trace.md) only mean
+ * something within a session. think_ms is -1 when absent. */
+static int get_turn(const sim_trace *t, const raw_line *raw, sim_request *r, sim_err *err)
+{
+    r->think_ms = -1;
+    if (get_id(t, raw, F_TURN, &r->turn, err) || get_number(t, raw, F_THINK, false, &r->think_ms, err)) return -1;
+    if (r->session < 0 && (r->turn >= 0 || r->think_ms >= 0))
+        return line_err(t, err, r->turn >= 0 ? "turn" : "think_ms",
+                        "given without \"session\" (it orders a session's turns)");
+    if (r->think_ms > SIM_TRACE_MAX_THINK_MS)
+        return line_err(t, err, "think_ms", "%.15g is too large (max %.0f, a year)", r->think_ms,
+                        SIM_TRACE_MAX_THINK_MS);
     return 0;
 }
 
@@ -388,8 +410,9 @@ static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err 
     bool segs = raw->f[F_SEGMENTS].kind != RAW_ABSENT;
     if (get_number(t, raw, F_TIMESTAMP, true, &fields.timestamp_ms, err) ||
         (segs ? get_segments(t, raw, &fields.input_len, err) : get_length(t, raw, F_INPUT, &fields.input_len, err)) ||
-        get_length(t, raw, F_OUTPUT, &fields.output_len, err) || get_session(t, raw, &fields.session, err) ||
-        get_cache(t, raw, &fields.cache, err) || get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
+        get_length(t, raw, F_OUTPUT, &fields.output_len, err) || get_id(t, raw, F_SESSION, &fields.session, err) ||
+        get_turn(t, raw, &fields, err) || get_cache(t, raw, &fields.cache, err) ||
+        get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
         get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err))
         return NULL;
     double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
