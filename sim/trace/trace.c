@@ -82,6 +82,8 @@ static int check_opts(const char *name, const sim_trace_opts *o, sim_err *err)
     if (!(o->speed > 0) || !isfinite(o->speed)) return sim_errf(err, "%s: speed must be a positive number", name);
     if (!(o->sample > 0 && o->sample <= 1)) return sim_errf(err, "%s: sample must be in (0, 1]", name);
     if (o->limit < 0) return sim_errf(err, "%s: limit must not be negative", name);
+    if (o->resample < SIM_RESAMPLE_NONE || o->resample > SIM_RESAMPLE_SESSIONS)
+        return sim_errf(err, "%s: resample must be none, poisson or sessions", name);
     return 0;
 }
 
@@ -362,6 +364,18 @@ static sim_request *request_alloc(const sim_request *fields, size_t n, const sim
     if (ni) memcpy(r->seg_ids, sb->ids, ni * sizeof *r->seg_ids);
     if (ns) memcpy(r->segs, sb->segs, ns * sizeof *r->segs);
     return r;
+}
+
+/* A copy: the prefix segment's ids are the prefix segment's nids. */
+sim_request *sim_request_clone(const sim_request *r)
+{
+    sim_seg_buf sb = {.segs = r->segs, .ids = r->seg_ids, .nsegs = (size_t)r->nsegs};
+    for (int32_t i = 0; i < r->nsegs; i++)
+        if (r->segs[i].kind == SIM_SEG_PREFIX) sb.nids += (size_t)r->segs[i].nids;
+    sim_request *c = request_alloc(r, (size_t)r->nblocks, &sb);
+    memcpy(c->keys, r->keys, (size_t)r->nblocks * sizeof *c->keys);
+    memcpy(c->hash_ids, r->hash_ids, (size_t)r->nblocks * sizeof *c->hash_ids);
+    return c;
 }
 
 /* "segments" (optional): parsed into t->segs; input_length, when given,
@@ -700,7 +714,7 @@ static int load_sorted(sim_trace *t, sim_err *err)
     }
     if (rc < 0) return -1;
     if (t->nsorted) qsort(t->sorted, t->nsorted, sizeof *t->sorted, cmp_request_time);
-    return 0;
+    return sim_trace_resample(&t->sorted, &t->nsorted, &t->opts, t->name, err);
 }
 
 static int next_sorted(sim_trace *t, sim_request **out, sim_err *err)
@@ -718,7 +732,7 @@ int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err)
     *req = NULL;
     while (!t->opts.limit || t->emitted < t->opts.limit) {
         sim_request *r;
-        int rc = t->opts.sort ? next_sorted(t, &r, err) : read_valid(t, &r, err);
+        int rc = t->opts.sort || t->opts.resample ? next_sorted(t, &r, err) : read_valid(t, &r, err);
         if (rc <= 0) return rc;
         if (t->rng && gsl_rng_uniform(t->rng) >= t->opts.sample) {
             sim_request_free(r);

@@ -74,13 +74,17 @@ typedef struct sim_request {
 /* The longest think time a line may give: a year, in ms. */
 #define SIM_TRACE_MAX_THINK_MS 3.1536e10
 
+/* trace.resample (sim/trace/resample.c): what the seed redraws. */
+typedef enum sim_resample { SIM_RESAMPLE_NONE = 0, SIM_RESAMPLE_POISSON, SIM_RESAMPLE_SESSIONS } sim_resample;
+
 typedef struct sim_trace_opts {
     int block_tokens; /* tokens per hash block; 512 */
     double speed;     /* replay speed factor; 2 = arrivals twice as dense */
     bool skip_bad;    /* bad lines become a counted warning instead of an error */
     bool sort;        /* accept non-monotonic timestamps by sorting (loads the file) */
     double sample;    /* keep each request with this probability, (0,1]; 1 = all */
-    uint64_t seed;    /* RNG seed for sampling */
+    uint64_t seed;    /* RNG seed for sampling and resampling */
+    int resample;     /* sim_resample: redraw arrivals or sessions from seed (loads the file, as sort does) */
     int64_t limit;    /* stop after this many requests; 0 = no limit */
     const char *name; /* the trace in messages when not its path (a pipe's temporary copy); NULL = path */
 } sim_trace_opts;

@@ -42,4 +42,12 @@ static inline uint64_t sim_chain_key(uint64_t prev_key, int64_t id)
  * problem" (the caller adds file and line). */
 int sim_seg_parse(const json_t *v, int prefix_tokens, sim_seg_buf *b, sim_err *err);
 
+/* A copy of r in one allocation, as the reader makes them. */
+sim_request *sim_request_clone(const sim_request *r);
+
+/* trace.resample over the loaded, time-sorted requests v[0..n) (which it
+ * may replace: the bootstrap copies): new arrivals drawn from o->seed,
+ * then sorted by them (sim/trace/resample.c). name: the trace in messages. */
+int sim_trace_resample(sim_request ***v, size_t *n, const sim_trace_opts *o, const char *name, sim_err *err);
+
 #endif
