@@ -14,7 +14,8 @@
  *     so one user's questions are U arrivals (≈ U / rate seconds) apart, the
  *     per-user gap of LMCache's benchmarks/multi-round-qa. A user reads one
  *     document (the s-th user, s mod D; or a Zipf pick) and asks R questions;
- *     then a new user (a new session) has the slot's next turn. The first
+ *     then a new user (a new session) has the slot's next turn (each line
+ *     carries "session" and "turn", its question's number from 0). The first
  *     users are staggered as that benchmark's ramp-up staggers them: slot k's
  *     first user asks R − ⌊k·R/U⌋ questions, so users leave and join at a
  *     steady rate/R per second rather than in waves.

@@ -18,7 +18,8 @@
  *     shares an id;
  *   - with multi_turn (inference-perf's enable_multi_turn_chat) the pool
  *     entries are users: a user's first prompt is as above, and its next
- *     turn's prompt is the previous prompt + its answer + a new question.
+ *     turn's prompt is the previous prompt + its answer + a new question
+ *     (each line then carries "turn", the user's prompt number from 0).
  *     Its hash_ids keep the previous prompt's FULL blocks' ids and give a
  *     fresh id to every block after (the previous partial block now holds
  *     more tokens), as tracegen_mqa.c does; memory is the users' id lists;
