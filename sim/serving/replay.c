@@ -7,21 +7,14 @@
  * are popped in (time, insertion) order — the engine's deterministic
  * tie-break — and each is handed to the model. The loop ends when the heap
  * is empty (the model stops re-arming periodic events once
- * sim_serving_done()) or the model or the trace reader fails. */
+ * sim_serving_done()) or the model or the trace reader fails.
+ *
+ * A closed replay (trace.replay = closed, sim/trace/sessions.h) reads the
+ * same way, paced by the recorded times (a bare tick where the request read
+ * is held or moved); a session's later turn is scheduled when the turn
+ * before it finishes, and when that turn's successor is not read yet the
+ * loop reads ahead to it after the event. */
 #include "sim/serving/serving.h"
-
-/* Arrival events: a PACED one reads the next request when it pops, so
- * the heap holds one of them at a time (an open replay's every arrival; in
- * a closed replay, data NULL is a bare tick at the last read request's
- * recorded time). An UNPACED one (a closed replay's turn that follows its
- * session, or one read ahead) only arrives. */
-enum { PACED = -1, UNPACED = 0 };
-
-static void push_arrival(sim_serving_run *run, sim_request *r, int64_t at, int32_t pace)
-{
-    if (r && at > run->last_arrival) run->last_arrival = at;
-    sim_engine_push(&run->eng, at, SIM_EV_ARRIVAL, pace, 0, r);
-}
 
 /* Read the next trace request and schedule its arrival: at its recorded
  * time (open replay), or as its session allows (closed replay; held turns
@@ -41,22 +34,15 @@ static void read_next(sim_serving_run *run, sim_trace *t, bool paced)
     double budget = run->cfg->event_budget > 0 ? SIM_BUDGET_BASE + run->cfg->event_budget * (double)run->work : 0;
     run->limit = budget > 0 && budget < 9e18 ? (int64_t)budget : INT64_MAX;
     if (!run->sessions) {
-        push_arrival(run, r, r->arrival_ns, PACED);
+        sim_serving_push_arrival(run, r, r->arrival_ns, SIM_ARRIVAL_PACED);
         return;
     }
     int64_t recorded = r->arrival_ns;
     bool now = sim_sessions_admit(run->sessions, r, run->eng.now);
     bool on_time = now && r->arrival_ns == recorded;
-    if (now) push_arrival(run, r, r->arrival_ns, paced && on_time ? PACED : UNPACED);
-    if (paced && !on_time) push_arrival(run, NULL, recorded, PACED);
-}
-
-void sim_serving_finished(sim_serving_run *run, const sim_request *r)
-{
-    run->inflight--;
-    if (run->eng.now > run->last_done) run->last_done = run->eng.now;
-    sim_request *next = run->sessions ? sim_sessions_finish(run->sessions, r, run->eng.now) : NULL;
-    if (next) push_arrival(run, next, next->arrival_ns, UNPACED);
+    if (now)
+        sim_serving_push_arrival(run, r, r->arrival_ns, paced && on_time ? SIM_ARRIVAL_PACED : SIM_ARRIVAL_UNPACED);
+    if (paced && !on_time) sim_serving_push_arrival(run, NULL, recorded, SIM_ARRIVAL_PACED);
 }
 
 /* A closed replay: a turn finished whose session's next request is not
@@ -112,7 +98,7 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
         }
         if (ev.kind != SIM_EV_ARRIVAL) m->handle(st, &ev);
         else {
-            if (ev.target == PACED) read_next(run, t, true);
+            if (ev.target == SIM_ARRIVAL_PACED) read_next(run, t, true);
             if (ev.data) m->arrive(st, ev.data);
         }
         read_ahead(run, t);

@@ -140,9 +140,23 @@ static int recopy(sim_request *r, int64_t k, int64_t range, const sim_keymap *ow
         int64_t id = r->hash_ids[b];
         if (sim_keymap_get(own, (uint64_t)id) == unit && __builtin_add_overflow(id, shift, &r->hash_ids[b]))
             return sim_errf(err, "trace.resample = sessions: the hash ids' range is too wide to number copies");
-        r->keys[b] = sim_block_key(b ? r->keys[b - 1] : 0, r->hash_ids[b]);
+        r->keys[b] = sim_chain_key(b ? r->keys[b - 1] : 0, r->hash_ids[b]);
     }
     return 0;
+}
+
+/* A copy of r in one allocation, as the reader makes them. */
+static sim_request *clone(const sim_request *r)
+{
+    size_t nids = 0;
+    for (int32_t i = 0; i < r->nsegs; i++)
+        if (r->segs[i].kind == SIM_SEG_PREFIX) nids += (size_t)r->segs[i].nids;
+    sim_request *c = sim_request_new(r, (size_t)r->nblocks, nids, (size_t)r->nsegs);
+    memcpy(c->keys, r->keys, (size_t)r->nblocks * sizeof *c->keys);
+    memcpy(c->hash_ids, r->hash_ids, (size_t)r->nblocks * sizeof *c->hash_ids);
+    memcpy(c->seg_ids, r->seg_ids, nids * sizeof *c->seg_ids);
+    memcpy(c->segs, r->segs, (size_t)r->nsegs * sizeof *c->segs);
+    return c;
 }
 
 /* Slot i gets unit `pick` (its copy number *copies), placed at the slot's
@@ -151,7 +165,7 @@ static int fill_slot(sim_request **v, const units *u, size_t i, size_t pick, int
                      int64_t range, const char *name, sim_request **out, size_t *nout, sim_err *err)
 {
     for (size_t j = u->first[pick]; j < u->first[pick + 1]; j++) {
-        sim_request *r = sim_request_clone(v[u->order[j]]);
+        sim_request *r = clone(v[u->order[j]]);
         out[(*nout)++] = r;
         if (r->session >= 0) r->session = (int64_t)i;
         if (place(r, u->start_ns[pick], u->start_ns[i], name, err)) return -1;
@@ -186,7 +200,7 @@ static int bootstrap(sim_request ***vp, size_t *np, const units *u, gsl_rng *rng
     else if (hi >= lo) range++;
     for (size_t i = 0; i < u->n && rc == 0; i++)
         rc = fill_slot(v, u, i, picks[i], copies[picks[i]]++, &own, range, name, out, &nout, err);
-    for (size_t i = 0; i < *np; i++) sim_request_free(v[i]);
+    for (size_t i = 0; i < *np; i++) free(v[i]); /* sim_request_free, one allocation */
     free(v);
     *vp = out, *np = nout;
     sim_keymap_free(&own);

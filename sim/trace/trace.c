@@ -347,35 +347,14 @@ static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, si
     return 0;
 }
 
-/* One allocation: the struct, then the keys, the raw ids, the prefix
- * segment's ids and the segments. */
+/* One allocation (sim_request_new) with the line's segments copied in. */
 static sim_request *request_alloc(const sim_request *fields, size_t n, const sim_seg_buf *sb)
 {
     size_t ni = sb ? sb->nids : 0, ns = sb ? sb->nsegs : 0;
-    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids) + ni * sizeof *r->seg_ids +
-                                 ns * sizeof *r->segs);
-    *r = *fields;
-    r->nblocks = (int32_t)n;
-    r->keys = (uint64_t *)(r + 1);
-    r->hash_ids = (int64_t *)(r->keys + n);
-    r->seg_ids = r->hash_ids + n;
-    r->segs = (sim_segment *)(r->seg_ids + ni);
-    r->nsegs = (int32_t)ns;
+    sim_request *r = sim_request_new(fields, n, ni, ns);
     if (ni) memcpy(r->seg_ids, sb->ids, ni * sizeof *r->seg_ids);
     if (ns) memcpy(r->segs, sb->segs, ns * sizeof *r->segs);
     return r;
-}
-
-/* A copy: the prefix segment's ids are the prefix segment's nids. */
-sim_request *sim_request_clone(const sim_request *r)
-{
-    sim_seg_buf sb = {.segs = r->segs, .ids = r->seg_ids, .nsegs = (size_t)r->nsegs};
-    for (int32_t i = 0; i < r->nsegs; i++)
-        if (r->segs[i].kind == SIM_SEG_PREFIX) sb.nids += (size_t)r->segs[i].nids;
-    sim_request *c = request_alloc(r, (size_t)r->nblocks, &sb);
-    memcpy(c->keys, r->keys, (size_t)r->nblocks * sizeof *c->keys);
-    memcpy(c->hash_ids, r->hash_ids, (size_t)r->nblocks * sizeof *c->hash_ids);
-    return c;
 }
 
 /* "segments" (optional): parsed into t->segs; input_length, when given,
