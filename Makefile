@@ -185,15 +185,15 @@ man: $(BUILD)/kvsim
 	@mk/man.sh -o docs/kvsim.1 && echo "docs/kvsim.1 regenerated"
 
 # ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
-# tests/fuzz/fuzz_{trace,config,set,ragpulse}.c each define LLVMFuzzerTestOneInput
-# over the real trace reader, config loader, --set parsing and RAGPulse import (make test runs the
+# tests/fuzz/fuzz_{trace,config,set,ragpulse,csv}.c each define LLVMFuzzerTestOneInput
+# over the real trace reader, config loader, --set parsing, RAGPulse and CSV import (make test runs the
 # same checks on fixed mutations of tests/fuzz/corpus/: tests/test_fuzz.c).
 # `make fuzz` builds $(BUILD)/fuzz/fuzz_NAME with -fsanitize=fuzzer,address,
 # undefined, the library compiled by clang with coverage into $(BUILD)/fuzz/;
 # without clang or its libFuzzer runtime (Debian: libclang-rt-14-dev, pulled in
 # by clang) it says which and succeeds.
 FUZZ_CC    ?= clang
-FUZZ_NAMES := trace config set ragpulse
+FUZZ_NAMES := trace config set ragpulse csv
 FUZZ_BINS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o)
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

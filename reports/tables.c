@@ -142,6 +142,42 @@ static void stat_cell(FILE *h, const rep *r, const rep_group *g, const summary_c
     fputs("</td>", h);
 }
 
+/* What the seeds of the groups vary (their runs' trace.resample, docs/trace.md):
+ * whether the intervals cover the workload's variability or only the noise. */
+static void seeds_cover(const rep *r, FILE *h)
+{
+    static const char *const kinds[] = {"none", "poisson", "sessions"};
+    bool seen[3] = {false}, other = false;
+    for (int g = 0; g < r->ngroups; g++)
+        for (int i = 0; r->groups[g].n > 1 && i < r->groups[g].n; i++) {
+            char *v = rep_config_text(r->runs[r->groups[g].runs[i]].config, "trace.resample", "none");
+            int k = 0;
+            while (k < 3 && strcmp(v, kinds[k])) k++;
+            if (k < 3) seen[k] = true;
+            else other = true;
+            free(v);
+        }
+    fputs("<p id=\"seeds-cover\">What the seeds vary, and so what the intervals and the figures' bands cover: ", h);
+    if (seen[0] && !seen[1] && !seen[2] && !other)
+        fputs("the cost model's noise (<code>cost.noise</code>, the estimators' profile samples) and seeded "
+              "policies only; every seed replays the same workload (<code>trace.resample</code> = none), so they "
+              "do not cover workload variability. Set <code>trace.resample</code> to poisson or sessions for "
+              "that.</p>\n",
+              h);
+    else if (!seen[0] && !other)
+        fprintf(h,
+                "the workload too (<code>trace.resample</code> = %s%s%s: %s), besides the cost model's noise and "
+                "seeded policies, so they cover workload variability.</p>\n",
+                seen[1] ? "poisson" : "", seen[1] && seen[2] ? ", " : "", seen[2] ? "sessions" : "",
+                seen[1] && !seen[2]   ? "arrivals redrawn as a Poisson process, sessions kept"
+                : seen[2] && !seen[1] ? "sessions bootstrapped"
+                                      : "per group as its config says");
+    else
+        fputs("it differs between groups: some replay the same workload in every seed (<code>trace.resample</code> = "
+              "none: the noise only), others resample it; compare their intervals with care.</p>\n",
+              h);
+}
+
 void rep_groups_table(rep *r)
 {
     bool seeds = false;
@@ -150,9 +186,10 @@ void rep_groups_table(rep *r)
     FILE *h = r->html;
     fputs("<section id=\"groups\">\n<h2>Groups of seeds</h2>\n<p>Runs whose configs differ only in the seed, as one "
           "row: the mean over seeds ± the half-width of its 95% confidence interval (Student t) from 3 seeds, "
-          "[min, max] below.</p>\n<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th>"
-          "<th>runs</th>",
+          "[min, max] below.</p>\n",
           h);
+    seeds_cover(r, h);
+    fputs("<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th><th>runs</th>", h);
     for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);
     fputs("</tr>\n", h);
     for (int g = 0; g < r->ngroups; g++) {

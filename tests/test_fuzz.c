@@ -1,5 +1,5 @@
 /* tests/test_fuzz.c — the fuzzing harness's deterministic corpus run (issue
- * 13): every seed in tests/fuzz/corpus/{trace,config,set,ragpulse}/ and a fixed
+ * 13): every seed in tests/fuzz/corpus/{trace,config,set,ragpulse,csv}/ and a fixed
  * number of mutations of each go through the same checks the libFuzzer
  * entry points run (tests/fuzz/fuzz_*.c), in process; a sample of them also
  * goes through the real binary.
@@ -8,7 +8,7 @@
  * message; a broken contract fails the test, and a sanitizer report or a
  * signal kills the binary after printing the case (fz_on_death). Through
  * the CLI (`kvsim run --trace`, `kvsim config --config`, `kvsim run
- * --config`, `kvsim run --set`, `kvsim trace import ragpulse`), each case
+ * --config`, `kvsim run --set`, `kvsim trace import ragpulse|azure|burstgpt`), each case
  * must exit 0, or 2 with a message starting "kvsim" on stderr: never 1,
  * never a signal, never a hang (each run is under `timeout`); a trace the
  * import wrote must then pass `kvsim trace stats` with as many requests.
@@ -36,6 +36,7 @@
 
 #define FUZZ_NO_ENTRY
 #include "tests/fuzz/fuzz_config.c"
+#include "tests/fuzz/fuzz_csv.c"
 #include "tests/fuzz/fuzz_ragpulse.c"
 #include "tests/fuzz/fuzz_set.c"
 #include "tests/fuzz/fuzz_trace.c"
@@ -56,7 +57,7 @@ typedef struct fz_case {
     uint8_t b[FZ_MAX];
 } fz_case;
 
-typedef enum fz_kind { FZ_TRACE_FAMILY, FZ_CONFIG_FAMILY, FZ_SET_FAMILY, FZ_RAGPULSE_FAMILY } fz_kind;
+typedef enum fz_kind { FZ_TRACE_FAMILY, FZ_CONFIG_FAMILY, FZ_SET_FAMILY, FZ_RAGPULSE_FAMILY, FZ_CSV_FAMILY } fz_kind;
 
 typedef struct fz_family {
     const char *name; /* corpus folder and label in the count line */
@@ -81,6 +82,7 @@ static fz_family families[] = {
      .mutations = 40,
      .cli_every = 20,
      .cli_seeds = true},
+    {.name = "csv", .kind = FZ_CSV_FAMILY, .check = fuzz_csv_check, .mutations = 40, .cli_every = 20},
 };
 #define FZ_NFAMILIES (sizeof families / sizeof families[0])
 
@@ -383,6 +385,9 @@ static void fz_cli_args(const fz_family *f, const fz_case *c, int i, const char 
         break;
     case FZ_SET_FAMILY: fz_set_args(c, args, cap); break;
     case FZ_RAGPULSE_FAMILY: snprintf(args, cap, "trace import ragpulse %s -o %s/out.jsonl", file, file); break;
+    case FZ_CSV_FAMILY:
+        snprintf(args, cap, "trace import %s %s -o %s.jsonl", i % 2 ? "azure" : "burstgpt", file, file);
+        break;
     }
 }
 
@@ -422,18 +427,20 @@ static void fz_case_remove(const fz_family *f, char *file)
         snprintf(path, sizeof path, "%s/%s", file, j < SIM_RAGPULSE_NFILES ? sim_ragpulse_files[j] : "out.jsonl");
         unlink(path);
     }
+    if (f->kind == FZ_CSV_FAMILY) snprintf(path, sizeof path, "%s.jsonl", file), unlink(path);
     if (f->kind == FZ_RAGPULSE_FAMILY) rmdir(file);
     else unlink(file);
     free(file);
 }
 
-/* What `kvsim trace import` wrote into dir: `kvsim trace stats` reads it
- * with as many requests as the import reported ("wrote N requests"). */
-static bool fz_ragpulse_stats(const char *dir, const char *import_err)
+/* What `kvsim trace import` wrote (dir/out.jsonl, or FILE.jsonl beside a
+ * CSV): `kvsim trace stats` reads it with as many requests as the import
+ * reported ("wrote N requests"). */
+static bool fz_import_stats(const fz_family *f, const char *file, const char *import_err)
 {
     const char *w = strstr(import_err, "wrote ");
     char args[600];
-    snprintf(args, sizeof args, "trace stats --json %s/out.jsonl", dir);
+    snprintf(args, sizeof args, "trace stats --json %s%s", file, f->kind == FZ_CSV_FAMILY ? ".jsonl" : "/out.jsonl");
     cli_result r = tu_kvsim(args);
     json_t *j = r.status == 0 ? json_loads(r.out, 0, NULL) : NULL;
     long long n = json_integer_value(json_object_get(j, "requests"));
@@ -454,7 +461,8 @@ static bool fz_cli_one(const fz_family *f, const fz_case *c, int i, int k, int *
     cli_result r = tu_kvsim(args);
     *status = r.status;
     bool ok = r.status == 0 || (r.status == 2 && !strncmp(r.err, "kvsim", 5));
-    if (ok && r.status == 0 && f->kind == FZ_RAGPULSE_FAMILY) ok = fz_ragpulse_stats(file, r.err);
+    if (ok && r.status == 0 && (f->kind == FZ_RAGPULSE_FAMILY || f->kind == FZ_CSV_FAMILY))
+        ok = fz_import_stats(f, file, r.err);
     if (!ok) {
         fprintf(stderr, "fuzz: kvsim %s: exit %d%s; stderr:\n%s\nthe input (%s seed %s mutation %d) is\n", args,
                 r.status, r.status == 124 || r.status == 137 ? " (a hang: killed by timeout)" : "", r.err, f->name,

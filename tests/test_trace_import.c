@@ -151,6 +151,14 @@ static void test_errors(void **state)
     expect_csv_error("azure", AZ_HEAD "2023-11-16 18:15:45,1x0,1\n", ":2: ContextTokens: '1x0' is not a token count");
     expect_csv_error("azure", AZ_HEAD "2023-11-16 18:15:45,10,99999999999\n", ":2: GeneratedTokens:");
     expect_csv_error("azure", AZ_HEAD "2023-11-16 18:15:45,10\n", ":2: 2 column(s), but the azure format has 3");
+    /* Found by fuzzing (tests/fuzz/fuzz_csv.c): a year outside the int64 ns
+     * clock's 1677..2262 overflowed the ns count (undefined behaviour) */
+    expect_csv_error("azure", AZ_HEAD "1448-05-10 00:00:00,1,1\n",
+                     ":2: TIMESTAMP: '1448-05-10 00:00:00' is before 1970");
+    expect_csv_error("azure", AZ_HEAD "2024-05-10 00:00:00,1,1\n2263-01-01 00:00:00,1,1\n",
+                     ":3: TIMESTAMP: '2263-01-01 00:00:00' is after 2262 (the ns clock's range)");
+    expect_csv_error("azure", AZ_HEAD "9999-12-31 23:59:59.999999999,1,1\n",
+                     ":2: TIMESTAMP: '9999-12-31 23:59:59.999999999' is after 2262");
     expect_csv_error("azure", "TIMESTAMP,Context,GeneratedTokens\n",
                      ":1: column 2 is 'Context', but the azure format's header names it 'ContextTokens'");
     expect_csv_error("azure", "", ": empty (expected the azure header line)");

@@ -137,6 +137,14 @@ static void print_summary(const sim_config *cfg, const json_t *s)
                cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
     if (J_INT(s, "skipped_lines") > 0)
         printf("trace      %lld bad lines skipped (trace.skip_bad; --verbose lists them)\n", J_INT(s, "skipped_lines"));
+    const json_t *rp = json_object_get(s, "replay"), *sh = json_object_get(rp, "arrival_shift_ms");
+    if (rp && J_INT(rp, "sessions") == 0)
+        printf("sessions   none in the trace: trace.replay = closed replayed every request at its recorded time\n");
+    else if (rp)
+        printf("sessions   %lld, %lld later turns replayed closed-loop: arrivals moved by mean %.1f ms, p99 %.1f ms, "
+               "max %.1f ms from recorded\n",
+               J_INT(rp, "sessions"), J_INT(rp, "follow_up_turns"), J_NUM(sh, "mean"), J_NUM(sh, "p99"),
+               J_NUM(sh, "max"));
     printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));

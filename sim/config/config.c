@@ -474,9 +474,15 @@ static int read_typed(sim_config *c, sim_err *err)
         return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
                         c->block_tokens, c->trace.block_tokens);
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
+    static const char *const replays[] = {"open", "closed", NULL};
+    static const char *const resamples[] = {"none", "poisson", "sessions", NULL};
+    int replay = 0;
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
-        get_choice(root, "cost.compute", computes, &c->compute, err))
+        get_choice(root, "cost.compute", computes, &c->compute, err) ||
+        get_choice(root, "trace.replay", replays, &replay, err) ||
+        get_choice(root, "trace.resample", resamples, &c->trace.resample, err))
         return -1;
+    c->closed_replay = replay == 1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;

@@ -97,6 +97,8 @@ typedef struct sim_config {
 
     char trace_path[PATH_MAX];
     sim_trace_opts trace;
+    bool
+        closed_replay; /* trace.replay = closed: sessions' turns follow their previous turn's end (sim/trace/sessions.h) */
 
     double prefill_mfu, decode_overhead_s, chunk_overhead_s, transfer_latency_s;
     int compute; /* cost.compute: SIM_COMPUTE_* */

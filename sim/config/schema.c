@@ -178,6 +178,13 @@ static const sim_config_key keys[] = {
     BOOL("trace.skip_bad", "skip bad lines (counted in the summary) instead of stopping"),
     BOOL("trace.sort", "sort unsorted timestamps instead of stopping"),
     INT("trace.block_tokens", "tokens", 1, 1 << 20, "tokens per trace hash block"),
+    CHOICE("trace.replay", "open|closed",
+           "`open`: every request arrives at its recorded time; `closed`: a session's later turn arrives its "
+           "`think_ms` (else the recorded gap) after the turn before it finishes (docs/trace.md)"),
+    CHOICE("trace.resample", "none|poisson|sessions",
+           "what the seed redraws of the workload, so that seeds cover its variability (docs/trace.md): `none`; "
+           "`poisson` = session starts as a Poisson process at the trace's rate, each session's turns and think "
+           "times kept; `sessions` = sessions bootstrapped into the trace's start times"),
     NUM("cost.prefill_mfu", "", 1e-3, 1, "model FLOPs utilization of prefill (and decode compute)"),
     CHOICE("cost.compute", "auto|analytic|profile|engine",
            "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "

@@ -7,13 +7,22 @@
  * are popped in (time, insertion) order — the engine's deterministic
  * tie-break — and each is handed to the model. The loop ends when the heap
  * is empty (the model stops re-arming periodic events once
- * sim_serving_done()) or the model or the trace reader fails. */
+ * sim_serving_done()) or the model or the trace reader fails.
+ *
+ * A closed replay (trace.replay = closed, sim/trace/sessions.h) reads the
+ * same way, paced by the recorded times (a bare tick where the request read
+ * is held or moved); a session's later turn is scheduled when the turn
+ * before it finishes, and when that turn's successor is not read yet the
+ * loop reads ahead to it after the event. */
 #include "sim/serving/serving.h"
 
-/* Read the next trace request and schedule its arrival. */
-static void read_next(sim_serving_run *run, sim_trace *t)
+/* Read the next trace request and schedule its arrival: at its recorded
+ * time (open replay), or as its session allows (closed replay; held turns
+ * are scheduled when the turn before them finishes). */
+static void read_next(sim_serving_run *run, sim_trace *t, bool paced)
 {
     sim_request *r;
+    if (run->trace_done) return;
     int rc = sim_trace_next(t, &r, run->err);
     if (rc < 0) run->failed = true;
     if (rc <= 0) {
@@ -24,8 +33,24 @@ static void read_next(sim_serving_run *run, sim_trace *t)
     run->work += 1 + (r->output_len > 0 ? r->output_len : 0);
     double budget = run->cfg->event_budget > 0 ? SIM_BUDGET_BASE + run->cfg->event_budget * (double)run->work : 0;
     run->limit = budget > 0 && budget < 9e18 ? (int64_t)budget : INT64_MAX;
-    if (r->arrival_ns > run->last_arrival) run->last_arrival = r->arrival_ns;
-    sim_engine_push(&run->eng, r->arrival_ns, SIM_EV_ARRIVAL, -1, 0, r);
+    if (!run->sessions) {
+        sim_serving_push_arrival(run, r, r->arrival_ns, SIM_ARRIVAL_PACED);
+        return;
+    }
+    int64_t recorded = r->arrival_ns;
+    bool now = sim_sessions_admit(run->sessions, r, run->eng.now);
+    bool on_time = now && r->arrival_ns == recorded;
+    if (now)
+        sim_serving_push_arrival(run, r, r->arrival_ns, paced && on_time ? SIM_ARRIVAL_PACED : SIM_ARRIVAL_UNPACED);
+    if (paced && !on_time) sim_serving_push_arrival(run, NULL, recorded, SIM_ARRIVAL_PACED);
+}
+
+/* A closed replay: a turn finished whose session's next request is not
+ * read yet; it may be due before its recorded time, so read up to it. */
+static void read_ahead(sim_serving_run *run, sim_trace *t)
+{
+    while (run->sessions && sim_sessions_wanting(run->sessions) && !run->trace_done && !run->failed)
+        read_next(run, t, false);
 }
 
 int sim_serving_check(const sim_config *cfg, sim_err *err)
@@ -59,7 +84,7 @@ static bool over_budget(sim_serving_run *run)
 
 static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_trace *t)
 {
-    read_next(run, t);
+    read_next(run, t, true);
     if (run->failed) return -1;
     if (run->trace_done) return sim_errf(run->err, "trace %s: no requests to replay", sim_trace_name(t));
     run->first_arrival = sim_engine_next_time(&run->eng);
@@ -71,12 +96,12 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
             else m->discard(st, &ev);
             break;
         }
-        if (ev.kind != SIM_EV_ARRIVAL) {
-            m->handle(st, &ev);
-            continue;
+        if (ev.kind != SIM_EV_ARRIVAL) m->handle(st, &ev);
+        else {
+            if (ev.target == SIM_ARRIVAL_PACED) read_next(run, t, true);
+            if (ev.data) m->arrive(st, ev.data);
         }
-        read_next(run, t);
-        m->arrive(st, ev.data);
+        read_ahead(run, t);
     }
     return run->failed ? -1 : 0;
 }
@@ -105,6 +130,18 @@ static void note_skipped(const sim_trace *t, json_t *summary)
     json_object_set_new(summary, "skips", all);
 }
 
+/* A closed replay's summary: its sessions and how far arrivals moved from
+ * the recorded ones (docs/trace.md). */
+static void note_sessions(sim_sessions *s, json_t *summary)
+{
+    sim_sessions_stats st;
+    sim_sessions_stats_get(s, &st);
+    json_object_set_new(summary, "replay",
+                        json_pack("{s:s, s:I, s:I, s:{s:f, s:f, s:f}}", "mode", "closed", "sessions",
+                                  (json_int_t)st.sessions, "follow_up_turns", (json_int_t)st.turns, "arrival_shift_ms",
+                                  "mean", st.shift_mean_ms, "p99", st.shift_p99_ms, "max", st.shift_max_ms));
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
 {
     if (sim_serving_check(cfg, err)) return -1;
@@ -114,6 +151,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
     void *st = NULL;
     sim_trace *t = NULL;
     int rc = m->create(&st, &run, err);
+    if (rc == 0 && cfg->closed_replay) rc = sim_sessions_open(&run.sessions, cfg->trace_path, &cfg->trace, err);
     if (rc == 0) rc = sim_trace_open(&t, cfg->trace_path, &cfg->trace, err);
     if (rc == 0) rc = loop(m, st, &run, t);
     if (rc == 0) {
@@ -122,10 +160,12 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         if (rc == 0 && m->summarize) m->summarize(st, *summary);
         if (rc == 0) sim_serving_diagnose(cfg, db, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
         if (rc == 0) note_skipped(t, *summary);
+        if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
     }
     drain(m, st, &run);
     if (st) m->destroy(st);
     sim_engine_free(&run.eng);
     if (t) sim_trace_close(t);
+    sim_sessions_free(run.sessions);
     return rc;
 }

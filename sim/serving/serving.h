@@ -29,6 +29,7 @@
 #include "sim/config/config.h"
 #include "sim/engine/engine.h"
 #include "sim/results/results.h"
+#include "sim/trace/sessions.h"
 #include "sim/trace/trace.h"
 #include "sim/util.h"
 
@@ -46,13 +47,14 @@ typedef struct sim_serving_run {
     sim_results *db;
     sim_err *err;
     bool failed;
-    bool trace_done;       /* the trace has no more requests */
-    int64_t inflight;      /* read from the trace and not finished yet */
-    int64_t first_arrival; /* ns */
-    int64_t last_arrival;  /* ns: the latest arrival read so far */
-    int64_t last_done;     /* ns: when the last request finished (or was rejected) */
-    int64_t work;          /* requests + output tokens read so far */
-    int64_t limit;         /* events and rows allowed so far (limits.event_budget) */
+    bool trace_done;        /* the trace has no more requests */
+    int64_t inflight;       /* read from the trace and not finished yet */
+    int64_t first_arrival;  /* ns */
+    int64_t last_arrival;   /* ns: the latest arrival read so far */
+    int64_t last_done;      /* ns: when the last request finished (or was rejected) */
+    int64_t work;           /* requests + output tokens read so far */
+    int64_t limit;          /* events and rows allowed so far (limits.event_budget) */
+    sim_sessions *sessions; /* trace.replay = closed; NULL in an open replay */
 } sim_serving_run;
 
 /* The constant part of the work bound: events and rows any replay may use. */
@@ -85,11 +87,28 @@ typedef struct sim_serving_ops {
     const sim_idle_key *idle_keys;
 } sim_serving_ops;
 
-/* A request finished, was rejected or was lost: one fewer in flight. */
-static inline void sim_serving_finished(sim_serving_run *run)
+/* Arrival events: a PACED one reads the next request when it pops, so
+ * the heap holds one of them at a time (an open replay's every arrival; in
+ * a closed replay, data NULL is a bare tick at the last read request's
+ * recorded time). An UNPACED one (a closed replay's turn that follows its
+ * session, or one read ahead) only arrives (sim/serving/replay.c). */
+enum { SIM_ARRIVAL_PACED = -1, SIM_ARRIVAL_UNPACED = 0 };
+
+static inline void sim_serving_push_arrival(sim_serving_run *run, sim_request *r, int64_t at, int32_t pace)
+{
+    if (r && at > run->last_arrival) run->last_arrival = at;
+    sim_engine_push(&run->eng, at, SIM_EV_ARRIVAL, pace, 0, r);
+}
+
+/* A request finished, was rejected or was lost: one fewer in flight. In a
+ * closed replay its session's next turn, if held, is scheduled now. Inline:
+ * the models call it, and the replay loop calls the models. */
+static inline void sim_serving_finished(sim_serving_run *run, const sim_request *r)
 {
     run->inflight--;
     if (run->eng.now > run->last_done) run->last_done = run->eng.now;
+    sim_request *next = run->sessions ? sim_sessions_finish(run->sessions, r, run->eng.now) : NULL;
+    if (next) sim_serving_push_arrival(run, next, next->arrival_ns, SIM_ARRIVAL_UNPACED);
 }
 
 /* No request is left to arrive or in flight: periodic events stop. */

@@ -43,8 +43,9 @@ static bool digits(const char *s, int n, int64_t *v)
     return true;
 }
 
-/* "YYYY-MM-DD HH:MM:SS[.F]" (or a 'T' between date and time) → ns. */
-static bool parse_time(const char *s, int64_t *ns)
+/* "YYYY-MM-DD HH:MM:SS[.F]" (or a 'T' between date and time) → seconds
+ * since 1970 and the fraction in ns. */
+static bool parse_time(const char *s, int64_t *sec, int64_t *ns)
 {
     int64_t y, mo, d, h, mi, se, frac = 0;
     if (strlen(s) < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':')
@@ -54,20 +55,26 @@ static bool parse_time(const char *s, int64_t *ns)
         return false;
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59) return false;
     if (s[19] && (s[19] != '.' || sim_csv_fraction_ns(s + 20, strlen(s + 20), &frac))) return false;
-    *ns = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + se;
-    *ns = *ns * 1000000000 + frac;
+    *sec = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + se;
+    *ns = frac;
     return true;
 }
+
+/* The latest second an int64 ns clock from 1970 holds (2262-04-11). */
+#define MAX_SEC (INT64_MAX / 1000000000 - 1)
 
 static int parse(const sim_csv_row *row, const sim_csv_import_opts *o, sim_csv_request *req, sim_err *err)
 {
     (void)o;
-    if (!parse_time(row->col[0], &req->ts_ns))
+    int64_t sec, frac;
+    if (!parse_time(row->col[0], &sec, &frac))
         return sim_csv_errf(row, 0, err,
                             "'%.40s' is not a time such as 2023-11-16 18:15:46.6805900 "
                             "(YYYY-MM-DD HH:MM:SS, up to 9 fractional digits)",
                             row->col[0]);
-    if (req->ts_ns < 0) return sim_csv_errf(row, 0, err, "'%.40s' is before 1970", row->col[0]);
+    if (sec < 0) return sim_csv_errf(row, 0, err, "'%.40s' is before 1970", row->col[0]);
+    if (sec > MAX_SEC) return sim_csv_errf(row, 0, err, "'%.40s' is after 2262 (the ns clock's range)", row->col[0]);
+    req->ts_ns = sec * 1000000000 + frac;
     if (sim_csv_count(row, 1, &req->input, err) || sim_csv_count(row, 2, &req->output, err)) return -1;
     return 1;
 }

@@ -82,6 +82,8 @@ static int check_opts(const char *name, const sim_trace_opts *o, sim_err *err)
     if (!(o->speed > 0) || !isfinite(o->speed)) return sim_errf(err, "%s: speed must be a positive number", name);
     if (!(o->sample > 0 && o->sample <= 1)) return sim_errf(err, "%s: sample must be in (0, 1]", name);
     if (o->limit < 0) return sim_errf(err, "%s: limit must not be negative", name);
+    if (o->resample < SIM_RESAMPLE_NONE || o->resample > SIM_RESAMPLE_SESSIONS)
+        return sim_errf(err, "%s: resample must be none, poisson or sessions", name);
     return 0;
 }
 
@@ -163,6 +165,8 @@ typedef enum field_id {
     F_SLO_TTFT,
     F_SLO_TBT,
     F_SEGMENTS,
+    F_TURN,
+    F_THINK,
     NFIELDS
 } field_id;
 
@@ -175,9 +179,12 @@ typedef struct field_key {
 
 #define FIELD_KEY(id, str) [id] = {str, "\"" str "\"", sizeof str + 1}
 static const field_key field_keys[NFIELDS] = {
-    FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"), FIELD_KEY(F_OUTPUT, "output_length"),
-    FIELD_KEY(F_HASH_IDS, "hash_ids"),    FIELD_KEY(F_SESSION, "session"),    FIELD_KEY(F_CACHE, "cache"),
-    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"), FIELD_KEY(F_SEGMENTS, "segments"),
+    FIELD_KEY(F_TIMESTAMP, "timestamp"),  FIELD_KEY(F_INPUT, "input_length"),
+    FIELD_KEY(F_OUTPUT, "output_length"), FIELD_KEY(F_HASH_IDS, "hash_ids"),
+    FIELD_KEY(F_SESSION, "session"),      FIELD_KEY(F_CACHE, "cache"),
+    FIELD_KEY(F_SLO_TTFT, "slo_ttft_ms"), FIELD_KEY(F_SLO_TBT, "slo_tbt_ms"),
+    FIELD_KEY(F_SEGMENTS, "segments"),    FIELD_KEY(F_TURN, "turn"),
+    FIELD_KEY(F_THINK, "think_ms"),
 };
 
 typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
@@ -253,14 +260,31 @@ static int get_number(const sim_trace *t, const raw_line *raw, field_id f, bool 
     return 0;
 }
 
-static int get_session(const sim_trace *t, const raw_line *raw, int64_t *out, sim_err *err)
+/* An optional non-negative integer ("session", "turn"); -1 when absent. */
+static int get_id(const sim_trace *t, const raw_line *raw, field_id f, int64_t *out, sim_err *err)
 {
-    const raw_field *v = &raw->f[F_SESSION];
+    const raw_field *v = &raw->f[f];
+    const char *name = field_keys[f].name;
     *out = -1;
     if (v->kind == RAW_ABSENT) return 0;
-    if (v->kind != RAW_INT) return line_err(t, err, "session", "expected an integer, got %s", raw_type_name(v));
-    if (v->i < 0) return line_err(t, err, "session", "%" PRId64 " is negative", v->i);
+    if (v->kind != RAW_INT) return line_err(t, err, name, "expected an integer, got %s", raw_type_name(v));
+    if (v->i < 0) return line_err(t, err, name, "%" PRId64 " is negative", v->i);
     *out = v->i;
+    return 0;
+}
+
+/* "turn" and "think_ms" (closed-loop replay, docs/trace.md) only mean
+ * something within a session. think_ms is -1 when absent. */
+static int get_turn(const sim_trace *t, const raw_line *raw, sim_request *r, sim_err *err)
+{
+    r->think_ms = -1;
+    if (get_id(t, raw, F_TURN, &r->turn, err) || get_number(t, raw, F_THINK, false, &r->think_ms, err)) return -1;
+    if (r->session < 0 && (r->turn >= 0 || r->think_ms >= 0))
+        return line_err(t, err, r->turn >= 0 ? "turn" : "think_ms",
+                        "given without \"session\" (it orders a session's turns)");
+    if (r->think_ms > SIM_TRACE_MAX_THINK_MS)
+        return line_err(t, err, "think_ms", "%.15g is too large (max %.0f, a year)", r->think_ms,
+                        SIM_TRACE_MAX_THINK_MS);
     return 0;
 }
 
@@ -327,20 +351,11 @@ static int get_hash_ids(sim_trace *t, const raw_line *raw, int32_t input_len, si
     return 0;
 }
 
-/* One allocation: the struct, then the keys, the raw ids, the prefix
- * segment's ids and the segments. */
+/* One allocation (sim_request_new) with the line's segments copied in. */
 static sim_request *request_alloc(const sim_request *fields, size_t n, const sim_seg_buf *sb)
 {
     size_t ni = sb ? sb->nids : 0, ns = sb ? sb->nsegs : 0;
-    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids) + ni * sizeof *r->seg_ids +
-                                 ns * sizeof *r->segs);
-    *r = *fields;
-    r->nblocks = (int32_t)n;
-    r->keys = (uint64_t *)(r + 1);
-    r->hash_ids = (int64_t *)(r->keys + n);
-    r->seg_ids = r->hash_ids + n;
-    r->segs = (sim_segment *)(r->seg_ids + ni);
-    r->nsegs = (int32_t)ns;
+    sim_request *r = sim_request_new(fields, n, ni, ns);
     if (ni) memcpy(r->seg_ids, sb->ids, ni * sizeof *r->seg_ids);
     if (ns) memcpy(r->segs, sb->segs, ns * sizeof *r->segs);
     return r;
@@ -392,8 +407,9 @@ static sim_request *request_from_raw(sim_trace *t, const raw_line *raw, sim_err 
     bool segs = raw->f[F_SEGMENTS].kind != RAW_ABSENT;
     if (get_number(t, raw, F_TIMESTAMP, true, &fields.timestamp_ms, err) ||
         (segs ? get_segments(t, raw, &fields.input_len, err) : get_length(t, raw, F_INPUT, &fields.input_len, err)) ||
-        get_length(t, raw, F_OUTPUT, &fields.output_len, err) || get_session(t, raw, &fields.session, err) ||
-        get_cache(t, raw, &fields.cache, err) || get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
+        get_length(t, raw, F_OUTPUT, &fields.output_len, err) || get_id(t, raw, F_SESSION, &fields.session, err) ||
+        get_turn(t, raw, &fields, err) || get_cache(t, raw, &fields.cache, err) ||
+        get_number(t, raw, F_SLO_TTFT, false, &fields.slo_ttft_ms, err) ||
         get_number(t, raw, F_SLO_TBT, false, &fields.slo_tbt_ms, err))
         return NULL;
     double arrival_ns = fields.timestamp_ms * (double)SIM_NS_PER_MS / t->opts.speed;
@@ -681,7 +697,7 @@ static int load_sorted(sim_trace *t, sim_err *err)
     }
     if (rc < 0) return -1;
     if (t->nsorted) qsort(t->sorted, t->nsorted, sizeof *t->sorted, cmp_request_time);
-    return 0;
+    return sim_trace_resample(&t->sorted, &t->nsorted, &t->opts, t->name, err);
 }
 
 static int next_sorted(sim_trace *t, sim_request **out, sim_err *err)
@@ -699,7 +715,7 @@ int sim_trace_next(sim_trace *t, sim_request **req, sim_err *err)
     *req = NULL;
     while (!t->opts.limit || t->emitted < t->opts.limit) {
         sim_request *r;
-        int rc = t->opts.sort ? next_sorted(t, &r, err) : read_valid(t, &r, err);
+        int rc = t->opts.sort || t->opts.resample ? next_sorted(t, &r, err) : read_valid(t, &r, err);
         if (rc <= 0) return rc;
         if (t->rng && gsl_rng_uniform(t->rng) >= t->opts.sample) {
             sim_request_free(r);

@@ -3,8 +3,8 @@
  *
  * Format (docs/trace.md), one request per line:
  *   {"timestamp": ms, "input_length": tokens, "output_length": tokens,
- *    "hash_ids": [..]}  plus optional "session", "cache", "slo_ttft_ms",
- *    "slo_tbt_ms".
+ *    "hash_ids": [..]}  plus optional "session", "turn", "think_ms", "cache",
+ *    "slo_ttft_ms", "slo_tbt_ms".
  * Each hash_id names one block of `block_tokens` tokens; a request has
  * exactly ceil(input_length / block_tokens) blocks at most (fewer hash_ids
  * than blocks is allowed: the tail is then uncacheable).
@@ -55,6 +55,8 @@ typedef struct sim_request {
     uint64_t *keys;    /* nblocks chained block keys (see above) */
     int64_t *hash_ids; /* nblocks raw ids as in the file */
     int64_t session;   /* -1 when absent */
+    int64_t turn;      /* -1 when absent: the turn's number in its session (closed replay checks the order) */
+    double think_ms;   /* -1 when absent: the user's time between the previous turn's end and this one */
     sim_cache_class cache;
     double slo_ttft_ms; /* 0 when absent: the config's SLO applies */
     double slo_tbt_ms;  /* 0 when absent */
@@ -68,7 +70,12 @@ typedef struct sim_request {
 /* The longest prompt or answer a trace line may give, in tokens: 16× the
  * longest context of any current model. A bound keeps one mistyped length
  * (2147483647) from asking for gigabytes of block keys. */
-#define SIM_TRACE_MAX_TOKENS (1 << 24)
+#define SIM_TRACE_MAX_TOKENS   (1 << 24)
+/* The longest think time a line may give: a year, in ms. */
+#define SIM_TRACE_MAX_THINK_MS 3.1536e10
+
+/* trace.resample (sim/trace/resample.c): what the seed redraws. */
+typedef enum sim_resample { SIM_RESAMPLE_NONE = 0, SIM_RESAMPLE_POISSON, SIM_RESAMPLE_SESSIONS } sim_resample;
 
 typedef struct sim_trace_opts {
     int block_tokens; /* tokens per hash block; 512 */
@@ -76,7 +83,8 @@ typedef struct sim_trace_opts {
     bool skip_bad;    /* bad lines become a counted warning instead of an error */
     bool sort;        /* accept non-monotonic timestamps by sorting (loads the file) */
     double sample;    /* keep each request with this probability, (0,1]; 1 = all */
-    uint64_t seed;    /* RNG seed for sampling */
+    uint64_t seed;    /* RNG seed for sampling and resampling */
+    int resample;     /* sim_resample: redraw arrivals or sessions from seed (loads the file, as sort does) */
     int64_t limit;    /* stop after this many requests; 0 = no limit */
     const char *name; /* the trace in messages when not its path (a pipe's temporary copy); NULL = path */
 } sim_trace_opts;

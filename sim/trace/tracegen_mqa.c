@@ -14,7 +14,8 @@
  *     so one user's questions are U arrivals (≈ U / rate seconds) apart, the
  *     per-user gap of LMCache's benchmarks/multi-round-qa. A user reads one
  *     document (the s-th user, s mod D; or a Zipf pick) and asks R questions;
- *     then a new user (a new session) has the slot's next turn. The first
+ *     then a new user (a new session) has the slot's next turn (each line
+ *     carries "session" and "turn", its question's number from 0). The first
  *     users are staggered as that benchmark's ramp-up staggers them: slot k's
  *     first user asks R − ⌊k·R/U⌋ questions, so users leave and join at a
  *     steady rate/R per second rather than in waves.
@@ -105,6 +106,7 @@ typedef struct mqa_user {
     int64_t session; /* −1: the slot waits for a new user */
     int64_t doc;
     int rounds_left;               /* questions still to ask */
+    int turn;                      /* questions asked so far */
     int64_t input_len, output_len; /* of its latest request */
     int64_t *ids;                  /* hash ids of its latest request */
     size_t nids, cap;
@@ -181,6 +183,7 @@ static size_t start_user(mqa_gen *g, mqa_user *u)
 {
     const sim_tracegen_mqa_opts *o = g->o;
     u->session = g->next_session++;
+    u->turn = 0;
     u->doc = g->pick ? (int64_t)gsl_ran_discrete(g->rng, g->pick) : u->session % o->documents;
     if (u->rounds_left == 0) u->rounds_left = o->rounds;
     const mqa_doc *d = &g->docs[u->doc];
@@ -196,7 +199,7 @@ static void write_request(FILE *out, double timestamp_ms, const mqa_user *u)
             "{\"timestamp\": %.15g, \"input_length\": %" PRId64 ", \"output_length\": %" PRId64 ", \"hash_ids\": [",
             timestamp_ms, u->input_len, u->output_len);
     for (size_t i = 0; i < u->nids; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, u->ids[i]);
-    fprintf(out, "], \"session\": %" PRId64 "}\n", u->session);
+    fprintf(out, "], \"session\": %" PRId64 ", \"turn\": %d}\n", u->session, u->turn);
 }
 
 /* Build and write request i: slot i mod U's turn. A new user's prompt is
@@ -221,6 +224,7 @@ static void mqa_request(mqa_gen *g, int64_t i, FILE *out)
     for (u->nids = keep; u->nids < nblocks; u->nids++) u->ids[u->nids] = g->next_id++;
     u->output_len = draw_tokens(g->rng, o->answer_tokens, o->answer_sigma, MQA_MAX_TURN);
     write_request(out, timestamp_ms, u);
+    u->turn++;
     if (--u->rounds_left == 0) u->session = -1;
 }
 

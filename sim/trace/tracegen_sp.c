@@ -18,7 +18,8 @@
  *     shares an id;
  *   - with multi_turn (inference-perf's enable_multi_turn_chat) the pool
  *     entries are users: a user's first prompt is as above, and its next
- *     turn's prompt is the previous prompt + its answer + a new question.
+ *     turn's prompt is the previous prompt + its answer + a new question
+ *     (each line then carries "turn", the user's prompt number from 0).
  *     Its hash_ids keep the previous prompt's FULL blocks' ids and give a
  *     fresh id to every block after (the previous partial block now holds
  *     more tokens), as tracegen_mqa.c does; memory is the users' id lists;
@@ -220,6 +221,7 @@ typedef struct sp_user {
     int64_t input_len; /* of its latest prompt; 0 before its first turn */
     int64_t *ids;      /* that prompt's hash ids */
     size_t nids, cap;
+    int64_t turns; /* prompts so far */
 } sp_user;
 
 typedef struct sp_gen {
@@ -280,6 +282,7 @@ static void user_turn(sp_gen *g, int64_t e)
     }
     for (size_t b = 0; first && b < keep; b++) u->ids[b] = entry_block_id(g, e, (int64_t)b);
     for (u->nids = keep; u->nids < n; u->nids++) u->ids[u->nids] = g->next_id++;
+    u->turns++;
 }
 
 /* One JSONL line: entry e's prompt (single-turn, ids computed) or user e's
@@ -293,7 +296,9 @@ static void write_line(FILE *out, const sp_gen *g, double ts_ms, int64_t e)
             input, g->o->output_tokens);
     for (int64_t b = 0; b < n; b++)
         fprintf(out, b ? ", %" PRId64 : "%" PRId64, u ? u->ids[b] : entry_block_id(g, e, b));
-    fprintf(out, "], \"session\": %" PRId64 "}\n", e);
+    fprintf(out, "], \"session\": %" PRId64, e);
+    if (u) fprintf(out, ", \"turn\": %" PRId64, u->turns - 1);
+    fputs("}\n", out);
 }
 
 /* ---- the trace ------------------------------------------------------------- */

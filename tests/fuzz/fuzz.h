@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz.h — what the fuzz entry points (fuzz_trace.c,
- * fuzz_config.c, fuzz_set.c, fuzz_ragpulse.c) share: the verdict a check returns, the input
+ * fuzz_config.c, fuzz_set.c, fuzz_ragpulse.c, fuzz_csv.c) share: the verdict a check returns, the input
  * as a file the real loaders can open, and the config round trip.
  *
  * Each entry file defines `static fuzz_verdict fuzz_NAME_check(data, size)`

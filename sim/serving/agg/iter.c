@@ -89,7 +89,7 @@ static void finish(agg *a, ainst *in, areq *q, sim_stage stage)
     if (q->admitted) kv_pic_release(in->pages, &q->pages);
     q->admitted = false;
     write_row(a, q, stage);
-    sim_serving_finished(a->run);
+    sim_serving_finished(a->run, q->r);
     agg_req_free(q);
 }
 
@@ -307,6 +307,6 @@ void agg_enqueue(agg *a, ainst *in, areq *q)
 void agg_reject(agg *a, areq *q, sim_stage stage)
 {
     write_row(a, q, stage);
-    sim_serving_finished(a->run);
+    sim_serving_finished(a->run, q->r);
     agg_req_free(q);
 }

@@ -85,7 +85,7 @@ void sim_cluster_finish(cluster *c, req_state *q, sim_stage stage)
     sim_cluster_pic_release(c, q);
     write_row(c, q, stage);
     live_remove(c, q);
-    sim_serving_finished(c->run);
+    sim_serving_finished(c->run, q->r);
     sim_cluster_free_req(q);
 }
 
