@@ -299,6 +299,74 @@ static void test_lmcache_cpu_scope(void **state)
     }
 }
 
+/* Load or recompute, one request alone (issue 32 item 2). HBM holds 272
+ * pages (4,352 tokens); A (4,096 tokens) finishes and its 16 chunks go to
+ * the remote store (15 Gbps, 1 ms: a chunk loads in
+ * l = 1e-3 + 102,400 / 1.875e9 + 2.2048e-5 = 1.07666133e-3 s); B (4,096
+ * other tokens) evicts all of A's pages but the first 16; A again: 256
+ * tokens from the GPU cache, chunks 1–15 in the store, alone (no decoder,
+ * nothing queued: w = 0). Recomputing chunk i inside A's prefill from
+ * token 256 costs what it adds to the pass of iC tokens after 256:
+ *   m_1 = max(flops(512) − flops(256), 1e8) / 5e11 − 2e-4 = 6.99264e-5
+ *        (that pass is memory-bound: the weight read is paid anyway),
+ *   m_i = (flops((i + 1)·256) − flops(i·256)) / 5e11, i ≥ 2.
+ * balanced: with chunks [1, k) recomputed (R_k = m_1 + … + m_{k−1}) while
+ * [k, 16) load (L_k = (16 − k)·l), TTFT(k) = max(L_k, R_k) + 0 (the last
+ * token, after the run, adds nothing in a memory-bound pass):
+ *   k = 9: L 7.536629e-3, R 4.895424e-3;  k = 10: L 6.459968e-3,
+ *   R 6.004211e-3;  k = 11: L 5.383307e-3, R 7.217856e-3,
+ * so k = 10: 9 chunks recomputed in one iteration of tokens [256, 2,560)
+ * (6.2042112e-3 s) while 6 load (6.459968e-3 s), then the last token
+ * (2.016384e-4 s): TTFT 6.6616064e-3 s, against 15 · l + 2.016384e-4 =
+ * 1.63515584e-2 s when every chunk loads.
+ * adaptive walks the run: chunk i is recomputed while l ≥ m_i (to i = 8:
+ * m_8 = 1.0039296e-3, m_9 = 1.1087872e-3) and the recompute so far hides
+ * under the load left (R_9 = 4.895424e-3 ≤ 7 · l): 8 chunks, one
+ * iteration of [256, 2,304) (5.095424e-3 s) while 7 load (7.536629e-3 s),
+ * then the last token. */
+static json_t *remote_alone(const char *load)
+{
+    static const char *const trace =
+        "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+        "{\"timestamp\": 100, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [9, 10, 11, 12, 13, 14, "
+        "15, 16]}\n"
+        "{\"timestamp\": 200, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+    char args[512];
+    snprintf(args, sizeof args,
+             "--set kvstore.lmcache=true --set kvstore.dram_bytes=0 --set kvstore.remote.bytes=1e9 "
+             "--set cluster.layerwise=false --set kvstore.load='\"%s\"'",
+             load);
+    return run_toy(trace, (2e8 + 4352 * 400) / 0.9 + 1, args);
+}
+
+/* A's second TTFT: the mean of three less the two first prefills. */
+static double third_ttft_s(const json_t *j)
+{
+    return summary_num(j, "ttft_ms", "mean") / 1e3 * 3 - 2 * iter_s(flops(4096), 0, 4096);
+}
+
+static void test_balanced_split_by_hand(void **state)
+{
+    double l = 1e-3 + 102400 / 1.875e9 + 2.2048e-5, last = iter_s(flops(4096) - flops(4095), 0, 4096);
+    assert_double_equal(last, 2.016384e-4, 1e-12);
+    assert_double_equal(iter_s(flops(2560) - flops(256), 0, 2560), 6.2042112e-3, 1e-12);
+    json_t *j = remote_alone("balanced");
+    const json_t *m = json_object_get(j, "lmcache");
+    assert_int_equal(json_integer_value(json_object_get(m, "chunks_recomputed")), 9);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "chunk_hits"), "remote")), 6);
+    assert_double_equal(third_ttft_s(j), 6 * l + last, 1e-9);
+    assert_double_equal(6 * l + last, 6.6616064e-3, 1e-12);
+    json_decref(j);
+    j = remote_alone("always");
+    assert_double_equal(third_ttft_s(j), 15 * l + last, 1e-9);
+    json_decref(j);
+    j = remote_alone("adaptive");
+    m = json_object_get(j, "lmcache");
+    assert_int_equal(json_integer_value(json_object_get(m, "chunks_recomputed")), 8);
+    assert_double_equal(third_ttft_s(j), 7 * l + last, 1e-9);
+    json_decref(j);
+}
+
 /* Admission policies see an instance as both prefill and decode instance:
  * slo_reject answers 429 when the predicted TTFT exceeds an SLO of 1 µs;
  * baseline admits (its prefill load is fine) but, the first token out,
@@ -316,11 +384,15 @@ static void test_admission(void **state)
     json_decref(j);
 }
 
-/* kvsim plan crossover on the toy: chunk i computes in
- * (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory (2.2048e-5 s a
- * chunk) loading wins from position 0; from the remote store (1 ms + 102,400
- * bytes at 15 Gbps + the host copy = 1.07666e-3 s) only once 2i + 1 ≥ 19:
- * from chunk 9, 2,304 tokens. */
+/* kvsim plan crossover on the toy: chunk i is priced by what it adds to
+ * the prefill pass that computes it from token 0, (i + 1) · 256 tokens:
+ * chunk 0 ends a pass of 256 tokens, max(flops(256) / 5e11 = 1.65e-4,
+ * one weight read 2e-4) − 2e-4 = 0 (the pass is memory-bound: recomputing
+ * it is free); chunk 1 adds flops(512) / 5e11 − 2e-4 = 2.34995e-4, and
+ * chunk i ≥ 1 (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory
+ * (2.2048e-5 s a chunk) loading wins from chunk 1, 256 tokens; from the
+ * remote store (1 ms + 102,400 bytes at 15 Gbps + the host copy =
+ * 1.07666e-3 s) only once 2i + 1 ≥ 19: from chunk 9, 2,304 tokens. */
 static void test_plan_crossover(void **state)
 {
     char hw[512], args[2048];
@@ -332,7 +404,7 @@ static void test_plan_crossover(void **state)
         const char *name = json_string_value(json_object_get(t, "tier"));
         int64_t x = json_integer_value(json_object_get(t, "crossover_tokens"));
         if (!strcmp(name, "cpu")) {
-            assert_int_equal(x, 0);
+            assert_int_equal(x, 256);
             assert_double_equal(json_real_value(json_object_get(t, "chunk_load_s")), 2.2048e-5, 1e-15);
         }
         if (!strcmp(name, "remote")) assert_int_equal(x, 2304);
@@ -414,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),
+        cmocka_unit_test(test_balanced_split_by_hand),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_max_num_seqs),
         cmocka_unit_test(test_async_scheduling),

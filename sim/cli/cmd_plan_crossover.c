@@ -61,7 +61,8 @@ static int report(const sim_config *cfg, bool json)
         printf("%s on %s: %d-token chunks of %.0f bytes\n%-8s %-30s %14s %18s\n", cfg->model.name, cfg->hw.name,
                cfg->lmc.chunk_tokens, chunk_bytes, "tier", "path", "GB/s effective", "crossover tokens");
     for (int i = 0; i < n; i++) {
-        int64_t x = sim_cost_crossover_tokens(&c, cfg->lmc.chunk_tokens, p[i].chunk_s, 1 << 24);
+        int64_t x =
+            sim_cost_crossover_tokens(&c, cfg->lmc.chunk_tokens, cfg->max_num_batched_tokens, p[i].chunk_s, 1 << 24);
         double gbs = chunk_bytes / p[i].chunk_s / 1e9;
         if (json)
             json_array_append_new(rows, json_pack("{s:s, s:s, s:f, s:f, s:I}", "tier", p[i].name, "path", p[i].what,
