@@ -233,7 +233,9 @@ static void prefetch_settle(agg *a, areq *q, const uint64_t *keys, int32_t n)
  *   but waits for the one in flight when its load ends: its TTFT slack is
  *   the SLO less the time from its arrival to its load's end and its
  *   compute left.
- * A request whose slack is already negative is lost whatever q does. */
+ * A request still to load whose slack is already negative is lost
+ * whatever q does; a decoder's is only believed (the delays are
+ * estimates), and it holds q to no recompute until it ends. */
 typedef struct corun {
     double w, ahead_s, slack_s;
 } corun;
@@ -272,7 +274,7 @@ static corun corun_view(const agg *a, const areq *q)
     double step = decodes ? sim_cost_decode_iter_s(&a->cost, decodes, ctx) : 0;
     for (int i = 0; i < in->nrun; i++) {
         double slack = slack_of(a, in->run[i], step);
-        if (slack >= 0) v.slack_s = fmin(v.slack_s, slack);
+        if (slack >= 0 || in->run[i]->tokens > 0) v.slack_s = fmin(v.slack_s, fmax(0, slack));
     }
     return v;
 }
