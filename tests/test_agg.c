@@ -412,6 +412,49 @@ static void test_plan_crossover(void **state)
     json_decref(j);
 }
 
+/* kvsim plan crossover --whole-context (LMCache Fig. 12's form) on the toy
+ * (400 bytes of KV a token): a context of L tokens loads in L · 3,200 bits
+ * / B and prefills alone in flops(L) / 5e11 (one pass, compute-bound):
+ *   L = 1,024: prefill (4.194304e8 + 2.2528e8) / 5e11 = 1.2894208e-3 s;
+ *     load 3.2768e-3 s at 1 Gbps (prefill wins), 3.2768e-4 s at 10 (load
+ *     wins); both take as long at 3,276,800 / 1.2894208e-3 = 2.5413 Gbps.
+ *   L = 4,096: prefill (6.7108864e9 + 9.0112e8) / 5e11 = 1.52240128e-2 s;
+ *     load 1.31072e-2 s at 1 Gbps: loading already wins; 0.86096 Gbps.
+ * In passes of 1,024 tokens with 1 ms of overhead each, L = 4,096 takes 4
+ * passes whose FLOPs add up to the same, + 4 ms. */
+static void test_plan_whole_context(void **state)
+{
+    char hw[512], args[2048];
+    hw_arg(hw, sizeof hw, 1e10);
+    snprintf(args, sizeof args, "plan crossover --whole-context --context 1024,4096 --gbps 1,10 --json " TOY "%s", hw);
+    json_t *j = tu_kvsim_json(args), *rows = json_object_get(j, "contexts");
+    assert_int_equal(json_array_size(rows), 2);
+    const double prefill[] = {1.2894208e-3, 1.52240128e-2}, even[] = {2.5413e9, 8.6096e8}, L[] = {1024, 4096};
+    const char *faster[2][2] = {{"prefill", "load"}, {"load", "load"}};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *r = json_array_get(rows, i), *loads = json_object_get(r, "loads");
+        assert_int_equal(json_integer_value(json_object_get(r, "tokens")), L[i]);
+        assert_double_equal(json_number_value(json_object_get(r, "prefill_s")), prefill[i], 1e-12);
+        assert_double_equal(json_number_value(json_object_get(r, "break_even_Gbps")) * 1e9, even[i], 1e5);
+        for (size_t k = 0; k < 2; k++) {
+            const json_t *p = json_array_get(loads, k);
+            assert_double_equal(json_number_value(json_object_get(p, "load_s")), L[i] * 3200 / (k ? 1e10 : 1e9), 1e-15);
+            assert_string_equal(json_string_value(json_object_get(p, "faster")), faster[i][k]);
+        }
+    }
+    json_decref(j);
+    snprintf(args, sizeof args,
+             "plan crossover --whole-context --context 4096 --gbps 1 --json " TOY
+             "%s --set engine.max_num_batched_tokens=1024 --set cost.prefill_chunk_overhead_ms=1",
+             hw);
+    j = tu_kvsim_json(args);
+    const json_t *r = json_array_get(json_object_get(j, "contexts"), 0);
+    assert_double_equal(json_number_value(json_object_get(r, "prefill_s")), 1.52240128e-2 + 4e-3, 1e-12);
+    json_decref(j);
+    tu_expect_exit("plan crossover --whole-context --context 1K,0", 2, "--context: '0' is out of range");
+    tu_expect_exit("plan crossover --whole-context --gbps 1,x", 2, "--gbps: 'x' is not a number");
+}
+
 static void test_aggregated_config_errors(void **state)
 {
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
@@ -481,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_aggregated_config_errors),
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
+        cmocka_unit_test(test_plan_whole_context),
         cmocka_unit_test(test_lmcache_disk_and_remote),
         cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),

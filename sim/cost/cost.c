@@ -362,6 +362,14 @@ int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, int budge
     return lo * chunk_tokens;
 }
 
+double sim_cost_context_prefill_s(const sim_cost *c, int64_t tokens, int budget)
+{
+    double t = 0;
+    for (int64_t off = 0; off < tokens; off += budget)
+        t += sim_cost_chunk_s(c, (int32_t)off, (int32_t)(tokens - off < budget ? tokens - off : budget));
+    return t;
+}
+
 double sim_eq2_min_bandwidth(const sim_model *m, double G, double p)
 {
     double d = m->hidden;

@@ -172,6 +172,13 @@ double sim_cost_pass_recompute_s(const sim_cost *c, double pos, double len, doub
 int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, int budget, double chunk_load_s,
                                   int64_t max_tokens);
 
+/* A whole prompt of `tokens` prefilled from nothing, alone, in passes of
+ * at most `budget` tokens (the aggregated engine's token budget), each
+ * pass sim_cost_chunk_s (its overheads included): what loading an entire
+ * cached context of that length competes with (LMCache Fig. 12, `kvsim
+ * plan crossover --whole-context`). */
+double sim_cost_context_prefill_s(const sim_cost *c, int64_t tokens, int budget);
+
 /* Mooncake Eq. 2: the smallest KV loading bandwidth B (bytes/s) at which
  * reusing a prefix of p tokens beats recomputing it on a node of G FLOP/s:
  *   B > G · 2ds / (gqa · (a·p·d + b·d²)),
