@@ -455,6 +455,30 @@ static void test_plan_whole_context(void **state)
     tu_expect_exit("plan crossover --whole-context --gbps 1,x", 2, "--gbps: 'x' is not a number");
 }
 
+/* The measured tables price a recomputed 16-token chunk by what it adds to
+ * its pass, no longer as an 11.7 ms pass of its own, which made every load
+ * win: plan crossover said 0 tokens. By hand, on the central-storage preset
+ * (LLaMA3.1-8B, H100 table): a chunk loads in 1 ms + 2,097,152 B at
+ * 1.875 GB/s + the host copy (17.8 µs + 2,097,152 B / 52.6 GB/s) = 2.176 ms;
+ * its recompute at any position up to 32,768 tokens (a pass of 8,192 after
+ * at most 24,592 cached) costs at most 16 × the steepest slope of the
+ * table's 32,768-cached row, (0.70630711 − 0.34565015) / 4096 · 16 = 1.409
+ * ms: loading cannot win before 32,768 tokens. */
+static void test_plan_crossover_profile_small_chunks(void **state)
+{
+    json_t *j = tu_kvsim_json("plan crossover --json --config configs/clusters/lmcache-central-storage.json "
+                              "--set kvstore.chunk_tokens=16 --set cost.compute=profile"),
+           *tiers = json_object_get(j, "tiers");
+    assert_double_equal((0.70630711 - 0.34565015) / 4096 * 16, 1.40881e-3, 1e-8);
+    for (size_t i = 0; i < json_array_size(tiers); i++) {
+        const json_t *t = json_array_get(tiers, i);
+        if (strcmp(json_string_value(json_object_get(t, "tier")), "remote")) continue;
+        assert_double_equal(json_number_value(json_object_get(t, "chunk_load_s")), 2.176e-3, 1e-6);
+        assert_true(json_integer_value(json_object_get(t, "crossover_tokens")) >= 32768);
+    }
+    json_decref(j);
+}
+
 static void test_aggregated_config_errors(void **state)
 {
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set engine.max_num_batched_tokens=8", 2,
@@ -525,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
         cmocka_unit_test(test_plan_whole_context),
+        cmocka_unit_test(test_plan_crossover_profile_small_chunks),
         cmocka_unit_test(test_lmcache_disk_and_remote),
         cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
