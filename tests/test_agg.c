@@ -367,6 +367,55 @@ static void test_balanced_split_by_hand(void **state)
     json_decref(j);
 }
 
+/* The same choice with a request decoding beside it (w = 1). Two instances,
+ * round robin: A (4,096 tokens) on instance 0 writes its 16 chunks to the
+ * remote store; D (16 tokens) on instance 1; a 16-token request on
+ * instance 0; A again on instance 1, where no page of A is cached: chunks
+ * 0–15 in the store, nothing from the GPU. D decodes 1,000 tokens (0.4 ms
+ * each, until after A arrives) or 1 (gone). Chunk i's recompute inside A's
+ * prefill from token 0: m_0 = max(1.6499e-4, 2e-4) − 2e-4 = 0, m_1 =
+ * flops(512) / 5e11 − 2e-4 = 2.35e-4, m_i = (flops((i + 1)·256) −
+ * flops(i·256)) / 5e11 after; l = 1.07666133e-3 as above. balanced takes the
+ * k minimising max(L_k, R_k) + w · R_k: alone (w = 0) k = 10 (max(6.459968e-3,
+ * 6.16928e-3)); beside D (w = 1) k = 9 (7.536629e-3 + 5.060493e-3 =
+ * 1.2597e-2, where k = 10 costs 6.459968e-3 + 6.16928e-3 = 1.2629e-2).
+ * adaptive recomputes chunk k while l ≥ (1 + w) · m_k: alone chunks 0–8
+ * (m_9 = 1.1088e-3 > l), beside D chunks 0–3 (2 · m_4 = 1.169e-3 > l). D's
+ * TBT slack, 99 · (0.1 s − a step), binds neither. */
+static json_t *remote_beside(const char *load, int decoder_tokens)
+{
+    char trace[1024], args[512];
+    snprintf(trace, sizeof trace,
+             "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, "
+             "8]}\n{\"timestamp\": 199900, \"input_length\": 16, \"output_length\": %d, \"hash_ids\": [20]}\n"
+             "{\"timestamp\": 199950, \"input_length\": 16, \"output_length\": 1, \"hash_ids\": [21]}\n"
+             "{\"timestamp\": 200000, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, "
+             "7, 8]}\n",
+             decoder_tokens);
+    snprintf(args, sizeof args,
+             "--set cluster.instances=2 --set kvstore.lmcache=true --set kvstore.dram_bytes=0 "
+             "--set kvstore.remote.bytes=1e9 --set cluster.layerwise=false --set kvstore.load='\"%s\"'",
+             load);
+    return run_toy(trace, 1e10, args);
+}
+
+static int64_t recomputed_chunks(const char *load, int decoder_tokens)
+{
+    json_t *j = remote_beside(load, decoder_tokens);
+    int64_t n = json_integer_value(json_object_get(json_object_get(j, "lmcache"), "chunks_recomputed"));
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 4);
+    json_decref(j);
+    return n;
+}
+
+static void test_split_beside_a_decoder(void **state)
+{
+    assert_int_equal(recomputed_chunks("balanced", 1), 10);
+    assert_int_equal(recomputed_chunks("balanced", 1000), 9);
+    assert_int_equal(recomputed_chunks("adaptive", 1), 9);
+    assert_int_equal(recomputed_chunks("adaptive", 1000), 4);
+}
+
 /* Admission policies see an instance as both prefill and decode instance:
  * slo_reject answers 429 when the predicted TTFT exceeds an SLO of 1 µs;
  * baseline admits (its prefill load is fine) but, the first token out,
@@ -556,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),
         cmocka_unit_test(test_balanced_split_by_hand),
+        cmocka_unit_test(test_split_beside_a_decoder),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_max_num_seqs),
         cmocka_unit_test(test_async_scheduling),
