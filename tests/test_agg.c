@@ -299,6 +299,123 @@ static void test_lmcache_cpu_scope(void **state)
     }
 }
 
+/* Load or recompute, one request alone (issue 32 item 2). HBM holds 272
+ * pages (4,352 tokens); A (4,096 tokens) finishes and its 16 chunks go to
+ * the remote store (15 Gbps, 1 ms: a chunk loads in
+ * l = 1e-3 + 102,400 / 1.875e9 + 2.2048e-5 = 1.07666133e-3 s); B (4,096
+ * other tokens) evicts all of A's pages but the first 16; A again: 256
+ * tokens from the GPU cache, chunks 1–15 in the store, alone (no decoder,
+ * nothing queued: w = 0). Recomputing chunk i inside A's prefill from
+ * token 256 costs what it adds to the pass of iC tokens after 256:
+ *   m_1 = max(flops(512) − flops(256), 1e8) / 5e11 − 2e-4 = 6.99264e-5
+ *        (that pass is memory-bound: the weight read is paid anyway),
+ *   m_i = (flops((i + 1)·256) − flops(i·256)) / 5e11, i ≥ 2.
+ * balanced: with chunks [1, k) recomputed (R_k = m_1 + … + m_{k−1}) while
+ * [k, 16) load (L_k = (16 − k)·l), TTFT(k) = max(L_k, R_k) + 0 (the last
+ * token, after the run, adds nothing in a memory-bound pass):
+ *   k = 9: L 7.536629e-3, R 4.895424e-3;  k = 10: L 6.459968e-3,
+ *   R 6.004211e-3;  k = 11: L 5.383307e-3, R 7.217856e-3,
+ * so k = 10: 9 chunks recomputed in one iteration of tokens [256, 2,560)
+ * (6.2042112e-3 s) while 6 load (6.459968e-3 s), then the last token
+ * (2.016384e-4 s): TTFT 6.6616064e-3 s, against 15 · l + 2.016384e-4 =
+ * 1.63515584e-2 s when every chunk loads.
+ * adaptive walks the run: chunk i is recomputed while l ≥ m_i (to i = 8:
+ * m_8 = 1.0039296e-3, m_9 = 1.1087872e-3) and the recompute so far hides
+ * under the load left (R_9 = 4.895424e-3 ≤ 7 · l): 8 chunks, one
+ * iteration of [256, 2,304) (5.095424e-3 s) while 7 load (7.536629e-3 s),
+ * then the last token. */
+static json_t *remote_alone(const char *load)
+{
+    static const char *const trace =
+        "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+        "{\"timestamp\": 100, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [9, 10, 11, 12, 13, 14, "
+        "15, 16]}\n"
+        "{\"timestamp\": 200, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+    char args[512];
+    snprintf(args, sizeof args,
+             "--set kvstore.lmcache=true --set kvstore.dram_bytes=0 --set kvstore.remote.bytes=1e9 "
+             "--set cluster.layerwise=false --set kvstore.load='\"%s\"'",
+             load);
+    return run_toy(trace, (2e8 + 4352 * 400) / 0.9 + 1, args);
+}
+
+/* A's second TTFT: the mean of three less the two first prefills. */
+static double third_ttft_s(const json_t *j)
+{
+    return summary_num(j, "ttft_ms", "mean") / 1e3 * 3 - 2 * iter_s(flops(4096), 0, 4096);
+}
+
+static void test_balanced_split_by_hand(void **state)
+{
+    double l = 1e-3 + 102400 / 1.875e9 + 2.2048e-5, last = iter_s(flops(4096) - flops(4095), 0, 4096);
+    assert_double_equal(last, 2.016384e-4, 1e-12);
+    assert_double_equal(iter_s(flops(2560) - flops(256), 0, 2560), 6.2042112e-3, 1e-12);
+    json_t *j = remote_alone("balanced");
+    const json_t *m = json_object_get(j, "lmcache");
+    assert_int_equal(json_integer_value(json_object_get(m, "chunks_recomputed")), 9);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "chunk_hits"), "remote")), 6);
+    assert_double_equal(third_ttft_s(j), 6 * l + last, 1e-9);
+    assert_double_equal(6 * l + last, 6.6616064e-3, 1e-12);
+    json_decref(j);
+    j = remote_alone("always");
+    assert_double_equal(third_ttft_s(j), 15 * l + last, 1e-9);
+    json_decref(j);
+    j = remote_alone("adaptive");
+    m = json_object_get(j, "lmcache");
+    assert_int_equal(json_integer_value(json_object_get(m, "chunks_recomputed")), 8);
+    assert_double_equal(third_ttft_s(j), 7 * l + last, 1e-9);
+    json_decref(j);
+}
+
+/* The same choice with a request decoding beside it (w = 1). Two instances,
+ * round robin: A (4,096 tokens) on instance 0 writes its 16 chunks to the
+ * remote store; D (16 tokens) on instance 1; a 16-token request on
+ * instance 0; A again on instance 1, where no page of A is cached: chunks
+ * 0–15 in the store, nothing from the GPU. D decodes 1,000 tokens (0.4 ms
+ * each, until after A arrives) or 1 (gone). Chunk i's recompute inside A's
+ * prefill from token 0: m_0 = max(1.6499e-4, 2e-4) − 2e-4 = 0, m_1 =
+ * flops(512) / 5e11 − 2e-4 = 2.35e-4, m_i = (flops((i + 1)·256) −
+ * flops(i·256)) / 5e11 after; l = 1.07666133e-3 as above. balanced takes the
+ * k minimising max(L_k, R_k) + w · R_k: alone (w = 0) k = 10 (max(6.459968e-3,
+ * 6.16928e-3)); beside D (w = 1) k = 9 (7.536629e-3 + 5.060493e-3 =
+ * 1.2597e-2, where k = 10 costs 6.459968e-3 + 6.16928e-3 = 1.2629e-2).
+ * adaptive recomputes chunk k while l ≥ (1 + w) · m_k: alone chunks 0–8
+ * (m_9 = 1.1088e-3 > l), beside D chunks 0–3 (2 · m_4 = 1.169e-3 > l). D's
+ * TBT slack, 99 · (0.1 s − a step), binds neither. */
+static json_t *remote_beside(const char *load, int decoder_tokens)
+{
+    char trace[1024], args[512];
+    snprintf(trace, sizeof trace,
+             "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, "
+             "8]}\n{\"timestamp\": 199900, \"input_length\": 16, \"output_length\": %d, \"hash_ids\": [20]}\n"
+             "{\"timestamp\": 199950, \"input_length\": 16, \"output_length\": 1, \"hash_ids\": [21]}\n"
+             "{\"timestamp\": 200000, \"input_length\": 4096, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, "
+             "7, 8]}\n",
+             decoder_tokens);
+    snprintf(args, sizeof args,
+             "--set cluster.instances=2 --set kvstore.lmcache=true --set kvstore.dram_bytes=0 "
+             "--set kvstore.remote.bytes=1e9 --set cluster.layerwise=false --set kvstore.load='\"%s\"'",
+             load);
+    return run_toy(trace, 1e10, args);
+}
+
+static int64_t recomputed_chunks(const char *load, int decoder_tokens)
+{
+    json_t *j = remote_beside(load, decoder_tokens);
+    int64_t n = json_integer_value(json_object_get(json_object_get(j, "lmcache"), "chunks_recomputed"));
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 4);
+    json_decref(j);
+    return n;
+}
+
+static void test_split_beside_a_decoder(void **state)
+{
+    assert_int_equal(recomputed_chunks("balanced", 1), 10);
+    assert_int_equal(recomputed_chunks("balanced", 1000), 9);
+    assert_int_equal(recomputed_chunks("adaptive", 1), 9);
+    assert_int_equal(recomputed_chunks("adaptive", 1000), 4);
+}
+
 /* Admission policies see an instance as both prefill and decode instance:
  * slo_reject answers 429 when the predicted TTFT exceeds an SLO of 1 µs;
  * baseline admits (its prefill load is fine) but, the first token out,
@@ -316,11 +433,15 @@ static void test_admission(void **state)
     json_decref(j);
 }
 
-/* kvsim plan crossover on the toy: chunk i computes in
- * (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory (2.2048e-5 s a
- * chunk) loading wins from position 0; from the remote store (1 ms + 102,400
- * bytes at 15 Gbps + the host copy = 1.07666e-3 s) only once 2i + 1 ≥ 19:
- * from chunk 9, 2,304 tokens. */
+/* kvsim plan crossover on the toy: chunk i is priced by what it adds to
+ * the prefill pass that computes it from token 0, (i + 1) · 256 tokens:
+ * chunk 0 ends a pass of 256 tokens, max(flops(256) / 5e11 = 1.65e-4,
+ * one weight read 2e-4) − 2e-4 = 0 (the pass is memory-bound: recomputing
+ * it is free); chunk 1 adds flops(512) / 5e11 − 2e-4 = 2.34995e-4, and
+ * chunk i ≥ 1 (2.62144e7·(2i + 1) + 5.632e7) / 5e11 s. From CPU memory
+ * (2.2048e-5 s a chunk) loading wins from chunk 1, 256 tokens; from the
+ * remote store (1 ms + 102,400 bytes at 15 Gbps + the host copy =
+ * 1.07666e-3 s) only once 2i + 1 ≥ 19: from chunk 9, 2,304 tokens. */
 static void test_plan_crossover(void **state)
 {
     char hw[512], args[2048];
@@ -332,10 +453,77 @@ static void test_plan_crossover(void **state)
         const char *name = json_string_value(json_object_get(t, "tier"));
         int64_t x = json_integer_value(json_object_get(t, "crossover_tokens"));
         if (!strcmp(name, "cpu")) {
-            assert_int_equal(x, 0);
+            assert_int_equal(x, 256);
             assert_double_equal(json_real_value(json_object_get(t, "chunk_load_s")), 2.2048e-5, 1e-15);
         }
         if (!strcmp(name, "remote")) assert_int_equal(x, 2304);
+    }
+    json_decref(j);
+}
+
+/* kvsim plan crossover --whole-context (LMCache Fig. 12's form) on the toy
+ * (400 bytes of KV a token): a context of L tokens loads in L · 3,200 bits
+ * / B and prefills alone in flops(L) / 5e11 (one pass, compute-bound):
+ *   L = 1,024: prefill (4.194304e8 + 2.2528e8) / 5e11 = 1.2894208e-3 s;
+ *     load 3.2768e-3 s at 1 Gbps (prefill wins), 3.2768e-4 s at 10 (load
+ *     wins); both take as long at 3,276,800 / 1.2894208e-3 = 2.5413 Gbps.
+ *   L = 4,096: prefill (6.7108864e9 + 9.0112e8) / 5e11 = 1.52240128e-2 s;
+ *     load 1.31072e-2 s at 1 Gbps: loading already wins; 0.86096 Gbps.
+ * In passes of 1,024 tokens with 1 ms of overhead each, L = 4,096 takes 4
+ * passes whose FLOPs add up to the same, + 4 ms. */
+static void test_plan_whole_context(void **state)
+{
+    char hw[512], args[2048];
+    hw_arg(hw, sizeof hw, 1e10);
+    snprintf(args, sizeof args, "plan crossover --whole-context --context 1024,4096 --gbps 1,10 --json " TOY "%s", hw);
+    json_t *j = tu_kvsim_json(args), *rows = json_object_get(j, "contexts");
+    assert_int_equal(json_array_size(rows), 2);
+    const double prefill[] = {1.2894208e-3, 1.52240128e-2}, even[] = {2.5413e9, 8.6096e8}, L[] = {1024, 4096};
+    const char *faster[2][2] = {{"prefill", "load"}, {"load", "load"}};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *r = json_array_get(rows, i), *loads = json_object_get(r, "loads");
+        assert_int_equal(json_integer_value(json_object_get(r, "tokens")), L[i]);
+        assert_double_equal(json_number_value(json_object_get(r, "prefill_s")), prefill[i], 1e-12);
+        assert_double_equal(json_number_value(json_object_get(r, "break_even_Gbps")) * 1e9, even[i], 1e5);
+        for (size_t k = 0; k < 2; k++) {
+            const json_t *p = json_array_get(loads, k);
+            assert_double_equal(json_number_value(json_object_get(p, "load_s")), L[i] * 3200 / (k ? 1e10 : 1e9), 1e-15);
+            assert_string_equal(json_string_value(json_object_get(p, "faster")), faster[i][k]);
+        }
+    }
+    json_decref(j);
+    snprintf(args, sizeof args,
+             "plan crossover --whole-context --context 4096 --gbps 1 --json " TOY
+             "%s --set engine.max_num_batched_tokens=1024 --set cost.prefill_chunk_overhead_ms=1",
+             hw);
+    j = tu_kvsim_json(args);
+    const json_t *r = json_array_get(json_object_get(j, "contexts"), 0);
+    assert_double_equal(json_number_value(json_object_get(r, "prefill_s")), 1.52240128e-2 + 4e-3, 1e-12);
+    json_decref(j);
+    tu_expect_exit("plan crossover --whole-context --context 1K,0", 2, "--context: '0' is out of range");
+    tu_expect_exit("plan crossover --whole-context --gbps 1,x", 2, "--gbps: 'x' is not a number");
+}
+
+/* The measured tables price a recomputed 16-token chunk by what it adds to
+ * its pass, no longer as an 11.7 ms pass of its own, which made every load
+ * win: plan crossover said 0 tokens. By hand, on the central-storage preset
+ * (LLaMA3.1-8B, H100 table): a chunk loads in 1 ms + 2,097,152 B at
+ * 1.875 GB/s + the host copy (17.8 µs + 2,097,152 B / 52.6 GB/s) = 2.176 ms;
+ * its recompute at any position up to 32,768 tokens (a pass of 8,192 after
+ * at most 24,592 cached) costs at most 16 × the steepest slope of the
+ * table's 32,768-cached row, (0.70630711 − 0.34565015) / 4096 · 16 = 1.409
+ * ms: loading cannot win before 32,768 tokens. */
+static void test_plan_crossover_profile_small_chunks(void **state)
+{
+    json_t *j = tu_kvsim_json("plan crossover --json --config configs/clusters/lmcache-central-storage.json "
+                              "--set kvstore.chunk_tokens=16 --set cost.compute=profile"),
+           *tiers = json_object_get(j, "tiers");
+    assert_double_equal((0.70630711 - 0.34565015) / 4096 * 16, 1.40881e-3, 1e-8);
+    for (size_t i = 0; i < json_array_size(tiers); i++) {
+        const json_t *t = json_array_get(tiers, i);
+        if (strcmp(json_string_value(json_object_get(t, "tier")), "remote")) continue;
+        assert_double_equal(json_number_value(json_object_get(t, "chunk_load_s")), 2.176e-3, 1e-6);
+        assert_true(json_integer_value(json_object_get(t, "crossover_tokens")) >= 32768);
     }
     json_decref(j);
 }
@@ -409,11 +597,15 @@ int main(void)
         cmocka_unit_test(test_aggregated_config_errors),
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
+        cmocka_unit_test(test_plan_whole_context),
+        cmocka_unit_test(test_plan_crossover_profile_small_chunks),
         cmocka_unit_test(test_lmcache_disk_and_remote),
         cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),
         cmocka_unit_test(test_lmcache_cpu_scope),
+        cmocka_unit_test(test_balanced_split_by_hand),
+        cmocka_unit_test(test_split_beside_a_decoder),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_max_num_seqs),
         cmocka_unit_test(test_async_scheduling),

@@ -295,9 +295,88 @@ static void test_cost_command(void **state)
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
 }
 
+/* A recomputed chunk costs what it adds to the prefill pass that computes
+ * it (issue 32 item 1), pass(P, s) − pass(P − C, s). The toy (1 layer,
+ * d = 100, 1e8 params, 1e12 FLOP/s at MFU 0.5, 1e12 B/s of HBM):
+ * flops(n) = 400·n² + 2.2e5·n, a pass at least one weight read, 2e-4 s.
+ * Chunk C ending a 4,096-token pass from token 0 (both passes compute-bound):
+ * (flops(4096) − flops(4096 − C)) / 5e11 =
+ *   C = 16: (400 · 16 · 8176 + 3.52e6) / 5e11 = 1.116928e-4 s
+ *   C = 64: (400 · 64 · 8128 + 1.408e7) / 5e11 = 4.443136e-4 s
+ *   C = 256: (400 · 256 · 7936 + 5.632e7) / 5e11 = 1.7379328e-3 s
+ *   C = 1024: (400 · 1024 · 7168 + 2.2528e8) / 5e11 = 6.3225856e-3 s.
+ * A 16-token chunk alone in its pass adds nothing: the pass is the weight
+ * read either way (priced as a pass of its own, it cost 2e-4 s). Measured
+ * tables (h100x1, LLaMA3.1-8B, configs/calibration/h100.json): the row of
+ * 2,048 cached tokens is linear between 2,048 and 4,096 new ones (0.07030583
+ * and 0.14612791 s), so a chunk ending a 4,096-token pass after 2,048 costs
+ * C · 0.07582208 / 2048 s (16: 5.923e-4 s, where a pass of its own costs
+ * 11.7 ms — what made plan crossover report 0 tokens at 16-token chunks). */
+static void test_recompute_pricing(void **state)
+{
+    sim_config toy, h100;
+    sim_cost c;
+    sim_err err;
+    char *set_toy[] = {"model={\"name\":\"toy\",\"layers\":1,\"hidden\":100,\"heads\":1,\"kv_heads\":1,"
+                       "\"head_dim\":100,\"dtype_bytes\":2,\"params\":1e8}",
+                       "hardware={\"name\":\"toy\",\"gpus_per_node\":1,\"tflops_per_gpu\":1,\"hbm_bytes_per_gpu\":1e10,"
+                       "\"hbm_GBps_per_gpu\":1000,\"h2d_GBps\":50,\"nic_Gbps\":100,\"dram_bytes\":1e12,"
+                       "\"ssd_read_GBps\":5,\"ssd_write_GBps\":5,\"ssd_latency_us\":100}",
+                       "cost.prefill_mfu=0.5", "cost.compute=\"analytic\""};
+    load(&toy, set_toy, 4);
+    assert_int_equal(sim_cost_init(&c, &toy, &err), 0);
+    const double sizes[] = {16, 64, 256, 1024}, toy_s[] = {1.116928e-4, 4.443136e-4, 1.7379328e-3, 6.3225856e-3};
+    for (int i = 0; i < 4; i++)
+        assert_double_equal(sim_cost_recompute_s(&c, 4096 - sizes[i], sizes[i], 4096), toy_s[i], 1e-15);
+    assert_double_equal(sim_cost_recompute_s(&c, 0, 16, 16), 0, 0);
+    assert_double_equal(sim_cost_prefill_pass_s(&c, 16, 0), 2e-4, 1e-15);
+    /* the pass is never longer than the prompt so far, nor shorter than the chunk */
+    assert_double_equal(sim_cost_pass_recompute_s(&c, 4096 - 256, 256, 0, 8192), toy_s[2], 1e-15);
+    assert_double_equal(sim_cost_recompute_s(&c, 4096 - 256, 256, 1), sim_cost_recompute_s(&c, 3840, 256, 256), 0);
+    char *set_h100[] = {"hardware=h100x1", "model=llama3.1-8b", "cost.compute=\"profile\""};
+    load(&h100, set_h100, 3);
+    assert_int_equal(sim_cost_init(&c, &h100, &err), 0);
+    for (int i = 0; i < 4; i++)
+        assert_double_equal(sim_cost_recompute_s(&c, 6144 - sizes[i], sizes[i], 4096),
+                            sizes[i] * (0.14612791 - 0.07030583) / 2048, 1e-12);
+    assert_true(sim_cost_prefill_pass_s(&c, 16, 6128) > 0.0116);
+    sim_config_free(&toy);
+    sim_config_free(&h100);
+}
+
+/* The engine mode (analytic roofline at cost.prefill_mfu) and the measured
+ * tables price the same recomputed chunk alike: within the analytic
+ * prefill's calibration error on LLaMA3.1-8B, at most 49.6% off a measured
+ * point (docs/gpu-calibration.md, H100 compute table), for chunks of 16 to
+ * 1,024 tokens anywhere in a 32K-token prompt prefilled in passes of the
+ * token budget (8,192). Priced as passes of their own, a 16-token chunk
+ * after 8,192 tokens was 13.2 ms measured against 0.3 ms of FLOPs. */
+static void test_recompute_models_agree(void **state)
+{
+    sim_config eng, prof;
+    sim_cost ce, cp;
+    sim_err err;
+    char *set_eng[] = {"hardware=h100x1", "model=llama3.1-8b", "cost.compute=\"engine\""};
+    char *set_prof[] = {"hardware=h100x1", "model=llama3.1-8b", "cost.compute=\"profile\""};
+    load(&eng, set_eng, 3);
+    load(&prof, set_prof, 3);
+    assert_int_equal(sim_cost_init(&ce, &eng, &err), 0);
+    assert_int_equal(sim_cost_init(&cp, &prof, &err), 0);
+    for (double C = 16; C <= 1024; C *= 4)
+        for (double pos = 4096; pos < 32768; pos += 4096) {
+            double e = sim_cost_pass_recompute_s(&ce, pos, C, 0, 8192);
+            double p = sim_cost_pass_recompute_s(&cp, pos, C, 0, 8192);
+            if (fabs(e / p - 1) > 0.496) fprintf(stderr, "chunk %.0f at %.0f: engine %g profile %g\n", C, pos, e, p);
+            assert_true(fabs(e / p - 1) <= 0.496);
+        }
+    sim_config_free(&eng);
+    sim_config_free(&prof);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recompute_pricing),      cmocka_unit_test(test_recompute_models_agree),
         cmocka_unit_test(test_kv_bytes_per_token),     cmocka_unit_test(test_prefill_flops),
         cmocka_unit_test(test_eq2_thresholds),         cmocka_unit_test(test_prefill_time),
         cmocka_unit_test(test_decode_iteration),       cmocka_unit_test(test_transfers),

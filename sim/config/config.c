@@ -335,7 +335,7 @@ static int get_choice(const json_t *root, const char *path, const char *const *n
 static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
 {
     static const char *const scopes[] = {"instance", "node", NULL}, *const transfers[] = {"chunk", "page", NULL},
-                             *const loads[] = {"always", "never", "adaptive", NULL};
+                             *const loads[] = {"always", "never", "adaptive", "balanced", NULL};
     struct sim_lmcache_cfg *l = &c->lmc;
     int64_t chunk, per_node;
     int scope, transfer;

@@ -46,7 +46,7 @@ typedef struct sim_fault {
     double down_s; /* until recovery */
 } sim_fault;
 
-enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE };
+enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE, SIM_LOAD_BALANCED };
 /* cost.compute: auto = engine for aggregated instances, else the profile
  * tables when the hardware's calibration has them for the model, else
  * analytic (sim/cost/cost.h). */
@@ -69,7 +69,7 @@ typedef struct sim_config {
         int chunk_tokens;
         bool cpu_per_node;  /* kvstore.cpu_scope = "node" */
         bool page_transfer; /* kvstore.transfer = "page" (vLLM native offload) */
-        int load;           /* kvstore.load: SIM_LOAD_ALWAYS / NEVER / ADAPTIVE */
+        int load;           /* kvstore.load: SIM_LOAD_ALWAYS / NEVER / ADAPTIVE / BALANCED */
         bool prefetch;
         double remote_bytes, remote_Bps, remote_latency_s;
     } lmc;

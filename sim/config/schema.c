@@ -142,8 +142,10 @@ static const sim_config_key keys[] = {
     CHOICE("kvstore.transfer", "chunk|page",
            "`chunk`: one transfer per chunk (LMCache); `page`: one per layer's 16-token page (vLLM native "
            "offload)"),
-    CHOICE("kvstore.load", "always|never|adaptive",
-           "load cached chunks always, never, or only when the transfer beats recomputing them"),
+    CHOICE("kvstore.load", "always|never|adaptive|balanced",
+           "load cached chunks always, never, `adaptive`: per chunk, when its transfer beats its recompute "
+           "(charged to the request and to each co-running one); `balanced`: per request, load part while "
+           "recomputing the rest, the split minimising TTFT plus co-runners' delay (docs/lmcache-load.md)"),
     BOOL("kvstore.prefetch", "copy a queued request's disk/remote chunks into CPU memory while it waits"),
     SIZE("kvstore.remote.bytes", "the cluster's remote KV store (0 = none)"),
     NUM("kvstore.remote.Gbps", "Gbit/s", 1e-3, 1e6, "the remote store's link"),

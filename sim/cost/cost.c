@@ -320,24 +320,54 @@ double sim_cost_nic_s(const sim_cost *c, double bytes) { return transfer_s(c->la
 
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c) { return (int64_t)(c->hbm_kv_bytes / c->kv_bytes_per_token); }
 
-/* Compute time of the chunk of chunk_tokens after the first p tokens: the
- * measured pass when profiled, else its Eq. 1 FLOPs at G · mfu. */
-static double crossover_chunk_s(const sim_cost *c, double p, int chunk_tokens)
+/* The marginal cost of recomputing tokens inside a prefill (issue 32 item
+ * 1). A prefill pass of P new tokens after s cached ones takes pass(P, s)
+ * (the measured table when profiled, else max(Eq. 1 FLOPs at G · mfu, one
+ * weight read)); the len tokens [pos, pos + len) that end such a pass cost
+ * what they add to it, pass(P, s) − pass(P − len, s) with s = pos + len − P.
+ * A chunk is thus never priced as a forward pass of its own: the weight read
+ * and the fixed cost of a pass are paid once whatever it computes, and what
+ * is left is the chunk's FLOPs at its position (the slope of the table). */
+double sim_cost_recompute_s(const sim_cost *c, double pos, double len, double pass_tokens)
 {
-    if (c->profiled) return sim_profile_prefill_s(&c->profile, chunk_tokens, p);
-    return (sim_prefill_flops(c->model, p + chunk_tokens) - sim_prefill_flops(c->model, p)) / (c->hw->flops * c->mfu);
+    if (len <= 0) return 0;
+    double P = pass_tokens < len ? len : pass_tokens;
+    if (P > pos + len) P = pos + len;
+    double s = pos + len - P, t = sim_cost_prefill_pass_s(c, P, s) - sim_cost_prefill_pass_s(c, P - len, s);
+    return t > 0 ? t : 0;
 }
 
-int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double chunk_load_s, int64_t max_tokens)
+double sim_cost_pass_recompute_s(const sim_cost *c, double pos, double len, double from, int budget)
+{
+    double pass = pos + len - from;
+    return sim_cost_recompute_s(c, pos, len, pass < budget ? pass : budget);
+}
+
+/* Chunk i's recompute in a prefill from token 0 (the crossover's price). */
+static double crossover_chunk_s(const sim_cost *c, int64_t i, int chunk_tokens, int budget)
+{
+    return sim_cost_pass_recompute_s(c, (double)i * chunk_tokens, chunk_tokens, 0, budget);
+}
+
+int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, int budget, double chunk_load_s,
+                                  int64_t max_tokens)
 {
     int64_t lo = 0, hi = max_tokens / chunk_tokens; /* chunk indices; compute grows with the index */
-    if (crossover_chunk_s(c, (double)hi * chunk_tokens, chunk_tokens) <= chunk_load_s) return -1;
+    if (crossover_chunk_s(c, hi, chunk_tokens, budget) <= chunk_load_s) return -1;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (crossover_chunk_s(c, (double)mid * chunk_tokens, chunk_tokens) > chunk_load_s) hi = mid;
+        if (crossover_chunk_s(c, mid, chunk_tokens, budget) > chunk_load_s) hi = mid;
         else lo = mid + 1;
     }
     return lo * chunk_tokens;
+}
+
+double sim_cost_context_prefill_s(const sim_cost *c, int64_t tokens, int budget)
+{
+    double t = 0;
+    for (int64_t off = 0; off < tokens; off += budget)
+        t += sim_cost_chunk_s(c, (int32_t)off, (int32_t)(tokens - off < budget ? tokens - off : budget));
+    return t;
 }
 
 double sim_eq2_min_bandwidth(const sim_model *m, double G, double p)

@@ -150,12 +150,34 @@ double sim_cost_attn_flops(const sim_model *m);
 /* Tokens of KV a decode instance can hold in HBM. */
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
 
+/* The marginal GPU time of recomputing prompt tokens [pos, pos + len) as
+ * the last len tokens of a prefill pass of pass_tokens new tokens (clamped
+ * to [len, pos + len]): pass(P, s) − pass(P − len, s), s = pos + len − P,
+ * pass being sim_cost_prefill_pass_s (measured table or analytic), never
+ * below 0. Every cost mode prices a recomputed chunk so: as part of the
+ * pass that computes it, not as a pass of its own (issue 32 item 1). */
+double sim_cost_recompute_s(const sim_cost *c, double pos, double len, double pass_tokens);
+/* The same inside a prefill that computes from token `from` in passes of
+ * at most `budget` tokens (engine.max_num_batched_tokens): the pass is
+ * min(budget, pos + len − from) tokens. */
+double sim_cost_pass_recompute_s(const sim_cost *c, double pos, double len, double from, int budget);
+
 /* LMCache §7.7: the context position from which loading a chunk of
  * chunk_tokens tokens (chunk_load_s, from its tier) beats recomputing it:
- * the smallest multiple p of chunk_tokens with
- * (flops(p + chunk) − flops(p)) / (G · mfu) > chunk_load_s; -1 when none
- * below max_tokens. (The adaptive loader's per-chunk rule.) */
-int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, double chunk_load_s, int64_t max_tokens);
+ * the smallest multiple p of chunk_tokens whose recompute inside a prefill
+ * from token 0 in passes of `budget` tokens,
+ * sim_cost_pass_recompute_s(p, chunk_tokens, 0, budget), exceeds
+ * chunk_load_s; -1 when none below max_tokens. (The adaptive loader's
+ * per-chunk rule alone, without co-running requests.) */
+int64_t sim_cost_crossover_tokens(const sim_cost *c, int chunk_tokens, int budget, double chunk_load_s,
+                                  int64_t max_tokens);
+
+/* A whole prompt of `tokens` prefilled from nothing, alone, in passes of
+ * at most `budget` tokens (the aggregated engine's token budget), each
+ * pass sim_cost_chunk_s (its overheads included): what loading an entire
+ * cached context of that length competes with (LMCache Fig. 12, `kvsim
+ * plan crossover --whole-context`). */
+double sim_cost_context_prefill_s(const sim_cost *c, int64_t tokens, int budget);
 
 /* Mooncake Eq. 2: the smallest KV loading bandwidth B (bytes/s) at which
  * reusing a prefix of p tokens beats recomputing it on a node of G FLOP/s:

@@ -46,6 +46,7 @@ typedef struct areq {
     int32_t hole_from, hole_to; /* prompt tokens [from, to) are loaded (LMCache), not computed; from = to: none */
     int64_t ready_at;           /* that load ends then: no prefill from hole_to before */
     int64_t prefetch_at;        /* its prefetch into CPU memory ends then; -1 = none */
+    double stalled_s;           /* LMCache: recompute believed added to its decode gaps (lmcache.c) */
     double prefill_gpu_s;
     int preemptions;
     int64_t visible_iter; /* engine.async_scheduling: the first iteration (ainst.started) that may admit it */

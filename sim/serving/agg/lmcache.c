@@ -45,7 +45,7 @@ struct lmc {
     kv_cache **cpu, **disk, *remote;
     int ncpu;
     double chunk_bytes, page_bytes;
-    int64_t hits[T_N], loads;
+    int64_t hits[T_N], loads, recomputed;
     double bytes[T_N], load_s, saved_s;
 };
 
@@ -152,14 +152,24 @@ static double chunk_load_s(const agg *a, int t)
     return sim_cost_h2d_pages_s(&a->cost, page, pages) + pages * tier_s(a, t, page);
 }
 
-/* Compute time of chunk i at its place in the prompt (the measured pass when
- * the cost model has profile tables). */
-static double chunk_compute_s(const agg *a, int32_t i)
+/* Compute time of chunk i at its place in the prompt when it is recomputed
+ * inside the request's prefill, which computes from token `from` in passes
+ * of the token budget: what the chunk adds to its pass
+ * (sim_cost_pass_recompute_s), under every cost mode — never a forward pass
+ * of its own (issue 32 item 1). */
+static double chunk_compute_s(const agg *a, int32_t i, int32_t from)
 {
     double C = a->cfg->lmc.chunk_tokens;
-    if (a->cost.profiled) return sim_cost_prefill_pass_s(&a->cost, C, i * C);
-    return (sim_prefill_flops(a->cost.model, (i + 1) * C) - sim_prefill_flops(a->cost.model, i * C)) /
-           (a->cost.hw->flops * a->cost.mfu);
+    return sim_cost_pass_recompute_s(&a->cost, i * C, C, from, a->cfg->max_num_batched_tokens);
+}
+
+/* The same for prompt tokens [lo, hi) computed from lo on, pass by pass. */
+static double recompute_span_s(const agg *a, double lo, double hi)
+{
+    double t = 0, budget = a->cfg->max_num_batched_tokens;
+    for (double x = lo; x < hi; x += budget)
+        t += sim_cost_pass_recompute_s(&a->cost, x, fmin(budget, hi - x), lo, (int)budget);
+    return t;
 }
 
 /* q's chunk keys, computed on first use and kept with q (enqueue, load,
@@ -205,10 +215,148 @@ static void prefetch_settle(agg *a, areq *q, const uint64_t *keys, int32_t n)
     q->prefetch_at = -1;
 }
 
+/* ---- which chunks to load ---------------------------------------------------- */
+
+/* What a recompute for q meets on its instance (load rules adaptive and
+ * balanced): w, the requests it delays (those running, whose iterations
+ * it lengthens, and those waiting behind q); the GPU work ahead of q's
+ * prefill (what the running requests still have to compute of their
+ * prompts: their chunks take the budget first); and the slack of the
+ * running requests that can still meet their SLOs, the smallest of which
+ * bounds the recompute:
+ *   a decoder of n output tokens keeps its TBT (the mean of its
+ *   k = max(1, (n − 1)/10) longest gaps) within the SLO while the delays
+ *   added to its gaps stay within k · (slo − step), step being the current
+ *   decode step, less what earlier recomputes were believed to add
+ *   (stalled_s);
+ *   a request still prefilling or loading comes first in each iteration,
+ *   but waits for the one in flight when its load ends: its TTFT slack is
+ *   the SLO less the time from its arrival to its load's end and its
+ *   compute left.
+ * A request still to load whose slack is already negative is lost
+ * whatever q does; a decoder's is only believed (the delays are
+ * estimates), and it holds q to no recompute until it ends. */
+typedef struct corun {
+    double w, ahead_s, slack_s;
+} corun;
+
+static double remaining_s(const agg *a, const areq *r)
+{
+    double t = r->done < r->hole_from ? recompute_span_s(a, r->done, r->hole_from) : 0;
+    return t + recompute_span_s(a, r->done > r->hole_to ? r->done : r->hole_to, r->target);
+}
+
+static double slo_s(double own_ms, double cfg_ms) { return (own_ms > 0 ? own_ms : cfg_ms) / 1e3; }
+
+/* r's slack (above), given the current decode step. */
+static double slack_of(const agg *a, const areq *r, double step)
+{
+    if (r->tokens == 0) {
+        int64_t ready = r->ready_at > a->eng->now ? r->ready_at : a->eng->now;
+        return slo_s(r->r->slo_ttft_ms, a->cfg->slo_ttft_ms) - sim_ns_to_s(ready - r->r->arrival_ns) -
+               remaining_s(a, r);
+    }
+    int32_t k = (r->r->output_len - 1) / 10 > 1 ? (r->r->output_len - 1) / 10 : 1;
+    return k * (slo_s(r->r->slo_tbt_ms, a->cfg->slo_tbt_ms) - step) - r->stalled_s;
+}
+
+static corun corun_view(const agg *a, const areq *q)
+{
+    const ainst *in = &a->inst[q->inst];
+    corun v = {in->nwait + in->nrun, 0, INFINITY};
+    int decodes = 0;
+    int64_t ctx = 0;
+    for (int i = 0; i < in->nrun; i++) {
+        const areq *r = in->run[i];
+        if (r->tokens > 0) decodes++, ctx += r->r->input_len + r->tokens;
+        else v.ahead_s += remaining_s(a, r);
+    }
+    double step = decodes ? sim_cost_decode_iter_s(&a->cost, decodes, ctx) : 0;
+    for (int i = 0; i < in->nrun; i++) {
+        double slack = slack_of(a, in->run[i], step);
+        if (slack >= 0 || in->run[i]->tokens > 0) v.slack_s = fmin(v.slack_s, fmax(0, slack));
+    }
+    return v;
+}
+
+/* Each running request on q's instance is believed delayed by q's prefill
+ * compute r_s (what it recomputes and the prompt past the run), as its
+ * stalled_s (adaptive and balanced: corun_view). */
+static void stall_decoders(const agg *a, const areq *q, double r_s)
+{
+    const ainst *in = &a->inst[q->inst];
+    for (int i = 0; r_s > 0 && i < in->nrun; i++) in->run[i]->stalled_s += r_s;
+}
+
+/* How long a request waits for a load of load_s while its prefill computes
+ * compute_s: the whole load, or with layer-wise pipelining
+ * (cluster.layerwise) what the compute does not hide plus one layer's load. */
+static double load_wait_s(const agg *a, double load_s, double compute_s)
+{
+    if (!a->cfg->layerwise) return load_s;
+    return fmax(0, load_s - compute_s) + load_s / a->cfg->model.layers;
+}
+
+/* kvstore.load = "adaptive", the per-chunk rule (LMCache §7.7) with the
+ * same account as "balanced" below: walking the run from its first chunk,
+ * chunk k is recomputed while (1) its transfer takes no less than its
+ * recompute charged once for q and once for each of the w co-running
+ * requests it delays, (1 + w) · compute_k; (2) the recompute so far still
+ * hides under the load of the chunks after k (they stream in meanwhile:
+ * recomputing more would only lengthen the GPU's side); and (3) it stays
+ * within the running requests' slack. Compute grows with the position, so
+ * the recomputed chunks lead the run. */
+static int32_t adaptive_split(const agg *a, const areq *q, const int *tier, int32_t first, int32_t end)
+{
+    corun v = corun_view(a, q);
+    double L = 0, r_s = 0;
+    for (int32_t i = first; i < end; i++) L += chunk_load_s(a, tier[i]);
+    int32_t k = first;
+    for (; k < end; k++) {
+        double c = chunk_compute_s(a, k, q->cached), load = chunk_load_s(a, tier[k]);
+        if (load < (1 + v.w) * c || r_s + c > L - load || r_s + c > v.slack_s) break;
+        r_s += c;
+        L -= load;
+    }
+    return k;
+}
+
+/* kvstore.load = "balanced" (the idea of Cake, "Compute Or Load KV Cache?
+ * Why Not Both?", 2024): the run of cached chunks [first, end) splits at k;
+ * chunks [first, k) are recomputed on the GPU while [k, end) stream in over
+ * the link, then the prompt past the run (tail) is computed. With L_k the
+ * load of [k, end), R_k the recompute of [first, k) (chunk_compute_s) and
+ * corun_view's w, GPU work ahead A and slack, the first token comes
+ * after
+ *   TTFT(k) = max(wait(L_k, R_k + tail), A + R_k) + tail
+ * (wait: load_wait_s) and the recompute delays each of the w co-running
+ * requests by R_k; k minimises TTFT(k) + w · R_k among the splits whose R_k
+ * and the tail fit the slack, the first (most loaded) k on ties. The
+ * truth's link has no queue (concurrent loads each get its bandwidth), so
+ * neither has this estimate. */
+static int32_t balanced_split(const agg *a, const areq *q, const int *tier, int32_t first, int32_t end)
+{
+    int C = a->cfg->lmc.chunk_tokens;
+    corun v = corun_view(a, q);
+    double L = 0, R = 0, best_j = INFINITY;
+    double run_end = (double)end * C < q->target - 1 ? (double)end * C : q->target - 1;
+    double tail = recompute_span_s(a, run_end, q->target);
+    for (int32_t i = first; i < end; i++) L += chunk_load_s(a, tier[i]);
+    int32_t best = first;
+    for (int32_t k = first; k == first || R + tail <= v.slack_s; k++) {
+        double j = fmax(load_wait_s(a, L, R + tail), v.ahead_s + R) + tail + v.w * R;
+        if (j < best_j) best_j = j, best = k;
+        if (k == end) break;
+        L -= chunk_load_s(a, tier[k]);
+        R += chunk_compute_s(a, k, q->cached);
+    }
+    return best;
+}
+
 /* The chunks to load, [*from, end): the run of chunks from `first` that
- * some tier holds ends at `end`; "adaptive" recomputes the leading ones
- * whose load is not faster (compute grows with the position, so those are
- * a prefix of the run). Counts, refreshes and times the loaded ones. */
+ * some tier holds ends at `end`; "adaptive" and "balanced" recompute a
+ * leading part of it (adaptive_split, balanced_split). Counts, refreshes
+ * and times the loaded ones. */
 static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t first, int32_t n, int32_t *from,
                            double *load, double *saved)
 {
@@ -216,11 +364,12 @@ static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t 
     int tier[n > 0 ? n : 1];
     int32_t end = first, k = first;
     while (end < n && (tier[end] = find(a, q->inst, keys[end])) >= 0) end++;
-    if (l->cfg->load == SIM_LOAD_ADAPTIVE)
-        while (k < end && chunk_load_s(a, tier[k]) >= chunk_compute_s(a, k)) k++;
+    if (l->cfg->load == SIM_LOAD_ADAPTIVE) k = adaptive_split(a, q, tier, first, end);
+    if (l->cfg->load == SIM_LOAD_BALANCED) k = balanced_split(a, q, tier, first, end);
+    l->recomputed += k - first;
     for (int32_t i = k; i < end; i++) {
         *load += chunk_load_s(a, tier[i]);
-        *saved += chunk_compute_s(a, i);
+        *saved += chunk_compute_s(a, i, q->cached);
         l->hits[tier[i]]++;
         l->bytes[tier[i]] += l->chunk_bytes;
         kv_cache_access(tier_of(a, q->inst, tier[i]), keys[i], q->r->cache);
@@ -248,6 +397,10 @@ double lmc_load(agg *a, areq *q)
     double load = 0, saved = 0;
     int32_t end = pick_chunks(a, q, keys, q->cached / C, n, &from, &load, &saved);
     int32_t lo = from * C > q->cached ? from * C : q->cached, hi = end * C < q->target - 1 ? end * C : q->target - 1;
+    if (l->cfg->load == SIM_LOAD_ADAPTIVE || l->cfg->load == SIM_LOAD_BALANCED)
+        stall_decoders(a, q,
+                       hi <= lo ? recompute_span_s(a, q->done, q->target)
+                                : recompute_span_s(a, q->done, lo) + recompute_span_s(a, hi, q->target));
     if (hi <= lo) return 0;
     q->hole_from = lo;
     q->hole_to = hi;
@@ -257,8 +410,7 @@ double lmc_load(agg *a, areq *q)
     l->load_s += load;
     l->saved_s += saved;
     if (!a->cfg->layerwise) return load;
-    double compute = span_s(a, q->done, lo) + span_s(a, hi, q->target);
-    return fmax(0, load - compute) + load / a->cfg->model.layers;
+    return load_wait_s(a, load, span_s(a, q->done, lo) + span_s(a, hi, q->target));
 }
 
 void lmc_store(agg *a, areq *q)
@@ -277,15 +429,16 @@ void lmc_summarize(const agg *a, json_t *summary)
 {
     const lmc *l = a->lmc;
     if (!l) return;
-    static const char *const loads[] = {"always", "never", "adaptive"};
+    static const char *const loads[] = {"always", "never", "adaptive", "balanced"};
     json_t *hits = json_object(), *bytes = json_object();
     for (int t = 0; t < T_N; t++) {
         json_object_set_new(hits, tier_names[t], json_integer(l->hits[t]));
         json_object_set_new(bytes, tier_names[t], json_real(l->bytes[t]));
     }
     json_object_set_new(summary, "lmcache",
-                        json_pack("{s:i, s:s, s:s, s:b, s:o, s:o, s:I, s:f, s:f}", "chunk_tokens", l->cfg->chunk_tokens,
-                                  "load", loads[l->cfg->load], "transfer", l->cfg->page_transfer ? "page" : "chunk",
-                                  "prefetch", l->cfg->prefetch, "chunk_hits", hits, "bytes_loaded", bytes, "loads",
-                                  (json_int_t)l->loads, "load_s", l->load_s, "recompute_saved_s", l->saved_s));
+                        json_pack("{s:i, s:s, s:s, s:b, s:o, s:o, s:I, s:I, s:f, s:f}", "chunk_tokens",
+                                  l->cfg->chunk_tokens, "load", loads[l->cfg->load], "transfer",
+                                  l->cfg->page_transfer ? "page" : "chunk", "prefetch", l->cfg->prefetch, "chunk_hits",
+                                  hits, "bytes_loaded", bytes, "loads", (json_int_t)l->loads, "chunks_recomputed",
+                                  (json_int_t)l->recomputed, "load_s", l->load_s, "recompute_saved_s", l->saved_s));
 }
