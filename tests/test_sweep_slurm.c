@@ -187,6 +187,37 @@ static void test_slurm_argv_fail_resume(void **state)
     free(a), free(b);
 }
 
+/* plan slo --slurm: every probe one array (the stand-in runs it), the same
+ * answer as the local search, wall time aside. */
+static char *plan_json(const char *extra, const char *db)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "PATH='%s':\"$PATH\" FAKE_DIR='%s' %s plan slo --trace '%s' --speed 2 --ttft-p90-ms 2000 --tbt-p99-ms 50 "
+             "--max-instances 4 --scopes global,local --cpp 1 --dram 1TB --json --db '%s/%s' %s",
+             fake, dir, tu_kvsim_bin(), trace, dir, db, extra);
+    cli_result r = tu_shell(cmd);
+    json_t *j = json_loads(r.out, 0, NULL);
+    if (!j) fail_msg("%s: exit %d, stderr '%s'", cmd, r.status, r.err);
+    json_object_del(json_object_get(j, "search"), "wall_seconds");
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    int probes = su_count(r.err, "plan slo: probe ");
+    assert_true(probes > 1);
+    if (*extra) /* one array of the 2 scopes a probe */
+        assert_int_equal(su_count(r.err, "submitted Slurm array job 42: 2 points"), probes);
+    tu_free(&r);
+    return s;
+}
+
+static void test_plan_slo_slurm_equals_local(void **state)
+{
+    char *local = plan_json("", "plan-local.db"), *slurm = plan_json("--slurm", "plan-slurm.db");
+    assert_non_null(strstr(local, "\"probes\":"));
+    assert_string_equal(slurm, local);
+    free(local), free(slurm);
+}
+
 static void test_slurm_errors(void **state)
 {
     char db[600], cmd[2048];
@@ -210,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_parts_reports_missing),
         cmocka_unit_test(test_slurm_argv_fail_resume),
+        cmocka_unit_test(test_plan_slo_slurm_equals_local),
         cmocka_unit_test(test_slurm_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
