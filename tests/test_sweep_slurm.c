@@ -11,7 +11,8 @@
  * at blanks, a % in the parts path is doubled in --output); a task that left
  * the queue without its run fails its point only, and the sweep run again
  * submits that point alone; the runs equal a local sweep's by config hash
- * and summary; wrong combinations and a missing sbatch are told. */
+ * and summary; wrong combinations, a missing sbatch and an array of a
+ * killed sweep still queued are told. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,6 +230,17 @@ static void test_slurm_errors(void **state)
     expect(sweep("", db, "--slurm --partition nope"), 1, NULL,
            "sbatch failed (exit 1; its message is above): check --partition and --sbatch-args");
     write_exe("sbatch", fake_sbatch);
+    /* An array of an earlier sweep on this database (killed) is still queued: no second submission. */
+    snprintf(cmd, sizeof cmd, "%s.parts/slurm-task.sh", db);
+    assert_int_not_equal(access(cmd, F_OK), 0); /* the failed submission left no job files */
+    snprintf(cmd, sizeof cmd, "%s.parts/array-0.json", db);
+    assert_int_not_equal(access(cmd, F_OK), 0);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s.parts' && echo 41 > '%s.parts/slurm-jobs'", db, db);
+    assert_int_equal(system(cmd), 0);
+    write_exe("squeue", "#!/bin/sh\necho '41 3 RUNNING'\n");
+    expect(sweep("", db, "--slurm"), 1, NULL, "Slurm job 41 of an earlier sweep on");
+    write_exe("squeue", "#!/bin/sh\necho '7 0 PENDING'\n"); /* gone: this sweep runs */
+    expect(sweep("", db, "--slurm"), 0, "6 points: 6 run", "submitted Slurm array job 42: 6 points");
     /* No Slurm at all: PATH without sbatch. */
     snprintf(cmd, sizeof cmd, "PATH=/nonexistent %s sweep --trace '%s' --grid 'seed=1' --db '%s' --slurm",
              tu_kvsim_bin(), trace, db);

@@ -40,7 +40,8 @@ typedef struct slurm_run {
     slurm_array *arr;
     int narr;
     char cwd[PATH_MAX], exe[PATH_MAX], script[PATH_MAX + 32], jobs_file[PATH_MAX + 32];
-    char *queued; /* per point: 0 not in the queue, 1 pending, 2 running (the last look) */
+    char *queued;   /* per point: 0 not in the queue, 1 pending, 2 running (the last look) */
+    bool cancelled; /* scancel ran: no task will read the job files any more */
 } slurm_run;
 
 /* ---- the queue ---------------------------------------------------------- */
@@ -101,6 +102,7 @@ static void cancel_arrays(slurm_run *r)
 {
     char **argv = sim_xcalloc((size_t)r->narr + 2, sizeof *argv), *out;
     argv[0] = "scancel";
+    r->cancelled = true;
     int n = 1;
     for (int i = 0; i < r->narr; i++)
         if (r->arr[i].job > 0) {
@@ -317,6 +319,6 @@ int sim_sweep_run_slurm(sim_sweep *s, sim_err *err)
     if (rc == 0) unlink(r.jobs_file);
     if (rc == 0 && (rc = submit_all(&r, err)) != 0) cancel_arrays(&r);
     if (rc == 0) rc = wait_all(&r, err);
-    cleanup(&r, rc == 0 || sim_sweep_stop_signal());
+    cleanup(&r, rc == 0 || r.cancelled);
     return rc;
 }
