@@ -154,14 +154,24 @@ static char *sbatch_args(void)
     return su_slurp_path(path);
 }
 
+/* The database of a local `kvsim sweep --jobs 2` of GRID (run once). */
+static const char *local_db(void)
+{
+    static char local[600];
+    if (!local[0]) {
+        snprintf(local, sizeof local, "%s/local.db", dir);
+        expect(sweep("", local, "--jobs 2"), 0, "6 points: 6 run", NULL);
+    }
+    return local;
+}
+
 static void test_slurm_argv_fail_resume(void **state)
 {
-    char local[600], sub[600], db[700], want[2400];
-    snprintf(local, sizeof local, "%s/local.db", dir);
+    char sub[600], db[700], want[2400];
+    const char *local = local_db();
     snprintf(sub, sizeof sub, "%s/a b%%c", dir); /* a space and a % in the path */
     assert_int_equal(mkdir(sub, 0777), 0);
     snprintf(db, sizeof db, "%s/slurm.db", sub);
-    expect(sweep("", local, "--jobs 2"), 0, "6 points: 6 run", NULL);
     /* Task 2 (least_loaded x 1) never runs: that point fails, the rest land. */
     expect(sweep("FAKE_SKIP=2", db, "--slurm --jobs 2 --partition 'p q' --sbatch-args ' --time=5  --comment=x;y'"), 1,
            "6 points: 5 run, 0 already recorded, 1 failed",
@@ -185,6 +195,25 @@ static void test_slurm_argv_fail_resume(void **state)
     char *a = runs_by_hash(local), *b = runs_by_hash(db);
     assert_int_equal(su_count(a, "\n"), 6);
     assert_string_equal(a, b);
+    free(a), free(b);
+}
+
+/* Parts are merged in grid order, as a local sweep merges them, whatever
+ * order the tasks end in: here task 0 is still queued at the first look
+ * (every other part has landed), so nothing is merged before it is. */
+static void test_slurm_merges_in_grid_order(void **state)
+{
+    char db[600];
+    const char *local = local_db();
+    snprintf(db, sizeof db, "%s/order.db", dir);
+    write_exe("squeue",
+              "#!/bin/sh\n[ -e \"$FAKE_DIR/looked\" ] && exit 0\n: >\"$FAKE_DIR/looked\"\necho '42 0 RUNNING'\n");
+    expect(sweep("", db, "--slurm"), 0, "6 points: 6 run", "[1/6] done policy.router=random trace.speed=1;");
+    write_exe("squeue", "#!/bin/sh\nexit 0\n");
+    const char *order = "SELECT group_concat(config_hash) FROM (SELECT config_hash FROM runs ORDER BY id)";
+    char *a = tu_sql_text(local, order), *b = tu_sql_text(db, order);
+    assert_int_equal(su_count(a, ","), 5);
+    assert_string_equal(b, a);
     free(a), free(b);
 }
 
@@ -253,6 +282,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_parts_reports_missing),
         cmocka_unit_test(test_slurm_argv_fail_resume),
+        cmocka_unit_test(test_slurm_merges_in_grid_order),
         cmocka_unit_test(test_plan_slo_slurm_equals_local),
         cmocka_unit_test(test_slurm_errors),
     };

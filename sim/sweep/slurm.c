@@ -7,9 +7,10 @@
  * at most opt.jobs at once (--array=0-N%jobs). Every Slurm command runs
  * from an argv array (tool.c), never a shell line. Then the sweep watches
  * the queue (squeue, which works without accounting) and, when a task has
- * left it, merges the task's part database into the sweep's: its point is
- * done when the part holds a completed run; failed when, on two looks in
- * a row (a shared file system may show a file late), it does not. Looks
+ * left it (and the tasks of the points before it too: grid order), merges
+ * the task's part database into the sweep's: its point is done when the
+ * part holds a completed run; failed when, on two looks in a row (a shared
+ * file system may show a file late), it does not. Looks
  * start every poll_s and slow to 10 s while nothing changes.
  *
  * Resuming: a failed point stays missing and the next sweep submits only
@@ -42,6 +43,7 @@ typedef struct slurm_run {
     char cwd[PATH_MAX], exe[PATH_MAX], script[PATH_MAX + 32], jobs_file[PATH_MAX + 32];
     char *queued;   /* per point: 0 not in the queue, 1 pending, 2 running (the last look) */
     bool cancelled; /* scancel ran: no task will read the job files any more */
+    int64_t next;   /* the first point not merged yet (land) */
 } slurm_run;
 
 /* ---- the queue ---------------------------------------------------------- */
@@ -230,7 +232,10 @@ static int submit_all(slurm_run *r, sim_err *err)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* Merge the parts of the tasks that left the queue; true when a point ended. */
+/* Merge, in grid order, the parts of the tasks that have left the queue: a
+ * point waits for the points before it, so that run ids follow the grid as
+ * in a local sweep (and a plan's answer, run ids included, is the local
+ * one). *changed when a point ended. */
 static int land(slurm_run *r, bool *changed, sim_err *err)
 {
     sim_sweep *s = r->s;
@@ -240,12 +245,13 @@ static int land(slurm_run *r, bool *changed, sim_err *err)
         running += r->queued[i] == 2;
         s->pending += r->queued[i] == 1;
     }
-    for (int64_t i = 0; i < s->n; i++) {
-        sim_sweep_point *p = &s->pts[i];
+    for (; r->next < s->n; r->next++) {
+        sim_sweep_point *p = &s->pts[r->next];
         bool landed;
-        if (p->state != PT_RUNNING || r->queued[i]) continue;
+        if (p->state != PT_RUNNING) continue; /* recorded, a repeat */
+        if (r->queued[r->next]) break;
         if (sim_sweep_merge_part(s->db, p->part, &s->merged, &landed, err)) return -1;
-        if (!landed && ++p->gone < 2) continue;
+        if (!landed && ++p->gone < 2) break;
         p->state = landed ? PT_DONE : PT_FAILED;
         s->finished++;
         s->failed += !landed;
