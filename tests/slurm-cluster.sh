@@ -88,6 +88,11 @@ slurm_cluster_start() {
 
 slurm_cluster_stop() {
   local i
+  # jobs first (a job step outlives its slurmd otherwise), then the daemons
+  if [ ${#slurm_cluster_pids[@]} -gt 0 ]; then
+    scancel --user="$(id -u)" 2>/dev/null
+    for _ in $(seq 50); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.1; done
+  fi
   for ((i = ${#slurm_cluster_pids[@]} - 1; i >= 0; i--)); do
     kill "${slurm_cluster_pids[$i]}" 2>/dev/null && wait "${slurm_cluster_pids[$i]}" 2>/dev/null
   done
