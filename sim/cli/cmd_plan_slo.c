@@ -421,6 +421,10 @@ int cmd_plan_slo(int argc, char **argv)
     int rc = SIM_EXIT_OK;
     bool bad = parse_args(argc, argv, &a, &err) != 0;
     if (!a.o.jobs) a.o.jobs = a.o.slurm.on ? 1000 : cpus > 0 ? (int)cpus : 1; /* Slurm: no cap below the array's */
+    if (!bad && !a.help && a.o.slurm.on && !a.o.db)
+        fputs("kvsim plan slo: note: --slurm without --db: the runs go to a temporary folder ($TMPDIR or /tmp) that "
+              "every node must see; give --db on the shared file system\n",
+              stderr);
     if (bad) {
         rc = sim_usage_error("plan slo", err.msg);
         if (a.usage) fprintf(stderr, slo_usage, sim_cli_slurm_usage);
