@@ -140,7 +140,7 @@ run: all
 
 test: deps
 	@$(MAKE) --no-print-directory build-test check-layout format-check
-	@KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe tests/run.sh $(TEST_BINS) $(GPU_TESTS)
+	@KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe tests/run.sh $(TEST_BINS) $(GPU_TESTS) tests/slurm.sh
 build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
 # Layers and circles, read from the objects of the optimized build.

@@ -113,6 +113,37 @@ section_sweep() {
   measure report "report of 20 runs" $KVSIM report --db "$db" -o build/bench/report-20
 }
 
+# ---- slurm: a 100-point sweep through a single-node Slurm cluster ---------
+# The bundled conversation trace at 5 routers x 20 speeds, by `kvsim sweep
+# --jobs 2` and by `kvsim sweep --slurm` on the throw-away cluster of
+# tests/slurm-cluster.sh (one node, 2 CPUs; root only): the wall time of
+# each, and 1 when both databases hold the same runs (config hash and
+# summary, wall time aside). Skipped, saying why, where no cluster starts.
+section_slurm() {
+  echo "== kvsim sweep --slurm: 100 points on a local single-node cluster vs --jobs 2"
+  source tests/slurm-cluster.sh
+  local why conv=traces/mooncake/conversation_trace.jsonl.gz dir
+  if ! why=$(slurm_cluster_why_not) || ! command -v sqlite3 >/dev/null; then
+    echo "  skipped: ${why:-sqlite3 not installed}"
+    return 0
+  fi
+  local grid="policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=$(seq -s, -f %.1f 0.5 0.1 2.4)"
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-bench-slurm-XXXXXX")
+  trap 'slurm_cluster_stop; rm -rf "$dir"' EXIT
+  slurm_cluster_start "$dir/cluster"
+  rm -rf build/bench/sweep100-*
+  measure slurm "100-point sweep --jobs 2" $KVSIM sweep --trace "$conv" --grid "$grid" --jobs 2 --db build/bench/sweep100-local.db
+  measure slurm "100-point sweep --slurm" $KVSIM sweep --slurm --trace "$conv" --grid "$grid" --db build/bench/sweep100-slurm.db
+  local q="SELECT config_hash, json_remove(summary_json, '\$.wall_seconds', '\$.run_id') FROM runs ORDER BY config_hash"
+  local same=0
+  [ "$(sqlite3 build/bench/sweep100-local.db "$q")" = "$(sqlite3 build/bench/sweep100-slurm.db "$q")" ] &&
+    [ "$(sqlite3 build/bench/sweep100-slurm.db "SELECT COUNT(*) FROM runs")" = 100 ] && same=1
+  record slurm "100-point sweep same runs" "$same" "1=yes" "sqlite3 DB \"$q\" on both databases"
+  slurm_cluster_stop
+  rm -rf "$dir"
+  trap - EXIT
+}
+
 # ---- datapath: gather/scatter of 256-token chunks vs a plain copy ----------
 # The probe times each method and the backend's plain contiguous copy of the
 # same bytes (memcpy for cpu, pinned cudaMemcpy for cuda) and prints
@@ -191,7 +222,7 @@ section_scale() {
   done
 }
 
-sections=(section_run section_scale section_hitrate section_datapath section_sweep)
+sections=(section_run section_scale section_hitrate section_datapath section_sweep section_slurm)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done

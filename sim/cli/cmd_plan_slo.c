@@ -11,6 +11,7 @@
 
 #include "sim/cli/check_cmd.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/slurm_opt.h"
 #include "sim/config/scope.h"
 #include "sim/slo/plan_slo.h"
 
@@ -20,6 +21,7 @@ static const char slo_usage[] =
     "                      [--allow-rejected] ...\n"
     "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST]\n"
     "                      [--jobs N] [--db FILE] [--json]\n"
+    "                      [--slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
     "The smallest disaggregated cluster of the config's hardware and model whose timed\n"
     "replay of the trace meets every target: prefill and decode instance counts, DRAM\n"
@@ -72,7 +74,11 @@ static const char slo_usage[] =
     "  --cpp LIST          cluster.cpp_group values to try (default 1,4; 1 = off)\n"
     "  --jobs N            worker processes (default: the number of CPUs)\n"
     "  --db FILE           results database; points it records are not run again (default:\n"
-    "                      a temporary one, removed at the end)\n"
+    "                      a temporary one, removed at the end; under --slurm it must lie\n"
+    "                      on the file system the nodes share: give one)\n"
+    "%s"
+    "                     Each probe's points are one job array, awaited before the\n"
+    "                     search goes on: the same runs, so the same answer, bit for bit\n"
     "  --json              one JSON object: setup, targets, status, reason, floor, points,\n"
     "                      frontier, cheapest (with command), search\n"
     "  -h, --help          this text\n"
@@ -184,7 +190,9 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case OPT_DB: o->db = arg; return 0;
     case 'j': a->json = true; return 0;
     case 'h': a->help = true; return 0;
-    default: return sim_errf(err, "bad option (see kvsim plan slo --help)");
+    default:
+        if (sim_cli_slurm_option(c, arg, &o->slurm)) return 0;
+        return sim_errf(err, "bad option (see kvsim plan slo --help)");
     }
 }
 
@@ -199,7 +207,7 @@ static int bad_option(int c, char **argv, slo_args *a, sim_err *err)
 
 static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
 {
-    struct option opts[SIM_SLO_NTARGETS + 17] = {
+    struct option opts[SIM_SLO_NTARGETS + 20] = {
         {"trace", required_argument, 0, 't'},
         {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},
@@ -214,16 +222,18 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         {"db", required_argument, 0, OPT_DB},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
+        SIM_CLI_SLURM_OPTIONS,
     };
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        opts[14 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
+        opts[17 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
     a->o.sets = sim_xcalloc((size_t)argc + 1, sizeof *a->o.sets);
     opterr = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":h", opts, NULL)) != -1;)
         if (c == '?' || c == ':' ? bad_option(c, argv, a, err) : parse_one(c, optarg, a, err)) return -1;
     if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see kvsim plan slo --help)", argv[optind]);
-    return 0;
+    const char *bad = sim_cli_slurm_check(&a->o.slurm);
+    return bad ? sim_errf(err, "%s", bad) : 0;
 }
 
 int sim_cli_plan_slo_opts(int argc, char **argv, sim_slo_opts *o, sim_err *err)
@@ -231,8 +241,9 @@ int sim_cli_plan_slo_opts(int argc, char **argv, sim_slo_opts *o, sim_err *err)
     slo_args a = {0};
     sim_slo_opts_init(&a.o);
     int rc = parse_args(argc, argv, &a, err);
-    if (rc == 0 && (a.json || a.help))
-        rc = sim_errf(err, "%s: not an option of a measurement", a.json ? "--json" : "--help");
+    if (rc == 0 && (a.json || a.help || a.o.slurm.on))
+        rc = sim_errf(err, "%s: not an option of a measurement", a.json ? "--json" : a.help ? "--help" : "--slurm");
+    sim_cli_slurm_free(&a.o.slurm);
     *o = a.o;
     return rc;
 }
@@ -387,8 +398,9 @@ static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const
 static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
 {
     print_header(o, r);
-    printf("search    %d probes, %lld runs (%lld already recorded, %lld failed) in %.1f s with %d jobs\n", r->nprobes,
-           (long long)r->runs, (long long)r->recorded, (long long)r->failed, r->wall_seconds, o->jobs);
+    printf("search    %d probes, %lld runs (%lld already recorded, %lld failed) in %.1f s %s %d %s\n", r->nprobes,
+           (long long)r->runs, (long long)r->recorded, (long long)r->failed, r->wall_seconds,
+           o->slurm.on ? "on Slurm, at most" : "with", o->jobs, o->slurm.on ? "at once" : "jobs");
     if (r->npts) print_points(o, r);
     if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
     print_frontier(o, r);
@@ -402,16 +414,22 @@ int cmd_plan_slo(int argc, char **argv)
     slo_args a = {0};
     sim_slo_opts_init(&a.o);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    a.o.jobs = cpus > 0 ? (int)cpus : 1;
+    a.o.jobs = 0;
     a.o.tty = isatty(STDERR_FILENO);
     sim_err err = {{0}};
     sim_slo_result r = {0};
     int rc = SIM_EXIT_OK;
-    if (parse_args(argc, argv, &a, &err)) {
+    bool bad = parse_args(argc, argv, &a, &err) != 0;
+    if (!a.o.jobs) a.o.jobs = a.o.slurm.on ? 1000 : cpus > 0 ? (int)cpus : 1; /* Slurm: no cap below the array's */
+    if (!bad && !a.help && a.o.slurm.on && !a.o.db)
+        fputs("kvsim plan slo: note: --slurm without --db: the runs go to a temporary folder ($TMPDIR or /tmp) that "
+              "every node must see; give --db on the shared file system\n",
+              stderr);
+    if (bad) {
         rc = sim_usage_error("plan slo", err.msg);
-        if (a.usage) fputs(slo_usage, stderr);
+        if (a.usage) fprintf(stderr, slo_usage, sim_cli_slurm_usage);
     } else if (a.help) {
-        fputs(slo_usage, stdout);
+        printf(slo_usage, sim_cli_slurm_usage);
     } else if (sim_slo_plan(&a.o, &r, &err)) {
         rc = sim_usage_error("plan slo", err.msg);
         if (r.stop_signal) rc = 128 + r.stop_signal;
@@ -424,5 +442,6 @@ int cmd_plan_slo(int argc, char **argv)
     }
     sim_slo_free(&r);
     free(a.o.sets);
+    sim_cli_slurm_free(&a.o.slurm);
     return rc;
 }

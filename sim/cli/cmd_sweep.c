@@ -2,19 +2,22 @@
  * capacities, replay speeds, P:D ratios: any config key) as `kvsim run`s in
  * parallel worker processes and record them all in one results database.
  * This file parses the options and prints; the engine (points, worker
- * processes, part databases, the lock, `--emit-jobs` lines) is sim/sweep. */
+ * processes or Slurm job arrays, part databases, the lock, `--emit-jobs`
+ * lines, the array task) is sim/sweep. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "sim/cli/cli.h"
+#include "sim/cli/slurm_opt.h"
 #include "sim/config/schema.h"
 #include "sim/sweep/sweep.h"
 
 static const char sweep_usage[] =
     "usage: kvsim sweep --grid 'key=v1,v2;key2=a,b' [--trace FILE] [--config FILE]\n"
-    "                   [--set key.path=value]... [--jobs N] [--db FILE] [--emit-jobs FILE]\n"
+    "                   [--set key.path=value]... [--jobs N] [--db FILE]\n"
+    "                   [--emit-jobs FILE | --merge-parts | --slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
     "Run every point of a parameter grid as a `kvsim run` and record all of them in\n"
     "one results database. The grid is the cartesian product of its entries (the last\n"
@@ -34,7 +37,13 @@ static const char sweep_usage[] =
     "                     line for the points not yet recorded, e.g. for\n"
     "                       parallel --jobs 8 < FILE\n"
     "                       sbatch --array=1-N --wrap 'sed -n ${SLURM_ARRAY_TASK_ID}p FILE | sh'\n"
-    "                     then gather them with  kvsim merge DB DB.parts/*.db\n"
+    "                     then gather them with  kvsim sweep ... --merge-parts\n"
+    "  --merge-parts      do not run: merge the part databases that have landed in\n"
+    "                     FILE.parts/ (any number of times) and list the points still\n"
+    "                     missing (exit 1 while one is)\n"
+    "%s"
+    "  --array-task FILE  (what a --slurm array task runs) run the point of job file\n"
+    "                     FILE that SLURM_ARRAY_TASK_ID names\n"
     "  --json             print the results as one JSON object instead of the table\n"
     "  -h, --help         this help\n"
     "\n"
@@ -42,8 +51,14 @@ static const char sweep_usage[] =
     "SLO attainment, TTFT p90, TBT p99, block hit rate and rejections.\n"
     "Progress goes to stderr: a bar on a terminal, one line per point otherwise.\n"
     "SIGINT/SIGTERM stop the workers too; finished points stay recorded in FILE.parts/.\n"
-    "Exit status: 0 ok, 2 bad arguments/grid/config/database, 1 a point failed,\n"
-    "128+N stopped by signal N.\n";
+    "Exit status: 0 ok, 2 bad arguments/grid/config/database, 1 a point failed\n"
+    "(or, with --merge-parts, is missing), 128+N stopped by signal N.\n";
+
+/* What the command does besides a sweep: merge parts, or be an array task. */
+typedef struct sweep_mode {
+    bool merge_parts;
+    const char *array_task;
+} sweep_mode;
 
 /* ---- arguments ---------------------------------------------------------- */
 
@@ -56,7 +71,7 @@ static int parse_jobs(const char *s, int *out)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
+static int parse_args(int argc, char **argv, sim_sweep_opts *s, sweep_mode *m, int *rc)
 {
     static const struct option opts[] = {
         {"grid", required_argument, 0, 'g'},
@@ -67,13 +82,17 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
         {"db", required_argument, 0, 'd'},
         {"emit-jobs", required_argument, 0, 'e'},
         {"json", no_argument, 0, 'J'},
+        {"merge-parts", no_argument, 0, 'M'},
+        {"array-task", required_argument, 0, 'A'},
         {"help", no_argument, 0, 'h'},
+        SIM_CLI_SLURM_OPTIONS,
         {0, 0, 0, 0},
     };
     s->base = sim_xcalloc((size_t)argc + 1, sizeof *s->base);
     opterr = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (sim_cli_slurm_option(ch, optarg, &s->slurm)) continue;
         switch (ch) {
         case 'g': s->grid_spec = optarg; break;
         case 't': s->base[s->nbase++] = sim_cli_string_set("trace.path", optarg); break;
@@ -85,15 +104,21 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, int *rc)
         case 'd': s->db = optarg; break;
         case 'e': s->emit = optarg; break;
         case 'J': s->json = true; break;
+        case 'M': m->merge_parts = true; break;
+        case 'A': m->array_task = optarg; break;
         case 'h':
-            fputs(sweep_usage, stdout);
+            printf(sweep_usage, sim_cli_slurm_usage);
             *rc = SIM_EXIT_OK;
             return -1;
         default: *rc = sim_usage_error("sweep", "unknown or incomplete option (see kvsim sweep --help)"); return -1;
         }
     }
     if (optind < argc) return *rc = sim_usage_error("sweep", "unexpected argument (see kvsim sweep --help)"), -1;
-    if (!s->grid_spec) return *rc = sim_usage_error("sweep", "--grid is required"), -1;
+    const char *bad = sim_cli_slurm_check(&s->slurm);
+    if (!bad && s->slurm.on + m->merge_parts + (s->emit != NULL) > 1)
+        bad = "--slurm, --merge-parts and --emit-jobs exclude each other";
+    if (!bad && !s->grid_spec && !m->array_task) bad = "--grid is required";
+    if (bad) return *rc = sim_usage_error("sweep", bad), -1;
     return 0;
 }
 
@@ -106,7 +131,19 @@ static void print_emitted(const sim_sweep *s)
     printf("  run them:    parallel --jobs %d < %s\n", s->opt.jobs, s->opt.emit);
     printf("  or (Slurm):  sbatch --array=1-%lld --wrap 'sed -n ${SLURM_ARRAY_TASK_ID}p %s | sh'\n", (long long)s->todo,
            s->opt.emit);
-    printf("  then:        kvsim merge %s %s/*.db\n", s->opt.db, s->parts);
+    printf("  then:        kvsim sweep (the same options) --merge-parts  (or kvsim merge %s %s/*.db)\n", s->opt.db,
+           s->parts);
+}
+
+/* --merge-parts: what landed, and what is still missing. */
+static int print_merged(const sim_sweep *s)
+{
+    printf("kvsim sweep: merged %lld runs from %s; %lld of %lld points recorded in %s\n", (long long)s->recovered,
+           s->parts, (long long)(s->n - sim_sweep_missing(s, NULL)), (long long)s->n, s->opt.db);
+    int64_t missing = sim_sweep_missing(s, stdout);
+    if (missing) printf("kvsim sweep: %lld points missing: run them, then --merge-parts again\n", (long long)missing);
+    else rmdir(s->parts);
+    return missing ? SIM_EXIT_INTERNAL : SIM_EXIT_OK;
 }
 
 static void print_totals(FILE *f, const sim_sweep *s)
@@ -165,20 +202,26 @@ static int print_results(const sim_sweep *s, sim_err *err)
 
 /* ---- the command ------------------------------------------------------------------ */
 
-static int sweep_main(const sim_sweep_opts *o)
+static int sweep_main(const sim_sweep_opts *o, const sweep_mode *m)
 {
     sim_err err = {{0}};
     sim_sweep s;
     int rc = SIM_EXIT_USAGE, bad = sim_sweep_open(&s, o, &err);
-    if (s.recovered) fprintf(stderr, "kvsim sweep: recovered %lld runs from %s\n", (long long)s.recovered, s.parts);
+    if (s.recovered && !m->merge_parts)
+        fprintf(stderr, "kvsim sweep: recovered %lld runs from %s\n", (long long)s.recovered, s.parts);
     if (bad) goto out;
+    if (m->merge_parts) {
+        rc = print_merged(&s);
+        goto out;
+    }
     if (o->emit) {
         rc = sim_sweep_emit(&s, &err) ? SIM_EXIT_USAGE : SIM_EXIT_OK;
         if (rc == SIM_EXIT_OK) print_emitted(&s);
         goto out;
     }
-    fprintf(stderr, "kvsim sweep: %lld points, %lld already recorded, running %lld with %d jobs -> %s\n",
-            (long long)s.n, (long long)s.recorded, (long long)s.todo, o->jobs, o->db);
+    fprintf(stderr, "kvsim sweep: %lld points, %lld already recorded, running %lld %s %d %s -> %s\n", (long long)s.n,
+            (long long)s.recorded, (long long)s.todo, o->slurm.on ? "on Slurm, at most" : "with", o->jobs,
+            o->slurm.on ? "at once" : "jobs", o->db);
     rc = SIM_EXIT_INTERNAL;
     if (sim_sweep_run(&s, &err)) {
         if (s.stop_signal) rc = 128 + s.stop_signal;
@@ -194,14 +237,21 @@ out:
 
 int cmd_sweep(int argc, char **argv)
 {
-    sim_sweep_opts o = {.db = "sweep.db",
-                        .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN),
-                        .t0 = sim_wall_seconds(),
-                        .tty = isatty(STDERR_FILENO)};
-    if (o.jobs < 1) o.jobs = 1;
+    sim_sweep_opts o = {.db = "sweep.db", .t0 = sim_wall_seconds(), .tty = isatty(STDERR_FILENO)};
+    sweep_mode m = {0};
     int rc = SIM_EXIT_OK;
-    if (parse_args(argc, argv, &o, &rc) == 0) rc = sweep_main(&o);
+    bool parsed = parse_args(argc, argv, &o, &m, &rc) == 0;
+    if (parsed && m.array_task) {
+        sim_err err = {{0}};
+        sim_sweep_array_task(m.array_task, &err); /* returns only on error */
+        rc = sim_usage_error("sweep", err.msg);
+    } else if (parsed) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        if (!o.jobs) o.jobs = o.slurm.on ? 1000 : cpus > 0 ? (int)cpus : 1; /* Slurm: no cap below the array's */
+        rc = sweep_main(&o, &m);
+    }
     for (int i = 0; i < o.nbase; i++) free(o.base[i]);
     free(o.base);
+    sim_cli_slurm_free(&o.slurm);
     return rc;
 }

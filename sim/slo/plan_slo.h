@@ -35,6 +35,7 @@
 
 #include <jansson.h>
 
+#include "sim/sweep/sweep.h"
 #include "sim/util.h"
 
 /* Targets: {TTFT, TBT} × {mean, p50, p90, p99}, in that order; target t
@@ -64,9 +65,10 @@ typedef struct sim_slo_opts {
     int nscope;
     int cpp[SIM_SLO_MAX_LIST]; /* cluster.cpp_group values to try; default 1, 4 */
     int ncpp;
-    int jobs;       /* worker processes */
-    const char *db; /* results database, or NULL: a temporary one, removed at the end */
-    bool tty;       /* the sweep engine's progress as a bar */
+    int jobs;              /* worker processes */
+    const char *db;        /* results database, or NULL: a temporary one, removed at the end */
+    bool tty;              /* the sweep engine's progress as a bar */
+    sim_sweep_slurm slurm; /* slurm.on: each probe's points as one Slurm job array */
 } sim_slo_opts;
 
 void sim_slo_opts_init(sim_slo_opts *o);

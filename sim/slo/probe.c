@@ -1,7 +1,8 @@
 /* sim/slo/probe.c — one probe of `kvsim plan slo`: a split (P prefill, D
  * decode instances) at one DRAM level, run at every scope × CPP point as
- * one sweep (sim/sweep: parallel `kvsim run` workers into the plan's
- * results database, points already recorded skipped), each point read back
+ * one sweep (sim/sweep: parallel `kvsim run` workers, or one Slurm job
+ * array under opts.slurm, into the plan's results database, points already
+ * recorded skipped), each point read back
  * from its run's summary (runs.summary_json, found by config hash and trace
  * fingerprint, as the sweep finds recorded points) and judged.
  *
@@ -206,6 +207,7 @@ static int run_split(slo_plan *pl, const int *split, sim_err *err)
                          .nbase = n,
                          .jobs = o->jobs,
                          .tty = o->tty,
+                         .slurm = o->slurm,
                          .t0 = sim_wall_seconds()};
     sim_sweep s;
     int rc = sim_sweep_open(&s, &so, err);

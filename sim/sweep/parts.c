@@ -45,10 +45,31 @@ static bool part_has_runs(const char *path)
     return yes;
 }
 
+static void add_stats(sim_merge_stats *st, const sim_merge_stats *one)
+{
+    st->runs += one->runs;
+    st->skipped += one->skipped;
+    if (one->runs && !st->first_run) st->first_run = one->first_run;
+    if (one->runs) st->last_run = one->last_run;
+}
+
+/* A part that held a completed run (merged now, or already in db) is
+ * removed; one without (or without even its tables) is left alone: its
+ * point may still be running elsewhere. */
+int sim_sweep_merge_part(sim_results *db, const char *path, sim_merge_stats *st, bool *landed, sim_err *err)
+{
+    sim_merge_stats one = {0};
+    *landed = false;
+    if (access(path, F_OK) != 0 || !part_has_runs(path)) return 0;
+    if (sim_merge_db(db, path, true, &one, err)) return -1;
+    *landed = one.runs + one.skipped > 0;
+    if (*landed) remove_db_files(path);
+    add_stats(st, &one);
+    return 0;
+}
+
 /* Merge every part database into db (name order = grid order), skipping runs
- * already there, and remove the parts that held a run. A part without a
- * completed run (or without even its tables) is left alone: its point may
- * still be running elsewhere. */
+ * already there (sim_sweep_merge_part). */
 int sim_sweep_merge_parts(const sim_sweep *s, sim_results *db, sim_merge_stats *st, sim_err *err)
 {
     char pattern[PATH_MAX + 8];
@@ -56,16 +77,8 @@ int sim_sweep_merge_parts(const sim_sweep *s, sim_results *db, sim_merge_stats *
     snprintf(pattern, sizeof pattern, "%s/*.db", s->parts);
     if (glob(pattern, 0, NULL, &g) != 0) return 0;
     int rc = 0;
-    for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
-        sim_merge_stats one = {0};
-        if (!part_has_runs(g.gl_pathv[i])) continue;
-        rc = sim_merge_db(db, g.gl_pathv[i], true, &one, err);
-        if (rc == 0 && one.runs + one.skipped > 0) remove_db_files(g.gl_pathv[i]);
-        st->runs += one.runs;
-        st->skipped += one.skipped;
-        if (one.runs && !st->first_run) st->first_run = one.first_run;
-        if (one.runs) st->last_run = one.last_run;
-    }
+    bool landed;
+    for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) rc = sim_sweep_merge_part(db, g.gl_pathv[i], st, &landed, err);
     globfree(&g);
     return rc;
 }

@@ -3,7 +3,9 @@
  * PART`, at most opt.jobs at a time, so a crash of one point loses only
  * that point. SIGINT, SIGTERM and SIGHUP reach the workers too, and a
  * worker whose sweep dies (even by SIGKILL) gets SIGTERM. When all
- * have finished, their part databases are merged into the sweep's. */
+ * have finished, their part databases are merged into the sweep's.
+ * sim_sweep_run hands the points to a Slurm job array instead under
+ * opt.slurm (slurm.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -47,30 +49,18 @@ static sim_sweep_point *by_pid(sim_sweep *s, pid_t pid)
     return NULL;
 }
 
-/* SIGINT, SIGTERM or SIGHUP stop the sweep: the running workers get the same
+/* A stop signal (stop.c) stops the sweep: the running workers get the same
  * signal (their open transactions roll back) and the sweep reports what is
  * left for the next run instead of leaving workers behind. */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig) { stop_signal = sig; }
-
-static void catch_stop_signals(void)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: waitpid returns EINTR */
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
-}
-
 static int stop_workers(sim_sweep *s, sim_err *err)
 {
     for (int64_t i = 0; i < s->n; i++)
-        if (s->pts[i].state == PT_RUNNING) kill(s->pts[i].pid, stop_signal);
+        if (s->pts[i].state == PT_RUNNING) kill(s->pts[i].pid, sim_sweep_stop_signal());
     for (int64_t i = 0; i < s->n; i++)
         if (s->pts[i].state == PT_RUNNING) waitpid(s->pts[i].pid, NULL, 0);
     if (s->opt.tty) fputc('\n', stderr);
     return sim_errf(err, "stopped by signal %d: %lld of %lld points done; run the same sweep again to finish",
-                    (int)stop_signal, (long long)(s->finished - s->failed), (long long)s->todo);
+                    sim_sweep_stop_signal(), (long long)(s->finished - s->failed), (long long)s->todo);
 }
 
 /* Keep `jobs` points running until every point has finished. */
@@ -78,15 +68,15 @@ static int run_points(sim_sweep *s, sim_err *err)
 {
     int64_t next = 0;
     int running = 0;
-    catch_stop_signals();
+    sim_sweep_catch_stop();
     if (s->opt.tty) sim_sweep_draw_bar(s, 0);
     for (;;) {
-        for (; running < s->opt.jobs && next < s->n && !stop_signal; next++) {
+        for (; running < s->opt.jobs && next < s->n && !sim_sweep_stop_signal(); next++) {
             if (s->pts[next].state != PT_TODO) continue;
             if (spawn(s, &s->pts[next], err)) return -1;
             running++;
         }
-        if (stop_signal) return stop_workers(s, err);
+        if (sim_sweep_stop_signal()) return stop_workers(s, err);
         if (!running) break;
         int status;
         pid_t pid = waitpid(-1, &status, 0);
@@ -107,8 +97,8 @@ static int run_points(sim_sweep *s, sim_err *err)
 
 int sim_sweep_run(sim_sweep *s, sim_err *err)
 {
-    if (run_points(s, err)) {
-        s->stop_signal = stop_signal;
+    if (s->opt.slurm.on ? sim_sweep_run_slurm(s, err) : run_points(s, err)) {
+        s->stop_signal = sim_sweep_stop_signal();
         return -1;
     }
     if (sim_sweep_merge_parts(s, s->db, &s->merged, err)) return -1;

@@ -130,3 +130,14 @@ void sim_sweep_free(sim_sweep *s)
     sim_grid_free(&s->grid);
     *s = (sim_sweep){.lock_fd = -1};
 }
+
+int64_t sim_sweep_missing(const sim_sweep *s, FILE *f)
+{
+    int64_t missing = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+        if (s->pts[i].state != PT_TODO) continue;
+        missing++;
+        if (f) fprintf(f, "  missing: %s\n", s->pts[i].label);
+    }
+    return missing;
+}

@@ -23,13 +23,15 @@
  * the progress of sim_sweep_run to stderr; everything else is in the
  * sim_sweep for the caller to print. The files: sweep.c (points and
  * opening), parts.c (part databases and the lock), pool.c (the worker
- * processes), progress.c (the progress display), emit.c (job lines). */
+ * processes), slurm.c (the same points as Slurm job arrays), stop.c (stop
+ * signals), progress.c (the progress display), emit.c (job lines). */
 #ifndef SIM_SWEEP_H
 #define SIM_SWEEP_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -37,6 +39,17 @@
 #include "sim/results/merge.h"
 #include "sim/results/results.h"
 #include "sim/util.h"
+
+/* Where the points run instead of local workers: a Slurm job array
+ * (slurm.c). The strings are borrowed. */
+typedef struct sim_sweep_slurm {
+    bool on;
+    const char *partition; /* sbatch --partition, or NULL: the cluster's default */
+    char **sbatch_args;    /* more sbatch words, as given */
+    int nsbatch_args;
+    int max_array; /* tasks per job array at most (more points: more arrays); 0 = 1000 */
+    double poll_s; /* first pause between two looks at the queue; 0 = 0.25 s */
+} sim_sweep_slurm;
 
 /* What to sweep; the strings are borrowed and must outlive the sweep. */
 typedef struct sim_sweep_opts {
@@ -46,10 +59,11 @@ typedef struct sim_sweep_opts {
     const char *grid_spec; /* 'key=v1,v2;key2=a,b' (sim/config/grid.h) */
     char **base;           /* fixed "key=value" sets of every point, before the grid's */
     int nbase;
-    int jobs;  /* worker processes, >= 1 */
+    int jobs;  /* worker processes, >= 1; under slurm.on the array tasks running at once (%N) */
     bool tty;  /* progress as a bar on a terminal, else one line per point */
     bool json; /* the command prints its results as JSON (the engine ignores it) */
     double t0; /* sim_wall_seconds() at the start, for elapsed times and ETA */
+    sim_sweep_slurm slurm;
 } sim_sweep_opts;
 
 typedef struct sim_sweep_point sim_sweep_point; /* sim/sweep/sweep_int.h */
@@ -64,6 +78,7 @@ typedef struct sim_sweep {
     int64_t recorded;         /* points the database already held */
     int64_t recovered;        /* runs merged at open from parts a crashed sweep left */
     int64_t finished, failed; /* of the todo points, by sim_sweep_run */
+    int64_t pending;          /* under slurm: array tasks waiting for a CPU */
     sim_merge_stats merged;   /* the final merge of sim_sweep_run */
     int stop_signal;          /* the signal that stopped sim_sweep_run, or 0 */
     char parts[PATH_MAX];     /* DB.parts */
@@ -92,8 +107,19 @@ int sim_sweep_emit(const sim_sweep *s, sim_err *err);
  * (finished, failed), with progress on stderr, then merge the parts into the
  * database (merged) and remove DB.parts/ when empty. SIGINT, SIGTERM or
  * SIGHUP stop the workers too: -1 with stop_signal set and an error saying
- * how far it got. A failed point is counted, not an error. */
+ * how far it got. A failed point is counted, not an error. Under
+ * opt.slurm the points run as Slurm array tasks instead (slurm.c): parts
+ * are merged as each task leaves the queue, a signal cancels the arrays. */
 int sim_sweep_run(sim_sweep *s, sim_err *err);
+
+/* The points the database does not record yet (after sim_sweep_open,
+ * which merged the parts that had landed): their count, and each one's
+ * label in grid order to f when f is not NULL. */
+int64_t sim_sweep_missing(const sim_sweep *s, FILE *f);
+
+/* In a Slurm array task: run the point of the job file that
+ * SLURM_ARRAY_TASK_ID names (exec of `kvsim run`; returns only on error). */
+int sim_sweep_array_task(const char *file, sim_err *err);
 
 /* Release the lock, the database and the points. */
 void sim_sweep_free(sim_sweep *s);
