@@ -236,6 +236,7 @@ static const num_field config_nums[] = {
     {"engine.seq_overhead_ms", CF(seq_overhead_s), 1e-3},
     {"engine.frontend_ms", CF(frontend_s), 1e-3},
     {"cost.noise", CF(noise), 1},
+    {"cost.expert_imbalance", CF(expert_imbalance), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
     {"cost.estimator_noise", CF(estimator_noise), 1},
     {"metrics.sample_period_ms", CF(sample_period_s), 1e-3},
@@ -463,7 +464,8 @@ static int read_typed(sim_config *c, sim_err *err)
         get_bool(root, "trace.sort", &c->trace.sort, err) ||
         get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
         get_bool(root, "metrics.sample_rows", &c->sample_rows, err) ||
-        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err))
+        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err) ||
+        get_bool(root, "cost.expert_parallel", &c->expert_parallel, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
         sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||

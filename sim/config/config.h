@@ -100,6 +100,12 @@ typedef struct sim_config {
 
     double prefill_mfu, decode_overhead_s, chunk_overhead_s, transfer_latency_s;
     int compute; /* cost.compute: SIM_COMPUTE_* */
+    /* Mixture of experts (docs/hardware.md §1): experts split across the
+     * instance's GPUs (cost.expert_parallel; else every expert is tensor
+     * parallel) and the busiest GPU's expert load over the mean
+     * (cost.expert_imbalance, ≥ 1). */
+    bool expert_parallel;
+    double expert_imbalance;
     /* engine.*: a production engine's constants (cost.compute = "engine",
      * docs/validation.md): CPU time per iteration and per scheduled
      * sequence, and the front end's latency per request. */

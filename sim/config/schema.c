@@ -59,10 +59,16 @@ static const sim_config_key keys[] = {
     ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
         .meaning = "the LM head shares the input embedding's weights; absent = false"),
     ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
-        .meaning = "experts of a mixture-of-experts model; absent = dense. Such a preset is known but not yet "
-                   "modelled: a run refuses it, `kvsim validate` lists it as not expressible"),
+        .meaning = "routed experts per MoE layer of a mixture-of-experts model; absent = dense (docs/hardware.md)"),
     ROW("model.experts_per_token", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
         .meaning = "experts each token is routed to (mixture of experts)"),
+    ROW("model.moe_intermediate", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "one expert's gated-MLP intermediate size; absent = `model.intermediate` (Mixtral)"),
+    ROW("model.shared_experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts of `model.moe_intermediate` every token uses besides its routed ones (DeepSeek); "
+                   "absent = 0"),
+    ROW("model.dense_layers", SIM_KEY_INTEGER, "", 1, 4096, .optional = true,
+        .meaning = "the first layers keep a dense MLP of `model.intermediate` (first_k_dense_replace); absent = 0"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
     ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
@@ -184,6 +190,13 @@ static const sim_config_key keys[] = {
            "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
            "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (engine for aggregated "
            "instances; else profile when the tables exist, else analytic)"),
+    BOOL("cost.expert_parallel",
+         "mixture of experts: the routed experts are split across the instance's GPUs, exchanged by a dispatch and "
+         "a combine all-to-all per MoE layer (DeepSpeed-MoE); false = every expert tensor parallel (vLLM's "
+         "default; docs/hardware.md)"),
+    NUM("cost.expert_imbalance", "", 1, 1e3,
+        "mixture of experts under `cost.expert_parallel`: the busiest GPU's routed tokens over the mean (1 = "
+        "balanced)"),
     NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration (analytic and profile)"),
     NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
     NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),
