@@ -307,6 +307,7 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     snprintf(hw->name, sizeof hw->name, "%s", hname ? hname : "inline");
     if (get_int(root, "hardware.gpus_per_node", &gpus, err)) return -1;
     if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
+    hw->price_per_hour = hw_opt(h, "price_per_hour", 0);
     if (read_hw_optional(h, hw, err)) return -1;
     hw->gpus = (int)gpus;
     hw->flops *= gpus;
@@ -317,6 +318,39 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
         if (!json_is_string(cal)) return sim_errf(err, "config key 'hardware.calibration': expected a path");
         snprintf(hw->calibration, sizeof hw->calibration, "%s", json_string_value(cal));
     }
+    return 0;
+}
+
+/* One side of a disaggregated cluster (cluster.prefill_hardware or
+ * cluster.decode_hardware): "" = the hardware; else a preset in
+ * configs/hardware/ (or a path), its keys checked as `hardware`'s are and
+ * read by read_hw. Errors name the key. */
+static int read_side_hw(const json_t *root, const char *key, const sim_hw *base, sim_hw *out, sim_err *err)
+{
+    char name[PATH_MAX], path[PATH_MAX];
+    if (get_str(root, key, name, sizeof name, err)) return -1;
+    if (!name[0]) return *out = *base, 0;
+    sim_err e = {{0}};
+    json_t *obj = NULL, *tree = NULL;
+    int rc = -1;
+    if (!sim_preset_path("hardware", name, path, sizeof path, &e) && (obj = load_json_file(path, "hardware", &e))) {
+        tree = json_pack("{s:o}", "hardware", obj);
+        rc = sim_config_check_preset_keys(tree, "hardware", &e) || read_hw(tree, out, &e) ? -1 : 0;
+    }
+    json_decref(tree);
+    return rc ? sim_errf(err, "config key '%s': %s", key, e.msg) : 0;
+}
+
+static int read_sides(const json_t *root, sim_config *c, sim_err *err)
+{
+    if (read_side_hw(root, "cluster.prefill_hardware", &c->hw, &c->prefill_hw, err) ||
+        read_side_hw(root, "cluster.decode_hardware", &c->hw, &c->decode_hw, err))
+        return -1;
+    c->hetero = memcmp(&c->prefill_hw, &c->hw, sizeof c->hw) || memcmp(&c->decode_hw, &c->hw, sizeof c->hw);
+    if (c->hetero && !strcmp(c->mode, "aggregated"))
+        return sim_errf(err, "config keys 'cluster.prefill_hardware' and 'cluster.decode_hardware' split a "
+                             "disaggregated cluster's hardware; cluster.mode 'aggregated' runs both phases on "
+                             "`hardware`: leave them \"\" or use cluster.mode=disaggregated");
     return 0;
 }
 
@@ -479,6 +513,7 @@ static int read_typed(sim_config *c, sim_err *err)
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
         get_choice(root, "cost.compute", computes, &c->compute, err))
         return -1;
+    if (read_sides(root, c, err)) return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;

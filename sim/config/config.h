@@ -37,6 +37,7 @@ typedef struct sim_hw {
      * GPU and direction (× its efficiency), latency of one all-reduce. */
     double hbm_efficiency, link_Bps, allreduce_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
+    double price_per_hour;      /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
 } sim_hw;
 
 /* One scheduled instance failure (config key "faults"). */
@@ -57,6 +58,11 @@ typedef struct sim_config {
     uint64_t hash; /* XXH64 of root dumped with sorted keys, without its "about" comments */
     sim_model model;
     sim_hw hw;
+    /* The disaggregated model's two sides (cluster.prefill_hardware,
+     * cluster.decode_hardware: presets, "" = hardware): each side's compute,
+     * HBM and NIC (docs/hardware.md §2). hetero: they differ from hw. */
+    sim_hw prefill_hw, decode_hw;
+    bool hetero;
 
     char mode[32]; /* cluster.mode: the serving model (sim/serving registry) */
     int n_prefill, n_decode;

@@ -160,7 +160,11 @@ static int compute_mode(const sim_config *cfg)
 
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
-    const sim_hw *hw = &cfg->hw;
+    return sim_cost_setup_on(c, cfg, &cfg->hw, err);
+}
+
+int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
+{
     *c = (sim_cost){
         .model = &cfg->model,
         .hw = hw,
@@ -229,10 +233,11 @@ const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg)
     return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : analytic;
 }
 
-int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
+int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err) { return sim_cost_init_on(c, cfg, &cfg->hw, err); }
+
+int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
-    if (sim_cost_setup(c, cfg, err)) return -1;
-    const sim_hw *hw = c->hw;
+    if (sim_cost_setup_on(c, cfg, hw, err)) return -1;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
                         cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac);

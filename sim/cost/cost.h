@@ -89,6 +89,11 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
 /* sim_cost_init without its last check (the weights fit in HBM): for tools
  * that compare times of models the hardware could not serve. */
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err);
+/* The same on one side's hardware (cfg->prefill_hw or cfg->decode_hw, which
+ * must outlive c) instead of cfg->hw: a disaggregated cluster's two sides
+ * (docs/hardware.md §2). */
+int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err);
+int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err);
 /* The keys the cost model does not read for cfg, with why ({NULL}-ended):
  * under profile tables (the hardware's calibration measures the model's
  * prefill and decode on as many GPUs) cost.prefill_mfu and
