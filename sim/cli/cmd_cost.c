@@ -84,7 +84,9 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
         printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
     }
-    printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
+    printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
+           c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
+                               : "2 x layers tensor-parallel all-reduces");
     if (c->engine)
         printf("  overhead   %9.3f ms  (engine.iter_overhead_ms + engine.seq_overhead_ms x batch)\n",
                1e3 * t.overhead_s);
