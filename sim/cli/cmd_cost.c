@@ -59,7 +59,10 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                fits ? "true" : "false");
         return;
     }
-    printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    if (c->hw->pp > 1)
+        printf("model %s on %s (%d GPUs: tensor parallel %d within a node x pipeline parallel %d nodes)\n",
+               c->model->name, c->hw->name, c->hw->gpus, c->hw->tp, c->hw->pp);
+    else printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
     if (sim_model_moe_layers(c->model) > 0)
         printf("mixture of experts: %.2fe9 parameters in HBM, %.2fe9 active per token (%d of %d experts); batch %ld "
                "touches %.2f experts per layer, %.2f GB of weights a step%s\n",
@@ -86,6 +89,7 @@ static void print_cost(const sim_cost *c, const cost_args *a)
     }
     printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
            c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
+           : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
                                : "2 x layers tensor-parallel all-reduces");
     if (c->engine)
         printf("  overhead   %9.3f ms  (engine.iter_overhead_ms + engine.seq_overhead_ms x batch)\n",

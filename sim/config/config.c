@@ -321,6 +321,45 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     return 0;
 }
 
+/* Parallelism per instance (cluster.gpus_per_instance = g on nodes of G
+ * GPUs; 0 or G: the whole node, as always). g < G, a divisor of G: tensor
+ * parallel over g GPUs of a node, which gets g/G of the node's compute,
+ * HBM and bandwidth and of its host links, NICs, DRAM and SSD (one PCIe
+ * link and NIC per GPU, as the h100x2 preset). g > G, a multiple of G:
+ * pipeline parallel over pp = g/G nodes, tensor parallel within each;
+ * HBM, host links, NICs, DRAM and SSD of all pp nodes, but FLOP/s and HBM
+ * bandwidth of one, since a batch passes the stages one after another
+ * (kvsim interleaves no micro-batches: pipeline parallelism buys capacity,
+ * not speed; the stage hops are the cost model's, sim/cost/cost.c). */
+static int shape_instance(sim_hw *hw, int g, sim_err *err)
+{
+    int node = hw->gpus;
+    hw->tp = node, hw->pp = 1;
+    if (g == 0 || g == node) return 0;
+    if (g < node ? node % g : g % node)
+        return sim_errf(err,
+                        "config key 'cluster.gpus_per_instance': %d GPUs on %s's nodes of %d: give a divisor of %d "
+                        "(tensor parallel within a node) or a multiple of it (pipeline parallel across nodes)",
+                        g, hw->name, node, node);
+    double host = (double)g / node, dev = g < node ? host : 1;
+    hw->flops *= dev, hw->hbm_Bps *= dev, hw->hbm_bytes *= host;
+    hw->h2d_Bps *= host, hw->nic_Bps *= host, hw->dram_bytes *= host;
+    hw->ssd_read_Bps *= host, hw->ssd_write_Bps *= host;
+    hw->price_per_hour *= host;
+    hw->gpus = g, hw->tp = g < node ? g : node, hw->pp = g < node ? 1 : g / node;
+    return 0;
+}
+
+static int shape_instances(const json_t *root, sim_config *c, sim_err *err)
+{
+    int64_t g;
+    if (get_int(root, "cluster.gpus_per_instance", &g, err)) return -1;
+    return shape_instance(&c->hw, (int)g, err) || shape_instance(&c->prefill_hw, (int)g, err) ||
+                   shape_instance(&c->decode_hw, (int)g, err)
+               ? -1
+               : 0;
+}
+
 /* One side of a disaggregated cluster (cluster.prefill_hardware or
  * cluster.decode_hardware): "" = the hardware; else a preset in
  * configs/hardware/ (or a path), its keys checked as `hardware`'s are and
@@ -513,7 +552,7 @@ static int read_typed(sim_config *c, sim_err *err)
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
         get_choice(root, "cost.compute", computes, &c->compute, err))
         return -1;
-    if (read_sides(root, c, err)) return -1;
+    if (read_sides(root, c, err) || shape_instances(root, c, err)) return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;

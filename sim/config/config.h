@@ -38,6 +38,11 @@ typedef struct sim_hw {
     double hbm_efficiency, link_Bps, allreduce_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
     double price_per_hour;      /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
+    /* An instance of cluster.gpus_per_instance GPUs (docs/hardware.md §3):
+     * tensor parallel over tp GPUs of one node, pipeline parallel over pp
+     * nodes; gpus = tp · pp and the fields above are the instance's
+     * (flops and hbm_Bps one stage's: a batch passes the stages in turn). */
+    int tp, pp;
 } sim_hw;
 
 /* One scheduled instance failure (config key "faults"). */

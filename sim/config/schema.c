@@ -114,6 +114,9 @@ static const sim_config_key keys[] = {
           "(docs/hardware.md)"),
     OTHER("cluster.decode_hardware", SIM_KEY_STRING,
           "disaggregated: the decode nodes' hardware preset (e.g. `h20x8`: HBM-rich); \"\" = `hardware`"),
+    INT("cluster.gpus_per_instance", "GPUs", 0, 1 << 16,
+        "GPUs of one instance: 0 = a whole node; a divisor of `hardware.gpus_per_node` = tensor parallel within a "
+        "node, a multiple = pipeline parallel across nodes (docs/hardware.md)"),
     INT("cluster.prefill", "instances", 1, 4096, "prefill instances (one instance = one node)"),
     INT("cluster.decode", "instances", 1, 4096, "decode instances"),
     INT("cluster.instances", "instances", 0, 8192, "aggregated instances (0 = `cluster.prefill` + `cluster.decode`)"),

@@ -64,12 +64,28 @@ static double decode_compute_s(const sim_cost *c, int batch)
  * tokens · k · d · s · (g−1)/g² bytes a direction, and the busiest GPU
  * receives `imbalance` times that; an all-to-all's latency is taken as an
  * all-reduce's (hardware.allreduce_latency_us). */
+static int tp_of(const sim_hw *hw) { return hw->tp > 0 ? hw->tp : hw->gpus; }
+
+/* Pipeline parallelism over pp nodes (cluster.gpus_per_instance, a
+ * multiple of the node): a pass hands its tokens' hidden states, tokens ·
+ * d · s bytes, from stage to stage pp − 1 times over one node's NIC, each
+ * hop a transfer (cost.transfer_latency_us + bytes / bandwidth; Megatron-LM,
+ * Narayanan et al., SC'21, §2.2: point-to-point sends between stages). */
+static void pipeline_init(sim_cost *c, double latency_s)
+{
+    const sim_hw *hw = c->hw;
+    if (hw->pp < 2) return;
+    double hops = hw->pp - 1, node_nic = hw->nic_Bps / hw->pp;
+    c->ar_fixed_s += hops * latency_s;
+    c->ar_s_per_token += hops * c->model->hidden * c->model->dtype_bytes / node_nic;
+}
+
 static void allreduce_init(sim_cost *c)
 {
     const sim_hw *hw = c->hw;
-    if (hw->gpus < 2 || hw->link_Bps <= 0) return;
+    if (tp_of(hw) < 2 || hw->link_Bps <= 0) return;
     const sim_model *m = c->model;
-    double g = hw->gpus, ar_token = 2 * (g - 1) / g * m->hidden * m->dtype_bytes / hw->link_Bps;
+    double g = tp_of(hw), ar_token = 2 * (g - 1) / g * m->hidden * m->dtype_bytes / hw->link_Bps;
     if (c->ep_imbalance > 0) {
         double moe = sim_model_moe_layers(m), allreduces = 2.0 * m->layers - moe, alltoalls = 2 * moe;
         double a2a_token =
@@ -93,12 +109,13 @@ static void moe_init(sim_cost *c, const sim_config *cfg)
     const sim_model *m = &cfg->model;
     c->flops_per_token = 2.0 * m->params; /* dense: as it always was */
     if (sim_model_moe_layers(m) == 0) return;
-    double ep = cfg->expert_parallel && c->hw->gpus > 1 ? cfg->expert_imbalance : 1;
+    bool split = cfg->expert_parallel && tp_of(c->hw) > 1;
+    double ep = split ? cfg->expert_imbalance : 1;
     c->expert_bytes = sim_model_moe_layers(m) * sim_model_expert_params(m) * m->dtype_bytes;
     c->routed_bytes = m->experts * c->expert_bytes;
     double routed_active = (double)sim_model_moe_layers(m) * m->experts_per_token * sim_model_expert_params(m);
     c->flops_per_token = 2.0 * (sim_model_active_params(m) + (ep - 1) * routed_active);
-    c->ep_imbalance = cfg->expert_parallel && c->hw->gpus > 1 ? ep : 0; /* 0: no all-to-all */
+    c->ep_imbalance = split ? ep : 0; /* 0: no all-to-all */
 }
 
 double sim_cost_pass_bytes(const sim_cost *c, double tokens)
@@ -192,6 +209,7 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
     if (compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
     moe_init(c, cfg);
     allreduce_init(c);
+    pipeline_init(c, cfg->transfer_latency_s);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes - c->activation_bytes;
     return 0;

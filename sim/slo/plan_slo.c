@@ -92,6 +92,7 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
     snprintf(r->hardware, sizeof r->hardware, "%s", cfg->hw.name);
     r->speed = cfg->trace.speed;
     r->gpus_per_instance = cfg->hw.gpus;
+    r->tp = cfg->hw.tp, r->pp = cfg->hw.pp;
     r->kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model);
     r->hw_dram_bytes = cfg->hw.dram_bytes;
     r->block_tokens = cfg->block_tokens;

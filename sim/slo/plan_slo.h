@@ -105,6 +105,7 @@ typedef struct sim_slo_result {
     double speed, kv_bytes_per_token, hw_dram_bytes;
     double slo_ttft_ms, slo_tbt_ms; /* the config's SLOs (slo.ttft_ms, slo.tbt_ms) */
     int gpus_per_instance, block_tokens, cpp_threshold;
+    int tp, pp; /* the instance's tensor and pipeline parallel degrees (cluster.gpus_per_instance) */
     double dram[SIM_SLO_MAX_LIST];
     int ndram;
     /* step 0 */
