@@ -461,7 +461,9 @@ static void print_tp(const slo_args *a, const sim_slo_result *r, int best, char 
     for (int i = 0; i < a->ntp; i++) {
         printf("%13d  %8d x %-6d  ", a->tp[i], r[i].tp, r[i].pp);
         if (r[i].status != SIM_SLO_FEASIBLE) {
-            printf("%s\n", why[i][0] ? why[i] : "infeasible");
+            printf("%s\n", why[i][0]                                 ? why[i]
+                           : r[i].status == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible: below the floor"
+                                                                     : "infeasible: more than --max-instances");
             continue;
         }
         const sim_slo_point *p = &r[i].pts[r[i].cheapest];
