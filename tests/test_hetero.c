@@ -106,13 +106,67 @@ static void test_hetero_errors(void **state)
     tu_remove_temp(path);
 }
 
+/* A plan slo answer that the floor makes infeasible (exit 3). */
+static json_t *infeasible_json(const char *args)
+{
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 3);
+    json_t *o = json_loads(r.out, 0, NULL);
+    assert_non_null(o);
+    tu_free(&r);
+    return o;
+}
+
+/* plan slo: the TTFT floor from the prefill side, the TBT floor from the
+ * decode side (each request alone: H20's 4.0 TB/s shortens the step), the
+ * hardware named per side; with both sides' price_per_hour (inputs, here
+ * made up: 2 and 1 a node-hour) the cheapest point's price is P · 2 + D · 1. */
+static void test_plan_slo_sides(void **state)
+{
+    (void)state;
+    const char *floor = "plan slo --set hardware=h800x8 --tbt-p99-ms 1 --ttft-p90-ms 1 --json";
+    char args[1024];
+    json_t *homo = infeasible_json(floor);
+    snprintf(args, sizeof args, "%s --set cluster.decode_hardware=h20x8", floor);
+    json_t *het = infeasible_json(args);
+    const json_t *fh =
+        json_object_get(json_array_get(json_object_get(json_object_get(homo, "floor"), "cpp"), 0), "floor");
+    const json_t *fx =
+        json_object_get(json_array_get(json_object_get(json_object_get(het, "floor"), "cpp"), 0), "floor");
+    assert_double_equal(json_number_value(json_object_get(fx, "ttft_ms.p90")),
+                        json_number_value(json_object_get(fh, "ttft_ms.p90")), 0);
+    assert_true(json_number_value(json_object_get(fx, "tbt_ms.p99")) <
+                json_number_value(json_object_get(fh, "tbt_ms.p99")));
+    json_decref(homo);
+    json_decref(het);
+    char *p800 = tu_write_temp("{\"name\": \"p800\", \"gpus_per_node\": 8, \"tflops_per_gpu\": 989, "
+                               "\"hbm_bytes_per_gpu\": 80e9, \"hbm_GBps_per_gpu\": 3350, \"h2d_GBps\": 256, "
+                               "\"nic_Gbps\": 3200, \"dram_bytes\": 2e12, \"ssd_read_GBps\": 24, \"ssd_write_GBps\": "
+                               "12, \"ssd_latency_us\": 80, \"price_per_hour\": 2}");
+    char *p20 = tu_write_temp("{\"name\": \"p20\", \"gpus_per_node\": 8, \"tflops_per_gpu\": 148, "
+                              "\"hbm_bytes_per_gpu\": 96e9, \"hbm_GBps_per_gpu\": 4000, \"h2d_GBps\": 256, "
+                              "\"nic_Gbps\": 3200, \"dram_bytes\": 2e12, \"ssd_read_GBps\": 24, \"ssd_write_GBps\": "
+                              "12, \"ssd_latency_us\": 80, \"price_per_hour\": 1}");
+    snprintf(args, sizeof args,
+             "plan slo --set hardware=h800x8 --set cluster.prefill_hardware=%s --set cluster.decode_hardware=%s "
+             "--ttft-p90-ms 5000 --max-instances 4 --dram 250GB --scopes global --cpp 1 --jobs 2 --json",
+             p800, p20);
+    json_t *o = tu_kvsim_json(args);
+    const json_t *c = json_object_get(o, "cheapest");
+    assert_string_equal(json_string_value(json_object_get(o, "hardware")), "p800 prefill + p20 decode");
+    assert_double_equal(json_number_value(json_object_get(c, "price_per_hour")),
+                        2.0 * tu_int_field(c, "prefill") + tu_int_field(c, "decode"), 0);
+    json_decref(o);
+    tu_remove_temp(p800);
+    tu_remove_temp(p20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_side_only),
-        cmocka_unit_test(test_prefill_side),
-        cmocka_unit_test(test_side_bandwidths),
-        cmocka_unit_test(test_hetero_errors),
+        cmocka_unit_test(test_decode_side_only), cmocka_unit_test(test_prefill_side),
+        cmocka_unit_test(test_side_bandwidths),  cmocka_unit_test(test_hetero_errors),
+        cmocka_unit_test(test_plan_slo_sides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -389,8 +389,10 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
 {
     char b[32], t[32];
-    printf("\ncheapest  %dP%dD = %d GPUs, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
-           p->decode, sim_slo_gpus(r, p), human_bytes(r->dram[p->dram_level], b, sizeof b),
+    char price[48] = "";
+    if (sim_slo_price(r, p) > 0) snprintf(price, sizeof price, " ($%.2f an hour)", sim_slo_price(r, p));
+    printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
+           p->decode, sim_slo_gpus(r, p), price, human_bytes(r->dram[p->dram_level], b, sizeof b),
            human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t), kv_scope_name((kv_scope)p->scope),
            p->cpp);
     for (int m = 0; m < 2; m++) {
