@@ -38,6 +38,23 @@ typedef struct cost_args {
     bool json;
 } cost_args;
 
+/* The model and hardware line; for a mixture of experts its total and
+ * active parameters and what a step of `batch` tokens reads. */
+static void print_model(const sim_cost *c, long batch)
+{
+    if (c->hw->pp > 1)
+        printf("model %s on %s (%d GPUs: tensor parallel %d within a node x pipeline parallel %d nodes)\n",
+               c->model->name, c->hw->name, c->hw->gpus, c->hw->tp, c->hw->pp);
+    else printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    if (sim_model_moe_layers(c->model) > 0)
+        printf("mixture of experts: %.2fe9 parameters in HBM, %.2fe9 active per token (%d of %d experts); batch %ld "
+               "touches %.2f experts per layer, %.2f GB of weights a step%s\n",
+               c->model->params / 1e9, sim_model_active_params(c->model) / 1e9, c->model->experts_per_token,
+               c->model->experts, batch, sim_model_experts_touched(c->model, (double)batch),
+               sim_cost_pass_bytes(c, (double)batch) / 1e9,
+               c->ep_imbalance > 0 ? " (the busiest GPU's share: expert parallel)" : "");
+}
+
 static void print_cost(const sim_cost *c, const cost_args *a)
 {
     int64_t ctx = a->batch * a->context;
@@ -59,17 +76,7 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                fits ? "true" : "false");
         return;
     }
-    if (c->hw->pp > 1)
-        printf("model %s on %s (%d GPUs: tensor parallel %d within a node x pipeline parallel %d nodes)\n",
-               c->model->name, c->hw->name, c->hw->gpus, c->hw->tp, c->hw->pp);
-    else printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
-    if (sim_model_moe_layers(c->model) > 0)
-        printf("mixture of experts: %.2fe9 parameters in HBM, %.2fe9 active per token (%d of %d experts); batch %ld "
-               "touches %.2f experts per layer, %.2f GB of weights a step%s\n",
-               c->model->params / 1e9, sim_model_active_params(c->model) / 1e9, c->model->experts_per_token,
-               c->model->experts, a->batch, sim_model_experts_touched(c->model, (double)a->batch),
-               sim_cost_pass_bytes(c, (double)a->batch) / 1e9,
-               c->ep_imbalance > 0 ? " (the busiest GPU's share: expert parallel)" : "");
+    print_model(c, a->batch);
     if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
     if (c->engine)
         printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
