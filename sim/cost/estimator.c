@@ -73,5 +73,5 @@ double sim_est_h2d_s(const sim_estimator *e, double bytes) { return sim_cost_h2d
 
 double sim_est_decode_iter_s(const sim_estimator *e, int batch, int64_t ctx_tokens)
 {
-    return sim_cost_decode_iter_s(e->decode_cost, batch, ctx_tokens);
+    return sim_cost_decode_iter_s(e->decode_cost ? e->decode_cost : e->cost, batch, ctx_tokens);
 }

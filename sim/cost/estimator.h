@@ -18,7 +18,7 @@
 
 typedef struct sim_estimator {
     const sim_cost *cost;
-    const sim_cost *decode_cost; /* decode iterations: the decode side's (= cost unless a cluster sets it) */
+    const sim_cost *decode_cost; /* decode iterations: the decode side's (NULL or = cost unless a cluster sets it) */
     double coef[3];              /* c0, c1, c2 */
     double rel_rmse;             /* relative RMS error of the fit on its samples */
 } sim_estimator;
