@@ -67,7 +67,7 @@ static void test_plan_slo_tp(void **state)
 {
     (void)state;
     json_t *o = tu_kvsim_json("plan slo --set model=llama3.1-8b --set hardware=h100x8 --tp 1,2 --ttft-p90-ms 300 "
-                              "--tbt-p99-ms 30 --max-instances 4 --jobs 2 --json");
+                              "--tbt-p99-ms 30 --max-instances 4 --dram 250GB --scopes global --cpp 1 --jobs 2 --json");
     json_t *tp = json_object_get(o, "tp");
     assert_int_equal(json_array_size(tp), 2);
     assert_int_equal(tu_int_field(json_array_get(tp, 0), "gpus"), 2);
@@ -77,7 +77,8 @@ static void test_plan_slo_tp(void **state)
         json_string_value(json_object_get(json_object_get(json_object_get(o, "plan"), "cheapest"), "command"));
     assert_non_null(strstr(cmd, "--set cluster.gpus_per_instance=1 --set cluster.prefill=1 --set cluster.decode=1"));
     json_decref(o);
-    o = tu_kvsim_json("plan slo --set hardware=h100x8 --tp 1,8 --ttft-p90-ms 500 --max-instances 4 --jobs 2 --json");
+    o = tu_kvsim_json("plan slo --set hardware=h100x8 --tp 1,8 --ttft-p90-ms 500 --max-instances 4 --dram 250GB "
+                      "--scopes global --cpp 1 --jobs 2 --json");
     tp = json_object_get(o, "tp");
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(tp, 0), "error")), "does not fit"));
     assert_int_equal(tu_int_field(o, "picked"), 8);
