@@ -38,26 +38,45 @@ typedef struct cost_args {
     bool json;
 } cost_args;
 
+/* The model and hardware line; for a mixture of experts its total and
+ * active parameters and what a step of `batch` tokens reads. */
+static void print_model(const sim_cost *c, long batch)
+{
+    if (c->hw->pp > 1)
+        printf("model %s on %s (%d GPUs: tensor parallel %d within a node x pipeline parallel %d nodes)\n",
+               c->model->name, c->hw->name, c->hw->gpus, c->hw->tp, c->hw->pp);
+    else printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    if (sim_model_moe_layers(c->model) > 0)
+        printf("mixture of experts: %.2fe9 parameters in HBM, %.2fe9 active per token (%d of %d experts); batch %ld "
+               "touches %.2f experts per layer, %.2f GB of weights a step%s\n",
+               c->model->params / 1e9, sim_model_active_params(c->model) / 1e9, c->model->experts_per_token,
+               c->model->experts, batch, sim_model_experts_touched(c->model, (double)batch),
+               sim_cost_pass_bytes(c, (double)batch) / 1e9,
+               c->ep_imbalance > 0 ? " (the busiest GPU's share: expert parallel)" : "");
+}
+
 static void print_cost(const sim_cost *c, const cost_args *a)
 {
     int64_t ctx = a->batch * a->context;
     sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, ctx);
     double pre = a->prefill > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0;
-    int64_t kv = sim_cost_decode_kv_tokens(c);
+    bool fits = c->hbm_kv_bytes > 0; /* else the times still print; a run refuses the pairing */
+    int64_t kv = fits ? sim_cost_decode_kv_tokens(c) : 0;
     double bpt = sim_model_kv_bytes_per_token(c->model);
     double eq2 = a->cached > 0 ? sim_eq2_min_bandwidth(c->model, c->hw->flops, (double)a->cached) / 1e9 : 0;
     if (a->json) {
         printf("{\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
-               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\"}\n",
+               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
                1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
                c->profiled ? "profile"
                : c->engine ? "engine"
-                           : "analytic");
+                           : "analytic",
+               fits ? "true" : "false");
         return;
     }
-    printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    print_model(c, a->batch);
     if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
     if (c->engine)
         printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
@@ -75,12 +94,19 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
         printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
     }
-    printf("  all-reduce %9.3f ms  (2 x layers tensor-parallel all-reduces)\n", 1e3 * t.allreduce_s);
+    printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
+           c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
+           : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
+                               : "2 x layers tensor-parallel all-reduces");
     if (c->engine)
         printf("  overhead   %9.3f ms  (engine.iter_overhead_ms + engine.seq_overhead_ms x batch)\n",
                1e3 * t.overhead_s);
     else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
+    if (!fits)
+        printf("weights (%.0f GB) do not fit in %s's HBM (%.0f GB x cluster.decode_hbm_frac): a run refuses this "
+               "pairing; pick larger hardware\n",
+               c->weight_bytes / 1e9, c->hw->name, c->hw->hbm_bytes / 1e9);
     printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
            a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context, bpt);
     if (a->cached > 0)
@@ -93,7 +119,7 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     sim_cost c;
     sim_err err = {0};
     if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("cost", err.msg);
-    int rc = sim_cost_init(&c, &cfg, &err);
+    int rc = sim_cost_setup(&c, &cfg, &err); /* a model too large still gets its times and KV bytes */
     if (rc) rc = sim_usage_error("cost", err.msg);
     else print_cost(&c, a);
     sim_config_free(&cfg);

@@ -19,7 +19,7 @@ static const char slo_usage[] =
     "usage: kvsim plan slo [--trace FILE] [--config FILE] [--set key=value]... [--speed X]\n"
     "                      [--ttft-p90-ms MS] [--ttft-p99-ms MS] [--tbt-p99-ms MS] [--attainment F]\n"
     "                      [--allow-rejected] ...\n"
-    "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST]\n"
+    "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST] [--tp LIST]\n"
     "                      [--jobs N] [--db FILE] [--json]\n"
     "                      [--slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
@@ -72,6 +72,10 @@ static const char slo_usage[] =
     "                      preset's x 1, 1/2, 1/4, 1/8)\n"
     "  --scopes LIST       cluster.scope values to try (default global,local)\n"
     "  --cpp LIST          cluster.cpp_group values to try (default 1,4; 1 = off)\n"
+    "  --tp LIST           GPUs per instance to try, e.g. 1,2,4,8 (cluster.gpus_per_instance: a\n"
+    "                      divisor of the node's GPUs = tensor parallel, a multiple = pipeline\n"
+    "                      parallel): one whole search each; the answer is the feasible plan\n"
+    "                      with the fewest GPUs, ties to fewer GPUs per instance (docs/hardware.md)\n"
     "  --jobs N            worker processes (default: the number of CPUs)\n"
     "  --db FILE           results database; points it records are not run again (default:\n"
     "                      a temporary one, removed at the end; under --slurm it must lie\n"
@@ -96,13 +100,16 @@ enum {
     OPT_CPP,
     OPT_JOBS,
     OPT_DB,
-    OPT_SPEED
+    OPT_SPEED,
+    OPT_TP
 };
 
 typedef struct slo_args {
     sim_slo_opts o;
     bool json, help;
-    bool usage; /* print the usage after the error */
+    bool usage;               /* print the usage after the error */
+    int tp[SIM_SLO_MAX_LIST]; /* --tp: GPUs per instance to search (cluster.gpus_per_instance) */
+    int ntp;
 } slo_args;
 
 static int positive(const char *opt, const char *s, double *out, sim_err *err)
@@ -148,6 +155,25 @@ static int cpp_item(const char *v, sim_slo_opts *o, sim_err *err)
     return 0;
 }
 
+/* --tp: a list of GPU counts per instance, each once (the config check
+ * says which fit the hardware's nodes). */
+static int tp_list(const char *s, slo_args *a, sim_err *err)
+{
+    char *copy = sim_xstrdup(s), *rest = copy;
+    int rc = 0;
+    a->ntp = 0;
+    for (char *v; rc == 0 && (v = strsep(&rest, ",")) != NULL;) {
+        int g;
+        rc = a->ntp == SIM_SLO_MAX_LIST ? sim_errf(err, "--tp: more than %d values", SIM_SLO_MAX_LIST)
+                                        : count("--tp", v, 1, 4096, &g, err);
+        for (int i = 0; rc == 0 && i < a->ntp; i++)
+            if (a->tp[i] == g) rc = sim_errf(err, "--tp: %d given twice", g);
+        if (rc == 0) a->tp[a->ntp++] = g;
+    }
+    free(copy);
+    return rc;
+}
+
 /* A comma-separated list, each value through item; at most max values. */
 static int parse_list(const char *opt, const char *s, int *n, int max, sim_slo_opts *o,
                       int (*item)(const char *, sim_slo_opts *, sim_err *), sim_err *err)
@@ -188,6 +214,7 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case OPT_CPP: return parse_list("--cpp", arg, &o->ncpp, SIM_SLO_MAX_LIST, o, cpp_item, err);
     case OPT_JOBS: return count("--jobs", arg, 1, 1024, &o->jobs, err);
     case OPT_DB: o->db = arg; return 0;
+    case OPT_TP: return tp_list(arg, a, err);
     case 'j': a->json = true; return 0;
     case 'h': a->help = true; return 0;
     default:
@@ -207,7 +234,8 @@ static int bad_option(int c, char **argv, slo_args *a, sim_err *err)
 
 static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
 {
-    struct option opts[SIM_SLO_NTARGETS + 20] = {
+    struct option opts[SIM_SLO_NTARGETS + 21] = {
+        {"tp", required_argument, 0, OPT_TP},
         {"trace", required_argument, 0, 't'},
         {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},
@@ -225,7 +253,7 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         SIM_CLI_SLURM_OPTIONS,
     };
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        opts[17 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
+        opts[18 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
     a->o.sets = sim_xcalloc((size_t)argc + 1, sizeof *a->o.sets);
     opterr = 0;
     optind = 1;
@@ -372,8 +400,10 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
 {
     char b[32], t[32];
-    printf("\ncheapest  %dP%dD = %d GPUs, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
-           p->decode, sim_slo_gpus(r, p), human_bytes(r->dram[p->dram_level], b, sizeof b),
+    char price[48] = "";
+    if (sim_slo_price(r, p) > 0) snprintf(price, sizeof price, " ($%.2f an hour)", sim_slo_price(r, p));
+    printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
+           p->decode, sim_slo_gpus(r, p), price, human_bytes(r->dram[p->dram_level], b, sizeof b),
            human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t), kv_scope_name((kv_scope)p->scope),
            p->cpp);
     for (int m = 0; m < 2; m++) {
@@ -407,6 +437,96 @@ static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
     print_cheapest(o, r, &r->pts[r->cheapest]);
 }
 
+/* ---- --tp: parallelism per instance ------------------------------------------ */
+
+/* One whole search per GPU count per instance (cluster.gpus_per_instance:
+ * tensor parallel within a node, pipeline parallel across nodes); the
+ * answer is the feasible plan with the fewest GPUs, ties to the fewer GPUs
+ * per instance. Returns the index of that plan, -1 when none is feasible. */
+static int plan_tp(slo_args *a, sim_slo_result *r, char (*why)[256], sim_err *err)
+{
+    for (int i = 0; i < a->o.nsets; i++)
+        if (!strncmp(a->o.sets[i], "cluster.gpus_per_instance=", 26))
+            return sim_errf(err, "--set %s: --tp sets cluster.gpus_per_instance itself", a->o.sets[i]), -2;
+    int best = -1;
+    char set[64];
+    sim_slo_opts o = a->o;
+    o.sets[o.nsets++] = set; /* the array has room: one --set takes two arguments */
+    for (int i = 0; i < a->ntp; i++) {
+        snprintf(set, sizeof set, "cluster.gpus_per_instance=%d", a->tp[i]);
+        if (sim_slo_plan(&o, &r[i], err)) { /* e.g. the model does not fit so few GPUs: that count is out */
+            if (r[i].stop_signal) return -2;
+            snprintf(why[i], sizeof why[i], "%.255s", err->msg);
+            r[i].status = SIM_SLO_INFEASIBLE_FLOOR;
+            continue;
+        }
+        if (r[i].status != SIM_SLO_FEASIBLE) continue;
+        int g = sim_slo_gpus(&r[i], &r[i].pts[r[i].cheapest]);
+        if (best < 0 || g < sim_slo_gpus(&r[best], &r[best].pts[r[best].cheapest])) best = i;
+    }
+    a->o.sets[a->o.nsets] = NULL;
+    return best;
+}
+
+static void print_tp(const slo_args *a, const sim_slo_result *r, int best, char (*why)[256])
+{
+    printf("tp        one search per GPU count per instance (cluster.gpus_per_instance)\n");
+    printf("GPUs/instance  tensor x pipeline  answer\n");
+    for (int i = 0; i < a->ntp; i++) {
+        printf("%13d  %8d x %-6d  ", a->tp[i], r[i].tp, r[i].pp);
+        if (r[i].status != SIM_SLO_FEASIBLE) {
+            printf("%s\n", why[i][0]                                 ? why[i]
+                           : r[i].status == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible: below the floor"
+                                                                     : "infeasible: more than --max-instances");
+            continue;
+        }
+        const sim_slo_point *p = &r[i].pts[r[i].cheapest];
+        printf("%dP%dD = %d GPUs%s\n", p->prefill, p->decode, sim_slo_gpus(&r[i], p), i == best ? "  <- fewest" : "");
+    }
+    printf("\n");
+}
+
+static json_t *tp_json(const slo_args *a, const sim_slo_result *r, int best, char (*why)[256])
+{
+    json_t *list = json_array();
+    for (int i = 0; i < a->ntp; i++) {
+        json_t *e = json_pack("{s:i, s:b}", "gpus_per_instance", a->tp[i], "feasible", r[i].status == SIM_SLO_FEASIBLE);
+        if (r[i].status == SIM_SLO_FEASIBLE)
+            json_object_set_new(e, "gpus", json_integer(sim_slo_gpus(&r[i], &r[i].pts[r[i].cheapest])));
+        if (why[i][0]) json_object_set_new(e, "error", json_string(why[i]));
+        json_array_append_new(list, e);
+    }
+    json_t *j = json_pack("{s:o}", "tp", list);
+    json_object_set_new(j, "picked", best >= 0 ? json_integer(a->tp[best]) : json_null());
+    int shown = best;
+    for (int i = a->ntp - 1; shown < 0 && i >= 0; i--) shown = why[i][0] ? -1 : i;
+    json_object_set_new(j, "plan", sim_slo_json(&a->o, &r[shown]));
+    return j;
+}
+
+static int run_tp(slo_args *a, sim_err *err)
+{
+    sim_slo_result r[SIM_SLO_MAX_LIST];
+    char why[SIM_SLO_MAX_LIST][256] = {{0}};
+    memset(r, 0, sizeof r);
+    int best = plan_tp(a, r, why, err), rc = SIM_EXIT_OK, ran = 0;
+    for (int i = 0; i < a->ntp; i++) ran += !why[i][0];
+    if (best == -2 || ran == 0) rc = sim_usage_error("plan slo", err->msg);
+    else if (a->json) {
+        json_t *j = tp_json(a, r, best, why);
+        json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
+        json_decref(j);
+    } else {
+        print_tp(a, r, best, why);
+        int shown = best;
+        for (int i = a->ntp - 1; shown < 0 && i >= 0; i--) shown = why[i][0] ? -1 : i;
+        print_text(&a->o, &r[shown]);
+    }
+    if (rc == SIM_EXIT_OK && best < 0) rc = SIM_EXIT_CHECK;
+    for (int i = 0; i < a->ntp; i++) sim_slo_free(&r[i]);
+    return rc;
+}
+
 /* ---- the command ----------------------------------------------------------- */
 
 int cmd_plan_slo(int argc, char **argv)
@@ -430,6 +550,8 @@ int cmd_plan_slo(int argc, char **argv)
         if (a.usage) fprintf(stderr, slo_usage, sim_cli_slurm_usage);
     } else if (a.help) {
         printf(slo_usage, sim_cli_slurm_usage);
+    } else if (a.ntp > 0) {
+        rc = run_tp(&a, &err);
     } else if (sim_slo_plan(&a.o, &r, &err)) {
         rc = sim_usage_error("plan slo", err.msg);
         if (r.stop_signal) rc = 128 + r.stop_signal;

@@ -135,6 +135,9 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     else
         printf("kvsim run: %s — %s, %dP%dD %s scope, router %s, admission %s\n", cfg->trace_path, cfg->model.name,
                cfg->n_prefill, cfg->n_decode, kv_scope_name(cfg->scope), cfg->router, cfg->admission);
+    if (cfg->hetero)
+        printf("hardware   prefill %s (%d GPUs), decode %s (%d GPUs)\n", cfg->prefill_hw.name, cfg->prefill_hw.gpus,
+               cfg->decode_hw.name, cfg->decode_hw.gpus);
     if (J_INT(s, "skipped_lines") > 0)
         printf("trace      %lld bad lines skipped (trace.skip_bad; --verbose lists them)\n", J_INT(s, "skipped_lines"));
     const json_t *rp = json_object_get(s, "replay"), *sh = json_object_get(rp, "arrival_shift_ms");

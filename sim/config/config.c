@@ -236,6 +236,7 @@ static const num_field config_nums[] = {
     {"engine.seq_overhead_ms", CF(seq_overhead_s), 1e-3},
     {"engine.frontend_ms", CF(frontend_s), 1e-3},
     {"cost.noise", CF(noise), 1},
+    {"cost.expert_imbalance", CF(expert_imbalance), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
     {"cost.estimator_noise", CF(estimator_noise), 1},
     {"metrics.sample_period_ms", CF(sample_period_s), 1e-3},
@@ -306,6 +307,7 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     snprintf(hw->name, sizeof hw->name, "%s", hname ? hname : "inline");
     if (get_int(root, "hardware.gpus_per_node", &gpus, err)) return -1;
     if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
+    hw->price_per_hour = hw_opt(h, "price_per_hour", 0);
     if (read_hw_optional(h, hw, err)) return -1;
     hw->gpus = (int)gpus;
     hw->flops *= gpus;
@@ -316,6 +318,78 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
         if (!json_is_string(cal)) return sim_errf(err, "config key 'hardware.calibration': expected a path");
         snprintf(hw->calibration, sizeof hw->calibration, "%s", json_string_value(cal));
     }
+    return 0;
+}
+
+/* Parallelism per instance (cluster.gpus_per_instance = g on nodes of G
+ * GPUs; 0 or G: the whole node, as always). g < G, a divisor of G: tensor
+ * parallel over g GPUs of a node, which gets g/G of the node's compute,
+ * HBM and bandwidth and of its host links, NICs, DRAM and SSD (one PCIe
+ * link and NIC per GPU, as the h100x2 preset). g > G, a multiple of G:
+ * pipeline parallel over pp = g/G nodes, tensor parallel within each;
+ * HBM, host links, NICs, DRAM and SSD of all pp nodes, but FLOP/s and HBM
+ * bandwidth of one, since a batch passes the stages one after another
+ * (kvsim interleaves no micro-batches: pipeline parallelism buys capacity,
+ * not speed; the stage hops are the cost model's, sim/cost/cost.c). */
+static int shape_instance(sim_hw *hw, int g, sim_err *err)
+{
+    int node = hw->gpus;
+    hw->tp = node, hw->pp = 1;
+    if (g == 0 || g == node) return 0;
+    if (g < node ? node % g : g % node)
+        return sim_errf(err,
+                        "config key 'cluster.gpus_per_instance': %d GPUs on %s's nodes of %d: give a divisor of %d "
+                        "(tensor parallel within a node) or a multiple of it (pipeline parallel across nodes)",
+                        g, hw->name, node, node);
+    double host = (double)g / node, dev = g < node ? host : 1;
+    hw->flops *= dev, hw->hbm_Bps *= dev, hw->hbm_bytes *= host;
+    hw->h2d_Bps *= host, hw->nic_Bps *= host, hw->dram_bytes *= host;
+    hw->ssd_read_Bps *= host, hw->ssd_write_Bps *= host;
+    hw->price_per_hour *= host;
+    hw->gpus = g, hw->tp = g < node ? g : node, hw->pp = g < node ? 1 : g / node;
+    return 0;
+}
+
+static int shape_instances(const json_t *root, sim_config *c, sim_err *err)
+{
+    int64_t g;
+    if (get_int(root, "cluster.gpus_per_instance", &g, err)) return -1;
+    return shape_instance(&c->hw, (int)g, err) || shape_instance(&c->prefill_hw, (int)g, err) ||
+                   shape_instance(&c->decode_hw, (int)g, err)
+               ? -1
+               : 0;
+}
+
+/* One side of a disaggregated cluster (cluster.prefill_hardware or
+ * cluster.decode_hardware): "" = the hardware; else a preset in
+ * configs/hardware/ (or a path), its keys checked as `hardware`'s are and
+ * read by read_hw. Errors name the key. */
+static int read_side_hw(const json_t *root, const char *key, const sim_hw *base, sim_hw *out, sim_err *err)
+{
+    char name[PATH_MAX], path[PATH_MAX];
+    if (get_str(root, key, name, sizeof name, err)) return -1;
+    if (!name[0]) return *out = *base, 0;
+    sim_err e = {{0}};
+    json_t *obj = NULL, *tree = NULL;
+    int rc = -1;
+    if (!sim_preset_path("hardware", name, path, sizeof path, &e) && (obj = load_json_file(path, "hardware", &e))) {
+        tree = json_pack("{s:o}", "hardware", obj);
+        rc = sim_config_check_preset_keys(tree, "hardware", &e) || read_hw(tree, out, &e) ? -1 : 0;
+    }
+    json_decref(tree);
+    return rc ? sim_errf(err, "config key '%s': %s", key, e.msg) : 0;
+}
+
+static int read_sides(const json_t *root, sim_config *c, sim_err *err)
+{
+    if (read_side_hw(root, "cluster.prefill_hardware", &c->hw, &c->prefill_hw, err) ||
+        read_side_hw(root, "cluster.decode_hardware", &c->hw, &c->decode_hw, err))
+        return -1;
+    c->hetero = memcmp(&c->prefill_hw, &c->hw, sizeof c->hw) || memcmp(&c->decode_hw, &c->hw, sizeof c->hw);
+    if (c->hetero && !strcmp(c->mode, "aggregated"))
+        return sim_errf(err, "config keys 'cluster.prefill_hardware' and 'cluster.decode_hardware' split a "
+                             "disaggregated cluster's hardware; cluster.mode 'aggregated' runs both phases on "
+                             "`hardware`: leave them \"\" or use cluster.mode=disaggregated");
     return 0;
 }
 
@@ -463,7 +537,8 @@ static int read_typed(sim_config *c, sim_err *err)
         get_bool(root, "trace.sort", &c->trace.sort, err) ||
         get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
         get_bool(root, "metrics.sample_rows", &c->sample_rows, err) ||
-        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err))
+        get_bool(root, "engine.async_scheduling", &c->async_scheduling, err) ||
+        get_bool(root, "cost.expert_parallel", &c->expert_parallel, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||
         sim_json_size(root, "kvstore.dram_bytes", &c->dram_bytes, err) ||
@@ -483,6 +558,7 @@ static int read_typed(sim_config *c, sim_err *err)
         get_choice(root, "trace.resample", resamples, &c->trace.resample, err))
         return -1;
     c->closed_replay = replay == 1;
+    if (read_sides(root, c, err) || shape_instances(root, c, err)) return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
     return 0;

@@ -37,6 +37,12 @@ typedef struct sim_hw {
      * GPU and direction (× its efficiency), latency of one all-reduce. */
     double hbm_efficiency, link_Bps, allreduce_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
+    double price_per_hour;      /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
+    /* An instance of cluster.gpus_per_instance GPUs (docs/hardware.md §3):
+     * tensor parallel over tp GPUs of one node, pipeline parallel over pp
+     * nodes; gpus = tp · pp and the fields above are the instance's
+     * (flops and hbm_Bps one stage's: a batch passes the stages in turn). */
+    int tp, pp;
 } sim_hw;
 
 /* One scheduled instance failure (config key "faults"). */
@@ -57,6 +63,11 @@ typedef struct sim_config {
     uint64_t hash; /* XXH64 of root dumped with sorted keys, without its "about" comments */
     sim_model model;
     sim_hw hw;
+    /* The disaggregated model's two sides (cluster.prefill_hardware,
+     * cluster.decode_hardware: presets, "" = hardware): each side's compute,
+     * HBM and NIC (docs/hardware.md §2). hetero: they differ from hw. */
+    sim_hw prefill_hw, decode_hw;
+    bool hetero;
 
     char mode[32]; /* cluster.mode: the serving model (sim/serving registry) */
     int n_prefill, n_decode;
@@ -102,6 +113,12 @@ typedef struct sim_config {
 
     double prefill_mfu, decode_overhead_s, chunk_overhead_s, transfer_latency_s;
     int compute; /* cost.compute: SIM_COMPUTE_* */
+    /* Mixture of experts (docs/hardware.md §1): experts split across the
+     * instance's GPUs (cost.expert_parallel; else every expert is tensor
+     * parallel) and the busiest GPU's expert load over the mean
+     * (cost.expert_imbalance, ≥ 1). */
+    bool expert_parallel;
+    double expert_imbalance;
     /* engine.*: a production engine's constants (cost.compute = "engine",
      * docs/validation.md): CPU time per iteration and per scheduled
      * sequence, and the front end's latency per request. */

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +29,9 @@ static const int_field model_int_fields[] = {
     {"vocab", offsetof(sim_model, vocab), true},
     {"experts", offsetof(sim_model, experts), true},
     {"experts_per_token", offsetof(sim_model, experts_per_token), true},
+    {"moe_intermediate", offsetof(sim_model, moe_intermediate), true},
+    {"shared_experts", offsetof(sim_model, shared_experts), true},
+    {"dense_layers", offsetof(sim_model, dense_layers), true},
     {"kv_lora_rank", offsetof(sim_model, kv_lora_rank), true},
     {"qk_rope_head_dim", offsetof(sim_model, qk_rope_head_dim), true},
 };
@@ -75,6 +79,26 @@ static int get_positive(const json_t *obj, const char *key, double *out, sim_err
     return 0;
 }
 
+/* A mixture of experts names k of its E experts per token and keeps at
+ * least one routed layer; its MoE fields mean nothing on a dense model. */
+static int check_moe(const sim_model *m, sim_err *err)
+{
+    if (m->experts > 1) {
+        if (m->experts_per_token < 1 || m->experts_per_token > m->experts)
+            return sim_errf(err,
+                            "model: field 'experts_per_token' must be 1 to 'experts' (%d) for a mixture of experts",
+                            m->experts);
+        if (m->dense_layers >= m->layers)
+            return sim_errf(err, "model: field 'dense_layers' (%d) must be below 'layers' (%d)", m->dense_layers,
+                            m->layers);
+        return 0;
+    }
+    if (m->moe_intermediate || m->shared_experts || m->dense_layers)
+        return sim_errf(err, "model: fields 'moe_intermediate', 'shared_experts' and 'dense_layers' need 'experts' "
+                             "above 1 (a mixture of experts)");
+    return 0;
+}
+
 /* The integer fields, the embedding flag and the parameter count: given, or
  * derived from the architecture when intermediate and vocab are known. */
 static int read_shape(const json_t *obj, sim_model *out, sim_err *err)
@@ -89,11 +113,24 @@ static int read_shape(const json_t *obj, sim_model *out, sim_err *err)
     const json_t *tied = json_object_get(obj, "tied_embeddings");
     if (tied && !json_is_boolean(tied)) return sim_errf(err, "model: field 'tied_embeddings' must be true or false");
     out->tied_embeddings = json_is_true(tied);
+    if (check_moe(out, err)) return -1;
     if (json_object_get(obj, "params")) return get_positive(obj, "params", &out->params, err);
     out->params = sim_model_derived_params(out);
     if (out->params <= 0)
         return sim_errf(err, "model: missing field 'params' (or give 'intermediate' and 'vocab' to derive it)");
     return 0;
+}
+
+/* Eq. 1's linear term for a mixture of experts, when the preset does not
+ * give flops_b: the 2 FLOPs per active weight of a token's pass, less the
+ * embedding and LM head (a gather, and the last token's logits only):
+ * b = 2 · (P_active − V · d · (tied ? 1 : 2)) / (l · d²). Mixtral-8x7B
+ * 47.0 (a dense Llama's 22 is Mooncake's fit for LLaMA3-70B and would
+ * count a quarter of Mixtral's per-token work). */
+static double moe_flops_b(const sim_model *m)
+{
+    double d = m->hidden, embed = (double)m->vocab * d * (m->tied_embeddings ? 1 : 2);
+    return 2 * (sim_model_active_params(m) - embed) / (m->layers * d * d);
 }
 
 int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
@@ -106,7 +143,8 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
     out->flops_a = 4;
     out->flops_b = 22;
     if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;
-    if (json_object_get(obj, "flops_b") && get_positive(obj, "flops_b", &out->flops_b, err)) return -1;
+    if (json_object_get(obj, "flops_b")) return get_positive(obj, "flops_b", &out->flops_b, err);
+    if (out->experts > 1) out->flops_b = moe_flops_b(out);
     return 0;
 }
 
@@ -115,7 +153,33 @@ double sim_model_derived_params(const sim_model *m)
     if (m->intermediate <= 0 || m->vocab <= 0) return 0;
     double d = m->hidden, qo = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
     double attention = d * qo + 2 * d * kv + qo * d, mlp = 3 * d * m->intermediate, norms = 2 * d;
-    return m->layers * (attention + mlp + norms) + (double)m->vocab * d * (m->tied_embeddings ? 1 : 2) + d;
+    double moe_layers = sim_model_moe_layers(m), dense_layers = m->layers - moe_layers;
+    double moe = (m->experts + m->shared_experts) * sim_model_expert_params(m) + d * m->experts;
+    if (moe_layers == 0) /* dense: the expression as it always was, so no count moves by a bit */
+        return m->layers * (attention + mlp + norms) + (double)m->vocab * d * (m->tied_embeddings ? 1 : 2) + d;
+    return m->layers * (attention + norms) + dense_layers * mlp + moe_layers * moe +
+           (double)m->vocab * d * (m->tied_embeddings ? 1 : 2) + d;
+}
+
+double sim_model_expert_params(const sim_model *m)
+{
+    return 3.0 * m->hidden * (m->moe_intermediate > 0 ? m->moe_intermediate : m->intermediate);
+}
+
+int sim_model_moe_layers(const sim_model *m) { return m->experts > 1 ? m->layers - m->dense_layers : 0; }
+
+double sim_model_active_params(const sim_model *m)
+{
+    int moe_layers = sim_model_moe_layers(m);
+    if (moe_layers == 0) return m->params;
+    return m->params - (double)moe_layers * (m->experts - m->experts_per_token) * sim_model_expert_params(m);
+}
+
+double sim_model_experts_touched(const sim_model *m, double tokens)
+{
+    if (m->experts <= 1 || tokens <= 0) return 0;
+    double e = m->experts;
+    return e * (1 - pow(1 - m->experts_per_token / e, tokens));
 }
 
 int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err)

@@ -16,17 +16,23 @@ typedef struct sim_model {
     int heads;  /* query heads */
     int kv_heads;
     int head_dim;
-    int dtype_bytes;                /* s: bytes per weight element (and per KV element unless kv_dtype says) */
-    char kv_dtype[16];              /* "auto" (= the weights' dtype), "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2" */
-    int kv_dtype_bytes;             /* s_kv: bytes per KV element, from kv_dtype */
-    int kv_lora_rank;               /* MLA's compressed KV latent c (0 = not MLA: K and V per KV head) */
-    int qk_rope_head_dim;           /* MLA's decoupled RoPE key r, cached beside the latent */
-    double params;                  /* parameter count, for weight bytes and decode FLOPs */
-    double flops_a;                 /* a in Mooncake Eq. 1 */
-    double flops_b;                 /* b in Mooncake Eq. 1 */
-    int intermediate, vocab;        /* FFN intermediate size, vocabulary size (0 = unknown) */
-    bool tied_embeddings;           /* the LM head shares the input embedding's weights */
-    int experts, experts_per_token; /* mixture of experts (0 = dense): known, refused by the cost model */
+    int dtype_bytes;         /* s: bytes per weight element (and per KV element unless kv_dtype says) */
+    char kv_dtype[16];       /* "auto" (= the weights' dtype), "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2" */
+    int kv_dtype_bytes;      /* s_kv: bytes per KV element, from kv_dtype */
+    int kv_lora_rank;        /* MLA's compressed KV latent c (0 = not MLA: K and V per KV head) */
+    int qk_rope_head_dim;    /* MLA's decoupled RoPE key r, cached beside the latent */
+    double params;           /* parameter count, for weight bytes and decode FLOPs */
+    double flops_a;          /* a in Mooncake Eq. 1 */
+    double flops_b;          /* b in Mooncake Eq. 1 */
+    int intermediate, vocab; /* FFN intermediate size, vocabulary size (0 = unknown) */
+    bool tied_embeddings;    /* the LM head shares the input embedding's weights */
+    /* Mixture of experts (experts 0 = dense): E routed experts per MoE
+     * layer, k of them per token, each a gated MLP of moe_intermediate
+     * (0 = intermediate, as Mixtral); shared_experts more of that size that
+     * every token uses (DeepSeek); the first dense_layers layers keep a
+     * dense MLP of intermediate (DeepSeek's first_k_dense_replace). */
+    int experts, experts_per_token;
+    int moe_intermediate, shared_experts, dense_layers;
 } sim_model;
 
 /* From a JSON object with the fields above; errors name the missing field.
@@ -49,6 +55,27 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err);
  * k_norm, 2·e each, are not counted: 10,240 more; Qwen2.5's q/k/v biases
  * neither). 0 when intermediate or vocab is unknown. */
 double sim_model_derived_params(const sim_model *m);
+/* Mixture of experts (docs/hardware.md §1). One routed expert of one layer
+ * is a gated MLP, 3 · d · i_e parameters (i_e = moe_intermediate, or
+ * intermediate when absent). The derived count above then has, per MoE
+ * layer, (E + shared) · 3 · d · i_e + d · E (the router) in place of
+ * 3 · d · i; the first dense_layers layers keep 3 · d · i. */
+double sim_model_expert_params(const sim_model *m);
+/* Layers whose MLP is routed: layers − dense_layers; 0 for a dense model. */
+int sim_model_moe_layers(const sim_model *m);
+/* Parameters one token uses: params less the routed experts it skips,
+ * params − L_moe · (E − k) · 3 · d · i_e. Every weight is resident in HBM
+ * (sim_model_weight_bytes); decode FLOPs are 2 · this per token. A dense
+ * model: params exactly. Mixtral-8x7B 12.88e9 of 46.70e9 (published 12.9B). */
+double sim_model_active_params(const sim_model *m);
+/* Expected distinct routed experts per MoE layer that `tokens` tokens
+ * touch, each token picking k of E: E · (1 − (1 − k/E)^tokens). An expert
+ * is missed by one token with probability 1 − k/E, by all of them (routed
+ * independently, uniformly) with that to the power tokens; linearity of
+ * expectation sums E such indicators (the occupancy problem; the same
+ * expression in MoE-Lightning, Cao et al. 2024, and Eliseev & Mazur 2023
+ * for offloading). E when tokens is large; k for one token. */
+double sim_model_experts_touched(const sim_model *m, double tokens);
 /* A preset by name (configs/models/NAME.json under the config dir) or path. */
 int sim_model_load(const char *name_or_path, sim_model *out, sim_err *err);
 
@@ -82,8 +109,10 @@ typedef struct sim_hf_import {
 /* Read the config.json at path into a preset named name: the architecture
  * keys mapped to the preset's, params by sim_model_derived_params, every
  * field checked against its model.* schema row. Errors name the file and the
- * key: a missing required key, a mixture-of-experts config (not supported),
- * an unknown torch_dtype. */
+ * key: a missing required key, an unknown torch_dtype. A mixture-of-experts
+ * config (num_local_experts, num_experts or n_routed_experts) maps its
+ * num_experts_per_tok, moe_intermediate_size, n_shared_experts and
+ * first_k_dense_replace too. */
 int sim_model_import_hf(const char *path, const char *name, sim_hf_import *out, sim_err *err);
 
 /* Directory holding configs/ presets: $KVSIM_CONFIG_DIR, else the configs/

@@ -8,32 +8,21 @@
  * heads), intermediate_size → intermediate, vocab_size → vocab,
  * tie_word_embeddings → tied_embeddings, torch_dtype (or the newer dtype) →
  * dtype_bytes, and for multi-head latent attention kv_lora_rank and
- * qk_rope_head_dim. The parameter count is sim_model_derived_params. A
- * mixture-of-experts config is refused: its FFN is not one gated MLP. The
- * preset is checked against the schema's model.* rows before it is handed
- * back, so what is written loads. */
+ * qk_rope_head_dim. A mixture of experts (Mixtral's num_local_experts,
+ * Qwen-MoE's num_experts, DeepSeek's n_routed_experts) maps
+ * num_experts_per_tok → experts_per_token, moe_intermediate_size →
+ * moe_intermediate, n_shared_experts (or Qwen2-MoE's one shared expert of
+ * shared_expert_intermediate_size, a multiple of moe_intermediate_size) →
+ * shared_experts and first_k_dense_replace → dense_layers; a layout kvsim
+ * cannot say (dense layers other than the first ones) is refused naming its
+ * key. The parameter count is sim_model_derived_params. The preset is
+ * checked against the schema's model.* rows before it is handed back, so
+ * what is written loads. */
 #include <stdio.h>
 #include <string.h>
 
 #include "sim/config/model.h"
 #include "sim/config/schema.h"
-
-/* Keys whose presence (not null, not 0) makes a config a mixture of experts:
- * Mixtral, Qwen2/3-MoE, DeepSeek. */
-static const char *const moe_keys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
-
-static int refuse_moe(const json_t *hf, const char *path, sim_err *err)
-{
-    for (size_t i = 0; i < sizeof moe_keys / sizeof moe_keys[0]; i++) {
-        const json_t *v = json_object_get(hf, moe_keys[i]);
-        if (v && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0))
-            return sim_errf(err,
-                            "%s: key '%s' is present: a mixture-of-experts model; kvsim models dense models only "
-                            "(mixture-of-experts costs are not modelled yet)",
-                            path, moe_keys[i]);
-    }
-    return 0;
-}
 
 /* A positive integer key; absent or null gives def, or with def 0 is an
  * error naming the key. */
@@ -42,7 +31,7 @@ static int hf_int(const json_t *hf, const char *path, const char *key, long def,
     const json_t *v = json_object_get(hf, key);
     if (!v || json_is_null(v)) {
         if (def > 0) return *out = def, 0;
-        return sim_errf(err, "%s: missing key '%s' (a dense decoder's config.json has it)", path, key);
+        return sim_errf(err, "%s: missing key '%s' (a decoder's config.json has it)", path, key);
     }
     if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > (1L << 30))
         return sim_errf(err, "%s: key '%s' must be a positive integer", path, key);
@@ -70,8 +59,93 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
 typedef struct hf_shape {
     long layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype_bytes;
     long kv_lora_rank, qk_rope_head_dim; /* multi-head latent attention; 0 = none */
+    long experts, experts_per_token, moe_intermediate, shared_experts, dense_layers; /* 0 = dense / absent */
     bool tied;
+    bool fp8; /* quantization_config.quant_method "fp8": 1-byte weights, the KV cache in torch_dtype */
 } hf_shape;
+
+/* FP8 checkpoints (DeepSeek-V3's quantization_config {"quant_method":
+ * "fp8", "fmt": "e4m3"}) keep torch_dtype for activations and the KV
+ * cache: weights of 1 byte, kv_dtype the 16-bit type. Said in note. */
+static void read_fp8(const json_t *hf, hf_shape *s, char *note, size_t n)
+{
+    const char *q = json_string_value(json_object_get(json_object_get(hf, "quantization_config"), "quant_method"));
+    if (!q || strcmp(q, "fp8") || s->dtype_bytes != 2) return;
+    s->fp8 = true;
+    snprintf(note + strlen(note), n - strlen(note),
+             "%squantization_config fp8: 1-byte weights, the KV cache in torch_dtype (kv_dtype bf16)",
+             *note ? "; " : "");
+}
+
+/* An optional non-negative integer key: absent, null or 0 leave *out 0. */
+static int hf_opt(const json_t *hf, const char *path, const char *key, long *out, sim_err *err)
+{
+    const json_t *v = json_object_get(hf, key);
+    if (!v || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0)) return 0;
+    return hf_int(hf, path, key, 0, out, err);
+}
+
+/* Keys that put dense layers elsewhere than first (Qwen-MoE's
+ * decoder_sparse_step and mlp_only_layers, DeepSeek's moe_layer_freq):
+ * only their no-op values are accepted. */
+static int moe_layout(const json_t *hf, const char *path, sim_err *err)
+{
+    static const char *const steps[] = {"decoder_sparse_step", "moe_layer_freq"};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const json_t *v = json_object_get(hf, steps[i]);
+        if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1))
+            return sim_errf(err,
+                            "%s: key '%s' is not 1: MoE layers interleaved with dense ones; kvsim's presets keep "
+                            "the dense layers first (model.dense_layers)",
+                            path, steps[i]);
+    }
+    const json_t *mlp_only = json_object_get(hf, "mlp_only_layers");
+    if (json_is_array(mlp_only) && json_array_size(mlp_only) > 0)
+        return sim_errf(err,
+                        "%s: key 'mlp_only_layers' is not empty: dense layers among the MoE ones; kvsim's presets "
+                        "keep the dense layers first (model.dense_layers)",
+                        path);
+    return 0;
+}
+
+/* Qwen2-MoE's one shared expert of its own width, as shared experts of
+ * moe_intermediate_size. */
+static int qwen_shared(const json_t *hf, const char *path, hf_shape *s, sim_err *err)
+{
+    long width = 0;
+    if (hf_opt(hf, path, "shared_expert_intermediate_size", &width, err)) return -1;
+    if (width == 0 || s->shared_experts > 0) return 0;
+    if (width % s->moe_intermediate)
+        return sim_errf(err,
+                        "%s: key 'shared_expert_intermediate_size' (%ld) is not a multiple of moe_intermediate_size "
+                        "(%ld): kvsim's shared experts have the routed ones' width",
+                        path, width, s->moe_intermediate);
+    s->shared_experts = width / s->moe_intermediate;
+    return 0;
+}
+
+/* The mixture-of-experts keys (the module comment); a config with none of
+ * the three expert counts is dense and leaves them 0. */
+static int read_moe(const json_t *hf, const char *path, hf_shape *s, sim_err *err)
+{
+    static const char *const counts[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0] && s->experts == 0; i++)
+        if (hf_opt(hf, path, counts[i], &s->experts, err)) return -1;
+    if (s->experts <= 1) return s->experts = 0, 0;
+    if (hf_int(hf, path, "num_experts_per_tok", 0, &s->experts_per_token, err) ||
+        hf_int(hf, path, "moe_intermediate_size", s->intermediate, &s->moe_intermediate, err) ||
+        hf_opt(hf, path, "n_shared_experts", &s->shared_experts, err) ||
+        hf_opt(hf, path, "first_k_dense_replace", &s->dense_layers, err) || moe_layout(hf, path, err) ||
+        qwen_shared(hf, path, s, err))
+        return -1;
+    if (s->experts_per_token > s->experts)
+        return sim_errf(err, "%s: key 'num_experts_per_tok' (%ld) exceeds the %ld experts", path, s->experts_per_token,
+                        s->experts);
+    if (s->dense_layers >= s->layers)
+        return sim_errf(err, "%s: key 'first_k_dense_replace' (%ld) leaves no MoE layer of %ld", path, s->dense_layers,
+                        s->layers);
+    return 0;
+}
 
 /* Multi-head latent attention (DeepSeek-V2/V3-style configs): kv_lora_rank
  * and qk_rope_head_dim, taken as they are; they size the KV cache
@@ -95,7 +169,7 @@ static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note,
 
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
-    if (refuse_moe(hf, path, err) || hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
+    if (hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
         hf_int(hf, path, "hidden_size", 0, &s->hidden, err) ||
         hf_int(hf, path, "num_attention_heads", 0, &s->heads, err) ||
         hf_int(hf, path, "intermediate_size", 0, &s->intermediate, err) ||
@@ -112,7 +186,10 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
     if (!tied) snprintf(note, n, "tie_word_embeddings absent: false taken (the Llama, Qwen and Mistral default)");
     s->tied = json_is_true(tied);
-    return hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ? -1 : 0;
+    return hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ||
+                   read_moe(hf, path, s, err)
+               ? -1
+               : (read_fp8(hf, s, note, n), 0);
 }
 
 /* The preset object, keys in configs/models/ order; params from the formula. */
@@ -125,13 +202,18 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
                    .head_dim = (int)s->head_dim,
                    .intermediate = (int)s->intermediate,
                    .vocab = (int)s->vocab,
-                   .tied_embeddings = s->tied};
+                   .tied_embeddings = s->tied,
+                   .experts = (int)s->experts,
+                   .experts_per_token = (int)s->experts_per_token,
+                   .moe_intermediate = (int)s->moe_intermediate,
+                   .shared_experts = (int)s->shared_experts,
+                   .dense_layers = (int)s->dense_layers};
     const char *arch = json_string_value(json_array_get(json_object_get(hf, "architectures"), 0));
     char about[1024];
     snprintf(about, sizeof about,
              "%s from the Hugging Face config.json %s (kvsim model import): params derived from the architecture "
-             "(dense decoder, sim/config/model.h)",
-             arch ? arch : "a dense decoder", path);
+             "(%s, sim/config/model.h)",
+             arch ? arch : "a decoder", path, s->experts ? "mixture of experts" : "dense decoder");
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(name));
     json_object_set_new(o, "about", json_string(about));
@@ -142,8 +224,16 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
         json_object_set_new(o, "kv_lora_rank", json_integer(s->kv_lora_rank));
         json_object_set_new(o, "qk_rope_head_dim", json_integer(s->qk_rope_head_dim));
     }
+    if (s->experts > 0) {
+        const char *moe_keys[] = {"experts", "experts_per_token", "moe_intermediate", "shared_experts", "dense_layers"};
+        const long moe_vals[] = {s->experts, s->experts_per_token, s->moe_intermediate, s->shared_experts,
+                                 s->dense_layers};
+        for (size_t i = 0; i < sizeof moe_keys / sizeof moe_keys[0]; i++)
+            if (moe_vals[i] > 0) json_object_set_new(o, moe_keys[i], json_integer(moe_vals[i]));
+    }
     json_object_set_new(o, "tied_embeddings", json_boolean(s->tied));
-    json_object_set_new(o, "dtype_bytes", json_integer(s->dtype_bytes));
+    json_object_set_new(o, "dtype_bytes", json_integer(s->fp8 ? 1 : s->dtype_bytes));
+    if (s->fp8) json_object_set_new(o, "kv_dtype", json_string("bf16"));
     json_object_set_new(o, "params", json_integer((json_int_t)sim_model_derived_params(&m)));
     return o;
 }

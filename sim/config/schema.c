@@ -59,17 +59,23 @@ static const sim_config_key keys[] = {
     ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
         .meaning = "the LM head shares the input embedding's weights; absent = false"),
     ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
-        .meaning = "experts of a mixture-of-experts model; absent = dense. Such a preset is known but not yet "
-                   "modelled: a run refuses it, `kvsim validate` lists it as not expressible"),
+        .meaning = "routed experts per MoE layer of a mixture-of-experts model; absent = dense (docs/hardware.md)"),
     ROW("model.experts_per_token", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
         .meaning = "experts each token is routed to (mixture of experts)"),
+    ROW("model.moe_intermediate", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
+        .meaning = "one expert's gated-MLP intermediate size; absent = `model.intermediate` (Mixtral)"),
+    ROW("model.shared_experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "experts of `model.moe_intermediate` every token uses besides its routed ones (DeepSeek); "
+                   "absent = 0"),
+    ROW("model.dense_layers", SIM_KEY_INTEGER, "", 1, 4096, .optional = true,
+        .meaning = "the first layers keep a dense MLP of `model.intermediate` (first_k_dense_replace); absent = 0"),
     ROW("model.flops_a", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term a of Mooncake Eq. 1 (default 4)"),
     ROW("model.flops_b", SIM_KEY_NUMBER, "", 0, 1e6, .lo_open = true, .optional = true,
         .meaning = "prefill FLOPs term b of Mooncake Eq. 1 (default 22)"),
     OTHER("hardware", SIM_KEY_PRESET,
-          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h100x1`, `h100x2`, `h100x4`, `h100x8`, `h200x1`, "
-          "`cpu-local`) or an inline "
+          "preset in `configs/hardware/` (`a800x8`, `h800x8`, `h20x8`, `h100x1`, `h100x2`, `h100x4`, `h100x8`, "
+          "`h200x1`, `cpu-local`) or an inline "
           "object with the `hardware.*` keys below"),
     OTHER("hardware.name", SIM_KEY_STRING, "the hardware's name in output", .optional = true),
     OTHER("hardware.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
@@ -93,6 +99,9 @@ static const sim_config_key keys[] = {
         .meaning = "achievable fraction of `hardware.nvlink_GBps_per_gpu` in an all-reduce; absent = 1"),
     ROW("hardware.allreduce_latency_us", SIM_KEY_NUMBER, "µs", 0, 1e6, .optional = true,
         .meaning = "fixed time of one small all-reduce across the node's GPUs; absent = 0"),
+    ROW("hardware.price_per_hour", SIM_KEY_NUMBER, "$/h", 0, 1e9, .optional = true,
+        .meaning = "the price of one node-hour: an input kvsim never guesses (a quote, a cloud list price); "
+                   "absent = not given (docs/hardware.md)"),
     OTHER("hardware.calibration", SIM_KEY_STRING,
           "calibration file (`kvsim calibrate`): data-path curves, and measured prefill/decode profile tables "
           "when it has them for the model and GPU count (docs/gpu-calibration.md); absent or \"\" = analytic",
@@ -100,6 +109,14 @@ static const sim_config_key keys[] = {
     CHOICE("cluster.mode", "",
            "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "
            "instances that prefill and decode"),
+    OTHER("cluster.prefill_hardware", SIM_KEY_STRING,
+          "disaggregated: the prefill nodes' hardware preset (`configs/hardware/`, or a path); \"\" = `hardware` "
+          "(docs/hardware.md)"),
+    OTHER("cluster.decode_hardware", SIM_KEY_STRING,
+          "disaggregated: the decode nodes' hardware preset (e.g. `h20x8`: HBM-rich); \"\" = `hardware`"),
+    INT("cluster.gpus_per_instance", "GPUs", 0, 1 << 16,
+        "GPUs of one instance: 0 = a whole node; a divisor of `hardware.gpus_per_node` = tensor parallel within a "
+        "node, a multiple = pipeline parallel across nodes (docs/hardware.md)"),
     INT("cluster.prefill", "instances", 1, 4096, "prefill instances (one instance = one node)"),
     INT("cluster.decode", "instances", 1, 4096, "decode instances"),
     INT("cluster.instances", "instances", 0, 8192, "aggregated instances (0 = `cluster.prefill` + `cluster.decode`)"),
@@ -193,6 +210,13 @@ static const sim_config_key keys[] = {
            "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
            "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (engine for aggregated "
            "instances; else profile when the tables exist, else analytic)"),
+    BOOL("cost.expert_parallel",
+         "mixture of experts: the routed experts are split across the instance's GPUs, exchanged by a dispatch and "
+         "a combine all-to-all per MoE layer (DeepSpeed-MoE); false = every expert tensor parallel (vLLM's "
+         "default; docs/hardware.md)"),
+    NUM("cost.expert_imbalance", "", 1, 1e3,
+        "mixture of experts under `cost.expert_parallel`: the busiest GPU's routed tokens over the mean (1 = "
+        "balanced)"),
     NUM("cost.decode_overhead_ms", "ms", 0, 1e6, "fixed cost per decode iteration (analytic and profile)"),
     NUM("cost.prefill_chunk_overhead_ms", "ms", 0, 1e6, "fixed cost per prefill chunk when chunked"),
     NUM("cost.transfer_latency_us", "µs", 0, 1e9, "per-transfer latency of H2D/D2H and NIC transfers"),
@@ -384,6 +408,21 @@ static int check_preset_keys(const json_t *root, const char *section, sim_err *e
         bool known = false;
         for (size_t i = 0; i < n && !known; i++) known = !strcmp(names[i], path);
         if (!known) return sim_errf(err, "config key '%s': unknown%s", path, sim_did_you_mean(path, names, n));
+    }
+    return 0;
+}
+
+int sim_config_check_preset_keys(const json_t *root, const char *section, sim_err *err)
+{
+    if (check_preset_keys(root, section, err)) return -1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(root, section), key, v)
+    {
+        char path[256];
+        snprintf(path, sizeof path, "%s.%s", section, key);
+        const sim_config_key *k = sim_config_key_find(path);
+        if (k && check_key(k, v, err)) return -1;
     }
     return 0;
 }

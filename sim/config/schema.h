@@ -53,6 +53,9 @@ const json_t *sim_config_path_get(const json_t *root, const char *path);
  * optional), of its type, in its range. The message names key, value and
  * range: "config key 'cost.prefill_mfu': 1e-300 is out of range (0, 1]". */
 int sim_config_check_schema(const json_t *root, sim_err *err);
+/* The keys of root[section] (a preset object: model, hardware) are schema
+ * rows `section.KEY` and their values in type and range. */
+int sim_config_check_preset_keys(const json_t *root, const char *section, sim_err *err);
 
 /* Check one value against its row (type and range), with the message of
  * sim_config_check_schema. */

@@ -48,19 +48,82 @@ static int load_calibration(sim_cost *c, const char *name, sim_err *err)
 
 static double decode_compute_s(const sim_cost *c, int batch)
 {
-    return batch * 2.0 * c->model->params / (c->hw->flops * c->mfu);
+    return batch * c->flops_per_token / (c->hw->flops * c->mfu);
 }
 
 /* Megatron-style tensor parallelism over the node's g GPUs: two all-reduces
  * per layer (after attention and after the MLP) of tokens · d · s bytes; a
- * ring all-reduce moves 2 (g−1)/g of them over each GPU's link. */
+ * ring all-reduce moves 2 (g−1)/g of them over each GPU's link.
+ *
+ * Expert parallelism (DeepSpeed-MoE, Rajbhandari et al., ICML 2022, §5:
+ * tensor-slicing for the non-expert part, expert-slicing with all-to-all
+ * for the experts; Megatron-Core's alltoall token dispatcher; DeepEP's
+ * dispatch and combine kernels): a MoE layer's MLP all-reduce becomes a
+ * dispatch and a combine all-to-all. Each GPU sends its 1/g share of the
+ * tokens' k expert copies, (g−1)/g of them to other GPUs, so each moves
+ * tokens · k · d · s · (g−1)/g² bytes a direction, and the busiest GPU
+ * receives `imbalance` times that; an all-to-all's latency is taken as an
+ * all-reduce's (hardware.allreduce_latency_us). */
+static int tp_of(const sim_hw *hw) { return hw->tp > 0 ? hw->tp : hw->gpus; }
+
+/* Pipeline parallelism over pp nodes (cluster.gpus_per_instance, a
+ * multiple of the node): a pass hands its tokens' hidden states, tokens ·
+ * d · s bytes, from stage to stage pp − 1 times over one node's NIC, each
+ * hop a transfer (cost.transfer_latency_us + bytes / bandwidth; Megatron-LM,
+ * Narayanan et al., SC'21, §2.2: point-to-point sends between stages). */
+static void pipeline_init(sim_cost *c, double latency_s)
+{
+    const sim_hw *hw = c->hw;
+    if (hw->pp < 2) return;
+    double hops = hw->pp - 1, node_nic = hw->nic_Bps / hw->pp;
+    c->ar_fixed_s += hops * latency_s;
+    c->ar_s_per_token += hops * c->model->hidden * c->model->dtype_bytes / node_nic;
+}
+
 static void allreduce_init(sim_cost *c)
 {
     const sim_hw *hw = c->hw;
-    if (hw->gpus < 2 || hw->link_Bps <= 0) return;
-    double per_layer = 2.0 * c->model->layers, g = hw->gpus;
+    if (tp_of(hw) < 2 || hw->link_Bps <= 0) return;
+    const sim_model *m = c->model;
+    double g = tp_of(hw), ar_token = 2 * (g - 1) / g * m->hidden * m->dtype_bytes / hw->link_Bps;
+    if (c->ep_imbalance > 0) {
+        double moe = sim_model_moe_layers(m), allreduces = 2.0 * m->layers - moe, alltoalls = 2 * moe;
+        double a2a_token =
+            c->ep_imbalance * m->experts_per_token * m->hidden * m->dtype_bytes * (g - 1) / (g * g) / hw->link_Bps;
+        c->ar_fixed_s = (allreduces + alltoalls) * hw->allreduce_latency_s;
+        c->ar_s_per_token = allreduces * ar_token + alltoalls * a2a_token;
+        return;
+    }
+    double per_layer = 2.0 * m->layers;
     c->ar_fixed_s = per_layer * hw->allreduce_latency_s;
-    c->ar_s_per_token = per_layer * 2 * (g - 1) / g * c->model->hidden * c->model->dtype_bytes / hw->link_Bps;
+    c->ar_s_per_token = per_layer * 2 * (g - 1) / g * m->hidden * m->dtype_bytes / hw->link_Bps;
+}
+
+/* Mixture of experts (cost.h): the routed experts' bytes, and the decode
+ * FLOPs per token, 2 · active params, where under expert parallelism the
+ * busiest GPU does `imbalance` times the mean routed work (so the node
+ * takes as long as if every GPU did: the routed part × imbalance). On one
+ * GPU or without expert parallelism the load is not split: imbalance 1. */
+static void moe_init(sim_cost *c, const sim_config *cfg)
+{
+    const sim_model *m = &cfg->model;
+    c->flops_per_token = 2.0 * m->params; /* dense: as it always was */
+    if (sim_model_moe_layers(m) == 0) return;
+    bool split = cfg->expert_parallel && tp_of(c->hw) > 1;
+    double ep = split ? cfg->expert_imbalance : 1;
+    c->expert_bytes = sim_model_moe_layers(m) * sim_model_expert_params(m) * m->dtype_bytes;
+    c->routed_bytes = m->experts * c->expert_bytes;
+    double routed_active = (double)sim_model_moe_layers(m) * m->experts_per_token * sim_model_expert_params(m);
+    c->flops_per_token = 2.0 * (sim_model_active_params(m) + (ep - 1) * routed_active);
+    c->ep_imbalance = split ? ep : 0; /* 0: no all-to-all */
+}
+
+double sim_cost_pass_bytes(const sim_cost *c, double tokens)
+{
+    if (c->routed_bytes <= 0) return c->pass_weight_bytes;
+    double imbalance = c->ep_imbalance > 0 ? c->ep_imbalance : 1;
+    double touched = sim_model_experts_touched(c->model, tokens) * c->expert_bytes * imbalance;
+    return c->pass_weight_bytes - c->routed_bytes + fmin(touched, c->routed_bytes);
 }
 
 /* Decode attention FLOPs per context token. Per layer and query head the
@@ -76,9 +139,19 @@ double sim_cost_attn_flops(const sim_model *m)
     return 4.0 * m->layers * m->heads * m->head_dim;
 }
 
-double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs)
+/* A mixture of experts' MLP activations per token: its k routed and its
+ * shared experts' gate and up outputs (or a dense layer's, if wider). */
+static double activation_intermediate(const sim_model *m)
 {
     double i = m->intermediate > 0 ? m->intermediate : 4.0 * m->hidden;
+    if (sim_model_moe_layers(m) == 0) return i;
+    double moe = (double)(m->experts_per_token + m->shared_experts) * sim_model_expert_params(m) / (3.0 * m->hidden);
+    return m->dense_layers > 0 && i > moe ? i : moe;
+}
+
+double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs)
+{
+    double i = activation_intermediate(m);
     return (double)tokens * (2 * i + 4.0 * m->hidden) * m->dtype_bytes + (double)seqs * m->vocab * 4.0;
 }
 
@@ -104,12 +177,11 @@ static int compute_mode(const sim_config *cfg)
 
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
 {
-    const sim_hw *hw = &cfg->hw;
-    if (cfg->model.experts > 1)
-        return sim_errf(err,
-                        "model '%s' is a mixture of experts (%d experts, %d per token): kvsim's cost model is for "
-                        "dense models so far (mixture-of-experts costs are not modelled yet)",
-                        cfg->model.name, cfg->model.experts, cfg->model.experts_per_token);
+    return sim_cost_setup_on(c, cfg, &cfg->hw, err);
+}
+
+int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
+{
     *c = (sim_cost){
         .model = &cfg->model,
         .hw = hw,
@@ -135,7 +207,9 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
                         cfg->model.name, hw->gpus, hw->name, hw->calibration[0] ? hw->calibration : "none");
     if (compute == SIM_COMPUTE_ANALYTIC || compute == SIM_COMPUTE_ENGINE) c->profiled = false;
     if (compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
+    moe_init(c, cfg);
     allreduce_init(c);
+    pipeline_init(c, cfg->transfer_latency_s);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes - c->activation_bytes;
     return 0;
@@ -177,10 +251,11 @@ const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg)
     return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : analytic;
 }
 
-int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err)
+int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err) { return sim_cost_init_on(c, cfg, &cfg->hw, err); }
+
+int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
-    if (sim_cost_setup(c, cfg, err)) return -1;
-    const sim_hw *hw = c->hw;
+    if (sim_cost_setup_on(c, cfg, hw, err)) return -1;
     if (c->hbm_kv_bytes <= 0)
         return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
                         cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac);
@@ -197,9 +272,10 @@ double sim_prefill_flops(const sim_model *m, double n)
  * read every weight once per pass (short prompts are memory-bound: MFU falls
  * with the sequence length below about G · mfu · weights / (2 · params · B_hbm)
  * tokens, docs/cost-model.md). */
-static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes)
+static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes, double tokens)
 {
-    double compute = flops / (c->hw->flops * c->mfu), floor = passes * c->pass_weight_bytes / c->hbm_Bps;
+    double compute = flops / (c->hw->flops * c->mfu);
+    double floor = passes * sim_cost_pass_bytes(c, tokens / passes) / c->hbm_Bps;
     return compute > floor ? compute : floor;
 }
 
@@ -207,7 +283,7 @@ double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cach
 {
     if (c->profiled) return sim_profile_prefill_s(&c->profile, new_tokens, cached);
     double flops = sim_prefill_flops(c->model, cached + new_tokens) - sim_prefill_flops(c->model, cached);
-    return prefill_compute_s(c, flops, 1);
+    return prefill_compute_s(c, flops, 1, new_tokens);
 }
 
 /* Profile mode: each chunk of a chunked prefill is its own measured pass
@@ -229,7 +305,7 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     double overhead = (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
     if (c->profiled) return profiled_prefill_s(c, n, p) + overhead;
     double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
-    return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1) + overhead;
+    return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1, n - p) + overhead;
 }
 
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len)
@@ -255,8 +331,9 @@ double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b)
         mem = sim_profile_decode_s(&c->profile, b->decodes > 0 ? b->decodes : 1, (double)b->kv_tokens);
         compute = b->chunk_tokens > 0 ? sim_profile_prefill_s(&c->profile, b->chunk_tokens, b->chunk_cached) : 0;
     } else {
-        mem = (c->pass_weight_bytes + (double)b->kv_tokens * c->kv_bytes_per_token) / c->hbm_Bps;
-        compute = (b->prefill_flops + b->decodes * 2.0 * c->model->params) / (c->hw->flops * c->mfu);
+        mem = (sim_cost_pass_bytes(c, b->decodes + b->chunk_tokens) + (double)b->kv_tokens * c->kv_bytes_per_token) /
+              c->hbm_Bps;
+        compute = (b->prefill_flops + b->decodes * c->flops_per_token) / (c->hw->flops * c->mfu);
     }
     if (c->engine)
         return fmax(mem, compute) + sim_cost_allreduce_s(c, b->decodes + b->chunk_tokens) + c->iter_overhead_s +
@@ -274,7 +351,7 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
         return p;
     }
     sim_decode_terms t = {
-        .mem_s = (c->pass_weight_bytes + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
+        .mem_s = (sim_cost_pass_bytes(c, batch) + (double)ctx_tokens * c->kv_bytes_per_token) / c->hbm_Bps,
         .compute_s = (batch < SIM_DECODE_TABLE ? c->decode_compute_s[batch] : decode_compute_s(c, batch)) +
                      (double)ctx_tokens * c->attn_flops / (c->hw->flops * c->mfu),
         .allreduce_s = sim_cost_allreduce_s(c, batch),

@@ -8,6 +8,8 @@
  *                     + per-chunk overhead (a forward pass reads every weight once)
  *   decode iteration  max((weights + Σ context KV) / B_hbm,
  *                         (batch · 2 · params + 4 · l · heads · head_dim · Σ context) / (G · mfu))
+ *                     (a mixture of experts: the weights its tokens touch,
+ *                     2 · active params; docs/hardware.md §1)
  *                     + 2 · l · (t_ar + 2 (g−1)/g · batch · d · s / B_link) + overhead
  *                     where B_hbm = node HBM bandwidth × hardware.hbm_efficiency and
  *                     the all-reduce term is the tensor-parallel one across the
@@ -53,6 +55,12 @@ typedef struct sim_cost {
     double attn_flops;     /* decode attention FLOPs per context token: sim_cost_attn_flops */
     double ar_fixed_s;     /* the latency of a decode step's 2 · l all-reduces (0 on one GPU) */
     double ar_s_per_token; /* their bandwidth time per token in the step */
+    /* Mixture of experts (docs/hardware.md §1): the routed experts' bytes
+     * (all of them, and one expert across the MoE layers), the decode FLOPs
+     * per token (2 · active params, the busiest GPU's share under expert
+     * parallelism), and that GPU's expert load over the mean (1 without
+     * expert parallelism). Dense: routed_bytes 0, 2 · params. */
+    double routed_bytes, expert_bytes, flops_per_token, ep_imbalance;
     int prefill_chunk;
     double hbm_kv_bytes; /* decode instance HBM left for KV after weights */
     struct sim_transfer_curves {
@@ -81,6 +89,11 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err);
 /* sim_cost_init without its last check (the weights fit in HBM): for tools
  * that compare times of models the hardware could not serve. */
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err);
+/* The same on one side's hardware (cfg->prefill_hw or cfg->decode_hw, which
+ * must outlive c) instead of cfg->hw: a disaggregated cluster's two sides
+ * (docs/hardware.md §2). */
+int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err);
+int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err);
 /* The keys the cost model does not read for cfg, with why ({NULL}-ended):
  * under profile tables (the hardware's calibration measures the model's
  * prefill and decode on as many GPUs) cost.prefill_mfu and
@@ -126,7 +139,9 @@ typedef struct sim_decode_terms {
 } sim_decode_terms;
 sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens);
 /* The tensor-parallel all-reduce time of one forward pass over `tokens`
- * tokens: 2 · l · (t_ar + 2 (g−1)/g · tokens · d · s / B_link); 0 on one GPU. */
+ * tokens: 2 · l · (t_ar + 2 (g−1)/g · tokens · d · s / B_link); 0 on one GPU.
+ * Under expert parallelism each MoE layer's second all-reduce is a dispatch
+ * and a combine all-to-all instead (sim_cost_setup, docs/hardware.md §1). */
 double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
@@ -147,6 +162,12 @@ double sim_cost_activation_bytes(const sim_model *m, int tokens, int seqs);
  * under MLA (absorbed up-projections) 2 · l · heads · (2 · kv_lora_rank +
  * qk_rope_head_dim) (docs/cost-model.md §1). */
 double sim_cost_attn_flops(const sim_model *m);
+/* The weight bytes one forward pass over `tokens` tokens streams: every
+ * weight less the input embedding (engine mode) for a dense model; for a
+ * mixture of experts the shared part and only the routed experts the
+ * tokens touch (sim_model_experts_touched), the busiest GPU's share under
+ * expert parallelism. */
+double sim_cost_pass_bytes(const sim_cost *c, double tokens);
 /* Tokens of KV a decode instance can hold in HBM. */
 int64_t sim_cost_decode_kv_tokens(const sim_cost *c);
 

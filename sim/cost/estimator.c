@@ -35,7 +35,7 @@ static int fit(sim_estimator *e, const gsl_matrix *X, const gsl_vector *y, const
 int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise, int max_tokens,
                       sim_err *err)
 {
-    e->cost = cost;
+    e->cost = e->decode_cost = cost;
     gsl_matrix *X = gsl_matrix_alloc((size_t)samples, 3);
     gsl_vector *y = gsl_vector_alloc((size_t)samples), *w = gsl_vector_alloc((size_t)samples);
     for (int i = 0; i < samples; i++) {
@@ -73,5 +73,5 @@ double sim_est_h2d_s(const sim_estimator *e, double bytes) { return sim_cost_h2d
 
 double sim_est_decode_iter_s(const sim_estimator *e, int batch, int64_t ctx_tokens)
 {
-    return sim_cost_decode_iter_s(e->cost, batch, ctx_tokens);
+    return sim_cost_decode_iter_s(e->decode_cost ? e->decode_cost : e->cost, batch, ctx_tokens);
 }

@@ -18,8 +18,9 @@
 
 typedef struct sim_estimator {
     const sim_cost *cost;
-    double coef[3];  /* c0, c1, c2 */
-    double rel_rmse; /* relative RMS error of the fit on its samples */
+    const sim_cost *decode_cost; /* decode iterations: the decode side's (NULL or = cost unless a cluster sets it) */
+    double coef[3];              /* c0, c1, c2 */
+    double rel_rmse;             /* relative RMS error of the fit on its samples */
 } sim_estimator;
 
 int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int samples, double noise, int max_tokens,

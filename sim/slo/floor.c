@@ -114,15 +114,15 @@ static void stats(double *v, int64_t n, double *out)
 }
 
 /* The floors of every target for CPP group cpp (threshold: cluster.cpp_threshold). */
-static void floor_for(const sim_cost *c, const floor_trace *ft, bool ttft_valid, int cpp, int threshold,
-                      sim_slo_floor *f)
+static void floor_for(const sim_cost *c, const sim_cost *dc, const floor_trace *ft, bool ttft_valid, int cpp,
+                      int threshold, sim_slo_floor *f)
 {
     double *ttft = sim_xmalloc((size_t)ft->n * sizeof *ttft), *tbt = sim_xmalloc((size_t)ft->n * sizeof *tbt);
     int64_t ntbt = 0, ok = 0;
     for (int64_t i = 0; i < ft->n; i++) {
         const floor_req *q = &ft->q[i];
         ttft[i] = ttft_valid ? 1e3 * ttft_floor_s(c, q, cpp, threshold) : 0;
-        double b = q->out > 1 ? 1e3 * sim_cost_decode_iter_s(c, 1, q->n) : -1;
+        double b = q->out > 1 ? 1e3 * sim_cost_decode_iter_s(dc, 1, q->n) : -1;
         if (q->out > 1) tbt[ntbt++] = b;
         ok += ttft[i] <= q->slo_ttft_ms && b <= q->slo_tbt_ms;
     }
@@ -246,9 +246,11 @@ int slo_floor(slo_plan *pl, const sim_config *cfg, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
-    sim_cost c;
+    sim_cost c, dc; /* the prefill side's (TTFT) and the decode side's (TBT) */
     floor_trace ft = {0};
-    if (sim_cost_init(&c, cfg, err) || read_trace(cfg, &ft, err)) return free(ft.q), -1;
+    if (sim_cost_init_on(&c, cfg, &cfg->prefill_hw, err) || sim_cost_init_on(&dc, cfg, &cfg->decode_hw, err) ||
+        read_trace(cfg, &ft, err))
+        return free(ft.q), -1;
     bool ttft_valid = !strcmp(cfg->pic, "none");
     if (!ttft_valid)
         snprintf(r->note, sizeof r->note, "no TTFT floor under kvstore.pic = %s (its reuse is not a prefix)", cfg->pic);
@@ -256,10 +258,10 @@ int slo_floor(slo_plan *pl, const sim_config *cfg, sim_err *err)
     r->hit_rate_tokens = ft.tokens > 0 ? ft.hit_tokens / ft.tokens : 0;
     for (int64_t i = 0; i < ft.n; i++) r->max_input = ft.q[i].n > r->max_input ? ft.q[i].n : r->max_input;
     for (int i = 0; i < o->ncpp; i++) {
-        floor_for(&c, &ft, ttft_valid, o->cpp[i], r->cpp_threshold, &r->floor[r->nfloor]);
+        floor_for(&c, &dc, &ft, ttft_valid, o->cpp[i], r->cpp_threshold, &r->floor[r->nfloor]);
         blocks(o, &r->floor[r->nfloor++]);
     }
-    floor_for(&c, &ft, ttft_valid, 8, 0, &r->best_cpp);
+    floor_for(&c, &dc, &ft, ttft_valid, 8, 0, &r->best_cpp);
     quantile_prompt(o, &c, &ft, r);
     free(ft.q);
     searched_groups(pl);

@@ -89,9 +89,15 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
         return sim_errf(err, "cluster.mode is '%s': plan slo sizes disaggregated clusters", cfg->mode);
     snprintf(r->trace, sizeof r->trace, "%s", cfg->trace_path);
     snprintf(r->model, sizeof r->model, "%s", cfg->model.name);
-    snprintf(r->hardware, sizeof r->hardware, "%s", cfg->hw.name);
+    if (cfg->hetero)
+        snprintf(r->hardware, sizeof r->hardware, "%.20s prefill + %.20s decode", cfg->prefill_hw.name,
+                 cfg->decode_hw.name);
+    else snprintf(r->hardware, sizeof r->hardware, "%s", cfg->hw.name);
+    r->prefill_gpus = cfg->prefill_hw.gpus, r->decode_gpus = cfg->decode_hw.gpus;
+    r->prefill_price = cfg->prefill_hw.price_per_hour, r->decode_price = cfg->decode_hw.price_per_hour;
     r->speed = cfg->trace.speed;
     r->gpus_per_instance = cfg->hw.gpus;
+    r->tp = cfg->hw.tp, r->pp = cfg->hw.pp;
     r->kv_bytes_per_token = sim_model_kv_bytes_per_token(&cfg->model);
     r->hw_dram_bytes = cfg->hw.dram_bytes;
     r->block_tokens = cfg->block_tokens;

@@ -107,6 +107,9 @@ typedef struct sim_slo_result {
     double speed, kv_bytes_per_token, hw_dram_bytes;
     double slo_ttft_ms, slo_tbt_ms; /* the config's SLOs (slo.ttft_ms, slo.tbt_ms) */
     int gpus_per_instance, block_tokens, cpp_threshold;
+    int tp, pp;                    /* the instance's tensor and pipeline parallel degrees (cluster.gpus_per_instance) */
+    int prefill_gpus, decode_gpus; /* per instance of each side (cluster.prefill_hardware, decode_hardware) */
+    double prefill_price, decode_price; /* their hardware.price_per_hour, a node-hour's share (0 = not given) */
     double dram[SIM_SLO_MAX_LIST];
     int ndram;
     /* step 0 */
@@ -137,8 +140,11 @@ typedef struct sim_slo_result {
 int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err);
 /* The result as one JSON object (caller decrefs). */
 json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r);
-/* GPUs of a point: (P + D) × GPUs per instance. */
+/* GPUs of a point: P × a prefill instance's GPUs + D × a decode one's. */
 int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p);
+/* Its price per hour from both sides' hardware.price_per_hour; 0 when
+ * either is not given (an input: docs/hardware.md §4). */
+double sim_slo_price(const sim_slo_result *r, const sim_slo_point *p);
 void sim_slo_free(sim_slo_result *r);
 /* The decode load of a run's summary: its "decode_load", or in a summary
  * recorded before that key existed, "utilisation"."decode" (which was the

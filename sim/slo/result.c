@@ -38,6 +38,7 @@ static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const 
                           "scope", kv_scope_name((kv_scope)p->scope), "cpp_group", p->cpp, "ran", p->ran, "run_id",
                           (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected);
     json_object_update_new(j, m);
+    if (sim_slo_price(r, p) > 0) json_object_set_new(j, "price_per_hour", json_real(sim_slo_price(r, p)));
     json_object_update_new(j, json_pack("{s:f, s:b, s:s, s:f, s:b}", "slo_attainment", p->attainment, "overloaded",
                                         p->overloaded, "busiest", p->busiest, "busiest_utilisation", p->busiest_util,
                                         "feasible", p->feasible));

@@ -37,5 +37,11 @@ void sim_slo_opts_init(sim_slo_opts *o)
 
 int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p)
 {
-    return (p->prefill + p->decode) * r->gpus_per_instance;
+    return p->prefill * r->prefill_gpus + p->decode * r->decode_gpus;
+}
+
+double sim_slo_price(const sim_slo_result *r, const sim_slo_point *p)
+{
+    return r->prefill_price > 0 && r->decode_price > 0 ? p->prefill * r->prefill_price + p->decode * r->decode_price
+                                                       : 0;
 }

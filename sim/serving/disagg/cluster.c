@@ -15,8 +15,10 @@
  * each event to the request flow (flow.c) or the control plane (control.c);
  * teardown. The files and their call order: cluster_int.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/registry.h"
+
 #include "sim/serving/disagg/cluster_int.h"
 #include "sim/store/evict/registry.h"
 
@@ -112,12 +114,21 @@ static int setup(cluster *c, sim_serving_run *run, sim_err *err)
     c->rng_policy = rng_new(cfg->seed);
     c->rng_noise = rng_new(cfg->seed + 1);
     c->rng_fit = rng_new(cfg->seed + 2);
-    if (sim_cost_init(&c->cost, cfg, err)) return -1;
-    c->kv_capacity = sim_cost_decode_kv_tokens(&c->cost);
+    if (sim_cost_init_on(&c->cost, cfg, &cfg->prefill_hw, err) ||
+        sim_cost_init_on(&c->dcost, cfg, &cfg->decode_hw, err))
+        return -1;
+    if (cfg->hetero && strcmp(cfg->pd_controller, "static"))
+        return sim_errf(err,
+                        "policy.pd_controller '%s' moves nodes between prefill and decode; with "
+                        "cluster.prefill_hardware and cluster.decode_hardware different hardware the roles are fixed: "
+                        "use policy.pd_controller=static",
+                        cfg->pd_controller);
+    c->kv_capacity = sim_cost_decode_kv_tokens(&c->dcost);
     c->slo_tbt_s = cfg->slo_tbt_ms / 1e3;
     c->block_bytes = c->cost.kv_bytes_per_token * cfg->block_tokens;
     if (sim_estimator_fit(&c->est, &c->cost, c->rng_fit, cfg->estimator_samples, cfg->estimator_noise, 131072, err))
         return -1;
+    c->est.decode_cost = &c->dcost;
     return setup_policies(c, err) || setup_store(c, err) ? -1 : 0;
 }
 

@@ -114,7 +114,8 @@ typedef struct cluster {
     sim_serving_run *run;  /* the replay's shared state (engine, DB, error) */
     const sim_config *cfg; /* run->cfg */
     sim_engine *eng;       /* &run->eng */
-    sim_cost cost;
+    sim_cost cost;         /* the prefill side's (cluster.prefill_hardware; = hardware by default) */
+    sim_cost dcost;        /* the decode side's (cluster.decode_hardware): decode steps, KV capacity */
     sim_estimator est;
     const kv_cache_model *cache;
     void *cache_st;
@@ -187,6 +188,9 @@ static inline req_state *queue_pop(req_queue *q)
 
 /* ---- core.c ------------------------------------------------------------------- */
 
+/* A transfer of `bytes` from instance src's NIC to dst's: the slower of the
+ * two sides' NIC times (the same when both sides share the hardware). */
+double sim_cluster_nic_s(const cluster *c, int src, int dst, double bytes);
 /* Truth noise factor of one compute step (cost.noise; 1 when off). */
 double sim_cluster_noise(cluster *c);
 /* Prefix-hit tokens of `blocks` reused blocks of r. */

@@ -43,9 +43,17 @@ static int64_t nic_transfer(cluster *c, int src, int dst, int64_t from, double b
     int64_t start = from;
     if (c->inst[src].nic_tx_free > start) start = c->inst[src].nic_tx_free;
     if (c->inst[dst].nic_rx_free > start) start = c->inst[dst].nic_rx_free;
-    int64_t end = start + sim_s_to_ns(sim_cost_nic_s(&c->cost, bytes));
+    int64_t end = start + sim_s_to_ns(sim_cluster_nic_s(c, src, dst, bytes));
     c->inst[src].nic_tx_free = c->inst[dst].nic_rx_free = end;
     return end;
+}
+
+double sim_cluster_nic_s(const cluster *c, int src, int dst, double bytes)
+{
+    const sim_cost *a = c->inst[src].role == ROLE_DECODE ? &c->dcost : &c->cost;
+    const sim_cost *b = c->inst[dst].role == ROLE_DECODE ? &c->dcost : &c->cost;
+    double ta = sim_cost_nic_s(a, bytes), tb = sim_cost_nic_s(b, bytes);
+    return ta > tb ? ta : tb;
 }
 
 /* Seconds until a prefix of `hit` blocks, as the store holds it now, is in
@@ -98,7 +106,7 @@ static void stream_kv(cluster *c, req_state *q, int node)
     double bytes = (double)q->r->input_len * c->cost.kv_bytes_per_token;
     bool lw = c->cfg->layerwise;
     int64_t end = nic_transfer(c, node, q->decode, lw ? q->prefill_start : q->first_token, bytes);
-    int64_t tail = q->first_token + sim_s_to_ns(sim_cost_nic_s(&c->cost, bytes / c->cfg->model.layers));
+    int64_t tail = q->first_token + sim_s_to_ns(sim_cluster_nic_s(c, node, q->decode, bytes / c->cfg->model.layers));
     q->kv_ready = lw && tail > end ? tail : end;
 }
 
@@ -258,7 +266,7 @@ static void start_iteration(cluster *c, instance *d)
     }
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
-    double dt = sim_cost_decode_iter_s(&c->cost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
+    double dt = sim_cost_decode_iter_s(&c->dcost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
     d->iter_start = c->eng->now;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
     /* decode load while iterating: the iteration against the TBT SLO, or the

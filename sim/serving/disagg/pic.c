@@ -91,7 +91,7 @@ static void fail_if_none_fits(cluster *c)
     if (cfg->hbm_bytes > 0) snprintf(held, sizeof held, "kvstore.hbm_bytes: %.17g bytes", cfg->hbm_bytes);
     else
         snprintf(held, sizeof held, "the HBM left for KV after weights (cluster.decode_hbm_frac %g): %.17g bytes",
-                 cfg->decode_hbm_frac, c->cost.hbm_kv_bytes);
+                 cfg->decode_hbm_frac, c->dcost.hbm_kv_bytes);
     sim_errf(c->run->err,
              "%s per instance holds %lld pages of %d tokens (%.17g bytes of %s KV a page); no request of trace %s "
              "fits in it alone: the smallest, request %lld (line %lld), needs %lld pages (%.17g bytes), and all "
