@@ -3,7 +3,7 @@
  *
  * Call order (no circles): report.c (the driver: runs, page, rendering, the
  * figure table) → tables.c (the page's tables) and the figures (fig_cdf.c,
- * fig_bars.c, fig_qps.c, figures.c) → groups.c (grouping, colours, panels)
+ * fig_bars.c, fig_qps.c, fig_compare.c, figures.c) → groups.c (grouping, colours, panels)
  * → output.c (files, gnuplot scripts, page sections, escaping). */
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
@@ -81,6 +81,9 @@ int rep_fig_bars(rep *r, sim_err *err);
 int rep_fig_hitrate(rep *r, sim_err *err);
 /* TTFT against offered load per configuration (reports/fig_qps.c). */
 int rep_fig_ttft_qps(rep *r, sim_err *err);
+/* The difference of each metric from a baseline value with its 95%
+ * interval against load, and its table (reports/fig_compare.c). */
+int rep_fig_compare(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 

@@ -147,9 +147,10 @@ static void test_every_figure_file_linked(void **state)
         figures += svg;
     }
     closedir(d);
-    /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, ttft_qps (the sweep
-     * over trace.speed), hitrate, load_run1..4, roles_run1, replicas_run2 */
-    assert_int_equal(figures, 14);
+    /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, compare (slo_reject
+     * against none, per load), ttft_qps (the sweep over trace.speed), hitrate,
+     * load_run1..4, roles_run1, replicas_run2 */
+    assert_int_equal(figures, 15);
 }
 
 /* A figure appears only when its data is in the database. */
@@ -157,7 +158,7 @@ static void test_figures_only_with_their_data(void **state)
 {
     static const char *const present[] = {"ttft_cdf",   "tbt_cdf",    "slo",           "latency",   "cache",
                                           "rejections", "hitrate",    "load_run1",     "load_run2", "load_run3",
-                                          "load_run4",  "roles_run1", "replicas_run2", "ttft_qps"};
+                                          "load_run4",  "roles_run1", "replicas_run2", "ttft_qps",  "compare"};
     static const char *const absent[] = {"roles_run2", "roles_run3", "replicas_run1", "replicas_run3"};
     static const char *const exts[] = {"svg", "png", "pdf", "dat", "gp"};
     char name[128];
