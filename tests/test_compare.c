@@ -161,14 +161,9 @@ static void test_one_seed(void **state)
     free(db);
 }
 
-/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
- * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
- * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
- * is a second context, compared apart. */
-static void test_flip(void **state)
+/* The runs of test_flip (below) into db. */
+static void add_flip_runs(const char *db)
 {
-    (void)state;
-    char *db = make_db();
     double speed[] = {1, 2, 3}, d[3][2] = {{-2, -2}, {-3, -3}, {3, 5}};
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < 2; s++) {
@@ -177,6 +172,17 @@ static void test_flip(void **state)
             add_run(db, "A", speed[k], s + 1, 100, 1, "global");
             add_run(db, "B", speed[k], s + 1, 90, 1, "global");
         }
+}
+
+/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
+ * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
+ * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
+ * is a second context, compared apart. */
+static void test_flip(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    add_flip_runs(db);
     json_t *j = compare_json(db, "--metric ttft_ms.mean");
     const json_t *cm =
         json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
@@ -230,14 +236,7 @@ static char *flip_db_with_tables(const char *dir)
     assert_int_equal(sqlite3_exec(h, "DELETE FROM requests; DELETE FROM samples; DELETE FROM runs", NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(h);
-    double speed[] = {1, 2, 3}, d[3][2] = {{-2, -2}, {-3, -3}, {3, 5}};
-    for (int k = 0; k < 3; k++)
-        for (int s = 0; s < 2; s++) {
-            add_run(db, "A", speed[k], s + 1, 100, 1, "local");
-            add_run(db, "B", speed[k], s + 1, 100 + d[k][s], 1, "local");
-            add_run(db, "A", speed[k], s + 1, 100, 1, "global");
-            add_run(db, "B", speed[k], s + 1, 90, 1, "global");
-        }
+    add_flip_runs(db);
     return db;
 }
 
