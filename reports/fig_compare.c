@@ -90,10 +90,44 @@ static void series_title(const json_t *cmp, const json_t *ctx, const json_t *cm,
         snprintf(buf + u, n - (size_t)u, " (%s)", json_string_value(json_object_get(ctx, "label")));
 }
 
-/* One panel: the metric's series with error bars, and the zero line. */
+/* The y range of a panel: its rows' intervals and 0, with a margin. */
+static void panel_range(FILE *f, const json_t *cmp, const char *metric)
+{
+    double lo = 0, hi = 0;
+    size_t i, j, k;
+    json_t *ctx, *cm, *row;
+    json_array_foreach(json_object_get(cmp, "contexts"), i, ctx)
+        json_array_foreach(json_object_get(ctx, "comparisons"), j, cm)
+    {
+        if (strcmp(json_string_value(json_object_get(cm, "metric")), metric)) continue;
+        json_array_foreach(json_object_get(cm, "rows"), k, row)
+        {
+            bool ci = json_is_number(json_object_get(row, "lo"));
+            lo = fmin(lo, ci ? num(row, "lo") : num(row, "diff"));
+            hi = fmax(hi, ci ? num(row, "hi") : num(row, "diff"));
+        }
+    }
+    double pad = hi > lo ? 0.08 * (hi - lo) : 1;
+    fprintf(f, "set yrange [%.9g:%.9g]\n", lo - pad, hi + pad);
+}
+
+/* The style of a series: the value's colour, and per context a point
+ * type and dash type (two contexts of one value are told apart). */
+static void series_style(const rep *r, const json_t *cmp, int ctx, const char *value, const char *with, char *buf,
+                         size_t n)
+{
+    static const int points[] = {7, 5, 9, 11, 13};
+    size_t i, slot = 0;
+    json_t *x;
+    json_array_foreach(json_object_get(cmp, "values"), i, x) if (!strcmp(json_string_value(x), value)) slot = i;
+    snprintf(buf, n, "%s linewidth 2 pointtype %d dashtype %d linecolor rgb \"%s\"", with, points[ctx % 5], ctx % 5 + 1,
+             series_color(r, json_string_value(json_object_get(cmp, "by")), value, (int)slot));
+}
+
+/* One panel: the metric's series with error bars, no key (the figure has
+ * one for all panels: legend()). */
 static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, int block0)
 {
-    const char *better;
     size_t i, j;
     json_t *ctx, *cm;
     int s = 0;
@@ -101,49 +135,101 @@ static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, 
         json_array_foreach(json_object_get(ctx, "comparisons"), j, cm)
     {
         if (strcmp(json_string_value(json_object_get(cm, "metric")), metric)) continue;
-        char title[512], style[96];
+        char title[512], style[160];
         if (s == 0) { /* the panel's title, before its plot command */
-            better = json_string_value(json_object_get(cm, "better"));
+            const char *better = json_string_value(json_object_get(cm, "better"));
             snprintf(title, sizeof title, "%s%s%s%s", metric, better ? " (" : "", better ? better : "",
                      better ? " is better)" : "");
             fputs("set title ", f);
             rep_gp_string(f, title);
             fputc('\n', f);
+            panel_range(f, cmp, metric);
         }
-        series_title(cmp, ctx, cm, title, sizeof title);
-        snprintf(style, sizeof style, "yerrorlines linewidth 2 pointtype 7 linecolor rgb \"%s\"",
-                 series_color(r, json_string_value(json_object_get(cmp, "by")),
-                              json_string_value(json_object_get(cm, "value")), s));
-        rep_plot_clause(f, s == 0, "compare.dat", block0 + s, "1:2:3:4", style, title);
+        series_style(r, cmp, (int)i, json_string_value(json_object_get(cm, "value")), "yerrorlines", style,
+                     sizeof style);
+        rep_plot_clause(f, s == 0, "compare.dat", block0 + s, "1:2:3:4", style, NULL);
         s++;
     }
     fputs(s ? "\n" : "plot NaN notitle\n", f);
 }
 
-/* The figure: a panel per metric, side by side in rows of three. */
+/* The key of every series (a value in a context), once, in the band at
+ * the bottom of the figure: a plot of nothing but its entries. Returns how
+ * many (only counted when f is NULL). */
+static int legend(FILE *f, const rep *r, const json_t *cmp)
+{
+    size_t i, j;
+    json_t *ctx, *cm, *seen = json_object();
+    int n = 0;
+    json_array_foreach(json_object_get(cmp, "contexts"), i, ctx)
+        json_array_foreach(json_object_get(ctx, "comparisons"), j, cm)
+    {
+        char key[600], title[512], style[160];
+        const char *value = json_string_value(json_object_get(cm, "value"));
+        snprintf(key, sizeof key, "%zu %s", i, value);
+        if (json_object_get(seen, key)) continue;
+        json_object_set_new(seen, key, json_true());
+        if (f) {
+            series_title(cmp, ctx, cm, title, sizeof title);
+            series_style(r, cmp, (int)i, value, "linespoints", style, sizeof style); /* a function has no bars */
+            fprintf(f, "%sNaN with %s title ", n ? ", \\\n     " : "plot ", style);
+            rep_gp_string(f, title);
+        }
+        n++;
+    }
+    json_decref(seen);
+    if (f) fputc('\n', f);
+    return n;
+}
+
+/* The figure's layout: panels of PANEL_H pixels in rows of three, under
+ * the title band, over the legend band (LEGEND_ROW pixels a row of two
+ * entries). */
+enum { PANEL_H = 330, TITLE_H = 40, LEGEND_ROW = 22 };
+
+static int figure_height(int nm, int nseries)
+{
+    int cols = nm < 3 ? nm : 3, rows = (nm + cols - 1) / cols;
+    return TITLE_H + rows * PANEL_H + 30 + LEGEND_ROW * ((nseries + 1) / 2);
+}
+
+/* The figure: a panel per metric, each placed (origin, size) so that every
+ * panel has the same frame, and one legend below them. */
 static char *plot_body(const rep *r, const json_t *cmp, const int *first)
 {
     const json_t *metrics = json_object_get(cmp, "metrics"), *speeds = json_object_get(cmp, "speeds");
-    int nm = (int)json_array_size(metrics), cols = nm < 3 ? nm : 3, rows = (nm + cols - 1) / cols;
+    int nm = (int)json_array_size(metrics), cols = nm < 3 ? nm : 3, rows = (nm + cols - 1) / cols,
+        height = figure_height(nm, legend(NULL, r, cmp));
+    double top = (double)TITLE_H / height, ph = (double)PANEL_H / height, key = 1 - top - rows * ph;
     rep_body b;
     rep_body_open(&b);
-    fprintf(b.f, "set multiplot layout %d,%d title figure_title\n", rows, cols);
-    fputs("set grid\nset key below font \",9\" samplen 2\nset xlabel \"load (trace.speed)\"\n"
-          "set ylabel \"value - baseline\"\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"
-          "set format y \"%g\"\nset yrange [*<0:0<*]\nset arrow from graph 0, first 0 to graph 1, first 0 nohead "
-          "dashtype 2 linecolor "
-          "rgb \"#606060\"\nset xtics (",
+    fputs("set border\nset tics\nset autoscale\nset multiplot title figure_title\nunset key\nset grid\nset xlabel "
+          "\"load (trace.speed)\"\n"
+          "set ylabel \"value - baseline\"\nset offsets graph 0.05, graph 0.05, 0, 0\nset format y \"%g\"\n"
+          "set arrow 1 from graph 0, first 0 to graph 1, first 0 nohead dashtype 2 linecolor rgb \"#606060\"\n"
+          "set xtics (",
           b.f);
     size_t k;
     json_t *sp;
     json_array_foreach(speeds, k, sp) fprintf(b.f, "%s%g", k ? ", " : "", json_number_value(sp));
     fputs(")\n", b.f);
-    if (json_array_size(speeds) == 1) {
-        double s = json_number_value(json_array_get(speeds, 0));
-        fprintf(b.f, "set xrange [%g:%g]\n", s * 0.5, s * 1.5);
+    double s0 = json_number_value(json_array_get(speeds, 0));
+    if (json_array_size(speeds) == 1) fprintf(b.f, "set xrange [%g:%g]\n", s0 * 0.5, s0 * 1.5);
+    for (int m = 0; m < nm; m++) {
+        fprintf(b.f, "set origin %.4f, %.4f\nset size %.4f, %.4f\n", (double)(m % cols) / cols,
+                key + (rows - 1 - m / cols) * ph, 1.0 / cols, ph);
+        panel(b.f, r, cmp, json_string_value(json_array_get(metrics, m)), first[m]);
     }
-    for (int m = 0; m < nm; m++) panel(b.f, r, cmp, json_string_value(json_array_get(metrics, m)), first[m]);
-    fputs("unset multiplot\n", b.f);
+    fprintf(b.f,
+            "set origin 0, 0\nset size 1, %.4f\nunset title\nunset xlabel\nunset ylabel\nunset tics\nunset "
+            "border\nunset grid\nunset arrow 1\nset xrange [0:1]\nset yrange [0:1]\nset lmargin at screen 0.02\n"
+            "set rmargin at screen 0.98\nset tmargin 0\nset bmargin 0\n"
+            "set key center center maxcolumns 2 Left reverse font \",10\" samplen 3\n",
+            key);
+    legend(b.f, r, cmp);
+    fputs("unset multiplot\nunset lmargin\nunset rmargin\nunset tmargin\nunset bmargin\nset origin 0, 0\n"
+          "set size 1, 1\n",
+          b.f); /* the next terminal's pass starts from the same state */
     fclose(b.f);
     return b.text;
 }
@@ -237,7 +323,8 @@ int rep_fig_compare(rep *r, sim_err *err)
                *baseline = json_string_value(json_object_get(cmp, "baseline"));
     snprintf(title, sizeof title, "Difference from %s=%s with its 95%% interval, against load", by, baseline);
     if (rc == 0)
-        rc = rep_write_script(r, "compare", title, body, nm > 2 ? 1200 : REP_WIDTH, nm > 3 ? 820 : REP_HEIGHT, err);
+        rc = rep_write_script(r, "compare", title, body, nm > 2 ? 1200 : REP_WIDTH,
+                              figure_height(nm, legend(NULL, r, cmp)), err);
     if (rc == 0 && asprintf(&caption,
                             "Each metric's difference value - baseline (%s=%s) per load (trace.speed), as kvsim "
                             "compare --by %s gives it, with the %s; dashed: no difference. The table gives every "

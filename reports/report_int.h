@@ -155,6 +155,12 @@ void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *
 /* Append the panels to the body: one plot titled figure_title, or a
  * multiplot with one panel per facet value, titled by the value. */
 void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels);
+/* `set Xtics (...)` for a log axis over [lo, hi]: 1, 2, 5 × each power of
+ * ten inside it when it spans two decades or less, else the powers of ten
+ * (every other one past six decades), labelled as people read them ("20",
+ * "5k", "1M", never "1e+06"), so that a narrow log axis still has labels.
+ * axis: "x" or "y". */
+void rep_log_tics(FILE *f, const char *axis, double lo, double hi);
 /* A figure title saying how seeds were aggregated, when they were. */
 void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 /* "key=value" of the facet key for facet slot p. */

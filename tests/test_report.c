@@ -195,10 +195,10 @@ static void test_comparison_table(void **state)
     }
     assert_int_equal(su_count(html, "<tr data-run="), 4);
     /* The grid keys differ; slo.ttft_ms (800 everywhere) and the rest do not. */
-    assert_int_equal(su_count(html, "<th>policy.admission</th>"), 1);
-    assert_int_equal(su_count(html, "<th>trace.speed</th>"), 1);
-    assert_int_equal(su_count(html, "<th>slo.ttft_ms</th>"), 0);
-    assert_int_equal(su_count(html, "<th>cluster.prefill</th>"), 0);
+    assert_int_equal(su_count(html, "<th>policy.<wbr>admission</th>"), 1);
+    assert_int_equal(su_count(html, "<th>trace.<wbr>speed</th>"), 1);
+    assert_int_equal(su_count(html, "<th>slo.<wbr>ttft_<wbr>ms</th>"), 0);
+    assert_int_equal(su_count(html, "<th>cluster.<wbr>prefill</th>"), 0);
     /* Run 4 = slo_reject × 4 (grid order); its row ends with those values. */
     const char *row4 = strstr(html, "<tr data-run=\"4\">");
     const char *end4 = strstr(row4, "</tr>");
@@ -370,8 +370,8 @@ static void test_run_selection(void **state)
     assert_non_null(strstr(page, "<tr data-run=\"1\">"));
     assert_non_null(strstr(page, "<tr data-run=\"3\">"));
     /* Runs 1 and 3 differ only in admission: the only config column. */
-    assert_int_equal(su_count(page, "<th>policy.admission</th>"), 1);
-    assert_int_equal(su_count(page, "<th>trace.speed</th>"), 0);
+    assert_int_equal(su_count(page, "<th>policy.<wbr>admission</th>"), 1);
+    assert_int_equal(su_count(page, "<th>trace.<wbr>speed</th>"), 0);
     assert_false(has_file(out, "load_run2.svg"));
     free(page);
 }
