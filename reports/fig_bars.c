@@ -78,13 +78,6 @@ static const bar_figure pic_cache = {
     {"prefill_gpu_s_mean", "prefill GPU time per request (s)", false},
     false};
 
-static bool every_run_pic(const rep *r)
-{
-    for (int i = 0; i < r->nruns; i++)
-        if (!json_is_string(json_object_get(r->runs[i].summary, "pic"))) return false;
-    return r->nruns > 0;
-}
-
 /* Data columns: 1 group, 2 label, 3 colour (0xRRGGBB), then per metric
  * mean, low, high: 4-6 left, 7-9 right. The row labels on the axis are
  * written into the script (set ytics), quoted by rep_gp_quote: a data
@@ -223,7 +216,7 @@ static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
 int rep_fig_bars(rep *r, sim_err *err)
 {
     int made = 0;
-    bool pic = every_run_pic(r);
+    bool pic = rep_every_run_pic(r);
     for (size_t i = 0; i < sizeof bar_figures / sizeof bar_figures[0]; i++) {
         const bar_figure *f = pic && !strcmp(bar_figures[i].name, "cache") ? &pic_cache : &bar_figures[i];
         int rc = bar_figure_write(r, f, err);

@@ -106,6 +106,10 @@ rep_stat rep_stat_of(const double *x, int n);
 /* A summary value per run of group g, then its stat (NaN values skipped). */
 rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_path);
 
+/* Every run used a PIC cache model (its summary names "pic"): no prefix
+ * block hits, the chunk hit rate is the cache's measure. */
+bool rep_every_run_pic(const rep *r);
+
 /* ---- the page's tables (reports/tables.c) ------------------------------------- */
 
 /* Every run: the differing config keys, the summary, the best highlighted. */

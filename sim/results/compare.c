@@ -287,7 +287,8 @@ static json_t *stat_row(const cmp_side *b, const cmp_side *v)
  * and counts of success, NULL when neither. */
 static const char *better_of(const char *metric)
 {
-    static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate", "completed", "effective"};
+    static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate",
+                                         "chunk_hit_rate", "completed",   "effective"};
     if (strstr(metric, "_ms") || strstr(metric, "gpu_s") || strstr(metric, "rejected") || !strcmp(metric, "lost"))
         return "lower";
     for (size_t i = 0; i < sizeof higher / sizeof *higher; i++)
