@@ -425,6 +425,36 @@ static void test_aggregated_text(void **state)
     tu_free(&r);
 }
 
+/* --loads never,always: each probe runs both; with never the CPU pool's
+ * chunks are not loaded and every request computes its prompt (p50 about
+ * 1 s, failing), with always the rereads load theirs (passing): the
+ * answer is load always, and the table has both points. */
+static void test_aggregated_loads(void **state)
+{
+    char args[2048];
+    snprintf(args, sizeof args,
+             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB --loads never,always "
+             "--jobs 2 --json",
+             cyclic_trace);
+    json_t *j = json_with_status(args, 0);
+    const json_t *best = json_object_get(j, "cheapest"), *p;
+    assert_string_equal(json_string_value(json_object_get(best, "load")), "always");
+    assert_int_equal(num_at(best, "instances", NULL), 1);
+    size_t i;
+    int never = 0;
+    json_array_foreach(json_object_get(j, "points"), i, p)
+    {
+        if (strcmp(json_string_value(json_object_get(p, "load")), "never") || num_at(p, "instances", NULL) != 1)
+            continue;
+        never++;
+        assert_false(json_is_true(json_object_get(p, "feasible")));
+        assert_true(num_at(p, "ttft_ms", "p50") > 500);
+    }
+    assert_true(never >= 1);
+    assert_non_null(strstr(json_string_value(json_object_get(best, "command")), "--set kvstore.load=always"));
+    json_decref(j);
+}
+
 /* ---- bad arguments ------------------------------------------------------------ */
 
 static void test_bad_arguments(void **state)
@@ -474,13 +504,10 @@ static void test_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_infeasible_floor),
-        cmocka_unit_test(test_feasible),
-        cmocka_unit_test(test_infeasible_max_and_temp_db),
-        cmocka_unit_test(test_slo_safe),
-        cmocka_unit_test(test_aggregated_cliff),
-        cmocka_unit_test(test_aggregated_text),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_infeasible_floor),           cmocka_unit_test(test_feasible),
+        cmocka_unit_test(test_infeasible_max_and_temp_db), cmocka_unit_test(test_slo_safe),
+        cmocka_unit_test(test_aggregated_cliff),           cmocka_unit_test(test_aggregated_text),
+        cmocka_unit_test(test_aggregated_loads),           cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
