@@ -14,7 +14,8 @@
  * from 3 seeds, min-max below); the curve stops at the first level some seed
  * never reaches. With a facet key, one panel per facet value.
  *
- * The x axis (log) spans the data and the SLOs with a quarter of margin;
+ * The x axis (log) spans the data and the SLOs with a quarter of margin,
+ * its tics 1-2-5 per decade (rep_log_tics); the key is opaque;
  * each SLO is a dashed line whose label sits inside the frame. */
 #include <math.h>
 #include <stdlib.h>
@@ -183,7 +184,7 @@ static const char cdf_settings[] = "set yrange [0:1]\n"
                                    "set grid\n"
                                    "set logscale x 10\n"
                                    "set xrange [%g:%g]\n"
-                                   "set key top left reverse Left font \",9\"\n";
+                                   "set key top left reverse Left font \",9\" opaque box\n";
 
 /* Axis labels (quoted by rep_gp_quote), ranges, grid and key. */
 static void cdf_axes(FILE *b, const cdf_spec *c, cdf_range x)
@@ -192,11 +193,9 @@ static void cdf_axes(FILE *b, const cdf_spec *c, cdf_range x)
     snprintf(label, sizeof label, "%s (ms, log scale)", c->what);
     fputs("set xlabel ", b);
     rep_gp_string(b, label);
-    snprintf(label, sizeof label, "fraction of %s", c->scope);
-    fputs("\nset ylabel ", b);
-    rep_gp_string(b, label);
-    fputc('\n', b);
+    fputs("\nset ylabel \"fraction of requests\"\n", b); /* which requests: the caption */
     fprintf(b, cdf_settings, x.lo, x.hi);
+    rep_log_tics(b, "x", x.lo, x.hi);
 }
 
 static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)

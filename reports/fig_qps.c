@@ -3,12 +3,17 @@
  * under the TTFT target.
  *
  * A run's offered load is its requests over the span of their arrivals
- * (from its requests rows). Runs whose configs differ only in trace.speed
- * and trace.path (a `kvsim sweep` over load) form one curve, named by the
- * other keys that differ between runs. The target is each curve's
- * slo.ttft_ms; the caption gives, per curve, the highest measured load with
- * mean TTFT under it, and with p90 TTFT under it. Drawn when some curve has
- * two loads or more. */
+ * (from its requests rows). Runs whose configs differ only in trace.speed,
+ * trace.path and seed (a `kvsim sweep` over load, with seeds) form one
+ * curve, named by the other keys that differ between runs; the seeds of
+ * one load are one point, the mean of their loads and TTFTs. A curve is
+ * drawn in its runs' group colour when the report colours by another key
+ * than the load or the seed. The target is each curve's slo.ttft_ms,
+ * labelled on its line; the legend says which line is the mean (solid) and
+ * which the p90 (dotted); the log axis is labelled 1-2-5 (rep_log_tics).
+ * The caption gives, per curve, the highest measured load with mean TTFT
+ * under it, and with p90 TTFT under it. Drawn when some curve has two
+ * loads or more. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +21,15 @@
 #include "reports/report_int.h"
 
 typedef struct qps_point {
-    double qps, mean, p90;
+    double speed, qps, mean, p90;
+    int seeds; /* runs averaged into it */
 } qps_point;
 
 typedef struct qps_curve {
-    char *key;   /* config without trace.speed / trace.path */
+    char *key;   /* config without trace.speed / trace.path / seed */
     char *label; /* the other differing keys */
     double target;
+    const char *color; /* "#rrggbb" */
     qps_point *pt;
     int n;
 } qps_curve;
@@ -49,6 +56,7 @@ static char *curve_key(const json_t *config)
     json_t *c = json_deep_copy(config), *t = json_object_get(c, "trace");
     json_object_del(t, "speed");
     json_object_del(t, "path");
+    json_object_del(c, "seed");
     char *s = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
     json_decref(c);
     return s;
@@ -62,7 +70,7 @@ static char *curve_label(const rep *r, const rep_run *run)
     json_array_foreach(r->diff_keys, k, key)
     {
         const char *path = json_string_value(key), *dot = strrchr(path, '.');
-        if (!strcmp(path, "trace.speed") || !strcmp(path, "trace.path")) continue;
+        if (!strcmp(path, "trace.speed") || !strcmp(path, "trace.path") || !strcmp(path, "seed")) continue;
         char *text = rep_config_text(run->config, path, "-");
         n += (size_t)snprintf(label + n, n < sizeof label ? sizeof label - n : 0, "%s%s=%s", n ? " " : "",
                               dot ? dot + 1 : path, text);
@@ -81,7 +89,11 @@ static qps_curve *curve_for(const rep *r, const rep_run *run, qps_curve **cs, in
         }
     *cs = sim_xrealloc(*cs, (size_t)(*nc + 1) * sizeof **cs);
     qps_curve *c = &(*cs)[(*nc)++];
-    *c = (qps_curve){.key = key, .label = curve_label(r, run), .target = rep_config_num(run, "slo.ttft_ms")};
+    bool by_group = r->color_by && strcmp(r->color_by, "trace.speed") && strcmp(r->color_by, "seed");
+    *c = (qps_curve){.key = key,
+                     .label = curve_label(r, run),
+                     .target = rep_config_num(run, "slo.ttft_ms"),
+                     .color = rep_color(by_group ? r->groups[run->group].color : *nc - 1)};
     return c;
 }
 
@@ -89,6 +101,22 @@ static int cmp_point(const void *a, const void *b)
 {
     double x = ((const qps_point *)a)->qps, y = ((const qps_point *)b)->qps;
     return (x > y) - (x < y);
+}
+
+/* A run's point into its curve: a new load, or one more seed of a load
+ * the curve has (the running means of load and TTFTs). */
+static void add_point(qps_curve *c, qps_point p)
+{
+    for (int k = 0; k < c->n; k++) {
+        qps_point *q = &c->pt[k];
+        if (q->speed != p.speed) continue;
+        double w = 1.0 / ++q->seeds;
+        q->qps += (p.qps - q->qps) * w, q->mean += (p.mean - q->mean) * w, q->p90 += (p.p90 - q->p90) * w;
+        return;
+    }
+    c->pt = sim_xrealloc(c->pt, (size_t)(c->n + 1) * sizeof *c->pt);
+    p.seeds = 1;
+    c->pt[c->n++] = p;
 }
 
 static void free_curves(qps_curve *cs, int n)
@@ -105,9 +133,10 @@ static int gather(rep *r, qps_curve **cs, int *nc)
         double q = offered_qps(r, r->runs[i].id);
         if (q <= 0) continue;
         qps_curve *c = curve_for(r, &r->runs[i], cs, nc);
-        c->pt = sim_xrealloc(c->pt, (size_t)(c->n + 1) * sizeof *c->pt);
-        c->pt[c->n++] =
-            (qps_point){q, rep_summary_num(&r->runs[i], "ttft_ms.mean"), rep_summary_num(&r->runs[i], "ttft_ms.p90")};
+        add_point(c, (qps_point){.speed = rep_config_num(&r->runs[i], "trace.speed"),
+                                 .qps = q,
+                                 .mean = rep_summary_num(&r->runs[i], "ttft_ms.mean"),
+                                 .p90 = rep_summary_num(&r->runs[i], "ttft_ms.p90")});
     }
     for (int i = 0; i < *nc; i++) {
         qsort((*cs)[i].pt, (size_t)(*cs)[i].n, sizeof *(*cs)[i].pt, cmp_point);
@@ -142,28 +171,55 @@ static void write_data(FILE *dat, const qps_curve *cs, int nc)
     }
 }
 
+/* The y range the curves and targets span (for the log axis' tics). */
+static void y_span(const qps_curve *cs, int nc, double *lo, double *hi)
+{
+    *lo = INFINITY, *hi = 0;
+    for (int i = 0; i < nc; i++) {
+        if (cs[i].target > 0) *lo = fmin(*lo, cs[i].target), *hi = fmax(*hi, cs[i].target);
+        for (int k = 0; k < cs[i].n; k++)
+            for (int m = 0; m < 2; m++) {
+                double y = m ? cs[i].pt[k].p90 : cs[i].pt[k].mean;
+                if (y > 0) *lo = fmin(*lo, y), *hi = fmax(*hi, y);
+            }
+    }
+    *lo /= 1.25, *hi *= 1.25;
+}
+
 static char *plot_body(const qps_curve *cs, int nc)
 {
     char *text;
     size_t len;
+    double lo, hi;
+    y_span(cs, nc, &lo, &hi);
     FILE *b = open_memstream(&text, &len);
     fputs("set title figure_title\nset xlabel \"offered load (requests/s)\"\nset ylabel \"TTFT (ms)\"\n"
           "set logscale y 10\nset grid\nset key below\n",
           b);
+    if (hi > lo) fprintf(b, "set yrange [%g:%g]\n", lo, hi);
+    rep_log_tics(b, "y", lo, hi);
     for (int i = 0; i < nc; i++)
-        if (i == 0 || cs[i].target != cs[0].target)
+        if (i == 0 || cs[i].target != cs[0].target) {
+            char label[64];
             fprintf(b,
                     "set arrow from graph 0, first %g to graph 1, first %g nohead dashtype 2 linecolor rgb "
                     "\"#c00000\"\n",
                     cs[i].target, cs[i].target);
+            snprintf(label, sizeof label, "TTFT SLO %g ms", cs[i].target);
+            fputs("set label ", b);
+            rep_gp_string(b, label);
+            fprintf(b, " at graph 0.01, first %g offset 0, 0.6 textcolor rgb \"#c00000\"\n", cs[i].target);
+        }
     for (int i = 0; i < nc; i++) {
-        char style[64];
-        snprintf(style, sizeof style, "linespoints linewidth 2 linecolor %d", i + 1);
+        char style[96];
+        snprintf(style, sizeof style, "linespoints linewidth 2 pointtype 7 linecolor rgb \"%s\"", cs[i].color);
         rep_plot_clause(b, i == 0, "ttft_qps.dat", i, "1:2", style, cs[i].label);
-        snprintf(style, sizeof style, "lines dashtype 3 linecolor %d", i + 1);
+        snprintf(style, sizeof style, "lines dashtype 3 linewidth 2 linecolor rgb \"%s\"", cs[i].color);
         rep_plot_clause(b, false, "ttft_qps.dat", i, "1:3", style, NULL);
     }
-    fputc('\n', b);
+    fputs(", \\\n     NaN with lines linewidth 2 linecolor rgb \"#404040\" title 'mean TTFT (solid)', \\\n"
+          "     NaN with lines dashtype 3 linewidth 2 linecolor rgb \"#404040\" title 'p90 TTFT (dotted)'\n",
+          b);
     fclose(b);
     return text;
 }

@@ -587,10 +587,13 @@ static const timeline_fig timeline_figs[] = {
 static int timeline_figure(rep *r, const rep_run *run, const timeline_fig *f, sim_err *err)
 {
     if (!f->has_data(r, run)) return 0;
-    char name[64], file[80], title[128];
+    char name[64], file[80], title[512];
     snprintf(name, sizeof name, "%s_run%lld", f->prefix, (long long)run->id);
     snprintf(file, sizeof file, "%s.dat", name);
-    snprintf(title, sizeof title, f->title, (long long)run->id);
+    int n = snprintf(title, sizeof title, f->title, (long long)run->id);
+    const char *label = r->groups[run->group].label; /* the run's config, as its group is named everywhere */
+    if (strcmp(label, "all runs") && n > 0 && (size_t)n < sizeof title)
+        snprintf(title + n, sizeof title - (size_t)n, ": %s", label);
     FILE *dat = rep_open(r, file, err);
     if (!dat) return -1;
     rep_body b;

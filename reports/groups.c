@@ -299,3 +299,10 @@ void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels)
     }
     if (npanels > 1) fputs("unset multiplot\n", b->f);
 }
+
+bool rep_every_run_pic(const rep *r)
+{
+    for (int i = 0; i < r->nruns; i++)
+        if (!json_is_string(json_object_get(r->runs[i].summary, "pic"))) return false;
+    return r->nruns > 0;
+}

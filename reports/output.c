@@ -257,3 +257,35 @@ void rep_body_clause(rep_body *b, const char *file, int index, const char *using
     fflush(b->f);
     rep_plot_clause(b->f, b->len == 0, file, index, using, style, title);
 }
+
+/* A tic label: "20", "0.5", "5k", "1M", "2G". */
+static void tic_label(double v, char *buf, size_t n)
+{
+    if (v >= 1e9) snprintf(buf, n, "%gG", v / 1e9);
+    else if (v >= 1e6) snprintf(buf, n, "%gM", v / 1e6);
+    else if (v >= 1e4) snprintf(buf, n, "%gk", v / 1e3);
+    else snprintf(buf, n, "%g", v);
+}
+
+void rep_log_tics(FILE *f, const char *axis, double lo, double hi)
+{
+    if (!(lo > 0) || !(hi > lo) || !isfinite(hi)) return;
+    static const double steps[] = {1, 2, 5};
+    double decades = log10(hi / lo), v[256];
+    int every = decades > 6 ? 2 : 1, first = (int)floor(log10(lo)), last = (int)ceil(log10(hi)), n = 0;
+    for (int e = first; e <= last && n < 250; e++)
+        for (int k = 0; k < (decades <= 2 ? 3 : 1); k++) {
+            double t = steps[k] * pow(10, e);
+            if (t >= lo && t <= hi && (k > 0 || (e - first) % every == 0)) v[n++] = t;
+        }
+    if (n < 2) /* a range inside one 1-2-5 step: its ends */
+        n = 2, v[0] = lo, v[1] = hi;
+    fprintf(f, "set %stics (", axis);
+    for (int i = 0; i < n; i++) {
+        char label[32];
+        tic_label(v[i], label, sizeof label);
+        if (n == 2 && v[0] == lo) snprintf(label, sizeof label, "%.3g", v[i]);
+        fprintf(f, "%s\"%s\" %.17g", i ? ", " : "", label, v[i]);
+    }
+    fputs(")\n", f);
+}

@@ -30,7 +30,7 @@
 #include "reports/report_int.h"
 #include "sim/results/results.h"
 
-static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_fig_bars,
+static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_fig_bars,         rep_fig_compare,
                                         rep_fig_ttft_qps, rep_fig_hitrate, rep_fig_run_timelines};
 
 /* ---- loading runs ---------------------------------------------------------------- */
@@ -179,7 +179,8 @@ static const char page_head[] =
     "p, h1, h2, ul { max-width: 1100px; }\n"
     "table { border-collapse: collapse; font-size: 0.85em; width: 100%%; }\n"
     "th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: right; }\n"
-    "th { background: #f0f0f0; overflow-wrap: anywhere; } td { white-space: nowrap; }\n"
+    "th { background: #f0f0f0; overflow-wrap: normal; word-break: keep-all; hyphens: manual; }\n"
+    "td { white-space: nowrap; }\n"
     "td.text { text-align: left; white-space: normal; overflow-wrap: break-word; }\n"
     "td.label { min-width: 14em; } code { overflow-wrap: anywhere; }\n"
     "td.best { background: #d9f0d9; font-weight: bold; }\n"

@@ -3,7 +3,7 @@
  *
  * Call order (no circles): report.c (the driver: runs, page, rendering, the
  * figure table) → tables.c (the page's tables) and the figures (fig_cdf.c,
- * fig_bars.c, fig_qps.c, figures.c) → groups.c (grouping, colours, panels)
+ * fig_bars.c, fig_qps.c, fig_compare.c, figures.c) → groups.c (grouping, colours, panels)
  * → output.c (files, gnuplot scripts, page sections, escaping). */
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
@@ -81,6 +81,9 @@ int rep_fig_bars(rep *r, sim_err *err);
 int rep_fig_hitrate(rep *r, sim_err *err);
 /* TTFT against offered load per configuration (reports/fig_qps.c). */
 int rep_fig_ttft_qps(rep *r, sim_err *err);
+/* The difference of each metric from a baseline value with its 95%
+ * interval against load, and its table (reports/fig_compare.c). */
+int rep_fig_compare(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 
@@ -102,6 +105,10 @@ int rep_marker(int slot);
 rep_stat rep_stat_of(const double *x, int n);
 /* A summary value per run of group g, then its stat (NaN values skipped). */
 rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_path);
+
+/* Every run used a PIC cache model (its summary names "pic"): no prefix
+ * block hits, the chunk hit rate is the cache's measure. */
+bool rep_every_run_pic(const rep *r);
 
 /* ---- the page's tables (reports/tables.c) ------------------------------------- */
 
@@ -152,6 +159,12 @@ void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *
 /* Append the panels to the body: one plot titled figure_title, or a
  * multiplot with one panel per facet value, titled by the value. */
 void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels);
+/* `set Xtics (...)` for a log axis over [lo, hi]: 1, 2, 5 × each power of
+ * ten inside it when it spans two decades or less, else the powers of ten
+ * (every other one past six decades), labelled as people read them ("20",
+ * "5k", "1M", never "1e+06"), so that a narrow log axis still has labels.
+ * axis: "x" or "y". */
+void rep_log_tics(FILE *f, const char *axis, double lo, double hi);
 /* A figure title saying how seeds were aggregated, when they were. */
 void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
 /* "key=value" of the facet key for facet slot p. */

@@ -43,6 +43,18 @@ static const summary_col summary_cols[] = {
 };
 #define NCOLS (sizeof summary_cols / sizeof summary_cols[0])
 
+/* A dotted config key as a header, HTML-escaped, that may wrap only after
+ * a '.' or '_' (<wbr>): "kvstore.<wbr>dram_<wbr>bytes", never mid-word. */
+static void breakable_key(FILE *h, const char *key)
+{
+    char one[2] = {0, 0};
+    for (const char *p = key; *p; p++) {
+        one[0] = *p;
+        sim_fput_xml(h, one);
+        if ((*p == '.' || *p == '_') && p[1]) fputs("<wbr>", h);
+    }
+}
+
 /* The best value of column c over the runs as printed (so that ties in
  * the table are ties here), and whether the runs differ in it at all. */
 static bool best_value(const rep *r, size_t c, char *best, size_t size)
@@ -112,7 +124,7 @@ void rep_comparison_table(rep *r)
     json_array_foreach(r->diff_keys, k, key)
     {
         fputs("<th>", h);
-        sim_fput_xml(h, json_string_value(key));
+        breakable_key(h, json_string_value(key));
         fputs("</th>", h);
     }
     for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);

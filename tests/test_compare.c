@@ -5,7 +5,9 @@
  * seeds, one seed a side (no interval), the order flipping on a three-load
  * grid, a second context kept apart, and the errors (unknown key, one value,
  * unknown baseline or metric, an empty or missing database) exit 2 naming
- * what is wrong. */
+ * what is wrong. `kvsim report` on the three-load database draws the same
+ * differences and intervals (compare.dat), tabulates them and says where
+ * the order flips, a context at a time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "tests/testutil.h"
+#include "tests/sweep_testutil.h"
 
 /* A results database with the runs table kvsim writes (its columns), in a
  * fresh temp file; the caller frees the path and unlinks it. */
@@ -158,14 +161,9 @@ static void test_one_seed(void **state)
     free(db);
 }
 
-/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
- * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
- * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
- * is a second context, compared apart. */
-static void test_flip(void **state)
+/* The runs of test_flip (below) into db. */
+static void add_flip_runs(const char *db)
 {
-    (void)state;
-    char *db = make_db();
     double speed[] = {1, 2, 3}, d[3][2] = {{-2, -2}, {-3, -3}, {3, 5}};
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < 2; s++) {
@@ -174,6 +172,17 @@ static void test_flip(void **state)
             add_run(db, "A", speed[k], s + 1, 100, 1, "global");
             add_run(db, "B", speed[k], s + 1, 90, 1, "global");
         }
+}
+
+/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
+ * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
+ * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
+ * is a second context, compared apart. */
+static void test_flip(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    add_flip_runs(db);
     json_t *j = compare_json(db, "--metric ttft_ms.mean");
     const json_t *cm =
         json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
@@ -197,6 +206,70 @@ static void test_flip(void **state)
     assert_string_equal(json_string_value(json_object_get(cm, "flips")), "B better than A at every load (speed 1–2)");
     json_decref(j);
     unlink(db);
+    free(db);
+}
+
+/* The file dir/name, read whole (caller frees). */
+static char *read_whole(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: not written", path);
+    char *text = tu_slurp(f);
+    fclose(f);
+    return text;
+}
+
+/* The database of test_flip with every table kvsim writes: one `kvsim
+ * run` makes them, its rows are dropped, the hand-made runs go in. */
+static char *flip_db_with_tables(const char *dir)
+{
+    char trace[600], cmd[1400], *db = malloc(600);
+    snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
+    snprintf(db, 600, "%s/r.db", dir);
+    su_write_trace(trace, 5, 100);
+    snprintf(cmd, sizeof cmd, "run --trace %s --db %s", trace, db);
+    tu_expect_stdout(cmd, NULL);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "DELETE FROM requests; DELETE FROM samples; DELETE FROM runs", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    add_flip_runs(db);
+    return db;
+}
+
+/* kvsim report: the figure's data are test_flip's differences and
+ * intervals (local: −2 [−2, −2] at 1, −3 at 2, 4 ± 12.706205 at 3;
+ * global: −10 everywhere), the table has a row per load and the sentence
+ * of the flip, each context under its own heading. */
+static void test_report(void **state)
+{
+    (void)state;
+    char *dir = su_tempdir(), *db = flip_db_with_tables(dir), out[700], cmd[1600];
+    snprintf(out, sizeof out, "%s/rep", dir);
+    snprintf(cmd, sizeof cmd, "report --db %s -o %s --color-by policy.router", db, out);
+    tu_expect_stdout(cmd, "kvsim report: ");
+    char *dat = read_whole(out, "compare.dat"), *html = read_whole(out, "index.html"),
+         *gp = read_whole(out, "compare.gp");
+    double lo, hi, x, diff;
+    assert_non_null(strstr(dat, "# B\n1\t-2\t-2\t-2\n2\t-3\t-3\t-3\n3\t4\t"));
+    assert_int_equal(sscanf(strstr(dat, "\n3\t4\t"), "\n%lf\t%lf\t%lf\t%lf", &x, &diff, &lo, &hi), 4);
+    assert_double_equal(lo, 4 - 12.706205, 1e-5);
+    assert_double_equal(hi, 4 + 12.706205, 1e-5);
+    assert_non_null(strstr(dat, "# B\n1\t-10\t-10\t-10\n2\t-10\t-10\t-10\n3\t-10\t-10\t-10\n"));
+    assert_non_null(strstr(html, "<h3>cluster.scope=global</h3>"));
+    assert_non_null(strstr(html, "<td>3</td><td>100</td><td>104</td><td>+4</td>"));
+    assert_non_null(strstr(html, "B better than A up to speed 2, worse from speed 3: the order flips between speed 2 "
+                                 "and 3; not distinguishable (interval includes 0) at speed 3"));
+    assert_non_null(strstr(gp, "set xtics (1, 2, 3)"));
+    assert_non_null(strstr(gp, "title 'B - A (cluster.scope=local)'"));
+    free(dat);
+    free(html);
+    free(gp);
+    su_rmrf(dir);
+    free(dir);
     free(db);
 }
 
@@ -229,7 +302,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paired), cmocka_unit_test(test_welch),  cmocka_unit_test(test_one_seed),
-        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors), cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,13 @@
  * config's SLOs (attainment >= 0.9, not overloaded): where the cheapest
  * point meeting a loose TTFT target misses them, the plan picks a bigger
  * one, which `kvsim run` replays meeting them, while --attainment 0 gives
- * the point the percentile target alone allows. Bad arguments exit 2
- * naming the option and value. */
+ * the point the percentile target alone allows. An aggregated LMCache
+ * cluster is sized too: on a trace that reads 4 documents of 20,480 tokens
+ * in turn three times, where the GPU cache cannot hold them all, LMCache's
+ * LRU CPU pool serves every reread when it holds all 4 × 80 chunks of
+ * 256 tokens (4 × 80 × 32 MiB = 10,737,418,240 bytes) and none when it is
+ * one chunk short: the plan's cliff is exactly that pair. Bad arguments
+ * exit 2 naming the option and value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +31,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-static char *dir, gen_trace[512], flat_trace[512];
+static char *dir, gen_trace[512], flat_trace[512], cyclic_trace[512];
 
 enum { FLAT_N = 20 };
 
@@ -46,6 +51,24 @@ static void write_flat_trace(const char *path)
     fclose(f);
 }
 
+enum { CYC_DOCS = 4, CYC_DOC_TOKENS = 20480, CYC_ROUNDS = 3 };
+
+/* CYC_ROUNDS rounds over CYC_DOCS documents in the same order, 100 s
+ * apart (no queue): each request is its document (40 blocks of 512
+ * tokens) and a unique 100-token question (one block of its own). */
+static void write_cyclic_trace(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < CYC_ROUNDS * CYC_DOCS; i++) {
+        fprintf(f, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 10, \"hash_ids\": [", i * 100000,
+                CYC_DOC_TOKENS + 100);
+        for (int b = 0; b < CYC_DOC_TOKENS / 512; b++) fprintf(f, "%d, ", 1 + (i % CYC_DOCS) * 1000 + b);
+        fprintf(f, "%d]}\n", 100000 + i);
+    }
+    fclose(f);
+}
+
 static int setup(void **state)
 {
     dir = su_tempdir();
@@ -57,6 +80,8 @@ static int setup(void **state)
     fclose(f);
     free(text);
     write_flat_trace(flat_trace);
+    snprintf(cyclic_trace, sizeof cyclic_trace, "%s/cyclic.jsonl", dir);
+    write_cyclic_trace(cyclic_trace);
     return 0;
 }
 
@@ -321,6 +346,115 @@ static void test_slo_safe(void **state)
     json_decref(s31);
 }
 
+/* ---- aggregated (LMCache) clusters ----------------------------------------------- */
+
+#define LMC "--config configs/clusters/lmcache-cpu-offload.json --set cluster.decode_hbm_frac=0.3"
+
+/* A `kvsim run` of the cyclic trace on n instances with dram bytes of CPU DRAM each (caller decrefs). */
+static json_t *run_cyclic(int n, double dram)
+{
+    char args[1024];
+    snprintf(args, sizeof args,
+             "run " LMC " --trace %s --set cluster.instances=%d --set kvstore.dram_bytes=%.17g --json", cyclic_trace, n,
+             dram);
+    return tu_kvsim_json(args);
+}
+
+/* Llama-3.1-8B's KV is 2 × 32 layers × 8 heads × 128 × 2 bytes = 131,072
+ * bytes per token, a 256-token chunk 33,554,432 bytes. The GPU cache of
+ * one instance (hbm_pages × 16 tokens) holds fewer than the 4 documents
+ * but at least 2: read in turn, LRU keeps none of them for the next
+ * round on one instance; two instances (round robin) read 2 each and
+ * keep them. The CPU pool needs all 4 × 80 chunks (a request's full
+ * chunks, its 100-token question filling none): with them rounds 2 and 3
+ * (8 of 12 requests) load their document, p50 TTFT about 70 ms; one chunk
+ * fewer and LRU over the cycle keeps no document whole, every request
+ * computes its prompt (about 1 s). With --ttft-p50-ms 500, --dram 16GB,8GB
+ * and a step of one chunk: 1 instance at 16 GB, 2 at 8 GB, and the cliff
+ * 320 chunks passing, 319 failing. (Up to 2 instances: 3 would each read
+ * all 4 documents in turn, round robin, and fail again.) */
+static void test_aggregated_cliff(void **state)
+{
+    const double chunk = 256.0 * 2 * 32 * 8 * 128 * 2, need = CYC_DOCS * (CYC_DOC_TOKENS / 256) * chunk;
+    assert_double_equal(need, 10737418240.0, 0);
+    json_t *one = run_cyclic(1, need);
+    double gpu_tokens = num_at(one, "hbm_pages", NULL) * num_at(one, "page_tokens", NULL);
+    assert_true(gpu_tokens < CYC_DOCS * CYC_DOC_TOKENS && gpu_tokens >= 2 * (CYC_DOC_TOKENS + 100));
+    assert_int_equal(num_at(json_object_get(one, "lmcache"), "chunk_hits", "cpu"), 8 * CYC_DOC_TOKENS / 256);
+    json_decref(one);
+    char args[2048];
+    snprintf(args, sizeof args,
+             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB,8GB --dram-step %.17g "
+             "--jobs 2 --json",
+             cyclic_trace, chunk);
+    json_t *j = json_with_status(args, 0);
+    assert_string_equal(json_string_value(json_object_get(j, "mode")), "aggregated");
+    const json_t *cliff = json_object_get(j, "cliff"), *f = json_object_get(j, "frontier");
+    printf("cliff: %.17g bytes pass, %.17g fail\n", num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL),
+           num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL));
+    assert_double_equal(num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL), need, 0);
+    assert_double_equal(num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL), need - chunk, 0);
+    assert_int_equal(num_at(json_object_get(cliff, "pass"), "instances", NULL), 1);
+    assert_int_equal(num_at(json_array_get(f, 0), "instances", NULL), 1);
+    assert_int_equal(num_at(json_array_get(f, 1), "instances", NULL), 2);
+    const json_t *best = json_object_get(j, "cheapest");
+    assert_double_equal(num_at(best, "dram_bytes", NULL), need, 0);
+    /* its command, run here, meets the target; one chunk less does not */
+    snprintf(args, sizeof args, "%s --json", json_string_value(json_object_get(best, "command")) + 6);
+    json_t *run = tu_kvsim_json(args), *less = run_cyclic(1, need - chunk);
+    assert_true(num_at(run, "ttft_ms", "p50") <= 500);
+    assert_true(num_at(less, "ttft_ms", "p50") > 500);
+    json_decref(run);
+    json_decref(less);
+    json_decref(j);
+}
+
+/* The text answer names the cliff in GB, and no raw byte count. */
+static void test_aggregated_text(void **state)
+{
+    char args[2048];
+    snprintf(args, sizeof args,
+             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB,8GB --jobs 2", cyclic_trace);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    printf("%s", r.out);
+    assert_non_null(strstr(r.out, "cliff     with 1 instance: 11 GB of CPU DRAM per instance passes"));
+    assert_non_null(strstr(r.out, "10 GB fails"));
+    assert_non_null(strstr(r.out, "--set kvstore.dram_bytes=11GB"));
+    assert_null(strstr(r.out, "000000000"));
+    tu_free(&r);
+}
+
+/* --loads never,always: each probe runs both; with never the CPU pool's
+ * chunks are not loaded and every request computes its prompt (p50 about
+ * 1 s, failing), with always the rereads load theirs (passing): the
+ * answer is load always, and the table has both points. */
+static void test_aggregated_loads(void **state)
+{
+    char args[2048];
+    snprintf(args, sizeof args,
+             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB --loads never,always "
+             "--jobs 2 --json",
+             cyclic_trace);
+    json_t *j = json_with_status(args, 0);
+    const json_t *best = json_object_get(j, "cheapest"), *p;
+    assert_string_equal(json_string_value(json_object_get(best, "load")), "always");
+    assert_int_equal(num_at(best, "instances", NULL), 1);
+    size_t i;
+    int never = 0;
+    json_array_foreach(json_object_get(j, "points"), i, p)
+    {
+        if (strcmp(json_string_value(json_object_get(p, "load")), "never") || num_at(p, "instances", NULL) != 1)
+            continue;
+        never++;
+        assert_false(json_is_true(json_object_get(p, "feasible")));
+        assert_true(num_at(p, "ttft_ms", "p50") > 500);
+    }
+    assert_true(never >= 1);
+    assert_non_null(strstr(json_string_value(json_object_get(best, "command")), "--set kvstore.load=always"));
+    json_decref(j);
+}
+
 /* ---- bad arguments ------------------------------------------------------------ */
 
 static void test_bad_arguments(void **state)
@@ -344,7 +478,14 @@ static void test_bad_arguments(void **state)
         {"--ttft-p90-ms", "option '--ttft-p90-ms' needs a value"},
         {"--ttft-p90-ms 1000 extra", "unexpected argument 'extra'"},
         {"--ttft-p90-ms 1000 --set cluster.prefill=3", "plan slo sets cluster.prefill itself"},
-        {"--ttft-p90-ms 1000 --set cluster.mode=aggregated", "plan slo sizes disaggregated clusters"},
+        {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --cpp 1",
+         "--cpp: cluster.mode is 'aggregated'; --cpp searches disaggregated clusters"},
+        {"--ttft-p90-ms 1000 --ssd 1TB", "--ssd: cluster.mode is 'disaggregated'; --ssd searches aggregated (LMCache)"},
+        {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --loads sometimes",
+         "--loads: 'sometimes' is not always, never or adaptive"},
+        {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --set cluster.instances=2",
+         "plan slo sets cluster.instances itself"},
+        {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --dram-step 0", "--dram-step: 0 is not a size > 0"},
         {"--ttft-p90-ms 1000 --set cluster.prefil=3", "cluster.prefil"},
         {"--ttft-p90-ms 1000 --trace /nonexistent/t.jsonl", "/nonexistent/t.jsonl"},
     };
@@ -363,11 +504,10 @@ static void test_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_infeasible_floor),
-        cmocka_unit_test(test_feasible),
-        cmocka_unit_test(test_infeasible_max_and_temp_db),
-        cmocka_unit_test(test_slo_safe),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_infeasible_floor),           cmocka_unit_test(test_feasible),
+        cmocka_unit_test(test_infeasible_max_and_temp_db), cmocka_unit_test(test_slo_safe),
+        cmocka_unit_test(test_aggregated_cliff),           cmocka_unit_test(test_aggregated_text),
+        cmocka_unit_test(test_aggregated_loads),           cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

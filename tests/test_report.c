@@ -147,9 +147,10 @@ static void test_every_figure_file_linked(void **state)
         figures += svg;
     }
     closedir(d);
-    /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, ttft_qps (the sweep
-     * over trace.speed), hitrate, load_run1..4, roles_run1, replicas_run2 */
-    assert_int_equal(figures, 14);
+    /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, compare (slo_reject
+     * against none, per load), ttft_qps (the sweep over trace.speed), hitrate,
+     * load_run1..4, roles_run1, replicas_run2 */
+    assert_int_equal(figures, 15);
 }
 
 /* A figure appears only when its data is in the database. */
@@ -157,7 +158,7 @@ static void test_figures_only_with_their_data(void **state)
 {
     static const char *const present[] = {"ttft_cdf",   "tbt_cdf",    "slo",           "latency",   "cache",
                                           "rejections", "hitrate",    "load_run1",     "load_run2", "load_run3",
-                                          "load_run4",  "roles_run1", "replicas_run2", "ttft_qps"};
+                                          "load_run4",  "roles_run1", "replicas_run2", "ttft_qps",  "compare"};
     static const char *const absent[] = {"roles_run2", "roles_run3", "replicas_run1", "replicas_run3"};
     static const char *const exts[] = {"svg", "png", "pdf", "dat", "gp"};
     char name[128];
@@ -194,10 +195,10 @@ static void test_comparison_table(void **state)
     }
     assert_int_equal(su_count(html, "<tr data-run="), 4);
     /* The grid keys differ; slo.ttft_ms (800 everywhere) and the rest do not. */
-    assert_int_equal(su_count(html, "<th>policy.admission</th>"), 1);
-    assert_int_equal(su_count(html, "<th>trace.speed</th>"), 1);
-    assert_int_equal(su_count(html, "<th>slo.ttft_ms</th>"), 0);
-    assert_int_equal(su_count(html, "<th>cluster.prefill</th>"), 0);
+    assert_int_equal(su_count(html, "<th>policy.<wbr>admission</th>"), 1);
+    assert_int_equal(su_count(html, "<th>trace.<wbr>speed</th>"), 1);
+    assert_int_equal(su_count(html, "<th>slo.<wbr>ttft_<wbr>ms</th>"), 0);
+    assert_int_equal(su_count(html, "<th>cluster.<wbr>prefill</th>"), 0);
     /* Run 4 = slo_reject × 4 (grid order); its row ends with those values. */
     const char *row4 = strstr(html, "<tr data-run=\"4\">");
     const char *end4 = strstr(row4, "</tr>");
@@ -369,8 +370,8 @@ static void test_run_selection(void **state)
     assert_non_null(strstr(page, "<tr data-run=\"1\">"));
     assert_non_null(strstr(page, "<tr data-run=\"3\">"));
     /* Runs 1 and 3 differ only in admission: the only config column. */
-    assert_int_equal(su_count(page, "<th>policy.admission</th>"), 1);
-    assert_int_equal(su_count(page, "<th>trace.speed</th>"), 0);
+    assert_int_equal(su_count(page, "<th>policy.<wbr>admission</th>"), 1);
+    assert_int_equal(su_count(page, "<th>trace.<wbr>speed</th>"), 0);
     assert_false(has_file(out, "load_run2.svg"));
     free(page);
 }

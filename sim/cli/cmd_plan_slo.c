@@ -1,6 +1,7 @@
 /* sim/cli/cmd_plan_slo.c — `kvsim plan slo`: the smallest disaggregated
- * cluster (prefill/decode counts, DRAM per node, scope, CPP) whose timed
- * runs meet TTFT/TBT targets, or the floor that makes them infeasible.
+ * cluster (prefill/decode counts, DRAM per node, scope, CPP), or aggregated
+ * LMCache cluster (instances, CPU DRAM, disk, remote store, load), whose
+ * timed runs meet TTFT/TBT targets, or the floor that makes them infeasible.
  * This file parses the options and prints; the search is sim/slo. */
 #include <getopt.h>
 #include <math.h>
@@ -20,6 +21,7 @@ static const char slo_usage[] =
     "                      [--ttft-p90-ms MS] [--ttft-p99-ms MS] [--tbt-p99-ms MS] [--attainment F]\n"
     "                      [--allow-rejected] ...\n"
     "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST] [--tp LIST]\n"
+    "                      [--ssd LIST] [--remote LIST] [--loads LIST] [--dram-step SIZE]\n"
     "                      [--jobs N] [--db FILE] [--json]\n"
     "                      [--slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
@@ -88,7 +90,27 @@ static const char slo_usage[] =
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 a cluster meets the targets, 3 none does (infeasible: a floor, or\n"
-    "more than --max-instances), 2 bad arguments, config or trace, 128+N stopped by signal N.\n";
+    "more than --max-instances), 2 bad arguments, config or trace, 128+N stopped by signal N.\n"
+    "\n"
+    "Aggregated clusters (cluster.mode = aggregated, e.g. --config\n"
+    "configs/clusters/lmcache-cpu-offload.json): the same search over the number of\n"
+    "instances (cluster.instances) and CPU DRAM per instance, or per node with\n"
+    "kvstore.cpu_scope = node (--dram; default the config's kvstore.dram_bytes x 1,\n"
+    "1/2, 1/4, 1/8): the fewest instances at the most DRAM (galloping, then\n"
+    "bisecting), then for each smaller level from there: the frontier. Then the\n"
+    "cliff: with the fewest instances, the smallest listed level that passes and the\n"
+    "one below it that fails (DRAM 0 when every level passes), bisected to\n"
+    "--dram-step: the least DRAM that meets the targets and the most that does not.\n"
+    "The cheapest point is the cliff's passing one. Each probe runs every --ssd x\n"
+    "--remote x --loads point (not searched when not given: the config's values);\n"
+    "--scopes and --cpp are for disaggregated clusters only.\n"
+    "  --ssd LIST          kvstore.ssd_bytes (disk per instance) to try, e.g. 0,1TB\n"
+    "  --remote LIST       kvstore.remote.bytes (the cluster's remote store) to try\n"
+    "  --loads LIST        kvstore.load values to try: always, never, adaptive\n"
+    "  --dram-step SIZE    the cliff's resolution (default 1GB)\n"
+    "  Cost, 2 cores, --jobs 2: configs/clusters/lmcache-cpu-offload.json at --speed 2\n"
+    "  on a 1,000-request multi-round QA trace of 20k-token documents, TTFT p90 <= 2 s:\n"
+    "  14 probes, 14 runs, about 4 s.\n";
 
 enum {
     OPT_TARGET = 1000,
@@ -101,7 +123,11 @@ enum {
     OPT_JOBS,
     OPT_DB,
     OPT_SPEED,
-    OPT_TP
+    OPT_TP,
+    OPT_SSD,
+    OPT_REMOTE,
+    OPT_LOADS,
+    OPT_STEP
 };
 
 typedef struct slo_args {
@@ -174,6 +200,27 @@ static int tp_list(const char *s, slo_args *a, sim_err *err)
     return rc;
 }
 
+static int ssd_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    return sim_parse_size(v, "--ssd", &o->ssd[o->nssd++], err);
+}
+
+static int remote_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    return sim_parse_size(v, "--remote", &o->remote[o->nremote++], err);
+}
+
+static int load_item(const char *v, sim_slo_opts *o, sim_err *err)
+{
+    for (int k = 0; k < SIM_LOAD_N; k++)
+        if (!strcmp(v, sim_load_names[k])) {
+            for (int i = 0; i < o->nload; i++)
+                if (o->load[i] == k) return sim_errf(err, "--loads: '%s' given twice", v);
+            return o->load[o->nload++] = k, 0;
+        }
+    return sim_errf(err, "--loads: '%s' is not always, never, adaptive or balanced", v);
+}
+
 /* A comma-separated list, each value through item; at most max values. */
 static int parse_list(const char *opt, const char *s, int *n, int max, sim_slo_opts *o,
                       int (*item)(const char *, sim_slo_opts *, sim_err *), sim_err *err)
@@ -187,6 +234,21 @@ static int parse_list(const char *opt, const char *s, int *n, int max, sim_slo_o
                        : item(v, o, err);
     free(copy);
     return rc;
+}
+
+static int cmp_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A list of sizes, least first (a probe's first passing point is then the least). */
+static int parse_ascending(const char *opt, const char *s, double *v, int *n, sim_slo_opts *o,
+                           int (*item)(const char *, sim_slo_opts *, sim_err *), sim_err *err)
+{
+    if (parse_list(opt, s, n, SIM_SLO_MAX_LIST, o, item, err)) return -1;
+    qsort(v, (size_t)*n, sizeof *v, cmp_asc);
+    return 0;
 }
 
 /* ---- arguments ------------------------------------------------------------- */
@@ -210,8 +272,16 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case OPT_REJECT: o->allow_rejected = true; return 0;
     case OPT_MAX: return count("--max-instances", arg, 2, 4096, &o->max_instances, err);
     case OPT_DRAM: return parse_list("--dram", arg, &o->ndram, SIM_SLO_MAX_LIST, o, dram_item, err);
-    case OPT_SCOPES: return parse_list("--scopes", arg, &o->nscope, 2, o, scope_item, err);
-    case OPT_CPP: return parse_list("--cpp", arg, &o->ncpp, SIM_SLO_MAX_LIST, o, cpp_item, err);
+    case OPT_SCOPES: o->disagg_opt = "--scopes"; return parse_list("--scopes", arg, &o->nscope, 2, o, scope_item, err);
+    case OPT_CPP:
+        o->disagg_opt = "--cpp";
+        return parse_list("--cpp", arg, &o->ncpp, SIM_SLO_MAX_LIST, o, cpp_item, err);
+    case OPT_SSD: return parse_ascending("--ssd", arg, o->ssd, &o->nssd, o, ssd_item, err);
+    case OPT_REMOTE: return parse_ascending("--remote", arg, o->remote, &o->nremote, o, remote_item, err);
+    case OPT_LOADS: return parse_list("--loads", arg, &o->nload, 3, o, load_item, err);
+    case OPT_STEP:
+        if (sim_parse_size(arg, "--dram-step", &o->dram_step, err)) return -1;
+        return o->dram_step > 0 && !isinf(o->dram_step) ? 0 : sim_errf(err, "--dram-step: %s is not a size > 0", arg);
     case OPT_JOBS: return count("--jobs", arg, 1, 1024, &o->jobs, err);
     case OPT_DB: o->db = arg; return 0;
     case OPT_TP: return tp_list(arg, a, err);
@@ -250,6 +320,10 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         {"db", required_argument, 0, OPT_DB},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
+        {"ssd", required_argument, 0, OPT_SSD},
+        {"remote", required_argument, 0, OPT_REMOTE},
+        {"loads", required_argument, 0, OPT_LOADS},
+        {"dram-step", required_argument, 0, OPT_STEP},
         SIM_CLI_SLURM_OPTIONS,
     };
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
@@ -304,27 +378,40 @@ static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->note[0]) printf("note      %s\n", r->note);
 }
 
+/* What a DRAM level is per: "instance", or "node" of instances sharing a CPU pool. */
+static const char *dram_per(const sim_slo_result *r)
+{
+    return r->aggregated && r->instances_per_node <= 1 ? "instance" : "node";
+}
+
 static void print_header(const sim_slo_opts *o, const sim_slo_result *r)
 {
     printf("trace     %s (%lld requests, speed %g, fingerprint %016llx)\n", r->trace, (long long)r->requests, r->speed,
            (unsigned long long)r->fingerprint);
-    printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token, up to %d instances\n", r->model,
-           r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, o->max_instances);
+    if (r->aggregated)
+        printf("cluster   %s on %s, aggregated%s: %d GPU%s per instance, %.0f KV bytes per token, up to %d instances; "
+               "DRAM is the CPU pool per %s\n",
+               r->model, r->hardware, r->lmcache ? " with LMCache" : " (kvstore.lmcache off: DRAM not searched)",
+               r->gpus_per_instance, r->gpus_per_instance == 1 ? "" : "s", r->kv_bytes_per_token, o->max_instances,
+               dram_per(r));
+    else
+        printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token, up to %d instances\n", r->model,
+               r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, o->max_instances);
     print_targets(o);
     print_floors(o, r);
 }
 
-static int by_size(const void *x, const void *y)
+/* Points by size: instances, prefill, DRAM (most first), then knobs. */
+static int by_size(const void *x, const void *y, void *arg)
 {
     const sim_slo_point *a = x, *b = y;
-    int k[][2] = {{a->prefill + a->decode, b->prefill + b->decode},
-                  {a->prefill, b->prefill},
-                  {a->dram_level, b->dram_level},
-                  {a->cpp, b->cpp},
-                  {a->scope, b->scope}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (k[i][0] != k[i][1]) return k[i][0] < k[i][1] ? -1 : 1;
-    return 0;
+    const sim_slo_result *r = arg;
+    double da = r->dram[a->dram_level], db = r->dram[b->dram_level];
+    if (a->prefill + a->decode != b->prefill + b->decode)
+        return a->prefill + a->decode < b->prefill + b->decode ? -1 : 1;
+    if (a->prefill != b->prefill) return a->prefill < b->prefill ? -1 : 1;
+    if (da != db) return da > db ? -1 : 1;
+    return (a->knob > b->knob) - (a->knob < b->knob);
 }
 
 /* A byte size as people read it: "1 TB", "256 GB", "30 GB". */
@@ -351,13 +438,34 @@ static const char *human_count(double v, char *buf, size_t n)
 
 static const char *verdict(const sim_slo_point *p) { return !p->ran ? "FAILED" : p->feasible ? "yes" : "no"; }
 
+static const char *load_name(int load) { return sim_load_names[load]; }
+
+/* The split and knob columns of a point (and of the table's header, p NULL). */
+static void print_knobs(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
+{
+    char b[32], t[32];
+    if (!p) {
+        if (r->aggregated)
+            printf("probe inst  GPUs DRAM/%-4.4s  tokens%s%s%s", dram_per(r), o->nssd ? "       SSD" : "",
+                   o->nremote ? "    remote" : "", o->nload ? " load    " : "");
+        else printf("probe   P   D  GPUs DRAM/node  tokens scope  CPP");
+        return;
+    }
+    double dram = r->dram[p->dram_level];
+    if (!r->aggregated)
+        return (void)printf("%5d %3d %3d %5d %9s %7s %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p),
+                            human_bytes(dram, b, sizeof b), human_count(dram / r->kv_bytes_per_token, t, sizeof t),
+                            kv_scope_name((kv_scope)p->scope), p->cpp);
+    printf("%5d %4d %5d %9s %7s", p->probe, p->prefill, sim_slo_gpus(r, p), human_bytes(dram, b, sizeof b),
+           human_count(dram / r->kv_bytes_per_token, t, sizeof t));
+    if (o->nssd) printf(" %9s", human_bytes(p->ssd, b, sizeof b));
+    if (o->nremote) printf(" %9s", human_bytes(p->remote, b, sizeof b));
+    if (o->nload) printf(" %-8s", load_name(p->load));
+}
+
 static void print_row(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
 {
-    double dram = r->dram[p->dram_level];
-    char b[32], t[32];
-    printf("%5d %3d %3d %5d %9s %7s %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p),
-           human_bytes(dram, b, sizeof b), human_count(dram / r->kv_bytes_per_token, t, sizeof t),
-           kv_scope_name((kv_scope)p->scope), p->cpp);
+    print_knobs(o, r, p);
     for (int k = 0; k < SIM_SLO_NTARGETS; k++)
         if (o->target[k] > 0) printf(" %9.1f", p->value[k]);
     printf(" %7.4f %5lld %4s  %s\n", p->attainment, (long long)p->rejected, p->overloaded ? "yes" : "-", verdict(p));
@@ -367,8 +475,9 @@ static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
 {
     sim_slo_point *s = sim_xmalloc((size_t)(r->npts ? r->npts : 1) * sizeof *s);
     memcpy(s, r->pts, (size_t)r->npts * sizeof *s);
-    qsort(s, (size_t)r->npts, sizeof *s, by_size);
-    printf("\nprobe   P   D  GPUs DRAM/node  tokens scope  CPP");
+    qsort_r(s, (size_t)r->npts, sizeof *s, by_size, (void *)r);
+    printf("\n");
+    print_knobs(o, r, NULL);
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
         if (o->target[t] > 0) printf(" %9s", sim_slo_label(t));
     printf("  attain   rej over  feasible\n");
@@ -379,8 +488,11 @@ static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
 static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 {
     printf("\nfrontier: fewest GPUs for each DRAM level\n");
-    printf("DRAM/node  tokens  GPUs   P   D  scope  CPP\n");
-    for (int lv = 0; lv < r->ndram; lv++) {
+    if (r->aggregated)
+        printf("DRAM/%-4.4s  tokens  GPUs inst%s%s%s\n", dram_per(r), o->nssd ? "       SSD" : "",
+               o->nremote ? "    remote" : "", o->nload ? " load" : "");
+    else printf("DRAM/node  tokens  GPUs   P   D  scope  CPP\n");
+    for (int lv = 0; lv < r->nlisted; lv++) {
         int i = r->frontier[lv];
         char b[32], t[32];
         printf("%9s %7s", human_bytes(r->dram[lv], b, sizeof b),
@@ -390,9 +502,44 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
             continue;
         }
         const sim_slo_point *p = &r->pts[i];
-        printf(" %5d %3d %3d  %-6s %3d\n", sim_slo_gpus(r, p), p->prefill, p->decode, kv_scope_name((kv_scope)p->scope),
-               p->cpp);
+        if (!r->aggregated) {
+            printf(" %5d %3d %3d  %-6s %3d\n", sim_slo_gpus(r, p), p->prefill, p->decode,
+                   kv_scope_name((kv_scope)p->scope), p->cpp);
+            continue;
+        }
+        printf(" %5d %4d", sim_slo_gpus(r, p), p->prefill);
+        if (o->nssd) printf(" %9s", human_bytes(p->ssd, b, sizeof b));
+        if (o->nremote) printf(" %9s", human_bytes(p->remote, b, sizeof b));
+        printf("%s%s\n", o->nload ? " " : "", o->nload ? load_name(p->load) : "");
     }
+}
+
+/* The first target's value of a point, or its SLO attainment: "TTFT p90 1025.9 ms". */
+static void first_value(const sim_slo_opts *o, const sim_slo_point *p, char *buf, size_t n)
+{
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (o->target[t] > 0)
+            return (void)snprintf(buf, n, "%s %.1f ms, SLO attainment %.4f", sim_slo_label(t), p->value[t],
+                                  p->attainment);
+    snprintf(buf, n, "SLO attainment %.4f", p->attainment);
+}
+
+/* An aggregated plan's cliff: the least DRAM passing with the fewest
+ * instances and the most failing below it. */
+static void print_cliff(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    if (r->cliff_pass < 0) return;
+    const sim_slo_point *p = &r->pts[r->cliff_pass];
+    char b[32], v[128];
+    first_value(o, p, v, sizeof v);
+    printf("\ncliff     with %d instance%s: %s of CPU DRAM per %s passes (%s)\n", p->prefill,
+           p->prefill == 1 ? "" : "s", human_bytes(r->dram[p->dram_level], b, sizeof b), dram_per(r), v);
+    if (r->cliff_fail < 0) return (void)printf("          and so does no DRAM at all: the trace needs no CPU tier\n");
+    const sim_slo_point *f = &r->pts[r->cliff_fail];
+    first_value(o, f, v, sizeof v);
+    printf("          %s fails (%s); the levels are %s apart (--dram-step)\n",
+           human_bytes(r->dram[f->dram_level], b, sizeof b), v,
+           human_bytes(r->dram[p->dram_level] - r->dram[f->dram_level], (char[32]){0}, 32));
 }
 
 /* The cheapest point in full: every TTFT and TBT statistic, SLO
@@ -400,12 +547,17 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
 {
     char b[32], t[32];
+    const char *dram = human_bytes(r->dram[p->dram_level], b, sizeof b),
+               *tokens = human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t);
     char price[48] = "";
     if (sim_slo_price(r, p) > 0) snprintf(price, sizeof price, " ($%.2f an hour)", sim_slo_price(r, p));
-    printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
-           p->decode, sim_slo_gpus(r, p), price, human_bytes(r->dram[p->dram_level], b, sizeof b),
-           human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t), kv_scope_name((kv_scope)p->scope),
-           p->cpp);
+    if (r->aggregated)
+        printf("\ncheapest  %d instance%s = %d GPU%s%s, %s (%s tokens) of CPU DRAM per %s, kvstore.load %s\n",
+               p->prefill, p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price,
+               dram, tokens, dram_per(r), load_name(p->load));
+    else
+        printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
+               p->decode, sim_slo_gpus(r, p), price, dram, tokens, kv_scope_name((kv_scope)p->scope), p->cpp);
     for (int m = 0; m < 2; m++) {
         printf("          %-4s", m ? "TBT" : "TTFT");
         for (int k = 0; k < SIM_SLO_NSTATS; k++)
@@ -434,6 +586,7 @@ static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->npts) print_points(o, r);
     if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
     print_frontier(o, r);
+    print_cliff(o, r);
     print_cheapest(o, r, &r->pts[r->cheapest]);
 }
 

@@ -160,20 +160,28 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
     char gpu[32];
-    printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
-           J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"),
-           sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu));
+    sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu);
+    if (json_object_get(s, "pic")) /* reuse is by chunk: no prefix block ever hits */
+        printf("cache      %s chunks: hit rate %.3f, recompute fraction %.3f of prompt tokens; prefill GPU %s "
+               "s/request\n",
+               json_string_value(json_object_get(s, "pic")), J_NUM(s, "chunk_hit_rate"), J_NUM(s, "recompute_fraction"),
+               gpu);
+    else
+        printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
+               J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"), gpu);
     if (json_object_get(s, "instances"))
         printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
                "recompute fraction %.4f\n",
                J_INT(s, "hbm_pages"), J_INT(s, "page_tokens"), json_string_value(json_object_get(s, "gpu_cache")),
                J_INT(s, "peak_pages"), J_INT(s, "preemptions"), J_NUM(s, "recompute_fraction"));
     if (json_object_get(s, "pic"))
-        printf("pic        %s: recompute fraction %.4f, chunk hit rate %.4f, peak HBM KV %lld blocks (%.2f GiB) "
-               "of %lld; %lld waited for HBM, %lld rejected\n",
-               json_string_value(json_object_get(s, "pic")), J_NUM(s, "recompute_fraction"), J_NUM(s, "chunk_hit_rate"),
-               J_INT(s, "peak_footprint_blocks"), J_NUM(s, "peak_footprint_bytes") / 1073741824.0,
-               J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"), J_INT(s, "pic_rejected"));
+        printf("pic        %s: peak HBM KV %lld blocks (%.2f GiB) of %lld; %lld waited for HBM, %lld rejected\n",
+               json_string_value(json_object_get(s, "pic")), J_INT(s, "peak_footprint_blocks"),
+               J_NUM(s, "peak_footprint_bytes") / 1073741824.0, J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"),
+               J_INT(s, "pic_rejected"));
+    char why[1024];
+    sim_serving_explain(cfg, s, why, sizeof why);
+    if (why[0]) printf("diagnosis  %s\n", why);
     printf("simulated  %.1f s in %.3f s wall, %lld events\n", J_NUM(s, "sim_seconds"), J_NUM(s, "wall_seconds"),
            J_INT(s, "events"));
 }

@@ -405,11 +405,13 @@ static int get_choice(const json_t *root, const char *path, const char *const *n
     return sim_errf(err, "config key '%s': '%s' is not one of %s", path, s, all);
 }
 
+const char *const sim_load_names[SIM_LOAD_N + 1] = {"always", "never", "adaptive", "balanced", NULL};
+
 /* kvstore.lmcache and its keys (docs/lmcache.md). */
 static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
 {
     static const char *const scopes[] = {"instance", "node", NULL}, *const transfers[] = {"chunk", "page", NULL},
-                             *const loads[] = {"always", "never", "adaptive", "balanced", NULL};
+                             *const *const loads = sim_load_names;
     struct sim_lmcache_cfg *l = &c->lmc;
     int64_t chunk, per_node;
     int scope, transfer;

@@ -52,7 +52,9 @@ typedef struct sim_fault {
     double down_s; /* until recovery */
 } sim_fault;
 
-enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE, SIM_LOAD_BALANCED };
+enum { SIM_LOAD_ALWAYS = 0, SIM_LOAD_NEVER, SIM_LOAD_ADAPTIVE, SIM_LOAD_BALANCED, SIM_LOAD_N };
+/* kvstore.load's names by SIM_LOAD_* value, NULL-terminated: the one table. */
+extern const char *const sim_load_names[SIM_LOAD_N + 1];
 /* cost.compute: auto = engine for aggregated instances, else the profile
  * tables when the hardware's calibration has them for the model, else
  * analytic (sim/cost/cost.h). */

@@ -89,7 +89,14 @@ static int open_db(const char *path, sqlite3 **db, sim_err *err)
     return 0;
 }
 
-/* Every completed run of the database, in id order, classified. */
+static bool selected(const sim_compare_opts *o, int64_t id)
+{
+    for (int i = 0; o->ids && i < o->nids; i++)
+        if (o->ids[i] == id) return true;
+    return !o->ids;
+}
+
+/* Every completed run of the database (of o->ids when given), in id order, classified. */
 static int load_runs(cmp *c, sim_err *err)
 {
     sqlite3 *db = NULL;
@@ -103,6 +110,7 @@ static int load_runs(cmp *c, sim_err *err)
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         json_t *config, *summary;
         int64_t id = sqlite3_column_int64(st, 0);
+        if (!selected(c->o, id)) continue;
         rc = sim_results_run_json(c->o->db, id, (const char *)sqlite3_column_text(st, 1),
                                   (const char *)sqlite3_column_text(st, 2), &config, &summary, err);
         if (rc) break;
@@ -279,7 +287,8 @@ static json_t *stat_row(const cmp_side *b, const cmp_side *v)
  * and counts of success, NULL when neither. */
 static const char *better_of(const char *metric)
 {
-    static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate", "completed", "effective"};
+    static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate",
+                                         "chunk_hit_rate", "completed",   "effective"};
     if (strstr(metric, "_ms") || strstr(metric, "gpu_s") || strstr(metric, "rejected") || !strcmp(metric, "lost"))
         return "lower";
     for (size_t i = 0; i < sizeof higher / sizeof *higher; i++)

@@ -29,6 +29,8 @@ typedef struct sim_compare_opts {
     int nmetrics;
     const double *speeds; /* keep only runs at these trace.speed values (NULL: all) */
     int nspeeds;
+    const int64_t *ids; /* keep only these runs (a report's selection; NULL: every completed run) */
+    int nids;
 } sim_compare_opts;
 
 extern const char *const sim_compare_default_metrics[];

@@ -113,3 +113,56 @@ void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double t
     json_object_set_new(d, "saturated", saturated(cfg, util));
     json_object_set_new(summary, "diagnosis", d);
 }
+
+/* ---- which SLO binds, and what resource ---------------------------------------- */
+
+/* How many requests miss an SLO, as far as the summary's percentiles of the
+ * metric tell: 0 none of p50, p90, p99 above it (under 1%), 1 the p99
+ * (1-10%), 2 the p90 (10-50%), 3 the p50 (over half). */
+static int miss_class(const json_t *dist, double slo, const char **stat)
+{
+    static const char *const stats[] = {"p50", "p90", "p99"};
+    for (int k = 0; k < 3; k++)
+        if (json_number_value(json_object_get(dist, stats[k])) > slo) return *stat = stats[k], 3 - k;
+    return *stat = "p99", 0;
+}
+
+static const char *const miss_share[] = {"under 1%", "1-10%", "10-50%", "over half"};
+
+/* The explanation: the SLO misses per metric, then the binding side. The
+ * side of the metric more requests miss binds (TTFT: prefill, or the
+ * aggregated instances; TBT: decode); its utilisation is set beside the
+ * busiest kind's when that is another. Under a PIC policy a TBT-bound run
+ * is explained by what prefill no longer computes: requests reach decode
+ * sooner and its batches grow, so a policy that recomputes less can have
+ * the lower TTFT and the lower attainment (docs/definitions.md). */
+void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf, size_t n)
+{
+    *buf = 0;
+    double attain = json_number_value(json_object_get(summary, "slo_attainment"));
+    if (attain >= 0.99) return;
+    const json_t *ttft = json_object_get(summary, "ttft_ms"), *tbt = json_object_get(summary, "tbt_ms"),
+                 *util = json_object_get(summary, "utilisation");
+    const char *st, *sb;
+    int ct = miss_class(ttft, cfg->slo_ttft_ms, &st), cb = miss_class(tbt, cfg->slo_tbt_ms, &sb);
+    bool agg = !strcmp(cfg->mode, "aggregated"), tbt_binds = cb > ct;
+    const char *side = tbt_binds ? (agg ? "gpu" : "decode") : (agg ? "gpu" : "prefill");
+    const kind_info *k = &kinds[0];
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(kinds[i].key, side)) k = &kinds[i];
+    int u = snprintf(buf, n,
+                     "SLO attainment %.3f: %s of requests miss slo.tbt_ms %g (TBT %s %.1f ms), %s miss slo.ttft_ms %g "
+                     "(TTFT %s %.1f ms)",
+                     attain, miss_share[cb], cfg->slo_tbt_ms, sb, json_number_value(json_object_get(tbt, sb)),
+                     miss_share[ct], cfg->slo_ttft_ms, st, json_number_value(json_object_get(ttft, st)));
+    if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or rejections: the summary cannot tell which */
+    u += snprintf(buf + u, (size_t)u < n ? n - (size_t)u : 0, "; binding: %s (utilisation %.2f)", k->what,
+                  json_number_value(json_object_get(util, k->key)));
+    const char *pic = json_string_value(json_object_get(summary, "pic"));
+    if (pic && tbt_binds && (size_t)u < n)
+        snprintf(buf + u, n - (size_t)u,
+                 "; kvstore.pic = %s recomputes %.1f%% of prompt tokens (chunk hit rate %.3f): the less prefill "
+                 "computes, the sooner requests reach decode and the larger its batches, so TBT, not TTFT, binds",
+                 pic, 100 * json_number_value(json_object_get(summary, "recompute_fraction")),
+                 json_number_value(json_object_get(summary, "chunk_hit_rate")));
+}

@@ -121,6 +121,12 @@ static inline bool sim_serving_done(const sim_serving_run *run) { return run->tr
  * busy nearly all the time, or SLO attainment collapsed), the bottleneck
  * (the busiest kind in the model's "utilisation" object) and a hint. */
 void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double trace_span_s, json_t *summary);
+/* Which SLO the run's misses are of and the resource that binds them, as
+ * one sentence into buf ("" when SLO attainment is 0.99 or more), from
+ * the summary alone (it does not change it): the TTFT and TBT percentiles
+ * against slo.ttft_ms and slo.tbt_ms, the utilisations, and under a PIC
+ * cache model the share of prompt tokens it recomputes. */
+void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf, size_t n);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 

@@ -185,7 +185,11 @@ static void ttft_reason(const sim_slo_opts *o, const sim_slo_result *r, int t, c
                      sim_slo_label(t), f, o->target[t], r->hardware, sim_slo_stat_key(t), r->hit_rate_tokens,
                      r->prompt_q, r->prompt_tokens, r->prompt_alone_ms, r->prompt_hit_ms);
     if (u < 0 || (size_t)u >= n) return;
-    if (best < f)
+    if (r->aggregated)
+        snprintf(buf + u, n - (size_t)u,
+                 "About %.2fx the prefill FLOP/s per instance (GPUs x TFLOP/s x cost.prefill_mfu) would reach it",
+                 f / o->target[t]);
+    else if (best < f)
         snprintf(buf + u, n - (size_t)u,
                  "Chunked pipeline parallelism would lower it to %.1f ms (--cpp 8 --set cluster.cpp_threshold=0), "
                  "and about %.2fx the prefill FLOP/s per instance (GPUs x TFLOP/s x cost.prefill_mfu) to the target",
@@ -257,8 +261,8 @@ int slo_floor(slo_plan *pl, const sim_config *cfg, sim_err *err)
     r->requests = ft.n;
     r->hit_rate_tokens = ft.tokens > 0 ? ft.hit_tokens / ft.tokens : 0;
     for (int64_t i = 0; i < ft.n; i++) r->max_input = ft.q[i].n > r->max_input ? ft.q[i].n : r->max_input;
-    for (int i = 0; i < o->ncpp; i++) {
-        floor_for(&c, &dc, &ft, ttft_valid, o->cpp[i], r->cpp_threshold, &r->floor[r->nfloor]);
+    for (int i = 0; i < (pl->agg ? 1 : o->ncpp); i++) { /* an aggregated cluster has no CPP: group 1 */
+        floor_for(&c, &dc, &ft, ttft_valid, pl->agg ? 1 : o->cpp[i], r->cpp_threshold, &r->floor[r->nfloor]);
         blocks(o, &r->floor[r->nfloor++]);
     }
     floor_for(&c, &dc, &ft, ttft_valid, 8, 0, &r->best_cpp);

@@ -1,9 +1,12 @@
 /* sim/slo/plan_slo.c — `kvsim plan slo` (sim/slo/plan_slo.h): checking
  * the options, the plan's setup (the resolved config, the sets every point
  * shares, the DRAM levels, the results database, a temporary one removed
- * at the end unless --db names one), the steps in order (floor.c,
- * search.c) and the `kvsim run` line that reproduces the cheapest point.
+ * at the end unless --db names one), the knobs of a probe, the steps in
+ * order (floor.c, then search.c or, for an aggregated cluster,
+ * search_agg.c) and the `kvsim run` line that reproduces the cheapest
+ * point.
  * The targets' names are targets.c, the JSON of a result result.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,20 +18,51 @@
 #include "sim/slo/slo_int.h"
 #include "sim/trace/trace.h"
 
-/* The keys the search sets itself may not come through --set. */
-static int check_sets(const sim_slo_opts *o, sim_err *err)
+/* The keys the search sets itself may not come through --set: those of
+ * a disaggregated search, or of an aggregated one (its disk, remote store
+ * and load only when a list of them is searched). */
+static int check_sets(const sim_slo_opts *o, bool agg, sim_err *err)
 {
     static const char *const searched[] = {"cluster.prefill",   "cluster.decode", "kvstore.dram_bytes", "cluster.scope",
                                            "cluster.cpp_group", "trace.path",     "trace.speed"};
+    const char *agg_keys[] = {"cluster.instances",
+                              "kvstore.dram_bytes",
+                              "trace.path",
+                              "trace.speed",
+                              o->nssd ? "kvstore.ssd_bytes" : NULL,
+                              o->nremote ? "kvstore.remote.bytes" : NULL,
+                              o->nload ? "kvstore.load" : NULL};
+    const char *const *keys = agg ? agg_keys : searched;
     for (int i = 0; i < o->nsets; i++)
         for (size_t k = 0; k < sizeof searched / sizeof searched[0]; k++) {
-            size_t n = strlen(searched[k]);
-            if (!strncmp(o->sets[i], searched[k], n) && o->sets[i][n] == '=')
+            size_t n = keys[k] ? strlen(keys[k]) : 0;
+            if (n && !strncmp(o->sets[i], keys[k], n) && o->sets[i][n] == '=')
                 return sim_errf(err,
                                 "--set %s: plan slo sets %s itself (use --trace, --speed, --max-instances, "
-                                "--dram, --scopes, --cpp)",
-                                o->sets[i], searched[k]);
+                                "--dram, %s)",
+                                o->sets[i], keys[k], agg ? "--ssd, --remote, --loads" : "--scopes, --cpp");
         }
+    return 0;
+}
+
+/* The options of the other mode's search are an error naming the mode. */
+static int check_mode_opts(const sim_slo_opts *o, const char *mode, bool agg, sim_err *err)
+{
+    if (agg && o->disagg_opt)
+        return sim_errf(err,
+                        "%s: cluster.mode is '%s'; %s searches disaggregated clusters (an aggregated one's "
+                        "knobs are --dram, --ssd, --remote, --loads)",
+                        o->disagg_opt, mode, o->disagg_opt);
+    const char *a = o->nssd            ? "--ssd"
+                    : o->nremote       ? "--remote"
+                    : o->nload         ? "--loads"
+                    : o->dram_step > 0 ? "--dram-step"
+                                       : NULL;
+    if (!agg && a)
+        return sim_errf(err,
+                        "%s: cluster.mode is '%s'; %s searches aggregated (LMCache) clusters (set "
+                        "cluster.mode=aggregated, e.g. --config configs/clusters/lmcache-cpu-offload.json)",
+                        a, mode, a);
     return 0;
 }
 
@@ -40,7 +74,7 @@ static int check_opts(const sim_slo_opts *o, sim_err *err)
     if (o->max_instances < 2 || o->max_instances > 4096)
         return sim_errf(err, "--max-instances: %d is not in [2, 4096]", o->max_instances);
     if (o->nscope < 1 || o->ncpp < 1) return sim_errf(err, "--scopes and --cpp need at least one value");
-    return check_sets(o, err);
+    return 0;
 }
 
 /* "key=VALUE" with VALUE a JSON string, whatever it looks like (a path). */
@@ -78,15 +112,34 @@ static int cmp_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* The resolved config's setup into r; the DRAM levels, descending. */
+/* The DRAM levels, descending, each once: --dram, or the hardware
+ * preset's DRAM (an aggregated cluster: the config's kvstore.dram_bytes)
+ * × 1, 1/2, 1/4, 1/8; an aggregated cluster without LMCache has no CPU
+ * tier: its one level is the config's. */
+static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_result *r)
+{
+    double top = r->aggregated && cfg->dram_bytes > 0 ? cfg->dram_bytes : cfg->hw.dram_bytes;
+    for (int i = 0; i < o->ndram; i++) r->dram[r->ndram++] = o->dram[i];
+    for (int i = 0; o->ndram == 0 && i < 4; i++) r->dram[r->ndram++] = top / (1 << i);
+    if (r->aggregated && !r->lmcache) r->dram[0] = cfg->dram_bytes, r->ndram = 1;
+    qsort(r->dram, (size_t)r->ndram, sizeof r->dram[0], cmp_desc);
+    int k = 0;
+    for (int i = 0; i < r->ndram; i++)
+        if (i == 0 || r->dram[i] != r->dram[k - 1]) r->dram[k++] = r->dram[i];
+    r->ndram = r->nlisted = k;
+}
+
+/* The resolved config's setup into r. */
 static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
     base_sets(pl);
     if (sim_config_load(cfg, o->config, pl->base, pl->nbase, err)) return -1;
-    if (strcmp(cfg->mode, "disaggregated"))
-        return sim_errf(err, "cluster.mode is '%s': plan slo sizes disaggregated clusters", cfg->mode);
+    pl->agg = r->aggregated = !strcmp(cfg->mode, "aggregated");
+    if (!pl->agg && strcmp(cfg->mode, "disaggregated"))
+        return sim_errf(err, "cluster.mode is '%s': plan slo sizes disaggregated and aggregated clusters", cfg->mode);
+    if (check_mode_opts(o, cfg->mode, pl->agg, err) || check_sets(o, pl->agg, err)) return -1;
     snprintf(r->trace, sizeof r->trace, "%s", cfg->trace_path);
     snprintf(r->model, sizeof r->model, "%s", cfg->model.name);
     if (cfg->hetero)
@@ -104,27 +157,65 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
     r->cpp_threshold = cfg->cpp_threshold;
     r->slo_ttft_ms = cfg->slo_ttft_ms;
     r->slo_tbt_ms = cfg->slo_tbt_ms;
-    for (int i = 0; i < o->ndram; i++) r->dram[r->ndram++] = o->dram[i];
-    for (int i = 0; o->ndram == 0 && i < 4; i++) r->dram[r->ndram++] = cfg->hw.dram_bytes / (1 << i);
-    qsort(r->dram, (size_t)r->ndram, sizeof r->dram[0], cmp_desc);
-    int k = 0; /* each level once */
-    for (int i = 0; i < r->ndram; i++)
-        if (i == 0 || r->dram[i] != r->dram[k - 1]) r->dram[k++] = r->dram[i];
-    r->ndram = k;
+    r->lmcache = cfg->lmc.on;
+    r->instances_per_node = cfg->lmc.cpu_per_node ? cfg->instances_per_node : 1;
+    r->dram_step = o->dram_step > 0 ? o->dram_step : 1e9;
+    pl->load0 = cfg->lmc.load;
+    dram_levels(o, cfg, r);
     return sim_trace_fingerprint(cfg->trace_path, &r->fingerprint, err);
 }
 
-/* The knobs of every probe, CPP first so that a probe's first feasible
- * point is the one with the least pipeline parallelism. */
-static void knob_grid(slo_plan *pl)
+/* The grid's axis "key=v1,v2" of n numbers (%.17g), or of names, after a ';'. */
+static size_t axis(char *g, size_t used, size_t cap, const char *key, const double *v, const char *const *names, int n)
 {
-    size_t n = (size_t)snprintf(pl->grid, sizeof pl->grid, "cluster.cpp_group=");
-    for (int i = 0; i < pl->ncpp; i++)
-        n += (size_t)snprintf(pl->grid + n, sizeof pl->grid - n, "%s%d", i ? "," : "", pl->cpp[i]);
-    n += (size_t)snprintf(pl->grid + n, sizeof pl->grid - n, ";cluster.scope=");
-    for (int k = 0; k < pl->o->nscope; k++)
-        n += (size_t)snprintf(pl->grid + n, sizeof pl->grid - n, "%s%s", k ? "," : "",
-                              kv_scope_name((kv_scope)pl->o->scope[k]));
+    used += (size_t)snprintf(g + used, used < cap ? cap - used : 0, "%s%s=", used ? ";" : "", key);
+    for (int i = 0; i < n; i++)
+        if (names) used += (size_t)snprintf(g + used, used < cap ? cap - used : 0, "%s%s", i ? "," : "", names[i]);
+        else used += (size_t)snprintf(g + used, used < cap ? cap - used : 0, "%s%.17g", i ? "," : "", v[i]);
+    return used;
+}
+
+/* The knobs of a disaggregated probe and their grid, the sweep running
+ * the last axis fastest: CPP, then scope, so that a probe's first feasible
+ * point is the one with the least pipeline parallelism. */
+static void disagg_knobs(slo_plan *pl)
+{
+    const sim_slo_opts *o = pl->o;
+    double cpp[SIM_SLO_MAX_LIST];
+    const char *scopes[2];
+    for (int k = 0; k < o->nscope; k++) scopes[k] = kv_scope_name((kv_scope)o->scope[k]);
+    for (int i = 0; i < pl->ncpp; i++) {
+        cpp[i] = pl->cpp[i];
+        for (int k = 0; k < o->nscope; k++) pl->knob[pl->nknob++] = (slo_knob){.cpp = pl->cpp[i], .scope = o->scope[k]};
+    }
+    size_t u = axis(pl->grid, 0, sizeof pl->grid, "cluster.cpp_group", cpp, NULL, pl->ncpp);
+    axis(pl->grid, u, sizeof pl->grid, "cluster.scope", NULL, scopes, o->nscope);
+}
+
+/* The knobs of an aggregated probe: disk, then remote store (least
+ * first, as given), then kvstore.load. A list not given is not an axis
+ * (the config's value); the load always is one (a grid needs an axis). */
+static int agg_knobs(slo_plan *pl, sim_err *err)
+{
+    const char *const *names = sim_load_names;
+    const sim_slo_opts *o = pl->o;
+    int ns = o->nssd ? o->nssd : 1, nr = o->nremote ? o->nremote : 1, nl = o->nload ? o->nload : 1;
+    if (ns * nr * nl > SLO_MAX_KNOBS)
+        return sim_errf(err, "--ssd x --remote x --loads: %d points per probe, more than %d", ns * nr * nl,
+                        SLO_MAX_KNOBS);
+    const char *loads[3];
+    for (int c = 0; c < nl; c++) loads[c] = names[o->nload ? o->load[c] : pl->load0];
+    for (int a = 0; a < ns; a++)
+        for (int b = 0; b < nr; b++)
+            for (int c = 0; c < nl; c++)
+                pl->knob[pl->nknob++] = (slo_knob){.ssd = o->nssd ? o->ssd[a] : 0,
+                                                   .remote = o->nremote ? o->remote[b] : 0,
+                                                   .load = o->nload ? o->load[c] : pl->load0};
+    size_t u = 0, cap = sizeof pl->grid;
+    if (o->nssd) u = axis(pl->grid, u, cap, "kvstore.ssd_bytes", o->ssd, NULL, o->nssd);
+    if (o->nremote) u = axis(pl->grid, u, cap, "kvstore.remote.bytes", o->remote, NULL, o->nremote);
+    axis(pl->grid, u, cap, "kvstore.load", NULL, loads, nl);
+    return 0;
 }
 
 static int open_db(slo_plan *pl, sim_err *err)
@@ -151,20 +242,42 @@ static size_t shell_arg(char *buf, size_t used, size_t n, const char *arg)
     return used;
 }
 
+/* A byte size as a config value people read: "1TB", "104GB" when it is
+ * a whole number of them, else the bytes. */
+static void size_value(double b, char *buf, size_t n)
+{
+    static const struct {
+        double unit;
+        const char *name;
+    } units[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (b >= units[i].unit && fmod(b, units[i].unit) == 0)
+            return (void)snprintf(buf, n, "%.17g%s", b / units[i].unit, units[i].name);
+    snprintf(buf, n, "%.17g", b);
+}
+
 /* The `kvsim run` line of the cheapest point. */
 static void reproduce(slo_plan *pl)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
     const sim_slo_point *p = &r->pts[r->cheapest];
-    char *c = r->command, v[128];
+    char *c = r->command, v[160], dram[64], ks[3][64];
     size_t n = sizeof r->command, u = (size_t)snprintf(c, n, "kvsim run");
     const char *fixed[] = {"--trace", o->trace ? o->trace : r->trace, "--config", o->config, "--speed", o->speed};
     for (int i = 0; i < 6; i += 2)
         if (fixed[i + 1]) u = shell_arg(c, shell_arg(c, u, n, fixed[i]), n, fixed[i + 1]);
     for (int i = 0; i < o->nsets; i++) u = shell_arg(c, shell_arg(c, u, n, "--set"), n, o->sets[i]);
-    snprintf(v, sizeof v, " --set cluster.prefill=%d --set cluster.decode=%d --set kvstore.dram_bytes=%.17g",
-             p->prefill, p->decode, r->dram[p->dram_level]);
+    size_value(r->dram[p->dram_level], dram, sizeof dram);
+    if (pl->agg) {
+        snprintf(v, sizeof v, " --set cluster.instances=%d --set kvstore.dram_bytes=%s", p->prefill, dram);
+        u += (size_t)snprintf(c + u, u < n ? n - u : 0, "%s", v);
+        int k = slo_knob_sets(pl, p->knob, ks);
+        for (int i = 0; i < k; i++) u = shell_arg(c, shell_arg(c, u, n, "--set"), n, ks[i]);
+        return;
+    }
+    snprintf(v, sizeof v, " --set cluster.prefill=%d --set cluster.decode=%d --set kvstore.dram_bytes=%s", p->prefill,
+             p->decode, dram);
     u += (size_t)snprintf(c + u, u < n ? n - u : 0, "%s", v);
     snprintf(c + u, u < n ? n - u : 0, " --set cluster.scope=%s --set cluster.cpp_group=%d",
              kv_scope_name((kv_scope)p->scope), p->cpp);
@@ -172,15 +285,16 @@ static void reproduce(slo_plan *pl)
 
 int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
 {
-    *r = (sim_slo_result){.cheapest = -1};
-    for (int i = 0; i < SIM_SLO_MAX_LIST; i++) r->frontier[i] = -1;
+    *r = (sim_slo_result){.cheapest = -1, .cliff_pass = -1, .cliff_fail = -1};
+    for (int i = 0; i < SIM_SLO_MAX_LEVELS; i++) r->frontier[i] = -1;
     slo_plan pl = {.o = o, .r = r};
     sim_config cfg = {0};
     double t0 = sim_wall_seconds();
     int rc = check_opts(o, err) || setup(&pl, &cfg, err) || slo_floor(&pl, &cfg, err) ? -1 : 0;
     sim_config_free(&cfg);
-    knob_grid(&pl);
-    if (rc == 0 && pl.ncpp > 0) rc = open_db(&pl, err) || slo_search(&pl, err) ? -1 : 0;
+    if (rc == 0 && pl.agg) rc = agg_knobs(&pl, err);
+    else if (rc == 0) disagg_knobs(&pl);
+    if (rc == 0 && pl.ncpp > 0) rc = open_db(&pl, err) || (pl.agg ? slo_search_agg : slo_search)(&pl, err) ? -1 : 0;
     if (rc == 0 && r->cheapest >= 0) reproduce(&pl);
     r->stop_signal = pl.stop_signal;
     if (pl.tmpdir[0]) sim_remove_tree(pl.tmpdir);

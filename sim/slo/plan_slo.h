@@ -1,9 +1,10 @@
 /* sim/slo/plan_slo.h — `kvsim plan slo` (sim/cli/cmd_plan_slo.c parses and
  * prints): the smallest disaggregated cluster (prefill and decode instance
- * counts, DRAM per node, cache scope, chunked pipeline parallelism) whose
- * timed replay of a trace meets latency targets — TTFT and TBT means and
- * percentiles, SLO attainment — or, when none can, the floor that blocks
- * them.
+ * counts, DRAM per node, cache scope, chunked pipeline parallelism) — or
+ * aggregated LMCache cluster (instances, CPU DRAM per instance or node,
+ * disk, remote store, kvstore.load; search_agg.c) — whose timed replay of
+ * a trace meets latency targets — TTFT and TBT means and percentiles, SLO
+ * attainment — or, when none can, the floor that blocks them.
  *
  * Every point is a real `kvsim run`, run by the sweep engine (sim/sweep) as
  * a worker process into one results database; the search judges each run
@@ -35,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "sim/config/config.h"
 #include "sim/sweep/sweep.h"
 #include "sim/util.h"
 
@@ -42,6 +44,8 @@
  * reads summary key sim_slo_metric_key(t) (".ttft_ms") and statistic
  * sim_slo_stat_key(t) ("p90"); its option is "--ttft-p90-ms". */
 enum { SIM_SLO_NSTATS = 4, SIM_SLO_NTARGETS = 8, SIM_SLO_MAX_LIST = 16 };
+/* DRAM levels of a plan: the listed ones, then those the cliff search adds. */
+enum { SIM_SLO_MAX_LEVELS = 64 };
 const char *sim_slo_metric_key(int t); /* "ttft_ms" or "tbt_ms" */
 const char *sim_slo_stat_key(int t);   /* "mean", "p50", "p90", "p99" */
 const char *sim_slo_option(int t);     /* "ttft-p90-ms" */
@@ -65,6 +69,15 @@ typedef struct sim_slo_opts {
     int nscope;
     int cpp[SIM_SLO_MAX_LIST]; /* cluster.cpp_group values to try; default 1, 4 */
     int ncpp;
+    const char *disagg_opt; /* "--scopes" or "--cpp" when given (disaggregated only), or NULL */
+    /* aggregated (LMCache) clusters only; n* 0 = the config's value, not searched */
+    double ssd[SIM_SLO_MAX_LIST]; /* kvstore.ssd_bytes per instance to try, ascending */
+    int nssd;
+    double remote[SIM_SLO_MAX_LIST]; /* kvstore.remote.bytes to try, ascending */
+    int nremote;
+    int load[SIM_LOAD_N]; /* kvstore.load values to try (SIM_LOAD_*) */
+    int nload;
+    double dram_step;      /* the cliff's resolution, bytes; 0 = 1 GB */
     int jobs;              /* worker processes */
     const char *db;        /* results database, or NULL: a temporary one, removed at the end */
     bool tty;              /* the sweep engine's progress as a bar */
@@ -75,9 +88,12 @@ void sim_slo_opts_init(sim_slo_opts *o);
 
 /* One evaluated point: a `kvsim run` and how it did. */
 typedef struct sim_slo_point {
-    int prefill, decode, dram_level, scope, cpp;
-    int probe; /* the probe (1, 2, ...) that ran it: the search's order */
-    bool ran;  /* its summary was read (false: the run failed) */
+    int prefill, decode, dram_level, scope, cpp; /* aggregated: prefill = instances, decode = 0 */
+    int knob;                                    /* its knobs' index in the probe's grid */
+    int load;                                    /* aggregated: kvstore.load (SIM_LOAD_*) */
+    double ssd, remote;                          /* aggregated: kvstore.ssd_bytes, kvstore.remote.bytes */
+    int probe;                                   /* the probe (1, 2, ...) that ran it: the search's order */
+    bool ran;                                    /* its summary was read (false: the run failed) */
     int64_t run_id;
     double value[SIM_SLO_NTARGETS]; /* every metric, ms */
     double attainment;
@@ -110,8 +126,13 @@ typedef struct sim_slo_result {
     int tp, pp;                    /* the instance's tensor and pipeline parallel degrees (cluster.gpus_per_instance) */
     int prefill_gpus, decode_gpus; /* per instance of each side (cluster.prefill_hardware, decode_hardware) */
     double prefill_price, decode_price; /* their hardware.price_per_hour, a node-hour's share (0 = not given) */
-    double dram[SIM_SLO_MAX_LIST];
-    int ndram;
+    double dram[SIM_SLO_MAX_LEVELS];    /* the listed levels (descending), then the cliff's */
+    int ndram, nlisted;
+    bool aggregated, lmcache;   /* cluster.mode = aggregated; kvstore.lmcache */
+    int instances_per_node;     /* > 1: DRAM is per node of that many instances (kvstore.cpu_scope = node) */
+    int cliff_pass, cliff_fail; /* aggregated: the least DRAM passing with the fewest instances and the
+                                   most failing below it (points), or -1 */
+    double dram_step;           /* the cliff's resolution */
     /* step 0 */
     sim_slo_floor floor[SIM_SLO_MAX_LIST]; /* one per CPP group tried (opts.cpp) */
     int nfloor;
@@ -125,8 +146,8 @@ typedef struct sim_slo_result {
     /* steps 1-3 */
     sim_slo_point *pts;
     int npts, nprobes;
-    int frontier[SIM_SLO_MAX_LIST]; /* per DRAM level: its cheapest point, or -1 */
-    int cheapest;                   /* point index, or -1 */
+    int frontier[SIM_SLO_MAX_LEVELS]; /* per listed DRAM level: its cheapest point, or -1 */
+    int cheapest;                     /* point index, or -1 */
     sim_slo_status status;
     char reason[1024];              /* why infeasible */
     char command[8192];             /* the `kvsim run` reproducing the cheapest point */

@@ -1,5 +1,6 @@
 /* sim/slo/probe.c — one probe of `kvsim plan slo`: a split (P prefill, D
- * decode instances) at one DRAM level, run at every scope × CPP point as
+ * decode instances, or an aggregated cluster's instances) at one DRAM
+ * level, run at every knob point (scope × CPP; disk × remote × load) as
  * one sweep (sim/sweep: parallel `kvsim run` workers, or one Slurm job
  * array under opts.slurm, into the plan's results database, points already
  * recorded skipped), each point read back
@@ -36,27 +37,57 @@
 #include "sim/slo/slo_int.h"
 #include "sim/sweep/sweep.h"
 
-enum { SPLIT_SETS = 3, KNOB_SETS = 2 };
+enum { SPLIT_SETS = 3, KNOB_SETS = 3 };
 
-/* "cluster.prefill=P", "cluster.decode=D", "kvstore.dram_bytes=B" (caller frees each). */
-static void split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
+/* "cluster.prefill=P", "cluster.decode=D", "kvstore.dram_bytes=B", or for
+ * an aggregated cluster "cluster.instances=P" and the DRAM (caller frees
+ * each); returns how many. */
+static int split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
 {
     char buf[128];
-    snprintf(buf, sizeof buf, "cluster.prefill=%d", P);
-    sets[0] = sim_xstrdup(buf);
-    snprintf(buf, sizeof buf, "cluster.decode=%d", D);
-    sets[1] = sim_xstrdup(buf);
+    int n = 0;
+    snprintf(buf, sizeof buf, pl->agg ? "cluster.instances=%d" : "cluster.prefill=%d", P);
+    sets[n++] = sim_xstrdup(buf);
+    if (!pl->agg) snprintf(buf, sizeof buf, "cluster.decode=%d", D), sets[n++] = sim_xstrdup(buf);
     snprintf(buf, sizeof buf, "kvstore.dram_bytes=%.17g", pl->r->dram[lv]);
-    sets[2] = sim_xstrdup(buf);
+    sets[n++] = sim_xstrdup(buf);
+    return n;
 }
 
-static int find_point(const sim_slo_result *r, int P, int D, int lv, int scope, int cpp)
+static int find_point(const sim_slo_result *r, int P, int D, int lv, int knob)
 {
     for (int i = 0; i < r->npts; i++) {
         const sim_slo_point *p = &r->pts[i];
-        if (p->prefill == P && p->decode == D && p->dram_level == lv && p->scope == scope && p->cpp == cpp) return i;
+        if (p->prefill == P && p->decode == D && p->dram_level == lv && p->knob == knob) return i;
     }
     return -1;
+}
+
+int slo_feasible_point(const sim_slo_result *r, int P, int D, int lv)
+{
+    for (int i = 0; i < r->npts; i++) {
+        const sim_slo_point *p = &r->pts[i];
+        if (p->prefill == P && p->decode == D && p->dram_level == lv && p->feasible) return i;
+    }
+    return -1;
+}
+
+static const char *const *const load_names = sim_load_names;
+
+int slo_knob_sets(const slo_plan *pl, int k, char (*sets)[64])
+{
+    const slo_knob *kn = &pl->knob[k];
+    const sim_slo_opts *o = pl->o;
+    int n = 0;
+    if (!pl->agg) {
+        snprintf(sets[n++], 64, "cluster.cpp_group=%d", kn->cpp);
+        snprintf(sets[n++], 64, "cluster.scope=%s", kv_scope_name((kv_scope)kn->scope));
+        return n;
+    }
+    if (o->nssd) snprintf(sets[n++], 64, "kvstore.ssd_bytes=%.17g", kn->ssd);
+    if (o->nremote) snprintf(sets[n++], 64, "kvstore.remote.bytes=%.17g", kn->remote);
+    snprintf(sets[n++], 64, "kvstore.load=%s", load_names[kn->load]);
+    return n;
 }
 
 /* The summary of the run of config hash h, or NULL (none finished). */
@@ -165,28 +196,29 @@ static sim_slo_point *append_point(sim_slo_result *r)
     return p;
 }
 
-/* Read every scope × CPP point of the split not read yet (sets: the sweep's base). */
+/* Read every knob point of the split not read yet (sets: the sweep's base). */
 static int read_knobs(slo_plan *pl, sim_results *db, char **sets, int nsets, const int *split, sim_err *err)
 {
-    const sim_slo_opts *o = pl->o;
-    char gs[32], ss[32], **all = sim_xcalloc((size_t)nsets + KNOB_SETS, sizeof *all);
+    char ks[KNOB_SETS][64], **all = sim_xcalloc((size_t)nsets + KNOB_SETS, sizeof *all);
     memcpy(all, sets, (size_t)nsets * sizeof *all);
-    all[nsets] = gs;
-    all[nsets + 1] = ss;
     int rc = 0;
-    for (int i = 0; i < pl->ncpp && rc == 0; i++)
-        for (int k = 0; k < o->nscope && rc == 0; k++) {
-            if (find_point(pl->r, split[0], split[1], split[2], o->scope[k], pl->cpp[i]) >= 0) continue;
-            snprintf(gs, sizeof gs, "cluster.cpp_group=%d", pl->cpp[i]);
-            snprintf(ss, sizeof ss, "cluster.scope=%s", kv_scope_name((kv_scope)o->scope[k]));
-            sim_slo_point p = {.prefill = split[0],
-                               .decode = split[1],
-                               .dram_level = split[2],
-                               .scope = o->scope[k],
-                               .cpp = pl->cpp[i],
-                               .probe = pl->r->nprobes};
-            if ((rc = read_point(pl, db, all, nsets + KNOB_SETS, &p, err)) == 0) *append_point(pl->r) = p;
-        }
+    for (int k = 0; k < pl->nknob && rc == 0; k++) {
+        if (find_point(pl->r, split[0], split[1], split[2], k) >= 0) continue;
+        int n = slo_knob_sets(pl, k, ks);
+        for (int i = 0; i < n; i++) all[nsets + i] = ks[i];
+        const slo_knob *kn = &pl->knob[k];
+        sim_slo_point p = {.prefill = split[0],
+                           .decode = split[1],
+                           .dram_level = split[2],
+                           .knob = k,
+                           .scope = kn->scope,
+                           .cpp = kn->cpp,
+                           .load = kn->load,
+                           .ssd = kn->ssd,
+                           .remote = kn->remote,
+                           .probe = pl->r->nprobes};
+        if ((rc = read_point(pl, db, all, nsets + n, &p, err)) == 0) *append_point(pl->r) = p;
+    }
     free(all);
     return rc;
 }
@@ -196,10 +228,9 @@ static int run_split(slo_plan *pl, const int *split, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
-    int n = pl->nbase + SPLIT_SETS;
-    char **sets = sim_xcalloc((size_t)n, sizeof *sets);
+    char **sets = sim_xcalloc((size_t)pl->nbase + SPLIT_SETS, sizeof *sets);
     memcpy(sets, pl->base, (size_t)pl->nbase * sizeof *sets);
-    split_sets(pl, split[0], split[1], split[2], sets + pl->nbase);
+    int n = pl->nbase + split_sets(pl, split[0], split[1], split[2], sets + pl->nbase);
     sim_sweep_opts so = {.config = o->config,
                          .db = pl->db,
                          .grid_spec = pl->grid,
@@ -223,35 +254,36 @@ static int run_split(slo_plan *pl, const int *split, sim_err *err)
     return rc;
 }
 
-static const char *verdict(const slo_probe *pr)
+static const char *verdict(const slo_plan *pl, const slo_probe *pr)
 {
     if (pr->feasible) return "feasible";
+    if (pl->agg) return "short";
     if (!pr->prefill_ok && !pr->decode_ok) return "both sides short";
     return !pr->prefill_ok ? "prefill side short" : pr->decode_ok ? "no single point passes" : "decode side short";
 }
 
 int slo_probe_run(slo_plan *pl, int P, int D, int lv, const char *why, slo_probe *out, sim_err *err)
 {
-    const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
     int split[3] = {P, D, lv}, have = 0;
-    for (int i = 0; i < pl->ncpp; i++)
-        for (int k = 0; k < o->nscope; k++) have += find_point(r, P, D, lv, o->scope[k], pl->cpp[i]) >= 0;
-    bool fresh = have < pl->ncpp * o->nscope;
+    for (int k = 0; k < pl->nknob; k++) have += find_point(r, P, D, lv, k) >= 0;
+    bool fresh = have < pl->nknob;
     r->nprobes += fresh;
     if (fresh && run_split(pl, split, err)) return -1;
     *out = (slo_probe){.best = -1};
-    for (int i = 0; i < pl->ncpp; i++)
-        for (int k = 0; k < o->nscope; k++) {
-            int j = find_point(r, P, D, lv, o->scope[k], pl->cpp[i]);
-            out->prefill_ok |= r->pts[j].prefill_ok;
-            out->decode_ok |= r->pts[j].decode_ok;
-            out->feasible |= r->pts[j].feasible;
-            if (r->pts[j].feasible && out->best < 0) out->best = j;
-        }
+    for (int k = 0; k < pl->nknob; k++) {
+        int j = find_point(r, P, D, lv, k);
+        out->prefill_ok |= r->pts[j].prefill_ok;
+        out->decode_ok |= r->pts[j].decode_ok;
+        out->feasible |= r->pts[j].feasible;
+        if (r->pts[j].feasible && out->best < 0) out->best = j;
+    }
+    char split_name[64];
+    if (pl->agg) snprintf(split_name, sizeof split_name, "%d instance%s", P, P == 1 ? "" : "s");
+    else snprintf(split_name, sizeof split_name, "%dP%dD", P, D);
     if (fresh)
-        fprintf(stderr, "kvsim plan slo: probe %d (%s): %dP%dD, DRAM %.4g GB/node: %s\n", r->nprobes, why, P, D,
-                r->dram[lv] / 1e9, verdict(out));
+        fprintf(stderr, "kvsim plan slo: probe %d (%s): %s, DRAM %.4g GB/%s: %s\n", r->nprobes, why, split_name,
+                r->dram[lv] / 1e9, pl->agg && r->instances_per_node <= 1 ? "instance" : "node", verdict(pl, out));
     return 0;
 }
 

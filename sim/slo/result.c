@@ -32,11 +32,18 @@ static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const 
         if (!k) json_object_set_new(m, sim_slo_metric_key(t), k = json_object());
         json_object_set_new(k, sim_slo_stat_key(t), isnan(p->value[t]) ? json_null() : json_real(p->value[t]));
     }
-    json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:i, s:b, s:I, s:I}", "probe", p->probe, "prefill",
-                          p->prefill, "decode", p->decode, "gpus", sim_slo_gpus(r, p), "dram_bytes",
-                          r->dram[p->dram_level], "dram_tokens", r->dram[p->dram_level] / r->kv_bytes_per_token,
-                          "scope", kv_scope_name((kv_scope)p->scope), "cpp_group", p->cpp, "ran", p->ran, "run_id",
-                          (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected);
+    const char *const *loads = sim_load_names;
+    json_t *j = r->aggregated
+                    ? json_pack("{s:i, s:i, s:I, s:f, s:I, s:I, s:s}", "probe", p->probe, "instances", p->prefill,
+                                "dram_bytes", (json_int_t)r->dram[p->dram_level], "dram_tokens",
+                                r->dram[p->dram_level] / r->kv_bytes_per_token, "ssd_bytes", (json_int_t)p->ssd,
+                                "remote_bytes", (json_int_t)p->remote, "load", loads[p->load])
+                    : json_pack("{s:i, s:i, s:i, s:f, s:f, s:s, s:i}", "probe", p->probe, "prefill", p->prefill,
+                                "decode", p->decode, "dram_bytes", r->dram[p->dram_level], "dram_tokens",
+                                r->dram[p->dram_level] / r->kv_bytes_per_token, "scope",
+                                kv_scope_name((kv_scope)p->scope), "cpp_group", p->cpp);
+    json_object_update_new(j, json_pack("{s:i, s:b, s:I, s:I}", "gpus", sim_slo_gpus(r, p), "ran", p->ran, "run_id",
+                                        (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected));
     json_object_update_new(j, m);
     if (sim_slo_price(r, p) > 0) json_object_set_new(j, "price_per_hour", json_real(sim_slo_price(r, p)));
     json_object_update_new(j, json_pack("{s:f, s:b, s:s, s:f, s:b}", "slo_attainment", p->attainment, "overloaded",
@@ -60,7 +67,7 @@ static json_t *floors_json(const sim_slo_opts *o, const sim_slo_result *r)
 static json_t *frontier_json(const sim_slo_opts *o, const sim_slo_result *r)
 {
     json_t *a = json_array();
-    for (int lv = 0; lv < r->ndram; lv++) {
+    for (int lv = 0; lv < r->nlisted; lv++) {
         int i = r->frontier[lv];
         json_t *e =
             i >= 0 ? point_json(o, r, &r->pts[i]) : json_pack("{s:f, s:b}", "dram_bytes", r->dram[lv], "feasible", 0);
@@ -93,6 +100,14 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
     json_object_set_new(j, "frontier", frontier_json(o, r));
     json_object_set_new(j, "cheapest", r->cheapest >= 0 ? point_json(o, r, &r->pts[r->cheapest]) : json_null());
     if (r->cheapest >= 0) json_object_set_new(json_object_get(j, "cheapest"), "command", json_string(r->command));
+    json_object_set_new(j, "mode", json_string(r->aggregated ? "aggregated" : "disaggregated"));
+    if (r->aggregated)
+        json_object_set_new(
+            j, "cliff",
+            json_pack("{s:o, s:o, s:I, s:s}", "pass",
+                      r->cliff_pass >= 0 ? point_json(o, r, &r->pts[r->cliff_pass]) : json_null(), "fail",
+                      r->cliff_fail >= 0 ? point_json(o, r, &r->pts[r->cliff_fail]) : json_null(), "step_bytes",
+                      (json_int_t)r->dram_step, "dram_per", r->instances_per_node > 1 ? "node" : "instance"));
     json_object_set_new(j, "search",
                         json_pack("{s:i, s:I, s:I, s:I, s:i, s:f}", "probes", r->nprobes, "runs", (json_int_t)r->runs,
                                   "recorded", (json_int_t)r->recorded, "failed", (json_int_t)r->failed, "points",

@@ -81,14 +81,16 @@ static int line_bounds(slo_plan *pl, int *p_lo, int *d_lo, sim_err *err)
 }
 
 /* One side's bound at DRAM level lv: the prefill side along P with
- * `other` decode instances, or the decode side along D. */
+ * `other` decode instances, or the decode side along D (slo_smallest's
+ * test side_ok). */
 typedef struct slo_axis {
     int lv, other;
     bool prefill;
 } slo_axis;
 
-static int side_ok(slo_plan *pl, const slo_axis *ax, int v, bool *ok, sim_err *err)
+static int side_ok(slo_plan *pl, const void *ctx, int v, bool *ok, sim_err *err)
 {
+    const slo_axis *ax = ctx;
     slo_probe pr;
     int P = ax->prefill ? v : ax->other, D = ax->prefill ? ax->other : v;
     if (slo_probe_run(pl, P, D, ax->lv, ax->prefill ? "prefill bound" : "decode bound", &pr, err)) return -1;
@@ -96,24 +98,23 @@ static int side_ok(slo_plan *pl, const slo_axis *ax, int v, bool *ok, sim_err *e
     return 0;
 }
 
-/* The smallest v in [lo, hi] whose side passes (hi + 1: none), the side
- * failing below it and passing above: galloping up from lo (lo, lo + 2,
- * lo + 6, lo + 14, ...: a bound that holds costs one probe, one that moves
- * by k about 2 log2 k), then bisecting between the last failure and the
- * first pass. */
-static int smallest_ok(slo_plan *pl, const slo_axis *ax, int lo, int hi, int *out, sim_err *err)
+/* The smallest v in [lo, hi] that passes (hi + 1: none), failing below
+ * and passing above: galloping up from lo (lo, lo + 2, lo + 6, lo + 14,
+ * ...: a bound that holds costs one probe, one that moves by k about
+ * 2 log2 k), then bisecting between the last failure and the first pass. */
+int slo_smallest(slo_plan *pl, slo_test test, const void *ctx, int lo, int hi, int *out, sim_err *err)
 {
     int fail = lo - 1, pass = hi + 1;
     bool ok = false;
     for (int step = 1; fail < hi && !ok; step *= 2) {
         int v = imin(fail + step, hi);
-        if (side_ok(pl, ax, v, &ok, err)) return -1;
+        if (test(pl, ctx, v, &ok, err)) return -1;
         if (ok) pass = v;
         else fail = v;
     }
     while (pass - fail > 1 && pass <= hi) {
         int v = fail + (pass - fail) / 2;
-        if (side_ok(pl, ax, v, &ok, err)) return -1;
+        if (test(pl, ctx, v, &ok, err)) return -1;
         if (ok) pass = v;
         else fail = v;
     }
@@ -123,15 +124,15 @@ static int smallest_ok(slo_plan *pl, const slo_axis *ax, int lo, int hi, int *ou
 
 /* Steps 2 and 3: the smallest N with a feasible split at DRAM level lv
  * (*best its point), or 0 when none up to M. The bounds are first made
- * tight along each axis (smallest_ok), then the splits of each N inside
+ * tight along each axis (slo_smallest), then the splits of each N inside
  * them are probed in turn, the bounds rising as probes fail. */
 static int staircase(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_err *err)
 {
     int M = pl->o->max_instances;
     slo_axis ap = {lv, *d_lo, true};
-    if (smallest_ok(pl, &ap, *p_lo, M - *d_lo, p_lo, err)) return -1;
+    if (slo_smallest(pl, side_ok, &ap, *p_lo, M - *d_lo, p_lo, err)) return -1;
     slo_axis ad = {lv, *p_lo, false};
-    if (*p_lo + *d_lo <= M && smallest_ok(pl, &ad, *d_lo, M - *p_lo, d_lo, err)) return -1;
+    if (*p_lo + *d_lo <= M && slo_smallest(pl, side_ok, &ad, *d_lo, M - *p_lo, d_lo, err)) return -1;
     for (int N = *p_lo + *d_lo; N <= M; N = imax(N + 1, *p_lo + *d_lo))
         for (int P = *p_lo; P <= N - *d_lo; P++) {
             slo_probe pr;

@@ -1,7 +1,8 @@
 /* sim/slo/slo_int.h — what the files of sim/slo share and nobody else sees:
- * the state of one plan. Calls go one way only: plan_slo.c calls floor.c
- * and search.c; search.c calls probe.c; every file calls targets.c (the
- * targets' names) and none calls back; result.c only reads a result. */
+ * the state of one plan. Calls go one way only: plan_slo.c calls floor.c,
+ * search.c and search_agg.c; search_agg.c calls search.c (slo_smallest);
+ * both call probe.c; every file calls targets.c (the targets' names) and
+ * none calls back; result.c only reads a result. */
 #ifndef SIM_SLO_INT_H
 #define SIM_SLO_INT_H
 
@@ -12,6 +13,16 @@
 #include "sim/slo/plan_slo.h"
 #include "sim/util.h"
 
+/* The knobs one point of a probe is run at besides its split: scope and
+ * CPP group (disaggregated), or disk, remote store and kvstore.load
+ * (aggregated). */
+typedef struct slo_knob {
+    int scope, cpp, load;
+    double ssd, remote;
+} slo_knob;
+
+enum { SLO_MAX_KNOBS = 256 };
+
 typedef struct slo_plan {
     const sim_slo_opts *o;
     sim_slo_result *r;
@@ -19,7 +30,11 @@ typedef struct slo_plan {
     int nbase;
     int cpp[SIM_SLO_MAX_LIST]; /* the CPP groups searched: opts.cpp less those the floor rules out */
     int ncpp;
-    char grid[512]; /* the knobs of a probe: "cluster.cpp_group=1,4;cluster.scope=global,local" */
+    bool agg;                     /* an aggregated cluster: the split is cluster.instances */
+    int load0;                    /* the config's kvstore.load (SIM_LOAD_*) */
+    slo_knob knob[SLO_MAX_KNOBS]; /* the points of a probe's grid, in the sweep's order */
+    int nknob;
+    char grid[4096]; /* the knobs of a probe: "cluster.cpp_group=1,4;cluster.scope=global,local" */
     char db[PATH_MAX + 16], tmpdir[PATH_MAX];
     int stop_signal; /* the signal that stopped a sweep, or 0 */
 } slo_plan;
@@ -42,7 +57,23 @@ int slo_probe_run(slo_plan *pl, int P, int D, int lv, const char *why, slo_probe
 /* probe.c: the first target point p misses, as "TTFT p90 5234.1 ms > 2000 ms". */
 void slo_describe_miss(const sim_slo_opts *o, const sim_slo_point *p, char *buf, size_t n);
 
+/* probe.c: the "key=value" sets of knob k into sets[0..) (each of 64
+ * bytes), as the probe's grid writes them; returns how many. */
+int slo_knob_sets(const slo_plan *pl, int k, char (*sets)[64]);
+/* probe.c: the first feasible point of split (P, D) at level lv, or -1. */
+int slo_feasible_point(const sim_slo_result *r, int P, int D, int lv);
+
 /* search.c: steps 1-3 (r->pts, frontier, cheapest, status, reason). */
 int slo_search(slo_plan *pl, sim_err *err);
+
+/* search.c: the smallest v in [lo, hi] for which ok(ctx, v) holds (hi + 1:
+ * none), assuming it fails below and holds above: galloping up from lo,
+ * then bisecting. */
+typedef int (*slo_test)(slo_plan *pl, const void *ctx, int v, bool *ok, sim_err *err);
+int slo_smallest(slo_plan *pl, slo_test ok, const void *ctx, int lo, int hi, int *out, sim_err *err);
+
+/* search_agg.c: steps 1-3 for an aggregated cluster: the fewest instances
+ * per DRAM level, then the cliff (r->cliff_pass, r->cliff_fail). */
+int slo_search_agg(slo_plan *pl, sim_err *err);
 
 #endif

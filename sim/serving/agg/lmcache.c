@@ -429,7 +429,7 @@ void lmc_summarize(const agg *a, json_t *summary)
 {
     const lmc *l = a->lmc;
     if (!l) return;
-    static const char *const loads[] = {"always", "never", "adaptive", "balanced"};
+    const char *const *loads = sim_load_names;
     json_t *hits = json_object(), *bytes = json_object();
     for (int t = 0; t < T_N; t++) {
         json_object_set_new(hits, tier_names[t], json_integer(l->hits[t]));
