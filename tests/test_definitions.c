@@ -216,11 +216,14 @@ static void test_samples_queue_and_running(void **state)
                          floor(got / 10), fmod(got, 10), w[0], w[1]);
         }
     assert_true(sql_num(db, "SELECT COUNT(*) FROM samples WHERE role = 'decode' AND running <> batch") == 0);
-    /* utilisation.decode: three decodes of D holding N + O tokens of the
-     * capacity C each, over the one decode instance's p + T + 3D seconds */
-    double C = (double)sim_cost_decode_kv_tokens(&cost), span = p + T + 3 * D;
+    /* utilisation.decode: three decodes, each of O − 1 iterations, the k-th
+     * holding N + k tokens of the capacity C (decode.kv_allocation =
+     * incremental: the KV grows a token a step), over the one decode
+     * instance's p + T + 3D seconds */
+    double C = (double)sim_cost_decode_kv_tokens(&cost), span = p + T + 3 * D, held = 0;
+    for (int k = 1; k < TINY_O; k++) held += sim_cost_decode_iter_s(&cost, 1, TINY_N + k) * (TINY_N + k);
     assert_double_equal(num(s, "sim_seconds", NULL), span, 1e-6);
-    assert_double_equal(num(s, "utilisation", "decode"), 3 * D * (TINY_N + TINY_O) / C / span, 1e-9);
+    assert_double_equal(num(s, "utilisation", "decode"), 3 * held / C / span, 1e-9);
     assert_true(num(s, "decode_load", NULL) > 0);
     json_decref(s);
     tu_remove_temp(db);

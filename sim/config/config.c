@@ -448,6 +448,20 @@ static int read_on_failure(const json_t *root, bool *retry, sim_err *err)
     return 0;
 }
 
+/* decode.kv_allocation and decode.preemption (sim/serving/disagg/flow.c). */
+static int read_decode(const json_t *root, sim_config *c, sim_err *err)
+{
+    static const char *const allocs[] = {"reserve", "incremental", NULL}, *const preempts[] = {"recompute", "swap",
+                                                                                               NULL};
+    int alloc, preempt;
+    if (get_choice(root, "decode.kv_allocation", allocs, &alloc, err) ||
+        get_choice(root, "decode.preemption", preempts, &preempt, err))
+        return -1;
+    c->decode_incremental = alloc == 1;
+    c->decode_swap = preempt == 1;
+    return 0;
+}
+
 static int read_typed(sim_config *c, sim_err *err)
 {
     const json_t *root = c->root;
@@ -475,7 +489,7 @@ static int read_typed(sim_config *c, sim_err *err)
                         c->block_tokens, c->trace.block_tokens);
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
-        get_choice(root, "cost.compute", computes, &c->compute, err))
+        read_decode(root, c, err) || get_choice(root, "cost.compute", computes, &c->compute, err))
         return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");

@@ -62,6 +62,7 @@ static int setup_policies(cluster *c, sim_err *err)
         (c->admission->create && c->admission->create(&c->admission_st, cfg->params, err)) ||
         (c->pd->create && c->pd->create(&c->pd_st, cfg->params, c->n_inst, err)))
         return -1;
+    if (c->admission->needs_inflight) c->outputs = sched_lengths_new(); /* the conductor's record of outputs */
     return 0;
 }
 
@@ -150,6 +151,7 @@ static void destroy(void *state)
     gsl_rng_free(c->rng_policy);
     gsl_rng_free(c->rng_noise);
     gsl_rng_free(c->rng_fit);
+    sched_lengths_free(c->outputs);
     free(c->inst);
     free(c->pidx);
     free(c->didx);
@@ -210,6 +212,11 @@ static void summarize(void *state, json_t *summary)
     double held = role_ns > 0 ? c->held_decode_s / sim_ns_to_s(role_ns) : 0;
     json_object_set_new(summary, "utilisation", json_pack("{s:f, s:f}", "prefill", p, "decode", held));
     json_object_set_new(summary, "decode_load", json_real(d));
+    if (c->cfg->decode_incremental) { /* decode.kv_allocation = reserve never preempts */
+        json_object_set_new(summary, "preemptions", json_integer((json_int_t)c->preempt.preemptions));
+        json_object_set_new(summary, "swapped_bytes", json_real(c->preempt.swapped_bytes));
+        json_object_set_new(summary, "recomputed_tokens", json_integer((json_int_t)c->preempt.recomputed_tokens));
+    }
     sim_pic_summarize(c, summary);
 }
 

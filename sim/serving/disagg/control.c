@@ -117,7 +117,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         row.queue_len = in->waiting.n;
         row.running = row.batch = in->nbatch;
         double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
-        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / c->slo_tbt_s;
+        double mem = sim_cluster_decode_mem(c, in), tbt_load = tbt / c->slo_tbt_s;
         row.load = tbt_load > mem ? tbt_load : mem;
         row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
     }
