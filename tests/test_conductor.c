@@ -255,8 +255,9 @@ static void test_nic_bandwidth_monotone(void **state)
  * (issue 19), not tuned back. With decode KV allocated as it arrives and
  * grown a token a step, preempting when HBM runs out (issue 29,
  * decode.kv_allocation = incremental) and the prediction counting that
- * growth, the paper's order appears: 2905 (2279 after prefill) > 2705 >
- * 2561, with 401, 597 and 666 preemptions. */
+ * growth, the paper's order appears: 2835 (2209 after prefill) > 2702 >
+ * 2559, with 349, 564 and 606 preemptions (KV loaded from the decode
+ * node's DRAM, decode.kv_receive = dram). */
 static void test_table4_rejections(void **state)
 {
     char *trace = gen_trace("--requests 6000 --rate 20 --output-mean 2500 --output-sigma 0.4 --input-mean 3000 "
@@ -294,11 +295,11 @@ static void test_table4_rejections(void **state)
  * side; predicting the decode load at prefill completion damps it. The
  * measure: variance over time of (mean prefill load − mean decode load) in
  * the samples table, between 200 s and 900 s (after the warm-up).
- * Under decode.kv_allocation = reserve (the model this claim was shown
- * in): early_reject 1,921 rejected, variance 0.067; early_reject_predict
- * 1,886, 0.044. Under the default incremental allocation the variance
- * still drops (0.140 → 0.092) but prediction rejects more (1,933 →
- * 2,011): it foresees the growth of the KV in flight that the current
+ * Under decode.kv_allocation = reserve and decode.kv_receive = hbm (the
+ * model this claim was shown in): early_reject 1,921 rejected, variance 0.067; early_reject_predict
+ * 1,886, 0.044. Under the defaults (incremental allocation, KV loaded
+ * from DRAM) the variance still drops (0.115 → 0.088) but prediction
+ * rejects more (1,937 → 1,993): it foresees the growth of the KV in flight that the current
  * decode load does not show (docs/fidelity.md). */
 static double load_gap_variance(const char *db)
 {
@@ -318,7 +319,8 @@ static void test_prediction_damps_oscillation(void **state)
         char *db = tu_temp_path(), args[1024];
         snprintf(args, sizeof args,
                  "--trace %s --set cluster.prefill=4 --set cluster.decode=4 --set cluster.scope=local "
-                 "--set policy.router=kvcentric --set policy.admission=%s --set decode.kv_allocation=reserve --db %s",
+                 "--set policy.router=kvcentric --set policy.admission=%s --set decode.kv_allocation=reserve "
+                 "--set decode.kv_receive=hbm --db %s",
                  trace, policies[i], db);
         json_t *s = run(args);
         rejected[i] = num(s, "rejected", "total");

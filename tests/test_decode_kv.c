@@ -8,6 +8,8 @@
  *  - recompute: the resumption step also prefills its held tokens
  *    (recomputed_tokens), and its last token comes when the hand sum says;
  *  - swap: the same tokens go to DRAM and back (swapped_bytes), no recompute;
+ *  - decode.kv_receive = dram: the KV's load from DRAM into HBM delays
+ *    the decode by the host link's copy time;
  *  - reserve: no preemption, and the preemption counters stay out of the
  *    summary (recorded summaries under reserve are today's, bit for bit:
  *    tests/test_summaries.c);
@@ -111,7 +113,9 @@ static void check_preemption(const char *mode, bool swap)
     sim_cost cost;
     double frac = frac_for_capacity(&cfg, &cost);
     double T = sim_cost_nic_s(&cost, N * cost.kv_bytes_per_token);
-    assert_true(T < sim_cost_decode_iter_s(&cost, 1, N + 1)); /* B's KV lands during A's first step */
+    /* B's KV lands, and is loaded from DRAM (L after A's own load), during A's first step */
+    double L = sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token);
+    assert_true(T < L + sim_cost_decode_iter_s(&cost, 1, N + 1) && L < sim_cost_decode_iter_s(&cost, 1, N + 1));
     char *trace = two_requests(), *db = tu_temp_path(), extra[128];
     snprintf(extra, sizeof extra, "--set decode.kv_allocation=incremental --set decode.preemption=%s", mode);
     json_t *s = run(trace, db, frac, extra);
@@ -145,7 +149,9 @@ static void test_incremental_recompute(void **state) { check_preemption("recompu
 static void test_incremental_swap(void **state) { check_preemption("swap", true); }
 
 /* reserve: B's whole input + output (N + O) does not fit beside A's, so it
- * waits for A without preemption, and its O − 1 steps follow A's last. */
+ * waits for A without preemption; once A's last step frees its room, B's
+ * KV is loaded from DRAM into HBM (decode.kv_receive = dram: L, the host
+ * link's time for N tokens) and its O − 1 steps follow. */
 static void test_reserve_never_preempts(void **state)
 {
     sim_config cfg;
@@ -161,8 +167,37 @@ static void test_reserve_never_preempts(void **state)
     for (int k = 1; k < O; k++) ns += sim_s_to_ns(sim_cost_decode_iter_s(&cost, 1, N + k));
     double a_done = sql_num(db, "SELECT done_ms FROM requests WHERE id = 0"),
            b_done = sql_num(db, "SELECT done_ms FROM requests WHERE id = 1");
+    ns += sim_s_to_ns(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token));
     assert_double_equal(b_done, a_done + sim_ns_to_s(ns) * 1e3, 1e-3);
     json_decref(s);
+    tu_remove_temp(db);
+    tu_remove_temp(trace);
+    sim_config_free(&cfg);
+}
+
+/* decode.kv_receive: with one request, landing in DRAM delays its whole
+ * decode by the host link's copy of its N input tokens' KV into HBM
+ * (the A of the trace above alone: its last token L later than with hbm). */
+static void test_kv_receive_dram_adds_the_load(void **state)
+{
+    sim_config cfg;
+    sim_cost cost;
+    double frac = frac_for_capacity(&cfg, &cost), done[2];
+    char *trace = tu_write_temp(""), *db = tu_temp_path();
+    FILE *f = fopen(trace, "w");
+    fprintf(f, "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [1, 2]}\n", N, O);
+    fclose(f);
+    const char *modes[] = {"hbm", "dram"};
+    for (int i = 0; i < 2; i++) {
+        char extra[64], sql[96];
+        snprintf(extra, sizeof extra, "--set decode.kv_receive=%s", modes[i]);
+        json_decref(run(trace, db, frac, extra));
+        snprintf(sql, sizeof sql, "SELECT done_ms FROM requests WHERE run_id = %d", i + 1);
+        done[i] = sql_num(db, sql);
+    }
+    double L = sim_ns_to_s(sim_s_to_ns(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token)));
+    printf("hbm %.3f ms, dram %.3f ms, load %.3f ms\n", done[0], done[1], L * 1e3);
+    assert_double_equal(done[1] - done[0], L * 1e3, 1e-6);
     tu_remove_temp(db);
     tu_remove_temp(trace);
     sim_config_free(&cfg);
@@ -230,8 +265,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_incremental_recompute),  cmocka_unit_test(test_incremental_swap),
-        cmocka_unit_test(test_reserve_never_preempts), cmocka_unit_test(test_predict_pool_by_hand),
-        cmocka_unit_test(test_bad_choice_named),
+        cmocka_unit_test(test_reserve_never_preempts), cmocka_unit_test(test_kv_receive_dram_adds_the_load),
+        cmocka_unit_test(test_predict_pool_by_hand),   cmocka_unit_test(test_bad_choice_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

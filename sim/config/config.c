@@ -448,15 +448,17 @@ static int read_on_failure(const json_t *root, bool *retry, sim_err *err)
     return 0;
 }
 
-/* decode.kv_allocation and decode.preemption (sim/serving/disagg/flow.c). */
+/* decode.kv_allocation, decode.preemption, decode.kv_receive (sim/serving/disagg/flow.c). */
 static int read_decode(const json_t *root, sim_config *c, sim_err *err)
 {
-    static const char *const allocs[] = {"reserve", "incremental", NULL}, *const preempts[] = {"recompute", "swap",
-                                                                                               NULL};
-    int alloc, preempt;
+    static const char *const allocs[] = {"reserve", "incremental", NULL};
+    static const char *const preempts[] = {"recompute", "swap", NULL}, *const receives[] = {"hbm", "dram", NULL};
+    int alloc, preempt, receive;
     if (get_choice(root, "decode.kv_allocation", allocs, &alloc, err) ||
-        get_choice(root, "decode.preemption", preempts, &preempt, err))
+        get_choice(root, "decode.preemption", preempts, &preempt, err) ||
+        get_choice(root, "decode.kv_receive", receives, &receive, err))
         return -1;
+    c->decode_kv_dram = receive == 1;
     c->decode_incremental = alloc == 1;
     c->decode_swap = preempt == 1;
     return 0;

@@ -85,6 +85,9 @@ typedef struct sim_config {
      * decode.preemption: a preempted request's KV is swapped to DRAM (swap,
      * true) or dropped and recomputed (recompute) */
     bool decode_incremental, decode_swap;
+    /* decode.kv_receive: a request's KV lands in the decode node's DRAM and
+     * is loaded into HBM when it joins (dram, true), or lands in HBM (hbm) */
+    bool decode_kv_dram;
 
     int block_tokens;
     char pic[32];         /* kvstore.pic: the cache model (sim/store/cache_model.c) or a PIC policy (sim/store/pic.h) */

@@ -181,12 +181,12 @@ static const handler_fn handlers[EV_NKINDS] = {
     [EV_SAMPLE] = sim_control_on_sample,   [EV_REPLICAS] = sim_control_on_replicas,
     [EV_CONTROL] = sim_control_on_control, [EV_SWITCH_DONE] = sim_control_on_switch_done,
     [EV_FAULT] = sim_control_on_fault,     [EV_RECOVER] = sim_control_on_recover,
-    [EV_UNBLOCK] = sim_flow_on_unblock,
+    [EV_UNBLOCK] = sim_flow_on_unblock,    [EV_KV_LOADED] = sim_flow_on_kv_loaded,
 };
 
 static void handle(void *state, const sim_event *ev) { handlers[ev->kind](state, ev); }
 
-/* RETRY, PREFILL_DONE and KV_READY carry a request; the others nothing. */
+/* RETRY, PREFILL_DONE, KV_READY and KV_LOADED carry a request; the others nothing. */
 static void discard(void *state, const sim_event *ev)
 {
     if (ev->data) sim_cluster_free_req(ev->data);

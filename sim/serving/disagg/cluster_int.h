@@ -37,6 +37,7 @@ enum {
     EV_FAULT,                /* target: failing instance */
     EV_RECOVER,              /* target: recovering instance */
     EV_UNBLOCK,              /* target: instance whose pipeline stage (CPP) is done */
+    EV_KV_LOADED,            /* target: decode instance, gen: its generation, data: req (DRAM → HBM done) */
     EV_NKINDS
 };
 
@@ -99,6 +100,8 @@ typedef struct instance {
     req_queue waiting;
     req_state **batch;
     int nbatch, pending;
+    int nloading;     /* decode.kv_receive = dram: KV being loaded DRAM → HBM, room held, not in the batch */
+    int64_t h2d_free; /* its host link (DRAM → HBM), a FIFO */
     int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
     bool iterating;
     int64_t iter_start; /* when the running iteration began */
@@ -269,6 +272,7 @@ void sim_flow_on_prefill_done(cluster *c, const sim_event *ev);
 void sim_flow_on_kv_ready(cluster *c, const sim_event *ev);
 void sim_flow_on_decode_step(cluster *c, const sim_event *ev);
 void sim_flow_on_unblock(cluster *c, const sim_event *ev);
+void sim_flow_on_kv_loaded(cluster *c, const sim_event *ev);
 
 /* ---- control.c ---------------------------------------------------------------- */
 void sim_control_start(cluster *c);

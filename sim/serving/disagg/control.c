@@ -397,7 +397,8 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
     in->nbatch = in->pending = 0;
     in->kv_reserved = in->kv_batch = in->kv_waiting = in->ctx_tokens = 0;
     in->iterating = false;
-    in->nic_tx_free = in->nic_rx_free = c->eng->now;
+    in->nic_tx_free = in->nic_rx_free = in->h2d_free = c->eng->now;
+    in->nloading = 0; /* their KV_LOADED events are stale now */
     c->cache->drop_node(c->cache_st, in->id);
     double down = c->cfg->faults[ev->gen].down_s;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(down), EV_RECOVER, in->id, in->gen, NULL);

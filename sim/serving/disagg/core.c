@@ -236,8 +236,8 @@ sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
 void sim_cluster_check_drained(cluster *c, instance *in)
 {
     if (in->state != ST_DRAINING) return;
-    bool idle =
-        in->role == ROLE_PREFILL ? !in->running && !in->queue.head : !in->nbatch && !in->waiting.head && !in->pending;
+    bool idle = in->role == ROLE_PREFILL ? !in->running && !in->queue.head
+                                         : !in->nbatch && !in->waiting.head && !in->pending && !in->nloading;
     if (!idle) return;
     in->state = ST_SWITCHING;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);

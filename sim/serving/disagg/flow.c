@@ -318,25 +318,47 @@ static double grow_batch(cluster *c, instance *d, bool *preempted)
     return extra;
 }
 
-/* The head of d's waiting queue joins the batch; returns the seconds its
- * resumption (recompute or swap-in) adds to the step. */
+/* q, its KV in HBM, is in d's batch from the next step on. */
+static void enter_batch(cluster *c, instance *d, req_state *q)
+{
+    d->batch[d->nbatch++] = q;
+    d->ctx_tokens += q->r->input_len + q->tokens;
+    d->pending--;
+}
+
+/* A request's KV received into the decode node's DRAM (decode.kv_receive =
+ * dram; Mooncake §3.1 steps 3–4: streamed "to the destination decoding
+ * node's CPU memory"; §7.4.3: the decoding node loads it from DRAM to HBM,
+ * asynchronously with inference) is copied into the HBM room it now holds
+ * over the node's host link, one copy after another, while the batch
+ * steps on; it joins the batch when the copy ends (KV_LOADED). */
+static void load_kv(cluster *c, instance *d, req_state *q)
+{
+    int64_t start = d->h2d_free > c->eng->now ? d->h2d_free : c->eng->now;
+    double bytes = (double)q->r->input_len * c->cost.kv_bytes_per_token;
+    d->h2d_free = start + sim_s_to_ns(sim_cost_h2d_s(&c->cost, bytes));
+    d->nloading++;
+    sim_engine_push(c->eng, d->h2d_free, EV_KV_LOADED, d->id, d->gen, q);
+}
+
+/* The head of d's waiting queue takes its room in HBM and joins the batch
+ * (after its KV's load from DRAM, when it lands there); returns the
+ * seconds its resumption (recompute or swap-in) adds to the step. */
 static double join_batch(cluster *c, instance *d)
 {
     req_state *q = queue_pop(&d->waiting);
-    int64_t kv = batch_kv(c, q);
+    int64_t kv = batch_kv(c, q), held = q->kv_held;
     d->kv_waiting -= kv;
-    d->batch[d->nbatch++] = q;
     d->kv_batch += kv;
-    d->ctx_tokens += q->r->input_len + q->tokens;
-    d->pending--;
+    q->kv_held = kv;
     if (!q->preempted) {
         sim_topk_init(&q->topk, q->r->output_len - 1);
-        q->kv_held = kv;
+        if (c->cfg->decode_kv_dram) load_kv(c, d, q);
+        else enter_batch(c, d, q);
         return 0;
     }
-    int64_t held = q->kv_held;
+    enter_batch(c, d, q);
     q->preempted = false;
-    q->kv_held = kv;
     if (c->cfg->decode_swap) return sim_cost_h2d_s(&c->cost, (double)held * c->cost.kv_bytes_per_token);
     c->preempt.recomputed_tokens += held;
     return sim_cost_prefill_s(&c->cost, (int32_t)held, 0);
@@ -346,7 +368,7 @@ static void start_iteration(cluster *c, instance *d)
 {
     bool preempted = false;
     double extra = c->cfg->decode_incremental ? grow_batch(c, d, &preempted) : 0;
-    while (!preempted && d->waiting.head && d->nbatch < c->cfg->decode_max_batch &&
+    while (!preempted && d->waiting.head && d->nbatch + d->nloading < c->cfg->decode_max_batch &&
            d->kv_batch + batch_kv(c, d->waiting.head) <= c->kv_capacity)
         extra += join_batch(c, d);
     d->iterating = d->nbatch > 0;
@@ -360,6 +382,15 @@ static void start_iteration(cluster *c, instance *d)
      * divisions overlap the heap's work */
     double kv = sim_cluster_decode_mem(c, d), tbt = dt / c->slo_tbt_s;
     c->busy_decode_s += dt * (kv > tbt ? kv : tbt);
+}
+
+void sim_flow_on_kv_loaded(cluster *c, const sim_event *ev)
+{
+    instance *d = &c->inst[ev->target];
+    if (ev->gen != d->gen) return sim_cluster_lost_work(c, ev->data);
+    d->nloading--;
+    enter_batch(c, d, ev->data);
+    if (!d->iterating) start_iteration(c, d);
 }
 
 void sim_flow_on_kv_ready(cluster *c, const sim_event *ev)
