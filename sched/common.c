@@ -58,10 +58,15 @@ double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tb
     return tbt > mem ? tbt : mem;
 }
 
+int64_t sched_join_kv(const sched_ctx *ctx, const sim_request *req)
+{
+    return (int64_t)req->input_len + (ctx->kv_incremental ? 1 : req->output_len);
+}
+
 double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s)
 {
     const sched_decode_view *d = &ctx->decode[decode];
-    int64_t kv = d->kv_resident + (int64_t)req->input_len + req->output_len;
+    int64_t kv = d->kv_resident + sched_join_kv(ctx, req);
     double tbt = sim_est_decode_iter_s(ctx->est, d->batch + 1, kv);
     if (tbt_s) *tbt_s = tbt;
     return sched_decode_load(ctx, req, tbt, kv, d->kv_capacity);

@@ -49,8 +49,20 @@ typedef struct sched_decode_view {
 /* An admitted request still in flight, as the conductor predicts it. */
 typedef struct sched_inflight {
     double decode_start_s; /* predicted (or actual, if ≤ 0) start of its decode, relative to now */
-    int64_t ctx_tokens;    /* KV tokens its decode reads */
+    int64_t ctx_tokens;    /* KV tokens its decode reads (input + output: its reservation) */
+    int32_t input_tokens;  /* its input (0: unknown, ctx_tokens stands for its KV) */
+    int32_t tokens;        /* output tokens emitted so far (0 before its prefill ends) */
 } sched_inflight;
+
+/* Output lengths of the requests that finished decoding (sched/lengths.c):
+ * sched_lengths_above(l, k) = how many were longer than k tokens. */
+typedef struct sched_lengths sched_lengths;
+#define SCHED_LENGTHS_CAP (1 << 17) /* longer outputs count at this length */
+sched_lengths *sched_lengths_new(void);
+void sched_lengths_free(sched_lengths *l);
+void sched_lengths_add(sched_lengths *l, int64_t len); /* no-op on NULL */
+int64_t sched_lengths_n(const sched_lengths *l);       /* 0 for NULL */
+int64_t sched_lengths_above(const sched_lengths *l, double k);
 
 typedef struct sched_ctx {
     const sim_config *cfg;
@@ -65,7 +77,9 @@ typedef struct sched_ctx {
     double kv_bytes_per_token;
     int n_inflight; /* filled only for admission policies that ask */
     const sched_inflight *inflight;
-    double mean_decode_s; /* with inflight: the conductor's decode-time estimate t_d */
+    double mean_decode_s;         /* with inflight: the conductor's decode-time estimate t_d */
+    bool kv_incremental;          /* decode KV grows a token a step (decode.kv_allocation; false: reserved whole) */
+    const sched_lengths *outputs; /* with inflight: finished output lengths (NULL: none kept) */
 } sched_ctx;
 
 /* A router's decision. */
@@ -173,15 +187,27 @@ double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sc
  * inter-token interval — so memory oversubscription is TBT load too. */
 double sched_decode_load(const sched_ctx *ctx, const sim_request *req, double tbt_s, int64_t kv_tokens,
                          int64_t capacity);
+/* KV tokens req takes on its decode instance when it joins the batch:
+ * input + output when reserved whole, input + its first token when
+ * ctx->kv_incremental (decode.kv_allocation = incremental; it then grows a
+ * token a step). */
+int64_t sched_join_kv(const sched_ctx *ctx, const sim_request *req);
 /* The decode load of decode instance `decode` (index into ctx->decode) at
  * this moment with req joining it: the KV of the requests that reached it
  * (kv_resident: its running batch and those waiting there for room) plus
- * req's input + output, and one iteration over its running batch plus req
+ * req's (sched_join_kv), and one iteration over its running batch plus req
  * (sched_decode_load). KV reserved for requests still in prefill queues is
  * not counted: they have not reached it. *tbt_s (may be NULL) gets the
  * predicted iteration time. Used by `early_reject` at arrival and by
  * `baseline` after prefill (Mooncake §4.3.2, §4.3.3). */
 double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s);
+/* early_reject_predict's expected decode pool at t seconds from now
+ * (sched/admit_early_reject_predict.c, docs/definitions.md): *batch
+ * requests and *kv KV tokens, req included, with t_d the uniform decode
+ * time (used when outputs is NULL or empty), tau the step time and
+ * outputs the finished output lengths. */
+void sched_predict_pool(const sched_ctx *ctx, const sim_request *req, double t, double t_d, double tau,
+                        const sched_lengths *outputs, double *batch, double *kv);
 /* State of admission policies that only need policy.params.load_threshold
  * (default 1): create/destroy hooks shared by baseline and early_reject. */
 typedef struct sched_threshold {

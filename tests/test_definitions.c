@@ -156,25 +156,27 @@ static void test_effective_from_rows(void **state)
 
 /* Three requests of 12,000 distinct tokens and 173 output tokens at 0, 1
  * and 2 ms on 1P1D, no layer-wise overlap, decode batches of one. With p
- * the prefill time, T the KV transfer and D a decode (172 iterations over
- * a growing context):
+ * the prefill time, T the KV transfer, L its load from the decode node's
+ * DRAM into HBM (decode.kv_receive = dram; it holds the batch's one place)
+ * and D a decode (172 iterations over a growing context):
  *   prefill: A [0, p], B [p, 2p], C [2p, 3p];
  *   KV at decode: A p+T, B 2p+T, C 3p+T;
- *   decode: A [p+T, p+T+D], B then [.., p+T+2D], C then [.., p+T+3D].
- * With p ≈ 1.6 s, T ≈ 0.04 s, D ≈ 2.5 s (checked below) the ticks every
+ *   decode: A [p+T+L, p+T+L+D], B then [.., p+T+2(L+D)], C then [.., p+T+3(L+D)].
+ * With p ≈ 1.6 s, T ≈ 0.04 s, L ≈ 0.03 s, D ≈ 2.5 s (checked below) the ticks every
  * second see (queue_len, running): */
 static const int want_prefill[10][2] = {{0, 1}, {2, 1}, {1, 1}, {1, 1}, {0, 1}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
 static const int want_decode[10][2] = {{0, 0}, {0, 0}, {0, 1}, {0, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, {0, 1}};
 
 /* The timing the table above assumes, from the cost model. */
-static void tiny_timing(const sim_cost *cost, double *p, double *T, double *D)
+static void tiny_timing(const sim_cost *cost, double *p, double *T, double *L, double *D)
 {
     *p = sim_cost_prefill_s(cost, TINY_N, 0);
     *T = sim_cost_nic_s(cost, TINY_N * cost->kv_bytes_per_token);
+    *L = sim_cost_h2d_s(cost, TINY_N * cost->kv_bytes_per_token);
     *D = 0;
     for (int k = 1; k < TINY_O; k++) *D += sim_cost_decode_iter_s(cost, 1, TINY_N + k);
-    double a_end = *p + *T + *D, b_end = a_end + *D, c_end = b_end + *D;
-    printf("tiny trace: p %.4f s, T %.4f s, D %.4f s\n", *p, *T, *D);
+    double a_end = *p + *T + *L + *D, b_end = a_end + *L + *D, c_end = b_end + *L + *D;
+    printf("tiny trace: p %.4f s, T %.4f s, L %.4f s, D %.4f s\n", *p, *T, *L, *D);
     assert_true(1.5 < *p && *p < 5.0 / 3);                                 /* t=1..4: A, B, B, C prefilling; t=5 none */
     assert_true(*p + *T < 2 && 3 < a_end && 2 * *p + *T < 4 && 4 < a_end); /* A decodes at 2..4; B waits at 4 */
     assert_true(a_end < 5 && 3 * *p + *T < 5 && 6 < b_end);                /* B decodes at 5, 6; C waits */
@@ -200,8 +202,8 @@ static void test_samples_queue_and_running(void **state)
     sim_config cfg;
     sim_cost cost;
     default_cost(&cfg, &cost);
-    double p, T, D;
-    tiny_timing(&cost, &p, &T, &D);
+    double p, T, L, D;
+    tiny_timing(&cost, &p, &T, &L, &D);
     char *trace = tiny_trace(), *db = tu_temp_path();
     json_t *s = run_db(trace, db, TINY_SETS);
     for (int t = 0; t < 10; t++)
@@ -216,11 +218,14 @@ static void test_samples_queue_and_running(void **state)
                          floor(got / 10), fmod(got, 10), w[0], w[1]);
         }
     assert_true(sql_num(db, "SELECT COUNT(*) FROM samples WHERE role = 'decode' AND running <> batch") == 0);
-    /* utilisation.decode: three decodes of D holding N + O tokens of the
-     * capacity C each, over the one decode instance's p + T + 3D seconds */
-    double C = (double)sim_cost_decode_kv_tokens(&cost), span = p + T + 3 * D;
+    /* utilisation.decode: three decodes, each of O − 1 iterations, the k-th
+     * holding N + k tokens of the capacity C (decode.kv_allocation =
+     * incremental: the KV grows a token a step), over the one decode
+     * instance's p + T + 3(L + D) seconds */
+    double C = (double)sim_cost_decode_kv_tokens(&cost), span = p + T + 3 * (L + D), held = 0;
+    for (int k = 1; k < TINY_O; k++) held += sim_cost_decode_iter_s(&cost, 1, TINY_N + k) * (TINY_N + k);
     assert_double_equal(num(s, "sim_seconds", NULL), span, 1e-6);
-    assert_double_equal(num(s, "utilisation", "decode"), 3 * D * (TINY_N + TINY_O) / C / span, 1e-9);
+    assert_double_equal(num(s, "utilisation", "decode"), 3 * held / C / span, 1e-9);
     assert_true(num(s, "decode_load", NULL) > 0);
     json_decref(s);
     tu_remove_temp(db);

@@ -524,6 +524,22 @@ static int read_on_failure(const json_t *root, bool *retry, sim_err *err)
     return 0;
 }
 
+/* decode.kv_allocation, decode.preemption, decode.kv_receive (sim/serving/disagg/flow.c). */
+static int read_decode(const json_t *root, sim_config *c, sim_err *err)
+{
+    static const char *const allocs[] = {"reserve", "incremental", NULL};
+    static const char *const preempts[] = {"recompute", "swap", NULL}, *const receives[] = {"hbm", "dram", NULL};
+    int alloc, preempt, receive;
+    if (get_choice(root, "decode.kv_allocation", allocs, &alloc, err) ||
+        get_choice(root, "decode.preemption", preempts, &preempt, err) ||
+        get_choice(root, "decode.kv_receive", receives, &receive, err))
+        return -1;
+    c->decode_kv_dram = receive == 1;
+    c->decode_incremental = alloc == 1;
+    c->decode_swap = preempt == 1;
+    return 0;
+}
+
 static int read_typed(sim_config *c, sim_err *err)
 {
     const json_t *root = c->root;
@@ -555,7 +571,7 @@ static int read_typed(sim_config *c, sim_err *err)
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};
     int replay = 0;
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
-        get_choice(root, "cost.compute", computes, &c->compute, err) ||
+        read_decode(root, c, err) || get_choice(root, "cost.compute", computes, &c->compute, err) ||
         get_choice(root, "trace.replay", replays, &replay, err) ||
         get_choice(root, "trace.resample", resamples, &c->trace.resample, err))
         return -1;

@@ -93,6 +93,14 @@ typedef struct sim_config {
     bool layerwise;    /* layer-wise overlap of KV load/stream with compute */
     int decode_max_batch;
     double decode_hbm_frac; /* fraction of HBM left after weights usable for KV */
+    /* decode.kv_allocation: KV allocated as it arrives and grown a token
+     * per step (incremental, true) or reserved whole at admission (reserve);
+     * decode.preemption: a preempted request's KV is swapped to DRAM (swap,
+     * true) or dropped and recomputed (recompute) */
+    bool decode_incremental, decode_swap;
+    /* decode.kv_receive: a request's KV lands in the decode node's DRAM and
+     * is loaded into HBM when it joins (dram, true), or lands in HBM (hbm) */
+    bool decode_kv_dram;
 
     int block_tokens;
     char pic[32];         /* kvstore.pic: the cache model (sim/store/cache_model.c) or a PIC policy (sim/store/pic.h) */

@@ -128,6 +128,16 @@ static const sim_config_key keys[] = {
     INT("cluster.prefill_chunk", "tokens", 16, 1 << 24, "chunked prefill above this many uncached tokens"),
     BOOL("cluster.layerwise", "layer-wise overlap of KV load/stream with prefill compute"),
     INT("cluster.decode_max_batch", "requests", 1, 1 << 20, "largest decode batch"),
+    CHOICE("decode.kv_allocation", "incremental|reserve",
+           "decode HBM for a request's KV: `incremental` = allocated when its KV arrives and grown a token per step, "
+           "preempting when full (vLLM, docs/definitions.md); `reserve` = input + output reserved whole at admission"),
+    CHOICE("decode.preemption", "recompute|swap",
+           "a preempted decode request (`decode.kv_allocation` = `incremental`): `recompute` = its KV is dropped "
+           "and recomputed on resumption; `swap` = copied to the node's DRAM and back over the host link"),
+    CHOICE("decode.kv_receive", "dram|hbm",
+           "where a request's KV lands on its decode node: `dram` = the node's CPU memory, then loaded into HBM over "
+           "the host link when it joins the batch (Mooncake §3.1 step 4, §7.4.3); `hbm` = straight into HBM "
+           "(GPUDirect RDMA, §6.1)"),
     POS("cluster.decode_hbm_frac", "", 1, "fraction of HBM usable (weights + KV) on a decode instance"),
     NUM("cluster.switch_ms", "ms", 0, 1e9, "cost of a PD role switch after the instance drained"),
     INT("cluster.cpp_group", "nodes", 1, 4096,

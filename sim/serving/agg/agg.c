@@ -219,6 +219,8 @@ static void summarize(void *state, json_t *summary)
 static const sim_idle_key idle_keys[] = {
     {"cost.noise", "the aggregated model times every iteration at the cost model's value (truth noise is the "
                    "disaggregated model's; cost.estimator_noise still applies)"},
+    {"decode.kv_allocation", "an aggregated instance allocates 16-token pages as it goes (kvstore.pic_block_tokens)"},
+    {"decode.preemption", "an aggregated instance preempts by recompute, as vLLM v1 does"},
     {NULL, NULL},
 };
 

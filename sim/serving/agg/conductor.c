@@ -49,10 +49,10 @@ static int fill_inflight(agg *a)
         for (int k = 0; k < in->nrun; k++) {
             const areq *q = in->run[k];
             double start = q->tokens > 0 ? 0 : in->queued_s;
-            a->inflight[n++] = (sched_inflight){start, (int64_t)q->r->input_len + q->r->output_len};
+            a->inflight[n++] = (sched_inflight){start, (int64_t)q->r->input_len + q->r->output_len, 0, 0};
         }
         for (const areq *q = in->wait_head; q; q = q->next)
-            a->inflight[n++] = (sched_inflight){in->queued_s, (int64_t)q->r->input_len + q->r->output_len};
+            a->inflight[n++] = (sched_inflight){in->queued_s, (int64_t)q->r->input_len + q->r->output_len, 0, 0};
     }
     return n;
 }

@@ -64,6 +64,7 @@ static int setup_policies(cluster *c, sim_err *err)
         (c->admission->create && c->admission->create(&c->admission_st, cfg->params, err)) ||
         (c->pd->create && c->pd->create(&c->pd_st, cfg->params, c->n_inst, err)))
         return -1;
+    if (c->admission->needs_inflight) c->outputs = sched_lengths_new(); /* the conductor's record of outputs */
     return 0;
 }
 
@@ -161,6 +162,7 @@ static void destroy(void *state)
     gsl_rng_free(c->rng_policy);
     gsl_rng_free(c->rng_noise);
     gsl_rng_free(c->rng_fit);
+    sched_lengths_free(c->outputs);
     free(c->inst);
     free(c->pidx);
     free(c->didx);
@@ -190,12 +192,12 @@ static const handler_fn handlers[EV_NKINDS] = {
     [EV_SAMPLE] = sim_control_on_sample,   [EV_REPLICAS] = sim_control_on_replicas,
     [EV_CONTROL] = sim_control_on_control, [EV_SWITCH_DONE] = sim_control_on_switch_done,
     [EV_FAULT] = sim_control_on_fault,     [EV_RECOVER] = sim_control_on_recover,
-    [EV_UNBLOCK] = sim_flow_on_unblock,
+    [EV_UNBLOCK] = sim_flow_on_unblock,    [EV_KV_LOADED] = sim_flow_on_kv_loaded,
 };
 
 static void handle(void *state, const sim_event *ev) { handlers[ev->kind](state, ev); }
 
-/* RETRY, PREFILL_DONE and KV_READY carry a request; the others nothing. */
+/* RETRY, PREFILL_DONE, KV_READY and KV_LOADED carry a request; the others nothing. */
 static void discard(void *state, const sim_event *ev)
 {
     if (ev->data) sim_cluster_free_req(ev->data);
@@ -221,6 +223,11 @@ static void summarize(void *state, json_t *summary)
     double held = role_ns > 0 ? c->held_decode_s / sim_ns_to_s(role_ns) : 0;
     json_object_set_new(summary, "utilisation", json_pack("{s:f, s:f}", "prefill", p, "decode", held));
     json_object_set_new(summary, "decode_load", json_real(d));
+    if (c->cfg->decode_incremental) { /* decode.kv_allocation = reserve never preempts */
+        json_object_set_new(summary, "preemptions", json_integer((json_int_t)c->preempt.preemptions));
+        json_object_set_new(summary, "swapped_bytes", json_real(c->preempt.swapped_bytes));
+        json_object_set_new(summary, "recomputed_tokens", json_integer((json_int_t)c->preempt.recomputed_tokens));
+    }
     sim_pic_summarize(c, summary);
 }
 

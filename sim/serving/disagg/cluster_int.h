@@ -37,6 +37,7 @@ enum {
     EV_FAULT,                /* target: failing instance */
     EV_RECOVER,              /* target: recovering instance */
     EV_UNBLOCK,              /* target: instance whose pipeline stage (CPP) is done */
+    EV_KV_LOADED,            /* target: decode instance, gen: its generation, data: req (DRAM → HBM done) */
     EV_NKINDS
 };
 
@@ -65,6 +66,12 @@ typedef struct req_state {
     double prefill_gpu_s;
     int32_t retries;
     int64_t need_kv;
+    /* decode.kv_allocation = incremental (flow.c): KV tokens it holds in its
+     * decode instance's HBM; preempted and not yet back in the batch (its KV
+     * to recompute, or swapped out to DRAM, is kv_held's tokens) */
+    int64_t kv_held;
+    bool preempted;
+    int32_t preemptions;
     kv_pic_ticket pic; /* kvstore.pic: its blocks in its prefill instance's HBM store */
     bool pic_held, pic_waited;
     int pic_node;
@@ -93,6 +100,8 @@ typedef struct instance {
     req_queue waiting;
     req_state **batch;
     int nbatch, pending;
+    int nloading;     /* decode.kv_receive = dram: KV being loaded DRAM → HBM, room held, not in the batch */
+    int64_t h2d_free; /* its host link (DRAM → HBM), a FIFO */
     int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
     bool iterating;
     int64_t iter_start; /* when the running iteration began */
@@ -142,7 +151,8 @@ typedef struct cluster {
     int64_t kv_capacity;
     double slo_tbt_s; /* cfg->slo_tbt_ms / 1e3, once */
     double block_bytes;
-    double decode_s_sum; /* observed decode durations (t_d) */
+    double decode_s_sum;    /* observed decode durations (t_d) */
+    sched_lengths *outputs; /* output lengths of completed decodes (early_reject_predict) */
     int64_t decode_n;
     bool switching;
     load_samples prefill_loads, decode_loads;
@@ -160,6 +170,10 @@ typedef struct cluster {
         int64_t input, computed, positions, chunks, chunk_hits, waits, rejected, unsegmented, admitted;
         int64_t least_need, least_index, least_line; /* the smallest need of a rejected request, whose */
     } pic_sum;
+    struct {
+        int64_t preemptions, recomputed_tokens;
+        double swapped_bytes;
+    } preempt; /* decode.kv_allocation = incremental (flow.c) */
     /* samples rows (control.c), every stride-th period: each instance's
      * row at the last tick written, at the last tick held back since (the
      * same values) and at this tick */
@@ -173,6 +187,15 @@ static inline void queue_push(req_queue *q, req_state *s)
     if (q->tail) q->tail->next = s;
     else q->head = s;
     q->tail = s;
+    q->n++;
+}
+
+/* A preempted request rejoins the head of the waiting queue (vLLM). */
+static inline void queue_push_head(req_queue *q, req_state *s)
+{
+    s->next = q->head;
+    q->head = s;
+    if (!q->tail) q->tail = s;
     q->n++;
 }
 
@@ -209,6 +232,10 @@ void sim_cluster_lost_work(cluster *c, req_state *q);
 /* Decode instance d's running iteration ends now (done or cut by a
  * failure): count its batch's KV share for that time (utilisation.decode). */
 void sim_cluster_decode_held(cluster *c, const instance *d);
+/* The memory term of decode instance d's load: its reserved KV / capacity
+ * (decode.kv_allocation = reserve), or the KV of the requests that reached
+ * it, batch and waiting, / capacity (incremental: nothing is reserved). */
+double sim_cluster_decode_mem(const cluster *c, const instance *d);
 /* ns that `in` has spent in the decode role up to `end`, since it took
  * the role or the first arrival, whichever is later (0 in another role). */
 int64_t sim_cluster_decode_span_ns(const cluster *c, const instance *in, int64_t end);
@@ -249,6 +276,7 @@ void sim_flow_on_prefill_done(cluster *c, const sim_event *ev);
 void sim_flow_on_kv_ready(cluster *c, const sim_event *ev);
 void sim_flow_on_decode_step(cluster *c, const sim_event *ev);
 void sim_flow_on_unblock(cluster *c, const sim_event *ev);
+void sim_flow_on_kv_loaded(cluster *c, const sim_event *ev);
 
 /* ---- control.c ---------------------------------------------------------------- */
 void sim_control_start(cluster *c);

@@ -117,7 +117,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         row.queue_len = in->waiting.n;
         row.running = row.batch = in->nbatch;
         double tbt = in->nbatch ? sim_est_decode_iter_s(&c->est, in->nbatch, in->ctx_tokens) : 0;
-        double mem = (double)in->kv_reserved / (double)c->kv_capacity, tbt_load = tbt / c->slo_tbt_s;
+        double mem = sim_cluster_decode_mem(c, in), tbt_load = tbt / c->slo_tbt_s;
         row.load = tbt_load > mem ? tbt_load : mem;
         row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
     }
@@ -397,7 +397,8 @@ void sim_control_on_fault(cluster *c, const sim_event *ev)
     in->nbatch = in->pending = 0;
     in->kv_reserved = in->kv_batch = in->kv_waiting = in->ctx_tokens = 0;
     in->iterating = false;
-    in->nic_tx_free = in->nic_rx_free = c->eng->now;
+    in->nic_tx_free = in->nic_rx_free = in->h2d_free = c->eng->now;
+    in->nloading = 0; /* their KV_LOADED events are stale now */
     c->cache->drop_node(c->cache_st, in->id);
     double down = c->cfg->faults[ev->gen].down_s;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(down), EV_RECOVER, in->id, in->gen, NULL);

@@ -67,7 +67,7 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     row.prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1;
     row.prefill_gpu_s = q->prefill_gpu_s;
     row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
-    row.retries = q->retries;
+    row.retries = q->retries + q->preemptions; /* restarts, as the aggregated model counts them */
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
 }
 
@@ -114,10 +114,18 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     q->prefill = q->transfer_from = -1;
     q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
     q->hit_blocks = q->remote_blocks = q->tokens = 0;
+    q->kv_held = 0;
+    q->preempted = false;
     q->fetched = q->fetch_blocks = 0; /* pins of a fetch went with the failed node's blocks */
     q->prefill_gpu_s = 0;
     q->retries++;
     sim_engine_push(c->eng, c->eng->now, EV_RETRY, -1, 0, q);
+}
+
+double sim_cluster_decode_mem(const cluster *c, const instance *d)
+{
+    int64_t kv = c->cfg->decode_incremental ? d->kv_batch + d->kv_waiting : d->kv_reserved;
+    return (double)kv / (double)c->kv_capacity;
 }
 
 void sim_cluster_decode_held(cluster *c, const instance *d)
@@ -189,7 +197,8 @@ static int build_inflight(cluster *c, double *t_d)
     double elapsed = 0;
     for (req_state *q = c->live_head; q; q = q->live_next) {
         if (q->decode < 0) continue;
-        c->inflight[n++] = (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng->now), q->need_kv};
+        c->inflight[n++] =
+            (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng->now), q->need_kv, q->r->input_len, q->tokens};
         if (q->first_token >= 0 && q->first_token <= c->eng->now)
             decoding++, elapsed += sim_ns_to_s(c->eng->now - q->first_token);
     }
@@ -218,6 +227,8 @@ sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
         .n_inflight = n_inflight,
         .inflight = c->inflight,
         .mean_decode_s = t_d,
+        .kv_incremental = c->cfg->decode_incremental,
+        .outputs = c->outputs,
     };
 }
 
@@ -225,8 +236,8 @@ sched_ctx sim_cluster_ctx(cluster *c, bool with_inflight)
 void sim_cluster_check_drained(cluster *c, instance *in)
 {
     if (in->state != ST_DRAINING) return;
-    bool idle =
-        in->role == ROLE_PREFILL ? !in->running && !in->queue.head : !in->nbatch && !in->waiting.head && !in->pending;
+    bool idle = in->role == ROLE_PREFILL ? !in->running && !in->queue.head
+                                         : !in->nbatch && !in->waiting.head && !in->pending && !in->nloading;
     if (!idle) return;
     in->state = ST_SWITCHING;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(c->cfg->switch_s), EV_SWITCH_DONE, in->id, in->gen, NULL);

@@ -252,46 +252,171 @@ void sim_flow_arrive(cluster *c, sim_request *r)
 
 void sim_flow_on_retry(cluster *c, const sim_event *ev) { admit(c, ev->data); }
 
+/* ---- decode memory ---------------------------------------------------------------
+ *
+ * decode.kv_allocation = reserve: a request joins the running batch when its
+ * whole KV, input + output, fits beside the batch's reservations, and holds
+ * that much until it finishes (no preemption can happen).
+ *
+ * incremental (the default), as paged engines manage HBM (vLLM v1,
+ * vllm/v1/core/sched/scheduler.py: slots are allocated for the tokens a step
+ * computes; Mooncake §3 step 4: a request joins the next batch once its KV
+ * has arrived): a request joins when the KV it has, input + tokens emitted,
+ * fits; each step grows every member by the token it emits. When growth
+ * does not fit, the newest member is preempted (the scheduler's
+ * `self.running.pop()`, last admitted first; itself when it is the newest,
+ * as the aggregated engine does, sim/serving/agg/iter.c), and no waiting
+ * request joins in a step that preempted. A preempted request rejoins the
+ * head of the waiting queue. decode.preemption = recompute drops its KV: on
+ * rejoining, the step also prefills its kv_held tokens (vLLM's default
+ * PreemptionMode.RECOMPUTE, vllm/core/scheduler.py); swap copies them to the
+ * node's DRAM within the step that preempts (D2H) and back within the step
+ * that resumes it (H2D), over the host link (vLLM v0's PreemptionMode.SWAP,
+ * blocks swapped before the step runs). */
+
+/* KV tokens q needs in HBM to be in the batch now. */
+static int64_t batch_kv(const cluster *c, const req_state *q)
+{
+    return c->cfg->decode_incremental ? (int64_t)q->r->input_len + q->tokens : q->need_kv;
+}
+
+/* q waits on d for room in its batch (at the head when preempted). */
+static void wait_for_batch(cluster *c, instance *d, req_state *q, bool head)
+{
+    if (head) queue_push_head(&d->waiting, q);
+    else queue_push(&d->waiting, q);
+    d->kv_waiting += batch_kv(c, q);
+}
+
+/* The newest batch member gives its KV back and waits again; returns the
+ * seconds its swap-out adds to the step. */
+static double preempt_newest(cluster *c, instance *d)
+{
+    req_state *v = d->batch[--d->nbatch];
+    d->kv_batch -= v->kv_held;
+    d->ctx_tokens -= v->r->input_len + v->tokens;
+    d->pending++;
+    v->preempted = true;
+    v->preemptions++;
+    c->preempt.preemptions++;
+    wait_for_batch(c, d, v, true);
+    if (!c->cfg->decode_swap) return 0;
+    double bytes = (double)v->kv_held * c->cost.kv_bytes_per_token;
+    c->preempt.swapped_bytes += bytes;
+    return sim_cost_d2h_s(&c->dcost, bytes);
+}
+
+/* Grow every member to its KV for this step, preempting from the back;
+ * returns the seconds swap-outs add, *preempted whether any happened. */
+static double grow_batch(cluster *c, instance *d, bool *preempted)
+{
+    double extra = 0;
+    for (int i = 0; i < d->nbatch; i++) {
+        req_state *q = d->batch[i];
+        int64_t need = batch_kv(c, q) - q->kv_held;
+        while (d->kv_batch + need > c->kv_capacity) {
+            bool self = i == d->nbatch - 1;
+            extra += preempt_newest(c, d);
+            *preempted = true;
+            if (self) return extra;
+        }
+        q->kv_held += need;
+        d->kv_batch += need;
+    }
+    return extra;
+}
+
+/* q, its KV in HBM, is in d's batch from the next step on. */
+static void enter_batch(cluster *c, instance *d, req_state *q)
+{
+    d->batch[d->nbatch++] = q;
+    d->ctx_tokens += q->r->input_len + q->tokens;
+    d->pending--;
+}
+
+/* A request's KV received into the decode node's DRAM (decode.kv_receive =
+ * dram; Mooncake §3.1 steps 3–4: streamed "to the destination decoding
+ * node's CPU memory"; §7.4.3: the decoding node loads it from DRAM to HBM,
+ * asynchronously with inference) is copied into the HBM room it now holds
+ * over the node's host link, one copy after another, while the batch
+ * steps on; it joins the batch when the copy ends (KV_LOADED). */
+static void load_kv(cluster *c, instance *d, req_state *q)
+{
+    int64_t start = d->h2d_free > c->eng->now ? d->h2d_free : c->eng->now;
+    double bytes = (double)q->r->input_len * c->cost.kv_bytes_per_token;
+    d->h2d_free = start + sim_s_to_ns(sim_cost_h2d_s(&c->dcost, bytes));
+    d->nloading++;
+    sim_engine_push(c->eng, d->h2d_free, EV_KV_LOADED, d->id, d->gen, q);
+}
+
+/* The head of d's waiting queue takes its room in HBM and joins the batch
+ * (after its KV's load from DRAM, when it lands there); returns the
+ * seconds its resumption (recompute or swap-in) adds to the step. */
+static double join_batch(cluster *c, instance *d)
+{
+    req_state *q = queue_pop(&d->waiting);
+    int64_t kv = batch_kv(c, q), held = q->kv_held;
+    d->kv_waiting -= kv;
+    d->kv_batch += kv;
+    q->kv_held = kv;
+    if (!q->preempted) {
+        sim_topk_init(&q->topk, q->r->output_len - 1);
+        if (c->cfg->decode_kv_dram) load_kv(c, d, q);
+        else enter_batch(c, d, q);
+        return 0;
+    }
+    enter_batch(c, d, q);
+    q->preempted = false;
+    if (c->cfg->decode_swap) return sim_cost_h2d_s(&c->dcost, (double)held * c->cost.kv_bytes_per_token);
+    c->preempt.recomputed_tokens += held;
+    return sim_cost_prefill_s(&c->dcost, (int32_t)held, 0);
+}
+
 static void start_iteration(cluster *c, instance *d)
 {
-    while (d->waiting.head && d->nbatch < c->cfg->decode_max_batch &&
-           d->kv_batch + d->waiting.head->need_kv <= c->kv_capacity) {
-        req_state *q = queue_pop(&d->waiting);
-        d->kv_waiting -= q->need_kv;
-        d->batch[d->nbatch++] = q;
-        d->kv_batch += q->need_kv;
-        d->ctx_tokens += q->r->input_len + q->tokens;
-        d->pending--;
-        sim_topk_init(&q->topk, q->r->output_len - 1);
-    }
+    bool preempted = false;
+    double extra = c->cfg->decode_incremental ? grow_batch(c, d, &preempted) : 0;
+    while (!preempted && d->waiting.head && d->nbatch + d->nloading < c->cfg->decode_max_batch &&
+           d->kv_batch + batch_kv(c, d->waiting.head) <= c->kv_capacity)
+        extra += join_batch(c, d);
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
-    double dt = sim_cost_decode_iter_s(&c->dcost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c);
+    double dt = sim_cost_decode_iter_s(&c->dcost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c) + extra;
     d->iter_start = c->eng->now;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
     /* decode load while iterating: the iteration against the TBT SLO, or the
-     * HBM reserved against its capacity (the decode load of Mooncake §4.3.1);
-     * after the push, so its divisions overlap the heap's work */
-    double kv = (double)d->kv_reserved / (double)c->kv_capacity, tbt = dt / c->slo_tbt_s;
+     * HBM reserved (reserve) or held and awaited (incremental) against its
+     * capacity (the decode load of Mooncake §4.3.1); after the push, so its
+     * divisions overlap the heap's work */
+    double kv = sim_cluster_decode_mem(c, d), tbt = dt / c->slo_tbt_s;
     c->busy_decode_s += dt * (kv > tbt ? kv : tbt);
+}
+
+void sim_flow_on_kv_loaded(cluster *c, const sim_event *ev)
+{
+    instance *d = &c->inst[ev->target];
+    if (ev->gen != d->gen) return sim_cluster_lost_work(c, ev->data);
+    d->nloading--;
+    enter_batch(c, d, ev->data);
+    if (!d->iterating) start_iteration(c, d);
 }
 
 void sim_flow_on_kv_ready(cluster *c, const sim_event *ev)
 {
     instance *d = &c->inst[ev->target];
     if (ev->gen != d->gen) return sim_cluster_lost_work(c, ev->data);
-    queue_push(&d->waiting, ev->data);
-    d->kv_waiting += ((req_state *)ev->data)->need_kv;
+    wait_for_batch(c, d, ev->data, false);
     if (!d->iterating) start_iteration(c, d);
 }
 
 static void complete_decode(cluster *c, instance *d, req_state *q)
 {
-    d->kv_batch -= q->need_kv;
+    d->kv_batch -= q->kv_held;
     d->kv_reserved -= q->need_kv;
     d->ctx_tokens -= q->r->input_len + q->tokens;
     c->decode_s_sum += sim_ns_to_s(c->eng->now - q->first_token);
     c->decode_n++;
+    sched_lengths_add(c->outputs, q->output_len);
     sim_cluster_finish(c, q, SIM_STAGE_NONE);
 }
 
