@@ -138,9 +138,14 @@ $(SAN)/tests/%: tests/%.c $(SAN_OBJS)
 run: all
 	$(BUILD)/kvsim run
 
+# The longest test binaries start first, so that the two (or nproc) at a
+# time that tests/run.sh runs end together.
+SLOW_TESTS = $(SAN)/tests/test_docs $(SAN)/tests/test_run $(SAN)/tests/test_conductor $(SAN)/tests/test_faults
+SLOW_FIRST = $(filter $(SLOW_TESTS),$(TEST_BINS)) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
 test: deps
 	@$(MAKE) --no-print-directory build-test check-layout format-check
-	@KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe tests/run.sh $(TEST_BINS) $(GPU_TESTS) tests/slurm.sh
+	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(nproc)} KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe \
+	  tests/run.sh $(SLOW_FIRST) $(GPU_TESTS) tests/slurm.sh
 build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
 # Layers and circles, read from the objects of the optimized build.

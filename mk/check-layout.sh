@@ -24,11 +24,9 @@ bad=0
 
 # ---- 1. layers ------------------------------------------------------------
 grep -v '^#' "$layers" | awk 'NF' >"$tmp/table"
-for f in $srcs; do
-  { grep -o '^#include "[^"]*"' "$f" || true; } | sed 's/#include "\(.*\)"/\1/' | while read -r h; do
-    printf '%s %s\n' "$f" "$h"
-  done
-done >"$tmp/includes"
+# One grep over every file (a process per file made this the slow part).
+# shellcheck disable=SC2086
+{ grep -H -o '^#include "[^"]*"' $srcs || true; } | sed 's/^\([^:]*\):#include "\(.*\)"$/\1 \2/' >"$tmp/includes"
 awk -v table="$tmp/table" '
   function dir(p) { sub(/\/[^\/]*$/, "", p); return p }
   BEGIN { while ((getline l < table) > 0) { n = split(l, w, " "); known[w[1]] = 1
@@ -47,15 +45,23 @@ fi
 
 # ---- 2. circles -------------------------------------------------------------
 awk '{ print $1, $2 }' "$tmp/includes" >"$tmp/edges"
+objs=()
 for f in $srcs; do
   case $f in *.c) o="$build/${f%.c}.o" ;; *.cu) o="$build/${f%.cu}.o" ;; *) continue ;; esac
   if [ ! -f "$o" ]; then
     case $f in *.cu) continue ;; esac # built only where nvcc exists
     echo "layout: $o missing (build first)" >&2; bad=1; continue
   fi
-  nm --defined-only -g "$o" | awk -v f="$f" 'NF == 3 { print "D", $3, f }'
-  nm -u "$o" | awk -v f="$f" '{ print "U", $NF, f }'
-done >"$tmp/symbols"
+  objs+=("$o") && printf '%s %s\n' "$o" "$f" >>"$tmp/objsrc"
+done
+# Two nm runs over all objects (-A: each line names its object), mapped
+# back to source files.
+if [ ${#objs[@]} -gt 0 ]; then
+  { nm -A --defined-only -g "${objs[@]}" | awk '{ sub(/:.*/, "", $1) } NF == 3 { print "D", $3, $1 }'
+    nm -A -u "${objs[@]}" | awk '{ sub(/:.*/, "", $1); print "U", $NF, $1 }'
+  } | awk -v map="$tmp/objsrc" 'BEGIN { while ((getline l < map) > 0) { split(l, w, " "); src[w[1]] = w[2] } }
+        { print $1, $2, src[$3] }' >"$tmp/symbols"
+else : >"$tmp/symbols"; fi
 awk '$1 == "D" { def[$2] = $3; next }
      $1 == "U" && ($2 in def) && def[$2] != $3 { print $3, def[$2] }' \
   <(grep '^D' "$tmp/symbols"; grep '^U' "$tmp/symbols") | sort -u >>"$tmp/edges"

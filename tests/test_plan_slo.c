@@ -482,7 +482,7 @@ static void test_bad_arguments(void **state)
          "--cpp: cluster.mode is 'aggregated'; --cpp searches disaggregated clusters"},
         {"--ttft-p90-ms 1000 --ssd 1TB", "--ssd: cluster.mode is 'disaggregated'; --ssd searches aggregated (LMCache)"},
         {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --loads sometimes",
-         "--loads: 'sometimes' is not always, never or adaptive"},
+         "--loads: 'sometimes' is not always, never, adaptive or balanced"},
         {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --set cluster.instances=2",
          "plan slo sets cluster.instances itself"},
         {"--ttft-p90-ms 1000 --set cluster.mode=aggregated --dram-step 0", "--dram-step: 0 is not a size > 0"},

@@ -304,7 +304,7 @@ static int bad_option(int c, char **argv, slo_args *a, sim_err *err)
 
 static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
 {
-    struct option opts[SIM_SLO_NTARGETS + 21] = {
+    static const struct option fixed[] = {
         {"tp", required_argument, 0, OPT_TP},
         {"trace", required_argument, 0, 't'},
         {"config", required_argument, 0, 'c'},
@@ -326,8 +326,12 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
         {"dram-step", required_argument, 0, OPT_STEP},
         SIM_CLI_SLURM_OPTIONS,
     };
+    /* the fixed options, then one per target, then the terminator */
+    enum { NFIXED = sizeof fixed / sizeof fixed[0] };
+    struct option opts[NFIXED + SIM_SLO_NTARGETS + 1] = {{0}};
+    memcpy(opts, fixed, sizeof fixed);
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        opts[18 + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
+        opts[NFIXED + t] = (struct option){sim_slo_option(t), required_argument, 0, OPT_TARGET + t};
     a->o.sets = sim_xcalloc((size_t)argc + 1, sizeof *a->o.sets);
     opterr = 0;
     optind = 1;
