@@ -109,6 +109,49 @@ static void test_paired(void **state)
     free(db);
 }
 
+/* Set trace.resample of the runs of router in the database at path. */
+static void set_resample(const char *path, const char *router, const char *resample)
+{
+    sqlite3 *db;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE runs SET config_json = json_set(config_json, '$.trace.resample', '%s')"
+             " WHERE json_extract(config_json, '$.policy.router') = '%s'",
+             resample, router);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* What the interval covers follows the runs' trace.resample: the noise
+ * alone when no run resamples, the workload too when every run does, and a
+ * warning when the groups differ. */
+static void test_interval_coverage(void **state)
+{
+    (void)state;
+    char *db = make_db();
+    for (int s = 1; s <= 2; s++) {
+        add_run(db, "A", 1, s, 10 + s, 0.9, "local");
+        add_run(db, "B", 1, s, 12 + s, 0.9, "local");
+    }
+    const char *want[] = {"seeds vary only what the seed drives (estimator noise, random policies), so it covers "
+                          "that variability only, not the workload's (set trace.resample to cover it)",
+                          "seeds also redraw the workload (trace.resample = poisson), so it covers workload "
+                          "variability as well as estimator noise and random policies",
+                          "trace.resample differs between runs: where it is none the seeds vary only what the seed "
+                          "drives (estimator noise, random policies), elsewhere the workload too"};
+    for (int k = 0; k < 3; k++) {
+        if (k == 1) set_resample(db, "A", "poisson"), set_resample(db, "B", "poisson");
+        if (k == 2) set_resample(db, "A", "none");
+        json_t *j = compare_json(db, "--baseline A --metric ttft_ms.mean");
+        const char *cover = json_string_value(json_object_get(j, "interval"));
+        if (!strstr(cover, want[k])) fail_msg("case %d: interval says '%s'", k, cover);
+        json_decref(j);
+    }
+    unlink(db);
+    free(db);
+}
+
 /* A: seeds 1-3 = 10, 12, 14 (mean 12, var 4); B: seeds 4-5 = 20, 24 (mean
  * 22, var 8): no seed in common, so Welch: se = √(4/3 + 8/2) = 2.309401,
  * ν = (16/3)² / ((4/3)²/2 + 4²/1) = 1.684211, t(0.975, ν) = 5.176232 →
@@ -301,8 +344,10 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paired), cmocka_unit_test(test_welch),  cmocka_unit_test(test_one_seed),
-        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors), cmocka_unit_test(test_report),
+        cmocka_unit_test(test_paired), cmocka_unit_test(test_interval_coverage),
+        cmocka_unit_test(test_welch),  cmocka_unit_test(test_one_seed),
+        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

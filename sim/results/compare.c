@@ -405,6 +405,38 @@ static json_t *context_label(const cmp *c, const char *context)
     return json_string(len ? label : "all runs");
 }
 
+/* What the 95% interval covers: the seeds redraw the workload only under
+ * trace.resample (docs/trace.md); otherwise they vary the estimator noise
+ * and the random policies alone. Written into buf. */
+static const char *coverage(const cmp *c, char *buf, size_t n)
+{
+    const char *first = NULL;
+    bool mixed = false;
+    for (int i = 0; i < c->n; i++) {
+        const char *v = json_string_value(json_object_get(c->runs[i].config, "trace.resample"));
+        if (!v) v = "none";
+        if (!first) first = v;
+        else if (strcmp(first, v)) mixed = true;
+    }
+    const char *head = "95% interval of value - baseline: paired t over the seeds both groups ran, else Welch's t; ";
+    if (mixed)
+        snprintf(buf, n,
+                 "%strace.resample differs between runs: where it is none the seeds vary only what the seed drives "
+                 "(estimator noise, random policies), elsewhere the workload too; compare those intervals with care",
+                 head);
+    else if (!first || !strcmp(first, "none"))
+        snprintf(buf, n,
+                 "%sseeds vary only what the seed drives (estimator noise, random policies), so it covers that "
+                 "variability only, not the workload's (set trace.resample to cover it)",
+                 head);
+    else
+        snprintf(buf, n,
+                 "%sseeds also redraw the workload (trace.resample = %s), so it covers workload variability as well "
+                 "as estimator noise and random policies",
+                 head, first);
+    return buf;
+}
+
 /* One comparison: value against baseline on one metric, a row per speed. */
 static json_t *comparison(const cmp *c, const char *context, const char *value, const char *baseline,
                           const char *metric)
@@ -452,12 +484,10 @@ static json_t *build(const cmp *c, const char *baseline, const char **metrics, i
     }
     json_t *ms = json_array();
     for (int m = 0; m < nm; m++) json_array_append_new(ms, json_string(metrics[m]));
+    char cover[512];
     return json_pack("{s:s, s:i, s:s, s:s, s:O, s:O, s:o, s:s, s:o}", "db", c->o->db, "runs", c->n, "by", c->o->by,
                      "baseline", baseline, "values", c->values, "speeds", c->speeds, "metrics", ms, "interval",
-                     "95% interval of value - baseline: paired t over the seeds both groups ran, else Welch's t; "
-                     "seeds vary only what the seed drives (estimator noise, random policies), so it covers that "
-                     "variability only, not the workload's",
-                     "contexts", contexts);
+                     coverage(c, cover, sizeof cover), "contexts", contexts);
 }
 
 static void free_runs(cmp *c)
