@@ -30,6 +30,7 @@
 
 #include "sim/replay/pic_replay.h"
 #include "tests/testutil.h"
+#include "tests/sweep_testutil.h"
 
 static const char *const hand_trace =
     "{\"timestamp\": 0, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
@@ -352,6 +353,73 @@ static void test_run_hbm_admission(void **state)
     tu_remove_temp(path);
 }
 
+/* The cell of run `run`'s row of the report's comparison table that holds
+ * exactly `text` (a value cell, best or not). */
+static bool row_has_cell(const char *html, int run, const char *text)
+{
+    char tr[64], a[96], b[112];
+    snprintf(tr, sizeof tr, "<tr data-run=\"%d\">", run);
+    snprintf(a, sizeof a, "<td>%s</td>", text);
+    snprintf(b, sizeof b, "<td class=\"best\">%s</td>", text);
+    const char *row = strstr(html, tr), *end = row ? strstr(row, "</tr>") : NULL;
+    if (!end) return false;
+    const char *x = strstr(row, a), *y = strstr(row, b);
+    return (x && x < end) || (y && y < end);
+}
+
+/* A report of PIC runs shows MEPIC's own metrics beside TTFT: the mean
+ * end-to-end latency (checked against the mean of the requests table's
+ * e2e_ms, computed by SQLite) and the peak HBM KV in GiB (peak blocks × 16
+ * tokens × 327,680 bytes of llama3-70b KV per token / 2^30), and the
+ * pic_latency figure; a report without a PIC run shows neither. */
+static void test_report_pic_columns(void **state)
+{
+    if (!tu_have_gnuplot()) skip();
+    char *dir = su_tempdir(), args[2048], db[600], q[400];
+    snprintf(db, sizeof db, "%s/p.db", dir);
+    snprintf(args, sizeof args, "trace gen --workload rag --requests 40 --seed 3 -o %s/rag.jsonl", dir);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args,
+             "sweep --trace %s/rag.jsonl --set cluster.prefill=1 --set cluster.decode=1 --grid "
+             "'kvstore.pic=epic,mepic' --db %s",
+             dir, db);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args, "report --db %s -o %s/rep", db, dir);
+    tu_expect_stdout(args, "kvsim report: ");
+    char *html = su_read_in(dir, "rep/index.html");
+    assert_non_null(strstr(html, "<th>E2E mean ms</th>"));
+    assert_non_null(strstr(html, "<th>peak HBM KV GiB</th>"));
+    assert_non_null(strstr(html, "id=\"pic_latency\""));
+    for (int run = 1; run <= 2; run++) {
+        snprintf(q, sizeof q,
+                 "SELECT printf('%%.1f', avg(e2e_ms)) FROM requests WHERE run_id = %d AND status = "
+                 "'completed'",
+                 run);
+        char *e2e = tu_sql_text(db, q);
+        snprintf(q, sizeof q,
+                 "SELECT printf('%%.2f', json_extract(summary_json, '$.peak_footprint_blocks') * 16 * "
+                 "327680 / 1073741824.0) FROM runs WHERE id = %d",
+                 run);
+        char *peak = tu_sql_text(db, q);
+        if (!row_has_cell(html, run, e2e) || !row_has_cell(html, run, peak))
+            fail_msg("run %d: no cell %s (E2E) or %s (peak GiB)", run, e2e, peak);
+        free(e2e);
+        free(peak);
+    }
+    free(html);
+    /* the same trace without PIC: no such column or figure */
+    snprintf(args, sizeof args, "sweep --trace traces/default.jsonl --grid 'trace.speed=1' --db %s/plain.db", dir);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args, "report --db %s/plain.db -o %s/plain", dir, dir);
+    tu_expect_stdout(args, "kvsim report: ");
+    html = su_read_in(dir, "plain/index.html");
+    assert_null(strstr(html, "E2E mean ms"));
+    assert_null(strstr(html, "pic_latency"));
+    free(html);
+    su_rmrf(dir);
+    free(dir);
+}
+
 /* kvstore.hbm_bytes under a PIC policy (issue 27 item 5). "inf" is an
  * unbounded store: on 200 generated RAG requests it gives what 1e18 bytes
  * (190,734,863,281 pages, which no run fills) gives, every request served,
@@ -492,7 +560,7 @@ int main(void)
         cmocka_unit_test(test_hitrate_pic_errors),        cmocka_unit_test(test_hitrate_pic_json),
         cmocka_unit_test(test_run_hbm_inf_and_too_small), cmocka_unit_test(test_run_hbm_admission),
         cmocka_unit_test(test_run_peak_fields),           cmocka_unit_test(test_reusable_identity),
-        cmocka_unit_test(test_ragpulse_sample_stats),
+        cmocka_unit_test(test_ragpulse_sample_stats),     cmocka_unit_test(test_report_pic_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
