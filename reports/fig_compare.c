@@ -297,11 +297,11 @@ static json_t *comparison(const rep *r)
     if (!by) return NULL;
     int64_t *ids = sim_xmalloc((size_t)r->nruns * sizeof *ids);
     for (int i = 0; i < r->nruns; i++) ids[i] = r->runs[i].id;
-    static const char *pic_metrics[] = {"ttft_ms.mean", "ttft_ms.p90",    "tbt_ms.p90",
-                                        "tbt_ms.p99",   "slo_attainment", "chunk_hit_rate"};
+    static const char *pic_metrics[] = {"ttft_ms.mean", "ttft_ms.p90",    "e2e_ms.mean",    "tbt_ms.p90",
+                                        "tbt_ms.p99",   "slo_attainment", "chunk_hit_rate", "peak_footprint_blocks"};
     sim_compare_opts o = {.db = r->db_path, .by = by, .ids = ids, .nids = r->nruns};
     if (rep_every_run_pic(r)) /* a prefix block never hits under PIC: its chunk hit rate instead */
-        o.metrics = pic_metrics, o.nmetrics = 6;
+        o.metrics = pic_metrics, o.nmetrics = 8;
     json_t *cmp = NULL;
     sim_err ignored = {{0}};
     if (sim_compare(&o, &cmp, &ignored)) cmp = NULL;

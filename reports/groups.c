@@ -300,9 +300,13 @@ void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels)
     if (npanels > 1) fputs("unset multiplot\n", b->f);
 }
 
-bool rep_every_run_pic(const rep *r)
+/* How many runs used a PIC cache model (their summary names "pic"). */
+static int pic_runs(const rep *r)
 {
-    for (int i = 0; i < r->nruns; i++)
-        if (!json_is_string(json_object_get(r->runs[i].summary, "pic"))) return false;
-    return r->nruns > 0;
+    int n = 0;
+    for (int i = 0; i < r->nruns; i++) n += json_is_string(json_object_get(r->runs[i].summary, "pic"));
+    return n;
 }
+
+bool rep_every_run_pic(const rep *r) { return r->nruns > 0 && pic_runs(r) == r->nruns; }
+bool rep_any_run_pic(const rep *r) { return pic_runs(r) > 0; }

@@ -109,6 +109,8 @@ rep_stat rep_group_stat(const rep *r, const rep_group *g, const char *summary_pa
 /* Every run used a PIC cache model (its summary names "pic"): no prefix
  * block hits, the chunk hit rate is the cache's measure. */
 bool rep_every_run_pic(const rep *r);
+/* Some run used one: its tables show end-to-end latency and peak HBM too. */
+bool rep_any_run_pic(const rep *r);
 
 /* ---- the page's tables (reports/tables.c) ------------------------------------- */
 

@@ -18,30 +18,42 @@
 #include "reports/report_int.h"
 
 /* Summary columns: header, summary path, printf format, which way is
- * better (+1 higher, -1 lower, 0 neither: the best is not highlighted). */
+ * better (+1 higher, -1 lower, 0 neither: the best is not highlighted),
+ * whether only a report with a PIC run shows it (MEPIC's own metrics,
+ * end-to-end latency and peak HBM, beside TTFT), and a scale (0 = 1). */
 typedef struct summary_col {
     const char *head, *path, *fmt;
     int better;
+    bool pic;
+    double scale;
 } summary_col;
 
 static const summary_col summary_cols[] = {
-    {"requests", "requests", "%.0f", 0},
-    {"completed", "completed", "%.0f", +1},
-    {"rejected", "rejected.total", "%.0f", -1},
-    {"SLO attainment", "slo_attainment", "%.3f", +1},
-    {"goodput req/s", "goodput_rps", "%.3f", +1},
-    {"TTFT mean ms", "ttft_ms.mean", "%.1f", -1},
-    {"TTFT p90 ms", "ttft_ms.p90", "%.1f", -1},
-    {"TTFT p99 ms", "ttft_ms.p99", "%.1f", -1},
-    {"TBT mean ms", "tbt_ms.mean", "%.1f", -1},
-    {"TBT p99 ms", "tbt_ms.p99", "%.1f", -1},
-    {"hit rate blocks", "hit_rate_blocks", "%.3f", +1},
-    {"remote blocks", "remote_blocks", "%.0f", 0},
-    {"prefill GPU s/req", "prefill_gpu_s_mean", "%.3f", -1},
-    {"simulated s", "sim_seconds", "%.1f", 0},
-    {"wall s", "wall_seconds", "%.2f", 0},
+    {"requests", "requests", "%.0f", 0, false, 0},
+    {"completed", "completed", "%.0f", +1, false, 0},
+    {"rejected", "rejected.total", "%.0f", -1, false, 0},
+    {"SLO attainment", "slo_attainment", "%.3f", +1, false, 0},
+    {"goodput req/s", "goodput_rps", "%.3f", +1, false, 0},
+    {"TTFT mean ms", "ttft_ms.mean", "%.1f", -1, false, 0},
+    {"TTFT p90 ms", "ttft_ms.p90", "%.1f", -1, false, 0},
+    {"TTFT p99 ms", "ttft_ms.p99", "%.1f", -1, false, 0},
+    {"E2E mean ms", "e2e_ms.mean", "%.1f", -1, true, 0},
+    {"peak HBM KV GiB", "peak_footprint_bytes", "%.2f", -1, true, 1.0 / 1073741824.0},
+    {"TBT mean ms", "tbt_ms.mean", "%.1f", -1, false, 0},
+    {"TBT p99 ms", "tbt_ms.p99", "%.1f", -1, false, 0},
+    {"hit rate blocks", "hit_rate_blocks", "%.3f", +1, false, 0},
+    {"remote blocks", "remote_blocks", "%.0f", 0, false, 0},
+    {"prefill GPU s/req", "prefill_gpu_s_mean", "%.3f", -1, false, 0},
+    {"simulated s", "sim_seconds", "%.1f", 0, false, 0},
+    {"wall s", "wall_seconds", "%.2f", 0, false, 0},
 };
 #define NCOLS (sizeof summary_cols / sizeof summary_cols[0])
+
+/* Whether the report shows column c. */
+static bool shown(const rep *r, size_t c) { return !summary_cols[c].pic || rep_any_run_pic(r); }
+
+/* The column's value of a summary number, scaled. */
+static double col_value(const summary_col *col, double v) { return col->scale ? v * col->scale : v; }
 
 /* A dotted config key as a header, HTML-escaped, that may wrap only after
  * a '.' or '_' (<wbr>): "kvstore.<wbr>dram_<wbr>bytes", never mid-word. */
@@ -66,7 +78,7 @@ static bool best_value(const rep *r, size_t c, char *best, size_t size)
     for (int i = 0; i < r->nruns && col->better; i++) {
         const json_t *v = rep_json_at(r->runs[i].summary, col->path);
         if (!json_is_number(v)) continue;
-        snprintf(text, sizeof text, col->fmt, json_number_value(v));
+        snprintf(text, sizeof text, col->fmt, col_value(col, json_number_value(v)));
         double x = atof(text);
         if (!*first) snprintf(first, sizeof first, "%s", text);
         differ = differ || strcmp(first, text);
@@ -96,9 +108,11 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
             (long long)run->id, (long long)run->id);
     config_cells(h, r, run);
     for (size_t c = 0; c < NCOLS; c++) {
+        if (!shown(r, c)) continue;
         const json_t *v = rep_json_at(run->summary, summary_cols[c].path);
         char text[64] = "—"; /* null: undefined (e.g. a TTFT with no request completed), never best */
-        if (json_is_number(v)) snprintf(text, sizeof text, summary_cols[c].fmt, json_number_value(v));
+        if (json_is_number(v))
+            snprintf(text, sizeof text, summary_cols[c].fmt, col_value(&summary_cols[c], json_number_value(v)));
         fprintf(h, "<td%s>%s</td>", json_is_number(v) && !strcmp(text, best[c]) ? " class=\"best\"" : "", text);
     }
     fputs("<td class=\"text\"><code>", h);
@@ -127,7 +141,8 @@ void rep_comparison_table(rep *r)
         breakable_key(h, json_string_value(key));
         fputs("</th>", h);
     }
-    for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    for (size_t c = 0; c < NCOLS; c++)
+        if (shown(r, c)) fprintf(h, "<th>%s</th>", summary_cols[c].head);
     fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
     char best[NCOLS][64];
     for (size_t c = 0; c < NCOLS; c++)
@@ -143,9 +158,9 @@ static void stat_cell(FILE *h, const rep *r, const rep_group *g, const summary_c
     char m[64], lo[64], hi[64];
     fputs("<td>", h);
     if (s.n) {
-        snprintf(m, sizeof m, col->fmt, s.mean);
-        snprintf(lo, sizeof lo, col->fmt, s.ci ? (s.hi - s.lo) / 2 : s.lo);
-        snprintf(hi, sizeof hi, col->fmt, s.hi);
+        snprintf(m, sizeof m, col->fmt, col_value(col, s.mean));
+        snprintf(lo, sizeof lo, col->fmt, col_value(col, s.ci ? (s.hi - s.lo) / 2 : s.lo));
+        snprintf(hi, sizeof hi, col->fmt, col_value(col, s.hi));
         if (s.ci) fprintf(h, "%s ± %s", m, lo);
         else fprintf(h, "%s [%s, %s]", m, lo, hi);
     } else {
@@ -202,7 +217,8 @@ void rep_groups_table(rep *r)
           h);
     seeds_cover(r, h);
     fputs("<div class=\"scroll\"><table id=\"groups-table\">\n<tr><th>group</th><th>seeds</th><th>runs</th>", h);
-    for (size_t c = 0; c < NCOLS; c++) fprintf(h, "<th>%s</th>", summary_cols[c].head);
+    for (size_t c = 0; c < NCOLS; c++)
+        if (shown(r, c)) fprintf(h, "<th>%s</th>", summary_cols[c].head);
     fputs("</tr>\n", h);
     for (int g = 0; g < r->ngroups; g++) {
         const rep_group *grp = &r->groups[g];
@@ -211,7 +227,8 @@ void rep_groups_table(rep *r)
         fprintf(h, "</td><td>%d</td><td class=\"text\">", grp->n);
         for (int i = 0; i < grp->n; i++) fprintf(h, "%s#%lld", i ? " " : "", (long long)r->runs[grp->runs[i]].id);
         fputs("</td>", h);
-        for (size_t c = 0; c < NCOLS; c++) stat_cell(h, r, grp, &summary_cols[c]);
+        for (size_t c = 0; c < NCOLS; c++)
+            if (shown(r, c)) stat_cell(h, r, grp, &summary_cols[c]);
         fputs("</tr>\n", h);
     }
     fputs("</table></div>\n</section>\n", h);

@@ -30,6 +30,7 @@
 
 #include "sim/replay/pic_replay.h"
 #include "tests/testutil.h"
+#include "tests/sweep_testutil.h"
 
 static const char *const hand_trace =
     "{\"timestamp\": 0, \"output_length\": 5, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
@@ -100,6 +101,65 @@ static void test_mepic_zero_capacity_window(void **state)
     assert_int_equal(r.peak_footprint_blocks, 18);
     /* padding: r1 48 + 64 + 16, r2 48 + 32 + 64 + 16, r3 64 + 16 + 16 */
     assert_double_equal(r.position_fraction, (128 + 160 + 96) / 331.0, 1e-12);
+}
+
+/* What the peak is made of, MEPIC with two requests in flight (W = 2,
+ * unlimited), by hand from the objects above: r1 holds prefix 3 + chunk 7
+ * 3 blocks, private 2 (chunk 7's first block, the prompt); r2 holds prefix
+ * 3 + chunk 8 1 + chunk 7 3, private 3. Both in flight: held 6 + 7 = 13
+ * block references in 7 shared blocks, private 5, footprint 12. r3 is
+ * admitted after r1's release: r2's 7 held (chunk 7 now shared with r3)
+ * plus r3's chunk 7 (its repeat held once) = 10 references in the same 7
+ * blocks, private 3 + 3 (two first blocks, the prompt): footprint 13, the
+ * peak. EPIC at W = 2 holds only prefix blocks; its chunks are private. */
+static void test_mepic_peak_overlapping(void **state)
+{
+    kv_pic_result r;
+    replay_text(hand_trace, "mepic", INT64_MAX, 2, &r);
+    assert_int_equal(r.peak_footprint_blocks, 13);
+    assert_int_equal(r.at_peak.footprint, 13);
+    assert_int_equal(r.at_peak.inflight, 2);
+    assert_int_equal(r.at_peak.shared_blocks, 7);
+    assert_int_equal(r.at_peak.held_blocks, 10);
+    assert_int_equal(r.at_peak.private_blocks, 6);
+    /* W = 1: r2 alone (3 + 1 + 3 held, 3 private), one request in flight */
+    replay_text(hand_trace, "mepic", INT64_MAX, 1, &r);
+    assert_int_equal(r.at_peak.inflight, 1);
+    assert_int_equal(r.at_peak.shared_blocks, 7);
+    assert_int_equal(r.at_peak.held_blocks, 7);
+    assert_int_equal(r.at_peak.private_blocks, 3);
+}
+
+/* The timed run's peak fields: r1 and r2 of the hand trace arrive together
+ * on one prefill instance with long outputs, so r2 is admitted while r1
+ * still holds its blocks (decode KV is counted on the decode instance): at
+ * the peak 2 in flight, 13 references in 7 shared blocks, 5 private,
+ * footprint 12 = shared + private (as the hand count above). The text
+ * summary says the same. */
+static void test_run_peak_fields(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 200, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
+        "{\"k\":\"chunk\",\"id\":7,\"len\":50},{\"k\":\"prompt\",\"id\":null,\"len\":10}]}\n"
+        "{\"timestamp\": 0, \"output_length\": 200, \"segments\": [{\"k\":\"prefix\",\"hash_ids\":[1],\"len\":40},"
+        "{\"k\":\"chunk\",\"id\":8,\"len\":20},{\"k\":\"chunk\",\"id\":7,\"len\":50},{\"k\":\"prompt\",\"id\":null,"
+        "\"len\":5}]}\n";
+    char *path = tu_write_temp(text), args[1024];
+    const char *opts = "--set kvstore.pic=mepic --set cluster.prefill=1 --set cluster.decode=1";
+    snprintf(args, sizeof args, "run --json --trace %s %s", path, opts);
+    json_t *j = tu_kvsim_json(args);
+    assert_int_equal(tu_int_field(j, "peak_footprint_blocks"), 12);
+    assert_int_equal(tu_int_field(j, "peak_inflight_requests"), 2);
+    assert_int_equal(tu_int_field(j, "peak_shared_blocks"), 7);
+    assert_int_equal(tu_int_field(j, "peak_held_blocks"), 13);
+    assert_int_equal(tu_int_field(j, "peak_private_blocks"), 5);
+    assert_non_null(json_object_get(json_object_get(j, "e2e_ms"), "mean"));
+    json_decref(j);
+    snprintf(args, sizeof args, "run --trace %s %s", path, opts);
+    tu_expect_stdout(args, "at peak    2 requests in flight: 13 held blocks stored once in 7 (1.86 requests each) + 5 "
+                           "private\n");
+    tu_expect_stdout(args, "E2E ms     mean");
+    tu_remove_temp(path);
 }
 
 /* Eviction: LRU over released objects, a chain freed tail first. A (48
@@ -293,6 +353,73 @@ static void test_run_hbm_admission(void **state)
     tu_remove_temp(path);
 }
 
+/* The cell of run `run`'s row of the report's comparison table that holds
+ * exactly `text` (a value cell, best or not). */
+static bool row_has_cell(const char *html, int run, const char *text)
+{
+    char tr[64], a[96], b[112];
+    snprintf(tr, sizeof tr, "<tr data-run=\"%d\">", run);
+    snprintf(a, sizeof a, "<td>%s</td>", text);
+    snprintf(b, sizeof b, "<td class=\"best\">%s</td>", text);
+    const char *row = strstr(html, tr), *end = row ? strstr(row, "</tr>") : NULL;
+    if (!end) return false;
+    const char *x = strstr(row, a), *y = strstr(row, b);
+    return (x && x < end) || (y && y < end);
+}
+
+/* A report of PIC runs shows MEPIC's own metrics beside TTFT: the mean
+ * end-to-end latency (checked against the mean of the requests table's
+ * e2e_ms, computed by SQLite) and the peak HBM KV in GiB (peak blocks × 16
+ * tokens × 327,680 bytes of llama3-70b KV per token / 2^30), and the
+ * pic_latency figure; a report without a PIC run shows neither. */
+static void test_report_pic_columns(void **state)
+{
+    if (!tu_have_gnuplot()) skip();
+    char *dir = su_tempdir(), args[2048], db[600], q[400];
+    snprintf(db, sizeof db, "%s/p.db", dir);
+    snprintf(args, sizeof args, "trace gen --workload rag --requests 40 --seed 3 -o %s/rag.jsonl", dir);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args,
+             "sweep --trace %s/rag.jsonl --set cluster.prefill=1 --set cluster.decode=1 --grid "
+             "'kvstore.pic=epic,mepic' --db %s",
+             dir, db);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args, "report --db %s -o %s/rep", db, dir);
+    tu_expect_stdout(args, "kvsim report: ");
+    char *html = su_read_in(dir, "rep/index.html");
+    assert_non_null(strstr(html, "<th>E2E mean ms</th>"));
+    assert_non_null(strstr(html, "<th>peak HBM KV GiB</th>"));
+    assert_non_null(strstr(html, "id=\"pic_latency\""));
+    for (int run = 1; run <= 2; run++) {
+        snprintf(q, sizeof q,
+                 "SELECT printf('%%.1f', avg(e2e_ms)) FROM requests WHERE run_id = %d AND status = "
+                 "'completed'",
+                 run);
+        char *e2e = tu_sql_text(db, q);
+        snprintf(q, sizeof q,
+                 "SELECT printf('%%.2f', json_extract(summary_json, '$.peak_footprint_blocks') * 16 * "
+                 "327680 / 1073741824.0) FROM runs WHERE id = %d",
+                 run);
+        char *peak = tu_sql_text(db, q);
+        if (!row_has_cell(html, run, e2e) || !row_has_cell(html, run, peak))
+            fail_msg("run %d: no cell %s (E2E) or %s (peak GiB)", run, e2e, peak);
+        free(e2e);
+        free(peak);
+    }
+    free(html);
+    /* the same trace without PIC: no such column or figure */
+    snprintf(args, sizeof args, "sweep --trace traces/default.jsonl --grid 'trace.speed=1' --db %s/plain.db", dir);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args, "report --db %s/plain.db -o %s/plain", dir, dir);
+    tu_expect_stdout(args, "kvsim report: ");
+    html = su_read_in(dir, "plain/index.html");
+    assert_null(strstr(html, "E2E mean ms"));
+    assert_null(strstr(html, "pic_latency"));
+    free(html);
+    su_rmrf(dir);
+    free(dir);
+}
+
 /* kvstore.hbm_bytes under a PIC policy (issue 27 item 5). "inf" is an
  * unbounded store: on 200 generated RAG requests it gives what 1e18 bytes
  * (190,734,863,281 pages, which no run fills) gives, every request served,
@@ -426,19 +553,14 @@ static void test_ragpulse_sample_stats(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_worked_policies),
-        cmocka_unit_test(test_mepic_zero_capacity_window),
-        cmocka_unit_test(test_prefix_evicts_chain_tail_first),
-        cmocka_unit_test(test_referenced_objects_stay),
-        cmocka_unit_test(test_every_policy_on_rag),
-        cmocka_unit_test(test_segments_without_hash_ids),
-        cmocka_unit_test(test_bad_segments),
-        cmocka_unit_test(test_hitrate_pic_errors),
-        cmocka_unit_test(test_hitrate_pic_json),
-        cmocka_unit_test(test_run_hbm_inf_and_too_small),
-        cmocka_unit_test(test_run_hbm_admission),
-        cmocka_unit_test(test_reusable_identity),
-        cmocka_unit_test(test_ragpulse_sample_stats),
+        cmocka_unit_test(test_hand_worked_policies),      cmocka_unit_test(test_mepic_zero_capacity_window),
+        cmocka_unit_test(test_mepic_peak_overlapping),    cmocka_unit_test(test_prefix_evicts_chain_tail_first),
+        cmocka_unit_test(test_referenced_objects_stay),   cmocka_unit_test(test_every_policy_on_rag),
+        cmocka_unit_test(test_segments_without_hash_ids), cmocka_unit_test(test_bad_segments),
+        cmocka_unit_test(test_hitrate_pic_errors),        cmocka_unit_test(test_hitrate_pic_json),
+        cmocka_unit_test(test_run_hbm_inf_and_too_small), cmocka_unit_test(test_run_hbm_admission),
+        cmocka_unit_test(test_run_peak_fields),           cmocka_unit_test(test_reusable_identity),
+        cmocka_unit_test(test_ragpulse_sample_stats),     cmocka_unit_test(test_report_pic_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

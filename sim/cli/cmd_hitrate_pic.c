@@ -153,6 +153,7 @@ static json_t *point_json(int64_t cap, const pic_opts *o, double kvb, const kv_p
                   (double)r->peak_footprint_blocks * block_bytes, "input_tokens", (json_int_t)r->input_tokens,
                   "computed_tokens", (json_int_t)r->computed_tokens, "chunks", (json_int_t)r->chunks, "chunk_hits",
                   (json_int_t)r->chunk_hits, "evictions", (json_int_t)r->evictions);
+    kv_pic_peak_json(&r->at_peak, p);
     if (cap == SIM_COUNT_UNBOUNDED) {
         json_object_set_new(p, "capacity_blocks", json_string("inf"));
         json_object_set_new(p, "capacity_tokens", json_string("inf"));

@@ -29,6 +29,8 @@ static const char report_usage[] =
     "                           TBT, hit rate and prefill GPU time\n"
     "  rejections               rejected requests per group (when any)\n"
     "  pic                      peak HBM KV footprint and recompute fraction (kvstore.pic runs)\n"
+    "  pic_latency              mean end-to-end latency beside mean TTFT (kvstore.pic runs; their\n"
+    "                           tables add E2E mean and peak HBM KV columns)\n"
     "  ttft_qps                 mean and p90 TTFT against offered load, one curve per configuration\n"
     "                           (runs differing only in trace.speed/trace.path), with the highest load\n"
     "                           each keeps under slo.ttft_ms (a kvsim sweep over trace.speed)\n"

@@ -126,6 +126,18 @@ static void print_dist(const char *name, const json_t *d)
 #define J_INT(obj, key) ((long long)json_integer_value(json_object_get(obj, key)))
 #define J_NUM(obj, key) json_number_value(json_object_get(obj, key))
 
+/* What the peak HBM footprint of a PIC run was made of (docs/pic.md): the
+ * requests in flight, the blocks they held counted once per request, the
+ * same shared (each once), and their private blocks. */
+static void print_peak(const json_t *s)
+{
+    long long shared = J_INT(s, "peak_shared_blocks");
+    printf("at peak    %lld requests in flight: %lld held blocks stored once in %lld (%.2f requests each) + "
+           "%lld private\n",
+           J_INT(s, "peak_inflight_requests"), J_INT(s, "peak_held_blocks"), shared,
+           shared > 0 ? (double)J_INT(s, "peak_held_blocks") / (double)shared : 0.0, J_INT(s, "peak_private_blocks"));
+}
+
 static void print_summary(const sim_config *cfg, const json_t *s)
 {
     const json_t *rej = json_object_get(s, "rejected");
@@ -156,7 +168,8 @@ static void print_summary(const sim_config *cfg, const json_t *s)
     if (!strcmp(cfg->mode, "aggregated")) {
         print_dist("ITL ms", json_object_get(s, "itl_ms"));
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
-    }
+    } else if (json_object_get(s, "pic")) /* MEPIC's own latency metric, beside TTFT */
+        print_dist("E2E ms", json_object_get(s, "e2e_ms"));
     printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
     char gpu[32];
@@ -174,11 +187,15 @@ static void print_summary(const sim_config *cfg, const json_t *s)
                "recompute fraction %.4f\n",
                J_INT(s, "hbm_pages"), J_INT(s, "page_tokens"), json_string_value(json_object_get(s, "gpu_cache")),
                J_INT(s, "peak_pages"), J_INT(s, "preemptions"), J_NUM(s, "recompute_fraction"));
-    if (json_object_get(s, "pic"))
+    if (json_object_get(s, "instances") && strcmp(json_string_value(json_object_get(s, "gpu_cache")), "prefix"))
+        print_peak(s);
+    if (json_object_get(s, "pic")) {
         printf("pic        %s: peak HBM KV %lld blocks (%.2f GiB) of %lld; %lld waited for HBM, %lld rejected\n",
                json_string_value(json_object_get(s, "pic")), J_INT(s, "peak_footprint_blocks"),
                J_NUM(s, "peak_footprint_bytes") / 1073741824.0, J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"),
                J_INT(s, "pic_rejected"));
+        print_peak(s);
+    }
     char why[1024];
     sim_serving_explain(cfg, s, why, sizeof why);
     if (why[0]) printf("diagnosis  %s\n", why);

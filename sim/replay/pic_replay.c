@@ -47,6 +47,7 @@ static void finish(kv_pic_result *out, const kv_pic *s)
 {
     double in = (double)out->input_tokens;
     out->peak_footprint_blocks = kv_pic_peak_footprint(s);
+    out->at_peak = kv_pic_peak_state(s);
     out->evictions = kv_pic_evictions(s);
     out->recompute_fraction = in > 0 ? (double)out->computed_tokens / in : 0;
     out->position_fraction = in > 0 ? (double)out->computed_positions / in : 0;

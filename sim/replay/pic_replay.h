@@ -33,6 +33,7 @@ typedef struct kv_pic_result {
     int64_t requests, input_tokens, computed_tokens, computed_positions;
     int64_t chunks, chunk_hits;
     int64_t peak_footprint_blocks, evictions;
+    kv_pic_peak at_peak;       /* what the peak footprint was made of */
     double recompute_fraction; /* computed tokens / input tokens */
     double position_fraction;  /* computed positions (padding included) / input tokens */
     double chunk_hit_rate;     /* reused chunk occurrences / chunk occurrences (0 without chunks) */

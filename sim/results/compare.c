@@ -283,13 +283,14 @@ static json_t *stat_row(const cmp_side *b, const cmp_side *v)
     return row;
 }
 
-/* Which way is better for a metric: "lower" for times, "higher" for rates
+/* Which way is better for a metric: "lower" for times and HBM footprints, "higher" for rates
  * and counts of success, NULL when neither. */
 static const char *better_of(const char *metric)
 {
     static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate",
                                          "chunk_hit_rate", "completed",   "effective"};
-    if (strstr(metric, "_ms") || strstr(metric, "gpu_s") || strstr(metric, "rejected") || !strcmp(metric, "lost"))
+    if (strstr(metric, "_ms") || strstr(metric, "gpu_s") || strstr(metric, "rejected") || !strcmp(metric, "lost") ||
+        strstr(metric, "peak_footprint"))
         return "lower";
     for (size_t i = 0; i < sizeof higher / sizeof *higher; i++)
         if (!strncmp(metric, higher[i], strlen(higher[i]))) return "higher";

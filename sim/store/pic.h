@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "sim/trace/trace.h"
 #include "sim/util.h"
 
@@ -56,6 +58,7 @@ typedef struct kv_pic_ticket {
     int32_t n, cap;
     int32_t *slots; /* held objects, in release order */
     int64_t private_blocks;
+    bool admitted; /* in flight: admitted and not yet released */
 } kv_pic_ticket;
 
 /* The content key of a chunk segment (its id and length): the name of its
@@ -87,6 +90,23 @@ void kv_pic_release(kv_pic *s, kv_pic_ticket *t);
  * private blocks; and the highest value seen after an admission. */
 int64_t kv_pic_footprint(const kv_pic *s);
 int64_t kv_pic_peak_footprint(const kv_pic *s);
+
+/* The store at its peak footprint (the first time it was reached): the
+ * requests in flight, the blocks of the objects they hold (each once:
+ * shared), the same counted once per holding request (held: what private
+ * copies would take), and their private blocks. footprint = shared +
+ * private_blocks; held / shared is how many in-flight requests share a held
+ * block on average (MEPIC's saving over private copies). */
+typedef struct kv_pic_peak {
+    int64_t footprint, inflight, shared_blocks, held_blocks, private_blocks;
+} kv_pic_peak;
+kv_pic_peak kv_pic_peak_state(const kv_pic *s);
+/* The peak state of the store with the highest peak of n: what summaries
+ * report beside peak_footprint_blocks. */
+kv_pic_peak kv_pic_peak_of(kv_pic *const *stores, int n);
+/* Set peak_inflight_requests, peak_shared_blocks, peak_held_blocks and
+ * peak_private_blocks on o (docs/pic.md). */
+void kv_pic_peak_json(const kv_pic_peak *p, json_t *o);
 /* Blocks of every stored object, referenced or not (≤ C). */
 int64_t kv_pic_stored_blocks(const kv_pic *s);
 int64_t kv_pic_evictions(const kv_pic *s);

@@ -42,6 +42,8 @@ struct kv_pic {
     sim_links links;
     sim_list lru; /* unreferenced objects; head = released last */
     int64_t stored, referenced, private_total, peak, evictions;
+    int64_t inflight, held; /* admitted requests; Σ refs × blocks over objects */
+    kv_pic_peak at_peak;
     kv_pic_item *items;
     int64_t items_cap;
 };
@@ -134,6 +136,7 @@ void kv_pic_ticket_free(kv_pic_ticket *t)
 static void ref(kv_pic *s, int32_t slot)
 {
     pic_obj *o = &s->obj[slot];
+    s->held += o->blocks;
     if (o->refs++ == 0) {
         sim_list_unlink(&s->lru, &s->links, slot);
         s->referenced += o->blocks;
@@ -143,6 +146,7 @@ static void ref(kv_pic *s, int32_t slot)
 static void unref(kv_pic *s, int32_t slot)
 {
     pic_obj *o = &s->obj[slot];
+    s->held -= o->blocks;
     if (--o->refs == 0) {
         sim_list_push_head(&s->lru, &s->links, slot);
         s->referenced -= o->blocks;
@@ -183,10 +187,23 @@ static int32_t store_new(kv_pic *s, uint64_t key, int32_t blocks, int64_t extra)
     sim_keymap_put(&s->index, key, slot);
     s->stored += blocks;
     s->referenced += blocks;
+    s->held += blocks;
     return slot;
 }
 
 /* ---- admission ---------------------------------------------------------- */
+
+/* A new peak footprint: remember what made it up. */
+static void note_peak(kv_pic *s)
+{
+    if (kv_pic_footprint(s) <= s->peak) return;
+    s->peak = kv_pic_footprint(s);
+    s->at_peak = (kv_pic_peak){.footprint = s->peak,
+                               .inflight = s->inflight,
+                               .shared_blocks = s->referenced,
+                               .held_blocks = s->held,
+                               .private_blocks = s->private_total};
+}
 
 /* Phase 1: hits, repeats, and the slots of present objects. */
 static void lookup(const kv_pic *s, kv_pic_item *it, int32_t n)
@@ -279,7 +296,9 @@ int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_tick
     settle(s, s->items, n, t);
     t->private_blocks = o->private_blocks;
     s->private_total += o->private_blocks;
-    if (kv_pic_footprint(s) > s->peak) s->peak = kv_pic_footprint(s);
+    s->inflight += !t->admitted;
+    t->admitted = true;
+    note_peak(s);
     return 0;
 }
 
@@ -290,7 +309,7 @@ int kv_pic_grow(kv_pic *s, kv_pic_ticket *t, int64_t blocks)
     while (s->stored + other > s->p.capacity_blocks && s->lru.size > 0) evict_tail(s);
     t->private_blocks += blocks;
     s->private_total += blocks;
-    if (kv_pic_footprint(s) > s->peak) s->peak = kv_pic_footprint(s);
+    note_peak(s);
     return 0;
 }
 
@@ -298,11 +317,30 @@ void kv_pic_release(kv_pic *s, kv_pic_ticket *t)
 {
     for (int32_t i = 0; i < t->n; i++) unref(s, t->slots[i]);
     s->private_total -= t->private_blocks;
+    s->inflight -= t->admitted;
+    t->admitted = false;
     t->n = 0;
     t->private_blocks = 0;
 }
 
 int64_t kv_pic_footprint(const kv_pic *s) { return s->referenced + s->private_total; }
 int64_t kv_pic_peak_footprint(const kv_pic *s) { return s->peak; }
+kv_pic_peak kv_pic_peak_state(const kv_pic *s) { return s->at_peak; }
+
+kv_pic_peak kv_pic_peak_of(kv_pic *const *stores, int n)
+{
+    kv_pic_peak best = {0};
+    for (int i = 0; i < n; i++)
+        if (stores[i]->at_peak.footprint > best.footprint) best = stores[i]->at_peak;
+    return best;
+}
+
+void kv_pic_peak_json(const kv_pic_peak *p, json_t *o)
+{
+    json_object_set_new(o, "peak_inflight_requests", json_integer(p->inflight));
+    json_object_set_new(o, "peak_shared_blocks", json_integer(p->shared_blocks));
+    json_object_set_new(o, "peak_held_blocks", json_integer(p->held_blocks));
+    json_object_set_new(o, "peak_private_blocks", json_integer(p->private_blocks));
+}
 int64_t kv_pic_stored_blocks(const kv_pic *s) { return s->stored; }
 int64_t kv_pic_evictions(const kv_pic *s) { return s->evictions; }

@@ -196,9 +196,10 @@ static void destroy(void *state)
 static void summarize(void *state, json_t *summary)
 {
     agg *a = state;
-    int64_t peak = 0;
+    kv_pic_peak at = {0};
     for (int i = 0; i < a->n; i++)
-        if (kv_pic_peak_footprint(a->inst[i].pages) > peak) peak = kv_pic_peak_footprint(a->inst[i].pages);
+        if (kv_pic_peak_footprint(a->inst[i].pages) > at.footprint) at = kv_pic_peak_state(a->inst[i].pages);
+    int64_t peak = at.footprint;
     double in = (double)a->tot.input;
     json_t *o = json_pack(
         "{s:i, s:s, s:i, s:I, s:I, s:I, s:f, s:I, s:f, s:f}", "instances", a->n, "gpu_cache",
@@ -206,6 +207,7 @@ static void summarize(void *state, json_t *summary)
         "peak_pages", (json_int_t)peak, "preemptions", (json_int_t)a->tot.preemptions, "recompute_fraction",
         in > 0 ? (double)a->tot.computed / in : 0, "iterations", (json_int_t)a->tot.iterations, "gpu_busy_s",
         a->tot.busy_s, "peak_footprint_bytes", (double)peak * a->pp.block_tokens * a->cost.kv_bytes_per_token);
+    kv_pic_peak_json(&at, o);
     json_object_update(summary, o);
     json_decref(o);
     double s = json_number_value(json_object_get(summary, "sim_seconds"));

@@ -153,9 +153,8 @@ double sim_pic_used(const cluster *c, int inst)
 void sim_pic_summarize(const cluster *c, json_t *summary)
 {
     if (!c->pic) return;
-    int64_t peak = 0;
-    for (int i = 0; i < c->n_inst; i++)
-        if (kv_pic_peak_footprint(c->pic_st[i]) > peak) peak = kv_pic_peak_footprint(c->pic_st[i]);
+    kv_pic_peak at = kv_pic_peak_of(c->pic_st, c->n_inst);
+    int64_t peak = at.footprint;
     double in = (double)c->pic_sum.input, bb = c->cost.kv_bytes_per_token * c->pic_params.block_tokens;
     json_t *o = json_pack(
         "{s:s, s:i, s:I, s:f, s:f, s:f, s:I, s:f, s:I, s:I, s:I, s:I}", "pic", kv_pic_policy_name(c->pic),
@@ -167,6 +166,7 @@ void sim_pic_summarize(const cluster *c, json_t *summary)
         "pic_chunk_hits", (json_int_t)c->pic_sum.chunk_hits, "pic_waited", (json_int_t)c->pic_sum.waits, "pic_rejected",
         (json_int_t)c->pic_sum.rejected);
     json_object_set_new(o, "pic_unsegmented_requests", json_integer(c->pic_sum.unsegmented));
+    kv_pic_peak_json(&at, o);
     json_object_update(summary, o);
     json_decref(o);
 }
