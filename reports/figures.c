@@ -363,6 +363,38 @@ static int write_rejections(rep *r, FILE *dat, const rep_run *run, int *next_ind
     return 0;
 }
 
+/* Decode-memory preemptions (docs/definitions.md), as marks at load 0 on
+ * the decode panel at the sample times where an instance's count of
+ * preempted batch members grew; nothing for a run without any (or a
+ * results database from before the column). */
+static int write_preemptions(rep *r, FILE *dat, const rep_run *run, int *next_index, FILE *panel, const char *file,
+                             sim_err *err)
+{
+    if (rep_count(r, "SELECT COUNT(*) FROM pragma_table_info('samples') WHERE name = 'preemptions'", 0, NULL) == 0)
+        return 0;
+    sqlite3_stmt *st = rep_prepare(r,
+                                   "SELECT t_ms, grew FROM (SELECT t_ms, preemptions - LAG(preemptions, 1, 0)"
+                                   " OVER (PARTITION BY instance ORDER BY t_ms) AS grew FROM samples WHERE run_id=?1"
+                                   " AND role = 'decode') WHERE grew > 0 ORDER BY t_ms",
+                                   err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run->id);
+    int64_t n = 0, total = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; n++) {
+        if (n == 0) fputs("# decode preemptions: t_ms (a sample where an instance's count grew)\tgrew by\n", dat);
+        fprintf(dat, "%.6g\t0\t%lld\n", sqlite3_column_double(st, 0), (long long)sqlite3_column_int64(st, 1));
+        total += sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (!n) return 0;
+    fputs("\n\n", dat);
+    char title[64];
+    snprintf(title, sizeof title, "preempted (%lld)", (long long)total);
+    rep_plot_clause(panel, false, file, (*next_index)++, "($1/1000):2",
+                    "points pointsize 0.8 pointtype 12 linecolor rgb \"#1f4e79\"", title);
+    return 0;
+}
+
 static const char load_panel[] =
     "set xlabel \"time (s)\"\n"
     "set ylabel %s\n"
@@ -381,6 +413,7 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
     rep_body panel[2];
     FILE *with_lines[2];
     int index = 0, rc = 0, nlines = 0;
+    bool decode_lines = false;
     double end_s =
         (double)rep_count(r, "SELECT CAST(MAX(t_ms) AS INTEGER) FROM samples WHERE run_id=?1", run->id, NULL) /
         1e3; /* the data's end: no empty tail */
@@ -395,8 +428,10 @@ static int write_load(rep *r, const rep_run *run, FILE *dat, FILE *script, const
         int n = rc < 0 ? 0 : write_role_loads(r, dat, run, roles[k], &index, panel[k].f, file, err);
         if (n < 0) rc = -1;
         if (n > 0) with_lines[nlines++] = panel[k].f;
+        decode_lines = k == 1 && n > 0;
     }
     if (rc == 0) rc = write_rejections(r, dat, run, &index, with_lines, nlines, file, err);
+    if (rc == 0 && decode_lines) rc = write_preemptions(r, dat, run, &index, panel[1].f, file, err);
     fputs("set multiplot layout 2,1 title figure_title\n", script);
     for (int k = 0; k < 2; k++) {
         fclose(panel[k].f);

@@ -116,8 +116,11 @@ static void check_preemption(const char *mode, bool swap)
     /* B's KV lands, and is loaded from DRAM (L after A's own load), during A's first step */
     double L = sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token);
     assert_true(T < L + sim_cost_decode_iter_s(&cost, 1, N + 1) && L < sim_cost_decode_iter_s(&cost, 1, N + 1));
-    char *trace = two_requests(), *db = tu_temp_path(), extra[128];
-    snprintf(extra, sizeof extra, "--set decode.kv_allocation=incremental --set decode.preemption=%s", mode);
+    char *trace = two_requests(), *db = tu_temp_path(), extra[256];
+    snprintf(extra, sizeof extra,
+             "--set decode.kv_allocation=incremental --set decode.preemption=%s --set metrics.sample_rows=true "
+             "--set metrics.sample_period_ms=1 --set metrics.sample_rows_per_s=0",
+             mode);
     json_t *s = run(trace, db, frac, extra);
     int64_t held = N + M - 1;
     assert_int_equal(tu_int_field(s, "completed"), 2);
@@ -130,6 +133,13 @@ static void check_preemption(const char *mode, bool swap)
                         sql_num(db, "SELECT first_token_ms FROM requests WHERE id = 0"), 0);
     assert_int_equal((int)sql_num(db, "SELECT retries FROM requests WHERE id = 0"), 0);
     assert_int_equal((int)sql_num(db, "SELECT retries FROM requests WHERE id = 1"), 1);
+    /* the requests table names them as preemptions, and the decode
+     * instance's samples count the one preemption from its first sample
+     * after it on (the load figure marks it there) */
+    assert_int_equal((int)sql_num(db, "SELECT preemptions FROM requests WHERE id = 1"), 1);
+    assert_int_equal((int)sql_num(db, "SELECT preemptions FROM requests WHERE id = 0"), 0);
+    assert_int_equal((int)sql_num(db, "SELECT MAX(preemptions) FROM samples WHERE role = 'decode'"), 1);
+    assert_int_equal((int)sql_num(db, "SELECT MAX(preemptions) FROM samples WHERE role = 'prefill'"), 0);
     /* B resumes in the step after A's last token: that step adds the
      * recompute (a prefill of its held tokens) or the swap-in */
     double resume =

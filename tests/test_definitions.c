@@ -253,6 +253,10 @@ static void test_old_results_db_gets_running(void **state)
     assert_true(sql_num(db, "SELECT COUNT(*) FROM samples WHERE run_id = 1 AND running IS NULL") == 0);
     assert_true(sql_num(db, "SELECT queue_len * 10 + running FROM samples WHERE run_id = 1 AND t_ms = 1000"
                             " AND instance = 0") == 21);
+    /* and the preemption counts, after it (NULL in the old row, 0 in the new run's) */
+    assert_true(isnan(sql_num(db, "SELECT preemptions FROM samples WHERE run_id = 99")));
+    assert_true(sql_num(db, "SELECT COUNT(*) FROM samples WHERE run_id = 1 AND preemptions IS NULL") == 0);
+    assert_true(sql_num(db, "SELECT COUNT(*) FROM pragma_table_info('requests') WHERE name = 'preemptions'") == 1);
     tu_remove_temp(db);
     tu_remove_temp(trace);
 }

@@ -39,10 +39,10 @@ static const char schema_sql[] =
     " input_len INTEGER, output_len INTEGER, blocks INTEGER, prefill_inst INTEGER, decode_inst INTEGER,"
     " hit_blocks INTEGER, hit_tokens INTEGER, remote_blocks INTEGER, prefill_start_ms REAL,"
     " first_token_ms REAL, done_ms REAL, ttft_ms REAL, tbt_ms REAL, e2e_ms REAL, prefill_gpu_s REAL,"
-    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, itl_ms REAL, PRIMARY KEY(run_id, "
-    "id));"
+    " tokens INTEGER, retries INTEGER, status TEXT, stage TEXT, effective INTEGER, itl_ms REAL, preemptions INTEGER,"
+    " PRIMARY KEY(run_id, id));"
     "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER, t_ms REAL, instance INTEGER, role TEXT, state TEXT,"
-    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL, running INTEGER);"
+    " queue_len INTEGER, load REAL, batch INTEGER, kv_used REAL, running INTEGER, preemptions INTEGER);"
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
@@ -56,10 +56,10 @@ static const char index_sql[] = "CREATE INDEX IF NOT EXISTS samples_by_run ON sa
 
 static const char insert_request_sql[] =
     "INSERT INTO requests "
-    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)";
+    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)";
 static const char insert_sample_sql[] =
-    "INSERT INTO samples(run_id, t_ms, instance, role, state, queue_len, load, batch, kv_used, running)"
-    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)";
+    "INSERT INTO samples(run_id, t_ms, instance, role, state, queue_len, load, batch, kv_used, running, preemptions)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)";
 static const char insert_replica_sql[] = "INSERT INTO replicas VALUES(?1,?2,?3,?4)";
 
 /* One value per request id (NAN = NULL in the requests table). */
@@ -171,6 +171,8 @@ static const struct {
      "ALTER TABLE hitrate ADD COLUMN model TEXT; ALTER TABLE hitrate ADD COLUMN kv_bytes_per_token REAL"},
     {"samples", "running", "ALTER TABLE samples ADD COLUMN running INTEGER"},
     {"requests", "itl_ms", "ALTER TABLE requests ADD COLUMN itl_ms REAL"},
+    {"requests", "preemptions", "ALTER TABLE requests ADD COLUMN preemptions INTEGER"},
+    {"samples", "preemptions", "ALTER TABLE samples ADD COLUMN preemptions INTEGER"},
 };
 
 static int upgrade(sim_results *r, sim_err *err)
@@ -322,6 +324,7 @@ int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *e
     else sqlite3_bind_text(st, 23, sim_stage_names[w->stage], -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 24, w->effective);
     bind_opt(st, 25, w->itl_ms);
+    sqlite3_bind_int(st, 26, w->preemptions);
     return step_reset(r, st, "insert request", err);
 }
 
@@ -341,6 +344,7 @@ int sim_results_add_sample(sim_results *r, const sim_sample_row *w, sim_err *err
     sqlite3_bind_int(st, 8, w->batch);
     sqlite3_bind_double(st, 9, w->kv_used);
     sqlite3_bind_int(st, 10, w->running);
+    sqlite3_bind_int64(st, 11, w->preemptions);
     return step_reset(r, st, "insert sample", err);
 }
 

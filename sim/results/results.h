@@ -64,7 +64,8 @@ typedef struct sim_request_row {
     double itl_ms; /* mean inter-token interval: (last − first token) / (output_len − 1); < 0 = undefined */
     double prefill_gpu_s;
     int32_t tokens;
-    int32_t retries; /* restarts after instance failures */
+    int32_t retries;     /* restarts after instance failures, and preemptions */
+    int32_t preemptions; /* of those, decode-memory preemptions (recompute or swap) */
     sim_stage stage;
     int effective;
 } sim_request_row;
@@ -79,7 +80,8 @@ typedef struct sim_sample_row {
     double load;
     int batch;
     double kv_used;
-    int running; /* requests in service there */
+    int running;         /* requests in service there */
+    int64_t preemptions; /* decode and aggregated instances: members preempted so far */
 } sim_sample_row;
 
 typedef struct sim_hitrate_row {

@@ -77,6 +77,7 @@ static void write_row(agg *a, areq *q, sim_stage stage)
     row.prefill_gpu_s = q->prefill_gpu_s;
     row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
     row.retries = q->preemptions;
+    row.preemptions = q->preemptions;
     if (sim_results_add_request(a->run->db, &row, a->run->err)) a->run->failed = true;
 }
 

@@ -100,8 +100,9 @@ typedef struct instance {
     req_queue waiting;
     req_state **batch;
     int nbatch, pending;
-    int nloading;     /* decode.kv_receive = dram: KV being loaded DRAM → HBM, room held, not in the batch */
-    int64_t h2d_free; /* its host link (DRAM → HBM), a FIFO */
+    int nloading;        /* decode.kv_receive = dram: KV being loaded DRAM → HBM, room held, not in the batch */
+    int64_t preemptions; /* members preempted from its batch so far (samples.preemptions) */
+    int64_t h2d_free;    /* its host link (DRAM → HBM), a FIFO */
     int64_t kv_reserved, kv_batch, kv_waiting, ctx_tokens;
     bool iterating;
     int64_t iter_start; /* when the running iteration began */

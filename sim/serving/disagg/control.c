@@ -120,6 +120,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
         double mem = sim_cluster_decode_mem(c, in), tbt_load = tbt / c->slo_tbt_s;
         row.load = tbt_load > mem ? tbt_load : mem;
         row.kv_used = (double)in->kv_batch / (double)c->kv_capacity;
+        row.preemptions = in->preemptions;
     }
     return row;
 }
@@ -141,7 +142,7 @@ static sim_sample_row sample_row(cluster *c, const sched_ctx *ctx, const instanc
 static bool same_values(const sim_sample_row *a, const sim_sample_row *b)
 {
     return a->role == b->role && a->state == b->state && a->queue_len == b->queue_len && a->running == b->running &&
-           a->load == b->load && a->batch == b->batch && a->kv_used == b->kv_used;
+           a->load == b->load && a->batch == b->batch && a->kv_used == b->kv_used && a->preemptions == b->preemptions;
 }
 
 static void write_tick(cluster *c, const sim_sample_row *rows)

@@ -68,6 +68,7 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     row.prefill_gpu_s = q->prefill_gpu_s;
     row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
     row.retries = q->retries + q->preemptions; /* restarts, as the aggregated model counts them */
+    row.preemptions = q->preemptions;
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
 }
 

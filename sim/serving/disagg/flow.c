@@ -298,6 +298,7 @@ static double preempt_newest(cluster *c, instance *d)
     d->pending++;
     v->preempted = true;
     v->preemptions++;
+    d->preemptions++;
     c->preempt.preemptions++;
     wait_for_batch(c, d, v, true);
     if (!c->cfg->decode_swap) return 0;
