@@ -3,7 +3,7 @@
  * their member, plain keys beside them, removal by slot, growth, and a
  * long random run checked against a brute-force list of (key, tag, slot)
  * triples. After every phase the table's invariants are checked: each
- * slot's recorded bucket holds it, and along each probe run the distance
+ * bucket holds its slot's tag, and along each probe run the distance
  * from the home bucket grows by at most one per bucket (Robin Hood). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 
 static uint64_t dist(const kv_pic_index *x, uint64_t b) { return (b - kv_pic_home(x, x->e[b].tag)) & x->mask; }
 
-/* pos[] points at each entry's bucket; a run's distances rise by ≤ 1 per
+/* Each bucket's tag is its slot's; a run's distances rise by ≤ 1 per
  * bucket and an entry right after an empty bucket sits at its home; the
  * count matches the occupied buckets. */
 static void check_invariants(const kv_pic_index *x)
@@ -26,7 +26,7 @@ static void check_invariants(const kv_pic_index *x)
     for (uint64_t b = 0; b <= x->mask; b++) {
         if (x->e[b].slot < 0) continue;
         count++;
-        assert_int_equal(x->pos[x->e[b].slot], b);
+        assert_int_equal(x->slot[x->e[b].slot].tag, x->e[b].tag);
         uint64_t prev = (b - 1) & x->mask;
         if (x->e[prev].slot < 0) assert_int_equal(dist(x, b), 0);
         else assert_true(dist(x, b) <= dist(x, prev) + 1);

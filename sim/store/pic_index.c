@@ -35,48 +35,43 @@ void kv_pic_index_init(kv_pic_index *x, int64_t expected)
 void kv_pic_index_free(kv_pic_index *x)
 {
     free(x->e);
-    free(x->pos);
+    free(x->slot);
     *x = (kv_pic_index){0};
 }
 
 void kv_pic_index_slots(kv_pic_index *x, int64_t nslots)
 {
-    x->pos = sim_xrealloc(x->pos, (size_t)nslots * sizeof *x->pos);
+    x->slot = sim_xrealloc(x->slot, (size_t)nslots * sizeof *x->slot);
 }
 
 static uint64_t dist(const kv_pic_index *x, uint64_t b) { return (b - kv_pic_home(x, x->e[b].tag)) & x->mask; }
 
-static void place(kv_pic_index *x, uint64_t b, kv_pic_entry e)
-{
-    x->e[b] = e;
-    x->pos[e.slot] = (uint32_t)b;
-}
-
 /* Robin Hood insertion: walk from the home bucket; an entry nearer its
  * own home than the walker is to the new one's gives up its bucket and
  * walks on in its place, so every probe run stays sorted by home bucket.
- * A present name (met before the first swap) gets the new slot. */
-static void insert(kv_pic_index *x, kv_pic_entry e)
+ * With `key` (not growing), a present name met before the first swap gets
+ * the new slot. */
+static void insert(kv_pic_index *x, kv_pic_entry e, const uint64_t *key)
 {
     uint64_t b = kv_pic_home(x, e.tag), d = 0;
-    bool swapped = false;
     for (;; b = (b + 1) & x->mask, d++) {
-        if (x->e[b].slot < 0) {
+        kv_pic_entry *at = &x->e[b];
+        if (at->slot < 0) {
             x->count++;
-            place(x, b, e);
+            *at = e;
             return;
         }
-        if (!swapped && x->e[b].key == e.key && x->e[b].tag == e.tag) {
-            place(x, b, e);
+        if (key && at->tag == e.tag && x->slot[at->slot].key == *key) {
+            at->slot = e.slot;
             return;
         }
         uint64_t db = dist(x, b);
         if (db < d) {
-            kv_pic_entry out = x->e[b];
-            place(x, b, e);
+            kv_pic_entry out = *at;
+            *at = e;
             e = out;
             d = db;
-            swapped = true;
+            key = NULL;
         }
     }
 }
@@ -88,25 +83,31 @@ static void grow(kv_pic_index *x)
     uint64_t n = x->mask + 1;
     alloc_buckets(x, x->log2n + 1);
     for (uint64_t b = 0; b < n; b++)
-        if (old[b].slot >= 0) insert(x, old[b]);
+        if (old[b].slot >= 0) insert(x, old[b], NULL);
     free(old);
 }
 
 void kv_pic_index_put(kv_pic_index *x, uint64_t key, uint32_t tag, int32_t slot)
 {
     if (2 * (x->count + 1) > (int64_t)(x->mask + 1)) grow(x);
-    insert(x, (kv_pic_entry){.key = key, .slot = slot, .tag = tag});
+    x->slot[slot].key = key;
+    x->slot[slot].tag = tag;
+    insert(x, (kv_pic_entry){.slot = slot, .tag = tag}, &key);
 }
 
-/* Backward-shift deletion: pull each following entry of the probe run
- * back by one bucket, up to the first that sits at its home (the run is
- * sorted by home bucket, so nothing after it may move). */
+/* Find slot's bucket from its tag's home, then shift back each following
+ * entry of the probe run by one bucket, up to the first that sits at its
+ * home (the run is sorted by home bucket, so nothing after it may move). */
 void kv_pic_index_remove(kv_pic_index *x, int32_t slot)
 {
-    uint64_t hole = x->pos[slot];
-    if (x->e[hole].slot != slot) return;
+    uint32_t tag = x->slot[slot].tag;
+    uint64_t hole = kv_pic_home(x, tag), d = 0;
+    for (;; hole = (hole + 1) & x->mask, d++) {
+        if (x->e[hole].slot < 0 || dist(x, hole) < d) return;
+        if (x->e[hole].slot == slot) break;
+    }
     for (uint64_t j = (hole + 1) & x->mask; x->e[j].slot >= 0 && dist(x, j) > 0; j = (j + 1) & x->mask) {
-        place(x, hole, x->e[j]);
+        x->e[hole] = x->e[j];
         hole = j;
     }
     x->e[hole].slot = -1;

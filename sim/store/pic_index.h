@@ -18,30 +18,40 @@
  * Robin Hood linear probing (each probe run sorted by home bucket), so a
  * miss ends early and a deletion shifts back only up to the next entry at
  * its home (regions of 32 made every insertion and deletion walk ~15
- * buckets through a neighbouring group's run; regions of 8, ~3); every
- * entry keeps its tag (group hash and member), from which its home bucket
- * follows at any table size, and the index keeps each slot's bucket, so a
- * slot is removed without a probe. The layout changes no result: a
- * lookup compares whole names (key and tag; a page's are its block's key
- * and its member, exact for up to KV_PIC_MEMBERS pages a block). */
+ * buckets through a neighbouring group's run; regions of 8, ~3). A bucket
+ * holds a slot and its tag (group hash and member, from which its home
+ * follows at any table size): 8 bytes, a run of 8 pages one cache line;
+ * the key is kept per slot and read only when a tag matches. The layout
+ * changes no result: a lookup compares whole names (key and tag; a page's
+ * are its block's key and its member, exact for up to KV_PIC_MEMBERS pages
+ * a block). */
 #ifndef KV_PIC_INDEX_H
 #define KV_PIC_INDEX_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A bucket: 8 bytes, so a run of 8 members is one 64-byte cache line. */
 typedef struct kv_pic_entry {
-    uint64_t key; /* with the tag, the object's name */
     int32_t slot; /* -1: empty bucket */
     uint32_t tag; /* kv_pic_tag: run hash (high 24 bits) and member (low 8) */
 } kv_pic_entry;
+
+/* A slot: the name it was put with (key and tag; a page: its block's key
+ * and member) and, beside it in the same cache line, the store's counts
+ * for the object there (sim/store/pic_store.c), read on every hit. */
+typedef struct kv_pic_slot {
+    uint64_t key;
+    uint32_t tag;
+    int32_t blocks, refs;
+} kv_pic_slot;
 
 typedef struct kv_pic_index {
     kv_pic_entry *e;
     uint64_t mask; /* buckets − 1 */
     int log2n;
     int64_t count;
-    uint32_t *pos; /* slot → its bucket */
+    kv_pic_slot *slot; /* by slot number */
 } kv_pic_index;
 
 /* A group's members 0–255 are told apart by the tag's low 8 bits (the
@@ -73,7 +83,7 @@ static inline int32_t kv_pic_index_find(const kv_pic_index *x, uint64_t key, uin
     for (uint64_t b = kv_pic_home(x, tag), d = 0;; b = (b + 1) & x->mask, d++) {
         const kv_pic_entry *e = &x->e[b];
         if (e->slot < 0 || ((b - kv_pic_home(x, e->tag)) & x->mask) < d) return -1;
-        if (e->key == key && e->tag == tag) return e->slot;
+        if (e->tag == tag && x->slot[e->slot].key == key) return e->slot;
     }
 }
 
@@ -90,7 +100,7 @@ void kv_pic_index_free(kv_pic_index *x);
 void kv_pic_index_slots(kv_pic_index *x, int64_t nslots);
 /* Map key and tag to slot (overwriting their slot if present). */
 void kv_pic_index_put(kv_pic_index *x, uint64_t key, uint32_t tag, int32_t slot);
-/* Remove the key slot holds (nothing if another slot took it over). */
+/* Remove slot's name (nothing if another slot took it over since). */
 void kv_pic_index_remove(kv_pic_index *x, int32_t slot);
 
 #endif

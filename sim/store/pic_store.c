@@ -26,15 +26,10 @@
 #include "sim/store/pic_index.h"
 #include "sim/store/pic_int.h"
 
-typedef struct pic_obj {
-    int32_t blocks, refs;
-} pic_obj;
-
 struct kv_pic {
     kv_pic_params p;
     const kv_pic_policy *pol;
-    kv_pic_index index; /* key ↔ slot */
-    pic_obj *obj;
+    kv_pic_index index; /* key ↔ slot, and each object's blocks and references */
     int32_t nslots, cap;
     int32_t *free_slots;
     int32_t nfree;
@@ -114,7 +109,6 @@ int kv_pic_params_check(const kv_pic_params *p, sim_err *err)
 static void grow_slots(kv_pic *s, int32_t cap)
 {
     s->cap = cap;
-    s->obj = sim_xrealloc(s->obj, (size_t)cap * sizeof *s->obj);
     s->free_slots = sim_xrealloc(s->free_slots, (size_t)cap * sizeof *s->free_slots);
     sim_links_resize(&s->links, cap);
     kv_pic_index_slots(&s->index, cap);
@@ -135,7 +129,6 @@ void kv_pic_destroy(kv_pic *s)
 {
     if (!s) return;
     kv_pic_index_free(&s->index);
-    free(s->obj);
     free(s->free_slots);
     sim_links_free(&s->links);
     free(s->items);
@@ -150,7 +143,7 @@ void kv_pic_ticket_free(kv_pic_ticket *t)
 
 static void ref(kv_pic *s, int32_t slot)
 {
-    pic_obj *o = &s->obj[slot];
+    kv_pic_slot *o = &s->index.slot[slot];
     if (o->refs++ == 0) {
         sim_list_unlink(&s->lru, &s->links, slot);
         s->referenced += o->blocks;
@@ -159,7 +152,7 @@ static void ref(kv_pic *s, int32_t slot)
 
 static void unref(kv_pic *s, int32_t slot)
 {
-    pic_obj *o = &s->obj[slot];
+    kv_pic_slot *o = &s->index.slot[slot];
     if (--o->refs == 0) {
         sim_list_push_head(&s->lru, &s->links, slot);
         s->referenced -= o->blocks;
@@ -171,7 +164,7 @@ static void evict_tail(kv_pic *s)
     int32_t slot = (int32_t)s->lru.tail;
     sim_list_unlink(&s->lru, &s->links, slot);
     kv_pic_index_remove(&s->index, slot);
-    s->stored -= s->obj[slot].blocks;
+    s->stored -= s->index.slot[slot].blocks;
     s->free_slots[s->nfree++] = slot;
     s->evictions++;
 }
@@ -200,8 +193,9 @@ static int32_t store_new(kv_pic *s, uint64_t key, uint32_t tag, int32_t blocks, 
     while (s->stored + blocks + other > s->p.capacity_blocks && s->lru.size > 0) evict_tail(s);
     if (s->stored + blocks + other > s->p.capacity_blocks) return -1;
     int32_t slot = new_slot(s);
-    s->obj[slot] = (pic_obj){.blocks = blocks, .refs = 1};
     kv_pic_index_put(&s->index, key, tag, slot);
+    s->index.slot[slot].blocks = blocks;
+    s->index.slot[slot].refs = 1;
     s->stored += blocks;
     s->referenced += blocks;
     return slot;
@@ -236,7 +230,7 @@ static int64_t footprint_delta(const kv_pic *s, const kv_pic_item *it, int32_t n
 {
     int64_t d = o->private_blocks;
     for (int32_t i = 0; i < n; i++)
-        if (!it[i].dup && it[i].hold && (it[i].slot < 0 || s->obj[it[i].slot].refs == 0)) d += it[i].blocks;
+        if (!it[i].dup && it[i].hold && (it[i].slot < 0 || s->index.slot[it[i].slot].refs == 0)) d += it[i].blocks;
     return d;
 }
 
