@@ -12,6 +12,7 @@ typedef struct kv_pic_item {
     int32_t seg;    /* the segment it comes from */
     bool chain;     /* a prefix-chain block: hits only while every chain block before it hit */
     bool hold;      /* referenced until release; else only while admitted (read into a private copy) */
+    uint32_t tag;   /* where the index keeps it (kv_pic_tag: pages of a block side by side); 0: by key */
     /* set by the store */
     bool hit;    /* reused: present at lookup (or a repeat inside the request) */
     bool dup;    /* a repeat of an earlier item of the same request */

@@ -23,19 +23,13 @@
 #include <xxhash.h>
 
 #include "sim/index/dlist.h"
-#include "sim/index/keymap.h"
+#include "sim/store/pic_index.h"
 #include "sim/store/pic_int.h"
-
-typedef struct pic_obj {
-    uint64_t key;
-    int32_t blocks, refs;
-} pic_obj;
 
 struct kv_pic {
     kv_pic_params p;
     const kv_pic_policy *pol;
-    sim_keymap index; /* key → slot */
-    pic_obj *obj;
+    kv_pic_index index; /* key ↔ slot, and each object's blocks and references */
     int32_t nslots, cap;
     int32_t *free_slots;
     int32_t nfree;
@@ -57,22 +51,30 @@ int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r)
 
 /* A hash_id request's pages: page i lies in block i·B / prefix_tokens (B
  * divides prefix_tokens) and is named by that block's chained key and its
- * place in it, so it inherits the block's prefix identity. Only pages of
- * blocks the request names. */
-static int32_t hash_pages(const kv_pic_params *p, const sim_request *r, int32_t n, uint64_t *keys)
+ * place in it (the member of the tag), so it inherits the block's prefix
+ * identity and sits beside its block's other pages in the index. Only
+ * pages of blocks the request names. */
+static int32_t hash_pages(const kv_pic_params *p, const sim_request *r, int32_t n, kv_pic_item *items)
 {
     int32_t per = p->prefix_tokens / p->block_tokens, most = r->nblocks * per;
     n = n < most ? n : most;
-    for (int32_t i = 0; i < n; i++) keys[i] = sim_block_key(r->keys[i / per], i % per);
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t g = r->keys[i / per];
+        items[i] = (kv_pic_item){.key = per > KV_PIC_MEMBERS ? sim_block_key(g, i % per) : g,
+                                 .blocks = 1,
+                                 .chain = true,
+                                 .hold = true,
+                                 .tag = kv_pic_tag(g, i % per)};
+    }
     return n;
 }
 
 int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items)
 {
     if (n <= 0) return 0;
+    if (r->nsegs == 0) return hash_pages(p, r, n, items);
     uint64_t *keys = sim_xmalloc((size_t)n * sizeof *keys);
-    if (r->nsegs == 0) n = hash_pages(p, r, n, keys);
-    else sim_segments_keys(r, p->prefix_tokens, p->block_tokens, limit, n, keys, NULL);
+    sim_segments_keys(r, p->prefix_tokens, p->block_tokens, limit, n, keys, NULL);
     for (int32_t i = 0; i < n; i++)
         items[i] = (kv_pic_item){.key = keys[i], .blocks = 1, .seg = 0, .chain = true, .hold = true};
     free(keys);
@@ -106,12 +108,21 @@ int kv_pic_params_check(const kv_pic_params *p, sim_err *err)
     return 0;
 }
 
+static void grow_slots(kv_pic *s, int32_t cap)
+{
+    s->cap = cap;
+    s->free_slots = sim_xrealloc(s->free_slots, (size_t)cap * sizeof *s->free_slots);
+    sim_links_resize(&s->links, cap);
+    kv_pic_index_slots(&s->index, cap);
+}
+
 kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p)
 {
     kv_pic *s = sim_xcalloc(1, sizeof *s);
     s->p = *p;
     s->pol = pol;
-    sim_keymap_init(&s->index, 1024);
+    kv_pic_index_init(&s->index, 1024);
+    grow_slots(s, 1024);
     sim_list_init(&s->lru);
     return s;
 }
@@ -119,8 +130,7 @@ kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p)
 void kv_pic_destroy(kv_pic *s)
 {
     if (!s) return;
-    sim_keymap_free(&s->index);
-    free(s->obj);
+    kv_pic_index_free(&s->index);
     free(s->free_slots);
     sim_links_free(&s->links);
     free(s->items);
@@ -135,7 +145,7 @@ void kv_pic_ticket_free(kv_pic_ticket *t)
 
 static void ref(kv_pic *s, int32_t slot)
 {
-    pic_obj *o = &s->obj[slot];
+    kv_pic_slot *o = &s->index.slot[slot];
     s->held += o->blocks;
     if (o->refs++ == 0) {
         sim_list_unlink(&s->lru, &s->links, slot);
@@ -145,7 +155,7 @@ static void ref(kv_pic *s, int32_t slot)
 
 static void unref(kv_pic *s, int32_t slot)
 {
-    pic_obj *o = &s->obj[slot];
+    kv_pic_slot *o = &s->index.slot[slot];
     s->held -= o->blocks;
     if (--o->refs == 0) {
         sim_list_push_head(&s->lru, &s->links, slot);
@@ -157,34 +167,39 @@ static void evict_tail(kv_pic *s)
 {
     int32_t slot = (int32_t)s->lru.tail;
     sim_list_unlink(&s->lru, &s->links, slot);
-    sim_keymap_del(&s->index, s->obj[slot].key);
-    s->stored -= s->obj[slot].blocks;
+    kv_pic_index_remove(&s->index, slot);
+    s->stored -= s->index.slot[slot].blocks;
     s->free_slots[s->nfree++] = slot;
     s->evictions++;
+}
+
+/* Slots double, but stop once at the capacity: objects of at least one
+ * block never outnumber C (an aggregated instance's 82,624 pages take
+ * 82,624 slots, not 131,072). */
+static int32_t next_cap(const kv_pic *s)
+{
+    int64_t next = 2 * (int64_t)s->cap, c = s->p.capacity_blocks;
+    return (int32_t)(c > s->cap && c < next ? c : next);
 }
 
 static int32_t new_slot(kv_pic *s)
 {
     if (s->nfree) return s->free_slots[--s->nfree];
-    if (s->nslots == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1024;
-        s->obj = sim_xrealloc(s->obj, (size_t)s->cap * sizeof *s->obj);
-        s->free_slots = sim_xrealloc(s->free_slots, (size_t)s->cap * sizeof *s->free_slots);
-        sim_links_resize(&s->links, s->cap);
-    }
+    if (s->nslots == s->cap) grow_slots(s, next_cap(s));
     return s->nslots++;
 }
 
 /* Store a new object of `blocks` with one reference, evicting as needed;
  * -1 when it cannot fit. `extra`: blocks not yet counted that share C. */
-static int32_t store_new(kv_pic *s, uint64_t key, int32_t blocks, int64_t extra)
+static int32_t store_new(kv_pic *s, uint64_t key, uint32_t tag, int32_t blocks, int64_t extra)
 {
     int64_t other = s->p.private_counts ? s->private_total + extra : 0;
     while (s->stored + blocks + other > s->p.capacity_blocks && s->lru.size > 0) evict_tail(s);
     if (s->stored + blocks + other > s->p.capacity_blocks) return -1;
     int32_t slot = new_slot(s);
-    s->obj[slot] = (pic_obj){.key = key, .blocks = blocks, .refs = 1};
-    sim_keymap_put(&s->index, key, slot);
+    kv_pic_index_put(&s->index, key, tag, slot);
+    s->index.slot[slot].blocks = blocks;
+    s->index.slot[slot].refs = 1;
     s->stored += blocks;
     s->referenced += blocks;
     s->held += blocks;
@@ -205,13 +220,16 @@ static void note_peak(kv_pic *s)
                                .private_blocks = s->private_total};
 }
 
-/* Phase 1: hits, repeats, and the slots of present objects. */
+/* Phase 1: hits, repeats, and the slots of present objects. The home
+ * buckets of the request's groups are fetched first, all at once. */
 static void lookup(const kv_pic *s, kv_pic_item *it, int32_t n)
 {
     bool chain_ok = true;
+    for (int32_t i = 0; i < n; i++)
+        if (i == 0 || (it[i].tag & ~7u) != (it[i - 1].tag & ~7u)) kv_pic_index_prefetch(&s->index, it[i].tag);
     for (int32_t i = 0; i < n; i++) {
-        int64_t slot = sim_keymap_get(&s->index, it[i].key);
-        it[i].slot = (int32_t)slot;
+        int32_t slot = kv_pic_index_find(&s->index, it[i].key, it[i].tag);
+        it[i].slot = slot;
         it[i].dup = false;
         for (int32_t j = 0; j < i && !it[i].chain; j++)
             if (!it[j].chain && it[j].key == it[i].key) {
@@ -229,7 +247,7 @@ static int64_t footprint_delta(const kv_pic *s, const kv_pic_item *it, int32_t n
 {
     int64_t d = o->private_blocks;
     for (int32_t i = 0; i < n; i++)
-        if (!it[i].dup && it[i].hold && (it[i].slot < 0 || s->obj[it[i].slot].refs == 0)) d += it[i].blocks;
+        if (!it[i].dup && it[i].hold && (it[i].slot < 0 || s->index.slot[it[i].slot].refs == 0)) d += it[i].blocks;
     return d;
 }
 
@@ -244,7 +262,7 @@ static void reference_and_allocate(kv_pic *s, kv_pic_item *it, int32_t n, kv_pic
             it[i].slot = it[it[i].slot].slot;
             continue;
         }
-        if (it[i].slot < 0) it[i].slot = store_new(s, it[i].key, it[i].blocks, o->private_blocks);
+        if (it[i].slot < 0) it[i].slot = store_new(s, it[i].key, it[i].tag, it[i].blocks, o->private_blocks);
         it[i].stored = it[i].slot >= 0;
         if (!it[i].stored && it[i].hold) o->private_blocks += it[i].blocks;
     }
@@ -284,6 +302,8 @@ int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_tick
     int64_t max = kv_pic_items_max(&s->p, r);
     if (max > s->items_cap) s->items = sim_xrealloc(s->items, (size_t)(s->items_cap = max) * sizeof *s->items);
     int32_t n = s->pol->items(&s->p, r, s->items);
+    for (int32_t i = 0; i < n; i++)
+        if (!s->items[i].tag) s->items[i].tag = kv_pic_tag(s->items[i].key, -1);
     lookup(s, s->items, n);
     *o = (kv_pic_outcome){.input_tokens = r->input_len, .unsegmented = r == &plain};
     s->pol->account(&s->p, r, s->items, n, o);

@@ -104,7 +104,7 @@ static int seg_id(const json_t *o, size_t i, sim_segment *s, sim_err *err)
     return 0;
 }
 
-static void ids_push(sim_seg_buf *b, int64_t id)
+void sim_seg_push_id(sim_seg_buf *b, int64_t id)
 {
     if (b->nids == b->ids_cap)
         b->ids = sim_xrealloc(b->ids, (b->ids_cap = b->ids_cap ? 2 * b->ids_cap : 64) * sizeof *b->ids);
@@ -130,7 +130,7 @@ static int seg_prefix_ids(const json_t *o, size_t i, int prefix_tokens, sim_seg_
         if (!json_is_integer(e))
             return sim_errf(err, "segments[%zu].hash_ids: element %zu is not an integer (got %s)", i, j,
                             sim_json_type_name(e));
-        ids_push(b, json_integer_value(e));
+        sim_seg_push_id(b, json_integer_value(e));
     }
     return 0;
 }
@@ -155,11 +155,16 @@ static int seg_parse_one(const json_t *o, size_t i, int prefix_tokens, sim_seg_b
     if (s.kind == SIM_SEG_PREFIX ? seg_prefix_ids(o, i, prefix_tokens, b, &s, err) : seg_id(o, i, &s, err)) return -1;
     if (b->total + s.len > SIM_TRACE_MAX_TOKENS)
         return sim_errf(err, "segments[%zu].len: the prompt exceeds %d tokens", i, SIM_TRACE_MAX_TOKENS);
-    b->total += s.len;
+    sim_seg_push(b, &s);
+    return 0;
+}
+
+void sim_seg_push(sim_seg_buf *b, const sim_segment *s)
+{
+    b->total += s->len;
     if (b->nsegs == b->segs_cap)
         b->segs = sim_xrealloc(b->segs, (b->segs_cap = b->segs_cap ? 2 * b->segs_cap : 16) * sizeof *b->segs);
-    b->segs[b->nsegs++] = s;
-    return 0;
+    b->segs[b->nsegs++] = *s;
 }
 
 int sim_seg_parse(const json_t *v, int prefix_tokens, sim_seg_buf *b, sim_err *err)

@@ -187,10 +187,11 @@ static const field_key field_keys[NFIELDS] = {
     FIELD_KEY(F_THINK, "think_ms"),
 };
 
-typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_JSON } raw_kind;
+typedef enum raw_kind { RAW_ABSENT, RAW_INT, RAW_REAL, RAW_STRING, RAW_IDS, RAW_SEGS, RAW_JSON } raw_kind;
 
 /* One top-level field as found on the line. RAW_IDS: the hash ids are in
- * t->ids already (recognizer). RAW_JSON: any other jansson value. */
+ * t->ids already; RAW_SEGS: the segments in t->segs, checked (recognizer).
+ * RAW_JSON: any other jansson value. */
 typedef struct raw_field {
     raw_kind kind;
     int64_t i;
@@ -217,11 +218,9 @@ __attribute__((format(printf, 4, 5))) static int line_err(const sim_trace *t, si
 
 static const char *raw_type_name(const raw_field *v)
 {
-    static const char *const names[] = {[RAW_ABSENT] = "nothing",
-                                        [RAW_INT] = "an integer",
-                                        [RAW_REAL] = "a real number",
-                                        [RAW_STRING] = "a string",
-                                        [RAW_IDS] = "an array"};
+    static const char *const names[] = {
+        [RAW_ABSENT] = "nothing",  [RAW_INT] = "an integer", [RAW_REAL] = "a real number",
+        [RAW_STRING] = "a string", [RAW_IDS] = "an array",   [RAW_SEGS] = "an array"};
     return v->kind == RAW_JSON ? sim_json_type_name(v->json) : names[v->kind];
 }
 
@@ -366,9 +365,10 @@ static sim_request *request_alloc(const sim_request *fields, size_t n, const sim
 static int get_segments(sim_trace *t, const raw_line *raw, int32_t *input_len, sim_err *err)
 {
     const raw_field *v = &raw->f[F_SEGMENTS];
-    if (v->kind != RAW_JSON) return line_err(t, err, "segments", "expected an array, got %s", raw_type_name(v));
+    if (v->kind != RAW_JSON && v->kind != RAW_SEGS)
+        return line_err(t, err, "segments", "expected an array, got %s", raw_type_name(v));
     sim_err e;
-    if (sim_seg_parse(v->json, t->opts.block_tokens, &t->segs, &e))
+    if (v->kind == RAW_JSON && sim_seg_parse(v->json, t->opts.block_tokens, &t->segs, &e))
         return sim_errf(err, "%s:%" PRId64 ": %s", t->name, t->lineno, e.msg);
     if (raw->f[F_INPUT].kind == RAW_ABSENT) {
         *input_len = (int32_t)t->segs.total;
@@ -533,20 +533,120 @@ static const char *scan_real(const char *p, const char *end, double *out)
     return isfinite(*out) ? p : NULL;
 }
 
-/* p is at '['; t->ids gets the integers; returns the position after ']'. */
-static const char *scan_int_array(const char *p, const char *end, id_buf *ids)
+/* p is at '['; each integer goes to push(ctx, v); returns the position
+ * after ']'. Inline, so that each caller's push is inlined into its loop. */
+static inline const char *scan_ints(const char *p, const char *end, void (*push)(void *, int64_t), void *ctx)
 {
-    ids->n = 0;
     p = skip_ws(p + 1, end);
     if (p < end && *p == ']') return p + 1;
     for (;;) {
         int64_t v;
         if (!(p = scan_int(p, end, &v))) return NULL;
-        ids_push(ids, v);
+        push(ctx, v);
         p = skip_ws(p, end);
         if (p < end && *p == ']') return p + 1;
         if (p == end || *p != ',') return NULL;
         p = skip_ws(p + 1, end);
+    }
+}
+
+static void push_hash_id(void *ids, int64_t v) { ids_push(ids, v); }
+static void push_seg_id(void *segs, int64_t v) { sim_seg_push_id(segs, v); }
+
+/* p is at '['; t->ids gets the integers. */
+static const char *scan_int_array(const char *p, const char *end, id_buf *ids)
+{
+    ids->n = 0;
+    return scan_ints(p, end, push_hash_id, ids);
+}
+
+/* A segment object's fields as found (recognizer). */
+typedef struct seg_fields {
+    const char *k;
+    size_t klen;
+    bool has_len, has_id, has_ids, id_null;
+    int64_t len, id;
+    size_t first; /* hash_ids: where they start in the buffer */
+} seg_fields;
+
+/* One "key": value of a segment object into f; NULL to decline (an
+ * unknown or repeated key, or a value outside the subset). */
+static const char *scan_seg_field(const char *p, const char *end, sim_seg_buf *b, seg_fields *f)
+{
+    const char *key;
+    size_t n;
+    if (!(p = scan_plain_string(p, end, &key, &n))) return NULL;
+    p = skip_ws(p, end);
+    if (p == end || *p++ != ':') return NULL;
+    p = skip_ws(p, end);
+    if (n == 1 && key[0] == 'k' && !f->k) return scan_plain_string(p, end, &f->k, &f->klen);
+    if (n == 3 && !memcmp(key, "len", 3) && !f->has_len) {
+        f->has_len = true;
+        return scan_int(p, end, &f->len);
+    }
+    if (n == 2 && !memcmp(key, "id", 2) && !f->has_id) {
+        f->has_id = true;
+        if (end - p >= 4 && !memcmp(p, "null", 4)) return f->id_null = true, p + 4;
+        return scan_int(p, end, &f->id);
+    }
+    if (n == 8 && !memcmp(key, "hash_ids", 8) && !f->has_ids && p < end && *p == '[') {
+        f->has_ids = true;
+        f->first = b->nids;
+        return scan_ints(p, end, push_seg_id, b);
+    }
+    return NULL;
+}
+
+/* The segment f describes, if sim_seg_parse would accept it as segment i
+ * (same rules; the recognizer declines whatever it would reject, so that
+ * jansson and sim_seg_parse word the message). */
+static bool seg_from_fields(const seg_fields *f, size_t i, int prefix_tokens, sim_seg_buf *b)
+{
+    static const char *const kinds[SIM_SEG_NKINDS] = {"prefix", "chunk", "prompt"};
+    sim_segment s = {.kind = SIM_SEG_NKINDS};
+    for (int j = 0; j < SIM_SEG_NKINDS; j++)
+        if (f->k && f->klen == strlen(kinds[j]) && !memcmp(f->k, kinds[j], f->klen)) s.kind = (sim_seg_kind)j;
+    if (s.kind == SIM_SEG_NKINDS || !f->has_len || f->len < 1 || f->len > SIM_TRACE_MAX_TOKENS ||
+        b->total + f->len > SIM_TRACE_MAX_TOKENS)
+        return false;
+    s.len = (int32_t)f->len;
+    if (s.kind == SIM_SEG_PREFIX) {
+        int64_t want = (f->len + prefix_tokens - 1) / prefix_tokens;
+        if (i != 0 || f->has_id || !f->has_ids || (int64_t)(b->nids - f->first) != want) return false;
+        s.first = (int32_t)f->first;
+        s.nids = (int32_t)want;
+    } else {
+        if (f->has_ids || !f->has_id || (f->id_null && s.kind != SIM_SEG_PROMPT)) return false;
+        s.unique = f->id_null;
+        s.id = f->id_null ? 0 : f->id;
+    }
+    sim_seg_push(b, &s);
+    return true;
+}
+
+/* p is at '['; a "segments" list of flat objects into t->segs, or NULL. */
+static const char *scan_segments(sim_trace *t, const char *p, const char *end)
+{
+    sim_seg_buf *b = &t->segs;
+    b->nsegs = b->nids = 0;
+    b->total = 0;
+    p = skip_ws(p + 1, end);
+    for (size_t i = 0;; i++) {
+        if (p == end || *p != '{') return NULL;
+        seg_fields f = {0};
+        p = skip_ws(p + 1, end);
+        for (;;) {
+            if (!(p = scan_seg_field(p, end, b, &f))) return NULL;
+            p = skip_ws(p, end);
+            if (p < end && *p == '}') break;
+            if (p == end || *p++ != ',') return NULL;
+            p = skip_ws(p, end);
+        }
+        if (!seg_from_fields(&f, i, t->opts.block_tokens, b)) return NULL;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == ']') return p + 1;
+        if (p == end || *p++ != ',') return NULL;
+        p = skip_ws(p, end);
     }
 }
 
@@ -556,6 +656,10 @@ static const char *scan_value(sim_trace *t, field_id f, const char *p, const cha
     if (*p == '"') {
         out->kind = RAW_STRING;
         return scan_plain_string(p, end, &out->s, &out->slen);
+    }
+    if (*p == '[' && f == F_SEGMENTS) {
+        out->kind = RAW_SEGS;
+        return scan_segments(t, p, end);
     }
     if (*p == '[') {
         out->kind = RAW_IDS;

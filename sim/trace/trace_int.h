@@ -41,6 +41,11 @@ static inline uint64_t sim_chain_key(uint64_t prev_key, int64_t id)
  * prefix_tokens-token block. On error, err holds "segments[I].FIELD:
  * problem" (the caller adds file and line). */
 int sim_seg_parse(const json_t *v, int prefix_tokens, sim_seg_buf *b, sim_err *err);
+/* Append a checked segment (its len added to the total), or a prefix
+ * segment's block id: the parser's steps, shared with the reader's
+ * recognizer of flat segment lists (sim/trace/trace.c). */
+void sim_seg_push(sim_seg_buf *b, const sim_segment *s);
+void sim_seg_push_id(sim_seg_buf *b, int64_t id);
 
 /* A request in one allocation: the struct (from fields), then n keys and
  * n raw ids, nids prefix-segment ids and nsegs segments, the pointers set
