@@ -317,7 +317,8 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     snprintf(db, sizeof db, "%s/emitted.db", dir);
     snprintf(jobs, sizeof jobs, "%s/jobs.txt", dir);
     sweep_ok(ref, "--jobs 2", NULL);
-    tu_expect_exit(sweep_args(db, "--emit-jobs"), 2, "unknown or incomplete option"); /* it needs its FILE */
+    tu_expect_exit(sweep_args(db, "--emit-jobs"), 2,
+                   "unknown option or missing value '--emit-jobs'"); /* it needs its FILE */
     snprintf(args, sizeof args, "--emit-jobs %s", jobs);
     sweep_ok(db, args, "wrote 6 commands");
     char *lines = su_slurp_path(jobs);

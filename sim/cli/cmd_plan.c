@@ -136,12 +136,14 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, plan_args *a
         case 'w': a->hw.name = optarg; break;
         case 'j': a->json = true; break;
         case 'h': a->help = true; return 0;
-        default: return sim_errf(err, "bad option (see --help)");
+        default: return sim_errf(err, "bad option (see kvsim plan --help)");
         }
     }
     char note[256];
     if (kv_hitrate_deprecation(spec, false, note, sizeof note)) fprintf(stderr, "kvsim plan: %s\n", note);
-    if (rc == 0 && optind < argc) rc = sim_errf(err, "unexpected argument '%s' (see --help)", argv[optind]);
+    char msg[1024];
+    if (rc == 0 && optind < argc)
+        rc = sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "plan", argv[optind], "--trace"));
     return rc ? rc : kv_hitrate_finish(spec, err);
 }
 

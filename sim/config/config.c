@@ -138,7 +138,8 @@ static json_t *load_json_file(const char *path, const char *what, sim_err *err)
 {
     json_error_t je;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!j) sim_errf(err, "%s %s:%d: %s", what, path, je.line, je.text);
+    if (!j)
+        sim_json_file_errf(err, what, path, je.line, je.text, "kvsim config prints a complete config to start from");
     else if (!json_is_object(j)) {
         json_decref(j);
         j = NULL;
@@ -564,8 +565,10 @@ static int read_typed(sim_config *c, sim_err *err)
         get_num(root, "trace.speed", &c->trace.speed, err) || get_num(root, "trace.sample", &c->trace.sample, err))
         return -1;
     if (c->block_tokens != c->trace.block_tokens)
-        return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
-                        c->block_tokens, c->trace.block_tokens);
+        return sim_errf(err,
+                        "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree: set "
+                        "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=%d)",
+                        c->block_tokens, c->trace.block_tokens, c->trace.block_tokens);
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
     static const char *const replays[] = {"open", "closed", NULL};
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};

@@ -229,8 +229,7 @@ const char *sim_config_dir(void)
     return snprintf(dir, sizeof dir, "configs"), dir;
 }
 
-/* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
-static void preset_names(const char *kind, char *out, size_t n)
+void sim_preset_names(const char *kind, char *out, size_t n)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%s", sim_config_dir(), kind);
@@ -256,7 +255,7 @@ int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim
     if (access(buf, R_OK) != 0) {
         if (is_path) return sim_errf(err, "%s: cannot read '%s'", kind, buf);
         char names[1024];
-        preset_names(kind, names, sizeof names);
+        sim_preset_names(kind, names, sizeof names);
         return sim_errf(err, "unknown %s preset '%s': the presets are %s (or give a .json file's path)",
                         strcmp(kind, "models") ? kind : "model", name, names[0] ? names : "none found");
     }
