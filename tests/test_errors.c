@@ -141,6 +141,29 @@ static void test_baseline_error_says_how_to_record(void **state)
                    "prints a complete config to start from)");
 }
 
+/* A path that is the wrong kind of thing (a folder for a trace, a missing
+ * output folder, a preset file that is not there, a --db that is not a
+ * database) says what would fit. */
+static void test_wrong_path_says_what_fits(void **state)
+{
+    (void)state;
+    tu_expect_exit("run --trace traces/ragpulse-sample", 2,
+                   "kvsim run: traces/ragpulse-sample: a folder, not a file (a trace is one JSONL file, plain or "
+                   "gzip; a RAGPulse folder converts with kvsim trace import ragpulse FOLDER -o FILE)");
+    tu_expect_exit("trace gen --requests 1 -o no-such-dir/t.jsonl", 2,
+                   "kvsim trace gen: cannot write no-such-dir/t.jsonl: folder no-such-dir: No such file or directory "
+                   "(create it first: mkdir -p no-such-dir)");
+    tu_expect_exit("run --trace traces/default.jsonl --set hardware=no-such.json", 2,
+                   "hardware: cannot read 'no-such.json': No such file or directory (check the path, or name a "
+                   "preset: a800x8, cpu-local, h100x1");
+    char *junk = tu_write_temp("not a database, just text\n"), args[512], want[512];
+    snprintf(args, sizeof args, "run --trace traces/default.jsonl --db %s", junk);
+    snprintf(want, sizeof want,
+             "results database '%s': file is not a database (give --db a new file, or one kvsim wrote)", junk);
+    tu_expect_exit(args, 2, want);
+    tu_remove_temp(junk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_choice_lists_the_choices),
         cmocka_unit_test(test_mismatch_says_which_to_change),
         cmocka_unit_test(test_baseline_error_says_how_to_record),
+        cmocka_unit_test(test_wrong_path_says_what_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -404,7 +404,7 @@ static void test_bad_input(void **state)
     tu_expect_exit(args, 2, "garbage.db");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --jobs 0", trace);
     tu_expect_exit(args, 2, "--jobs");
-    tu_expect_exit("sweep --trace x.jsonl", 2, "--grid is required");
+    tu_expect_exit("sweep --trace x.jsonl", 2, "--grid KEY=V1,V2,... is required (e.g. --grid policy.router=");
     snprintf(args, sizeof args, "merge %s/out.db %s", dir, garbage);
     tu_expect_exit(args, 2, "garbage.db: cannot open: file is not a database");
     snprintf(args, sizeof args, "merge %s/out.db %s/missing.db", dir, dir);

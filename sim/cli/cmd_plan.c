@@ -47,7 +47,7 @@ static int load_hw(plan_hw *hw, sim_err *err)
     if (sim_preset_path("hardware", hw->name, path, sizeof path, err)) return -1;
     json_error_t je;
     json_t *o = json_load_file(path, 0, &je);
-    if (!o) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
+    if (!o) return sim_json_file_errf(err, "", path, je.line, je.text, NULL);
     const json_t *d = json_object_get(o, "dram_bytes");
     double v = json_is_string(d) ? 0 : json_number_value(d);
     int rc = json_is_string(d) ? sim_parse_size(json_string_value(d), "dram_bytes", &v, err) : 0;

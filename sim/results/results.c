@@ -230,7 +230,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
         char m[256];
-        sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path, sim_results_errmsg(r->db, m, sizeof m));
+        bool notadb = sqlite3_errcode(r->db) == SQLITE_NOTADB;
+        sim_errf(err, "results database '%s': %s%s", temp ? "(temporary)" : path,
+                 sim_results_errmsg(r->db, m, sizeof m), notadb ? " (give --db a new file, or one kvsim wrote)" : "");
         sim_results_close(r);
         return -1;
     }
