@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -91,6 +92,8 @@ static void test_choice_lists_the_choices(void **state)
                    "mixtral-8x7b-tp2-general-mnbt2048-run56)");
     tu_expect_exit("hitrate pic --pic lru --trace traces/default.jsonl", 2,
                    "--pic: 'lru' is not a PIC policy (known: prefix, epic, cacheblend, mepic)");
+    tu_expect_exit("run --set cache.eviction=lru", 2,
+                   "unknown config key 'cache.eviction' (kvsim config --schema lists the keys)");
     tu_expect_exit("trace import ragpulse", 2,
                    "kvsim trace import: expected FORMAT INPUT, FORMAT one of ragpulse, azure, burstgpt (see kvsim "
                    "trace import --help)");
@@ -156,6 +159,15 @@ static void test_wrong_path_says_what_fits(void **state)
     tu_expect_exit("run --trace traces/default.jsonl --set hardware=no-such.json", 2,
                    "hardware: cannot read 'no-such.json': No such file or directory (check the path, or name a "
                    "preset: a800x8, cpu-local, h100x1");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "KVSIM_CONFIG_DIR=no-such-configs %s config", tu_kvsim_bin());
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "default config no-such-configs/default.json: unable to open no-such-configs/default.json: No "
+                       "such file or directory (run kvsim from its repository, or make install, or set "
+                       "KVSIM_CONFIG_DIR to a configs folder)"))
+        fail_msg("%s", r.err);
+    tu_free(&r);
     char *junk = tu_write_temp("not a database, just text\n"), args[512], want[512];
     snprintf(args, sizeof args, "run --trace traces/default.jsonl --db %s", junk);
     snprintf(want, sizeof want,
