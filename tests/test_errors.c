@@ -63,6 +63,8 @@ static void test_stray_argument_suggests_option(void **state)
     tu_expect_exit("export --db x.db --bogus", 2,
                    "kvsim export: unknown option or missing value '--bogus' (see kvsim export --help)");
     tu_expect_exit("plan --bogus", 2, "kvsim plan: bad option (see kvsim plan --help)");
+    tu_expect_exit("plan sol", 2, "kvsim plan: unknown subcommand 'sol' (did you mean 'slo'?)");
+    tu_expect_exit("trace stat", 2, "kvsim trace: unknown subcommand 'stat' (did you mean 'stats'?)");
 }
 
 /* A database that is not there, or not one kvsim wrote, says what writes one. */

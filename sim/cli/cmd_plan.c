@@ -166,8 +166,14 @@ static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *
 
 int cmd_plan(int argc, char **argv)
 {
+    static const char *const subs[] = {"slo", "crossover"};
     if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "slo")) return cmd_plan_slo(argc - 1, argv + 1);
+    const char *mean = argc > 1 && argv[1][0] != '-' ? sim_did_you_mean(argv[1], subs, 2) : "";
+    if (*mean) {
+        fprintf(stderr, "kvsim plan: unknown subcommand '%s'%s\n", argv[1], mean);
+        return SIM_EXIT_USAGE;
+    }
     kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);

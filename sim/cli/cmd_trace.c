@@ -881,9 +881,13 @@ int cmd_trace(int argc, char **argv)
         trace_usage(stdout);
         return SIM_EXIT_OK;
     }
-    for (size_t i = 0; i < NTRACE_CMDS; i++)
+    const char *names[NTRACE_CMDS];
+    for (size_t i = 0; i < NTRACE_CMDS; i++) {
         if (!strcmp(argv[1], trace_cmds[i].name)) return trace_cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim trace: unknown subcommand '%s'\n\n", argv[1]);
+        names[i] = trace_cmds[i].name;
+    }
+    fprintf(stderr, "kvsim trace: unknown subcommand '%s'%s\n\n", argv[1],
+            sim_did_you_mean(argv[1], names, NTRACE_CMDS));
     trace_usage(stderr);
     return SIM_EXIT_USAGE;
 }
