@@ -72,7 +72,8 @@ static int reopen_immutable(rep *r, sim_err *err)
 
 static int open_db(rep *r, sim_err *err)
 {
-    if (access(r->db_path, R_OK) != 0) return sim_errf(err, "cannot read %s: %s", r->db_path, strerror(errno));
+    if (access(r->db_path, R_OK) != 0)
+        return sim_errf(err, "cannot read %s: %s (" SIM_RESULTS_HOW ")", r->db_path, strerror(errno));
     /* Read-write when allowed, so that closing removes the WAL files SQLite
      * creates beside a WAL database; the report only reads. */
     int flags = access(r->db_path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
@@ -84,8 +85,10 @@ static int open_db(rep *r, sim_err *err)
         rc = probe_runs(r);
     }
     if (rc == SQLITE_ROW) return 0;
-    if (rc == SQLITE_DONE) return sim_errf(err, "%s: not a kvsim results database (no runs table)", r->db_path);
-    if ((rc & 0xff) == SQLITE_NOTADB) return sim_errf(err, "%s: not a SQLite database", r->db_path);
+    if (rc == SQLITE_DONE)
+        return sim_errf(err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", r->db_path);
+    if ((rc & 0xff) == SQLITE_NOTADB)
+        return sim_errf(err, "%s: not a SQLite database (" SIM_RESULTS_HOW ")", r->db_path);
     return sim_errf(err, "%s: cannot read: %s", r->db_path, sqlite3_errmsg(r->db));
 }
 
@@ -101,7 +104,8 @@ static int load_run(rep *r, int64_t id, sim_err *err)
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) != SQLITE_ROW) {
         sqlite3_finalize(st);
-        return sim_errf(err, "--runs: %s holds no completed run %lld", r->db_path, (long long)id);
+        return sim_errf(err, "--runs: %s holds no completed run %lld (kvsim export --db %s lists its runs)", r->db_path,
+                        (long long)id, r->db_path);
     }
     rep_run *run = &r->runs[r->nruns];
     *run = (rep_run){.id = id, .seed = sqlite3_column_int64(st, 5)};

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 #include <zlib.h>
@@ -37,6 +38,12 @@ int sim_infile_open(sim_infile **out, const char *path, const char *name, sim_er
     *out = NULL;
     bool is_stdin = !strcmp(path, "-");
     if (!name) name = is_stdin ? "<stdin>" : path;
+    struct stat st;
+    if (!is_stdin && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return sim_errf(err,
+                        "%s: a folder, not a file (a trace is one JSONL file, plain or gzip; a RAGPulse folder "
+                        "converts with kvsim trace import ragpulse FOLDER -o FILE)",
+                        name);
     errno = 0;
     int fd = is_stdin ? dup(STDIN_FILENO) : -1;
     gzFile gz = is_stdin ? (fd >= 0 ? gzdopen(fd, "rb") : NULL) : gzopen(path, "rb");

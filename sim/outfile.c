@@ -26,7 +26,10 @@ int sim_outfile_check_dir(const char *path, sim_err *err)
     const char *dir = dirname(copy);
     struct stat st;
     int rc = 0;
-    if (stat(dir, &st)) rc = sim_errf(err, "cannot write %s: folder %s: %s", path, dir, strerror(errno));
+    if (stat(dir, &st) && errno == ENOENT)
+        rc = sim_errf(err, "cannot write %s: folder %s: %s (create it first: mkdir -p %s)", path, dir, strerror(errno),
+                      dir);
+    else if (stat(dir, &st)) rc = sim_errf(err, "cannot write %s: folder %s: %s", path, dir, strerror(errno));
     else if (!S_ISDIR(st.st_mode)) rc = sim_errf(err, "cannot write %s: %s is not a folder", path, dir);
     free(copy);
     return rc;

@@ -23,6 +23,14 @@ int sim_errf(sim_err *err, const char *fmt, ...)
     return -1;
 }
 
+int sim_json_file_errf(sim_err *err, const char *what, const char *path, int line, const char *text, const char *next)
+{
+    char at[32] = "";
+    if (line > 0) snprintf(at, sizeof at, ":%d", line);
+    return sim_errf(err, "%s%s%s%s: %s%s%s%s", what, *what ? " " : "", path, at, text, next ? " (" : "",
+                    next ? next : "", next ? ")" : "");
+}
+
 typedef struct size_suffix {
     const char *name;
     double mult;

@@ -19,6 +19,10 @@ typedef struct sim_err {
 
 /* Format a message into err (may be NULL) and return -1. */
 int sim_errf(sim_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A JSON file that did not load (jansson's error line and text): "WHAT
+ * PATH:LINE: TEXT", or "WHAT PATH: TEXT" when it could not be read (line < 1),
+ * then " (NEXT)" when next says what to do; what may be "". Returns -1. */
+int sim_json_file_errf(sim_err *err, const char *what, const char *path, int line, const char *text, const char *next);
 
 /* Parse a size or count: "3e6", "512GiB", "1TB", "10M", "inf".
  * Decimal suffixes k/K, M, G, T, P (×1000^n; "B" optional: "1TB", "3M");

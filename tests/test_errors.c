@@ -3,13 +3,20 @@
  * A user who mistypes a path or a preset, or feeds a trace in another
  * format, gets an exit 2 whose message names the value and the next step:
  * where the bundled traces are, which presets exist, which importer to run.
- * The usage line lists every trace subcommand. */
+ * The usage line lists every trace subcommand. Then one case per kind of
+ * message (docs/reliability.md, "Errors"): a stray argument or an unknown
+ * option, a missing results database, a choice that lists the valid values,
+ * two keys that disagree, a baseline that cannot be read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -44,6 +51,133 @@ static void test_usage_lists_trace_tools(void **state)
     tu_expect_stdout("--help", "trace tools: stats, gen, import (azure, burstgpt, ragpulse), rechunk");
 }
 
+/* A file where an option's value belongs gets that option suggested; an
+ * unknown option names itself and the command's --help. */
+static void test_stray_argument_suggests_option(void **state)
+{
+    (void)state;
+    tu_expect_exit("run traces/default.jsonl", 2,
+                   "kvsim run: unexpected argument 'traces/default.jsonl' (did you mean --trace "
+                   "traces/default.jsonl? see kvsim run --help)");
+    tu_expect_exit("report no-such.db", 2, "kvsim report: unexpected argument 'no-such.db' (see kvsim report --help)");
+    tu_expect_exit("export --db x.db --bogus", 2,
+                   "kvsim export: unknown option or missing value '--bogus' (see kvsim export --help)");
+    tu_expect_exit("plan --bogus", 2, "kvsim plan: bad option (see kvsim plan --help)");
+    tu_expect_exit("plan sol", 2, "kvsim plan: unknown subcommand 'sol' (did you mean 'slo'?)");
+    tu_expect_exit("trace stat", 2, "kvsim trace: unknown subcommand 'stat' (did you mean 'stats'?)");
+}
+
+/* A database that is not there, or not one kvsim wrote, says what writes one. */
+static void test_missing_results_db_says_what_writes_one(void **state)
+{
+    (void)state;
+    tu_expect_exit("compare --db no-such.db --by policy.router", 2,
+                   "kvsim compare: cannot read no-such.db: No such file or directory (kvsim run --db FILE or kvsim "
+                   "sweep --db FILE writes one)");
+    char *empty = tu_write_temp(""), args[512], want[512];
+    snprintf(args, sizeof args, "export --db %s", empty);
+    snprintf(want, sizeof want,
+             "kvsim export: %s: not a kvsim results database (no runs table; kvsim run --db FILE or kvsim sweep "
+             "--db FILE writes one)",
+             empty);
+    tu_expect_exit(args, 2, want);
+    tu_remove_temp(empty);
+}
+
+/* A value that names none of the choices lists them. */
+static void test_choice_lists_the_choices(void **state)
+{
+    (void)state;
+    tu_expect_exit("validate --measurements validation/vllm-h100-train.json --only nosuch", 2,
+                   "no experiment has id 'nosuch' (the ids are: llama3.1-8b-tp1-general-mnbt2048-run16, "
+                   "llama3.1-8b-tp1-general-mnbt1024-run22, qwen3-14b-tp1-general-mnbt2048-run13, "
+                   "mixtral-8x7b-tp2-general-mnbt2048-run56)");
+    tu_expect_exit("hitrate pic --pic lru --trace traces/default.jsonl", 2,
+                   "--pic: 'lru' is not a PIC policy (known: prefix, epic, cacheblend, mepic)");
+    tu_expect_exit("run --set cache.eviction=lru", 2,
+                   "unknown config key 'cache.eviction' (kvsim config --schema lists the keys)");
+    tu_expect_exit("trace import ragpulse", 2,
+                   "kvsim trace import: expected FORMAT INPUT, FORMAT one of ragpulse, azure, burstgpt (see kvsim "
+                   "trace import --help)");
+}
+
+/* Two values that disagree say which one to change, and to what. */
+static void test_mismatch_says_which_to_change(void **state)
+{
+    (void)state;
+    tu_expect_exit("run --trace traces/default.jsonl --set trace.block_tokens=32", 2,
+                   "config keys 'kvstore.block_tokens' (512) and 'trace.block_tokens' (32) must agree: set "
+                   "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=32)");
+    tu_expect_exit("run --trace traces/default.jsonl --set model=llama3-70b --set hardware=h100x1", 2,
+                   "does not fit in hardware 'h100x1' (80 GB HBM × 0.90): choose hardware with more HBM (--set "
+                   "hardware=NAME: a800x8, cpu-local, h100x1, h100x2, h100x4, h100x8, h200x1, h20x8, h800x8) or a "
+                   "smaller model");
+    char *db = tu_temp_path(), args[512], want[512];
+    snprintf(args, sizeof args, "run --trace traces/default.jsonl --set trace.sample=0.02 --db %s", db);
+    tu_expect_stdout(args, "simulated");
+    snprintf(args, sizeof args, "compare --db %s --by policy.router", db);
+    snprintf(want, sizeof want,
+             "every run of %s has the value cache_aware_local; two values are needed to compare (add runs of "
+             "another, e.g. kvsim sweep --grid policy.router=cache_aware_local,OTHER --db %s)",
+             db, db);
+    tu_expect_exit(args, 2, want);
+    snprintf(args, sizeof args, "compare --db %s --by policy.router --speed 3", db);
+    tu_expect_exit(args, 2, "one of these trace.speed values (the runs': 1)");
+    tu_remove_temp(db);
+}
+
+/* A baseline that cannot be read says how to record one. */
+static void test_baseline_error_says_how_to_record(void **state)
+{
+    (void)state;
+    tu_expect_exit("check --baseline no-such.json", 2,
+                   "kvsim check: no-such.json: unable to open no-such.json: No such file or directory (record one "
+                   "with kvsim check --write-baseline FILE --trace TRACE)");
+    char *old = tu_write_temp("{\"kvsim_baseline\": 9}"), args[512];
+    snprintf(args, sizeof args, "check --baseline %s", old);
+    tu_expect_exit(args, 2,
+                   "\"kvsim_baseline\": 9 is not a baseline format it knows; this kvsim reads version 1 (record "
+                   "one with kvsim check --write-baseline FILE --trace TRACE)");
+    tu_remove_temp(old);
+    tu_expect_exit("check --write-baseline no-such-dir/b.json -- run --trace traces/default.jsonl", 2,
+                   "baseline folder no-such-dir: No such file or directory (create it first: mkdir -p no-such-dir)");
+    tu_expect_exit("run --config no-such.json", 2,
+                   "config no-such.json: unable to open no-such.json: No such file or directory (kvsim config "
+                   "prints a complete config to start from)");
+}
+
+/* A path that is the wrong kind of thing (a folder for a trace, a missing
+ * output folder, a preset file that is not there, a --db that is not a
+ * database) says what would fit. */
+static void test_wrong_path_says_what_fits(void **state)
+{
+    (void)state;
+    tu_expect_exit("run --trace traces/ragpulse-sample", 2,
+                   "kvsim run: traces/ragpulse-sample: a folder, not a file (a trace is one JSONL file, plain or "
+                   "gzip; a RAGPulse folder converts with kvsim trace import ragpulse FOLDER -o FILE)");
+    tu_expect_exit("trace gen --requests 1 -o no-such-dir/t.jsonl", 2,
+                   "kvsim trace gen: cannot write no-such-dir/t.jsonl: folder no-such-dir: No such file or directory "
+                   "(create it first: mkdir -p no-such-dir)");
+    tu_expect_exit("run --trace traces/default.jsonl --set hardware=no-such.json", 2,
+                   "hardware: cannot read 'no-such.json': No such file or directory (check the path, or name a "
+                   "preset: a800x8, cpu-local, h100x1");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "KVSIM_CONFIG_DIR=no-such-configs %s config", tu_kvsim_bin());
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "default config no-such-configs/default.json: unable to open no-such-configs/default.json: No "
+                       "such file or directory (run kvsim from its repository, or make install, or set "
+                       "KVSIM_CONFIG_DIR to a configs folder)"))
+        fail_msg("%s", r.err);
+    tu_free(&r);
+    char *junk = tu_write_temp("not a database, just text\n"), args[512], want[512];
+    snprintf(args, sizeof args, "run --trace traces/default.jsonl --db %s", junk);
+    snprintf(want, sizeof want,
+             "results database '%s': file is not a database (give --db a new file, or one kvsim wrote)", junk);
+    tu_expect_exit(args, 2, want);
+    tu_remove_temp(junk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -51,6 +185,12 @@ int main(void)
         cmocka_unit_test(test_unknown_preset_lists_presets),
         cmocka_unit_test(test_foreign_trace_suggests_import),
         cmocka_unit_test(test_usage_lists_trace_tools),
+        cmocka_unit_test(test_stray_argument_suggests_option),
+        cmocka_unit_test(test_missing_results_db_says_what_writes_one),
+        cmocka_unit_test(test_choice_lists_the_choices),
+        cmocka_unit_test(test_mismatch_says_which_to_change),
+        cmocka_unit_test(test_baseline_error_says_how_to_record),
+        cmocka_unit_test(test_wrong_path_says_what_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

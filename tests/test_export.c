@@ -128,7 +128,9 @@ static void test_runs_table(void **state)
     snprintf(args, sizeof args, "export --db %s --format xls", db);
     tu_expect_exit(args, 2, "--format: expected csv or tsv");
     tu_expect_exit("export", 2, "--db FILE is required");
-    tu_expect_exit("export --db /nonexistent-kvsim.db", 2, "cannot open /nonexistent-kvsim.db");
+    tu_expect_exit("export --db /nonexistent-kvsim.db", 2,
+                   "cannot read /nonexistent-kvsim.db: No such file or directory (kvsim run --db FILE or kvsim sweep "
+                   "--db FILE writes one)");
     tu_remove_temp(db);
 }
 

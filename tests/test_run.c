@@ -482,7 +482,8 @@ static void test_did_you_mean(void **state)
     tu_expect_exit("run --set policy.admission=early_reject --set policy.params.load_treshold=2", 2,
                    "policy.params.load_treshold: no policy has this parameter (did you mean 'load_threshold'?)");
     tu_expect_exit("rnu", 2, "unknown command 'rnu' (did you mean 'run'?)");
-    tu_expect_exit("run --set nothing.like.it=1", 2, "unknown config key 'nothing.like.it'\n");
+    tu_expect_exit("run --set nothing.like.it=1", 2,
+                   "unknown config key 'nothing.like.it' (kvsim config --schema lists the keys)\n");
     tu_expect_stdout("--version", "kvsim 0.1.0+");
     /* a parameter of a policy not selected in this run is fine (sweeps) */
     tu_expect_stdout("run --set policy.params.kvcache_balancing_threshold=2", "requests");

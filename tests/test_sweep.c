@@ -317,7 +317,8 @@ static void test_emit_jobs_merge_equals_sweep(void **state)
     snprintf(db, sizeof db, "%s/emitted.db", dir);
     snprintf(jobs, sizeof jobs, "%s/jobs.txt", dir);
     sweep_ok(ref, "--jobs 2", NULL);
-    tu_expect_exit(sweep_args(db, "--emit-jobs"), 2, "unknown or incomplete option"); /* it needs its FILE */
+    tu_expect_exit(sweep_args(db, "--emit-jobs"), 2,
+                   "unknown option or missing value '--emit-jobs'"); /* it needs its FILE */
     snprintf(args, sizeof args, "--emit-jobs %s", jobs);
     sweep_ok(db, args, "wrote 6 commands");
     char *lines = su_slurp_path(jobs);
@@ -403,7 +404,7 @@ static void test_bad_input(void **state)
     tu_expect_exit(args, 2, "garbage.db");
     snprintf(args, sizeof args, "sweep --trace %s --grid 'seed=1' --jobs 0", trace);
     tu_expect_exit(args, 2, "--jobs");
-    tu_expect_exit("sweep --trace x.jsonl", 2, "--grid is required");
+    tu_expect_exit("sweep --trace x.jsonl", 2, "--grid KEY=V1,V2,... is required (e.g. --grid policy.router=");
     snprintf(args, sizeof args, "merge %s/out.db %s", dir, garbage);
     tu_expect_exit(args, 2, "garbage.db: cannot open: file is not a database");
     snprintf(args, sizeof args, "merge %s/out.db %s/missing.db", dir, dir);

@@ -147,7 +147,7 @@ static void test_errors(void **state)
         {"0,/\"type\": \"constant\"/s/constant/bursty/", "workload.load.type: 'bursty' is not constant or poisson"},
         {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/", "fewer than measured.requests (5)"},
         {"0,/\"ttft_ms\"/s/\"ttft_ms\"/\"tpot_ms\"/", "measured.tpot_ms: kvsim predicts e2e_ms, ttft_ms and itl_ms"},
-        {"1s/^/x/", "line 1"},
+        {"1s/^/x/", "m.json:1: '[' or '{' expected near 'x' (docs/validation.md has the format)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cli_result r = edited(cases[i].sed);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -26,6 +27,30 @@ int sim_usage_error(const char *cmd, const char *msg)
 {
     fprintf(stderr, "kvsim %s: %s\n", cmd, msg);
     return SIM_EXIT_USAGE;
+}
+
+/* A stray argument that names an existing file is most likely the file an
+ * option takes (`kvsim run trace.jsonl`, `kvsim report results.db`), so the
+ * option is suggested; otherwise the help is. */
+const char *sim_cli_unexpected(char *buf, size_t n, const char *cmd, const char *arg, const char *flag)
+{
+    if (flag && access(arg, F_OK) == 0)
+        snprintf(buf, n, "unexpected argument '%s' (did you mean %s %s? see kvsim %s --help)", arg, flag, arg, cmd);
+    else snprintf(buf, n, "unexpected argument '%s' (see kvsim %s --help)", arg, cmd);
+    return buf;
+}
+
+int sim_cli_unexpected_error(const char *cmd, const char *arg, const char *flag)
+{
+    char msg[1024];
+    return sim_usage_error(cmd, sim_cli_unexpected(msg, sizeof msg, cmd, arg, flag));
+}
+
+int sim_cli_bad_option(const char *cmd, const char *opt)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "unknown option or missing value '%s' (see kvsim %s --help)", opt, cmd);
+    return sim_usage_error(cmd, msg);
 }
 
 const char *sim_cli_num(const json_t *v, const char *fmt, int width, char *buf, size_t n)

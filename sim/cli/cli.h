@@ -65,4 +65,16 @@ const char *sim_cli_num(const struct json_t *v, const char *fmt, int width, char
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);
 
+/* The message for a positional argument the command does not take:
+ * "unexpected argument 'ARG' (see kvsim CMD --help)", or, when ARG is an
+ * existing file and flag the option that takes one (e.g. "--db"), "(did you
+ * mean FLAG ARG? see kvsim CMD --help)". Written into buf, which it returns. */
+const char *sim_cli_unexpected(char *buf, size_t n, const char *cmd, const char *arg, const char *flag);
+/* sim_usage_error with that message. */
+int sim_cli_unexpected_error(const char *cmd, const char *arg, const char *flag);
+/* "kvsim CMD: unknown option or missing value 'OPT' (see kvsim CMD --help)",
+ * returning SIM_EXIT_USAGE; for getopt_long with opterr off, OPT is
+ * argv[optind - 1]. */
+int sim_cli_bad_option(const char *cmd, const char *opt);
+
 #endif

@@ -140,7 +140,7 @@ int cmd_calibrate(int argc, char **argv)
         default: return usage_error("bad option (see kvsim calibrate --help)");
         }
     }
-    if (optind < argc) return usage_error("unexpected argument (see kvsim calibrate --help)");
+    if (optind < argc) return sim_cli_unexpected_error(CAL_CMD, argv[optind], NULL);
     if (!out) return usage_error("--out FILE is required");
     if (!!probe_json == run) return usage_error("give exactly one of --probe-json FILE and --run-probe");
     if (!!layers != !!hardware) return usage_error("--layers-json and --hardware go together");

@@ -349,7 +349,7 @@ static int parse_args(int argc, char **argv, check_args *a)
         }
     }
     if (optind < argc && strcmp(argv[optind - 1], "--"))
-        return sim_usage_error("check", "unexpected argument (see --help)");
+        return sim_cli_unexpected_error("check", argv[optind], "--baseline");
     a->command = argv + optind;
     a->ncommand = argc - optind;
     if (!a->baseline && !a->write_path) return sim_usage_error("check", "give --baseline FILE or --write-baseline OUT");

@@ -80,9 +80,9 @@ int cmd_compare(int argc, char **argv)
         else if (ch == 's' && parse_speeds(optarg, speeds, &o.nspeeds)) return SIM_EXIT_USAGE;
         else if (ch == 's') o.speeds = speeds;
         else if (ch == 'j') json = true;
-        else return sim_usage_error("compare", "unknown option or missing value (see kvsim compare --help)");
+        else return sim_cli_bad_option("compare", argv[optind - 1]);
     }
-    if (optind < argc) return sim_usage_error("compare", "unexpected argument (see kvsim compare --help)");
+    if (optind < argc) return sim_cli_unexpected_error("compare", argv[optind], "--db");
     if (!o.db || !o.by)
         return sim_usage_error("compare", "--db FILE and --by KEY are required (e.g. --by policy.router)");
     if (o.metrics && !o.nmetrics)

@@ -121,7 +121,7 @@ int cmd_config(int argc, char **argv)
         default: free(sets); return sim_usage_error("config", "bad option (see kvsim config --help)");
         }
     }
-    if (optind < argc) rc = sim_usage_error("config", "unexpected argument (see kvsim config --help)");
+    if (optind < argc) rc = sim_cli_unexpected_error("config", argv[optind], "--config");
     else if ((markdown || as_json) && !schema) rc = sim_usage_error("config", "--markdown and --json go with --schema");
     else if (markdown && as_json) rc = sim_usage_error("config", "--markdown or --json, not both");
     else if (schema && (file || nsets)) rc = sim_usage_error("config", "--schema takes no --config or --set");

@@ -164,7 +164,7 @@ int cmd_cost(int argc, char **argv)
         }
     }
     if (rc == SIM_EXIT_OK) {
-        if (optind < argc) rc = sim_usage_error("cost", "unexpected argument (see kvsim cost --help)");
+        if (optind < argc) rc = sim_cli_unexpected_error("cost", argv[optind], "--config");
         else if (a.batch < 1 || a.context < 0 || a.prefill < 0 || a.cached < 0)
             rc = sim_usage_error("cost", "--batch, --context, --prefill and --cached take counts (batch at least 1)");
         else if (a.cached > a.prefill) rc = sim_usage_error("cost", "--cached exceeds --prefill");

@@ -62,10 +62,10 @@ static int parse_args(int argc, char **argv, export_args *a, sim_err *err)
         case 'o': a->out = optarg; break;
         case 'w': a->o.where = optarg; break;
         case 'h': fputs(export_usage, stdout); return -1;
-        default: return sim_usage_error("export", "unknown or incomplete option (see kvsim export --help)");
+        default: return sim_cli_bad_option("export", argv[optind - 1]);
         }
     }
-    if (optind < argc) return sim_usage_error("export", "unexpected argument (see kvsim export --help)");
+    if (optind < argc) return sim_cli_unexpected_error("export", argv[optind], "--db");
     if (!a->o.db) return sim_usage_error("export", "--db FILE is required");
     return 0;
 }

@@ -193,7 +193,9 @@ int cmd_hitrate(int argc, char **argv)
         }
     }
     warn_deprecated(&spec);
-    if (rc == 0 && optind < argc) rc = sim_errf(&err, "unexpected argument '%s' (see --help)", argv[optind]);
+    char msg[1024];
+    if (rc == 0 && optind < argc)
+        rc = sim_errf(&err, "%s", sim_cli_unexpected(msg, sizeof msg, "hitrate", argv[optind], "--trace"));
     if (rc == 0) rc = kv_hitrate_finish(&spec, &err);
     sim_model model;
     if (rc == 0) rc = sim_model_load(model_name, &model, &err);

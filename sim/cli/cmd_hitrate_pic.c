@@ -65,8 +65,15 @@ static int set_opt(pic_opts *o, int c, const char *v, sim_err *err)
     int64_t n;
     switch (c) {
     case 'p':
-        if (!(o->pol = kv_pic_policy_lookup(v)))
-            return sim_errf(err, "--pic: '%s' is not a PIC policy (see --help)", v);
+        if (!(o->pol = kv_pic_policy_lookup(v))) {
+            char names[256];
+            size_t at = 0;
+            names[0] = 0;
+            for (size_t i = 0; i < kv_pic_policy_count() && at < sizeof names; i++)
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
+                                       kv_pic_policy_name(kv_pic_policy_at(i)));
+            return sim_errf(err, "--pic: '%s' is not a PIC policy (known: %s)", v, names);
+        }
         return 0;
     case 't': o->trace = v; return 0;
     case 'w': return set_int("--window", v, 1, INT32_MAX, &o->window, err);
@@ -109,10 +116,12 @@ static int parse(int argc, char **argv, pic_opts *o, sim_err *err)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'h') return 1;
-        if (c == '?') return sim_errf(err, "bad option (see --help)");
+        if (c == '?') return sim_errf(err, "bad option (see kvsim hitrate pic --help)");
         if (set_opt(o, c, optarg, err)) return -1;
     }
-    if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see --help)", argv[optind]);
+    char msg[1024];
+    if (optind < argc)
+        return sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "hitrate pic", argv[optind], "--trace"));
     if (!o->trace) return sim_errf(err, "--trace FILE is required");
     return kv_pic_params_check(&o->params, err);
 }

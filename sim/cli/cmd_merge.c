@@ -44,7 +44,7 @@ int cmd_merge(int argc, char **argv)
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         if (ch == 'h') return fputs(merge_usage, stdout), SIM_EXIT_OK;
-        if (ch != 's' && ch != 'k') return sim_usage_error("merge", "unknown option (see kvsim merge --help)");
+        if (ch != 's' && ch != 'k') return sim_cli_bad_option("merge", argv[optind - 1]);
         skip = ch == 's';
     }
     if (argc - optind < 2) return sim_usage_error("merge", "expected OUT.db and at least one IN.db");

@@ -93,7 +93,8 @@ static int model_import(int argc, char **argv)
         }
     }
     if (optind != argc - 1)
-        return sim_usage_error(IMPORT_CMD, "give one CONFIG.json, a Hugging Face config.json (see --help)");
+        return sim_usage_error(IMPORT_CMD,
+                               "give one CONFIG.json, a Hugging Face config.json (see kvsim model import --help)");
     return import(argv[optind], name, out);
 }
 

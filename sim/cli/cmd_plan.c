@@ -47,7 +47,7 @@ static int load_hw(plan_hw *hw, sim_err *err)
     if (sim_preset_path("hardware", hw->name, path, sizeof path, err)) return -1;
     json_error_t je;
     json_t *o = json_load_file(path, 0, &je);
-    if (!o) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
+    if (!o) return sim_json_file_errf(err, "", path, je.line, je.text, NULL);
     const json_t *d = json_object_get(o, "dram_bytes");
     double v = json_is_string(d) ? 0 : json_number_value(d);
     int rc = json_is_string(d) ? sim_parse_size(json_string_value(d), "dram_bytes", &v, err) : 0;
@@ -136,12 +136,14 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, plan_args *a
         case 'w': a->hw.name = optarg; break;
         case 'j': a->json = true; break;
         case 'h': a->help = true; return 0;
-        default: return sim_errf(err, "bad option (see --help)");
+        default: return sim_errf(err, "bad option (see kvsim plan --help)");
         }
     }
     char note[256];
     if (kv_hitrate_deprecation(spec, false, note, sizeof note)) fprintf(stderr, "kvsim plan: %s\n", note);
-    if (rc == 0 && optind < argc) rc = sim_errf(err, "unexpected argument '%s' (see --help)", argv[optind]);
+    char msg[1024];
+    if (rc == 0 && optind < argc)
+        rc = sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "plan", argv[optind], "--trace"));
     return rc ? rc : kv_hitrate_finish(spec, err);
 }
 
@@ -164,8 +166,14 @@ static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *
 
 int cmd_plan(int argc, char **argv)
 {
+    static const char *const subs[] = {"slo", "crossover"};
     if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "slo")) return cmd_plan_slo(argc - 1, argv + 1);
+    const char *mean = argc > 1 && argv[1][0] != '-' ? sim_did_you_mean(argv[1], subs, 2) : "";
+    if (*mean) {
+        fprintf(stderr, "kvsim plan: unknown subcommand '%s'%s\n", argv[1], mean);
+        return SIM_EXIT_USAGE;
+    }
     kv_replay_keep_memory();
     kv_hitrate_spec spec;
     kv_hitrate_spec_init(&spec);

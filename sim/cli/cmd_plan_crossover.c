@@ -211,9 +211,10 @@ int cmd_plan_crossover(int argc, char **argv)
         else if (c == 'L' && parse_list("--context", optarg, true, w.context, &w.ncontext)) return SIM_EXIT_USAGE;
         else if (c == 'B' && parse_list("--gbps", optarg, false, w.gbps, &w.ngbps)) return SIM_EXIT_USAGE;
         else if (c == 'h') return usage(stdout), SIM_EXIT_OK;
-        else if (c != 'L' && c != 'B') return sim_usage_error("plan crossover", "bad option (see --help)");
+        else if (c != 'L' && c != 'B')
+            return sim_usage_error("plan crossover", "bad option (see kvsim plan crossover --help)");
     }
-    if (optind < argc) return sim_usage_error("plan crossover", "unexpected argument (see --help)");
+    if (optind < argc) return sim_cli_unexpected_error("plan crossover", argv[optind], "--config");
     sim_config cfg;
     sim_err err;
     if (sim_config_load(&cfg, config, sets, nsets, &err)) return sim_usage_error("plan crossover", err.msg);

@@ -337,7 +337,9 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":h", opts, NULL)) != -1;)
         if (c == '?' || c == ':' ? bad_option(c, argv, a, err) : parse_one(c, optarg, a, err)) return -1;
-    if (optind < argc) return sim_errf(err, "unexpected argument '%s' (see kvsim plan slo --help)", argv[optind]);
+    char msg[1024];
+    if (optind < argc)
+        return sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "plan slo", argv[optind], "--trace"));
     const char *bad = sim_cli_slurm_check(&a->o.slurm);
     return bad ? sim_errf(err, "%s", bad) : 0;
 }

@@ -95,11 +95,11 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
             fputs(report_usage, stdout);
             *rc = SIM_EXIT_OK;
             return -1;
-        default: *rc = sim_usage_error("report", "unknown or incomplete option (see kvsim report --help)"); return -1;
+        default: *rc = sim_cli_bad_option("report", argv[optind - 1]); return -1;
         }
     }
-    const char *bad = optind < argc        ? "unexpected argument (see kvsim report --help)"
-                      : !a->db             ? "--db FILE is required"
+    if (optind < argc) return *rc = sim_cli_unexpected_error("report", argv[optind], "--db"), -1;
+    const char *bad = !a->db               ? "--db FILE is required"
                       : !a->dir            ? "-o DIR is required"
                       : a->runs && a->last ? "--runs and --last exclude each other"
                                            : NULL;

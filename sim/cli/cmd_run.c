@@ -103,11 +103,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
             return -1;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "kvsim run: unexpected argument '%s'\n", argv[optind]);
-        *rc = SIM_EXIT_USAGE;
-        return -1;
-    }
+    if (optind < argc) return *rc = sim_cli_unexpected_error("run", argv[optind], "--trace"), -1;
     return 0;
 }
 

@@ -110,14 +110,15 @@ static int parse_args(int argc, char **argv, sim_sweep_opts *s, sweep_mode *m, i
             printf(sweep_usage, sim_cli_slurm_usage);
             *rc = SIM_EXIT_OK;
             return -1;
-        default: *rc = sim_usage_error("sweep", "unknown or incomplete option (see kvsim sweep --help)"); return -1;
+        default: *rc = sim_cli_bad_option("sweep", argv[optind - 1]); return -1;
         }
     }
-    if (optind < argc) return *rc = sim_usage_error("sweep", "unexpected argument (see kvsim sweep --help)"), -1;
+    if (optind < argc) return *rc = sim_cli_unexpected_error("sweep", argv[optind], "--trace"), -1;
     const char *bad = sim_cli_slurm_check(&s->slurm);
     if (!bad && s->slurm.on + m->merge_parts + (s->emit != NULL) > 1)
         bad = "--slurm, --merge-parts and --emit-jobs exclude each other";
-    if (!bad && !s->grid_spec && !m->array_task) bad = "--grid is required";
+    if (!bad && !s->grid_spec && !m->array_task)
+        bad = "--grid KEY=V1,V2,... is required (e.g. --grid policy.router=round_robin,cache_aware_local)";
     if (bad) return *rc = sim_usage_error("sweep", bad), -1;
     return 0;
 }

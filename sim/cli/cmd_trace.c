@@ -202,7 +202,8 @@ static int trace_stats(int argc, char **argv)
         default: stats_usage(stderr); return SIM_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) return sim_usage_error("trace stats", "expected exactly one FILE (see --help)");
+    if (optind != argc - 1)
+        return sim_usage_error("trace stats", "expected exactly one FILE (see kvsim trace stats --help)");
     const char *given = argv[optind];
     char path[PATH_MAX];
     bool spooled = false;
@@ -615,7 +616,7 @@ static int gen_main(int argc, char **argv, gen_given *given)
         }
     }
     if (apply_gen_opts(&a, given, ngiven, &err)) return sim_usage_error("trace gen", err.msg);
-    if (optind != argc) return sim_usage_error("trace gen", "unexpected argument (see --help)");
+    if (optind != argc) return sim_cli_unexpected_error("trace gen", argv[optind], NULL);
     if (!path) return sim_usage_error("trace gen", "-o FILE is required (\"-\" for stdout)");
     if (gen_check(&a, &err)) return sim_usage_error("trace gen", err.msg);
     return write_trace(&a, path);
@@ -772,14 +773,15 @@ static int trace_import(int argc, char **argv)
     int c, rc;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1)
         if ((rc = import_opt(c, &a))) return rc < 0 ? SIM_EXIT_OK : rc;
+    char msg[1200], names[256] = "ragpulse";
+    for (size_t i = 0; i < sim_csv_format_count(); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), ", %s", sim_csv_format_at(i)->name);
     if (optind < argc && strcmp(argv[optind], "ragpulse") && !sim_csv_format_find(argv[optind])) {
-        char msg[1200], names[256] = "ragpulse";
-        for (size_t i = 0; i < sim_csv_format_count(); i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), ", %s", sim_csv_format_at(i)->name);
         snprintf(msg, sizeof msg, "unknown format '%s' (supported: %s)", argv[optind], names);
         return sim_usage_error("trace import", msg);
     }
-    if (argc - optind != 2) return sim_usage_error("trace import", "expected FORMAT INPUT (see --help)");
+    snprintf(msg, sizeof msg, "expected FORMAT INPUT, FORMAT one of %s (see kvsim trace import --help)", names);
+    if (argc - optind != 2) return sim_usage_error("trace import", msg);
     return import_run(argv[optind], argv[optind + 1], &a);
 }
 
@@ -845,7 +847,8 @@ static int trace_rechunk(int argc, char **argv)
             return c == 'h' ? SIM_EXIT_OK : SIM_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) return sim_usage_error("trace rechunk", "expected exactly one IN trace (see --help)");
+    if (optind != argc - 1)
+        return sim_usage_error("trace rechunk", "expected exactly one IN trace (see kvsim trace rechunk --help)");
     if (!to) return sim_usage_error("trace rechunk", "--block-tokens N is required");
     if (!path) return sim_usage_error("trace rechunk", "-o OUT is required (\"-\" for stdout)");
     return rechunk_run(argv[optind], (int)from, (int)to, path);
@@ -878,9 +881,13 @@ int cmd_trace(int argc, char **argv)
         trace_usage(stdout);
         return SIM_EXIT_OK;
     }
-    for (size_t i = 0; i < NTRACE_CMDS; i++)
+    const char *names[NTRACE_CMDS];
+    for (size_t i = 0; i < NTRACE_CMDS; i++) {
         if (!strcmp(argv[1], trace_cmds[i].name)) return trace_cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "kvsim trace: unknown subcommand '%s'\n\n", argv[1]);
+        names[i] = trace_cmds[i].name;
+    }
+    fprintf(stderr, "kvsim trace: unknown subcommand '%s'%s\n\n", argv[1],
+            sim_did_you_mean(argv[1], names, NTRACE_CMDS));
     trace_usage(stderr);
     return SIM_EXIT_USAGE;
 }

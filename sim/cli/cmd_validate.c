@@ -96,10 +96,9 @@ int cmd_validate(int argc, char **argv)
         else if (ch == 's') sets[o.nsets++] = optarg;
         else if (ch == 'j') json = true;
         else if (ch == 'h') return free(sets), fputs(validate_usage, stdout), SIM_EXIT_OK;
-        else rc = sim_usage_error("validate", "unknown option or missing value (kvsim validate --help)");
+        else rc = sim_cli_bad_option("validate", argv[optind - 1]);
     }
-    if (rc == SIM_EXIT_OK && optind < argc)
-        rc = sim_usage_error("validate", "unexpected argument (kvsim validate --help)");
+    if (rc == SIM_EXIT_OK && optind < argc) rc = sim_cli_unexpected_error("validate", argv[optind], "--measurements");
     if (rc == SIM_EXIT_OK && !o.measurements)
         rc = sim_usage_error("validate", "--measurements FILE is required (e.g. validation/vllm-h100-train.json)");
     o.sets = sets;

@@ -48,14 +48,16 @@ static void schema_paths(const json_t *obj, const char *prefix, char ***out, siz
     }
 }
 
-/* "unknown config key 'PATH' (did you mean ...?)" */
+/* "unknown config key 'PATH' (did you mean ...?)", or, with no key close
+ * enough to suggest, where the keys are listed. */
 static int unknown_key(const char *origin, const json_t *root_schema, const char *path, sim_err *err)
 {
     char **paths = NULL;
     size_t n = 0, cap = 0;
     schema_paths(root_schema, "", &paths, &n, &cap);
+    const char *mean = sim_did_you_mean(path, (const char *const *)paths, n);
     int rc = sim_errf(err, "%s: unknown config key '%s'%s", origin, path,
-                      sim_did_you_mean(path, (const char *const *)paths, n));
+                      *mean ? mean : " (kvsim config --schema lists the keys)");
     for (size_t i = 0; i < n; i++) free(paths[i]);
     free(paths);
     return rc;
@@ -134,11 +136,18 @@ static int apply_set(json_t *root, const json_t *schema, const char *set, sim_er
     return set_path(root, schema, path, value, err);
 }
 
+/* A config, default config or preset file as a JSON object; a file that
+ * cannot be read says where one comes from. */
 static json_t *load_json_file(const char *path, const char *what, sim_err *err)
 {
     json_error_t je;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!j) sim_errf(err, "%s %s:%d: %s", what, path, je.line, je.text);
+    const char *next = je.line > 0                      ? NULL
+                       : !strcmp(what, "config")        ? "kvsim config prints a complete config to start from"
+                       : strcmp(what, "default config") ? NULL
+                                                        : "run kvsim from its repository, or make install, or set "
+                                                          "KVSIM_CONFIG_DIR to a configs folder";
+    if (!j) sim_json_file_errf(err, what, path, je.line, je.text, next);
     else if (!json_is_object(j)) {
         json_decref(j);
         j = NULL;
@@ -564,8 +573,10 @@ static int read_typed(sim_config *c, sim_err *err)
         get_num(root, "trace.speed", &c->trace.speed, err) || get_num(root, "trace.sample", &c->trace.sample, err))
         return -1;
     if (c->block_tokens != c->trace.block_tokens)
-        return sim_errf(err, "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree",
-                        c->block_tokens, c->trace.block_tokens);
+        return sim_errf(err,
+                        "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree: set "
+                        "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=%d)",
+                        c->block_tokens, c->trace.block_tokens, c->trace.block_tokens);
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
     static const char *const replays[] = {"open", "closed", NULL};
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};

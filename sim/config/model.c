@@ -3,6 +3,7 @@
 #include "sim/config/model.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -56,13 +57,14 @@ int sim_model_kv_dtype_bytes(const char *kv_dtype, int weight_bytes)
 static int read_kv_format(const json_t *obj, sim_model *out, sim_err *err)
 {
     const json_t *v = json_object_get(obj, "kv_dtype");
-    if (v && !json_is_string(v))
-        return sim_errf(err, "model: field 'kv_dtype' must be a string (auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2)");
+    char names[128] = "auto";
+    for (size_t i = 0, at = 4; i < sizeof kv_dtypes / sizeof kv_dtypes[0]; i++)
+        at += (size_t)snprintf(names + at, sizeof names - at, ", %s", kv_dtypes[i].name);
+    if (v && !json_is_string(v)) return sim_errf(err, "model: field 'kv_dtype' must be a string (%s)", names);
     snprintf(out->kv_dtype, sizeof out->kv_dtype, "%s", v ? json_string_value(v) : "auto");
     out->kv_dtype_bytes = sim_model_kv_dtype_bytes(out->kv_dtype, out->dtype_bytes);
     if (out->kv_dtype_bytes == 0)
-        return sim_errf(err, "model: field 'kv_dtype': '%s' is not one of auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2",
-                        json_string_value(v));
+        return sim_errf(err, "model: field 'kv_dtype': '%s' is not one of %s", json_string_value(v), names);
     if ((out->kv_lora_rank > 0) != (out->qk_rope_head_dim > 0))
         return sim_errf(err, "model: fields 'kv_lora_rank' and 'qk_rope_head_dim' (multi-head latent attention) go "
                              "together: give both or neither");
@@ -229,8 +231,7 @@ const char *sim_config_dir(void)
     return snprintf(dir, sizeof dir, "configs"), dir;
 }
 
-/* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
-static void preset_names(const char *kind, char *out, size_t n)
+void sim_preset_names(const char *kind, char *out, size_t n)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%s", sim_config_dir(), kind);
@@ -254,11 +255,15 @@ int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim
     if (is_path) snprintf(buf, n, "%s", name);
     else snprintf(buf, n, "%s/%s/%s.json", sim_config_dir(), kind, name);
     if (access(buf, R_OK) != 0) {
-        if (is_path) return sim_errf(err, "%s: cannot read '%s'", kind, buf);
+        int e = errno;
         char names[1024];
-        preset_names(kind, names, sizeof names);
-        return sim_errf(err, "unknown %s preset '%s': the presets are %s (or give a .json file's path)",
-                        strcmp(kind, "models") ? kind : "model", name, names[0] ? names : "none found");
+        const char *what = strcmp(kind, "models") ? kind : "model";
+        sim_preset_names(kind, names, sizeof names);
+        if (is_path)
+            return sim_errf(err, "%s: cannot read '%s': %s (check the path, or name a preset: %s)", what, buf,
+                            strerror(e), names[0] ? names : "none found");
+        return sim_errf(err, "unknown %s preset '%s': the presets are %s (or give a .json file's path)", what, name,
+                        names[0] ? names : "none found");
     }
     return 0;
 }

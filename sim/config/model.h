@@ -122,5 +122,7 @@ const char *sim_config_dir(void);
 /* Resolve a preset: "NAME" → <config dir>/<kind>/NAME.json; a value that
  * contains '/' or ends in .json is taken as a path. Writes into buf. */
 int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err);
+/* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
+void sim_preset_names(const char *kind, char *out, size_t n);
 
 #endif

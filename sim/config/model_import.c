@@ -263,8 +263,7 @@ int sim_model_import_hf(const char *path, const char *name, sim_hf_import *out, 
     if (!name[0] || strlen(name) >= sizeof out->model.name)
         return sim_errf(err, "model name '%s': give 1 to %zu characters", name, sizeof out->model.name - 1);
     json_t *hf = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!hf && je.line < 1) return sim_errf(err, "%s: %s", path, je.text);
-    if (!hf) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
+    if (!hf) return sim_json_file_errf(err, "", path, je.line, je.text, "give a Hugging Face model's config.json");
     int rc = json_is_object(hf) ? read_hf(hf, path, &s, out->note, sizeof out->note, err)
                                 : sim_errf(err, "%s: expected a JSON object (a Hugging Face config.json)", path);
     if (!rc) {

@@ -256,9 +256,15 @@ int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err) { return sim
 int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (sim_cost_setup_on(c, cfg, hw, err)) return -1;
-    if (c->hbm_kv_bytes <= 0)
-        return sim_errf(err, "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f)",
-                        cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac);
+    char names[1024];
+    if (c->hbm_kv_bytes <= 0) {
+        sim_preset_names("hardware", names, sizeof names);
+        return sim_errf(err,
+                        "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f): choose "
+                        "hardware with more HBM (--set hardware=NAME: %s) or a smaller model",
+                        cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac,
+                        names);
+    }
     return 0;
 }
 

@@ -53,6 +53,19 @@ static const sim_check_kind *kind_lookup(const char *name)
     return NULL;
 }
 
+/* "hitrate, run, ...": the kinds a measurement may have, for its error. */
+static const char *kind_names(char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sim_check_kind_count() && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", sim_check_kind_at(i)->name);
+    return buf;
+}
+
+/* What to do about a baseline that cannot be read. */
+#define RECORD_HINT "record one with kvsim check --write-baseline FILE --trace TRACE"
+
 /* Traces are loaded once per check run, keyed by path and block size. */
 typedef struct loaded_trace {
     kv_replay_trace t;
@@ -387,7 +400,10 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, const check_
     const char *kind_name = json_string_value(json_object_get(m, "kind"));
     const sim_check_kind *kind = kind_name ? kind_lookup(kind_name) : NULL;
     const json_t *args = json_object_get(m, "args");
-    if (!kind) return sim_errf(err, "measurement %s: unknown or missing kind '%s'", name, kind_name ? kind_name : "");
+    char known[256];
+    if (!kind)
+        return sim_errf(err, "measurement %s: unknown or missing kind '%s' (known: %s)", name,
+                        kind_name ? kind_name : "", kind_names(known, sizeof known));
     if (!json_is_object(args)) return sim_errf(err, "measurement %s: \"args\" must be an object", name);
     check_rule rule;
     if (measurement_rule(m, name, file, &rule, err)) return -1;
@@ -428,9 +444,12 @@ int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim
         ctx.start_dir = getcwd(NULL, 0);
         here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (here < 0 || !ctx.start_dir || chdir(base_dir)) {
+            int e = errno;
             if (here >= 0) close(here);
             free(ctx.start_dir);
-            return sim_errf(err, "baseline folder %s: %s", base_dir, strerror(errno));
+            bool absent = e == ENOENT;
+            return sim_errf(err, "baseline folder %s: %s%s%s%s", base_dir, strerror(e),
+                            absent ? " (create it first: mkdir -p " : "", absent ? base_dir : "", absent ? ")" : "");
         }
     }
     if (rep && rep->begin) rep->begin(rep->arg);
@@ -490,13 +509,14 @@ int sim_check_load(const char *path, json_t **out, sim_err *err)
 {
     json_error_t je;
     *out = json_load_file(path, 0, &je);
-    if (!*out) return sim_errf(err, "%s:%d: %s", path, je.line, je.text);
-    if (!json_is_object(*out)) return sim_errf(err, "%s: a baseline is a JSON object", path);
+    if (!*out) return sim_json_file_errf(err, "", path, je.line, je.text, RECORD_HINT);
+    if (!json_is_object(*out)) return sim_errf(err, "%s: a baseline is a JSON object (" RECORD_HINT ")", path);
     const json_t *v = json_object_get(*out, "kvsim_baseline");
     if (json_is_integer(v) && json_integer_value(v) == SIM_CHECK_VERSION) return 0;
     char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    sim_errf(err, "%s: \"kvsim_baseline\": %s%.40s%s; this kvsim reads version %d", path, text ? "" : "missing",
-             text ? text : "", text ? " is not a baseline format it knows" : "", SIM_CHECK_VERSION);
+    sim_errf(err, "%s: \"kvsim_baseline\": %s%.40s%s; this kvsim reads version %d (" RECORD_HINT ")", path,
+             text ? "" : "missing", text ? text : "", text ? " is not a baseline format it knows" : "",
+             SIM_CHECK_VERSION);
     free(text);
     return -1;
 }

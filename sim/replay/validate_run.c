@@ -187,7 +187,7 @@ static json_t *load_file(const char *path, sim_err *err)
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        sim_errf(err, "%s: line %d: %s", path, je.line, je.text);
+        sim_json_file_errf(err, "", path, je.line, je.text, "docs/validation.md has the format");
         return NULL;
     }
     if (!json_is_array(json_object_get(root, "experiments"))) {
@@ -196,6 +196,20 @@ static json_t *load_file(const char *path, sim_err *err)
         return NULL;
     }
     return root;
+}
+
+/* "a, b, c": the experiments' ids, for the error of an --only that names none. */
+static const char *ids_of(const json_t *xs, char *buf, size_t n)
+{
+    size_t i, at = 0;
+    const json_t *x;
+    buf[0] = 0;
+    json_array_foreach(xs, i, x)
+    {
+        const char *id = json_string_value(json_object_get(x, "id"));
+        if (id && at < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "", id);
+    }
+    return buf;
 }
 
 static int each(const sim_validate_opts *o, const json_t *xs, sim_results *db, json_t *rows, sim_err *err)
@@ -214,8 +228,10 @@ static int each(const sim_validate_opts *o, const json_t *xs, sim_results *db, j
         vexp_free(&e);
         if (rc) return -1;
     }
+    char ids[1024];
     if (o->only && json_array_size(rows) == 0)
-        return sim_errf(err, "%s: no experiment has id '%s'", o->measurements, o->only);
+        return sim_errf(err, "%s: no experiment has id '%s' (the ids are: %s)", o->measurements, o->only,
+                        ids_of(xs, ids, sizeof ids));
     return 0;
 }
 

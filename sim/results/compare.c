@@ -75,20 +75,6 @@ static int classify(cmp *c, cmp_run *r, json_t *config, const char *fp)
     return 0;
 }
 
-static int open_db(const char *path, sqlite3 **db, sim_err *err)
-{
-    if (access(path, R_OK) != 0) return sim_errf(err, "cannot read %s: %s", path, strerror(errno));
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        return sim_errf(err, "cannot open %s: %s", path, sqlite3_errmsg(*db));
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(*db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL))
-        return sim_errf(err, "%s: not a SQLite database (%s)", path, sqlite3_errmsg(*db));
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW) return sim_errf(err, "%s: not a kvsim results database (no runs table)", path);
-    return 0;
-}
-
 static bool selected(const sim_compare_opts *o, int64_t id)
 {
     for (int i = 0; o->ids && i < o->nids; i++)
@@ -101,7 +87,7 @@ static int load_runs(cmp *c, sim_err *err)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    int rc = open_db(c->o->db, &db, err);
+    int rc = sim_results_open_read(c->o->db, &db, err);
     if (!rc && sqlite3_prepare_v2(db,
                                   "SELECT id, config_json, summary_json, seed, trace_fingerprint FROM runs"
                                   " WHERE summary_json IS NOT NULL ORDER BY id",
@@ -124,7 +110,8 @@ static int load_runs(cmp *c, sim_err *err)
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
-    if (!rc && !c->n) rc = sim_errf(err, "%s holds no completed run: nothing to compare", c->o->db);
+    if (!rc && !c->n)
+        rc = sim_errf(err, "%s holds no completed run: nothing to compare (" SIM_RESULTS_HOW ")", c->o->db);
     return rc;
 }
 
@@ -181,11 +168,22 @@ static int check_options(cmp *c, const char **baseline, sim_err *err)
             return sim_errf(err,
                             "--by %s: no run of %s has this config key (e.g. policy.router; kvsim config lists keys)",
                             c->o->by, c->o->db);
-        return sim_errf(err, "--speed: no run of %s has one of these trace.speed values", c->o->db);
+        char speeds[512];
+        size_t at = 0;
+        for (int i = 0; i < c->n && at < sizeof speeds; i++) {
+            bool seen = false;
+            for (int j = 0; j < i; j++) seen |= c->runs[j].speed == c->runs[i].speed;
+            if (!seen) at += (size_t)snprintf(speeds + at, sizeof speeds - at, "%s%g", at ? "," : "", c->runs[i].speed);
+        }
+        return sim_errf(err, "--speed: no run of %s has one of these trace.speed values (the runs': %s)", c->o->db,
+                        speeds);
     }
     if (json_array_size(c->values) < 2)
-        return sim_errf(err, "--by %s: every run of %s has the value %s; two values are needed to compare", c->o->by,
-                        c->o->db, json_string_value(json_array_get(c->values, 0)));
+        return sim_errf(err,
+                        "--by %s: every run of %s has the value %s; two values are needed to compare (add runs of "
+                        "another, e.g. kvsim sweep --grid %s=%s,OTHER --db %s)",
+                        c->o->by, c->o->db, json_string_value(json_array_get(c->values, 0)), c->o->by,
+                        json_string_value(json_array_get(c->values, 0)), c->o->db);
     *baseline = c->o->baseline ? c->o->baseline : json_string_value(json_array_get(c->values, 0));
     size_t i;
     json_t *x;

@@ -198,14 +198,16 @@ int sim_export(const sim_export_opts *o, FILE *f, int64_t *rows, sim_err *err)
     const char *table = o->table ? o->table : "runs";
     bool known = !strcmp(table, "runs");
     for (size_t i = 0; i < sizeof plain_tables / sizeof plain_tables[0]; i++) known |= !strcmp(table, plain_tables[i]);
+    char names[128] = "runs";
+    for (size_t i = 0, at = 4; i < sizeof plain_tables / sizeof plain_tables[0]; i++)
+        at += (size_t)snprintf(names + at, sizeof names - at, ", %s", plain_tables[i]);
     if (!known)
-        return sim_errf(err, "--table: unknown table '%s' (runs, requests, samples, replicas, hitrate)%s", table,
+        return sim_errf(err, "--table: unknown table '%s' (%s)%s", table, names,
                         sim_did_you_mean(table, plain_tables, sizeof plain_tables / sizeof plain_tables[0]));
     sqlite3 *db;
-    if (sqlite3_open_v2(o->db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = sim_errf(err, "cannot open %s: %s", o->db, sqlite3_errmsg(db));
+    if (sim_results_open_read(o->db, &db, err)) {
         sqlite3_close(db);
-        return rc;
+        return -1;
     }
     sim_export_opts one = *o;
     one.table = table;

@@ -275,7 +275,7 @@ static int check_input(merge_ctx *m)
     struct stat a, b;
     const char *target = sqlite3_db_filename(m->db, "main");
     if (stat(m->in, &a) != 0 || access(m->in, R_OK) != 0)
-        return sim_errf(m->err, "%s: cannot read: %s", m->in, strerror(errno));
+        return sim_errf(m->err, "%s: cannot read: %s (" SIM_RESULTS_HOW ")", m->in, strerror(errno));
     if (!S_ISREG(a.st_mode)) return sim_errf(m->err, "%s: not a regular file", m->in);
     if (target && *target && stat(target, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return sim_errf(m->err, "%s: is the target database itself", m->in);
@@ -291,7 +291,8 @@ static int has_runs_table(merge_ctx *m)
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW) return 0;
-    if (rc == SQLITE_DONE) return sim_errf(m->err, "%s: not a kvsim results database (no runs table)", m->in);
+    if (rc == SQLITE_DONE)
+        return sim_errf(m->err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", m->in);
     return sim_errf(m->err, "%s: not a SQLite database (%s)", m->in, sqlite3_errmsg(m->db));
 }
 

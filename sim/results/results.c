@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gsl/gsl_statistics_double.h>
 #include <sqlite3.h>
@@ -134,6 +135,23 @@ static void tally_add(tally *t, const sim_request_row *w)
     t->gpu.v[w->id] = w->prefill_gpu_s;
 }
 
+int sim_results_open_read(const char *path, sqlite3 **db, sim_err *err)
+{
+    *db = NULL;
+    if (access(path, R_OK) != 0)
+        return sim_errf(err, "cannot read %s: %s (" SIM_RESULTS_HOW ")", path, strerror(errno));
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        return sim_errf(err, "cannot open %s: %s", path, sqlite3_errmsg(*db));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(*db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL))
+        return sim_errf(err, "%s: not a SQLite database (%s; " SIM_RESULTS_HOW ")", path, sqlite3_errmsg(*db));
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return sim_errf(err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", path);
+    return 0;
+}
+
 const char *sim_results_errmsg(struct sqlite3 *db, char *buf, size_t n)
 {
     int code = sqlite3_errcode(db), e = sqlite3_system_errno(db);
@@ -214,7 +232,9 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
         char m[256];
-        sim_errf(err, "results database '%s': %s", temp ? "(temporary)" : path, sim_results_errmsg(r->db, m, sizeof m));
+        bool notadb = sqlite3_errcode(r->db) == SQLITE_NOTADB;
+        sim_errf(err, "results database '%s': %s%s", temp ? "(temporary)" : path,
+                 sim_results_errmsg(r->db, m, sizeof m), notadb ? " (give --db a new file, or one kvsim wrote)" : "");
         sim_results_close(r);
         return -1;
     }

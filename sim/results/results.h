@@ -96,6 +96,16 @@ typedef struct sim_hitrate_row {
     double kv_bytes_per_token; /* its KV bytes per token (0 = unknown) */
 } sim_hitrate_row;
 
+/* What writes a results database: the next step named by every message
+ * about a missing one, or one without runs. */
+#define SIM_RESULTS_HOW "kvsim run --db FILE or kvsim sweep --db FILE writes one"
+
+/* Open an existing results database read-only into *db (closed by the
+ * caller, also on error): exit 2 when it cannot be read, is not SQLite or has
+ * no runs table, saying what writes one. */
+struct sqlite3;
+int sim_results_open_read(const char *path, struct sqlite3 **db, sim_err *err);
+
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);
 /* SQLite's message for db's last error, with the system's cause appended

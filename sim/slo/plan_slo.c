@@ -70,7 +70,9 @@ static int check_opts(const sim_slo_opts *o, sim_err *err)
 {
     bool any = o->attainment > 0;
     for (int t = 0; t < SIM_SLO_NTARGETS; t++) any |= o->target[t] > 0;
-    if (!any) return sim_errf(err, "no target: give at least one of --ttft-p90-ms, --tbt-p99-ms, ... (see --help)");
+    if (!any)
+        return sim_errf(err,
+                        "no target: give at least one of --ttft-p90-ms, --tbt-p99-ms, ... (see kvsim plan slo --help)");
     if (o->max_instances < 2 || o->max_instances > 4096)
         return sim_errf(err, "--max-instances: %d is not in [2, 4096]", o->max_instances);
     if (o->nscope < 1 || o->ncpp < 1) return sim_errf(err, "--scopes and --cpp need at least one value");
@@ -138,7 +140,10 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
     if (sim_config_load(cfg, o->config, pl->base, pl->nbase, err)) return -1;
     pl->agg = r->aggregated = !strcmp(cfg->mode, "aggregated");
     if (!pl->agg && strcmp(cfg->mode, "disaggregated"))
-        return sim_errf(err, "cluster.mode is '%s': plan slo sizes disaggregated and aggregated clusters", cfg->mode);
+        return sim_errf(err,
+                        "cluster.mode is '%s': plan slo sizes disaggregated and aggregated clusters (set "
+                        "cluster.mode=disaggregated or aggregated)",
+                        cfg->mode);
     if (check_mode_opts(o, cfg->mode, pl->agg, err) || check_sets(o, pl->agg, err)) return -1;
     snprintf(r->trace, sizeof r->trace, "%s", cfg->trace_path);
     snprintf(r->model, sizeof r->model, "%s", cfg->model.name);

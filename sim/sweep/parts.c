@@ -90,6 +90,7 @@ int sim_sweep_lock_parts(const sim_sweep *s, int *fd, sim_err *err)
         return sim_errf(err, "cannot create %s: %s", s->parts, strerror(errno));
     *fd = open(s->parts, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* never inherited by a worker */
     if (*fd < 0) return sim_errf(err, "cannot open %s: %s", s->parts, strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) return sim_errf(err, "another kvsim sweep is using %s", s->opt.db);
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
+        return sim_errf(err, "another kvsim sweep is using %s (wait for it to end, or give another --db)", s->opt.db);
     return 0;
 }

@@ -50,7 +50,7 @@ int sim_sweep_array_task(const char *file, sim_err *err)
 {
     json_error_t je;
     json_t *o = json_load_file(file, 0, &je);
-    if (!o) return sim_errf(err, "%s: line %d: %s", file, je.line, je.text);
+    if (!o) return sim_json_file_errf(err, "", file, je.line, je.text, NULL);
     const char *cwd = json_string_value(json_object_get(o, "cwd"));
     const json_t *runs = json_object_get(o, "runs");
     char **argv = NULL;
