@@ -501,6 +501,49 @@ static void test_man_page_is_the_help(void **state)
     tu_free(&r);
 }
 
+/* The text between the markers `<!-- fidelity:begin` and `<!-- fidelity:end`
+ * of the document at path (malloc'd), or NULL. */
+static char *between_markers(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *all = tu_slurp(f);
+    fclose(f);
+    char *b = strstr(all, "\n<!-- fidelity:begin"), *e = b ? strstr(b, "\n<!-- fidelity:end") : NULL;
+    char *out = NULL;
+    if (b && e && (b = strchr(b + 1, '\n')) != NULL && b < e) out = strndup(b + 1, (size_t)(e - b));
+    free(all);
+    return out;
+}
+
+/* docs/conductor.md's claim table is what reports/fidelity.sh writes now
+ * (run in a scratch folder, as the transcripts are). */
+static void test_fidelity_table_is_current(void **state)
+{
+    (void)state;
+    if (system("command -v sqlite3 >/dev/null 2>&1") != 0) {
+        print_message("skip: reports/fidelity.sh needs the sqlite3 shell (apt-get install sqlite3)\n");
+        skip();
+    }
+    char scratch[PATH_MAX], cmdline[PATH_MAX * 2], made[PATH_MAX + 32];
+    scratch_make(scratch, sizeof scratch);
+    snprintf(cmdline, sizeof cmdline,
+             "cd '%s' && bash reports/fidelity.sh --out build/fidelity --jobs 2 >build/fidelity.log 2>&1", scratch);
+    int rc = system(cmdline);
+    snprintf(made, sizeof made, "%s/build/fidelity/fidelity.md", scratch);
+    FILE *f = fopen(made, "r");
+    char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/conductor.md");
+    if (f) fclose(f);
+    bool same = rc == 0 && now && table && !strcmp(now, table);
+    if (!same) print_message("reports/fidelity.sh exit %d; see %s/build/fidelity.log\n", rc, scratch);
+    else scratch_remove(scratch);
+    free(now);
+    free(table);
+    if (!same)
+        fail_msg("docs/conductor.md's claim table differs from what reports/fidelity.sh writes now: run "
+                 "`reports/fidelity.sh --readme` and review the diff");
+}
+
 /* README.md, CONTRIBUTING.md, the docs/ pages and the data folders' READMEs. */
 static int doc_paths(char **out, int max)
 {
@@ -532,11 +575,12 @@ int main(void)
 {
     norm_init();
     static char *paths[64];
-    static struct CMUnitTest tests[66];
+    static struct CMUnitTest tests[67];
     const char *only = getenv("KVSIM_DOC_ONLY"); /* one document, e.g. docs/trace.md */
     int n = 0, np = doc_paths(paths, 64);
     tests[n++] = (struct CMUnitTest){"edited_number_fails", test_edited_number_fails, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"man_page_is_the_help", test_man_page_is_the_help, NULL, NULL, NULL};
+    if (!only) tests[n++] = (struct CMUnitTest){"fidelity_table", test_fidelity_table_is_current, NULL, NULL, NULL};
     for (int i = 0; i < np; i++)
         if (!only || !strcmp(only, paths[i]))
             tests[n++] = (struct CMUnitTest){paths[i], test_document, NULL, NULL, paths[i]};
