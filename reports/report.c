@@ -136,6 +136,15 @@ static int select_runs(rep *r, const rep_options *a, sim_err *err)
     r->runs = sim_xcalloc((size_t)n + 1, sizeof *r->runs);
     for (int i = 0; i < n && rc == 0; i++) rc = load_run(r, ids[i], err);
     free(ids);
+    if (rc == 0 && r->nruns == 0 && (a->runs || a->where))
+        return sim_errf(err, "%s: no completed run matches %s (kvsim export --db %s lists the runs)", r->db_path,
+                        a->runs ? "--runs" : "--where", r->db_path);
+    bool points = rep_table_exists(r, "hitrate") && rep_count(r, "SELECT COUNT(*) FROM hitrate", 0, NULL) > 0;
+    if (rc == 0 && r->nruns == 0 && !points)
+        return sim_errf(err,
+                        "%s holds no completed run and no hitrate point: nothing to report (kvsim run --db FILE, "
+                        "kvsim sweep --db FILE or kvsim hitrate --db FILE writes one)",
+                        r->db_path);
     return rc;
 }
 

@@ -178,6 +178,27 @@ static void test_wrong_path_says_what_fits(void **state)
     tu_remove_temp(junk);
 }
 
+/* A report of nothing is an error that says what writes a run. */
+static void test_empty_report_says_what_writes_one(void **state)
+{
+    (void)state;
+    char *db = tu_temp_path(), args[512];
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h,
+                                  "CREATE TABLE runs(id INTEGER PRIMARY KEY, created TEXT, kvsim_version TEXT,"
+                                  " config_json TEXT, config_hash TEXT, trace_path TEXT, trace_fingerprint TEXT,"
+                                  " seed INTEGER, wall_seconds REAL, summary_json TEXT)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    snprintf(args, sizeof args, "report --db %s -o %s.report", db, db);
+    tu_expect_exit(args, 2,
+                   "holds no completed run and no hitrate point: nothing to report (kvsim run --db FILE, kvsim sweep "
+                   "--db FILE or kvsim hitrate --db FILE writes one)");
+    tu_remove_temp(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_unknown_preset_lists_presets),
         cmocka_unit_test(test_foreign_trace_suggests_import),
         cmocka_unit_test(test_usage_lists_trace_tools),
+        cmocka_unit_test(test_empty_report_says_what_writes_one),
         cmocka_unit_test(test_stray_argument_suggests_option),
         cmocka_unit_test(test_missing_results_db_says_what_writes_one),
         cmocka_unit_test(test_choice_lists_the_choices),
