@@ -7,8 +7,8 @@
  *
  * What must hold: --merge-parts merges what landed, lists what is missing
  * (exit 1), and doing it twice changes nothing; sbatch gets each word as
- * one argument (a partition with a space stays one, --sbatch-args is split
- * at blanks, a % in the parts path is doubled in --output); a task that left
+ * one argument (a partition with a space stays one, --sbatch-args is split into
+ * words as a shell would, quotes kept together, a % in the parts path is doubled in --output); a task that left
  * the queue without its run fails its point only, and the sweep run again
  * submits that point alone; the runs equal a local sweep's by config hash
  * and summary; wrong combinations, a missing sbatch and an array of a
@@ -173,14 +173,15 @@ static void test_slurm_argv_fail_resume(void **state)
     assert_int_equal(mkdir(sub, 0777), 0);
     snprintf(db, sizeof db, "%s/slurm.db", sub);
     /* Task 2 (least_loaded x 1) never runs: that point fails, the rest land. */
-    expect(sweep("FAKE_SKIP=2", db, "--slurm --jobs 2 --partition 'p q' --sbatch-args ' --time=5  --comment=x;y'"), 1,
-           "6 points: 5 run, 0 already recorded, 1 failed",
-           "FAILED policy.router=least_loaded trace.speed=1 (Slurm task 42_2 left no run");
+    expect(
+        sweep("FAKE_SKIP=2", db, "--slurm --jobs 2 --partition 'p q' --sbatch-args ' --time=5  --comment=\"x;y z\"'"),
+        1, "6 points: 5 run, 0 already recorded, 1 failed",
+        "FAILED policy.router=least_loaded trace.speed=1 (Slurm task 42_2 left no run");
     char *args = sbatch_args();
     snprintf(want, sizeof want,
              "--parsable\n--array=0-5%%2\n--output=%s/a b%%%%c/slurm.db.parts/slurm-%%A_%%a.log\n--chdir=", dir);
     assert_non_null(strstr(args, want));
-    assert_non_null(strstr(args, "\n--job-name=kvsim-sweep\n--partition=p q\n--time=5\n--comment=x;y\n"));
+    assert_non_null(strstr(args, "\n--job-name=kvsim-sweep\n--partition=p q\n--time=5\n--comment=x;y z\n"));
     snprintf(want, sizeof want, "/slurm.db.parts/slurm-task.sh\n");
     assert_non_null(strstr(args, want));
     snprintf(want, sizeof want, "\nsweep\n--array-task\n%s/a b%%c/slurm.db.parts/array-0.json\n", dir);
@@ -254,6 +255,8 @@ static void test_slurm_errors(void **state)
     snprintf(db, sizeof db, "%s/err.db", dir);
     expect(sweep("", db, "--partition p"), 2, NULL, "--partition needs --slurm");
     expect(sweep("", db, "--sbatch-args '--time=5'"), 2, NULL, "--sbatch-args needs --slurm");
+    expect(sweep("", db, "--slurm --sbatch-args '--comment=\"open'"), 2, NULL,
+           "--sbatch-args: a quote is not closed (quote as for a shell: 'a b' or \"a b\")");
     expect(sweep("", db, "--slurm --merge-parts"), 2, NULL, "exclude each other");
     write_exe("sbatch", "#!/bin/sh\necho 'sbatch: error: invalid partition specified: nope' >&2\nexit 1\n");
     expect(sweep("", db, "--slurm --partition nope"), 1, NULL,

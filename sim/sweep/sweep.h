@@ -47,8 +47,9 @@ typedef struct sim_sweep_slurm {
     const char *partition; /* sbatch --partition, or NULL: the cluster's default */
     char **sbatch_args;    /* more sbatch words, as given */
     int nsbatch_args;
-    int max_array; /* tasks per job array at most (more points: more arrays); 0 = 1000 */
-    double poll_s; /* first pause between two looks at the queue; 0 = 0.25 s */
+    bool sbatch_args_open; /* --sbatch-args ended inside a quote (an error) */
+    int max_array;         /* tasks per job array at most (more points: more arrays); 0 = 1000 */
+    double poll_s;         /* first pause between two looks at the queue; 0 = 0.25 s */
 } sim_sweep_slurm;
 
 /* What to sweep; the strings are borrowed and must outlive the sweep. */
