@@ -543,6 +543,12 @@ static void test_installed_layout(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "requests")), 1500);
     json_decref(j);
     tu_free(&r);
+    /* the trace is named as it lies, PREFIX/share/kvsim/traces/, no "/.." in it */
+    snprintf(cmd, sizeof cmd, "cd / && %s/bin/kvsim run --set cluster.prefill=2", prefix);
+    r = tu_shell(cmd);
+    snprintf(bin, sizeof bin, "kvsim run: %s/share/kvsim/traces/default.jsonl — ", prefix);
+    if (!strstr(r.out, bin)) fail_msg("installed kvsim names its trace: %s", r.out);
+    tu_free(&r);
     snprintf(cmd, sizeof cmd, "rm -rf %s", prefix);
     assert_int_equal(system(cmd), 0);
 }

@@ -628,7 +628,11 @@ static void find_bundled(json_t *root, const char *bundled)
     const char *p = json_string_value(json_path_get(root, "trace.path"));
     if (!p || strcmp(p, bundled) || bundled[0] == '/' || access(p, R_OK) == 0) return;
     char there[PATH_MAX * 2];
-    snprintf(there, sizeof there, "%s/../%s", sim_config_dir(), bundled);
+    const char *dir = sim_config_dir();
+    size_t n = strlen(dir);
+    if (n > 8 && !strcmp(dir + n - 8, "/configs")) /* <root>/configs: <root>/traces/..., no "/.." in it */
+        snprintf(there, sizeof there, "%.*s/%s", (int)(n - 8), dir, bundled);
+    else snprintf(there, sizeof there, "%s/../%s", dir, bundled);
     if (access(there, R_OK) == 0) json_object_set_new(json_object_get(root, "trace"), "path", json_string(there));
 }
 
