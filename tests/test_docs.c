@@ -144,19 +144,27 @@ static void norm_line(const char *s, const char *scratch, char *out, size_t n)
 
 /* ---- matching with "..." elisions -------------------------------------- */
 
-static bool lines_match(char **want, int nw, char **got, int ng, const char *scratch)
+/* The n lines normalised, each once (malloc'd; free with free_lines). */
+static char **normalised(char *const *lines, int n, const char *scratch)
+{
+    char **v = malloc((size_t)(n ? n : 1) * sizeof *v), buf[8192];
+    for (int i = 0; i < n; i++) {
+        norm_line(lines[i], scratch, buf, sizeof buf);
+        v[i] = strdup(buf);
+    }
+    return v;
+}
+
+/* Whether normalised output got matches normalised document lines want. */
+static bool lines_match(char **want, int nw, char **got, int ng)
 {
     if (nw == 0) return ng == 0;
     if (!strcmp(want[0], "...")) {
         for (int k = 0; k <= ng; k++)
-            if (lines_match(want + 1, nw - 1, got + k, ng - k, scratch)) return true;
+            if (lines_match(want + 1, nw - 1, got + k, ng - k)) return true;
         return false;
     }
-    if (ng == 0) return false;
-    char a[8192], b[8192];
-    norm_line(want[0], NULL, a, sizeof a);
-    norm_line(got[0], scratch, b, sizeof b);
-    return !strcmp(a, b) && lines_match(want + 1, nw - 1, got + 1, ng - 1, scratch);
+    return ng > 0 && !strcmp(want[0], got[0]) && lines_match(want + 1, nw - 1, got + 1, ng - 1);
 }
 
 /* ---- finding the transcripts ------------------------------------------- */
@@ -294,14 +302,20 @@ static void scratch_remove(const char *dir)
     if (system(cmdline) != 0) print_message("could not remove %s\n", dir);
 }
 
-/* The first of the tools a command needs that is not installed, or NULL. */
+/* The first of the tools a command needs that is not installed, or NULL;
+ * each tool is looked up once. */
 static const char *missing_tool(const char *text)
 {
     static const char *const tools[] = {"sqlite3", "jq", "gnuplot", "python3"};
+    static int installed[sizeof tools / sizeof *tools]; /* 0 unknown, 1 yes, 2 no */
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
-        char probe[64];
-        snprintf(probe, sizeof probe, "command -v %s >/dev/null 2>&1", tools[i]);
-        if (strstr(text, tools[i]) && system(probe) != 0) return tools[i];
+        if (!strstr(text, tools[i])) continue;
+        if (!installed[i]) {
+            char probe[64];
+            snprintf(probe, sizeof probe, "command -v %s >/dev/null 2>&1", tools[i]);
+            installed[i] = system(probe) == 0 ? 1 : 2;
+        }
+        if (installed[i] == 2) return tools[i];
     }
     return NULL;
 }
@@ -338,24 +352,16 @@ static int run_cmd(const char *dir, const char *text, char ***lines)
 
 /* ---- checking and updating a document ---------------------------------- */
 
-/* Say where a command's output first differs from the document. */
-static void report_diff(const doc *d, const cmd *c, char **got, int ng, const char *scratch)
+/* Say where a command's output first differs from the document (both
+ * sides normalised). */
+static void report_diff(const doc *d, const cmd *c, char **want, int nw, char **got, int ng)
 {
-    int nw = c->out_end - c->out_begin, k = 0;
-    char a[8192] = "(end of output)", b[8192] = "(end of output)";
-    while (k < nw && k < ng && strcmp(d->lines[c->out_begin + k], "...")) {
-        norm_line(d->lines[c->out_begin + k], NULL, a, sizeof a);
-        norm_line(got[k], scratch, b, sizeof b);
-        if (strcmp(a, b)) break;
-        k++;
-    }
-    if (k < nw) norm_line(d->lines[c->out_begin + k], NULL, a, sizeof a);
-    else snprintf(a, sizeof a, "(end of output)");
-    if (k < ng) norm_line(got[k], scratch, b, sizeof b);
-    else snprintf(b, sizeof b, "(end of output)");
+    int k = 0;
+    while (k < nw && k < ng && strcmp(want[k], "...") && !strcmp(want[k], got[k])) k++;
     print_message("%s:%d: the output of `%.*s` differs from the document at its line %d:\n  document: %s\n"
                   "  printed:  %s\n",
-                  d->path, c->line, (int)strcspn(c->text, "\n"), c->text, c->out_begin + k + 1, a, b);
+                  d->path, c->line, (int)strcspn(c->text, "\n"), c->text, c->out_begin + k + 1,
+                  k < nw ? want[k] : "(end of output)", k < ng ? got[k] : "(end of output)");
 }
 
 /* The lines the document should show for output got: all of it, or the
@@ -405,8 +411,12 @@ static int check_cmd(doc *d, cmd *c, const char *scratch, bool update)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (secs > 2) print_message("slow: %s:%d: %.1f s\n", d->path, c->line, secs);
-    int bad = !lines_match(d->lines + c->out_begin, c->out_end - c->out_begin, got, ng, scratch);
-    if (bad) report_diff(d, c, got, ng, scratch);
+    int nw = c->out_end - c->out_begin;
+    char **want_n = normalised(d->lines + c->out_begin, nw, NULL), **got_n = normalised(got, ng, scratch);
+    int bad = !lines_match(want_n, nw, got_n, ng);
+    if (bad) report_diff(d, c, want_n, nw, got_n, ng);
+    free_lines(want_n, nw);
+    free_lines(got_n, ng);
     if (bad && update) {
         char **v;
         int n = updated_lines(d, c, got, ng, scratch, &v);
