@@ -176,12 +176,55 @@ static void test_validate_mixtral(void **state)
     json_decref(o);
 }
 
+/* A number kvsim knows to be unvalidated carries a warning: a MoE run's
+ * summary names the caveat and stderr says it, as do `cost` and `plan slo`
+ * on the same config; a pipeline-parallel instance gets its own; a dense
+ * single-node run gets no "caveats" key at all (sim/serving/caveats.c). */
+static void test_caveats(void **state)
+{
+    (void)state;
+    const char *moe = "--set model=mixtral-8x7b --set hardware=h100x2";
+    const char *said = "warning: not validated: mixtral-8x7b is a mixture of experts";
+    char args[512];
+    snprintf(args, sizeof args, "run %s --set cluster.mode=aggregated --json", moe);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    json_t *o = json_loads(r.out, 0, NULL), *c = json_object_get(o, "caveats");
+    assert_int_equal(json_array_size(c), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "moe");
+    assert_non_null(strstr(r.err, said));
+    json_decref(o);
+    tu_free(&r);
+    snprintf(args, sizeof args, "cost %s", moe);
+    r = tu_kvsim(args);
+    assert_non_null(strstr(r.err, said));
+    tu_free(&r);
+    snprintf(args, sizeof args, "plan slo %s --ttft-p90-ms 0.001", moe); /* below the floor: runs nothing */
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 3);
+    assert_non_null(strstr(r.err, said));
+    tu_free(&r);
+    o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=16 "
+                      "--set cluster.prefill=1 --set cluster.decode=1 --json");
+    c = json_object_get(o, "caveats");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "pipeline");
+    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")), "spans 2 nodes"));
+    json_decref(o);
+    r = tu_kvsim("run --json");
+    o = json_loads(r.out, 0, NULL);
+    assert_null(json_object_get(o, "caveats"));
+    assert_null(strstr(r.err, "not validated"));
+    json_decref(o);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_params),      cmocka_unit_test(test_experts_touched),
         cmocka_unit_test(test_moe_decode_cost), cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_cost_too_large),  cmocka_unit_test(test_validate_mixtral),
+        cmocka_unit_test(test_caveats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

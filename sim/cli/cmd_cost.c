@@ -10,6 +10,7 @@
 #include "sim/cli/cli.h"
 #include "sim/config/config.h"
 #include "sim/cost/cost.h"
+#include "sim/serving/serving.h"
 
 static const char cost_usage[] =
     "usage: kvsim cost [--config FILE] [--set key.path=value]... [--batch B] [--context C]\n"
@@ -113,6 +114,17 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
 }
 
+/* What the config's model has not been validated on (sim/serving/caveats.c),
+ * on stderr before the figures it qualifies. */
+static void warn_caveats(const sim_config *cfg)
+{
+    json_t *all = sim_serving_caveats(cfg), *c;
+    size_t i;
+    json_array_foreach(all, i, c)
+        fprintf(stderr, "kvsim cost: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
+    json_decref(all);
+}
+
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
 {
     sim_config cfg;
@@ -121,7 +133,10 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("cost", err.msg);
     int rc = sim_cost_setup(&c, &cfg, &err); /* a model too large still gets its times and KV bytes */
     if (rc) rc = sim_usage_error("cost", err.msg);
-    else print_cost(&c, a);
+    else {
+        warn_caveats(&cfg);
+        print_cost(&c, a);
+    }
     sim_config_free(&cfg);
     return rc;
 }

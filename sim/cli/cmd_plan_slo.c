@@ -14,6 +14,7 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/slurm_opt.h"
 #include "sim/config/scope.h"
+#include "sim/serving/serving.h"
 #include "sim/slo/plan_slo.h"
 
 static const char slo_usage[] =
@@ -688,6 +689,36 @@ static int run_tp(slo_args *a, sim_err *err)
 
 /* ---- the command ----------------------------------------------------------- */
 
+/* What the base config's model has not been validated on
+ * (sim/serving/caveats.c): every point of the search inherits it. A config
+ * that does not load says nothing here; the search reports it. */
+static void warn_caveats(const sim_slo_opts *o)
+{
+    sim_config cfg;
+    sim_err err = {{0}};
+    if (sim_config_load(&cfg, o->config, o->sets, o->nsets, &err)) return;
+    json_t *all = sim_serving_caveats(&cfg), *c;
+    size_t i;
+    json_array_foreach(all, i, c)
+        fprintf(stderr, "kvsim plan slo: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
+    json_decref(all);
+    sim_config_free(&cfg);
+}
+
+/* The search and its answer (text or --json). Returns an exit status. */
+static int plan(slo_args *a, sim_slo_result *r, sim_err *err)
+{
+    if (sim_slo_plan(&a->o, r, err)) {
+        int rc = sim_usage_error("plan slo", err->msg);
+        return r->stop_signal ? 128 + r->stop_signal : rc;
+    }
+    json_t *j = a->json ? sim_slo_json(&a->o, r) : NULL;
+    if (j) json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
+    else print_text(&a->o, r);
+    json_decref(j);
+    return r->status == SIM_SLO_FEASIBLE ? SIM_EXIT_OK : SIM_EXIT_CHECK;
+}
+
 int cmd_plan_slo(int argc, char **argv)
 {
     slo_args a = {0};
@@ -709,17 +740,9 @@ int cmd_plan_slo(int argc, char **argv)
         if (a.usage) fprintf(stderr, slo_usage, sim_cli_slurm_usage);
     } else if (a.help) {
         printf(slo_usage, sim_cli_slurm_usage);
-    } else if (a.ntp > 0) {
-        rc = run_tp(&a, &err);
-    } else if (sim_slo_plan(&a.o, &r, &err)) {
-        rc = sim_usage_error("plan slo", err.msg);
-        if (r.stop_signal) rc = 128 + r.stop_signal;
     } else {
-        json_t *j = a.json ? sim_slo_json(&a.o, &r) : NULL;
-        if (j) json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
-        else print_text(&a.o, &r);
-        json_decref(j);
-        rc = r.status == SIM_SLO_FEASIBLE ? SIM_EXIT_OK : SIM_EXIT_CHECK;
+        warn_caveats(&a.o);
+        rc = a.ntp > 0 ? run_tp(&a, &err) : plan(&a, &r, &err);
     }
     sim_slo_free(&r);
     free(a.o.sets);

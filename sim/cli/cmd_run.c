@@ -254,6 +254,15 @@ static void warn_unsegmented(const json_t *s)
                 n, J_INT(s, "requests"), json_string_value(json_object_get(s, "pic")));
 }
 
+/* What the run's model has not been validated on (sim/serving/caveats.c). */
+static void warn_caveats(const json_t *s)
+{
+    const json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(s, "caveats"), i, c)
+        fprintf(stderr, "kvsim run: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
+}
+
 /* Once per key: a key the user set that this run does not read (the
  * serving model's and the cost model's idle keys), and why. */
 static void warn_idle_keys(const sim_config *cfg)
@@ -304,6 +313,7 @@ static int replay(const run_args *a)
     rc = SIM_EXIT_OK;
     warn_idle_keys(&cfg);
     warn_unsegmented(summary);
+    warn_caveats(summary);
     warn_overload(summary, strcmp(cfg.mode, "aggregated") != 0);
     warn_skipped(summary, a->verbose);
     if (a->json) {

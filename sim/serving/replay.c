@@ -159,6 +159,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
         if (rc == 0 && m->summarize) m->summarize(st, *summary);
         if (rc == 0) sim_serving_diagnose(cfg, db, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
+        if (rc == 0) sim_serving_add_caveats(cfg, *summary);
         if (rc == 0) note_skipped(t, *summary);
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
     }

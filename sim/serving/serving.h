@@ -128,6 +128,14 @@ void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double t
  * cache model the share of prompt tokens it recomputes. */
 void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf, size_t n);
 
+/* ---- caveats (sim/serving/caveats.c) --------------------------------------- */
+
+/* The parts of cfg's model that no measurement has validated, as an array
+ * of {"name", "text"} (empty when none); the caller owns it. */
+json_t *sim_serving_caveats(const sim_config *cfg);
+/* Add them to a run's summary as "caveats" (no key when there are none). */
+void sim_serving_add_caveats(const sim_config *cfg, json_t *summary);
+
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 
 size_t sim_serving_count(void);

@@ -1,0 +1,78 @@
+/* sim/serving/caveats.c — the parts of a run's model that no measurement
+ * has checked, named in the run's summary and on stderr, so that a number
+ * kvsim knows to be unvalidated never leaves it without a warning.
+ *
+ * Each caveat is one row of a table: a name, a predicate on the resolved
+ * config and a sentence that says what is not validated, which way the
+ * error is known to go where a measurement shows it, and where the
+ * documentation gives the numbers. The sentences carry no figures: the
+ * figures live in the documentation, next to the command that measured
+ * them, and would go stale here. A run whose config meets no predicate
+ * gets no "caveats" key at all (its summary is what it was before).
+ *
+ * Rows (docs/validation.md, "What is not validated"):
+ *   moe       — a mixture-of-experts model: the one measured MoE run
+ *               (Mixtral-8x7B on 2 × H100) is outside the 10% the dense
+ *               runs meet, kvsim faster than the engine;
+ *   pipeline  — an instance spans nodes: no micro-batch interleaving, so
+ *               its throughput is a lower bound (docs/hardware.md §3). */
+#include <stdio.h>
+
+#include "sim/serving/serving.h"
+
+typedef struct caveat {
+    const char *name;
+    bool (*applies)(const sim_config *cfg);
+    void (*say)(const sim_config *cfg, char *buf, size_t n);
+} caveat;
+
+static bool moe_applies(const sim_config *cfg) { return cfg->model.experts > 0; }
+
+static void moe_say(const sim_config *cfg, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "%s is a mixture of experts: kvsim's MoE step is checked against one measured run only, "
+             "where its inter-token and end-to-end latencies are below the engine's by more than the 10%% "
+             "the dense runs meet; read latencies as optimistic (docs/validation.md)",
+             cfg->model.name);
+}
+
+static bool pipeline_applies(const sim_config *cfg)
+{
+    return cfg->hw.pp > 1 || cfg->prefill_hw.pp > 1 || cfg->decode_hw.pp > 1;
+}
+
+static void pipeline_say(const sim_config *cfg, char *buf, size_t n)
+{
+    int pp = cfg->hw.pp;
+    if (cfg->prefill_hw.pp > pp) pp = cfg->prefill_hw.pp;
+    if (cfg->decode_hw.pp > pp) pp = cfg->decode_hw.pp;
+    snprintf(buf, n,
+             "an instance spans %d nodes (pipeline parallel): kvsim passes a batch through the stages in turn "
+             "and interleaves no micro-batches, so an instance's throughput is a lower bound (docs/hardware.md)",
+             pp);
+}
+
+static const caveat caveats[] = {
+    {"moe", moe_applies, moe_say},
+    {"pipeline", pipeline_applies, pipeline_say},
+};
+
+json_t *sim_serving_caveats(const sim_config *cfg)
+{
+    json_t *a = json_array();
+    char text[512];
+    for (size_t i = 0; i < sizeof caveats / sizeof caveats[0]; i++) {
+        if (!caveats[i].applies(cfg)) continue;
+        caveats[i].say(cfg, text, sizeof text);
+        json_array_append_new(a, json_pack("{s:s, s:s}", "name", caveats[i].name, "text", text));
+    }
+    return a;
+}
+
+void sim_serving_add_caveats(const sim_config *cfg, json_t *summary)
+{
+    json_t *a = sim_serving_caveats(cfg);
+    if (json_array_size(a)) json_object_set_new(summary, "caveats", a);
+    else json_decref(a);
+}
