@@ -154,9 +154,18 @@ static void test_plan_slo_sides(void **state)
     json_t *o = tu_kvsim_json(args);
     const json_t *c = json_object_get(o, "cheapest");
     assert_string_equal(json_string_value(json_object_get(o, "hardware")), "p800 prefill + p20 decode");
-    assert_double_equal(json_number_value(json_object_get(c, "price_per_hour")),
-                        2.0 * tu_int_field(c, "prefill") + tu_int_field(c, "decode"), 0);
+    double price = 2.0 * tu_int_field(c, "prefill") + tu_int_field(c, "decode");
+    assert_double_equal(json_number_value(json_object_get(c, "price_per_hour")), price, 0);
     json_decref(o);
+    /* priced on both sides, the frontier is the lowest price's, with it */
+    args[strlen(args) - strlen(" --json")] = 0;
+    cli_result r = tu_kvsim(args);
+    char want[128];
+    snprintf(want, sizeof want, "  $%.2f an hour\n", price);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "frontier: lowest price an hour for each DRAM level"));
+    assert_non_null(strstr(r.out, want));
+    tu_free(&r);
     tu_remove_temp(p800);
     tu_remove_temp(p20);
 }

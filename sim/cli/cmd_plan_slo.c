@@ -32,7 +32,9 @@ static const char slo_usage[] =
     "real `kvsim run`, run in parallel worker processes as `kvsim sweep` runs them, and\n"
     "judged by its summary. Prints the points run, the frontier (fewest GPUs for each\n"
     "DRAM level), the cheapest point and the `kvsim run` line that reproduces it; or\n"
-    "'infeasible:' and what blocks the targets.\n"
+    "'infeasible:' and what blocks the targets. When hardware.price_per_hour prices\n"
+    "both sides (an input: docs/hardware.md), cheapest means the lowest price an hour\n"
+    "instead of the fewest GPUs, and the search probes splits in order of price.\n"
     "\n"
     "Targets (ms; each > 0): --ttft-mean-ms --ttft-p50-ms --ttft-p90-ms --ttft-p99-ms\n"
     "--tbt-mean-ms --tbt-p50-ms --tbt-p90-ms --tbt-p99-ms. Whatever they are, a point\n"
@@ -78,7 +80,8 @@ static const char slo_usage[] =
     "  --tp LIST           GPUs per instance to try, e.g. 1,2,4,8 (cluster.gpus_per_instance: a\n"
     "                      divisor of the node's GPUs = tensor parallel, a multiple = pipeline\n"
     "                      parallel): one whole search each; the answer is the feasible plan\n"
-    "                      with the fewest GPUs, ties to fewer GPUs per instance (docs/hardware.md)\n"
+    "                      with the fewest GPUs (the lowest price when priced), ties to fewer\n"
+    "                      GPUs per instance (docs/hardware.md)\n"
     "  --jobs N            worker processes (default: the number of CPUs)\n"
     "  --db FILE           results database; points it records are not run again (default:\n"
     "                      a temporary one, removed at the end; under --slurm it must lie\n"
@@ -494,7 +497,8 @@ static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
 
 static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
 {
-    printf("\nfrontier: fewest GPUs for each DRAM level\n");
+    bool priced = sim_slo_price(r, &(sim_slo_point){.prefill = 1, .decode = 1}) > 0;
+    printf("\nfrontier: %s for each DRAM level\n", priced ? "lowest price an hour" : "fewest GPUs");
     if (r->aggregated)
         printf("DRAM/%-4.4s  tokens  GPUs inst%s%s%s\n", dram_per(r), o->nssd ? "       SSD" : "",
                o->nremote ? "    remote" : "", o->nload ? " load" : "");
@@ -510,8 +514,10 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
         }
         const sim_slo_point *p = &r->pts[i];
         if (!r->aggregated) {
-            printf(" %5d %3d %3d  %-6s %3d\n", sim_slo_gpus(r, p), p->prefill, p->decode,
+            printf(" %5d %3d %3d  %-6s %3d", sim_slo_gpus(r, p), p->prefill, p->decode,
                    kv_scope_name((kv_scope)p->scope), p->cpp);
+            if (priced) printf("  $%.2f an hour", sim_slo_price(r, p));
+            putchar('\n');
             continue;
         }
         printf(" %5d %4d", sim_slo_gpus(r, p), p->prefill);
@@ -601,8 +607,8 @@ static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
 
 /* One whole search per GPU count per instance (cluster.gpus_per_instance:
  * tensor parallel within a node, pipeline parallel across nodes); the
- * answer is the feasible plan with the fewest GPUs, ties to the fewer GPUs
- * per instance. Returns the index of that plan, -1 when none is feasible. */
+ * answer is the feasible plan with the fewest GPUs (the lowest price when
+ * both sides are priced: sim_slo_cost), ties to the fewer GPUs per instance. Returns the index of that plan, -1 when none is feasible. */
 static int plan_tp(slo_args *a, sim_slo_result *r, char (*why)[256], sim_err *err)
 {
     for (int i = 0; i < a->o.nsets; i++)
@@ -621,8 +627,8 @@ static int plan_tp(slo_args *a, sim_slo_result *r, char (*why)[256], sim_err *er
             continue;
         }
         if (r[i].status != SIM_SLO_FEASIBLE) continue;
-        int g = sim_slo_gpus(&r[i], &r[i].pts[r[i].cheapest]);
-        if (best < 0 || g < sim_slo_gpus(&r[best], &r[best].pts[r[best].cheapest])) best = i;
+        double c = sim_slo_cost(&r[i], &r[i].pts[r[i].cheapest]);
+        if (best < 0 || c < sim_slo_cost(&r[best], &r[best].pts[r[best].cheapest])) best = i;
     }
     a->o.sets[a->o.nsets] = NULL;
     return best;
@@ -641,7 +647,8 @@ static void print_tp(const slo_args *a, const sim_slo_result *r, int best, char 
             continue;
         }
         const sim_slo_point *p = &r[i].pts[r[i].cheapest];
-        printf("%dP%dD = %d GPUs%s\n", p->prefill, p->decode, sim_slo_gpus(&r[i], p), i == best ? "  <- fewest" : "");
+        const char *mark = sim_slo_price(&r[i], p) > 0 ? "  <- cheapest" : "  <- fewest";
+        printf("%dP%dD = %d GPUs%s\n", p->prefill, p->decode, sim_slo_gpus(&r[i], p), i == best ? mark : "");
     }
     printf("\n");
 }

@@ -166,6 +166,9 @@ int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p);
 /* Its price per hour from both sides' hardware.price_per_hour; 0 when
  * either is not given (an input: docs/hardware.md §4). */
 double sim_slo_price(const sim_slo_result *r, const sim_slo_point *p);
+/* What the search minimises: the price when both sides are priced, else
+ * the GPUs. */
+double sim_slo_cost(const sim_slo_result *r, const sim_slo_point *p);
 void sim_slo_free(sim_slo_result *r);
 /* The decode load of a run's summary: its "decode_load", or in a summary
  * recorded before that key existed, "utilisation"."decode" (which was the

@@ -1,6 +1,8 @@
 /* sim/slo/search.c — steps 1-3 of `kvsim plan slo` (sim/slo/plan_slo.h):
- * the fewest instances whose runs meet the targets, and the frontier over
- * DRAM per node.
+ * the cheapest split whose runs meet the targets, and the frontier over
+ * DRAM per node. Cheapest is the fewest GPUs, or the lowest price an hour
+ * when hardware.price_per_hour prices both sides (sim_slo_cost): with
+ * prefill and decode on different presets the two differ.
  *
  * The search rests on one assumption, which issue 12 states and the runs
  * bear out: TTFT falls as prefill instances are added and hardly depends
@@ -15,22 +17,24 @@
  *     2 log2(M) probes, each telling both bisections something;
  *  2. tighten each bound along its own axis (the fewest P passing with
  *     D_lo decode instances, then the fewest D passing with P_lo; one probe
- *     when the bound already holds), then from N = P_lo + D_lo up probe the
- *     splits of N inside the bounds, raising them on each failure, until a
- *     split passes: the fewest instances. Where the runs break the
- *     assumption, a feasible point some earlier probe of the level found
- *     with fewer instances wins. Then the two clusters one instance smaller
+ *     when the bound already holds), then probe the splits inside the
+ *     bounds cheapest first (for equal costs per instance: N = P_lo + D_lo
+ *     first, then each larger N), raising the bounds on each failure,
+ *     until a split passes: the cheapest. Where the runs break the
+ *     assumption, a cheaper feasible point some earlier probe of the level
+ *     found wins. Then the two clusters one instance smaller
  *     (one prefill, one decode fewer) are run and must fail; if one passes
  *     it becomes the answer and is checked in turn;
  *  3. for each smaller DRAM level, the same (with its check) from the
  *     previous level's bounds: the frontier. A level that needs more than
  *     M instances ends the walk (smaller levels would need as many).
- * The cheapest point is the frontier's fewest GPUs, then the least DRAM.
+ * The cheapest point is the frontier's cheapest, then the least DRAM.
  * The runs are not exactly monotone (a TBT 0.5 ms over its target at one
  * DRAM level and under it at a smaller one): the frontier reports what
  * each level's runs showed, and the cheapest point is a run that met
  * every target, the clusters one instance smaller run and failing. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "sim/slo/slo_int.h"
 
@@ -122,26 +126,77 @@ int slo_smallest(slo_plan *pl, slo_test test, const void *ctx, int lo, int hi, i
     return 0;
 }
 
-/* Steps 2 and 3: the smallest N with a feasible split at DRAM level lv
- * (*best its point), or 0 when none up to M. The bounds are first made
- * tight along each axis (slo_smallest), then the splits of each N inside
- * them are probed in turn, the bounds rising as probes fail. */
+/* The cost the search minimises: a split's price per hour when both
+ * sides are priced (hardware.price_per_hour, docs/hardware.md §4), else its
+ * GPUs. Homogeneous and unpriced, it is the instance count times one
+ * instance's GPUs, so the order below is the instance count's. */
+static double split_cost(const sim_slo_result *r, int P, int D)
+{
+    sim_slo_point p = {.prefill = P, .decode = D};
+    return sim_slo_cost(r, &p);
+}
+
+/* Splits (P, D) and (P2, D2) compared by cost, then by instances:
+ * negative when the first is cheaper. */
+static int cmp_cost(const sim_slo_result *r, int P, int D, int P2, int D2)
+{
+    double c = split_cost(r, P, D), c2 = split_cost(r, P2, D2);
+    if (c != c2) return c < c2 ? -1 : 1;
+    return (P + D > P2 + D2) - (P + D < P2 + D2);
+}
+
+/* The staircase's order: by cost and instances, then fewer prefill
+ * instances first. */
+static bool before(const sim_slo_result *r, int P, int D, int P2, int D2)
+{
+    int c = cmp_cost(r, P, D, P2, D2);
+    return c ? c < 0 : P < P2;
+}
+
+/* The staircase's next split: of those not yet probed inside the bounds
+ * (P >= p_lo, D >= d_lo, P + D <= M), the first in `before` order. The
+ * cost is linear in P and D with positive weights, so along each P the
+ * splits come in order of D: dnext[P] is the next D to probe at that P, and
+ * the next split is the first of those heads (a merge of M sorted lists,
+ * never materialised). Returns false when none is left. */
+static bool next_split(const slo_plan *pl, const int *dnext, int p_lo, int d_lo, int *P, int *D)
+{
+    int M = pl->o->max_instances;
+    *P = -1;
+    for (int p = p_lo; p <= M - d_lo; p++) {
+        int d = imax(dnext[p], d_lo);
+        if (p + d > M) continue;
+        if (*P < 0 || before(pl->r, p, d, *P, *D)) *P = p, *D = d;
+    }
+    return *P >= 0;
+}
+
+/* Steps 2 and 3: the cheapest feasible split at DRAM level lv (*best its
+ * point, -1 when none up to M). The bounds are first made tight along each
+ * axis (slo_smallest), then the splits inside them are probed cheapest
+ * first (next_split), the bounds rising as probes fail. */
 static int staircase(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_err *err)
 {
     int M = pl->o->max_instances;
+    *best = -1;
     slo_axis ap = {lv, *d_lo, true};
     if (slo_smallest(pl, side_ok, &ap, *p_lo, M - *d_lo, p_lo, err)) return -1;
     slo_axis ad = {lv, *p_lo, false};
     if (*p_lo + *d_lo <= M && slo_smallest(pl, side_ok, &ad, *d_lo, M - *p_lo, d_lo, err)) return -1;
-    for (int N = *p_lo + *d_lo; N <= M; N = imax(N + 1, *p_lo + *d_lo))
-        for (int P = *p_lo; P <= N - *d_lo; P++) {
-            slo_probe pr;
-            if (slo_probe_run(pl, P, N - P, lv, "staircase", &pr, err)) return -1;
-            if (pr.feasible) return *best = pr.best, N;
-            if (!pr.prefill_ok) *p_lo = imax(*p_lo, P + 1);
-            if (!pr.decode_ok) *d_lo = imax(*d_lo, N - P + 1);
+    int *dnext = sim_xcalloc((size_t)M + 1, sizeof *dnext), P, D, rc = 0;
+    while (next_split(pl, dnext, *p_lo, *d_lo, &P, &D)) {
+        slo_probe pr;
+        if ((rc = slo_probe_run(pl, P, D, lv, "staircase", &pr, err))) break;
+        dnext[P] = D + 1;
+        if (pr.feasible) {
+            *best = pr.best;
+            break;
         }
-    return 0;
+        if (!pr.prefill_ok) *p_lo = imax(*p_lo, P + 1);
+        if (!pr.decode_ok) *d_lo = imax(*d_lo, D + 1);
+    }
+    free(dnext);
+    return rc;
 }
 
 /* Steps 2 and 3's check, at the level of *best: the clusters one prefill
@@ -162,38 +217,40 @@ static int confirm(slo_plan *pl, int *best, sim_err *err)
     return 0;
 }
 
-/* The frontier's fewest GPUs, then the least DRAM (the later level). */
+/* Points i and j compared by cost, then instances (cmp_cost). */
+static int cmp_points(const sim_slo_result *r, int i, int j)
+{
+    const sim_slo_point *p = &r->pts[i], *q = &r->pts[j];
+    return cmp_cost(r, p->prefill, p->decode, q->prefill, q->decode);
+}
+
+/* The frontier's cheapest (sim_slo_cost, then fewest instances), then the
+ * least DRAM (the later level). */
 static void pick_cheapest(sim_slo_result *r)
 {
     for (int lv = 0; lv < r->ndram; lv++) {
         int i = r->frontier[lv];
-        if (i < 0) continue;
-        const sim_slo_point *p = &r->pts[i], *c = r->cheapest >= 0 ? &r->pts[r->cheapest] : NULL;
-        if (!c || p->prefill + p->decode <= c->prefill + c->decode) r->cheapest = i;
+        if (i >= 0 && (r->cheapest < 0 || cmp_points(r, i, r->cheapest) <= 0)) r->cheapest = i;
     }
 }
 
-/* The feasible point of level lv with the fewest instances, or -1. */
-static int fewest_feasible(const sim_slo_result *r, int lv)
+/* The cheapest feasible point of level lv (the first found of equals), or -1. */
+static int cheapest_feasible(const sim_slo_result *r, int lv)
 {
     int best = -1;
-    for (int i = 0; i < r->npts; i++) {
-        const sim_slo_point *p = &r->pts[i], *b = best >= 0 ? &r->pts[best] : NULL;
-        if (p->feasible && p->dram_level == lv && (!b || p->prefill + p->decode < b->prefill + b->decode)) best = i;
-    }
+    for (int i = 0; i < r->npts; i++)
+        if (r->pts[i].feasible && r->pts[i].dram_level == lv && (best < 0 || cmp_points(r, i, best) < 0)) best = i;
     return best;
 }
 
-/* One DRAM level: the staircase, then the fewest instances any of the
+/* One DRAM level: the staircase, then the cheapest point any of the
  * level's runs met the targets with (where the runs break the assumption
  * the staircase may miss one the line or a bound probe found), checked. */
 static int level(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_err *err)
 {
-    int n = staircase(pl, lv, p_lo, d_lo, best, err);
-    if (n < 0) return -1;
-    int k = fewest_feasible(pl->r, lv);
-    const sim_slo_point *pk = k >= 0 ? &pl->r->pts[k] : NULL;
-    if (n == 0 || (pk && pk->prefill + pk->decode < n)) *best = k;
+    if (staircase(pl, lv, p_lo, d_lo, best, err)) return -1;
+    int k = cheapest_feasible(pl->r, lv);
+    if (k >= 0 && (*best < 0 || cmp_points(pl->r, k, *best) < 0)) *best = k;
     return *best >= 0 ? confirm(pl, best, err) : 0;
 }
 

@@ -40,6 +40,12 @@ int sim_slo_gpus(const sim_slo_result *r, const sim_slo_point *p)
     return p->prefill * r->prefill_gpus + p->decode * r->decode_gpus;
 }
 
+double sim_slo_cost(const sim_slo_result *r, const sim_slo_point *p)
+{
+    double price = sim_slo_price(r, p);
+    return price > 0 ? price : sim_slo_gpus(r, p);
+}
+
 double sim_slo_price(const sim_slo_result *r, const sim_slo_point *p)
 {
     return r->prefill_price > 0 && r->decode_price > 0 ? p->prefill * r->prefill_price + p->decode * r->decode_price
