@@ -148,6 +148,17 @@ static void test_expert_parallel(void **state)
     o = tu_kvsim_json(args);
     assert_double_equal(num(o, "memory_ms"), (1605636096.0 + 96 * 176160768.0) * 2 / 4.84678e12 * 1e3, 1e-4);
     json_decref(o);
+    /* A prefill pays the imbalance too: the busiest GPU's extra routed work,
+     * (1.5 − 1) · 2 · (32 layers · 2 experts · 176,160,768) FLOPs a token,
+     * 4,000 tokens at 2 · 989 TFLOP/s · mfu 0.45 = 50.665 ms more. */
+    double pf[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s --prefill 4000 --set cost.expert_imbalance=%s", ep, i ? "1.5" : "1");
+        o = tu_kvsim_json(args);
+        pf[i] = num(o, "prefill_ms");
+        json_decref(o);
+    }
+    assert_double_equal(pf[1] - pf[0], 0.5 * 2 * 32 * 2 * 176160768.0 * 4000 / (2 * 989e12 * 0.45) * 1e3, 1e-3);
     tu_expect_exit("cost --set model=mixtral-8x7b --set cost.expert_imbalance=0.5", 2, "cost.expert_imbalance");
 }
 

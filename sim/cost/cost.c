@@ -115,7 +115,8 @@ static void moe_init(sim_cost *c, const sim_config *cfg)
     c->routed_bytes = m->experts * c->expert_bytes;
     double routed_active = (double)sim_model_moe_layers(m) * m->experts_per_token * sim_model_expert_params(m);
     c->flops_per_token = 2.0 * (sim_model_active_params(m) + (ep - 1) * routed_active);
-    c->ep_imbalance = split ? ep : 0; /* 0: no all-to-all */
+    c->ep_extra_flops_per_token = 2.0 * (ep - 1) * routed_active; /* prefill's share of the imbalance */
+    c->ep_imbalance = split ? ep : 0;                             /* 0: no all-to-all */
 }
 
 double sim_cost_pass_bytes(const sim_cost *c, double tokens)
@@ -285,10 +286,16 @@ static double prefill_compute_s(const sim_cost *c, double flops, int32_t passes,
     return compute > floor ? compute : floor;
 }
 
+double sim_cost_prefill_flops(const sim_cost *c, double cached, double new_tokens)
+{
+    return sim_prefill_flops(c->model, cached + new_tokens) - sim_prefill_flops(c->model, cached) +
+           c->ep_extra_flops_per_token * new_tokens;
+}
+
 double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cached)
 {
     if (c->profiled) return sim_profile_prefill_s(&c->profile, new_tokens, cached);
-    double flops = sim_prefill_flops(c->model, cached + new_tokens) - sim_prefill_flops(c->model, cached);
+    double flops = sim_cost_prefill_flops(c, cached, new_tokens);
     return prefill_compute_s(c, flops, 1, new_tokens);
 }
 
@@ -310,7 +317,7 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
     double overhead = (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
     if (c->profiled) return profiled_prefill_s(c, n, p) + overhead;
-    double flops = sim_prefill_flops(c->model, n) - sim_prefill_flops(c->model, p);
+    double flops = sim_cost_prefill_flops(c, p, n - p);
     return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1, n - p) + overhead;
 }
 

@@ -60,7 +60,7 @@ typedef struct sim_cost {
      * per token (2 · active params, the busiest GPU's share under expert
      * parallelism), and that GPU's expert load over the mean (1 without
      * expert parallelism). Dense: routed_bytes 0, 2 · params. */
-    double routed_bytes, expert_bytes, flops_per_token, ep_imbalance;
+    double routed_bytes, expert_bytes, flops_per_token, ep_imbalance, ep_extra_flops_per_token;
     int prefill_chunk;
     double hbm_kv_bytes; /* decode instance HBM left for KV after weights */
     struct sim_transfer_curves {
@@ -107,6 +107,11 @@ double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cach
 
 /* Mooncake Eq. 1. */
 double sim_prefill_flops(const sim_model *m, double n);
+/* The FLOPs a prefill pass of new_tokens after `cached` ones costs the
+ * instance: Eq. 1's difference, and under expert parallelism the busiest
+ * GPU's extra routed work, (imbalance − 1) · 2 · routed active params a
+ * token (the decode step's rule, moe_init). */
+double sim_cost_prefill_flops(const sim_cost *c, double cached, double new_tokens);
 /* Compute time of a prefill of n tokens whose first p are cached. */
 double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
 /* One prefill chunk of len tokens after the first o on one node:

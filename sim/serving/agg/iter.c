@@ -181,7 +181,7 @@ static void take_chunk(agg *a, areq *q, batch *b)
     if (q->chunk <= 0) return;
     b->budget -= q->chunk;
     b->chunks++;
-    b->flops += sim_prefill_flops(a->cost.model, q->done + q->chunk) - sim_prefill_flops(a->cost.model, q->done);
+    b->flops += sim_cost_prefill_flops(&a->cost, q->done, q->chunk);
     b->chunk_tokens += q->chunk;
     b->cached_x_tokens += (double)q->chunk * q->done;
     b->kv_tokens += q->done + q->chunk;
