@@ -29,6 +29,8 @@ typedef struct kv_pic_params {
     int epic_tokens;         /* leading tokens of a reused chunk EPIC recomputes (16) */
     int64_t capacity_blocks; /* C: store capacity; SIM_COUNT_UNBOUNDED = unlimited */
     bool private_counts;     /* private blocks share C with the store (a timed run's HBM) */
+    bool pages_apart;        /* each page of a hash_id block its own store object, not one group per
+                                block: the same results, slower (tests/test_pic_store.c compares) */
 } kv_pic_params;
 
 /* What one admission cost. Token counts exclude padding; positions count
@@ -56,7 +58,7 @@ typedef struct kv_pic kv_pic;
 /* An admitted request's references, until kv_pic_release. */
 typedef struct kv_pic_ticket {
     int32_t n, cap;
-    int32_t *slots; /* held objects, in release order */
+    int32_t *slots; /* held objects, in release order; a group's pages lo..hi−1: −1 − slot, lo, hi */
     int64_t private_blocks;
     bool admitted; /* in flight: admitted and not yet released */
 } kv_pic_ticket;

@@ -20,12 +20,11 @@ static int32_t prefix_items(const kv_pic_params *p, const sim_request *r, kv_pic
 static void prefix_account(const kv_pic_params *p, const sim_request *r, const kv_pic_item *items, int32_t n,
                            kv_pic_outcome *o)
 {
-    int32_t hit = 0;
-    while (hit < n && items[hit].hit) hit++;
+    int32_t blocks, hit = kv_pic_chain_hits(items, n, &blocks);
     int64_t hit_tokens = (int64_t)hit * p->block_tokens, pos = 0;
     o->computed_tokens = o->computed_positions = r->input_len - hit_tokens;
     o->reused_blocks = hit;
-    o->private_blocks = kv_pic_ceil(r->input_len, p->block_tokens) - n;
+    o->private_blocks = kv_pic_ceil(r->input_len, p->block_tokens) - blocks;
     for (int32_t i = 0; i < r->nsegs; i++) {
         pos += r->segs[i].len;
         if (r->segs[i].kind != SIM_SEG_CHUNK) continue;
