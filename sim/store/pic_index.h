@@ -46,6 +46,7 @@ typedef struct kv_pic_slot {
     uint64_t key;
     uint32_t tag;
     int32_t blocks, refs;
+    int32_t group; /* the store's: −1 a plain object, else a slot of that group (pic_store.c) */
 } kv_pic_slot;
 
 typedef struct kv_pic_index {

@@ -46,6 +46,11 @@ int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r);
 int32_t kv_pic_chain_hits(const kv_pic_item *items, int32_t n, int32_t *blocks);
 /* Chain items for the first n blocks of r's packed prompt cut at limit. */
 int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items);
+/* r as the store admits it: a request without segments shares nothing
+ * (one unique prompt, *whole, in *plain), unless the policy reads hash_id
+ * blocks (prefix caching) and it has some. */
+const sim_request *kv_pic_as_admitted(const kv_pic_policy *pol, const sim_request *r, sim_request *plain,
+                                      sim_segment *whole);
 /* The prefix segment's tokens (0 without one). */
 int32_t kv_pic_prefix_len(const sim_request *r);
 static inline int64_t kv_pic_ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -47,12 +47,6 @@
 #include "sim/store/pic_index.h"
 #include "sim/store/pic_int.h"
 
-/* What a slot is: a plain object, a group's own slot, or an LRU run. */
-typedef struct kv_pic_node {
-    int32_t group; /* −1: a plain object; else the group the slot belongs to */
-    int32_t lo;    /* −1: the group's own slot; else a run of members lo .. lo + blocks − 1 */
-} kv_pic_node;
-
 /* A group: its slot (−1 once freed) and how many of its members are
  * stored; its members' counts are rows of kv_pic.members. */
 typedef struct kv_pic_group {
@@ -73,13 +67,17 @@ struct kv_pic {
     kv_pic_peak at_peak;
     kv_pic_item *items;
     int64_t items_cap;
-    kv_pic_node *node; /* by slot */
-    int32_t width;     /* members a group holds: pages per hash_id block */
+    int32_t width; /* members a group holds: pages per hash_id block */
     kv_pic_group *groups;
     int32_t *members; /* by group, 2 × width: each member's references, then its run (−1: none) */
     int32_t *free_groups;
     int32_t ngroups, groups_cap, nfree_groups;
 };
+
+/* What a slot is (kv_pic_slot.group): −1, a plain object; else a slot of
+ * that group: its own (refs −1) or an LRU run of its members lo .. lo +
+ * blocks − 1 (a run has no references: refs holds lo). */
+static int32_t run_lo(const kv_pic *s, int32_t r) { return s->index.slot[r].refs; }
 
 /* ---- helpers shared with the policies ----------------------------------- */
 
@@ -143,6 +141,17 @@ uint64_t kv_pic_chunk_key(const sim_segment *s)
     return XXH3_64bits(v, sizeof v);
 }
 
+const sim_request *kv_pic_as_admitted(const kv_pic_policy *pol, const sim_request *r, sim_request *plain,
+                                      sim_segment *whole)
+{
+    if (r->nsegs > 0 || (pol->hash_blocks && r->nblocks > 0)) return r;
+    *whole = (sim_segment){.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
+    *plain = *r;
+    plain->segs = whole;
+    plain->nsegs = 1;
+    return plain;
+}
+
 int32_t kv_pic_prefix_len(const sim_request *r)
 {
     return r->nsegs > 0 && r->segs[0].kind == SIM_SEG_PREFIX ? r->segs[0].len : 0;
@@ -170,7 +179,6 @@ static void grow_slots(kv_pic *s, int32_t cap)
     s->free_slots = sim_xrealloc(s->free_slots, (size_t)cap * sizeof *s->free_slots);
     sim_links_resize(&s->links, cap);
     kv_pic_index_slots(&s->index, cap);
-    s->node = sim_xrealloc(s->node, (size_t)cap * sizeof *s->node);
 }
 
 kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p)
@@ -193,7 +201,6 @@ void kv_pic_destroy(kv_pic *s)
     free(s->free_slots);
     sim_links_free(&s->links);
     free(s->items);
-    free(s->node);
     free(s->groups);
     free(s->members);
     free(s->free_groups);
@@ -243,7 +250,8 @@ static int32_t new_slot(kv_pic *s, int32_t group, int32_t lo)
         if (s->nslots == s->cap) grow_slots(s, next_cap(s));
         slot = s->nslots++;
     }
-    s->node[slot] = (kv_pic_node){.group = group, .lo = lo};
+    s->index.slot[slot].group = group;
+    s->index.slot[slot].refs = lo;
     return slot;
 }
 
@@ -281,7 +289,7 @@ static int32_t group_new(kv_pic *s, uint64_t key)
     }
     int32_t slot = new_slot(s, g, -1);
     kv_pic_index_put(&s->index, key, kv_pic_tag(key, 0), slot);
-    s->index.slot[slot].blocks = s->index.slot[slot].refs = 0;
+    s->index.slot[slot].blocks = 0;
     s->groups[g] = (kv_pic_group){.slot = slot, .present = 0};
     int32_t *refs = member_refs(s, g), *run = member_run(s, g);
     for (int32_t m = 0; m < s->width; m++) refs[m] = 0, run[m] = -1;
@@ -303,13 +311,13 @@ static int32_t run_new(kv_pic *s, int32_t g, int32_t lo, int32_t hi)
 static void run_cut(kv_pic *s, int32_t g, int32_t m)
 {
     int32_t *run = member_run(s, g), r = run[m];
-    int32_t lo = s->node[r].lo, hi = lo + s->index.slot[r].blocks;
+    int32_t lo = run_lo(s, r), hi = lo + s->index.slot[r].blocks;
     run[m] = -1;
     if (hi - lo == 1) {
         sim_list_unlink(&s->lru, &s->links, r);
         free_slot(s, r);
     } else if (m == lo) {
-        s->node[r].lo++;
+        s->index.slot[r].refs++;
         s->index.slot[r].blocks--;
     } else if (m == hi - 1) {
         s->index.slot[r].blocks--;
@@ -322,7 +330,7 @@ static void run_cut(kv_pic *s, int32_t g, int32_t m)
 /* A page (member m of the group in slot gslot) gets a reference. */
 static void ref_page(kv_pic *s, int32_t gslot, int32_t m)
 {
-    int32_t g = s->node[gslot].group;
+    int32_t g = s->index.slot[gslot].group;
     s->held++;
     if (member_refs(s, g)[m]++ == 0) {
         run_cut(s, g, m);
@@ -336,7 +344,7 @@ static void ref_page(kv_pic *s, int32_t gslot, int32_t m)
  * turn would give). */
 static void release_pages(kv_pic *s, int32_t gslot, int32_t lo, int32_t hi)
 {
-    int32_t g = s->node[gslot].group, *refs = member_refs(s, g), top = -1;
+    int32_t g = s->index.slot[gslot].group, *refs = member_refs(s, g), top = -1;
     for (int32_t m = hi - 1; m >= lo; m--) {
         s->held--;
         if (--refs[m] > 0) {
@@ -353,8 +361,8 @@ static void release_pages(kv_pic *s, int32_t gslot, int32_t lo, int32_t hi)
 /* Evict the last member of run r; a group left with none goes. */
 static void evict_page(kv_pic *s, int32_t r)
 {
-    int32_t g = s->node[r].group;
-    member_run(s, g)[s->node[r].lo + s->index.slot[r].blocks - 1] = -1;
+    int32_t g = s->index.slot[r].group;
+    member_run(s, g)[run_lo(s, r) + s->index.slot[r].blocks - 1] = -1;
     if (--s->index.slot[r].blocks == 0) {
         sim_list_unlink(&s->lru, &s->links, r);
         free_slot(s, r);
@@ -373,7 +381,7 @@ static void evict_tail(kv_pic *s)
 {
     int32_t slot = (int32_t)s->lru.tail;
     s->evictions++;
-    if (s->node[slot].group >= 0) {
+    if (s->index.slot[slot].group >= 0) {
         s->stored--;
         evict_page(s, slot);
         return;
@@ -412,7 +420,8 @@ static int32_t store_new(kv_pic *s, const kv_pic_item *it, int64_t extra)
  * is freed with its last member, and may then be reused). */
 static bool is_group(const kv_pic *s, int32_t gslot, uint64_t key)
 {
-    return gslot >= 0 && s->node[gslot].group >= 0 && s->node[gslot].lo < 0 && s->index.slot[gslot].key == key;
+    const kv_pic_slot *o = gslot >= 0 ? &s->index.slot[gslot] : NULL;
+    return o && o->group >= 0 && o->refs < 0 && o->key == key;
 }
 
 /* Phase 2 of a span: store its members not present, in order, each with
@@ -423,7 +432,7 @@ static void store_span(kv_pic *s, kv_pic_item *it, kv_pic_outcome *o)
 {
     int32_t gslot = it->slot, held = 0;
     for (int32_t m = 0; m < it->pages; m++) {
-        if (is_group(s, gslot, it->key) && member_present(s, s->node[gslot].group, m)) {
+        if (is_group(s, gslot, it->key) && member_present(s, s->index.slot[gslot].group, m)) {
             held++;
             continue;
         }
@@ -432,7 +441,7 @@ static void store_span(kv_pic *s, kv_pic_item *it, kv_pic_outcome *o)
             continue;
         }
         if (!is_group(s, gslot, it->key)) gslot = group_find(s, it->key);
-        int32_t g = gslot >= 0 ? s->node[gslot].group : group_new(s, it->key);
+        int32_t g = gslot >= 0 ? s->index.slot[gslot].group : group_new(s, it->key);
         gslot = s->groups[g].slot;
         member_refs(s, g)[m] = 1;
         s->groups[g].present++;
@@ -467,7 +476,7 @@ static bool lookup_span(const kv_pic *s, kv_pic_item *it, bool chain_ok)
     it->dup = false;
     int32_t h = 0;
     if (chain_ok && it->slot >= 0)
-        while (h < it->pages && member_present(s, s->node[it->slot].group, h)) h++;
+        while (h < it->pages && member_present(s, s->index.slot[it->slot].group, h)) h++;
     it->hit_pages = h;
     return it->hit = chain_ok && h == it->pages;
 }
@@ -505,7 +514,7 @@ static int64_t item_adds(const kv_pic *s, const kv_pic_item *it)
     if (it->dup || !it->hold) return 0;
     if (!it->pages) return it->slot < 0 || s->index.slot[it->slot].refs == 0 ? it->blocks : 0;
     if (it->slot < 0) return it->pages;
-    const int32_t *refs = member_refs(s, s->node[it->slot].group);
+    const int32_t *refs = member_refs(s, s->index.slot[it->slot].group);
     int64_t d = 0;
     for (int32_t m = 0; m < it->pages; m++) d += refs[m] == 0;
     return d;
@@ -529,7 +538,7 @@ static void reference(kv_pic *s, const kv_pic_item *it, int32_t n)
             continue;
         }
         for (int32_t m = 0; m < it[i].pages; m++)
-            if (member_present(s, s->node[it[i].slot].group, m)) ref_page(s, it[i].slot, m);
+            if (member_present(s, s->index.slot[it[i].slot].group, m)) ref_page(s, it[i].slot, m);
     }
 }
 
@@ -564,7 +573,7 @@ static void ticket_push(kv_pic_ticket *t, int32_t slot)
  * members, the upper first, each as −1 − slot, lo, hi. */
 static void ticket_span(const kv_pic *s, kv_pic_ticket *t, const kv_pic_item *it)
 {
-    int32_t g = s->node[it->slot].group, hi = -1;
+    int32_t g = s->index.slot[it->slot].group, hi = -1;
     for (int32_t m = it->pages - 1; m >= -1; m--) {
         bool held = m >= 0 && member_refs(s, g)[m] > 0;
         if (held && hi < 0) hi = m + 1;
@@ -593,16 +602,9 @@ static void settle(kv_pic *s, const kv_pic_item *it, int32_t n, kv_pic_ticket *t
 
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o)
 {
-    /* A request without segments shares nothing (one unique prompt), unless
-     * the policy reads hash_id blocks (prefix caching) and it has some. */
-    sim_segment whole = {.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
+    sim_segment whole;
     sim_request plain;
-    if (r->nsegs == 0 && !(s->pol->hash_blocks && r->nblocks > 0)) {
-        plain = *r;
-        plain.segs = &whole;
-        plain.nsegs = 1;
-        r = &plain;
-    }
+    r = kv_pic_as_admitted(s->pol, r, &plain, &whole);
     int64_t max = kv_pic_items_max(&s->p, r);
     if (max > s->items_cap) s->items = sim_xrealloc(s->items, (size_t)(s->items_cap = max) * sizeof *s->items);
     int32_t n = s->pol->items(&s->p, r, s->items);
