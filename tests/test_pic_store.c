@@ -6,7 +6,10 @@
  * only_if_fits), decode growth and releases in random order, on requests
  * sharing block chains of varying lengths and partial last blocks, with
  * both stores compared after every operation: the outcome, the
- * footprint and its peak, the stored blocks and the evictions. */
+ * footprint and its peak, the stored blocks and the evictions. And the
+ * prefix policy's unbounded one-at-a-time replay counted without a store
+ * (kv_pic_prefix_unbounded, for `kvsim trace stats`): by hand, and equal
+ * to the replay on a generated RAG trace and on random hash_id requests. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +18,9 @@
 
 #include <cmocka.h>
 
+#include "sim/replay/pic_replay.h"
 #include "sim/store/pic.h"
+#include "tests/testutil.h"
 
 /* A request of input_len tokens over nblocks blocks named by keys. */
 typedef struct req {
@@ -184,11 +189,78 @@ static void test_pic_store_groups_match_pages(void **state)
             }
 }
 
+/* Input and computed tokens of the prefix replay, one request at a time
+ * through an unbounded store. */
+static void replay_unbounded(sim_request *const *reqs, int64_t n, const kv_pic_params *p, int64_t *in, int64_t *comp)
+{
+    kv_pic *s = kv_pic_create(kv_pic_policy_lookup("prefix"), p);
+    kv_pic_ticket t = {0};
+    *in = *comp = 0;
+    for (int64_t i = 0; i < n; i++) {
+        kv_pic_outcome o;
+        assert_int_equal(kv_pic_admit(s, reqs[i], false, &t, &o), 0);
+        kv_pic_release(s, &t);
+        *in += o.input_tokens;
+        *comp += o.computed_tokens;
+    }
+    kv_pic_ticket_free(&t);
+    kv_pic_destroy(s);
+}
+
+/* By hand (16-token pages, 512-token blocks): A = block x, 512 tokens,
+ * all computed; B = x then y, 700 tokens: x's 32 pages hit, 700 − 512 =
+ * 188 computed; C = x, 100 tokens: its 6 full pages hit, 100 − 96 = 4.
+ * Σ input 1312, Σ computed 704. Then random hash_id requests (spans, the
+ * last block often partial) and a generated RAG trace (segment chains):
+ * the same sums as the store's replay. Pages of 1 token (512 to a block,
+ * more than KV_PIC_MEMBERS): not counted (false). */
+static void test_prefix_unbounded_matches_replay(void **state)
+{
+    uint64_t xy[2] = {0x78, 0x79};
+    req h[3];
+    make_req(&h[0], xy, 1, 512);
+    make_req(&h[1], xy, 2, 700);
+    make_req(&h[2], xy, 1, 100);
+    sim_request *hr[3] = {&h[0].r, &h[1].r, &h[2].r};
+    kv_pic_params p = params(16, SIM_COUNT_UNBOUNDED, false, false);
+    int64_t in, comp, rin, rcomp;
+    assert_true(kv_pic_prefix_unbounded(&p, hr, 3, &in, &comp));
+    assert_int_equal(in, 1312);
+    assert_int_equal(comp, 704);
+    kv_pic_params one = params(1, SIM_COUNT_UNBOUNDED, false, false);
+    assert_false(kv_pic_prefix_unbounded(&one, hr, 3, &in, &comp));
+    enum { N = 2000 };
+    static req rq[N];
+    static sim_request *rr[N];
+    unsigned seed = 7;
+    for (int i = 0; i < N; i++) random_req(&rq[i], &seed), rr[i] = &rq[i].r;
+    assert_true(kv_pic_prefix_unbounded(&p, rr, N, &in, &comp));
+    replay_unbounded(rr, N, &p, &rin, &rcomp);
+    assert_int_equal(in, rin);
+    assert_int_equal(comp, rcomp);
+    assert_true(comp < in);
+    kv_pic_trace t;
+    sim_err err;
+    sim_trace_opts topts = sim_trace_default_opts();
+    char *path = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "trace gen --workload rag --requests 300 --seed 5 -o %s", path);
+    tu_expect_exit(args, 0, NULL);
+    assert_int_equal(kv_pic_trace_load(&t, path, &topts, &err), 0);
+    assert_true(kv_pic_prefix_unbounded(&p, t.req, t.n, &in, &comp));
+    replay_unbounded(t.req, t.n, &p, &rin, &rcomp);
+    assert_int_equal(in, rin);
+    assert_int_equal(comp, rcomp);
+    assert_true(comp < in);
+    kv_pic_trace_free(&t);
+    tu_remove_temp(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pic_store_run_cut),
         cmocka_unit_test(test_pic_store_groups_match_pages),
+        cmocka_unit_test(test_prefix_unbounded_matches_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

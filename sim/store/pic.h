@@ -109,6 +109,13 @@ kv_pic_peak kv_pic_peak_of(kv_pic *const *stores, int n);
 /* Set peak_inflight_requests, peak_shared_blocks, peak_held_blocks and
  * peak_private_blocks on o (docs/pic.md). */
 void kv_pic_peak_json(const kv_pic_peak *p, json_t *o);
+/* The prefix policy's replay of req[0..n) one at a time through an
+ * unbounded store (kv_pic_replay with window 1 and no capacity), its input
+ * and computed tokens counted without the store (pic_prefix.c): false,
+ * counting nothing, where a page is named by key and tag (blocks of more
+ * than KV_PIC_MEMBERS pages), which only the store compares. */
+bool kv_pic_prefix_unbounded(const kv_pic_params *p, sim_request *const *req, int64_t n, int64_t *input,
+                             int64_t *computed);
 /* Blocks of every stored object, referenced or not (≤ C). */
 int64_t kv_pic_stored_blocks(const kv_pic *s);
 int64_t kv_pic_evictions(const kv_pic *s);
