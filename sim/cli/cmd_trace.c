@@ -114,11 +114,16 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
     json_decref(o);
 }
 
-/* A segment trace's own statistics: 0, or -1 with err. */
-static int segment_stats(const char *path, const sim_trace_opts *opts, kv_pic_trace_stats *out, sim_err *err)
+/* A segment trace's own statistics, of the n requests kept by the first
+ * pass (it keeps them when the first has segments; else read again): 0,
+ * or -1 with err. */
+static int segment_stats(const char *path, const sim_trace_opts *opts, sim_request **kept, int64_t n,
+                         kv_pic_trace_stats *out, sim_err *err)
 {
     kv_pic_trace t;
-    int rc = kv_pic_trace_load(&t, path, opts, err);
+    int rc = 0;
+    if (kept) kv_pic_trace_adopt(&t, path, kept, n);
+    else rc = kv_pic_trace_load(&t, path, opts, err);
     if (rc == 0) kv_pic_trace_stats_compute(&t, opts->block_tokens, out);
     kv_pic_trace_free(&t);
     return rc;
@@ -167,8 +172,10 @@ static int trace_stats_of(const char *path, const char *given, const sim_trace_o
                           sim_trace_stats *s, sim_err *err)
 {
     kv_pic_trace_stats ps;
-    if (sim_trace_compute_stats(path, opts, s, err)) return -1;
-    if (s->segment_requests && segment_stats(path, opts, &ps, err)) return -1;
+    sim_request **kept;
+    int64_t nkept;
+    if (sim_trace_compute_stats_keep(path, opts, s, &kept, &nkept, err)) return -1;
+    if (s->segment_requests && segment_stats(path, opts, kept, nkept, &ps, err)) return -1;
     if (s->skipped) warn_skipped(path, *opts, s->skipped);
     if (s->short_ids) warn_block_fit(given, s);
     if (json) print_stats_json(given, fp, s, s->segment_requests ? &ps : NULL);

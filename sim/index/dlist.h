@@ -64,6 +64,17 @@ static inline void sim_list_unlink(sim_list *q, sim_links *l, int64_t s)
     q->size--;
 }
 
+/* Put s right after `at` (one step toward the tail). */
+static inline void sim_list_insert_after(sim_list *q, sim_links *l, int64_t at, int64_t s)
+{
+    int64_t n = l->at[at].next;
+    l->at[s] = (sim_link){.prev = (int32_t)at, .next = (int32_t)n};
+    l->at[at].next = (int32_t)s;
+    if (n >= 0) l->at[n].prev = (int32_t)s;
+    else q->tail = s;
+    q->size++;
+}
+
 static inline void sim_list_move_head(sim_list *q, sim_links *l, int64_t s)
 {
     if (q->head == s) return;

@@ -25,6 +25,12 @@ int kv_pic_trace_load(kv_pic_trace *t, const char *path, const sim_trace_opts *o
     return rc < 0 ? -1 : 0;
 }
 
+void kv_pic_trace_adopt(kv_pic_trace *t, const char *path, sim_request **req, int64_t n)
+{
+    *t = (kv_pic_trace){.path = sim_xstrdup(path), .req = req, .n = n};
+    for (int64_t i = 0; i < n; i++) t->segment_requests += req[i]->nsegs > 0;
+}
+
 void kv_pic_trace_free(kv_pic_trace *t)
 {
     for (int64_t i = 0; i < t->n; i++) sim_request_free(t->req[i]);
@@ -131,8 +137,13 @@ void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic
                        .epic_tokens = 16,
                        .capacity_blocks = SIM_COUNT_UNBOUNDED};
     kv_pic_result r;
-    kv_pic_replay(t, kv_pic_policy_lookup("prefix"), &p, 1, &r);
-    out->reusable_fraction_prefix = 1 - r.recompute_fraction;
+    int64_t in, computed;
+    if (kv_pic_prefix_unbounded(&p, t->req, t->n, &in, &computed)) {
+        out->reusable_fraction_prefix = 1 - (in > 0 ? (double)computed / (double)in : 0);
+    } else {
+        kv_pic_replay(t, kv_pic_policy_lookup("prefix"), &p, 1, &r);
+        out->reusable_fraction_prefix = 1 - r.recompute_fraction;
+    }
     kv_pic_replay(t, kv_pic_policy_lookup("mepic"), &p, 1, &r);
     out->reusable_fraction_pic = 1 - r.recompute_fraction;
 }

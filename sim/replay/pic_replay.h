@@ -28,6 +28,9 @@ typedef struct kv_pic_trace {
  * segments. */
 int kv_pic_trace_load(kv_pic_trace *t, const char *path, const sim_trace_opts *opts, sim_err *err);
 void kv_pic_trace_free(kv_pic_trace *t);
+/* A loaded trace of requests read already (sim_trace_compute_stats_keep):
+ * t owns req and its requests. */
+void kv_pic_trace_adopt(kv_pic_trace *t, const char *path, sim_request **req, int64_t n);
 
 typedef struct kv_pic_result {
     int64_t requests, input_tokens, computed_tokens, computed_positions;

@@ -29,6 +29,8 @@ typedef struct kv_pic_params {
     int epic_tokens;         /* leading tokens of a reused chunk EPIC recomputes (16) */
     int64_t capacity_blocks; /* C: store capacity; SIM_COUNT_UNBOUNDED = unlimited */
     bool private_counts;     /* private blocks share C with the store (a timed run's HBM) */
+    bool pages_apart;        /* each page of a hash_id block its own store object, not one group per
+                                block: the same results, slower (tests/test_pic_store.c compares) */
 } kv_pic_params;
 
 /* What one admission cost. Token counts exclude padding; positions count
@@ -56,7 +58,7 @@ typedef struct kv_pic kv_pic;
 /* An admitted request's references, until kv_pic_release. */
 typedef struct kv_pic_ticket {
     int32_t n, cap;
-    int32_t *slots; /* held objects, in release order */
+    int32_t *slots; /* held objects, in release order; a group's pages lo..hi−1: −1 − slot, lo, hi */
     int64_t private_blocks;
     bool admitted; /* in flight: admitted and not yet released */
 } kv_pic_ticket;
@@ -107,6 +109,13 @@ kv_pic_peak kv_pic_peak_of(kv_pic *const *stores, int n);
 /* Set peak_inflight_requests, peak_shared_blocks, peak_held_blocks and
  * peak_private_blocks on o (docs/pic.md). */
 void kv_pic_peak_json(const kv_pic_peak *p, json_t *o);
+/* The prefix policy's replay of req[0..n) one at a time through an
+ * unbounded store (kv_pic_replay with window 1 and no capacity), its input
+ * and computed tokens counted without the store (pic_prefix.c): false,
+ * counting nothing, where a page is named by key and tag (blocks of more
+ * than KV_PIC_MEMBERS pages), which only the store compares. */
+bool kv_pic_prefix_unbounded(const kv_pic_params *p, sim_request *const *req, int64_t n, int64_t *input,
+                             int64_t *computed);
 /* Blocks of every stored object, referenced or not (≤ C). */
 int64_t kv_pic_stored_blocks(const kv_pic *s);
 int64_t kv_pic_evictions(const kv_pic *s);

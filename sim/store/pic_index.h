@@ -24,7 +24,9 @@
  * the key is kept per slot and read only when a tag matches. The layout
  * changes no result: a lookup compares whole names (key and tag; a page's
  * are its block's key and its member, exact for up to KV_PIC_MEMBERS pages
- * a block). */
+ * a block). The store now keeps a hash_id block's pages as one group, one
+ * entry per block (sim/store/pic_store.c); pages named one by one remain
+ * for segment traces' prefix chains and kv_pic_params.pages_apart. */
 #ifndef KV_PIC_INDEX_H
 #define KV_PIC_INDEX_H
 
@@ -44,6 +46,7 @@ typedef struct kv_pic_slot {
     uint64_t key;
     uint32_t tag;
     int32_t blocks, refs;
+    int32_t group; /* the store's: −1 a plain object, else a slot of that group (pic_store.c) */
 } kv_pic_slot;
 
 typedef struct kv_pic_index {

@@ -16,7 +16,28 @@
  * at the end of the admission, in prompt order. On release, held objects
  * lose their references in the order the ticket lists them: the prefix
  * chain tail first, then chunks in prompt order, as vLLM frees a request's
- * blocks. */
+ * blocks.
+ *
+ * The pages of one hash_id block (a prefix request's 16-token pages, 32
+ * to a 512-token block) are one span item (kv_pic_item.pages) and one
+ * group in the store: one index entry under the block's key, and per
+ * member (page) its references and, while it has none, the LRU run it
+ * lies in. An unreferenced page is not an LRU node of its own:
+ * consecutive members released together are one node, a run, standing
+ * for members lo..hi−1 from head to tail (the order a release pushes a
+ * block's pages in, tail first). Evicting the LRU's tail evicts its run's
+ * member hi−1; referencing a member again cuts it out of its run. A
+ * request holds the leading members of each block it names, so a
+ * block's stored members are a prefix, its unreferenced ones a suffix of
+ * that, and a cut or a release touches a run's low end (the splitting of
+ * a run and the several runs of one release are there for any other
+ * shape). The LRU thus holds the same pages in the same order as with one
+ * object per page (kv_pic_params.pages_apart; tests/test_pic_store.c
+ * replays random requests both ways and compares every outcome), while a
+ * request's ~300 pages cost one index lookup per block and one LRU node
+ * per block released, not ~300 of each — each of which was a cache miss
+ * in tables of every cached page (an aggregated replay of 1M requests
+ * spent 65% of its time there; docs/run.md). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +46,12 @@
 #include "sim/index/dlist.h"
 #include "sim/store/pic_index.h"
 #include "sim/store/pic_int.h"
+
+/* A group: its slot (−1 once freed) and how many of its members are
+ * stored; its members' counts are rows of kv_pic.members. */
+typedef struct kv_pic_group {
+    int32_t slot, present;
+} kv_pic_group;
 
 struct kv_pic {
     kv_pic_params p;
@@ -40,7 +67,17 @@ struct kv_pic {
     kv_pic_peak at_peak;
     kv_pic_item *items;
     int64_t items_cap;
+    int32_t width; /* members a group holds: pages per hash_id block */
+    kv_pic_group *groups;
+    int32_t *members; /* by group, 2 × width: each member's references, then its run (−1: none) */
+    int32_t *free_groups;
+    int32_t ngroups, groups_cap, nfree_groups;
 };
+
+/* What a slot is (kv_pic_slot.group): −1, a plain object; else a slot of
+ * that group: its own (refs −1) or an LRU run of its members lo .. lo +
+ * blocks − 1 (a run has no references: refs holds lo). */
+static int32_t run_lo(const kv_pic *s, int32_t r) { return s->index.slot[r].refs; }
 
 /* ---- helpers shared with the policies ----------------------------------- */
 
@@ -53,20 +90,37 @@ int64_t kv_pic_items_max(const kv_pic_params *p, const sim_request *r)
  * divides prefix_tokens) and is named by that block's chained key and its
  * place in it (the member of the tag), so it inherits the block's prefix
  * identity and sits beside its block's other pages in the index. Only
- * pages of blocks the request names. */
+ * pages of blocks the request names. A block's pages are one span item
+ * (kv_pic_item.pages) unless a block has more than KV_PIC_MEMBERS of them
+ * or pages_apart asks for one item each. */
 static int32_t hash_pages(const kv_pic_params *p, const sim_request *r, int32_t n, kv_pic_item *items)
 {
-    int32_t per = p->prefix_tokens / p->block_tokens, most = r->nblocks * per;
+    int32_t per = p->prefix_tokens / p->block_tokens, most = r->nblocks * per, k = 0;
     n = n < most ? n : most;
-    for (int32_t i = 0; i < n; i++) {
+    bool spans = per <= KV_PIC_MEMBERS && !p->pages_apart;
+    for (int32_t i = 0; i < n; i += spans ? per : 1) {
         uint64_t g = r->keys[i / per];
-        items[i] = (kv_pic_item){.key = per > KV_PIC_MEMBERS ? sim_block_key(g, i % per) : g,
-                                 .blocks = 1,
-                                 .chain = true,
-                                 .hold = true,
-                                 .tag = kv_pic_tag(g, i % per)};
+        items[k++] = (kv_pic_item){.key = per > KV_PIC_MEMBERS ? sim_block_key(g, i % per) : g,
+                                   .blocks = 1,
+                                   .chain = true,
+                                   .hold = true,
+                                   .tag = kv_pic_tag(g, i % per),
+                                   .pages = spans ? (n - i < per ? n - i : per) : 0};
     }
-    return n;
+    return k;
+}
+
+int32_t kv_pic_chain_hits(const kv_pic_item *items, int32_t n, int32_t *blocks)
+{
+    int32_t hit = 0, all = 0;
+    bool leading = true;
+    for (int32_t i = 0; i < n; i++) {
+        all += items[i].pages ? items[i].pages : 1;
+        if (leading) hit += items[i].pages ? items[i].hit_pages : items[i].hit;
+        leading = leading && items[i].hit;
+    }
+    *blocks = all;
+    return hit;
 }
 
 int32_t kv_pic_chain_items(const kv_pic_params *p, const sim_request *r, int64_t limit, int32_t n, kv_pic_item *items)
@@ -85,6 +139,17 @@ uint64_t kv_pic_chunk_key(const sim_segment *s)
 {
     int64_t v[3] = {0x43484e4bLL /* "CHNK" */, s->id, s->len};
     return XXH3_64bits(v, sizeof v);
+}
+
+const sim_request *kv_pic_as_admitted(const kv_pic_policy *pol, const sim_request *r, sim_request *plain,
+                                      sim_segment *whole)
+{
+    if (r->nsegs > 0 || (pol->hash_blocks && r->nblocks > 0)) return r;
+    *whole = (sim_segment){.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
+    *plain = *r;
+    plain->segs = whole;
+    plain->nsegs = 1;
+    return plain;
 }
 
 int32_t kv_pic_prefix_len(const sim_request *r)
@@ -121,6 +186,8 @@ kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p)
     kv_pic *s = sim_xcalloc(1, sizeof *s);
     s->p = *p;
     s->pol = pol;
+    int32_t per = p->block_tokens > 0 ? p->prefix_tokens / p->block_tokens : 0;
+    s->width = per >= 1 && per <= KV_PIC_MEMBERS ? per : 1;
     kv_pic_index_init(&s->index, 1024);
     grow_slots(s, 1024);
     sim_list_init(&s->lru);
@@ -134,6 +201,9 @@ void kv_pic_destroy(kv_pic *s)
     free(s->free_slots);
     sim_links_free(&s->links);
     free(s->items);
+    free(s->groups);
+    free(s->members);
+    free(s->free_groups);
     free(s);
 }
 
@@ -163,16 +233,6 @@ static void unref(kv_pic *s, int32_t slot)
     }
 }
 
-static void evict_tail(kv_pic *s)
-{
-    int32_t slot = (int32_t)s->lru.tail;
-    sim_list_unlink(&s->lru, &s->links, slot);
-    kv_pic_index_remove(&s->index, slot);
-    s->stored -= s->index.slot[slot].blocks;
-    s->free_slots[s->nfree++] = slot;
-    s->evictions++;
-}
-
 /* Slots double, but stop once at the capacity: objects of at least one
  * block never outnumber C (an aggregated instance's 82,624 pages take
  * 82,624 slots, not 131,072). */
@@ -182,28 +242,216 @@ static int32_t next_cap(const kv_pic *s)
     return (int32_t)(c > s->cap && c < next ? c : next);
 }
 
-static int32_t new_slot(kv_pic *s)
+static int32_t new_slot(kv_pic *s, int32_t group, int32_t lo)
 {
-    if (s->nfree) return s->free_slots[--s->nfree];
-    if (s->nslots == s->cap) grow_slots(s, next_cap(s));
-    return s->nslots++;
+    int32_t slot;
+    if (s->nfree) slot = s->free_slots[--s->nfree];
+    else {
+        if (s->nslots == s->cap) grow_slots(s, next_cap(s));
+        slot = s->nslots++;
+    }
+    s->index.slot[slot].group = group;
+    s->index.slot[slot].refs = lo;
+    return slot;
 }
 
-/* Store a new object of `blocks` with one reference, evicting as needed;
- * -1 when it cannot fit. `extra`: blocks not yet counted that share C. */
-static int32_t store_new(kv_pic *s, uint64_t key, uint32_t tag, int32_t blocks, int64_t extra)
+static void free_slot(kv_pic *s, int32_t slot) { s->free_slots[s->nfree++] = slot; }
+
+/* ---- groups: a hash_id block's pages (see the top of the file) ----------- */
+
+static int32_t *member_refs(const kv_pic *s, int32_t g) { return s->members + (size_t)g * 2 * s->width; }
+static int32_t *member_run(const kv_pic *s, int32_t g) { return member_refs(s, g) + s->width; }
+
+static bool member_present(const kv_pic *s, int32_t g, int32_t m)
+{
+    return member_refs(s, g)[m] > 0 || member_run(s, g)[m] >= 0;
+}
+
+/* The slot of the group named key, or −1. */
+static int32_t group_find(const kv_pic *s, uint64_t key)
+{
+    return kv_pic_index_find(&s->index, key, kv_pic_tag(key, 0));
+}
+
+/* A new group for key, with no member stored: its group number. */
+static int32_t group_new(kv_pic *s, uint64_t key)
+{
+    int32_t g;
+    if (s->nfree_groups) g = s->free_groups[--s->nfree_groups];
+    else {
+        if (s->ngroups == s->groups_cap) {
+            s->groups_cap = s->groups_cap ? 2 * s->groups_cap : 256;
+            s->groups = sim_xrealloc(s->groups, (size_t)s->groups_cap * sizeof *s->groups);
+            s->members = sim_xrealloc(s->members, (size_t)s->groups_cap * 2 * s->width * sizeof *s->members);
+            s->free_groups = sim_xrealloc(s->free_groups, (size_t)s->groups_cap * sizeof *s->free_groups);
+        }
+        g = s->ngroups++;
+    }
+    int32_t slot = new_slot(s, g, -1);
+    kv_pic_index_put(&s->index, key, kv_pic_tag(key, 0), slot);
+    s->index.slot[slot].blocks = 0;
+    s->groups[g] = (kv_pic_group){.slot = slot, .present = 0};
+    int32_t *refs = member_refs(s, g), *run = member_run(s, g);
+    for (int32_t m = 0; m < s->width; m++) refs[m] = 0, run[m] = -1;
+    return g;
+}
+
+/* A run node for members lo..hi−1 of g (not yet in the LRU). */
+static int32_t run_new(kv_pic *s, int32_t g, int32_t lo, int32_t hi)
+{
+    int32_t r = new_slot(s, g, lo), *run = member_run(s, g);
+    s->index.slot[r].blocks = hi - lo;
+    for (int32_t m = lo; m < hi; m++) run[m] = r;
+    return r;
+}
+
+/* Member m of g is referenced again: out of its run. The run's members
+ * keep their LRU order: cut at an end, it shrinks; cut inside, its upper
+ * part (nearer the tail) becomes a new node right after it. */
+static void run_cut(kv_pic *s, int32_t g, int32_t m)
+{
+    int32_t *run = member_run(s, g), r = run[m];
+    int32_t lo = run_lo(s, r), hi = lo + s->index.slot[r].blocks;
+    run[m] = -1;
+    if (hi - lo == 1) {
+        sim_list_unlink(&s->lru, &s->links, r);
+        free_slot(s, r);
+    } else if (m == lo) {
+        s->index.slot[r].refs++;
+        s->index.slot[r].blocks--;
+    } else if (m == hi - 1) {
+        s->index.slot[r].blocks--;
+    } else {
+        s->index.slot[r].blocks = m - lo;
+        sim_list_insert_after(&s->lru, &s->links, r, run_new(s, g, m + 1, hi));
+    }
+}
+
+/* A page (member m of the group in slot gslot) gets a reference. */
+static void ref_page(kv_pic *s, int32_t gslot, int32_t m)
+{
+    int32_t g = s->index.slot[gslot].group;
+    s->held++;
+    if (member_refs(s, g)[m]++ == 0) {
+        run_cut(s, g, m);
+        s->referenced++;
+    }
+}
+
+/* Release members lo..hi−1 of the group in gslot, hi−1 first: those
+ * left unreferenced go to the LRU's head as one run per stretch of
+ * consecutive members, the upper stretch first (what pushing each page in
+ * turn would give). */
+static void release_pages(kv_pic *s, int32_t gslot, int32_t lo, int32_t hi)
+{
+    int32_t g = s->index.slot[gslot].group, *refs = member_refs(s, g), top = -1;
+    for (int32_t m = hi - 1; m >= lo; m--) {
+        s->held--;
+        if (--refs[m] > 0) {
+            if (top >= 0) sim_list_push_head(&s->lru, &s->links, run_new(s, g, m + 1, top));
+            top = -1;
+            continue;
+        }
+        s->referenced--;
+        if (top < 0) top = m + 1;
+    }
+    if (top >= 0) sim_list_push_head(&s->lru, &s->links, run_new(s, g, lo, top));
+}
+
+/* Evict the last member of run r; a group left with none goes. */
+static void evict_page(kv_pic *s, int32_t r)
+{
+    int32_t g = s->index.slot[r].group;
+    member_run(s, g)[run_lo(s, r) + s->index.slot[r].blocks - 1] = -1;
+    if (--s->index.slot[r].blocks == 0) {
+        sim_list_unlink(&s->lru, &s->links, r);
+        free_slot(s, r);
+    }
+    if (--s->groups[g].present == 0) {
+        kv_pic_index_remove(&s->index, s->groups[g].slot);
+        free_slot(s, s->groups[g].slot);
+        s->groups[g].slot = -1;
+        s->free_groups[s->nfree_groups++] = g;
+    }
+}
+
+/* ---- storing and evicting -------------------------------------------------- */
+
+static void evict_tail(kv_pic *s)
+{
+    int32_t slot = (int32_t)s->lru.tail;
+    s->evictions++;
+    if (s->index.slot[slot].group >= 0) {
+        s->stored--;
+        evict_page(s, slot);
+        return;
+    }
+    s->stored -= s->index.slot[slot].blocks;
+    sim_list_unlink(&s->lru, &s->links, slot);
+    kv_pic_index_remove(&s->index, slot);
+    free_slot(s, slot);
+}
+
+/* Evict until `blocks` more fit beside `extra` blocks not yet counted that
+ * share C: false when they cannot. */
+static bool make_room(kv_pic *s, int64_t blocks, int64_t extra)
 {
     int64_t other = s->p.private_counts ? s->private_total + extra : 0;
     while (s->stored + blocks + other > s->p.capacity_blocks && s->lru.size > 0) evict_tail(s);
-    if (s->stored + blocks + other > s->p.capacity_blocks) return -1;
-    int32_t slot = new_slot(s);
-    kv_pic_index_put(&s->index, key, tag, slot);
-    s->index.slot[slot].blocks = blocks;
+    return s->stored + blocks + other <= s->p.capacity_blocks;
+}
+
+/* Store a new object of `blocks` with one reference, evicting as needed;
+ * -1 when it cannot fit. */
+static int32_t store_new(kv_pic *s, const kv_pic_item *it, int64_t extra)
+{
+    if (!make_room(s, it->blocks, extra)) return -1;
+    int32_t slot = new_slot(s, -1, -1);
+    kv_pic_index_put(&s->index, it->key, it->tag, slot);
+    s->index.slot[slot].blocks = it->blocks;
     s->index.slot[slot].refs = 1;
-    s->stored += blocks;
-    s->referenced += blocks;
-    s->held += blocks;
+    s->stored += it->blocks;
+    s->referenced += it->blocks;
+    s->held += it->blocks;
     return slot;
+}
+
+/* gslot, when it still is the slot of the group named key (a group's slot
+ * is freed with its last member, and may then be reused). */
+static bool is_group(const kv_pic *s, int32_t gslot, uint64_t key)
+{
+    const kv_pic_slot *o = gslot >= 0 ? &s->index.slot[gslot] : NULL;
+    return o && o->group >= 0 && o->refs < 0 && o->key == key;
+}
+
+/* Phase 2 of a span: store its members not present, in order, each with
+ * one reference (the group made at the first if there is none), evicting
+ * as needed; one that cannot fit adds a private block. Then it->slot is
+ * the group's and it->stored says whether any member is held. */
+static void store_span(kv_pic *s, kv_pic_item *it, kv_pic_outcome *o)
+{
+    int32_t gslot = it->slot, held = 0;
+    for (int32_t m = 0; m < it->pages; m++) {
+        if (is_group(s, gslot, it->key) && member_present(s, s->index.slot[gslot].group, m)) {
+            held++;
+            continue;
+        }
+        if (!make_room(s, 1, o->private_blocks)) {
+            o->private_blocks++;
+            continue;
+        }
+        if (!is_group(s, gslot, it->key)) gslot = group_find(s, it->key);
+        int32_t g = gslot >= 0 ? s->index.slot[gslot].group : group_new(s, it->key);
+        gslot = s->groups[g].slot;
+        member_refs(s, g)[m] = 1;
+        s->groups[g].present++;
+        s->stored++;
+        s->referenced++;
+        s->held++;
+        held++;
+    }
+    it->stored = held > 0;
+    it->slot = held > 0 ? gslot : -1;
 }
 
 /* ---- admission ---------------------------------------------------------- */
@@ -220,14 +468,31 @@ static void note_peak(kv_pic *s)
                                .private_blocks = s->private_total};
 }
 
+/* Phase 1 of a span: its group's slot, and its leading members present
+ * (none once the chain broke before it). */
+static bool lookup_span(const kv_pic *s, kv_pic_item *it, bool chain_ok)
+{
+    it->slot = group_find(s, it->key);
+    it->dup = false;
+    int32_t h = 0;
+    if (chain_ok && it->slot >= 0)
+        while (h < it->pages && member_present(s, s->index.slot[it->slot].group, h)) h++;
+    it->hit_pages = h;
+    return it->hit = chain_ok && h == it->pages;
+}
+
 /* Phase 1: hits, repeats, and the slots of present objects. The home
- * buckets of the request's groups are fetched first, all at once. */
+ * buckets of the request's objects are fetched first, all at once. */
 static void lookup(const kv_pic *s, kv_pic_item *it, int32_t n)
 {
     bool chain_ok = true;
     for (int32_t i = 0; i < n; i++)
         if (i == 0 || (it[i].tag & ~7u) != (it[i - 1].tag & ~7u)) kv_pic_index_prefetch(&s->index, it[i].tag);
     for (int32_t i = 0; i < n; i++) {
+        if (it[i].pages) {
+            chain_ok = lookup_span(s, &it[i], chain_ok);
+            continue;
+        }
         int32_t slot = kv_pic_index_find(&s->index, it[i].key, it[i].tag);
         it[i].slot = slot;
         it[i].dup = false;
@@ -242,27 +507,56 @@ static void lookup(const kv_pic *s, kv_pic_item *it, int32_t n)
     }
 }
 
+/* Blocks admitting item it would add to the footprint: what is not
+ * stored or has no reference (a span: of its members). */
+static int64_t item_adds(const kv_pic *s, const kv_pic_item *it)
+{
+    if (it->dup || !it->hold) return 0;
+    if (!it->pages) return it->slot < 0 || s->index.slot[it->slot].refs == 0 ? it->blocks : 0;
+    if (it->slot < 0) return it->pages;
+    const int32_t *refs = member_refs(s, s->index.slot[it->slot].group);
+    int64_t d = 0;
+    for (int32_t m = 0; m < it->pages; m++) d += refs[m] == 0;
+    return d;
+}
+
 /* Blocks admitting would add to the footprint (private ones included). */
 static int64_t footprint_delta(const kv_pic *s, const kv_pic_item *it, int32_t n, const kv_pic_outcome *o)
 {
     int64_t d = o->private_blocks;
-    for (int32_t i = 0; i < n; i++)
-        if (!it[i].dup && it[i].hold && (it[i].slot < 0 || s->index.slot[it[i].slot].refs == 0)) d += it[i].blocks;
+    for (int32_t i = 0; i < n; i++) d += item_adds(s, &it[i]);
     return d;
+}
+
+/* A reference on each present item (a span: on each present member). */
+static void reference(kv_pic *s, const kv_pic_item *it, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        if (it[i].dup || it[i].slot < 0) continue;
+        if (!it[i].pages) {
+            ref(s, it[i].slot);
+            continue;
+        }
+        for (int32_t m = 0; m < it[i].pages; m++)
+            if (member_present(s, s->index.slot[it[i].slot].group, m)) ref_page(s, it[i].slot, m);
+    }
 }
 
 /* Phase 2: reference what is present, allocate what is not. */
 static void reference_and_allocate(kv_pic *s, kv_pic_item *it, int32_t n, kv_pic_outcome *o)
 {
-    for (int32_t i = 0; i < n; i++)
-        if (!it[i].dup && it[i].slot >= 0) ref(s, it[i].slot);
+    reference(s, it, n);
     for (int32_t i = 0; i < n; i++) {
+        if (it[i].pages) {
+            store_span(s, &it[i], o);
+            continue;
+        }
         if (it[i].dup) {
             it[i].stored = it[it[i].slot].stored;
             it[i].slot = it[it[i].slot].slot;
             continue;
         }
-        if (it[i].slot < 0) it[i].slot = store_new(s, it[i].key, it[i].tag, it[i].blocks, o->private_blocks);
+        if (it[i].slot < 0) it[i].slot = store_new(s, &it[i], o->private_blocks);
         it[i].stored = it[i].slot >= 0;
         if (!it[i].stored && it[i].hold) o->private_blocks += it[i].blocks;
     }
@@ -275,6 +569,22 @@ static void ticket_push(kv_pic_ticket *t, int32_t slot)
     t->slots[t->n++] = slot;
 }
 
+/* A held span in release order: its stretches of consecutive held
+ * members, the upper first, each as −1 − slot, lo, hi. */
+static void ticket_span(const kv_pic *s, kv_pic_ticket *t, const kv_pic_item *it)
+{
+    int32_t g = s->index.slot[it->slot].group, hi = -1;
+    for (int32_t m = it->pages - 1; m >= -1; m--) {
+        bool held = m >= 0 && member_refs(s, g)[m] > 0;
+        if (held && hi < 0) hi = m + 1;
+        if (held || hi < 0) continue;
+        ticket_push(t, -1 - it->slot);
+        ticket_push(t, m + 1);
+        ticket_push(t, hi);
+        hi = -1;
+    }
+}
+
 /* Phase 3: drop what is only read; list what is held in release order. */
 static void settle(kv_pic *s, const kv_pic_item *it, int32_t n, kv_pic_ticket *t)
 {
@@ -282,28 +592,27 @@ static void settle(kv_pic *s, const kv_pic_item *it, int32_t n, kv_pic_ticket *t
     for (int32_t i = 0; i < n; i++)
         if (!it[i].dup && it[i].stored && !it[i].hold) unref(s, it[i].slot);
     for (int32_t i = n - 1; i >= 0; i--)
-        if (it[i].chain && it[i].stored) ticket_push(t, it[i].slot);
+        if (it[i].chain && it[i].stored) {
+            if (it[i].pages) ticket_span(s, t, &it[i]);
+            else ticket_push(t, it[i].slot);
+        }
     for (int32_t i = 0; i < n; i++)
         if (!it[i].chain && !it[i].dup && it[i].stored && it[i].hold) ticket_push(t, it[i].slot);
 }
 
 int kv_pic_admit(kv_pic *s, const sim_request *r, bool only_if_fits, kv_pic_ticket *t, kv_pic_outcome *o)
 {
-    /* A request without segments shares nothing (one unique prompt), unless
-     * the policy reads hash_id blocks (prefix caching) and it has some. */
-    sim_segment whole = {.kind = SIM_SEG_PROMPT, .len = r->input_len, .unique = true};
+    sim_segment whole;
     sim_request plain;
-    if (r->nsegs == 0 && !(s->pol->hash_blocks && r->nblocks > 0)) {
-        plain = *r;
-        plain.segs = &whole;
-        plain.nsegs = 1;
-        r = &plain;
-    }
+    r = kv_pic_as_admitted(s->pol, r, &plain, &whole);
     int64_t max = kv_pic_items_max(&s->p, r);
     if (max > s->items_cap) s->items = sim_xrealloc(s->items, (size_t)(s->items_cap = max) * sizeof *s->items);
     int32_t n = s->pol->items(&s->p, r, s->items);
-    for (int32_t i = 0; i < n; i++)
-        if (!s->items[i].tag) s->items[i].tag = kv_pic_tag(s->items[i].key, -1);
+    for (int32_t i = 0; i < n; i++) {
+        kv_pic_item *it = &s->items[i];
+        if (!it->tag) it->tag = kv_pic_tag(it->key, -1);
+        if (it->pages > s->width || !it->chain || !it->hold) it->pages = 0; /* what a span must be */
+    }
     lookup(s, s->items, n);
     *o = (kv_pic_outcome){.input_tokens = r->input_len, .unsegmented = r == &plain};
     s->pol->account(&s->p, r, s->items, n, o);
@@ -335,7 +644,11 @@ int kv_pic_grow(kv_pic *s, kv_pic_ticket *t, int64_t blocks)
 
 void kv_pic_release(kv_pic *s, kv_pic_ticket *t)
 {
-    for (int32_t i = 0; i < t->n; i++) unref(s, t->slots[i]);
+    for (int32_t i = 0; i < t->n; i++) {
+        int32_t v = t->slots[i];
+        if (v >= 0) unref(s, v);
+        else release_pages(s, -1 - v, t->slots[i + 1], t->slots[i + 2]), i += 2;
+    }
     s->private_total -= t->private_blocks;
     s->inflight -= t->admitted;
     t->admitted = false;

@@ -970,24 +970,50 @@ static void stats_finish(stats_acc *a, sim_trace_stats *s)
     s->max_hit_rate_tokens = a->tokens > 0 ? a->hit_tokens / a->tokens : 0;
 }
 
+/* r joins the kept requests, or is freed: kept from the first request
+ * on when it has segments. */
+static void keep_or_free(sim_request ***kept, int64_t *n, int64_t *cap, sim_request *r)
+{
+    if (!kept || *n < 0 || (*n == 0 && r->nsegs == 0)) {
+        if (kept && *n == 0) *n = -1; /* the first has no segments: keep none */
+        sim_request_free(r);
+        return;
+    }
+    if (*n == *cap) *kept = sim_xrealloc(*kept, (size_t)(*cap = *cap ? 2 * *cap : 1024) * sizeof **kept);
+    (*kept)[(*n)++] = r;
+}
+
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err)
+{
+    return sim_trace_compute_stats_keep(path, opts, out, NULL, NULL, err);
+}
+
+int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, sim_trace_stats *out,
+                                 sim_request ***kept, int64_t *nkept, sim_err *err)
 {
     sim_trace *t;
     memset(out, 0, sizeof *out);
     out->block_tokens = opts->block_tokens;
     out->fit_lo = 1, out->fit_hi = INT64_MAX;
+    if (kept) *kept = NULL, *nkept = 0;
     if (sim_trace_open(&t, path, opts, err)) return -1;
     stats_acc acc = {0};
     sim_keyset_init(&acc.seen, 1 << 15);
     sim_request *r;
     int rc;
+    int64_t cap = 0;
     while ((rc = sim_trace_next(t, &r, err)) == 1) {
         stats_add(&acc, out, r, opts->block_tokens);
-        sim_request_free(r);
+        keep_or_free(kept, nkept, &cap, r);
     }
     if (rc == 0) {
         stats_finish(&acc, out);
         out->skipped = sim_trace_skipped(t);
+    }
+    if (kept && (rc != 0 || *nkept < 0)) {
+        for (int64_t i = 0; i < *nkept; i++) sim_request_free((*kept)[i]);
+        free(*kept);
+        *kept = NULL, *nkept = 0;
     }
     sim_keyset_free(&acc.seen);
     free(acc.input.v);

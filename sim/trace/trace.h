@@ -169,5 +169,12 @@ typedef struct sim_trace_stats {
 } sim_trace_stats;
 
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);
+/* The same, keeping the requests when the first one has segments (a
+ * segment trace, which `kvsim trace stats` replays next, so that it is not
+ * read twice): *kept gets them, in order (the caller frees each and the
+ * array), *nkept their count; else *kept is NULL. Nothing is kept on an
+ * error. */
+int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, sim_trace_stats *out,
+                                 sim_request ***kept, int64_t *nkept, sim_err *err);
 
 #endif

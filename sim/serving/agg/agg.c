@@ -122,6 +122,7 @@ static void conduct(agg *a, sim_request *req)
     *q = (areq){.r = req,
                 .inst = inst,
                 .target = req->input_len,
+                .prompt_pages = (int32_t)((req->input_len + a->pp.block_tokens - 1) / a->pp.block_tokens),
                 .prefill_start = -1,
                 .first_token = -1,
                 .prefetch_at = -1,

@@ -33,15 +33,16 @@ typedef struct areq {
     sim_request *r;
     struct areq *next; /* waiting-queue link */
     int inst;
-    bool admitted;     /* holds pages (its ticket) */
-    int32_t target;    /* prompt tokens to have KV for: input (+ output emitted before a preemption) */
-    int32_t done;      /* of them, with KV (reused or computed) */
-    int32_t cached;    /* reused from the prefix cache at (the last) admission */
-    int32_t chunk;     /* prefill tokens scheduled in the current iteration */
-    bool decoding;     /* in the current iteration's decode batch */
-    int32_t tokens;    /* output tokens emitted */
-    int64_t kv;        /* tokens of KV it holds once prefilled */
-    int64_t out_pages; /* private pages grown for output KV */
+    bool admitted;        /* holds pages (its ticket) */
+    int32_t target;       /* prompt tokens to have KV for: input (+ output emitted before a preemption) */
+    int32_t done;         /* of them, with KV (reused or computed) */
+    int32_t cached;       /* reused from the prefix cache at (the last) admission */
+    int32_t chunk;        /* prefill tokens scheduled in the current iteration */
+    bool decoding;        /* in the current iteration's decode batch */
+    int32_t tokens;       /* output tokens emitted */
+    int64_t kv;           /* tokens of KV it holds once prefilled */
+    int64_t out_pages;    /* private pages grown for output KV */
+    int32_t prompt_pages; /* ⌈input / B⌉, kept: the decode loop asks every iteration */
     int64_t prefill_start, first_token, last_token; /* -1 until then */
     int32_t hole_from, hole_to; /* prompt tokens [from, to) are loaded (LMCache), not computed; from = to: none */
     int64_t ready_at;           /* that load ends then: no prefill from hole_to before */

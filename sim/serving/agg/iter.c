@@ -111,16 +111,11 @@ static void preempt_last(agg *a, ainst *in)
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-static int64_t prompt_pages(const agg *a, const areq *q)
-{
-    return (q->r->input_len + a->pp.block_tokens - 1) / a->pp.block_tokens;
-}
-
 /* q (running) decodes this iteration: a page for its next token, preempting
  * from the back while none can be had. false when q itself was preempted. */
 static bool decode_page(agg *a, ainst *in, areq *q)
 {
-    int64_t pages = prompt_pages(a, q) + q->out_pages;
+    int64_t pages = q->prompt_pages + q->out_pages;
     if (q->kv + 1 <= pages * a->pp.block_tokens) return true;
     while (kv_pic_grow(in->pages, &q->pages, 1) != 0) {
         bool self = in->run[in->nrun - 1] == q;
@@ -146,7 +141,7 @@ static int admit_head(agg *a, ainst *in)
         finish(a, in, q, SIM_STAGE_AT_ARRIVAL);
         return 2;
     }
-    int64_t extra = (q->target + a->pp.block_tokens - 1) / a->pp.block_tokens - prompt_pages(a, q);
+    int64_t extra = (q->target + a->pp.block_tokens - 1) / a->pp.block_tokens - q->prompt_pages;
     q->admitted = true;
     if (q->prefill_start < 0) q->prefill_start = a->eng->now;
     if (extra > 0 && kv_pic_grow(in->pages, &q->pages, extra) == 0) q->out_pages = extra;
