@@ -388,6 +388,34 @@ static void test_merge_remaps_ids(void **state)
 
 /* ---- bad input --------------------------------------------------------------------------- */
 
+/* The workers share one stderr: each warning line arrives whole, never
+ * spliced with another worker's (a bug: the overload warning was printed
+ * in pieces, and two workers' pieces interleaved; stderr is line-buffered
+ * now). Three sweeps of eight overloaded points, two workers each. */
+static void test_worker_warnings_whole(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        char args[1200];
+        snprintf(args, sizeof args,
+                 "sweep --grid 'trace.speed=6,7,8,9,10,11,12,13' --set cluster.prefill=1 --set cluster.decode=1 "
+                 "--set seed=%d --jobs 2 --db %s/whole%d.db",
+                 round + 1, dir, round);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        int warnings = 0;
+        for (char *line = strtok(r.err, "\n"); line; line = strtok(NULL, "\n")) {
+            if (!strstr(line, "overloaded")) continue;
+            warnings++;
+            if (strncmp(line, "kvsim run: warning: overloaded: ", 32) ||
+                strstr(line + 1, "kvsim ") != strstr(line, "kvsim plan slo finds") || !strstr(line, "meets the SLOs"))
+                fail_msg("a spliced warning line: '%s'", line);
+        }
+        assert_int_equal(warnings, 8);
+        tu_free(&r);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     char args[2048], garbage[600], db[600];
@@ -426,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_results_table_and_json),
         cmocka_unit_test(test_emit_jobs_merge_equals_sweep),
         cmocka_unit_test(test_merge_remaps_ids),
+        cmocka_unit_test(test_worker_warnings_whole),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -92,6 +92,11 @@ int main(int argc, char **argv)
      * every output reports (exit 2, sim/outfile.h), instead of a signal that
      * kills the run without a word. */
     signal(SIGXFSZ, SIG_IGN);
+    /* stderr line-buffered: a warning composed of several prints reaches
+     * the file in one write per line, so the workers of a sweep (processes
+     * sharing one stderr) never splice their lines into each other. What
+     * is drawn without a newline (the sweep's progress bar) flushes itself. */
+    setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
     const char *name = "";
     int rc = dispatch(argc, argv, &name);
     return close_stdout(name, rc);

@@ -35,6 +35,7 @@ void sim_sweep_draw_bar(const sim_sweep *s, int running)
             running);
     if (s->opt.slurm.on) fprintf(stderr, "%lld pending  %lld failed  ", (long long)s->pending, (long long)s->failed);
     fprintf(stderr, "%s elapsed  ETA %s", elapsed, eta);
+    fflush(stderr); /* no newline: stderr is line-buffered (sim/cli/main.c) */
 }
 
 void sim_sweep_report_point(const sim_sweep *s, const sim_sweep_point *p, int status, int running)
