@@ -427,28 +427,65 @@ static bool is_group(const kv_pic *s, int32_t gslot, uint64_t key)
 /* Phase 2 of a span: store its members not present, in order, each with
  * one reference (the group made at the first if there is none), evicting
  * as needed; one that cannot fit adds a private block. Then it->slot is
- * the group's and it->stored says whether any member is held. */
+ * the group's and it->stored says whether any member is held.
+ *
+ * The absent members come in stretches, and a stretch is stored at once
+ * with what storing its pages one by one would do: its first page as a
+ * page alone (room for it, then the group found or made: slots are taken
+ * in the same order), then room for the other k − 1 in one make_room,
+ * which evicts from the LRU's tail exactly the pages k − 1 single calls
+ * would (what is being stored is referenced, never in the LRU). Those that
+ * fit are stored, and once one does not the LRU is empty, so every later
+ * page of the span adds a private block too. */
+static int32_t absent_until(const kv_pic *s, int32_t gslot, uint64_t key, int32_t m, int32_t pages)
+{
+    if (!is_group(s, gslot, key)) return pages;
+    int32_t g = s->index.slot[gslot].group;
+    while (m < pages && !member_present(s, g, m)) m++;
+    return m;
+}
+
+/* Store members m..e−1 (all absent) of the group in *gslot, or of a new
+ * group for key; returns how many were stored. */
+static int32_t store_stretch(kv_pic *s, int32_t *gslot, uint64_t key, int32_t m, int32_t e, kv_pic_outcome *o)
+{
+    if (!make_room(s, 1, o->private_blocks)) {
+        o->private_blocks += e - m;
+        return 0;
+    }
+    if (!is_group(s, *gslot, key)) *gslot = group_find(s, key);
+    int32_t g = *gslot >= 0 ? s->index.slot[*gslot].group : group_new(s, key);
+    *gslot = s->groups[g].slot;
+    int32_t *refs = member_refs(s, g), k = e - m - 1, fit = k;
+    refs[m] = 1; /* the first page counts before room is made for the rest */
+    s->groups[g].present++;
+    s->stored++, s->referenced++, s->held++;
+    if (k > 0 && !make_room(s, k, o->private_blocks)) {
+        int64_t other = s->p.private_counts ? s->private_total + o->private_blocks : 0;
+        int64_t room = s->p.capacity_blocks - s->stored - other;
+        fit = room < 0 ? 0 : room < k ? (int32_t)room : k;
+    }
+    for (int32_t i = m + 1; i <= m + fit; i++) refs[i] = 1;
+    s->groups[g].present += fit;
+    s->stored += fit;
+    s->referenced += fit;
+    s->held += fit;
+    o->private_blocks += k - fit;
+    return 1 + fit;
+}
+
 static void store_span(kv_pic *s, kv_pic_item *it, kv_pic_outcome *o)
 {
     int32_t gslot = it->slot, held = 0;
-    for (int32_t m = 0; m < it->pages; m++) {
+    for (int32_t m = 0; m < it->pages;) {
         if (is_group(s, gslot, it->key) && member_present(s, s->index.slot[gslot].group, m)) {
             held++;
+            m++;
             continue;
         }
-        if (!make_room(s, 1, o->private_blocks)) {
-            o->private_blocks++;
-            continue;
-        }
-        if (!is_group(s, gslot, it->key)) gslot = group_find(s, it->key);
-        int32_t g = gslot >= 0 ? s->index.slot[gslot].group : group_new(s, it->key);
-        gslot = s->groups[g].slot;
-        member_refs(s, g)[m] = 1;
-        s->groups[g].present++;
-        s->stored++;
-        s->referenced++;
-        s->held++;
-        held++;
+        int32_t e = absent_until(s, gslot, it->key, m + 1, it->pages);
+        held += store_stretch(s, &gslot, it->key, m, e, o);
+        m = e;
     }
     it->stored = held > 0;
     it->slot = held > 0 ? gslot : -1;

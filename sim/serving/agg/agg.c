@@ -122,6 +122,8 @@ static void conduct(agg *a, sim_request *req)
     *q = (areq){.r = req,
                 .inst = inst,
                 .target = req->input_len,
+                .input_len = req->input_len,
+                .output_len = req->output_len,
                 .prompt_pages = (int32_t)((req->input_len + a->pp.block_tokens - 1) / a->pp.block_tokens),
                 .prefill_start = -1,
                 .first_token = -1,

@@ -30,31 +30,37 @@ enum {
 
 /* One request on an instance, from routing to its last token. */
 typedef struct areq {
+    /* The fields the per-token decode loop reads (iter.c: schedule, advance,
+     * emit) come first, the request's lengths copied in, so that an
+     * iteration over a few hundred running requests touches their first
+     * two cache lines and never the trace record. */
+    int32_t done;                  /* of target, with KV (reused or computed) */
+    int32_t target;                /* prompt tokens to have KV for: input (+ output emitted before a preemption) */
+    int32_t tokens;                /* output tokens emitted */
+    int32_t chunk;                 /* prefill tokens scheduled in the current iteration */
+    int32_t prompt_pages;          /* ⌈input / B⌉, kept: the decode loop asks every iteration */
+    int32_t input_len, output_len; /* r's, kept likewise */
+    bool decoding;                 /* in the current iteration's decode batch */
+    bool admitted;                 /* holds pages (its ticket) */
+    int64_t kv;                    /* tokens of KV it holds once prefilled */
+    int64_t out_pages;             /* private pages grown for output KV */
+    int64_t last_token;            /* -1 until then */
+    sim_topk topk;
+    int32_t hole_from, hole_to; /* prompt tokens [from, to) are loaded (LMCache), not computed; from = to: none */
+    int64_t ready_at;           /* that load ends then: no prefill from hole_to before */
     sim_request *r;
     struct areq *next; /* waiting-queue link */
     int inst;
-    bool admitted;        /* holds pages (its ticket) */
-    int32_t target;       /* prompt tokens to have KV for: input (+ output emitted before a preemption) */
-    int32_t done;         /* of them, with KV (reused or computed) */
-    int32_t cached;       /* reused from the prefix cache at (the last) admission */
-    int32_t chunk;        /* prefill tokens scheduled in the current iteration */
-    bool decoding;        /* in the current iteration's decode batch */
-    int32_t tokens;       /* output tokens emitted */
-    int64_t kv;           /* tokens of KV it holds once prefilled */
-    int64_t out_pages;    /* private pages grown for output KV */
-    int32_t prompt_pages; /* ⌈input / B⌉, kept: the decode loop asks every iteration */
-    int64_t prefill_start, first_token, last_token; /* -1 until then */
-    int32_t hole_from, hole_to; /* prompt tokens [from, to) are loaded (LMCache), not computed; from = to: none */
-    int64_t ready_at;           /* that load ends then: no prefill from hole_to before */
-    int64_t prefetch_at;        /* its prefetch into CPU memory ends then; -1 = none */
-    double stalled_s;           /* LMCache: recompute believed added to its decode gaps (lmcache.c) */
+    int32_t cached;                     /* reused from the prefix cache at (the last) admission */
+    int64_t prefill_start, first_token; /* -1 until then */
+    int64_t prefetch_at;                /* its prefetch into CPU memory ends then; -1 = none */
+    double stalled_s;                   /* LMCache: recompute believed added to its decode gaps (lmcache.c) */
     double prefill_gpu_s;
     int preemptions;
     int64_t visible_iter; /* engine.async_scheduling: the first iteration (ainst.started) that may admit it */
     kv_pic_ticket pages;
     uint64_t *chunk_keys; /* LMCache: its full chunks' keys, once computed (lmcache.c) */
     int32_t nchunks;
-    sim_topk topk;
 } areq;
 
 typedef struct ainst {

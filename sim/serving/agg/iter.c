@@ -100,7 +100,7 @@ static void preempt_last(agg *a, ainst *in)
     areq *v = in->run[--in->nrun];
     kv_pic_release(in->pages, &v->pages);
     v->admitted = false;
-    v->target = v->r->input_len + v->tokens;
+    v->target = v->input_len + v->tokens;
     v->done = v->chunk = 0;
     v->decoding = false;
     v->out_pages = 0;
@@ -192,7 +192,7 @@ static void schedule(agg *a, ainst *in, batch *b)
         q->decoding = true;
         b->decodes++;
         b->budget--;
-        b->kv_tokens += q->r->input_len + q->tokens;
+        b->kv_tokens += q->input_len + q->tokens;
     }
     for (int i = 0; i < in->nrun && b->budget > 0; i++)
         if (in->run[i]->done < in->run[i]->target) take_chunk(a, in->run[i], b);
@@ -246,7 +246,7 @@ static bool emit(agg *a, areq *q)
     q->tokens++;
     sim_topk_add(&q->topk, a->eng->now - q->last_token);
     q->last_token = a->eng->now;
-    return q->tokens >= q->r->output_len;
+    return q->tokens >= q->output_len;
 }
 
 /* q's part of the iteration that ended; true when q is finished. A prompt
@@ -263,8 +263,8 @@ static bool advance(agg *a, areq *q)
         lmc_store(a, q);
         q->tokens = 1;
         q->first_token = q->last_token = a->eng->now;
-        if (q->r->output_len > 1) sim_topk_init(&q->topk, q->r->output_len - 1);
-        return q->r->output_len <= 1;
+        if (q->output_len > 1) sim_topk_init(&q->topk, q->output_len - 1);
+        return q->output_len <= 1;
     }
     if (!q->decoding) return false;
     q->decoding = false;
