@@ -11,7 +11,8 @@
 #include "sim/replay/validate.h"
 
 static const char validate_usage[] =
-    "usage: kvsim validate --measurements FILE [--only ID] [--db FILE] [--set key=value]... [--json]\n"
+    "usage: kvsim validate --measurements FILE [--only ID] [--db FILE] [--set key=value]...\n"
+    "                      [--max-error PCT [--metric NAME.STAT]...] [--json]\n"
     "\n"
     "Replay each experiment of a measurements file (measured runs of a real serving\n"
     "engine; docs/validation.md has the format) on one simulated aggregated instance\n"
@@ -24,13 +25,31 @@ static const char validate_usage[] =
     "  --db FILE            keep the runs in this results database (kvsim report reads it)\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
     "                       --set engine.seq_overhead_ms=0)\n"
+    "  --max-error PCT      a gate for CI: exit 3 when an experiment's |error| on a\n"
+    "                       --metric exceeds PCT percent, or an experiment is not\n"
+    "                       expressible; stderr names each (the report is printed\n"
+    "                       as always)\n"
+    "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
+    "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, status, predicted,\n"
-    "                       measured, ape, mpe) and median_ape\n"
+    "                       measured, ape, mpe) and median_ape; with --max-error also\n"
+    "                       gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
     "An experiment kvsim cannot express is listed as \"not expressible\" with the\n"
     "reason. Exit status: 0 ok; 2 a bad file, experiment, model, knob or metric\n"
-    "(the message names it).\n";
+    "(the message names it); 3 the --max-error gate failed.\n";
+
+/* --max-error PCT: a percentage >= 0; exit status 2 naming it otherwise. */
+static int max_error_arg(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*s && !*end && v >= 0 && isfinite(v)) return *out = v, SIM_EXIT_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "--max-error '%.100s': give a percentage >= 0, e.g. --max-error 10", s);
+    return sim_usage_error("validate", msg);
+}
 
 static void print_metric(const char *metric, const char *stat, const json_t *row)
 {
@@ -72,6 +91,37 @@ static void print_report(const json_t *r)
     }
 }
 
+/* --max-error: the failures on stderr, and in a --json report. Returns the
+ * exit status. */
+static int gate(json_t *report, double max_pct, char **metrics, int n, bool json)
+{
+    static char *const fallback[] = {"e2e_ms.mean", "itl_ms.mean"};
+    char *const *m = n ? metrics : fallback;
+    json_t *fails = NULL, *f;
+    sim_err err = {{0}};
+    if (sim_validate_gate(report, max_pct, m, n ? n : 2, &fails, &err)) return sim_usage_error("validate", err.msg);
+    size_t i;
+    json_array_foreach(fails, i, f)
+    {
+        if (json_object_get(f, "why"))
+            fprintf(stderr, "kvsim validate: %s: not expressible (%s): the gate counts it as failed\n",
+                    json_string_value(json_object_get(f, "id")), json_string_value(json_object_get(f, "why")));
+        else
+            fprintf(stderr, "kvsim validate: %s: %s error %+.1f%% exceeds --max-error %g%%\n",
+                    json_string_value(json_object_get(f, "id")), json_string_value(json_object_get(f, "metric")),
+                    json_number_value(json_object_get(f, "error_pct")), max_pct);
+    }
+    json_t *names = json_array();
+    for (int k = 0; k < (n ? n : 2); k++) json_array_append_new(names, json_string(m[k]));
+    int rc = json_array_size(fails) ? SIM_EXIT_CHECK : SIM_EXIT_OK;
+    if (json)
+        json_object_set_new(
+            report, "gate",
+            json_pack("{s:f, s:o, s:o}", "max_error_pct", max_pct, "metrics", names, "failures", fails));
+    else json_decref(names), json_decref(fails);
+    return rc;
+}
+
 int cmd_validate(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -80,11 +130,16 @@ int cmd_validate(int argc, char **argv)
         {"db", required_argument, 0, 'd'},
         {"set", required_argument, 0, 's'},
         {"json", no_argument, 0, 'j'},
+        {"max-error", required_argument, 0, 'e'},
+        {"metric", required_argument, 0, 'M'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     sim_validate_opts o = {0};
-    char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
+    char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets),
+         **metrics = sim_xcalloc((size_t)argc + 1, sizeof *metrics);
+    int nmetrics = 0;
+    double max_pct = -1;
     bool json = false;
     int rc = SIM_EXIT_OK;
     opterr = 0;
@@ -95,21 +150,27 @@ int cmd_validate(int argc, char **argv)
         else if (ch == 'd') o.db = optarg;
         else if (ch == 's') sets[o.nsets++] = optarg;
         else if (ch == 'j') json = true;
-        else if (ch == 'h') return free(sets), fputs(validate_usage, stdout), SIM_EXIT_OK;
+        else if (ch == 'e') rc = max_error_arg(optarg, &max_pct);
+        else if (ch == 'M') metrics[nmetrics++] = optarg;
+        else if (ch == 'h') return free(sets), free(metrics), fputs(validate_usage, stdout), SIM_EXIT_OK;
         else rc = sim_cli_bad_option("validate", argv[optind - 1]);
     }
     if (rc == SIM_EXIT_OK && optind < argc) rc = sim_cli_unexpected_error("validate", argv[optind], "--measurements");
     if (rc == SIM_EXIT_OK && !o.measurements)
         rc = sim_usage_error("validate", "--measurements FILE is required (e.g. validation/vllm-h100-train.json)");
+    if (rc == SIM_EXIT_OK && nmetrics && max_pct < 0)
+        rc = sim_usage_error("validate", "--metric names what --max-error PCT judges: give --max-error too");
     o.sets = sets;
     json_t *report = NULL;
     sim_err err = {{0}};
     if (rc == SIM_EXIT_OK && sim_validate(&o, &report, &err)) rc = sim_usage_error("validate", err.msg);
+    int gated = report && max_pct >= 0 ? gate(report, max_pct, metrics, nmetrics, json) : SIM_EXIT_OK;
     if (report && json) {
         json_dumpf(report, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         putchar('\n');
     } else if (report) print_report(report);
     json_decref(report);
     free(sets);
-    return rc;
+    free(metrics);
+    return rc != SIM_EXIT_OK ? rc : gated;
 }

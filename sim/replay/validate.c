@@ -7,6 +7,7 @@
  * setting silently dropped. A knob kvsim reads but cannot honour (prefix
  * caching off, chunked prefill off, a dtype other than 16-bit) marks the
  * experiment "not expressible" with the reason. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,4 +273,48 @@ void vexp_free(vexp *e)
 {
     for (int i = 0; i < e->nsets; i++) free(e->sets[i]);
     free(e->sets);
+}
+
+/* ---- the gate (--max-error) --------------------------------------------- */
+
+/* Row's value at metric "name.stat" in its `what` object (mpe, measured):
+ * NULL when the row has none. */
+static const json_t *metric_value(const json_t *row, const char *what, const char *metric)
+{
+    char name[64];
+    const char *dot = strchr(metric, '.');
+    if (!dot || dot - metric >= (long)sizeof name) return NULL;
+    snprintf(name, sizeof name, "%.*s", (int)(dot - metric), metric);
+    return json_object_get(json_object_get(json_object_get(row, what), name), dot + 1);
+}
+
+int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err)
+{
+    json_t *fails = json_array();
+    const json_t *row;
+    size_t i;
+    for (int k = 0; k < n; k++) {
+        bool measured = false;
+        json_array_foreach(json_object_get(report, "experiments"), i, row)
+        {
+            const json_t *e = metric_value(row, "mpe", metrics[k]);
+            measured |= metric_value(row, "measured", metrics[k]) != NULL;
+            if (e && fabs(json_number_value(e)) > max_pct)
+                json_array_append_new(fails, json_pack("{s:O, s:s, s:f}", "id", json_object_get(row, "id"), "metric",
+                                                       metrics[k], "error_pct", json_number_value(e)));
+        }
+        if (!measured) {
+            json_decref(fails);
+            return sim_errf(err,
+                            "--metric %s: no experiment measures it (give metric.stat: e2e_ms, ttft_ms or itl_ms; "
+                            "mean, p50, p90 or p99)",
+                            metrics[k]);
+        }
+    }
+    json_array_foreach(json_object_get(report, "experiments"), i,
+                       row) if (strcmp(json_string_value(json_object_get(row, "status")), "ok"))
+        json_array_append_new(
+            fails, json_pack("{s:O, s:O}", "id", json_object_get(row, "id"), "why", json_object_get(row, "why")));
+    *out = fails;
+    return 0;
 }

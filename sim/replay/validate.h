@@ -35,6 +35,15 @@ typedef struct sim_validate_opts {
  * err naming the file, the experiment and the key. */
 int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err);
 
+/* The gate of `kvsim validate --max-error`: each expressible experiment
+ * whose |error| on one of the n metrics ("e2e_ms.mean": metric, a dot, the
+ * stat) exceeds max_pct, as {"id", "metric", "error_pct"}, and each
+ * experiment not expressible, as {"id", "why"}, into *out (an array, empty
+ * when every experiment passes). An experiment that does not measure a
+ * metric is not judged on it; -1 with err when no experiment measures it
+ * (a misspelt name). */
+int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err);
+
 /* The median of n values (sorted in place); NAN when n = 0. */
 double sim_validate_median(double *v, int n);
 
