@@ -215,6 +215,15 @@ static void test_caveats(void **state)
     assert_int_equal(r.status, 3);
     assert_non_null(strstr(r.err, said));
     tu_free(&r);
+    /* a search that runs points says it once, not once per worker run */
+    r = tu_kvsim("plan slo --set model=mixtral-8x7b --set hardware=h100x8 --ttft-p90-ms 2000 --max-instances 4 "
+                 "--dram 250GB --scopes global --cpp 1 --jobs 2");
+    assert_int_equal(r.status, 0);
+    const char *first = strstr(r.err, "not validated");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "not validated"));
+    assert_non_null(strstr(r.err, "kvsim plan slo: warning: not validated: mixtral-8x7b"));
+    tu_free(&r);
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=16 "
                       "--set cluster.prefill=1 --set cluster.decode=1 --json");
     c = json_object_get(o, "caveats");

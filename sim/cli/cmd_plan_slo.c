@@ -140,6 +140,7 @@ typedef struct slo_args {
     bool usage;               /* print the usage after the error */
     int tp[SIM_SLO_MAX_LIST]; /* --tp: GPUs per instance to search (cluster.gpus_per_instance) */
     int ntp;
+    json_t *said; /* the caveats' texts warned of so far (warn_caveats) */
 } slo_args;
 
 static int positive(const char *opt, const char *s, double *out, sim_err *err)
@@ -603,6 +604,32 @@ static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
     print_cheapest(o, r, &r->pts[r->cheapest]);
 }
 
+/* What the config of a search has not been validated on
+ * (sim/serving/caveats.c), each text once per command, here: every point of
+ * the search inherits it, so its worker runs are told not to repeat it
+ * (KVSIM_CAVEATS_SAID, read by `kvsim run`). A config that does not load
+ * says nothing here; the search reports it. */
+static void warn_caveats(const sim_slo_opts *o, json_t *said)
+{
+    sim_config cfg;
+    sim_err err = {{0}};
+    setenv("KVSIM_CAVEATS_SAID", "1", 1);
+    if (sim_config_load(&cfg, o->config, o->sets, o->nsets, &err)) return;
+    json_t *all = sim_serving_caveats(&cfg), *c, *t;
+    size_t i, j;
+    json_array_foreach(all, i, c)
+    {
+        const char *text = json_string_value(json_object_get(c, "text"));
+        bool old = false;
+        json_array_foreach(said, j, t) old |= !strcmp(json_string_value(t), text);
+        if (old) continue;
+        fprintf(stderr, "kvsim plan slo: warning: not validated: %s\n", text);
+        json_array_append_new(said, json_string(text));
+    }
+    json_decref(all);
+    sim_config_free(&cfg);
+}
+
 /* ---- --tp: parallelism per instance ------------------------------------------ */
 
 /* One whole search per GPU count per instance (cluster.gpus_per_instance:
@@ -620,6 +647,7 @@ static int plan_tp(slo_args *a, sim_slo_result *r, char (*why)[256], sim_err *er
     o.sets[o.nsets++] = set; /* the array has room: one --set takes two arguments */
     for (int i = 0; i < a->ntp; i++) {
         snprintf(set, sizeof set, "cluster.gpus_per_instance=%d", a->tp[i]);
+        warn_caveats(&o, a->said);
         if (sim_slo_plan(&o, &r[i], err)) { /* e.g. the model does not fit so few GPUs: that count is out */
             if (r[i].stop_signal) return -2;
             snprintf(why[i], sizeof why[i], "%.255s", err->msg);
@@ -696,22 +724,6 @@ static int run_tp(slo_args *a, sim_err *err)
 
 /* ---- the command ----------------------------------------------------------- */
 
-/* What the base config's model has not been validated on
- * (sim/serving/caveats.c): every point of the search inherits it. A config
- * that does not load says nothing here; the search reports it. */
-static void warn_caveats(const sim_slo_opts *o)
-{
-    sim_config cfg;
-    sim_err err = {{0}};
-    if (sim_config_load(&cfg, o->config, o->sets, o->nsets, &err)) return;
-    json_t *all = sim_serving_caveats(&cfg), *c;
-    size_t i;
-    json_array_foreach(all, i, c)
-        fprintf(stderr, "kvsim plan slo: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
-    json_decref(all);
-    sim_config_free(&cfg);
-}
-
 /* The search and its answer (text or --json). Returns an exit status. */
 static int plan(slo_args *a, sim_slo_result *r, sim_err *err)
 {
@@ -748,8 +760,10 @@ int cmd_plan_slo(int argc, char **argv)
     } else if (a.help) {
         printf(slo_usage, sim_cli_slurm_usage);
     } else {
-        warn_caveats(&a.o);
+        a.said = json_array();
+        if (a.ntp == 0) warn_caveats(&a.o, a.said); /* --tp: once per GPU count */
         rc = a.ntp > 0 ? run_tp(&a, &err) : plan(&a, &r, &err);
+        json_decref(a.said);
     }
     sim_slo_free(&r);
     free(a.o.sets);
