@@ -59,3 +59,18 @@ const char *sim_cli_num(const json_t *v, const char *fmt, int width, char *buf, 
     else snprintf(buf, n, "%*s—", width > 1 ? width - 1 : 0, ""); /* "—": one column, three bytes */
     return buf;
 }
+
+void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
+{
+    const json_t *c, *t;
+    size_t i, j;
+    json_array_foreach(caveats, i, c)
+    {
+        const char *text = json_string_value(json_object_get(c, "text"));
+        bool old = false;
+        json_array_foreach(said, j, t) old |= !strcmp(json_string_value(t), text);
+        if (old) continue;
+        fprintf(stderr, "kvsim %s: warning: not validated: %s\n", cmd, text);
+        if (said) json_array_append_new(said, json_string(text));
+    }
+}

@@ -9,6 +9,7 @@
 #define SIM_CLI_H
 
 #include <stddef.h>
+#include <jansson.h>
 
 enum {
     SIM_EXIT_OK = 0,
@@ -76,5 +77,10 @@ int sim_cli_unexpected_error(const char *cmd, const char *arg, const char *flag)
  * returning SIM_EXIT_USAGE; for getopt_long with opterr off, OPT is
  * argv[optind - 1]. */
 int sim_cli_bad_option(const char *cmd, const char *opt);
+/* Each caveat of `caveats` (sim_serving_caveats' {"name", "text"} array) as
+ * "kvsim CMD: warning: not validated: TEXT" on stderr, skipping a text
+ * already in `said` and adding each printed one to it (said NULL: print
+ * all). */
+void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said);
 
 #endif

@@ -114,17 +114,6 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
 }
 
-/* What the config's model has not been validated on (sim/serving/caveats.c),
- * on stderr before the figures it qualifies. */
-static void warn_caveats(const sim_config *cfg)
-{
-    json_t *all = sim_serving_caveats(cfg), *c;
-    size_t i;
-    json_array_foreach(all, i, c)
-        fprintf(stderr, "kvsim cost: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
-    json_decref(all);
-}
-
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
 {
     sim_config cfg;
@@ -134,7 +123,9 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     int rc = sim_cost_setup(&c, &cfg, &err); /* a model too large still gets its times and KV bytes */
     if (rc) rc = sim_usage_error("cost", err.msg);
     else {
-        warn_caveats(&cfg);
+        json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */
+        sim_cli_warn_caveats("cost", caveats, NULL);
+        json_decref(caveats);
         print_cost(&c, a);
     }
     sim_config_free(&cfg);

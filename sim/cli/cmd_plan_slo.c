@@ -615,17 +615,8 @@ static void warn_caveats(const sim_slo_opts *o, json_t *said)
     sim_err err = {{0}};
     setenv("KVSIM_CAVEATS_SAID", "1", 1);
     if (sim_config_load(&cfg, o->config, o->sets, o->nsets, &err)) return;
-    json_t *all = sim_serving_caveats(&cfg), *c, *t;
-    size_t i, j;
-    json_array_foreach(all, i, c)
-    {
-        const char *text = json_string_value(json_object_get(c, "text"));
-        bool old = false;
-        json_array_foreach(said, j, t) old |= !strcmp(json_string_value(t), text);
-        if (old) continue;
-        fprintf(stderr, "kvsim plan slo: warning: not validated: %s\n", text);
-        json_array_append_new(said, json_string(text));
-    }
+    json_t *all = sim_serving_caveats(&cfg);
+    sim_cli_warn_caveats("plan slo", all, said);
     json_decref(all);
     sim_config_free(&cfg);
 }

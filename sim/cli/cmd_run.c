@@ -259,11 +259,7 @@ static void warn_unsegmented(const json_t *s)
  * worker runs, having said it once itself. The summary keeps them always. */
 static void warn_caveats(const json_t *s)
 {
-    if (getenv("KVSIM_CAVEATS_SAID")) return;
-    const json_t *c;
-    size_t i;
-    json_array_foreach(json_object_get(s, "caveats"), i, c)
-        fprintf(stderr, "kvsim run: warning: not validated: %s\n", json_string_value(json_object_get(c, "text")));
+    if (!getenv("KVSIM_CAVEATS_SAID")) sim_cli_warn_caveats("run", json_object_get(s, "caveats"), NULL);
 }
 
 /* Once per key: a key the user set that this run does not read (the
