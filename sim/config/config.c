@@ -327,6 +327,11 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
         if (!json_is_string(cal)) return sim_errf(err, "config key 'hardware.calibration': expected a path");
         snprintf(hw->calibration, sizeof hw->calibration, "%s", json_string_value(cal));
     }
+    const json_t *tab = json_object_get(h, "optables");
+    if (tab && !json_is_null(tab)) {
+        if (!json_is_string(tab)) return sim_errf(err, "config key 'hardware.optables': expected a folder path");
+        snprintf(hw->optables, sizeof hw->optables, "%s", json_string_value(tab));
+    }
     return 0;
 }
 
@@ -577,7 +582,7 @@ static int read_typed(sim_config *c, sim_err *err)
                         "config keys 'kvstore.block_tokens' (%d) and 'trace.block_tokens' (%d) must agree: set "
                         "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=%d)",
                         c->block_tokens, c->trace.block_tokens, c->trace.block_tokens);
-    static const char *const computes[] = {"auto", "analytic", "profile", "engine", NULL};
+    static const char *const computes[] = {"auto", "analytic", "profile", "engine", "measured", NULL};
     static const char *const replays[] = {"open", "closed", NULL};
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};
     int replay = 0;

@@ -37,6 +37,7 @@ typedef struct sim_hw {
      * GPU and direction (× its efficiency), latency of one all-reduce. */
     double hbm_efficiency, link_Bps, allreduce_latency_s;
     char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
+    char optables[PATH_MAX];    /* measured per-operation tables' folder ("" = none; sim/cost/optable.h) */
     double price_per_hour;      /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
     /* An instance of cluster.gpus_per_instance GPUs (docs/hardware.md §3):
      * tensor parallel over tp GPUs of one node, pipeline parallel over pp
@@ -58,7 +59,7 @@ extern const char *const sim_load_names[SIM_LOAD_N + 1];
 /* cost.compute: auto = engine for aggregated instances, else the profile
  * tables when the hardware's calibration has them for the model, else
  * analytic (sim/cost/cost.h). */
-enum { SIM_COMPUTE_AUTO = 0, SIM_COMPUTE_ANALYTIC, SIM_COMPUTE_PROFILE, SIM_COMPUTE_ENGINE };
+enum { SIM_COMPUTE_AUTO = 0, SIM_COMPUTE_ANALYTIC, SIM_COMPUTE_PROFILE, SIM_COMPUTE_ENGINE, SIM_COMPUTE_MEASURED };
 
 typedef struct sim_config {
     json_t *root;  /* resolved config (owned) */

@@ -106,6 +106,10 @@ static const sim_config_key keys[] = {
           "calibration file (`kvsim calibrate`): data-path curves, and measured prefill/decode profile tables "
           "when it has them for the model and GPU count (docs/gpu-calibration.md); absent or \"\" = analytic",
           .optional = true),
+    OTHER("hardware.optables", SIM_KEY_STRING,
+          "folder of measured per-operation latency tables for this GPU (`configs/optables/SYSTEM/`, "
+          "docs/measured.md): what `cost.compute = measured` prices an iteration from; absent or \"\" = none",
+          .optional = true),
     CHOICE("cluster.mode", "",
            "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "
            "instances that prefill and decode"),
@@ -215,11 +219,12 @@ static const sim_config_key keys[] = {
            "`poisson` = session starts as a Poisson process at the trace's rate, each session's turns and think "
            "times kept; `sessions` = sessions bootstrapped into the trace's start times"),
     NUM("cost.prefill_mfu", "", 1e-3, 1, "model FLOPs utilization of prefill (and decode compute)"),
-    CHOICE("cost.compute", "auto|analytic|profile|engine",
+    CHOICE("cost.compute", "auto|analytic|profile|engine|measured",
            "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "
            "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
            "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (engine for aggregated "
-           "instances; else profile when the tables exist, else analytic)"),
+           "instances; else profile when the tables exist, else analytic), `measured` (the sum over layers of measured "
+           "per-operation latencies, `hardware.optables`, plus the `engine.*` CPU overheads; docs/measured.md)"),
     BOOL("cost.expert_parallel",
          "mixture of experts: the routed experts are split across the instance's GPUs, exchanged by a dispatch and "
          "a combine all-to-all per MoE layer (DeepSpeed-MoE); false = every expert tensor parallel (vLLM's "
