@@ -244,6 +244,9 @@ static const num_field config_nums[] = {
     {"engine.iter_overhead_ms", CF(iter_overhead_s), 1e-3},
     {"engine.seq_overhead_ms", CF(seq_overhead_s), 1e-3},
     {"engine.frontend_ms", CF(frontend_s), 1e-3},
+    {"engine.measured.iter_overhead_ms", CF(m_iter_overhead_s), 1e-3},
+    {"engine.measured.seq_overhead_ms", CF(m_seq_overhead_s), 1e-3},
+    {"engine.measured.frontend_ms", CF(m_frontend_s), 1e-3},
     {"cost.noise", CF(noise), 1},
     {"cost.expert_imbalance", CF(expert_imbalance), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
@@ -472,13 +475,14 @@ static int read_scope(const json_t *root, kv_scope *out, sim_err *err)
 
 static int read_ints(const json_t *root, sim_config *c, sim_err *err)
 {
-    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet, ninst, budget;
+    int64_t p, d, chunk, batch, bt, tbt, samples, limit, seed, cpp, cpp_min, pbt, pet, ninst, budget, graph;
     if (get_int(root, "cluster.prefill", &p, err) || get_int(root, "cluster.decode", &d, err) ||
         get_int(root, "cluster.prefill_chunk", &chunk, err) || get_int(root, "cluster.decode_max_batch", &batch, err) ||
         get_int(root, "cluster.cpp_group", &cpp, err) || get_int(root, "cluster.cpp_threshold", &cpp_min, err) ||
         get_int(root, "kvstore.block_tokens", &bt, err) || get_int(root, "trace.block_tokens", &tbt, err) ||
         get_int(root, "kvstore.pic_block_tokens", &pbt, err) || get_int(root, "cluster.instances", &ninst, err) ||
         get_int(root, "engine.max_num_batched_tokens", &budget, err) ||
+        get_int(root, "engine.measured.cuda_graph_max_tokens", &graph, err) ||
         get_int(root, "kvstore.pic_epic_tokens", &pet, err) || get_int(root, "cost.estimator_samples", &samples, err) ||
         get_int(root, "trace.limit", &limit, err) || get_int(root, "seed", &seed, err))
         return -1;
@@ -492,6 +496,7 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     c->pic_block_tokens = (int)pbt;
     c->n_instances = ninst ? (int)ninst : (int)(p + d);
     c->max_num_batched_tokens = (int)budget;
+    c->cuda_graph_max_tokens = (int)graph;
     c->pic_epic_tokens = (int)pet;
     c->trace.block_tokens = (int)tbt;
     c->estimator_samples = (int)samples;
@@ -585,12 +590,15 @@ static int read_typed(sim_config *c, sim_err *err)
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", "measured", NULL};
     static const char *const replays[] = {"open", "closed", NULL};
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};
-    int replay = 0;
+    static const char *const dists[] = {"balanced", "power_law_1.01", "power_law_1.2", NULL};
+    int replay = 0, dist = 0;
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
         read_decode(root, c, err) || get_choice(root, "cost.compute", computes, &c->compute, err) ||
         get_choice(root, "trace.replay", replays, &replay, err) ||
-        get_choice(root, "trace.resample", resamples, &c->trace.resample, err))
+        get_choice(root, "trace.resample", resamples, &c->trace.resample, err) ||
+        get_choice(root, "engine.measured.moe_distribution", dists, &dist, err))
         return -1;
+    snprintf(c->moe_distribution, sizeof c->moe_distribution, "%s", dists[dist]);
     c->closed_replay = replay == 1;
     if (read_sides(root, c, err) || shape_instances(root, c, err)) return -1;
     c->params = json_path_get(root, "policy.params");

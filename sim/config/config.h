@@ -134,6 +134,13 @@ typedef struct sim_config {
      * docs/validation.md): CPU time per iteration and per scheduled
      * sequence, and the front end's latency per request. */
     double iter_overhead_s, seq_overhead_s, frontend_s;
+    /* engine.measured.*: the same CPU constants for cost.compute =
+     * "measured" (fitted beside the measured GPU times, docs/measured.md),
+     * the largest pass vLLM runs as a captured CUDA graph, and the MoE
+     * token distribution the fused-MoE table is read at. */
+    double m_iter_overhead_s, m_seq_overhead_s, m_frontend_s;
+    int cuda_graph_max_tokens;
+    char moe_distribution[24];
     bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */
     double noise, estimator_noise;
     int estimator_samples;

@@ -195,6 +195,19 @@ static const sim_config_key keys[] = {
     NUM("engine.frontend_ms", "ms", 0, 1e6,
         "cost.compute = engine: the API server's latency per request (tokenizing, queueing into the engine, "
         "first-token streaming), added before a request reaches the scheduler; fitted on vLLM runs"),
+    NUM("engine.measured.iter_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = measured: CPU time per iteration beside the measured GPU operations; fitted on vLLM runs "
+        "(docs/measured.md)"),
+    NUM("engine.measured.seq_overhead_ms", "ms", 0, 1e6,
+        "cost.compute = measured: CPU time per scheduled sequence per iteration; fitted on vLLM runs"),
+    NUM("engine.measured.frontend_ms", "ms", 0, 1e6,
+        "cost.compute = measured: the API server's latency per request; fitted on vLLM runs"),
+    INT("engine.measured.cuda_graph_max_tokens", "tokens", 0, 1 << 20,
+        "cost.compute = measured: passes of at most this many tokens run as a captured CUDA graph (vLLM's "
+        "max_cudagraph_capture_size, 512 by default): their all-reduces are the graph-captured ones"),
+    CHOICE("engine.measured.moe_distribution", "balanced|power_law_1.01|power_law_1.2",
+           "cost.compute = measured: how tokens spread over experts where the fused-MoE table is read "
+           "(AIConfigurator's measured distributions)"),
     CHOICE("policy.router", "",
            "prefill router: `random`, `round_robin`, `least_loaded`, `cache_aware_local`, `kvcentric`"),
     CHOICE("policy.decode", "", "decode selector (`kvsim policies`)"),

@@ -163,9 +163,25 @@ static void engine_init(sim_cost *c, const sim_config *cfg)
     double embed = m->tied_embeddings ? 0 : (double)m->vocab * m->hidden * m->dtype_bytes;
     c->engine = true;
     c->pass_weight_bytes = c->weight_bytes - embed;
-    c->iter_overhead_s = cfg->iter_overhead_s;
-    c->seq_overhead_s = cfg->seq_overhead_s;
+    c->iter_overhead_s = c->measured ? cfg->m_iter_overhead_s : cfg->iter_overhead_s;
+    c->seq_overhead_s = c->measured ? cfg->m_seq_overhead_s : cfg->seq_overhead_s;
+    c->frontend_s = c->measured ? cfg->m_frontend_s : cfg->frontend_s;
     c->activation_bytes = sim_cost_activation_bytes(m, cfg->max_num_batched_tokens, cfg->decode_max_batch);
+}
+
+/* The measured mode (sim/cost/measured.h): asked for, its tables must price
+ * the model; under auto, hardware with tables gets it when they can, and
+ * otherwise the reason is kept (measured_fallback) and the engine mode
+ * prices the run. */
+static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, int compute, sim_err *err)
+{
+    if (compute != SIM_COMPUTE_MEASURED && !(compute == SIM_COMPUTE_AUTO && hw->optables[0])) return 0;
+    sim_err why;
+    c->measured = sim_measured_get(cfg, hw, &why);
+    if (c->measured) return 0;
+    if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
+    snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
+    return 0;
 }
 
 /* cost.compute with `auto` resolved as far as the config alone says: an
@@ -173,7 +189,9 @@ static void engine_init(sim_cost *c, const sim_config *cfg)
  * else auto stays auto (the profile tables when the calibration has them). */
 static int compute_mode(const sim_config *cfg)
 {
-    return cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") ? SIM_COMPUTE_ENGINE : cfg->compute;
+    return cfg->compute == SIM_COMPUTE_AUTO && !strcmp(cfg->mode, "aggregated") && !cfg->hw.optables[0]
+               ? SIM_COMPUTE_ENGINE
+               : cfg->compute;
 }
 
 int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
@@ -206,8 +224,11 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
                         "cost.compute: \"profile\" needs measured tables for model '%s' on %d GPU(s) in hardware "
                         "'%s''s calibration file (%s); use \"analytic\" or \"engine\"",
                         cfg->model.name, hw->gpus, hw->name, hw->calibration[0] ? hw->calibration : "none");
-    if (compute == SIM_COMPUTE_ANALYTIC || compute == SIM_COMPUTE_ENGINE) c->profiled = false;
-    if (compute == SIM_COMPUTE_ENGINE) engine_init(c, cfg);
+    if (measured_init(c, cfg, hw, compute, err)) return -1;
+    if (compute == SIM_COMPUTE_ANALYTIC || compute == SIM_COMPUTE_ENGINE || c->measured) c->profiled = false;
+    if (compute == SIM_COMPUTE_ENGINE || c->measured || (compute == SIM_COMPUTE_AUTO && c->measured_fallback[0] &&
+                                                         !strcmp(cfg->mode, "aggregated")))
+        engine_init(c, cfg);
     moe_init(c, cfg);
     allreduce_init(c);
     pipeline_init(c, cfg->transfer_latency_s);
@@ -292,8 +313,16 @@ double sim_cost_prefill_flops(const sim_cost *c, double cached, double new_token
            c->ep_extra_flops_per_token * new_tokens;
 }
 
+/* A measured pass of one prefill chunk. */
+static double measured_chunk_s(const sim_cost *c, double new_tokens, double cached)
+{
+    sim_pass_shape p = {.chunks = 1, .chunk_tokens = new_tokens, .chunk_cached = cached};
+    return sim_measured_pass_s(c->measured, &p);
+}
+
 double sim_cost_prefill_pass_s(const sim_cost *c, double new_tokens, double cached)
 {
+    if (c->measured) return new_tokens > 0 ? measured_chunk_s(c, new_tokens, cached) : 0;
     if (c->profiled) return sim_profile_prefill_s(&c->profile, new_tokens, cached);
     double flops = sim_cost_prefill_flops(c, cached, new_tokens);
     return prefill_compute_s(c, flops, 1, new_tokens);
@@ -306,7 +335,7 @@ static double profiled_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     double t = 0;
     for (int32_t off = p; off < n; off += c->prefill_chunk) {
         int32_t len = n - off < c->prefill_chunk ? n - off : c->prefill_chunk;
-        t += sim_profile_prefill_s(&c->profile, len, off);
+        t += c->measured ? measured_chunk_s(c, len, off) : sim_profile_prefill_s(&c->profile, len, off);
     }
     return t;
 }
@@ -316,7 +345,7 @@ double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
     int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
     double overhead = (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
-    if (c->profiled) return profiled_prefill_s(c, n, p) + overhead;
+    if (c->profiled || c->measured) return profiled_prefill_s(c, n, p) + overhead;
     double flops = sim_cost_prefill_flops(c, p, n - p);
     return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1, n - p) + overhead;
 }
@@ -337,9 +366,25 @@ double sim_cost_allreduce_s(const sim_cost *c, double tokens)
  * kv_tokens counts the chunks' KV as well as the decodes' context, so the
  * decodes' attention FLOPs are not split out here (Eq. 1 has the chunks');
  * the KV read is in the memory term. */
+static sim_pass_shape mixed_shape(const sim_mixed_batch *b)
+{
+    return (sim_pass_shape){
+        .decodes = b->decodes,
+        .decode_ctx = b->decodes > 0 ? (double)b->decode_ctx_tokens / b->decodes : 0,
+        .chunks = b->nchunks,
+        .chunk_tokens = b->chunk_tokens,
+        .chunk_cached = b->chunk_cached,
+    };
+}
+
 double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b)
 {
     double mem, compute;
+    if (c->measured) {
+        sim_pass_shape p = mixed_shape(b);
+        return sim_measured_pass_s(c->measured, &p) + c->iter_overhead_s +
+               c->seq_overhead_s * (b->decodes + b->nchunks);
+    }
     if (c->profiled) {
         mem = sim_profile_decode_s(&c->profile, b->decodes > 0 ? b->decodes : 1, (double)b->kv_tokens);
         compute = b->chunk_tokens > 0 ? sim_profile_prefill_s(&c->profile, b->chunk_tokens, b->chunk_cached) : 0;
@@ -357,6 +402,13 @@ double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b)
 
 sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
+    if (c->measured) {
+        sim_pass_shape p = {.decodes = batch, .decode_ctx = batch > 0 ? (double)ctx_tokens / batch : 0};
+        double t = sim_measured_pass_s(c->measured, &p);
+        sim_decode_terms d = {t, t, 0, c->iter_overhead_s + c->seq_overhead_s * batch, 0, true};
+        d.total_s = t + d.overhead_s;
+        return d;
+    }
     if (c->profiled) {
         double t = sim_profile_decode_s(&c->profile, batch, (double)ctx_tokens);
         sim_decode_terms p = {t, t, sim_cost_allreduce_s(c, batch), c->decode_overhead_s, 0, true};

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "sim/config/config.h"
+#include "sim/cost/measured.h"
 #include "sim/cost/profile.h"
 
 enum { SIM_DECODE_TABLE = 64 };
@@ -79,7 +80,14 @@ typedef struct sim_cost {
      * (the input embedding is a gather, not a stream) and each iteration
      * pays iter_overhead_s + seq_overhead_s per sequence in it. */
     bool engine;
-    double pass_weight_bytes, iter_overhead_s, seq_overhead_s, activation_bytes;
+    double pass_weight_bytes, iter_overhead_s, seq_overhead_s, activation_bytes, frontend_s;
+    /* Measured mode (cost.compute = measured, or auto on hardware with
+     * tables; sim/cost/measured.h): every pass is the sum of the tables'
+     * operations, the engine.measured.* CPU constants on top (engine is
+     * set too). measured_fallback: auto found tables but they cannot price
+     * this model (why; the engine mode prices it instead). */
+    sim_measured *measured;
+    char measured_fallback[1100];
     /* The compute time of a decode step of b < SIM_DECODE_TABLE requests,
      * computed once by the same expression (no division per step). */
     double decode_compute_s[SIM_DECODE_TABLE];
@@ -131,6 +139,7 @@ typedef struct sim_mixed_batch {
     int nchunks, decodes;
     double chunk_tokens, chunk_cached; /* the chunks' new tokens; token-weighted mean of the tokens before them */
     int64_t kv_tokens;
+    int64_t decode_ctx_tokens; /* the decodes' context alone (measured mode's generation attention) */
 } sim_mixed_batch;
 double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
@@ -140,7 +149,8 @@ double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
  * + allreduce + overhead = sim_cost_decode_iter_s. */
 typedef struct sim_decode_terms {
     double mem_s, compute_s, allreduce_s, overhead_s, total_s;
-    bool profiled; /* mem_s = compute_s = the measured step (profile tables) */
+    bool profiled; /* mem_s = compute_s = the measured step (profile tables, or the measured mode's
+                      sum of operations, all-reduces included: allreduce_s 0) */
 } sim_decode_terms;
 sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx_tokens);
 /* The tensor-parallel all-reduce time of one forward pass over `tokens`

@@ -146,8 +146,8 @@ static void conduct(agg *a, sim_request *req)
 static void arrive(void *state, sim_request *req)
 {
     agg *a = state;
-    if (a->cost.engine && a->cfg->frontend_s > 0)
-        sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(a->cfg->frontend_s), EV_FRONT, 0, 0, req);
+    if (a->cost.engine && a->cost.frontend_s > 0)
+        sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(a->cost.frontend_s), EV_FRONT, 0, 0, req);
     else conduct(a, req);
 }
 

@@ -164,7 +164,7 @@ typedef struct batch {
     int budget, decodes, chunks;
     double flops;
     double chunk_tokens, cached_x_tokens; /* Σ chunk, Σ chunk × tokens before it */
-    int64_t kv_tokens;
+    int64_t kv_tokens, decode_ctx;
 } batch;
 
 static void take_chunk(agg *a, areq *q, batch *b)
@@ -193,6 +193,7 @@ static void schedule(agg *a, ainst *in, batch *b)
         b->decodes++;
         b->budget--;
         b->kv_tokens += q->input_len + q->tokens;
+        b->decode_ctx += q->input_len + q->tokens;
     }
     for (int i = 0; i < in->nrun && b->budget > 0; i++)
         if (in->run[i]->done < in->run[i]->target) take_chunk(a, in->run[i], b);
@@ -226,7 +227,7 @@ void agg_iterate(agg *a, ainst *in)
     if (b.decodes == 0 && b.chunks == 0) return;
     sim_mixed_batch mb = {
         b.flops,    b.chunks, b.decodes, b.chunk_tokens, b.chunk_tokens > 0 ? b.cached_x_tokens / b.chunk_tokens : 0,
-        b.kv_tokens};
+        b.kv_tokens, b.decode_ctx};
     double t = sim_cost_mixed_iter_s(&a->cost, &mb);
     for (int i = 0; i < in->nrun; i++)
         if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;

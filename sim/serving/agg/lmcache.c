@@ -381,7 +381,7 @@ static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t 
 /* Compute time of prompt tokens [lo, hi) (likewise). */
 static double span_s(const agg *a, double lo, double hi)
 {
-    if (a->cost.profiled) return sim_cost_prefill_pass_s(&a->cost, hi - lo, lo);
+    if (a->cost.profiled || a->cost.measured) return sim_cost_prefill_pass_s(&a->cost, hi - lo, lo);
     return sim_cost_prefill_flops(&a->cost, lo, hi - lo) / (a->cost.hw->flops * a->cost.mfu);
 }
 

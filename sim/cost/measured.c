@@ -1,0 +1,334 @@
+/* sim/cost/measured.c — a forward pass as the sum of measured operations
+ * (see sim/cost/measured.h for the decomposition and docs/measured.md for
+ * each term's source). */
+#include "sim/cost/measured.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const sim_op_names[SIM_OP_N] = {
+    "embed", "qkv_gemm", "attn_context", "attn_generation", "o_gemm",
+    "mlp_gemm", "moe", "allreduce", "elementwise", "lm_head",
+};
+
+enum { LIN_CACHE = 16384, HEAD_CACHE = 4096 };
+
+/* What decides a pass's price besides its shape: every field is compared
+ * when a later config asks for the same pricing (sim_measured_get). */
+typedef struct measured_key {
+    char tables[PATH_MAX];
+    sim_model model;
+    int tp, graph_max;
+    bool ep;
+    char dist[24];
+} measured_key;
+
+struct sim_measured {
+    measured_key key;
+    sim_optable *t;
+    const char *wdtype, *kvdtype;
+    int heads, kv_heads; /* per GPU */
+    double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
+    double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
+    struct sim_measured *next;
+};
+
+/* ---- the process's tables and pricings (loaded once, freed at exit) -------- */
+
+typedef struct loaded_tables {
+    char dir[PATH_MAX];
+    sim_optable *t;
+    struct loaded_tables *next;
+} loaded_tables;
+
+static loaded_tables *all_tables;
+static sim_measured *all_measured;
+
+static void free_all(void)
+{
+    while (all_measured) {
+        sim_measured *m = all_measured;
+        all_measured = m->next;
+        free(m);
+    }
+    while (all_tables) {
+        loaded_tables *l = all_tables;
+        all_tables = l->next;
+        sim_optable_free(l->t);
+        free(l);
+    }
+}
+
+/* A tables folder as a preset writes it ("configs/optables/h100_sxm") is
+ * relative to the project root: as given, else beside the config dir. */
+static void tables_path(const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", name);
+    if (name[0] == '/' || access(buf, R_OK) == 0) return;
+    const char *dir = sim_config_dir(); /* .../configs */
+    size_t len = strlen(dir);
+    if (len >= 7 && !strcmp(dir + len - 7, "configs")) snprintf(buf, n, "%.*s%s", (int)(len - 7), dir, name);
+}
+
+static sim_optable *tables_get(const char *name, sim_err *err)
+{
+    char dir[PATH_MAX];
+    tables_path(name, dir, sizeof dir);
+    for (loaded_tables *l = all_tables; l; l = l->next)
+        if (!strcmp(l->dir, dir)) return l->t;
+    sim_optable *t;
+    if (sim_optable_load(dir, &t, err)) return NULL;
+    if (!all_tables && !all_measured) atexit(free_all);
+    loaded_tables *l = calloc(1, sizeof *l);
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    l->t = t, l->next = all_tables, all_tables = l;
+    return t;
+}
+
+/* ---- one pass ----------------------------------------------------------------- */
+
+static double gemm_s(sim_measured *m, double tokens, double n, double k)
+{
+    return tokens > 0 ? sim_optable_gemm_ms(m->t, m->wdtype, tokens, n, k) * 1e-3 : 0;
+}
+
+static double allreduce_s(sim_measured *m, double tokens, double count)
+{
+    if (m->key.tp < 2 || tokens <= 0) return 0;
+    bool graph = tokens <= m->key.graph_max;
+    return count * sim_optable_allreduce_ms(m->t, m->key.tp, graph, tokens * m->key.model.hidden) * 1e-3;
+}
+
+/* The MLP of one layer: dense, or routed (router GEMM + fused MoE) with its
+ * shared experts as a dense MLP of shared · i_e. */
+static void mlp_s(sim_measured *m, double tokens, bool routed, double *dense_s, double *moe_s)
+{
+    const sim_model *md = &m->key.model;
+    int tp = m->key.tp;
+    if (!routed) {
+        *dense_s += gemm_s(m, tokens, 2.0 * md->intermediate / tp, md->hidden) +
+                    gemm_s(m, tokens, md->hidden, (double)md->intermediate / tp);
+        return;
+    }
+    int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
+    int moe_tp = m->key.ep ? 1 : tp, moe_ep = m->key.ep ? tp : 1;
+    *moe_s += gemm_s(m, tokens, md->experts, md->hidden) +
+              sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,
+                                 m->key.dist, tokens) *
+                  1e-3;
+    if (md->shared_experts > 0)
+        *dense_s += gemm_s(m, tokens, 2.0 * md->shared_experts * ie / tp, md->hidden) +
+                    gemm_s(m, tokens, md->hidden, (double)md->shared_experts * ie / tp);
+}
+
+/* Elementwise memory ops of one layer over `tokens` tokens, per GPU: two
+ * fused residual-add RMSNorms (read x and the residual, write both), RoPE
+ * on q and k (read and write), the KV-cache write (read k and v, write the
+ * cache) and, in a dense layer, SiLU-and-mul (read 2·i/tp, write i/tp). */
+static double elementwise_s(sim_measured *m, double tokens, bool routed)
+{
+    const sim_model *md = &m->key.model;
+    double s = md->dtype_bytes, e = md->head_dim, tp = m->key.tp;
+    double t = 2 * sim_optable_mem_s(m->t, 4 * tokens * md->hidden * s) +
+               sim_optable_mem_s(m->t, 2 * tokens * (m->heads + m->kv_heads) * e * s) +
+               sim_optable_mem_s(m->t, 2 * tokens * m->kv_heads * e * (s + md->kv_dtype_bytes));
+    if (!routed) t += sim_optable_mem_s(m->t, 3 * tokens * md->intermediate / tp * s);
+    return t;
+}
+
+/* Everything of a pass over `tokens` tokens but attention and the LM head. */
+static void linear_parts(sim_measured *m, double tokens, double *op)
+{
+    const sim_model *md = &m->key.model;
+    double d = md->hidden, q = (double)m->heads * md->head_dim, kv = (double)m->kv_heads * md->head_dim;
+    int moe_layers = sim_model_moe_layers(md), dense_layers = md->layers - moe_layers;
+    memset(op, 0, SIM_OP_N * sizeof *op);
+    op[SIM_OP_EMBED] = sim_optable_mem_s(m->t, 2 * tokens * d * md->dtype_bytes) + allreduce_s(m, tokens, 1);
+    op[SIM_OP_QKV] = md->layers * gemm_s(m, tokens, q + 2 * kv, d);
+    op[SIM_OP_O] = md->layers * gemm_s(m, tokens, d, q);
+    op[SIM_OP_ALLREDUCE] = md->layers * allreduce_s(m, tokens, 2);
+    double dense = 0, moe = 0;
+    if (dense_layers > 0) {
+        mlp_s(m, tokens, false, &dense, &moe);
+        op[SIM_OP_MLP] += dense_layers * dense;
+        op[SIM_OP_ELEMENTWISE] += dense_layers * elementwise_s(m, tokens, false);
+    }
+    if (moe_layers > 0) {
+        dense = 0, moe = 0;
+        mlp_s(m, tokens, true, &dense, &moe);
+        op[SIM_OP_MLP] += moe_layers * dense;
+        op[SIM_OP_MOE] += moe_layers * moe;
+        op[SIM_OP_ELEMENTWISE] += moe_layers * elementwise_s(m, tokens, true);
+    }
+}
+
+static const double *linear_cached(sim_measured *m, double tokens, double *scratch)
+{
+    long i = lround(tokens);
+    if (i != tokens || i < 0 || i >= LIN_CACHE) {
+        linear_parts(m, tokens, scratch);
+        return scratch;
+    }
+    if (isnan(m->lin[i][0])) linear_parts(m, tokens, m->lin[i]);
+    return m->lin[i];
+}
+
+static double lm_head_s(sim_measured *m, double seqs)
+{
+    const sim_model *md = &m->key.model;
+    long i = lround(seqs);
+    bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
+    if (cache && !isnan(m->head[i])) return m->head[i];
+    double t = seqs > 0 ? sim_optable_mem_s(m->t, 3 * seqs * md->hidden * md->dtype_bytes) +
+                              gemm_s(m, seqs, (double)md->vocab / m->key.tp, md->hidden)
+                        : 0;
+    if (cache) m->head[i] = t;
+    return t;
+}
+
+/* Context attention of `chunks` chunks of n new tokens after p cached
+ * (docs/measured.md §2): the tables measure a prompt from nothing, T(b, s);
+ * a chunk after p costs the difference of the whole prompt and its prefix,
+ * T(b, n + p) − T(b, p) (the work of causal attention over n + p tokens
+ * less that over p: the n·p cross terms and the chunk's own n²/2), never
+ * less than the chunk alone, T(b, n). */
+static double ctx_attn_s(sim_measured *m, double chunks, double n, double p)
+{
+    const sim_model *md = &m->key.model;
+    if (chunks <= 0 || n <= 0) return 0;
+    const char *kv = m->kvdtype;
+    double alone = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, n);
+    if (p >= 1) {
+        double whole = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, n + p);
+        double prefix = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, p);
+        if (whole - prefix > alone) alone = whole - prefix;
+    }
+    return md->layers * alone * 1e-3;
+}
+
+static double gen_attn_s(sim_measured *m, double seqs, double ctx)
+{
+    const sim_model *md = &m->key.model;
+    if (seqs <= 0) return 0;
+    return md->layers * 1e-3 *
+           sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, seqs, ctx < 1 ? 1 : ctx);
+}
+
+void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out)
+{
+    double tokens = p->decodes + p->chunk_tokens, scratch[SIM_OP_N];
+    const double *lin = linear_cached(m, tokens, scratch);
+    memcpy(out->s, lin, sizeof out->s);
+    double n = p->chunks > 0 ? p->chunk_tokens / p->chunks : 0;
+    out->s[SIM_OP_ATTN_CTX] = ctx_attn_s(m, p->chunks, n, p->chunk_cached);
+    out->s[SIM_OP_ATTN_GEN] = gen_attn_s(m, p->decodes, p->decode_ctx + 1);
+    out->s[SIM_OP_LM_HEAD] = lm_head_s(m, p->decodes + p->chunks);
+    out->total_s = 0;
+    for (int i = 0; i < SIM_OP_N; i++) out->total_s += out->s[i];
+}
+
+double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p)
+{
+    sim_op_times t;
+    sim_measured_pass(m, p, &t);
+    return t.total_s;
+}
+
+const sim_optable *sim_measured_tables(const sim_measured *m) { return m->t; }
+
+const char *const *sim_measured_notes(const sim_measured *m, int *n) { return sim_optable_notes(m->t, n); }
+
+/* ---- set-up -------------------------------------------------------------------- */
+
+/* The tables must hold every shape family the model needs at this TP: a
+ * first lookup of each (one token) tells. */
+static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
+{
+    const sim_model *md = &m->key.model;
+    const char *sys = sim_optable_system(m->t);
+    if (sim_optable_gemm_ms(m->t, m->wdtype, 1, md->hidden, md->hidden) < 0)
+        return sim_errf(err, "hardware '%s': the measured tables (%s) have no %s GEMMs: use cost.compute=engine",
+                        hw->name, sys, m->wdtype);
+    if (sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 1) < 0 ||
+        sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 16) < 0)
+        return sim_errf(err,
+                        "hardware '%s': the measured tables (%s) have no attention of %d heads, %d KV heads of %d "
+                        "(model '%s' on %d GPUs, KV %s): use cost.compute=engine",
+                        hw->name, sys, m->heads, m->kv_heads, md->head_dim, md->name, m->key.tp, m->kvdtype);
+    if (m->key.tp > 1 && sim_optable_allreduce_ms(m->t, m->key.tp, true, md->hidden) < 0)
+        return sim_errf(err, "hardware '%s': the measured tables (%s) have no all-reduce on %d GPUs: use "
+                             "cost.compute=engine",
+                        hw->name, sys, m->key.tp);
+    return 0;
+}
+
+static int check_moe(sim_measured *m, const sim_hw *hw, sim_err *err)
+{
+    const sim_model *md = &m->key.model;
+    if (sim_model_moe_layers(md) == 0) return 0;
+    int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
+    int moe_tp = m->key.ep ? 1 : m->key.tp, moe_ep = m->key.ep ? m->key.tp : 1;
+    if (sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,
+                           m->key.dist, 1) < 0)
+        return sim_errf(err,
+                        "hardware '%s': the measured tables (%s) have no fused MoE of hidden %d, intermediate %d, "
+                        "top-%d of %d experts, TP %d, EP %d, %s routing (model '%s'): use cost.compute=engine",
+                        hw->name, sim_optable_system(m->t), md->hidden, ie, md->experts_per_token, md->experts,
+                        moe_tp, moe_ep, m->key.dist, md->name);
+    return 0;
+}
+
+static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
+{
+    const sim_model *md = &m->key.model;
+    if (md->kv_lora_rank > 0)
+        return sim_errf(err, "model '%s' uses MLA, which the measured mode does not price yet: use "
+                             "cost.compute=engine (docs/measured.md)",
+                        md->name);
+    if (hw->pp > 1)
+        return sim_errf(err, "the measured mode prices one node's tensor parallelism, not pipeline stages "
+                             "(cluster.gpus_per_instance spans nodes): use cost.compute=engine");
+    m->wdtype = md->dtype_bytes == 1 ? "fp8" : "bfloat16";
+    m->kvdtype = md->kv_dtype_bytes == 1 ? "fp8" : "bfloat16";
+    m->heads = md->heads / m->key.tp;
+    m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
+    for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
+    for (int i = 0; i < HEAD_CACHE; i++) m->head[i] = NAN;
+    return check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
+}
+
+sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)
+{
+    if (!hw->optables[0]) {
+        sim_errf(err, "hardware '%s' names no measured tables (hardware.optables): use cost.compute=engine, or a "
+                      "preset that has them (docs/measured.md)",
+                 hw->name);
+        return NULL;
+    }
+    measured_key key;
+    memset(&key, 0, sizeof key);
+    tables_path(hw->optables, key.tables, sizeof key.tables);
+    key.model = cfg->model;
+    key.tp = hw->tp > 0 ? hw->tp : hw->gpus;
+    key.graph_max = cfg->cuda_graph_max_tokens;
+    key.ep = cfg->expert_parallel && key.tp > 1;
+    snprintf(key.dist, sizeof key.dist, "%s", cfg->moe_distribution);
+    for (sim_measured *m = all_measured; m; m = m->next)
+        if (!memcmp(&m->key, &key, sizeof key)) return m;
+    sim_optable *t = tables_get(hw->optables, err);
+    if (!t) return NULL;
+    sim_measured *m = malloc(sizeof *m);
+    memset(m, 0, offsetof(sim_measured, lin));
+    m->key = key, m->t = t;
+    if (fill(m, hw, err)) {
+        free(m);
+        return NULL;
+    }
+    m->next = all_measured, all_measured = m;
+    return m;
+}

@@ -1,0 +1,81 @@
+/* sim/cost/measured.h — an iteration priced from measured per-operation
+ * latencies (cost.compute = measured; docs/measured.md §1).
+ *
+ * One forward pass of a vLLM-style engine over m tokens (decode tokens and
+ * prefill chunks together, as vLLM's scheduler batches them), on one
+ * tensor-parallel instance of tp GPUs, is the sum of:
+ *
+ *   embed    the input embedding gather (a memory op) and, under TP, the
+ *            vocab-parallel embedding's all-reduce of m·d
+ *   per layer, × l:
+ *     qkv      GEMM m × (h + 2·h_kv)·e/tp × d
+ *     attn     context attention of the prefill chunks given their prefix,
+ *              generation attention of the decode sequences given their
+ *              context (heads per GPU h/tp, KV heads max(1, h_kv/tp))
+ *     o        GEMM m × d × h·e/tp
+ *     mlp      dense: GEMM m × 2·i/tp × d and m × d × i/tp; MoE layers:
+ *              the router GEMM m × E × d, vLLM's fused MoE over m tokens
+ *              (top-k of E experts, TP or EP), and shared experts as dense
+ *     allreduce  two per layer of m·d elements (custom all-reduce; inside a
+ *              CUDA graph when m ≤ the capture limit)
+ *     elementwise  two fused add-RMSNorms, RoPE, the KV-cache write and
+ *              (dense) SiLU-and-mul, each a memory op: bytes over the
+ *              system's effective bandwidth plus its constant latency
+ *   lm_head  the final norm and GEMM seqs × V/tp × d, seqs = the sequences
+ *            that sample a token this pass
+ *
+ * The CPU's share (scheduling, input preparation, sampling, detokenizing)
+ * is not in the tables: engine.measured.* constants fitted on real runs. */
+#ifndef SIM_MEASURED_H
+#define SIM_MEASURED_H
+
+#include <stdbool.h>
+
+#include "sim/config/config.h"
+#include "sim/cost/optable.h"
+
+enum {
+    SIM_OP_EMBED,
+    SIM_OP_QKV,
+    SIM_OP_ATTN_CTX,
+    SIM_OP_ATTN_GEN,
+    SIM_OP_O,
+    SIM_OP_MLP,
+    SIM_OP_MOE,
+    SIM_OP_ALLREDUCE,
+    SIM_OP_ELEMENTWISE,
+    SIM_OP_LM_HEAD,
+    SIM_OP_N
+};
+/* The operations' names in output, by SIM_OP_*. */
+extern const char *const sim_op_names[SIM_OP_N];
+
+/* What one forward pass computes. */
+typedef struct sim_pass_shape {
+    double decodes;      /* decode sequences (one token each) */
+    double decode_ctx;   /* their mean context, tokens */
+    double chunks;       /* prefill chunks */
+    double chunk_tokens; /* new tokens of all chunks */
+    double chunk_cached; /* the tokens before a chunk, token-weighted mean */
+} sim_pass_shape;
+
+typedef struct sim_op_times {
+    double s[SIM_OP_N]; /* seconds per operation, summed over layers */
+    double total_s;
+} sim_op_times;
+
+typedef struct sim_measured sim_measured;
+
+/* The measured pricing of cfg's model on hw (tp = hw->tp GPUs), its tables
+ * loaded from hw->optables once per process and shared. NULL with err set
+ * when the tables cannot price the model (a shape they lack entirely,
+ * MLA, pipeline parallelism). */
+sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err);
+/* One pass's GPU time by operation. */
+void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
+double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);
+const sim_optable *sim_measured_tables(const sim_measured *m);
+/* The tables' notes (shapes outside the grid) so far. */
+const char *const *sim_measured_notes(const sim_measured *m, int *n);
+
+#endif

@@ -1,0 +1,510 @@
+/* sim/cost/optable.c — loading and interpolating measured per-operation
+ * latency tables (see sim/cost/optable.h for the rule). */
+#include "sim/cost/optable.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/infile.h"
+
+enum { MAX_KEY = 8, MAX_BRACKET = 2, MAX_NOTES = 32 };
+
+/* One curve: the points of the rows that share every key column. */
+typedef struct curve {
+    char *key;
+    double *x, *y;
+    int n, cap;
+} curve;
+
+/* How one CSV becomes curves: the key columns, the x column (and one more
+ * column added to it: generation attention's context is isl + step), and
+ * the key columns whose distinct values the lookups bracket. */
+typedef struct table_spec {
+    const char *name;
+    const char *keys[MAX_KEY];
+    const char *x, *x_plus;
+    int bracket[MAX_BRACKET]; /* indices into keys, -1 = none */
+} table_spec;
+
+typedef struct table {
+    const table_spec *spec;
+    curve *c;
+    int n, cap;
+    double *vals[MAX_BRACKET]; /* distinct values of each bracket column, ascending */
+    int nvals[MAX_BRACKET];
+} table;
+
+enum { T_GEMM, T_CTX, T_GEN, T_MOE, T_AR, T_NCCL, T_N };
+
+static const table_spec specs[T_N] = {
+    {"gemm", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}},
+    {"context_attention",
+     {"attn_dtype", "kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size"},
+     "isl",
+     NULL,
+     {5, -1}},
+    {"generation_attention",
+     {"attn_dtype", "kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size"},
+     "isl",
+     "step",
+     {5, -1}},
+    {"moe",
+     {"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution"},
+     "num_tokens",
+     NULL,
+     {-1, -1}},
+    {"custom_allreduce", {"num_gpus", "backend"}, "message_size", NULL, {-1, -1}},
+    {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}},
+};
+
+struct sim_optable {
+    char system[64], engine[64];
+    double mem_Bps, mem_latency_s;
+    table t[T_N];
+    char *notes[MAX_NOTES];
+    char *note_kinds[MAX_NOTES];
+    int nnotes;
+};
+
+/* ---- curves and tables ---------------------------------------------------- */
+
+static int curve_cmp(const void *a, const void *b) { return strcmp(((const curve *)a)->key, ((const curve *)b)->key); }
+
+static curve *table_find(const table *t, const char *key)
+{
+    curve probe = {.key = (char *)key};
+    return bsearch(&probe, t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
+}
+
+/* During loading curves are appended unsorted; a linear scan of the last
+ * few finds the row's curve (rows of one curve are mostly adjacent). */
+static curve *table_get(table *t, const char *key)
+{
+    for (int i = t->n - 1; i >= 0 && i >= t->n - 64; i--)
+        if (!strcmp(t->c[i].key, key)) return &t->c[i];
+    for (int i = t->n - 65; i >= 0; i--)
+        if (!strcmp(t->c[i].key, key)) return &t->c[i];
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->c = realloc(t->c, (size_t)t->cap * sizeof *t->c);
+    }
+    t->c[t->n] = (curve){.key = strdup(key)};
+    return &t->c[t->n++];
+}
+
+static void curve_add(curve *c, double x, double y)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->x[i] == x) return; /* a repeated shape: the first row counts (as AIConfigurator's reader) */
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 8;
+        c->x = realloc(c->x, (size_t)c->cap * sizeof *c->x);
+        c->y = realloc(c->y, (size_t)c->cap * sizeof *c->y);
+    }
+    c->x[c->n] = x, c->y[c->n] = y, c->n++;
+}
+
+static void curve_sort(curve *c)
+{
+    for (int i = 1; i < c->n; i++) /* insertion sort: curves are short and mostly sorted */
+        for (int j = i; j > 0 && c->x[j - 1] > c->x[j]; j--) {
+            double tx = c->x[j], ty = c->y[j];
+            c->x[j] = c->x[j - 1], c->y[j] = c->y[j - 1];
+            c->x[j - 1] = tx, c->y[j - 1] = ty;
+        }
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct values of key column `col` over every curve. */
+static void collect_vals(table *t, int slot, int col)
+{
+    double *v = malloc((size_t)(t->n ? t->n : 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; i < t->n; i++) {
+        const char *f = t->c[i].key;
+        for (int k = 0; k < col && f; k++) f = strchr(f, '|'), f = f ? f + 1 : NULL;
+        if (f) v[n++] = strtod(f, NULL);
+    }
+    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || v[i] != v[m - 1]) v[m++] = v[i];
+    t->vals[slot] = v, t->nvals[slot] = m;
+}
+
+static void table_finish(table *t)
+{
+    for (int i = 0; i < t->n; i++) curve_sort(&t->c[i]);
+    qsort(t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
+    for (int s = 0; s < MAX_BRACKET; s++)
+        if (t->spec->bracket[s] >= 0) collect_vals(t, s, t->spec->bracket[s]);
+}
+
+static void table_free(table *t)
+{
+    for (int i = 0; i < t->n; i++) free(t->c[i].key), free(t->c[i].x), free(t->c[i].y);
+    free(t->c);
+    for (int s = 0; s < MAX_BRACKET; s++) free(t->vals[s]);
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+/* A key column's value as the lookups spell it: numbers as %.10g (so
+ * "4096" and "4096.0" are one key), text as it is. */
+static void key_part(char *out, size_t n, const char *field)
+{
+    char *end;
+    double v = strtod(field, &end);
+    if (end != field && *end == '\0') snprintf(out, n, "%.10g", v);
+    else snprintf(out, n, "%s", field);
+}
+
+static int split_fields(char *line, char **f, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        p = strchr(p, ',');
+        if (!p) break;
+        *p++ = '\0';
+    }
+    return n;
+}
+
+typedef struct csv_cols {
+    int key[MAX_KEY], x, x_plus, latency, nkeys;
+} csv_cols;
+
+static int find_col(char **f, int n, const char *name)
+{
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(f[i], name)) return i;
+    return -1;
+}
+
+static int header_cols(const table_spec *s, char **f, int n, csv_cols *c, const char *path, sim_err *err)
+{
+    const char *need = NULL;
+    c->nkeys = 0;
+    for (int k = 0; k < MAX_KEY && s->keys[k]; k++, c->nkeys++)
+        if ((c->key[k] = find_col(f, n, s->keys[k])) < 0) need = s->keys[k];
+    c->x = find_col(f, n, s->x);
+    c->x_plus = s->x_plus ? find_col(f, n, s->x_plus) : -1;
+    c->latency = find_col(f, n, "latency");
+    if (c->x < 0) need = s->x;
+    if (s->x_plus && c->x_plus < 0) need = s->x_plus;
+    if (c->latency < 0) need = "latency";
+    if (need)
+        return sim_errf(err, "%s:1: no column '%s' in the header: is this a %s table as AIConfigurator writes it?",
+                        path, need, s->name);
+    return 0;
+}
+
+static int parse_num(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return end != s && *end == '\0' && isfinite(*v) ? 0 : -1;
+}
+
+static int add_row(table *t, const csv_cols *c, char **f, int nf, const char *path, long line, sim_err *err)
+{
+    char key[512] = "", part[128];
+    double x, plus = 0, y;
+    int need = c->latency;
+    for (int k = 0; k < c->nkeys; k++) need = c->key[k] > need ? c->key[k] : need;
+    if (nf <= need || nf <= c->x) return sim_errf(err, "%s:%ld: %d fields, fewer than the header's", path, line, nf);
+    if (parse_num(f[c->x], &x) || (c->x_plus >= 0 && parse_num(f[c->x_plus], &plus)) ||
+        parse_num(f[c->latency], &y) || y < 0)
+        return sim_errf(err, "%s:%ld: '%s' or its latency '%s' is not a number (milliseconds, >= 0)", path, line,
+                        f[c->x], f[c->latency]);
+    for (int k = 0; k < c->nkeys; k++) {
+        key_part(part, sizeof part, f[c->key[k]]);
+        if (k) strncat(key, "|", sizeof key - strlen(key) - 1);
+        strncat(key, part, sizeof key - strlen(key) - 1);
+    }
+    curve_add(table_get(t, key), x + plus, y);
+    return 0;
+}
+
+static int load_csv(table *t, const char *path, sim_err *err)
+{
+    sim_infile *in;
+    char *line, *f[64];
+    size_t len;
+    long lineno = 0;
+    csv_cols cols = {.nkeys = 0};
+    int rc = 0, got;
+    if (sim_infile_open(&in, path, NULL, err)) return -1;
+    while (rc == 0 && (got = sim_infile_getline(in, &line, &len, err)) > 0) {
+        int nf = split_fields(line, f, 64);
+        if (++lineno == 1) rc = header_cols(t->spec, f, nf, &cols, path, err);
+        else if (nf > 1) rc = add_row(t, &cols, f, nf, path, lineno, err);
+    }
+    sim_infile_close(in);
+    if (rc == 0 && got < 0) rc = -1;
+    if (rc == 0 && lineno < 2) rc = sim_errf(err, "%s: no rows", path);
+    return rc;
+}
+
+/* ---- loading a system ------------------------------------------------------ */
+
+static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *err)
+{
+    char path[PATH_MAX + 16];
+    json_error_t je;
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    *meta = json_load_file(path, 0, &je);
+    if (!*meta)
+        return sim_errf(err, "%s:%d: %s (hardware.optables names a folder of measured tables: configs/optables/*)",
+                        path, je.line, je.text);
+    const char *sys = json_string_value(json_object_get(*meta, "system"));
+    const char *eng = json_string_value(json_object_get(*meta, "engine"));
+    json_t *gpu = json_object_get(*meta, "gpu");
+    double bw = json_number_value(json_object_get(gpu, "mem_bw"));
+    double scale = json_number_value(json_object_get(gpu, "mem_bw_empirical_scaling_factor"));
+    if (!sys || !eng || !(bw > 0) || !(scale > 0))
+        return sim_errf(err, "%s: needs \"system\", \"engine\" and gpu.mem_bw, gpu.mem_bw_empirical_scaling_factor",
+                        path);
+    snprintf(t->system, sizeof t->system, "%s", sys);
+    snprintf(t->engine, sizeof t->engine, "%s", eng);
+    t->mem_Bps = bw * scale;
+    t->mem_latency_s = json_number_value(json_object_get(gpu, "mem_empirical_constant_latency"));
+    return 0;
+}
+
+static int load_tables(sim_optable *t, const char *dir, json_t *meta, sim_err *err)
+{
+    json_t *files = json_object_get(meta, "files");
+    for (int i = 0; i < T_N; i++) {
+        t->t[i].spec = &specs[i];
+        const char *file = json_string_value(json_object_get(files, specs[i].name));
+        if (!file && i < T_AR && i != T_MOE)
+            return sim_errf(err, "%s/meta.json: files.%s is missing: the measured mode needs GEMM and attention tables",
+                            dir, specs[i].name);
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, file ? file : "");
+        if (file && load_csv(&t->t[i], path, err)) return -1;
+        table_finish(&t->t[i]);
+    }
+    return 0;
+}
+
+int sim_optable_load(const char *dir, sim_optable **out, sim_err *err)
+{
+    sim_optable *t = calloc(1, sizeof *t);
+    json_t *meta = NULL;
+    int rc = read_meta(t, dir, &meta, err) || load_tables(t, dir, meta, err) ? -1 : 0;
+    json_decref(meta);
+    if (rc) {
+        sim_optable_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+void sim_optable_free(sim_optable *t)
+{
+    if (!t) return;
+    for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
+    for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
+    free(t);
+}
+
+const char *sim_optable_system(const sim_optable *t) { return t->system; }
+const char *sim_optable_engine(const sim_optable *t) { return t->engine; }
+
+double sim_optable_mem_s(const sim_optable *t, double bytes)
+{
+    return bytes > 0 ? t->mem_latency_s + bytes / t->mem_Bps : 0;
+}
+
+const char *const *sim_optable_notes(const sim_optable *t, int *n)
+{
+    *n = t->nnotes;
+    return (const char *const *)t->notes;
+}
+
+/* ---- lookups ---------------------------------------------------------------- */
+
+/* Record a lookup outside the grid once per kind (op, axis, side). */
+static void note(sim_optable *t, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(sim_optable *t, const char *kind, const char *fmt, ...)
+{
+    for (int i = 0; i < t->nnotes; i++)
+        if (!strcmp(t->note_kinds[i], kind)) return;
+    if (t->nnotes == MAX_NOTES) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    t->note_kinds[t->nnotes] = strdup(kind);
+    t->notes[t->nnotes++] = strdup(buf);
+}
+
+typedef struct span {
+    int lo, hi;
+    double w;  /* value = (1 − w) · at(lo) + w · at(hi) */
+    int side;  /* 0 inside, 1 above the largest, -1 below the smallest */
+} span;
+
+/* Where q falls among n ascending values: the bracketing pair, or the last
+ * pair (extended) above them, or the first value alone below them. */
+static span bracket(const double *v, int n, double q)
+{
+    if (n == 1 || q <= v[0]) return (span){0, 0, 0, q < v[0] ? -1 : 0};
+    int lo = 0, hi = n - 1;
+    if (q >= v[hi]) return (span){hi - 1, hi, (q - v[hi - 1]) / (v[hi] - v[hi - 1]), q > v[hi]};
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (v[mid] <= q) lo = mid;
+        else hi = mid;
+    }
+    return (span){lo, hi, (q - v[lo]) / (v[hi] - v[lo]), 0};
+}
+
+static double curve_at(const curve *c, double x, int *side)
+{
+    span s = bracket(c->x, c->n, x);
+    if (s.side) *side = s.side;
+    return (1 - s.w) * c->y[s.lo] + s.w * c->y[s.hi];
+}
+
+static const curve *find_fmt(const table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const curve *find_fmt(const table *t, const char *fmt, ...)
+{
+    char key[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(key, sizeof key, fmt, ap);
+    va_end(ap);
+    return table_find(t, key);
+}
+
+static void note_side(sim_optable *t, const char *op, const char *axis, int side, double q, const double *v, int n,
+                      const char *shape)
+{
+    char kind[96];
+    if (!side) return;
+    snprintf(kind, sizeof kind, "%s %s %d", op, axis, side);
+    if (side > 0)
+        note(t, kind, "%s %s: %s=%.10g beyond the largest measured %.10g on %s, extrapolated linearly", op, shape, axis,
+             q, v[n - 1], t->system);
+    else
+        note(t, kind, "%s %s: %s=%.10g below the smallest measured %.10g on %s, taken at %.10g", op, shape, axis, q,
+             v[0], t->system, v[0]);
+}
+
+/* GEMM: bilinear across the (n, k) curves that bracket the query, each
+ * evaluated at m; a missing corner's weight goes to the others. */
+double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k)
+{
+    const table *g = &t->t[T_GEMM];
+    if (!g->nvals[0]) return -1;
+    span sn = bracket(g->vals[0], g->nvals[0], n), sk = bracket(g->vals[1], g->nvals[1], k);
+    double sum = 0, wsum = 0;
+    int side_m = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            double w = (a ? sn.w : 1 - sn.w) * (b ? sk.w : 1 - sk.w);
+            if (w == 0) continue;
+            const curve *c = find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo],
+                                      g->vals[1][b ? sk.hi : sk.lo]);
+            if (c) sum += w * curve_at(c, m, &side_m), wsum += w;
+        }
+    if (wsum == 0) return -1;
+    char shape[96];
+    snprintf(shape, sizeof shape, "m=%.0f n=%.0f k=%.0f (%s)", m, n, k, dtype);
+    note_side(t, "gemm", "n", sn.side, n, g->vals[0], g->nvals[0], shape);
+    note_side(t, "gemm", "k", sk.side, k, g->vals[1], g->nvals[1], shape);
+    if (side_m) note(t, side_m > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
+                     t->system, side_m > 0 ? "extrapolated linearly" : "taken at the smallest");
+    return sum / wsum;
+}
+
+/* Attention: linear across the batch curves that bracket the query. */
+static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                      double batch, double x)
+{
+    const table *a = &t->t[which];
+    if (!a->nvals[0]) return -1;
+    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    double sum = 0, wsum = 0;
+    int side_x = 0;
+    for (int i = 0; i < 2; i++) {
+        double w = i ? sb.w : 1 - sb.w;
+        if (w == 0) continue;
+        const curve *c = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim,
+                                  a->vals[0][i ? sb.hi : sb.lo]);
+        if (c) sum += w * curve_at(c, x, &side_x), wsum += w;
+    }
+    if (wsum == 0) return -1;
+    const char *op = which == T_CTX ? "context attention" : "generation attention";
+    const char *axis = which == T_CTX ? "isl" : "context";
+    char shape[128], kind[64];
+    snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, axis, x, heads, kv_heads, head_dim);
+    note_side(t, op, "batch", sb.side, batch, a->vals[0], a->nvals[0], shape);
+    snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
+    if (side_x) note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, axis, t->system,
+                     side_x > 0 ? "extrapolated linearly" : "taken at the smallest");
+    return sum / wsum;
+}
+
+double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                               double batch, double isl)
+{
+    return attn_ms(t, T_CTX, kv_dtype, heads, kv_heads, head_dim, batch, isl);
+}
+
+double sim_optable_gen_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                               double batch, double kv_len)
+{
+    return attn_ms(t, T_GEN, kv_dtype, heads, kv_heads, head_dim, batch, kv_len);
+}
+
+/* A single curve along x (MoE tokens, message sizes). */
+static double one_curve(sim_optable *t, const curve *c, const char *op, const char *shape, double x)
+{
+    if (!c) return -1;
+    int side = 0;
+    double v = curve_at(c, x, &side);
+    char kind[96];
+    snprintf(kind, sizeof kind, "%s %d", op, side);
+    if (side)
+        note(t, kind, "%s %s: %.10g outside the measured %.10g..%.10g on %s, %s", op, shape, x, c->x[0],
+             c->x[c->n - 1], t->system, side > 0 ? "extrapolated linearly" : "taken at the smallest");
+    return v;
+}
+
+double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
+                          int ep, const char *dist, double tokens)
+{
+    const curve *c = find_fmt(&t->t[T_MOE], "%s|%d|%d|%d|%d|%d|%d|%s", dtype, hidden, inter, topk, experts, tp, ep,
+                              dist);
+    return one_curve(t, c, "moe", "tokens", tokens);
+}
+
+double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double elements)
+{
+    const curve *c = find_fmt(&t->t[T_AR], "%d|%s", gpus, graph ? "vllm_graph" : "vllm_eager");
+    return one_curve(t, c, "all-reduce", "elements", elements);
+}
+
+double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elements)
+{
+    const curve *c = find_fmt(&t->t[T_NCCL], "%s|%d", op, gpus);
+    return one_curve(t, c, op, "elements", elements);
+}

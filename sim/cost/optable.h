@@ -1,0 +1,73 @@
+/* sim/cost/optable.h — measured per-operation latencies of a serving engine
+ * on one GPU system (configs/optables/SYSTEM/, docs/measured.md): GEMMs,
+ * context (prefill) and generation (decode) attention, fused MoE and
+ * all-reduce, as NVIDIA's AIConfigurator collector measured them for vLLM.
+ *
+ * A table is a set of 1-D curves: every measured row belongs to a curve
+ * named by its non-interpolated columns (dtype, n and k of a GEMM; heads,
+ * KV heads, head size and batch of an attention kernel; the MoE shape) and
+ * gives one point (x, latency) along its interpolated column (m, the
+ * sequence length, the token count, the message size).
+ *
+ * Interpolation rule (docs/measured.md §2): piecewise linear along each
+ * axis between measured points — multilinear across the curves that
+ * bracket the query in n and k (GEMM) or batch (attention). Each op's time
+ * is close to linear in each of these sizes between neighbouring grid
+ * points (a GEMM's work is m·n·k, its weight bytes n·k; an attention
+ * kernel's work grows with the batch). Beyond the largest measured size the
+ * last segment is extended (linear extrapolation); below the smallest, the
+ * smallest measurement is taken (an op does not get faster than its
+ * smallest measured launch). Both count as "not measured": each lookup
+ * outside the grid is recorded (sim_optable_notes) so the run says so. */
+#ifndef SIM_OPTABLE_H
+#define SIM_OPTABLE_H
+
+#include <stdbool.h>
+
+#include "sim/util.h"
+
+typedef struct sim_optable sim_optable;
+
+/* Load the tables of one system from dir (meta.json and its CSVs, plain or
+ * gzip). Errors name the file, line and column. */
+int sim_optable_load(const char *dir, sim_optable **out, sim_err *err);
+void sim_optable_free(sim_optable *t);
+
+/* meta.json's system name and engine ("vLLM 0.14.0"). */
+const char *sim_optable_system(const sim_optable *t);
+const char *sim_optable_engine(const sim_optable *t);
+/* Memory-bound elementwise ops, priced as AIConfigurator's system file
+ * states them: bytes / (mem_bw × mem_bw_empirical_scaling_factor) +
+ * mem_empirical_constant_latency (seconds). */
+double sim_optable_mem_s(const sim_optable *t, double bytes);
+
+/* Lookups, in milliseconds. dtype is the tables' name ("bfloat16", "fp8").
+ * Each returns a negative value when the table has no curve of that shape
+ * at all (the caller decides: another dtype, or an error naming it). */
+double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k);
+/* Prefill attention of `batch` sequences of `isl` new tokens each, after
+ * none cached, per GPU: heads and kv_heads already divided by the TP. */
+double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                               double batch, double isl);
+/* Decode attention of `batch` sequences of kv_len context tokens each. */
+double sim_optable_gen_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                               double batch, double kv_len);
+/* vLLM's fused MoE over `tokens` tokens: hidden, the expert intermediate
+ * (whole, not divided by TP), top-k, experts, MoE TP and EP sizes, and the
+ * token distribution ("balanced", "power_law_1.01", "power_law_1.2"). */
+double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
+                          int ep, const char *dist, double tokens);
+/* vLLM's custom all-reduce of `elements` bf16 elements across gpus GPUs;
+ * graph = captured in a CUDA graph (decode) or eager. */
+double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double elements);
+/* NCCL collectives ("all_reduce", "all_gather", "reduce_scatter",
+ * "alltoall") of `elements` half elements across gpus GPUs; <0 when the
+ * system has no NCCL table. */
+double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elements);
+
+/* What was looked up outside the measured grid, one line per kind of
+ * shape ("gemm m=12000 n=6144 k=4096 (bfloat16): m beyond the largest
+ * measured 8192, extrapolated linearly"), in first-seen order; *n set. */
+const char *const *sim_optable_notes(const sim_optable *t, int *n);
+
+#endif
