@@ -9,7 +9,7 @@
 #   make check-layout  the layer rule and no circles (mk/check-layout.sh; in make test)
 #   make format-check  every source file as clang-format leaves it (.clang-format)
 #   make format        reformat every source file in place
-#   make install PREFIX=DIR  binaries to DIR/bin, presets and the bundled traces to DIR/share/kvsim
+#   make install PREFIX=DIR  binaries to DIR/bin, presets, measured tables (configs/optables) and the bundled traces to DIR/share/kvsim
 #   make fuzz          libFuzzer binaries for the trace reader, config, --set and trace import (clang)
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
@@ -177,7 +177,8 @@ install: all
 	install -m 755 $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 docs/kvsim.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvsim.1
 	cp -R configs traces $(DESTDIR)$(PREFIX)/share/kvsim/
-	@echo "installed: $(PREFIX)/bin/kvsim, presets and the bundled traces in $(PREFIX)/share/kvsim, kvsim(1) in $(PREFIX)/share/man/man1"
+	@test -f $(DESTDIR)$(PREFIX)/share/kvsim/configs/optables/h100_sxm/meta.json || { echo "install: configs/optables missing"; exit 1; }
+	@echo "installed: $(PREFIX)/bin/kvsim, presets, measured per-operation tables (configs/optables) and the bundled traces in $(PREFIX)/share/kvsim, kvsim(1) in $(PREFIX)/share/man/man1"
 
 # Documentation tests (docs/doc-test.md): every transcript in README.md and
 # docs/ re-run and compared; doc-update rewrites the stale ones in place;
