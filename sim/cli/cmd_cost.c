@@ -56,6 +56,38 @@ static void print_model(const sim_cost *c, long batch)
                c->ep_imbalance > 0 ? " (the busiest GPU's share: expert parallel)" : "");
 }
 
+/* Measured mode: each operation's time and share of the pass, so a user
+ * sees what binds (text), or one JSON object of milliseconds. */
+static void print_ops(const char *what, const sim_op_times *t, bool json)
+{
+    if (json) {
+        printf("\"%s_ops_ms\": {", what);
+        for (int i = 0; i < SIM_OP_N; i++) printf("%s\"%s\": %.4f", i ? ", " : "", sim_op_names[i], 1e3 * t->s[i]);
+        printf("}, ");
+        return;
+    }
+    printf("  %s GPU time by operation (measured tables):\n", what);
+    for (int i = 0; i < SIM_OP_N; i++)
+        if (t->s[i] > 0)
+            printf("    %-16s %9.3f ms  %5.1f%%\n", sim_op_names[i], 1e3 * t->s[i],
+                   t->total_s > 0 ? 100 * t->s[i] / t->total_s : 0);
+    printf("    %-16s %9.3f ms\n", "sum", 1e3 * t->total_s);
+}
+
+static void print_measured(const sim_cost *c, const cost_args *a)
+{
+    sim_op_times d, p;
+    if (!sim_cost_decode_ops(c, (int)a->batch, a->batch * a->context, &d)) return;
+    if (!a->json) {
+        const sim_optable *t = sim_measured_tables(c->measured);
+        printf("compute: measured (tables %s, %s, %s; docs/measured.md)\n", c->hw->optables, sim_optable_system(t),
+               sim_optable_engine(t));
+    }
+    print_ops("decode", &d, a->json);
+    if (a->prefill > 0 && sim_cost_prefill_ops(c, (int32_t)a->prefill, (int32_t)a->cached, &p))
+        print_ops("prefill", &p, a->json);
+}
+
 static void print_cost(const sim_cost *c, const cost_args *a)
 {
     int64_t ctx = a->batch * a->context;
@@ -66,20 +98,24 @@ static void print_cost(const sim_cost *c, const cost_args *a)
     double bpt = sim_model_kv_bytes_per_token(c->model);
     double eq2 = a->cached > 0 ? sim_eq2_min_bandwidth(c->model, c->hw->flops, (double)a->cached) / 1e9 : 0;
     if (a->json) {
-        printf("{\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
+        printf("{");
+        print_measured(c, a);
+        printf("\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
                "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
                1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
-               c->profiled ? "profile"
-               : c->engine ? "engine"
+               c->measured ? "measured"
+               : c->profiled ? "profile"
+               : c->engine   ? "engine"
                            : "analytic",
                fits ? "true" : "false");
         return;
     }
     print_model(c, a->batch);
+    print_measured(c, a);
     if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
-    if (c->engine)
+    if (c->engine && !c->measured)
         printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
                "docs/validation.md)\n",
                (c->weight_bytes - c->pass_weight_bytes) / 1e9);
@@ -88,7 +124,9 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                c->profile.gpus, c->hw->gpus);
     if (t.profiled) {
         printf("decode iteration, batch %ld x %ld context tokens: %.3f ms\n", a->batch, a->context, 1e3 * t.total_s);
-        printf("  measured   %9.3f ms  (profile: the layer probe's step, interpolated)\n", 1e3 * t.mem_s);
+        printf("  measured   %9.3f ms  (%s)\n", 1e3 * t.mem_s,
+               c->measured ? "the sum of the operations above, all-reduces included"
+                           : "profile: the layer probe's step, interpolated");
     } else {
         printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
                1e3 * t.total_s, t.mem_s >= t.compute_s ? "memory" : "compute");
@@ -100,8 +138,8 @@ static void print_cost(const sim_cost *c, const cost_args *a)
            : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
                                : "2 x layers tensor-parallel all-reduces");
     if (c->engine)
-        printf("  overhead   %9.3f ms  (engine.iter_overhead_ms + engine.seq_overhead_ms x batch)\n",
-               1e3 * t.overhead_s);
+        printf("  overhead   %9.3f ms  (engine.%siter_overhead_ms + engine.%sseq_overhead_ms x batch)\n",
+               1e3 * t.overhead_s, c->measured ? "measured." : "", c->measured ? "measured." : "");
     else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
     if (!fits)

@@ -426,6 +426,30 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
     return t;
 }
 
+bool sim_cost_decode_ops(const sim_cost *c, int batch, int64_t ctx_tokens, sim_op_times *out)
+{
+    if (!c->measured) return false;
+    sim_pass_shape p = {.decodes = batch, .decode_ctx = batch > 0 ? (double)ctx_tokens / batch : 0};
+    sim_measured_pass(c->measured, &p, out);
+    return true;
+}
+
+bool sim_cost_prefill_ops(const sim_cost *c, int32_t n, int32_t p, sim_op_times *out)
+{
+    if (!c->measured) return false;
+    memset(out, 0, sizeof *out);
+    if (p >= n) p = n > 0 ? n - 1 : 0;
+    for (int32_t off = p; off < n; off += c->prefill_chunk) {
+        sim_op_times one;
+        sim_pass_shape ps = {.chunks = 1, .chunk_tokens = n - off < c->prefill_chunk ? n - off : c->prefill_chunk,
+                             .chunk_cached = off};
+        sim_measured_pass(c->measured, &ps, &one);
+        for (int i = 0; i < SIM_OP_N; i++) out->s[i] += one.s[i];
+        out->total_s += one.total_s;
+    }
+    return true;
+}
+
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
     return sim_cost_decode_terms(c, batch, ctx_tokens).total_s;

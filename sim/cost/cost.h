@@ -144,6 +144,12 @@ typedef struct sim_mixed_batch {
 double sim_cost_mixed_iter_s(const sim_cost *c, const sim_mixed_batch *b);
 /* One decode iteration of `batch` requests holding ctx_tokens of KV in total. */
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens);
+/* Measured mode only (false otherwise): the GPU time by operation of one
+ * decode iteration of `batch` requests holding ctx_tokens in all, and of a
+ * prefill of n tokens whose first p are cached, summed over its passes of
+ * at most cluster.prefill_chunk tokens (`kvsim cost`). */
+bool sim_cost_decode_ops(const sim_cost *c, int batch, int64_t ctx_tokens, sim_op_times *out);
+bool sim_cost_prefill_ops(const sim_cost *c, int32_t n, int32_t p, sim_op_times *out);
 /* Its terms, for `kvsim cost` and the tests: memory-bound and compute-bound
  * times, the all-reduce time, the fixed overhead; total = max(mem, compute)
  * + allreduce + overhead = sim_cost_decode_iter_s. */

@@ -78,6 +78,7 @@ static int curve_cmp(const void *a, const void *b) { return strcmp(((const curve
 static curve *table_find(const table *t, const char *key)
 {
     curve probe = {.key = (char *)key};
+    if (!t->n) return NULL;
     return bsearch(&probe, t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
 }
 
@@ -145,7 +146,7 @@ static void collect_vals(table *t, int slot, int col)
 static void table_finish(table *t)
 {
     for (int i = 0; i < t->n; i++) curve_sort(&t->c[i]);
-    qsort(t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
+    if (t->n) qsort(t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
     for (int s = 0; s < MAX_BRACKET; s++)
         if (t->spec->bracket[s] >= 0) collect_vals(t, s, t->spec->bracket[s]);
 }

@@ -1,0 +1,278 @@
+/* tests/test_measured.c — cost.compute = measured (sim/cost/measured.c):
+ * one iteration's cost on the bundled H100 tables equals the sum of the
+ * table rows it is made of, read here by a second, simpler reader (zlib
+ * and sscanf over the CSV); interpolation and extrapolation checked by hand
+ * on a small table; shapes outside the grid recorded as notes; errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
+#include "sim/cost/measured.h"
+#include "sim/cost/optable.h"
+#include "tests/testutil.h"
+
+#define H100 "configs/optables/h100_sxm"
+
+/* ---- a second reader: the latency of the first row whose columns match ---- */
+
+/* The latency (ms) of the first row of DIR/FILE whose named columns have
+ * the given values ("col=value" pairs, NULL-ended); -1 when none. */
+static double row_latency(const char *file, const char *const *match)
+{
+    char path[512], line[1024], head[1024];
+    snprintf(path, sizeof path, "%s/%s", H100, file);
+    gzFile f = gzopen(path, "rb");
+    assert_non_null(f);
+    assert_non_null(gzgets(f, head, sizeof head));
+    head[strcspn(head, "\r\n")] = 0;
+    char *cols[64];
+    int ncol = 0;
+    for (char *p = strtok(head, ","); p && ncol < 64; p = strtok(NULL, ",")) cols[ncol++] = p;
+    double found = -1;
+    while (found < 0 && gzgets(f, line, sizeof line)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *vals[64];
+        int n = 0;
+        for (char *p = strtok(line, ","); p && n < 64; p = strtok(NULL, ",")) vals[n++] = p;
+        bool ok = true;
+        double lat = -1;
+        for (int c = 0; c < n && c < ncol; c++) {
+            if (!strcmp(cols[c], "latency")) lat = atof(vals[c]);
+            for (int m = 0; match[m]; m++) {
+                size_t k = strcspn(match[m], "=");
+                if (strlen(cols[c]) == k && !strncmp(cols[c], match[m], k) && strcmp(vals[c], match[m] + k + 1))
+                    ok = false;
+            }
+        }
+        if (ok) found = lat;
+    }
+    gzclose(f);
+    return found;
+}
+
+static double gemm_row(const char *m, const char *n, const char *k)
+{
+    char mm[32], nn[32], kk[32];
+    snprintf(mm, sizeof mm, "m=%s", m), snprintf(nn, sizeof nn, "n=%s", n), snprintf(kk, sizeof kk, "k=%s", k);
+    const char *match[] = {"gemm_dtype=bfloat16", mm, nn, kk, NULL};
+    double v = row_latency("gemm.csv.gz", match);
+    if (v < 0) fail_msg("no gemm row m=%s n=%s k=%s", m, n, k);
+    return v;
+}
+
+/* A dense model whose every GEMM is on the H100 grid: d 4096, 32 heads and
+ * 8 KV heads of 128 (qkv n = 6144), intermediate 8192 (gate+up n = 16384),
+ * vocabulary 65536; two layers. */
+#define GRID_MODEL                                                                                                    \
+    "model={\"name\":\"grid\",\"layers\":2,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"head_dim\":128,"             \
+    "\"intermediate\":8192,\"vocab\":65536,\"tied_embeddings\":false,\"dtype_bytes\":2}"
+
+static void load_grid(sim_config *cfg, sim_cost *c)
+{
+    char *sets[] = {GRID_MODEL, "hardware=h100x1", "hardware.optables=" H100, "cost.compute=measured",
+                    "cluster.mode=aggregated"};
+    sim_err err = {0};
+    if (sim_config_load(cfg, NULL, sets, 5, &err)) fail_msg("%s", err.msg);
+    if (sim_cost_setup(c, cfg, &err)) fail_msg("%s", err.msg);
+    assert_non_null(c->measured);
+}
+
+/* Memory ops as meta.json states them: bytes / (3.35e12 × 0.8) + 3 µs. */
+static double mem_s(double bytes) { return 3e-6 + bytes / (3350e9 * 0.8); }
+
+/* A decode step of 32 sequences holding 1023 tokens each (context 1024
+ * with the new token: generation attention's isl 1 + step 1023). */
+static void test_decode_is_the_sum_of_rows(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load_grid(&cfg, &c);
+    double L = 2, m = 32, d = 4096, s = 2;
+    const char *attn[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=32", "num_heads=32",
+                          "num_key_value_heads=8", "head_dim=128", "step=1023", NULL};
+    double gen = row_latency("generation_attention.csv.gz", attn);
+    assert_true(gen > 0);
+    double gemms = gemm_row("32", "6144", "4096") + gemm_row("32", "4096", "4096") +
+                   gemm_row("32", "16384", "4096") + gemm_row("32", "4096", "8192");
+    double elem = 2 * mem_s(4 * m * d * s) + mem_s(2 * m * (32 + 8) * 128 * s) + mem_s(2 * m * 8 * 128 * (s + s)) +
+                  mem_s(3 * m * 8192 * s);
+    double want = L * (gemms + gen) * 1e-3 + L * elem + mem_s(2 * m * d * s) /* embedding */ +
+                  mem_s(3 * m * d * s) + gemm_row("32", "65536", "4096") * 1e-3 /* final norm + LM head */;
+    sim_op_times t;
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
+    assert_double_equal(t.total_s, want, 1e-12);
+    assert_double_equal(t.s[SIM_OP_ATTN_GEN], L * gen * 1e-3, 1e-15);
+    assert_double_equal(t.s[SIM_OP_ALLREDUCE], 0, 0); /* one GPU */
+    /* the iteration adds the CPU constants of engine.measured.* */
+    sim_decode_terms d_terms = sim_cost_decode_terms(&c, 32, 32 * 1023);
+    assert_double_equal(d_terms.total_s, want + cfg.m_iter_overhead_s + 32 * cfg.m_seq_overhead_s, 1e-12);
+    sim_config_free(&cfg);
+}
+
+/* A prefill chunk of 1024 new tokens after none: context attention
+ * (batch 1, isl 1024) and GEMMs at m = 1024; with 1024 cached before it,
+ * the attention is T(2048) − T(1024) (measured.c's rule) where that is
+ * more than T(1024). */
+static void test_prefill_chunk_rule(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load_grid(&cfg, &c);
+    const char *a1[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=1", "num_heads=32",
+                        "num_key_value_heads=8", "head_dim=128", "isl=1024", NULL};
+    const char *a2[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=1", "num_heads=32",
+                        "num_key_value_heads=8", "head_dim=128", "isl=2048", NULL};
+    double t1 = row_latency("context_attention.csv.gz", a1), t2 = row_latency("context_attention.csv.gz", a2);
+    assert_true(t1 > 0 && t2 > t1);
+    sim_op_times alone, after;
+    assert_true(sim_cost_prefill_ops(&c, 1024, 0, &alone));
+    assert_double_equal(alone.s[SIM_OP_ATTN_CTX], 2 * t1 * 1e-3, 1e-15);
+    double gemms = gemm_row("1024", "6144", "4096") + gemm_row("1024", "4096", "4096") +
+                   gemm_row("1024", "16384", "4096") + gemm_row("1024", "4096", "8192");
+    assert_double_equal(alone.s[SIM_OP_QKV] + alone.s[SIM_OP_O] + alone.s[SIM_OP_MLP], 2 * gemms * 1e-3, 1e-12);
+    assert_true(sim_cost_prefill_ops(&c, 2048, 1024, &after));
+    assert_double_equal(after.s[SIM_OP_ATTN_CTX], 2 * fmax(t1, t2 - t1) * 1e-3, 1e-15);
+    sim_config_free(&cfg);
+}
+
+/* ---- interpolation and extrapolation on a small hand-made table ------------- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char tiny_dir[256];
+
+static void make_tiny(void)
+{
+    char p[512];
+    if (!tiny_dir[0]) {
+        snprintf(tiny_dir, sizeof tiny_dir, "/tmp/kvsim-optable-XXXXXX");
+        assert_non_null(mkdtemp(tiny_dir));
+    }
+    snprintf(p, sizeof p, "%s/meta.json", tiny_dir);
+    write_file(p, "{\"system\":\"tiny\",\"engine\":\"vLLM 0\",\"gpu\":{\"mem_bw\":1e12,"
+                  "\"mem_bw_empirical_scaling_factor\":0.5,\"mem_empirical_constant_latency\":1e-6},"
+                  "\"files\":{\"gemm\":\"gemm.csv\",\"context_attention\":\"ctx.csv\","
+                  "\"generation_attention\":\"gen.csv\"}}");
+    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\n"
+                  "VLLM,bfloat16,1,100,100,1.0\nVLLM,bfloat16,3,100,100,3.0\n"
+                  "VLLM,bfloat16,1,200,100,2.0\nVLLM,bfloat16,3,200,100,6.0\n"
+                  "VLLM,bfloat16,1,100,200,1.5\nVLLM,bfloat16,3,100,200,4.0\n"
+                  "VLLM,bfloat16,1,200,200,3.0\nVLLM,bfloat16,3,200,200,8.0\n");
+    snprintf(p, sizeof p, "%s/ctx.csv", tiny_dir);
+    write_file(p, "attn_dtype,kv_cache_dtype,batch_size,isl,num_heads,num_key_value_heads,head_dim,latency\n"
+                  "bfloat16,bfloat16,1,16,4,2,16,0.5\nbfloat16,bfloat16,1,32,4,2,16,1.5\n"
+                  "bfloat16,bfloat16,3,16,4,2,16,1.0\nbfloat16,bfloat16,3,32,4,2,16,3.5\n");
+    snprintf(p, sizeof p, "%s/gen.csv", tiny_dir);
+    write_file(p, "attn_dtype,kv_cache_dtype,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,latency\n"
+                  "bfloat16,bfloat16,1,1,15,4,2,16,0.25\nbfloat16,bfloat16,1,1,31,4,2,16,0.75\n");
+}
+
+static void test_interpolation_by_hand(void **state)
+{
+    sim_optable *t;
+    sim_err err = {0};
+    make_tiny();
+    if (sim_optable_load(tiny_dir, &t, &err)) fail_msg("%s", err.msg);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, 100, 100), 1.0, 1e-12);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 100, 100), 2.0, 1e-12); /* along m */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, 150, 100), 1.5, 1e-12); /* along n */
+    /* m 2, n 150, k 150: the four corners at m 2 are 2, 4, 2.75, 5.5 */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 150, 150), (2 + 4 + 2.75 + 5.5) / 4, 1e-12);
+    int n;
+    sim_optable_notes(t, &n);
+    assert_int_equal(n, 0);
+    /* past m 3: the last segment extended (slope 1 per token at n = k = 100) */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 5, 100, 100), 5.0, 1e-12);
+    const char *const *notes = sim_optable_notes(t, &n);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(notes[0], "extrapolated linearly"));
+    assert_non_null(strstr(notes[0], "on tiny"));
+    /* attention: batch 2 halfway between 1 and 3; isl 24 halfway */
+    assert_double_equal(sim_optable_ctx_attn_ms(t, "bfloat16", 4, 2, 16, 2, 24), (1.0 + 2.25) / 2, 1e-12);
+    /* generation: context = isl + step: 16 and 32 */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 1, 24), 0.5, 1e-12);
+    /* a shape the tables lack: negative, the caller decides */
+    assert_true(sim_optable_ctx_attn_ms(t, "bfloat16", 8, 2, 16, 1, 16) < 0);
+    assert_true(sim_optable_gemm_ms(t, "fp8", 1, 100, 100) < 0);
+    assert_double_equal(sim_optable_mem_s(t, 5e5), 1e-6 + 1e-6, 1e-15);
+    sim_optable_free(t);
+}
+
+static void test_bad_tables(void **state)
+{
+    sim_optable *t = NULL;
+    sim_err err = {0};
+    char p[512];
+    make_tiny();
+    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,fast\n");
+    assert_int_equal(sim_optable_load(tiny_dir, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "gemm.csv:2:"));
+    write_file(p, "framework,gemm_dtype,m,n,latency\n");
+    assert_int_equal(sim_optable_load(tiny_dir, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "no column 'k'"));
+    assert_int_equal(sim_optable_load("/nonexistent-optables", &t, &err), -1);
+    assert_non_null(strstr(err.msg, "meta.json"));
+}
+
+/* cost.compute = measured on hardware without tables, and on a model the
+ * tables cannot price, is refused naming what to do; auto falls back. */
+static void test_refusals(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err = {0};
+    char *sets[] = {"model=llama3-70b", "hardware=a800x8", "cost.compute=measured"};
+    assert_int_equal(sim_config_load(&cfg, NULL, sets, 3, &err), 0);
+    assert_int_equal(sim_cost_setup(&c, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "names no measured tables"));
+    sim_config_free(&cfg);
+    char *mla[] = {"model=deepseek-v3", "hardware=h100x8", "hardware.optables=" H100, "cost.compute=measured"};
+    assert_int_equal(sim_config_load(&cfg, NULL, mla, 4, &err), 0);
+    assert_int_equal(sim_cost_setup(&c, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "MLA"));
+    sim_config_free(&cfg);
+    char *autos[] = {"model=deepseek-v3", "hardware=h100x8", "hardware.optables=" H100, "cluster.mode=aggregated"};
+    assert_int_equal(sim_config_load(&cfg, NULL, autos, 4, &err), 0);
+    assert_int_equal(sim_cost_setup(&c, &cfg, &err), 0);
+    assert_null(c.measured);
+    assert_true(c.engine);
+    assert_non_null(strstr(c.measured_fallback, "MLA"));
+    sim_config_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_is_the_sum_of_rows),
+        cmocka_unit_test(test_prefill_chunk_rule),
+        cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_bad_tables),
+        cmocka_unit_test(test_refusals),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (tiny_dir[0]) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tiny_dir);
+        if (system(cmd) != 0) rc = rc ? rc : 1;
+    }
+    return rc;
+}
