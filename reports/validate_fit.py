@@ -4,6 +4,10 @@ GPU cannot measure (docs/validation.md): the CPU time per iteration
 (engine.iter_overhead_ms), per scheduled sequence per iteration
 (engine.seq_overhead_ms) and the API server's latency per request
 (engine.frontend_ms), on the dense training runs of a measurements file.
+With --mode measured the same three constants of the measured mode
+(engine.measured.*, cost.compute = measured: GPU time from the measured
+per-operation tables, docs/measured.md) are fitted, on every run of the
+file by default (Mixtral included).
 
 The objective is the sum over the named experiments of the squared relative
 errors of mean end-to-end latency, mean inter-token latency and mean TTFT,
@@ -15,7 +19,7 @@ run and metric, and the `--set` line that reproduces them.
 
 usage: python3 reports/validate_fit.py [--kvsim build/kvsim]
            [--measurements validation/vllm-h100-train.json] [--ids ID,ID,...]
-           [--start ITER,SEQ,FRONT] [--steps N]
+           [--start ITER,SEQ,FRONT] [--steps N] [--mode engine|measured]
 Standard library only.
 """
 import argparse
@@ -24,14 +28,15 @@ import subprocess
 import sys
 
 KEYS = ("engine.iter_overhead_ms", "engine.seq_overhead_ms", "engine.frontend_ms")
+MEASURED_KEYS = ("engine.measured.iter_overhead_ms", "engine.measured.seq_overhead_ms", "engine.measured.frontend_ms")
 METRICS = (("e2e_ms", "mean"), ("itl_ms", "mean"), ("ttft_ms", "mean"))
 DENSE = ("llama3.1-8b-tp1-general-mnbt2048-run16", "llama3.1-8b-tp1-general-mnbt1024-run22",
          "qwen3-14b-tp1-general-mnbt2048-run13")
 
 
 def predict(args, theta, ident):
-    sets = []
-    for k, v in zip(KEYS, theta):
+    sets = ["--set", f"cost.compute={args.mode}"]
+    for k, v in zip(args.keys, theta):
         sets += ["--set", f"{k}={v:.6f}"]
     cmd = [args.kvsim, "validate", "--measurements", args.measurements, "--only", ident, "--json"] + sets
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -39,6 +44,11 @@ def predict(args, theta, ident):
     if row["status"] != "ok":
         sys.exit(f"validate_fit: {ident}: {row['status']}: {row.get('why')}")
     return row
+
+
+def all_ids(path):
+    with open(path, encoding="utf-8") as f:
+        return [x["id"] for x in json.load(f)["experiments"]]
 
 
 def residuals(args, theta):
@@ -98,17 +108,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kvsim", default="build/kvsim")
     ap.add_argument("--measurements", default="validation/vllm-h100-train.json")
-    ap.add_argument("--ids", default=",".join(DENSE))
+    ap.add_argument("--ids", default=None, help="default: the dense runs (engine), every run (measured)")
+    ap.add_argument("--mode", choices=("engine", "measured"), default="engine")
     ap.add_argument("--start", default="1,0.05,20")
     ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
+    args.keys = KEYS if args.mode == "engine" else MEASURED_KEYS
+    if args.ids is None:
+        args.ids = ",".join(DENSE) if args.mode == "engine" else ",".join(all_ids(args.measurements))
     args.ids = [i for i in args.ids.split(",") if i]
     theta = [float(x) for x in args.start.split(",")]
     for n in range(args.steps):
         theta, cost = step(args, theta)
-        print(f"step {n + 1}: " + ", ".join(f"{k} = {v:.4f}" for k, v in zip(KEYS, theta)) + f"  (cost before {cost:.6f})")
+        print(f"step {n + 1}: " + ", ".join(f"{k} = {v:.4f}" for k, v in zip(args.keys, theta)) + f"  (cost before {cost:.6f})")
     r, rows = residuals(args, theta)
-    print("\nfitted: " + " ".join(f"--set {k}={v:.3f}" for k, v in zip(KEYS, theta)))
+    print("\nfitted: " + " ".join(f"--set {k}={v:.3f}" for k, v in zip(args.keys, theta)))
     print(f"sum of squared relative errors: {sum(x * x for x in r):.6f}\n")
     print("| run | metric | measured | kvsim | error |")
     print("|---|---|---|---|---|")

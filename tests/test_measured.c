@@ -74,8 +74,8 @@ static double gemm_row(const char *m, const char *n, const char *k)
 /* A dense model whose every GEMM is on the H100 grid: d 4096, 32 heads and
  * 8 KV heads of 128 (qkv n = 6144), intermediate 8192 (gate+up n = 16384),
  * vocabulary 65536; two layers. */
-#define GRID_MODEL                                                                                                    \
-    "model={\"name\":\"grid\",\"layers\":2,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"head_dim\":128,"             \
+#define GRID_MODEL                                                                                                     \
+    "model={\"name\":\"grid\",\"layers\":2,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"head_dim\":128,"              \
     "\"intermediate\":8192,\"vocab\":65536,\"tied_embeddings\":false,\"dtype_bytes\":2}"
 
 static void load_grid(sim_config *cfg, sim_cost *c)
@@ -99,16 +99,22 @@ static void test_decode_is_the_sum_of_rows(void **state)
     sim_cost c;
     load_grid(&cfg, &c);
     double L = 2, m = 32, d = 4096, s = 2;
-    const char *attn[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=32", "num_heads=32",
-                          "num_key_value_heads=8", "head_dim=128", "step=1023", NULL};
+    const char *attn[] = {"attn_dtype=bfloat16",
+                          "kv_cache_dtype=bfloat16",
+                          "batch_size=32",
+                          "num_heads=32",
+                          "num_key_value_heads=8",
+                          "head_dim=128",
+                          "step=1023",
+                          NULL};
     double gen = row_latency("generation_attention.csv.gz", attn);
     assert_true(gen > 0);
-    double gemms = gemm_row("32", "6144", "4096") + gemm_row("32", "4096", "4096") +
-                   gemm_row("32", "16384", "4096") + gemm_row("32", "4096", "8192");
+    double gemms = gemm_row("32", "6144", "4096") + gemm_row("32", "4096", "4096") + gemm_row("32", "16384", "4096") +
+                   gemm_row("32", "4096", "8192");
     double elem = 2 * mem_s(4 * m * d * s) + mem_s(2 * m * (32 + 8) * 128 * s) + mem_s(2 * m * 8 * 128 * (s + s)) +
                   mem_s(3 * m * 8192 * s);
-    double want = L * (gemms + gen) * 1e-3 + L * elem + mem_s(2 * m * d * s) /* embedding */ +
-                  mem_s(3 * m * d * s) + gemm_row("32", "65536", "4096") * 1e-3 /* final norm + LM head */;
+    double want = L * (gemms + gen) * 1e-3 + L * elem + mem_s(2 * m * d * s) /* embedding */ + mem_s(3 * m * d * s) +
+                  gemm_row("32", "65536", "4096") * 1e-3 /* final norm + LM head */;
     sim_op_times t;
     assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
     assert_double_equal(t.total_s, want, 1e-12);
@@ -129,10 +135,22 @@ static void test_prefill_chunk_rule(void **state)
     sim_config cfg;
     sim_cost c;
     load_grid(&cfg, &c);
-    const char *a1[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=1", "num_heads=32",
-                        "num_key_value_heads=8", "head_dim=128", "isl=1024", NULL};
-    const char *a2[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16", "batch_size=1", "num_heads=32",
-                        "num_key_value_heads=8", "head_dim=128", "isl=2048", NULL};
+    const char *a1[] = {"attn_dtype=bfloat16",
+                        "kv_cache_dtype=bfloat16",
+                        "batch_size=1",
+                        "num_heads=32",
+                        "num_key_value_heads=8",
+                        "head_dim=128",
+                        "isl=1024",
+                        NULL};
+    const char *a2[] = {"attn_dtype=bfloat16",
+                        "kv_cache_dtype=bfloat16",
+                        "batch_size=1",
+                        "num_heads=32",
+                        "num_key_value_heads=8",
+                        "head_dim=128",
+                        "isl=2048",
+                        NULL};
     double t1 = row_latency("context_attention.csv.gz", a1), t2 = row_latency("context_attention.csv.gz", a2);
     assert_true(t1 > 0 && t2 > t1);
     sim_op_times alone, after;

@@ -105,10 +105,10 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s}\n",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
                1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
-               c->measured ? "measured"
+               c->measured   ? "measured"
                : c->profiled ? "profile"
                : c->engine   ? "engine"
-                           : "analytic",
+                             : "analytic",
                fits ? "true" : "false");
         return;
     }

@@ -247,6 +247,7 @@ static const num_field config_nums[] = {
     {"engine.measured.iter_overhead_ms", CF(m_iter_overhead_s), 1e-3},
     {"engine.measured.seq_overhead_ms", CF(m_seq_overhead_s), 1e-3},
     {"engine.measured.frontend_ms", CF(m_frontend_s), 1e-3},
+    {"engine.measured.moe_jit_compile_ms", CF(moe_jit_compile_s), 1e-3},
     {"cost.noise", CF(noise), 1},
     {"cost.expert_imbalance", CF(expert_imbalance), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},
@@ -496,7 +497,10 @@ static int read_ints(const json_t *root, sim_config *c, sim_err *err)
     c->pic_block_tokens = (int)pbt;
     c->n_instances = ninst ? (int)ninst : (int)(p + d);
     c->max_num_batched_tokens = (int)budget;
-    c->cuda_graph_max_tokens = (int)graph;
+    /* vLLM's default capture limit (vllm/config/vllm.py, _set_cudagraph_sizes):
+     * min(2 × max_num_seqs, 512), and no larger than the token budget */
+    int64_t vllm_max = 2 * batch < 512 ? 2 * batch : 512;
+    c->cuda_graph_max_tokens = (int)(graph ? graph : vllm_max < budget ? vllm_max : budget);
     c->pic_epic_tokens = (int)pet;
     c->trace.block_tokens = (int)tbt;
     c->estimator_samples = (int)samples;
@@ -590,7 +594,7 @@ static int read_typed(sim_config *c, sim_err *err)
     static const char *const computes[] = {"auto", "analytic", "profile", "engine", "measured", NULL};
     static const char *const replays[] = {"open", "closed", NULL};
     static const char *const resamples[] = {"none", "poisson", "sessions", NULL};
-    static const char *const dists[] = {"balanced", "power_law_1.01", "power_law_1.2", NULL};
+    static const char *const dists[] = {"power_law_1.2", "power_law_1.01", "balanced", NULL};
     int replay = 0, dist = 0;
     if (read_faults(c, err) || read_on_failure(root, &c->retry_on_failure, err) || read_lmcache(root, c, err) ||
         read_decode(root, c, err) || get_choice(root, "cost.compute", computes, &c->compute, err) ||

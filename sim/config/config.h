@@ -138,8 +138,8 @@ typedef struct sim_config {
      * "measured" (fitted beside the measured GPU times, docs/measured.md),
      * the largest pass vLLM runs as a captured CUDA graph, and the MoE
      * token distribution the fused-MoE table is read at. */
-    double m_iter_overhead_s, m_seq_overhead_s, m_frontend_s;
-    int cuda_graph_max_tokens;
+    double m_iter_overhead_s, m_seq_overhead_s, m_frontend_s, moe_jit_compile_s;
+    int cuda_graph_max_tokens; /* resolved: vLLM's default when the key is 0 */
     char moe_distribution[24];
     bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */
     double noise, estimator_noise;

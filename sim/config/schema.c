@@ -204,10 +204,15 @@ static const sim_config_key keys[] = {
         "cost.compute = measured: the API server's latency per request; fitted on vLLM runs"),
     INT("engine.measured.cuda_graph_max_tokens", "tokens", 0, 1 << 20,
         "cost.compute = measured: passes of at most this many tokens run as a captured CUDA graph (vLLM's "
-        "max_cudagraph_capture_size, 512 by default): their all-reduces are the graph-captured ones"),
+        "max_cudagraph_capture_size); 0 = vLLM's default, min(2 × max_num_seqs, 512, max_num_batched_tokens)"),
+    NUM("engine.measured.moe_jit_compile_ms", "ms", 0, 1e6,
+        "cost.compute = measured, a mixture of experts on an aggregated instance: the stall while Triton compiles "
+        "one fused-MoE kernel variant the first time a pass above the CUDA-graph limit needs it (docs/measured.md "
+        "§4); 0 = a warm kernel cache"),
     CHOICE("engine.measured.moe_distribution", "balanced|power_law_1.01|power_law_1.2",
            "cost.compute = measured: how tokens spread over experts where the fused-MoE table is read "
-           "(AIConfigurator's measured distributions)"),
+           "(AIConfigurator's measured distributions; its default and the only ones every bundled system has: "
+           "power_law_1.2)"),
     CHOICE("policy.router", "",
            "prefill router: `random`, `round_robin`, `least_loaded`, `cache_aware_local`, `kvcentric`"),
     CHOICE("policy.decode", "", "decode selector (`kvsim policies`)"),

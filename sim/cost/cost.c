@@ -175,9 +175,18 @@ static void engine_init(sim_cost *c, const sim_config *cfg)
  * prices the run. */
 static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, int compute, sim_err *err)
 {
-    if (compute != SIM_COMPUTE_MEASURED && !(compute == SIM_COMPUTE_AUTO && hw->optables[0])) return 0;
+    /* auto: an aggregated (vLLM-style) instance takes the tables (they
+     * are vLLM's kernels); a disaggregated one the calibration's own
+     * profile of this model on these GPUs first (a measurement of the
+     * whole model), then the tables */
+    bool agg = !strcmp(cfg->mode, "aggregated");
+    bool want =
+        compute == SIM_COMPUTE_MEASURED || (compute == SIM_COMPUTE_AUTO && hw->optables[0] && (agg || !c->profiled));
+    if (!want) return 0;
     sim_err why;
     c->measured = sim_measured_get(cfg, hw, &why);
+    c->graph_max = cfg->cuda_graph_max_tokens;
+    c->moe_jit_s = cfg->moe_jit_compile_s;
     if (c->measured) return 0;
     if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
     snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
@@ -226,8 +235,8 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
                         cfg->model.name, hw->gpus, hw->name, hw->calibration[0] ? hw->calibration : "none");
     if (measured_init(c, cfg, hw, compute, err)) return -1;
     if (compute == SIM_COMPUTE_ANALYTIC || compute == SIM_COMPUTE_ENGINE || c->measured) c->profiled = false;
-    if (compute == SIM_COMPUTE_ENGINE || c->measured || (compute == SIM_COMPUTE_AUTO && c->measured_fallback[0] &&
-                                                         !strcmp(cfg->mode, "aggregated")))
+    if (compute == SIM_COMPUTE_ENGINE || c->measured ||
+        (compute == SIM_COMPUTE_AUTO && c->measured_fallback[0] && !strcmp(cfg->mode, "aggregated")))
         engine_init(c, cfg);
     moe_init(c, cfg);
     allreduce_init(c);
@@ -441,8 +450,8 @@ bool sim_cost_prefill_ops(const sim_cost *c, int32_t n, int32_t p, sim_op_times 
     if (p >= n) p = n > 0 ? n - 1 : 0;
     for (int32_t off = p; off < n; off += c->prefill_chunk) {
         sim_op_times one;
-        sim_pass_shape ps = {.chunks = 1, .chunk_tokens = n - off < c->prefill_chunk ? n - off : c->prefill_chunk,
-                             .chunk_cached = off};
+        sim_pass_shape ps = {
+            .chunks = 1, .chunk_tokens = n - off < c->prefill_chunk ? n - off : c->prefill_chunk, .chunk_cached = off};
         sim_measured_pass(c->measured, &ps, &one);
         for (int i = 0; i < SIM_OP_N; i++) out->s[i] += one.s[i];
         out->total_s += one.total_s;
@@ -453,6 +462,20 @@ bool sim_cost_prefill_ops(const sim_cost *c, int32_t n, int32_t p, sim_op_times 
 double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
 {
     return sim_cost_decode_terms(c, batch, ctx_tokens).total_s;
+}
+
+double sim_cost_moe_jit_s(const sim_cost *c, double tokens, uint64_t *seen)
+{
+    if (!c->measured || c->moe_jit_s <= 0 || tokens <= c->graph_max) return 0;
+    uint64_t v = sim_measured_moe_variant(c->measured, tokens);
+    if (!v || (*seen & v)) return 0;
+    *seen |= v;
+    return 2 * c->moe_jit_s;
+}
+
+uint64_t sim_cost_moe_jit_warm(const sim_cost *c, int budget)
+{
+    return c->measured ? sim_measured_moe_warm(c->measured, c->graph_max, budget) : 0;
 }
 
 static double transfer_s(double alpha, double beta, double bytes) { return bytes > 0 ? alpha + bytes / beta : 0; }

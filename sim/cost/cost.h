@@ -88,6 +88,10 @@ typedef struct sim_cost {
      * this model (why; the engine mode prices it instead). */
     sim_measured *measured;
     char measured_fallback[1100];
+    /* engine.measured.*: the CUDA-graph limit, and the stall of one fused-MoE
+     * kernel compile (sim_cost_moe_jit_s) */
+    int graph_max;
+    double moe_jit_s;
     /* The compute time of a decode step of b < SIM_DECODE_TABLE requests,
      * computed once by the same expression (no division per step). */
     double decode_compute_s[SIM_DECODE_TABLE];
@@ -166,6 +170,15 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
 double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
+/* Measured mode, a mixture of experts: the time a pass of `tokens` tokens
+ * waits while Triton compiles the fused-MoE variants it needs for the
+ * first time on this instance (two kernels, gate-up and down, per variant:
+ * 2 × engine.measured.moe_jit_compile_ms), adding them to *seen; 0 for a
+ * pass inside a CUDA graph (compiled at capture), a dense model or another
+ * mode. sim_cost_moe_jit_warm is what an instance has compiled when it
+ * starts serving (docs/measured.md §4). */
+double sim_cost_moe_jit_s(const sim_cost *c, double tokens, uint64_t *seen);
+uint64_t sim_cost_moe_jit_warm(const sim_cost *c, int budget);
 /* Moving `pages` vLLM pages (one layer's K and V of 16 tokens, page_bytes
  * each) to HBM one by one: with the calibration's page-copy cost (a GPU
  * probe) two copies a page (K and V are separate tensors), 2 · pages ·

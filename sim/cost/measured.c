@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 const char *const sim_op_names[SIM_OP_N] = {
-    "embed", "qkv_gemm", "attn_context", "attn_generation", "o_gemm",
-    "mlp_gemm", "moe", "allreduce", "elementwise", "lm_head",
+    "embed",    "qkv_gemm", "attn_context", "attn_generation", "o_gemm",
+    "mlp_gemm", "moe",      "allreduce",    "elementwise",     "lm_head",
 };
 
 enum { LIN_CACHE = 16384, HEAD_CACHE = 4096 };
@@ -32,7 +32,7 @@ struct sim_measured {
     measured_key key;
     sim_optable *t;
     const char *wdtype, *kvdtype;
-    int heads, kv_heads; /* per GPU */
+    int heads, kv_heads;             /* per GPU */
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
     double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
     struct sim_measured *next;
@@ -117,10 +117,10 @@ static void mlp_s(sim_measured *m, double tokens, bool routed, double *dense_s, 
     }
     int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
     int moe_tp = m->key.ep ? 1 : tp, moe_ep = m->key.ep ? tp : 1;
-    *moe_s += gemm_s(m, tokens, md->experts, md->hidden) +
-              sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,
-                                 m->key.dist, tokens) *
-                  1e-3;
+    *moe_s += gemm_s(m, tokens, md->experts, md->hidden) + sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie,
+                                                                              md->experts_per_token, md->experts,
+                                                                              moe_tp, moe_ep, m->key.dist, tokens) *
+                                                               1e-3;
     if (md->shared_experts > 0)
         *dense_s += gemm_s(m, tokens, 2.0 * md->shared_experts * ie / tp, md->hidden) +
                     gemm_s(m, tokens, md->hidden, (double)md->shared_experts * ie / tp);
@@ -239,6 +239,31 @@ double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p)
     return t.total_s;
 }
 
+/* The batch sizes vLLM's fused-MoE configs are tuned at
+ * (vllm/model_executor/layers/fused_moe/configs/E=8,N=7168,...json and
+ * benchmarks/kernels/benchmark_moe.py); try_get_optimal_moe_config takes
+ * the nearest. */
+static const int moe_keys[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096};
+enum { N_MOE_KEYS = sizeof moe_keys / sizeof moe_keys[0] };
+
+uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens)
+{
+    if (sim_model_moe_layers(&m->key.model) == 0 || tokens < 1) return 0;
+    int best = 0;
+    for (int i = 1; i < N_MOE_KEYS; i++)
+        if (fabs(moe_keys[i] - tokens) < fabs(moe_keys[best] - tokens)) best = i;
+    long t = lround(tokens);
+    int cls = t % 8 == 0 ? 0 : t % 8 == 4 ? 1 : 2;
+    return (uint64_t)1 << (best * 3 + cls);
+}
+
+uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
+{
+    uint64_t seen = sim_measured_moe_variant(m, budget);
+    for (int s = 1; s <= graph_max; s = s < 4 ? 2 * s : s < 8 ? 8 : s + 8) seen |= sim_measured_moe_variant(m, s);
+    return seen;
+}
+
 const sim_optable *sim_measured_tables(const sim_measured *m) { return m->t; }
 
 const char *const *sim_measured_notes(const sim_measured *m, int *n) { return sim_optable_notes(m->t, n); }
@@ -261,8 +286,9 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
                         "(model '%s' on %d GPUs, KV %s): use cost.compute=engine",
                         hw->name, sys, m->heads, m->kv_heads, md->head_dim, md->name, m->key.tp, m->kvdtype);
     if (m->key.tp > 1 && sim_optable_allreduce_ms(m->t, m->key.tp, true, md->hidden) < 0)
-        return sim_errf(err, "hardware '%s': the measured tables (%s) have no all-reduce on %d GPUs: use "
-                             "cost.compute=engine",
+        return sim_errf(err,
+                        "hardware '%s': the measured tables (%s) have no all-reduce on %d GPUs: use "
+                        "cost.compute=engine",
                         hw->name, sys, m->key.tp);
     return 0;
 }
@@ -278,8 +304,8 @@ static int check_moe(sim_measured *m, const sim_hw *hw, sim_err *err)
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no fused MoE of hidden %d, intermediate %d, "
                         "top-%d of %d experts, TP %d, EP %d, %s routing (model '%s'): use cost.compute=engine",
-                        hw->name, sim_optable_system(m->t), md->hidden, ie, md->experts_per_token, md->experts,
-                        moe_tp, moe_ep, m->key.dist, md->name);
+                        hw->name, sim_optable_system(m->t), md->hidden, ie, md->experts_per_token, md->experts, moe_tp,
+                        moe_ep, m->key.dist, md->name);
     return 0;
 }
 
@@ -287,8 +313,9 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
     if (md->kv_lora_rank > 0)
-        return sim_errf(err, "model '%s' uses MLA, which the measured mode does not price yet: use "
-                             "cost.compute=engine (docs/measured.md)",
+        return sim_errf(err,
+                        "model '%s' uses MLA, which the measured mode does not price yet: use "
+                        "cost.compute=engine (docs/measured.md)",
                         md->name);
     if (hw->pp > 1)
         return sim_errf(err, "the measured mode prices one node's tensor parallelism, not pipeline stages "
@@ -305,8 +332,9 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (!hw->optables[0]) {
-        sim_errf(err, "hardware '%s' names no measured tables (hardware.optables): use cost.compute=engine, or a "
-                      "preset that has them (docs/measured.md)",
+        sim_errf(err,
+                 "hardware '%s' names no measured tables (hardware.optables): use cost.compute=engine, or a "
+                 "preset that has them (docs/measured.md)",
                  hw->name);
         return NULL;
     }

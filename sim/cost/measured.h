@@ -30,6 +30,7 @@
 #define SIM_MEASURED_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sim/config/config.h"
 #include "sim/cost/optable.h"
@@ -75,6 +76,18 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
 double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);
 const sim_optable *sim_measured_tables(const sim_measured *m);
+/* vLLM's fused-MoE Triton kernel (docs/measured.md §4): the variant a pass
+ * of `tokens` tokens compiles, as a bit of a 64-bit set — the tuned
+ * config vLLM picks (the key of its config files nearest to the token
+ * count: 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536,
+ * 2048, 3072, 4096) times the three ways Triton specializes the kernel's
+ * integer arguments EM and num_valid_tokens on divisibility by 16 for
+ * top-2 routing (tokens ≡ 0, ≡ 4, or otherwise mod 8). 0 for a dense model. */
+uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens);
+/* The variants vLLM compiles before serving: every CUDA-graph capture size
+ * up to graph_max (1, 2, 4, then multiples of 8) and the profiling pass of
+ * budget tokens. */
+uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget);
 /* The tables' notes (shapes outside the grid) so far. */
 const char *const *sim_measured_notes(const sim_measured *m, int *n);
 

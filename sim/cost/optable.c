@@ -226,8 +226,8 @@ static int add_row(table *t, const csv_cols *c, char **f, int nf, const char *pa
     int need = c->latency;
     for (int k = 0; k < c->nkeys; k++) need = c->key[k] > need ? c->key[k] : need;
     if (nf <= need || nf <= c->x) return sim_errf(err, "%s:%ld: %d fields, fewer than the header's", path, line, nf);
-    if (parse_num(f[c->x], &x) || (c->x_plus >= 0 && parse_num(f[c->x_plus], &plus)) ||
-        parse_num(f[c->latency], &y) || y < 0)
+    if (parse_num(f[c->x], &x) || (c->x_plus >= 0 && parse_num(f[c->x_plus], &plus)) || parse_num(f[c->latency], &y) ||
+        y < 0)
         return sim_errf(err, "%s:%ld: '%s' or its latency '%s' is not a number (milliseconds, >= 0)", path, line,
                         f[c->x], f[c->latency]);
     for (int k = 0; k < c->nkeys; k++) {
@@ -358,8 +358,8 @@ static void note(sim_optable *t, const char *kind, const char *fmt, ...)
 
 typedef struct span {
     int lo, hi;
-    double w;  /* value = (1 − w) · at(lo) + w · at(hi) */
-    int side;  /* 0 inside, 1 above the largest, -1 below the smallest */
+    double w; /* value = (1 − w) · at(lo) + w · at(hi) */
+    int side; /* 0 inside, 1 above the largest, -1 below the smallest */
 } span;
 
 /* Where q falls among n ascending values: the bracketing pair, or the last
@@ -422,8 +422,8 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
         for (int b = 0; b < 2; b++) {
             double w = (a ? sn.w : 1 - sn.w) * (b ? sk.w : 1 - sk.w);
             if (w == 0) continue;
-            const curve *c = find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo],
-                                      g->vals[1][b ? sk.hi : sk.lo]);
+            const curve *c =
+                find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
             if (c) sum += w * curve_at(c, m, &side_m), wsum += w;
         }
     if (wsum == 0) return -1;
@@ -431,8 +431,9 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
     snprintf(shape, sizeof shape, "m=%.0f n=%.0f k=%.0f (%s)", m, n, k, dtype);
     note_side(t, "gemm", "n", sn.side, n, g->vals[0], g->nvals[0], shape);
     note_side(t, "gemm", "k", sk.side, k, g->vals[1], g->nvals[1], shape);
-    if (side_m) note(t, side_m > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
-                     t->system, side_m > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (side_m)
+        note(t, side_m > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
+             t->system, side_m > 0 ? "extrapolated linearly" : "taken at the smallest");
     return sum / wsum;
 }
 
@@ -459,8 +460,9 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
     snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, axis, x, heads, kv_heads, head_dim);
     note_side(t, op, "batch", sb.side, batch, a->vals[0], a->nvals[0], shape);
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
-    if (side_x) note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, axis, t->system,
-                     side_x > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (side_x)
+        note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, axis, t->system,
+             side_x > 0 ? "extrapolated linearly" : "taken at the smallest");
     return sum / wsum;
 }
 
@@ -485,16 +487,16 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
     char kind[96];
     snprintf(kind, sizeof kind, "%s %d", op, side);
     if (side)
-        note(t, kind, "%s %s: %.10g outside the measured %.10g..%.10g on %s, %s", op, shape, x, c->x[0],
-             c->x[c->n - 1], t->system, side > 0 ? "extrapolated linearly" : "taken at the smallest");
+        note(t, kind, "%s %s: %.10g outside the measured %.10g..%.10g on %s, %s", op, shape, x, c->x[0], c->x[c->n - 1],
+             t->system, side > 0 ? "extrapolated linearly" : "taken at the smallest");
     return v;
 }
 
 double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
                           int ep, const char *dist, double tokens)
 {
-    const curve *c = find_fmt(&t->t[T_MOE], "%s|%d|%d|%d|%d|%d|%d|%s", dtype, hidden, inter, topk, experts, tp, ep,
-                              dist);
+    const curve *c =
+        find_fmt(&t->t[T_MOE], "%s|%d|%d|%d|%d|%d|%d|%s", dtype, hidden, inter, topk, experts, tp, ep, dist);
     return one_curve(t, c, "moe", "tokens", tokens);
 }
 

@@ -257,7 +257,7 @@ int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
     e->gen = sim_tracegen_sp_default_opts();
     add_set(e, "cluster.mode=aggregated");
     add_set(e, "cluster.instances=1");
-    add_set(e, "cost.compute=engine");
+    add_set(e, "cost.compute=auto");            /* measured where the preset names tables, else engine */
     add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.12 (vllm-project/vllm#27614) */
     if (known_keys(e, x, keys, "docs/validation.md lists the fields", err) || read_target(e, x, err) ||
         read_engine(e, json_object_get(x, "engine"), err) || read_workload(e, json_object_get(x, "workload"), err) ||

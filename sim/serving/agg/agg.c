@@ -74,6 +74,7 @@ static void setup_instances(agg *a)
     for (int i = 0; i < a->n; i++) {
         a->inst[i].id = i;
         a->inst[i].pages = kv_pic_create(a->pic, &a->pp);
+        a->inst[i].moe_jit = sim_cost_moe_jit_warm(&a->cost, cfg->max_num_batched_tokens);
     }
 }
 

@@ -70,9 +70,10 @@ typedef struct ainst {
     areq **run; /* admitted, in admission order (the last is preempted first) */
     int nrun, caprun;
     bool iterating;
-    int64_t started; /* iterations started */
-    kv_pic *pages;   /* HBM pages and the GPU prefix cache */
-    double queued_s; /* estimated prefill time of the waiting requests */
+    int64_t started;  /* iterations started */
+    kv_pic *pages;    /* HBM pages and the GPU prefix cache */
+    double queued_s;  /* estimated prefill time of the waiting requests */
+    uint64_t moe_jit; /* fused-MoE kernel variants compiled (sim_cost_moe_jit_s) */
 } ainst;
 
 typedef struct lmc lmc;

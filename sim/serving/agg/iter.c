@@ -225,10 +225,15 @@ void agg_iterate(agg *a, ainst *in)
     batch b = {.budget = a->cfg->max_num_batched_tokens};
     schedule(a, in, &b);
     if (b.decodes == 0 && b.chunks == 0) return;
-    sim_mixed_batch mb = {
-        b.flops,    b.chunks, b.decodes, b.chunk_tokens, b.chunk_tokens > 0 ? b.cached_x_tokens / b.chunk_tokens : 0,
-        b.kv_tokens, b.decode_ctx};
-    double t = sim_cost_mixed_iter_s(&a->cost, &mb);
+    sim_mixed_batch mb = {b.flops,
+                          b.chunks,
+                          b.decodes,
+                          b.chunk_tokens,
+                          b.chunk_tokens > 0 ? b.cached_x_tokens / b.chunk_tokens : 0,
+                          b.kv_tokens,
+                          b.decode_ctx};
+    double t =
+        sim_cost_mixed_iter_s(&a->cost, &mb) + sim_cost_moe_jit_s(&a->cost, b.decodes + b.chunk_tokens, &in->moe_jit);
     for (int i = 0; i < in->nrun; i++)
         if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;
     in->iterating = true;
