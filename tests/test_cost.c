@@ -157,7 +157,9 @@ static void test_allreduce_tp_presets(void **state)
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char args[256];
-        snprintf(args, sizeof args, "cost --set model=llama-2-70b --set hardware=%s --batch 32 --context 1024 --json",
+        snprintf(args, sizeof args,
+                 "cost --set model=llama-2-70b --set hardware=%s --set cost.compute=analytic --batch 32 --context 1024 "
+                 "--json",
                  want[i].hw);
         json_t *o = tu_kvsim_json(args);
         assert_double_equal(json_number_value(json_object_get(o, "allreduce_ms")), want[i].allreduce_ms, 1e-4);

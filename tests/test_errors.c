@@ -32,7 +32,7 @@ static void test_unknown_preset_lists_presets(void **state)
 {
     (void)state;
     tu_expect_exit("run --set hardware=h100", 2,
-                   "unknown hardware preset 'h100': the presets are a800x8, cpu-local, h100x1");
+                   "unknown hardware preset 'h100': the presets are a100x1, a100x2, a100x4, a100x8, a800x8, b200x1");
     tu_expect_exit("run --set model=llama3", 2, "unknown model preset 'llama3': the presets are ");
     tu_expect_exit("run --set model=llama3", 2, "llama3-70b, llama3.1-8b");
 }
@@ -110,8 +110,9 @@ static void test_mismatch_says_which_to_change(void **state)
                    "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=32)");
     tu_expect_exit("run --trace traces/default.jsonl --set model=llama3-70b --set hardware=h100x1", 2,
                    "does not fit in hardware 'h100x1' (80 GB HBM × 0.90): choose hardware with more HBM (--set "
-                   "hardware=NAME: a800x8, cpu-local, h100x1, h100x2, h100x4, h100x8, h200x1, h20x8, h800x8) or a "
-                   "smaller model");
+                   "hardware=NAME: a100x1, a100x2, a100x4, a100x8, a800x8, b200x1, b200x2, b200x4, b200x8, "
+                   "cpu-local, gb200x1, gb200x2, gb200x4, h100x1, h100x2, h100x4, h100x8, h200x1, h200x2, h200x4, "
+                   "h200x8, h20x8, h800x8, l40sx1, l40sx2, l40sx4, l40sx8) or a smaller model");
     char *db = tu_temp_path(), args[512], want[512];
     snprintf(args, sizeof args, "run --trace traces/default.jsonl --set trace.sample=0.02 --db %s", db);
     tu_expect_stdout(args, "simulated");
@@ -160,7 +161,7 @@ static void test_wrong_path_says_what_fits(void **state)
                    "(create it first: mkdir -p no-such-dir)");
     tu_expect_exit("run --trace traces/default.jsonl --set hardware=no-such.json", 2,
                    "hardware: cannot read 'no-such.json': No such file or directory (check the path, or name a "
-                   "preset: a800x8, cpu-local, h100x1");
+                   "preset: a100x1, a100x2, a100x4, a100x8, a800x8, b200x1");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "KVSIM_CONFIG_DIR=no-such-configs %s config", tu_kvsim_bin());
     cli_result r = tu_shell(cmd);

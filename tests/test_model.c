@@ -114,9 +114,10 @@ static void test_inline_params(void **state)
      * = 1,486,901,248 parameters, 2,973,802,496 weight bytes read once per
      * decode step at 3,350 GB/s · 0.7234 (h100x1's measured efficiency):
      * 1.227125 ms. */
-    json_t *o = tu_kvsim_json("cost --set hardware=h100x1 --set 'model={\"layers\": 2, \"hidden\": 4096, "
-                              "\"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, \"intermediate\": 14336, "
-                              "\"vocab\": 128256, \"dtype_bytes\": 2}' --json");
+    json_t *o = tu_kvsim_json(
+        "cost --set hardware=h100x1 --set cost.compute=analytic --set 'model={\"layers\": 2, \"hidden\": 4096, "
+        "\"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, \"intermediate\": 14336, "
+        "\"vocab\": 128256, \"dtype_bytes\": 2}' --json");
     assert_double_equal(json_number_value(json_object_get(o, "memory_ms")), 1.227125, 1e-4);
     assert_double_equal(json_number_value(json_object_get(o, "memory_ms")), 1e3 * 2973802496.0 / (3350e9 * 0.7234),
                         1e-4);

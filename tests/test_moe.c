@@ -105,7 +105,8 @@ static double num(const json_t *o, const char *key) { return json_number_value(j
 static void test_moe_decode_cost(void **state)
 {
     (void)state;
-    const char *base = "cost --set model=mixtral-8x7b --set hardware=h100x2 --json --batch ";
+    const char *base =
+        "cost --set model=mixtral-8x7b --set hardware=h100x2 --set cost.compute=analytic --json --batch ";
     char args[256];
     snprintf(args, sizeof args, "%s1", base);
     json_t *o = tu_kvsim_json(args);
@@ -117,7 +118,7 @@ static void test_moe_decode_cost(void **state)
     o = tu_kvsim_json(args);
     assert_double_equal(num(o, "memory_ms"), 42671284224.0 / 4.84678e12 * 1e3, 1e-4);
     json_decref(o);
-    tu_expect_stdout("cost --set model=mixtral-8x7b --set hardware=h100x2 --batch 2",
+    tu_expect_stdout("cost --set model=mixtral-8x7b --set hardware=h100x2 --set cost.compute=analytic --batch 2",
                      "mixture of experts: 46.70e9 parameters in HBM, 12.88e9 active per token (2 of 8 experts); "
                      "batch 2 touches 3.50 experts per layer, 42.67 GB of weights a step");
 }
@@ -133,7 +134,8 @@ static void test_moe_decode_cost(void **state)
 static void test_expert_parallel(void **state)
 {
     (void)state;
-    const char *ep = "cost --set model=mixtral-8x7b --set hardware=h100x2 --json --set cost.expert_parallel=true "
+    const char *ep = "cost --set model=mixtral-8x7b --set hardware=h100x2 --set cost.compute=analytic --json --set "
+                     "cost.expert_parallel=true "
                      "--set cost.expert_imbalance=1.5";
     char args[384];
     double ar = 8192 / 270e9, a2a = 1.5 * 2 * 8192 * 0.25 / 270e9;
@@ -141,7 +143,8 @@ static void test_expert_parallel(void **state)
     json_t *o = tu_kvsim_json(args);
     assert_double_equal(num(o, "allreduce_ms"), (96 * 10e-6 + 64 * (32 * ar + 64 * a2a)) * 1e3, 1e-4);
     json_decref(o);
-    o = tu_kvsim_json("cost --set model=mixtral-8x7b --set hardware=h100x2 --json --batch 64");
+    o = tu_kvsim_json(
+        "cost --set model=mixtral-8x7b --set hardware=h100x2 --set cost.compute=analytic --json --batch 64");
     assert_double_equal(num(o, "allreduce_ms"), (64 * 10e-6 + 64 * 64 * ar) * 1e3, 1e-4);
     json_decref(o);
     snprintf(args, sizeof args, "%s --batch 1", ep);

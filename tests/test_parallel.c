@@ -10,7 +10,8 @@
 
 #include "tests/testutil.h"
 
-#define COST "cost --set hardware=h100x8 --set model=llama3.1-8b --json --batch 32 --context 1000"
+#define COST                                                                                                           \
+    "cost --set hardware=h100x8 --set model=llama3.1-8b --set cost.compute=analytic --json --batch 32 --context 1000"
 
 static double num(const json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
 

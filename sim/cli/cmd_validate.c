@@ -12,27 +12,31 @@
 
 static const char validate_usage[] =
     "usage: kvsim validate --measurements FILE [--only ID] [--db FILE] [--set key=value]...\n"
-    "                      [--max-error PCT [--metric NAME.STAT]...] [--json]\n"
+    "                      [--by model|tp|workload] [--max-error PCT [--metric NAME.STAT]...] [--json]\n"
     "\n"
     "Replay each experiment of a measurements file (measured runs of a real serving\n"
     "engine; docs/validation.md has the format) on one simulated aggregated instance\n"
-    "configured from its engine block, with the production-engine cost model\n"
-    "(cost.compute = engine), and print predicted beside measured with the error of\n"
-    "every measured metric, then the median absolute error per metric.\n"
+    "configured from its engine block, with cost.compute = auto (measured where the\n"
+    "hardware preset names measured per-operation tables, else the production-engine\n"
+    "model), and print predicted beside measured with the error of every measured\n"
+    "metric, then the median absolute error per metric.\n"
     "\n"
     "  --measurements FILE  the measurements (e.g. validation/vllm-h100-train.json)\n"
     "  --only ID            just this experiment\n"
     "  --db FILE            keep the runs in this results database (kvsim report reads it)\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
     "                       --set engine.seq_overhead_ms=0)\n"
+    "  --by KEY             also the median absolute error per group of experiments:\n"
+    "                       model (preset), tp (tensor-parallel GPUs) or workload\n"
     "  --max-error PCT      a gate for CI: exit 3 when an experiment's |error| on a\n"
     "                       --metric exceeds PCT percent, or an experiment is not\n"
     "                       expressible; stderr names each (the report is printed\n"
     "                       as always)\n"
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
     "                       default e2e_ms.mean and itl_ms.mean)\n"
-    "  --json               the report as JSON: experiments[] (id, status, predicted,\n"
-    "                       measured, ape, mpe) and median_ape; with --max-error also\n"
+    "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
+    "                       status, predicted, measured, ape, mpe) and median_ape; with\n"
+    "                       --by also by: {by, groups[]}; with --max-error also\n"
     "                       gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
@@ -78,17 +82,37 @@ static void print_row(const json_t *row)
     putchar('\n');
 }
 
-static void print_report(const json_t *r)
+static void print_medians(const json_t *median_ape)
 {
-    size_t i;
-    const json_t *row, *stats, *v;
+    const json_t *stats, *v;
     const char *metric, *stat;
-    json_array_foreach(json_object_get(r, "experiments"), i, row) print_row(row);
-    printf("median absolute error over the experiments:\n");
-    json_object_foreach(json_object_get(r, "median_ape"), metric, stats)
+    json_object_foreach((json_t *)median_ape, metric, stats)
     {
         json_object_foreach((json_t *)stats, stat, v) printf("  %-8s %-5s %6.1f%%\n", metric, stat, json_real_value(v));
     }
+}
+
+static void print_groups(const json_t *by)
+{
+    size_t i;
+    const json_t *g;
+    json_array_foreach(json_object_get(by, "groups"), i, g)
+    {
+        long long n = (long long)json_integer_value(json_object_get(g, "experiments"));
+        printf("\nmedian absolute error, %s %s (%lld experiment%s):\n", json_string_value(json_object_get(by, "by")),
+               json_string_value(json_object_get(g, "group")), n, n == 1 ? "" : "s");
+        print_medians(json_object_get(g, "median_ape"));
+    }
+}
+
+static void print_report(const json_t *r)
+{
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(r, "experiments"), i, row) print_row(row);
+    printf("median absolute error over the experiments:\n");
+    print_medians(json_object_get(r, "median_ape"));
+    if (json_object_get(r, "by")) print_groups(json_object_get(r, "by"));
 }
 
 /* --max-error: the failures on stderr, and in a --json report. Returns the
@@ -132,6 +156,7 @@ int cmd_validate(int argc, char **argv)
         {"json", no_argument, 0, 'j'},
         {"max-error", required_argument, 0, 'e'},
         {"metric", required_argument, 0, 'M'},
+        {"by", required_argument, 0, 'b'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -139,6 +164,7 @@ int cmd_validate(int argc, char **argv)
     char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets),
          **metrics = sim_xcalloc((size_t)argc + 1, sizeof *metrics);
     int nmetrics = 0;
+    const char *by = NULL;
     double max_pct = -1;
     bool json = false;
     int rc = SIM_EXIT_OK;
@@ -152,6 +178,7 @@ int cmd_validate(int argc, char **argv)
         else if (ch == 'j') json = true;
         else if (ch == 'e') rc = max_error_arg(optarg, &max_pct);
         else if (ch == 'M') metrics[nmetrics++] = optarg;
+        else if (ch == 'b') by = optarg;
         else if (ch == 'h') return free(sets), free(metrics), fputs(validate_usage, stdout), SIM_EXIT_OK;
         else rc = sim_cli_bad_option("validate", argv[optind - 1]);
     }
@@ -163,7 +190,10 @@ int cmd_validate(int argc, char **argv)
     o.sets = sets;
     json_t *report = NULL;
     sim_err err = {{0}};
+    json_t *groups = NULL;
+    if (rc == SIM_EXIT_OK && by && sim_validate_by_check(by, &err)) rc = sim_usage_error("validate", err.msg);
     if (rc == SIM_EXIT_OK && sim_validate(&o, &report, &err)) rc = sim_usage_error("validate", err.msg);
+    if (report && by && !sim_validate_groups(report, by, &groups, &err)) json_object_set_new(report, "by", groups);
     int gated = report && max_pct >= 0 ? gate(report, max_pct, metrics, nmetrics, json) : SIM_EXIT_OK;
     if (report && json) {
         json_dumpf(report, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));

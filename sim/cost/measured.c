@@ -117,6 +117,10 @@ static void mlp_s(sim_measured *m, double tokens, bool routed, double *dense_s, 
     }
     int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
     int moe_tp = m->key.ep ? 1 : tp, moe_ep = m->key.ep ? tp : 1;
+    /* the router: its GEMM, then the top-k softmax over E fp32 logits (a
+     * memory op: read them, write k ids and weights); the fused-MoE table
+     * times fused_experts alone (AIConfigurator's collect_moe.py) */
+    *moe_s += sim_optable_mem_s(m->t, tokens * (4.0 * md->experts + 8.0 * md->experts_per_token));
     *moe_s += gemm_s(m, tokens, md->experts, md->hidden) + sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie,
                                                                               md->experts_per_token, md->experts,
                                                                               moe_tp, moe_ep, m->key.dist, tokens) *

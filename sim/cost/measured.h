@@ -14,7 +14,8 @@
  *              context (heads per GPU h/tp, KV heads max(1, h_kv/tp))
  *     o        GEMM m × d × h·e/tp
  *     mlp      dense: GEMM m × 2·i/tp × d and m × d × i/tp; MoE layers:
- *              the router GEMM m × E × d, vLLM's fused MoE over m tokens
+ *              the router GEMM m × E × d and its top-k softmax (a memory
+ *              op), vLLM's fused MoE over m tokens
  *              (top-k of E experts, TP or EP), and shared experts as dense
  *     allreduce  two per layer of m·d elements (custom all-reduce; inside a
  *              CUDA graph when m ≤ the capture limit)

@@ -196,6 +196,7 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
     e->gen.output_tokens = (int)out;
     e->gen.system_prompts = (int)prompts;
     e->gen.users_per_prompt = (int)users;
+    snprintf(e->workload, sizeof e->workload, "shared_prefix %.0f in, %.0f out", sys + q, out);
     if (e->max_model_len > 0 && sys + q + out > (double)e->max_model_len)
         not_expressible(e, "a request (system + question + output tokens) is longer than engine.max_model_len");
     return 0;
@@ -231,6 +232,8 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     }
     add_set(e, "model=%s", model);
     add_set(e, "hardware=%s", hwname);
+    snprintf(e->model, sizeof e->model, "%s", model);
+    e->tp = (int)tp;
     return 0;
 }
 

@@ -26,7 +26,7 @@ typedef struct sim_validate_opts {
     int nsets;
 } sim_validate_opts;
 
-/* The report: {"experiments": [{"id", "status": "ok" | "not expressible",
+/* The report: {"experiments": [{"id", "model", "tp", "workload", "status": "ok" | "not expressible",
  * "why" (when not), "config": [the --set list], "predicted", "measured",
  * "ape", "mpe"}], "median_ape": {metric: {stat: %}}} with the metric names
  * of the file (e2e_ms, ttft_ms, itl_ms; mean, p50, p90, p99). ape is
@@ -43,6 +43,15 @@ int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err);
  * metric is not judged on it; -1 with err when no experiment measures it
  * (a misspelt name). */
 int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err);
+
+/* `kvsim validate --by model|tp|workload`: the report's expressible
+ * experiments grouped by their model preset, tensor-parallel degree or
+ * workload shape (in first-seen order), each group's median absolute error
+ * per metric and statistic: {"by", "groups": [{"group", "experiments",
+ * "median_ape"}]}. -1 with err for another `by`. */
+int sim_validate_groups(const json_t *report, const char *by, json_t **out, sim_err *err);
+/* 0 when `by` is one of them, else -1 with err naming the choices. */
+int sim_validate_by_check(const char *by, sim_err *err);
 
 /* The median of n values (sorted in place); NAN when n = 0. */
 double sim_validate_median(double *v, int n);

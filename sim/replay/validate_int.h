@@ -18,9 +18,17 @@ typedef struct vexp {
     const json_t *measured;
     int64_t requests, max_model_len;
     int block_tokens;
+    /* what `kvsim validate --by` groups on: the model preset, the tensor-
+     * parallel degree and the workload's shape ("shared_prefix 547 in, 248 out") */
+    char model[64], workload[128];
+    int tp;
 } vexp;
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
 void vexp_free(vexp *e);
+
+/* The median absolute error per metric and statistic over rows (the
+ * report's "median_ape"; validate_groups.c). */
+json_t *vexp_medians(const json_t *rows);
 
 #endif

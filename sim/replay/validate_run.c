@@ -138,6 +138,9 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
     json_t *cfg = json_array();
     for (int i = 0; i < e->nsets; i++) json_array_append_new(cfg, json_string(e->sets[i]));
     json_object_set_new(row, "id", json_string(e->id));
+    json_object_set_new(row, "model", json_string(e->model));
+    json_object_set_new(row, "tp", json_integer(e->tp));
+    json_object_set_new(row, "workload", json_string(e->workload));
     json_object_set_new(row, "config", cfg);
     json_object_set_new(row, "measured", json_deep_copy(e->measured));
     if (e->why[0]) {
@@ -155,31 +158,6 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
     }
     json_decref(summary);
     return rc;
-}
-
-/* median_ape: per metric and statistic, over the rows that have it. */
-static json_t *medians(const json_t *rows)
-{
-    json_t *out = json_object();
-    double *v = sim_xcalloc(json_array_size(rows) + 1, sizeof *v);
-    for (int m = 0; m < NMETRICS; m++) {
-        json_t *o = json_object();
-        for (int s = 0; s < NSTATS; s++) {
-            int n = 0;
-            size_t i;
-            const json_t *r;
-            json_array_foreach(rows, i, r)
-            {
-                const json_t *x = json_object_get(json_object_get(json_object_get(r, "ape"), metrics[m]), stats[s]);
-                if (json_is_number(x)) v[n++] = json_number_value(x);
-            }
-            if (n) json_object_set_new(o, stats[s], json_real(sim_validate_median(v, n)));
-        }
-        if (json_object_size(o)) json_object_set_new(out, metrics[m], o);
-        else json_decref(o);
-    }
-    free(v);
-    return out;
 }
 
 static json_t *load_file(const char *path, sim_err *err)
@@ -246,6 +224,6 @@ int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err)
     sim_results_close(db);
     json_decref(root);
     if (rc) return json_decref(rows), -1;
-    *report = json_pack("{s:o, s:o}", "experiments", rows, "median_ape", medians(rows));
+    *report = json_pack("{s:o, s:o}", "experiments", rows, "median_ape", vexp_medians(rows));
     return 0;
 }
