@@ -277,6 +277,47 @@ static void test_refusals(void **state)
     sim_config_free(&cfg);
 }
 
+/* Fused-MoE compiles (sim_cost_moe_jit_s), by hand: Mixtral on 2 H100s, an
+ * aggregated vLLM instance with max_num_seqs 128 and a 2048-token budget:
+ * CUDA graphs up to min(2 · 128, 512, 2048) = 256 tokens. A pass of 600
+ * tokens takes config key 512 (nearest of 512 and 1024), 600 ≡ 0 mod 8:
+ * a cold variant, two kernels of 0.3 s each; again, nothing. 604 ≡ 4 and
+ * 601 (odd) are two more variants, 602 is 601's. 2048 ≡ 0 was compiled by
+ * the profiling pass; 2047 was not. 200 runs in a graph. */
+static void test_moe_jit_by_hand(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    sim_err err = {0};
+    char *sets[] = {"model=mixtral-8x7b",
+                    "hardware=h100x2",
+                    "cluster.mode=aggregated",
+                    "cluster.decode_max_batch=128",
+                    "engine.max_num_batched_tokens=2048",
+                    "engine.measured.moe_jit_compile_ms=300"};
+    if (sim_config_load(&cfg, NULL, sets, 6, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_non_null(c.measured);
+    assert_int_equal(c.graph_max, 256);
+    uint64_t seen = sim_cost_moe_jit_warm(&c, 2048);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 200, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 600, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 600, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 640, &seen), 0, 0); /* key 512, ≡ 0: the same variant */
+    assert_double_equal(sim_cost_moe_jit_s(&c, 604, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 601, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 602, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 2048, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 2047, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 1000, &seen), 0.6, 1e-12); /* key 1024 */
+    sim_config_free(&cfg);
+    /* a dense model compiles nothing at run time (its GEMMs are cuBLAS) */
+    char *dense[] = {"model=llama3.1-8b", "hardware=h100x1", "cluster.mode=aggregated"};
+    if (sim_config_load(&cfg, NULL, dense, 3, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    seen = 0;
+    assert_double_equal(sim_cost_moe_jit_s(&c, 1000, &seen), 0, 0);
+    sim_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_moe_jit_by_hand),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (tiny_dir[0]) {
