@@ -133,10 +133,11 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
         printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
     }
-    printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
-           c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
-           : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
-                               : "2 x layers tensor-parallel all-reduces");
+    if (!c->measured)
+        printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
+               c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
+               : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
+                                   : "2 x layers tensor-parallel all-reduces");
     if (c->engine)
         printf("  overhead   %9.3f ms  (engine.%siter_overhead_ms + engine.%sseq_overhead_ms x batch)\n",
                1e3 * t.overhead_s, c->measured ? "measured." : "", c->measured ? "measured." : "");
@@ -165,6 +166,10 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
         sim_cli_warn_caveats("cost", caveats, NULL);
         json_decref(caveats);
         print_cost(&c, a);
+        fflush(stdout);
+        json_t *notes = sim_measured_caveats(); /* the shapes the figures above looked up outside the tables */
+        sim_cli_warn_caveats("cost", notes, NULL);
+        json_decref(notes);
     }
     sim_config_free(&cfg);
     return rc;

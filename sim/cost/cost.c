@@ -190,6 +190,7 @@ static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, i
     if (c->measured) return 0;
     if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
     snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
+    sim_measured_fallback(why.msg);
     return 0;
 }
 

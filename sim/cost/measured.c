@@ -48,6 +48,7 @@ typedef struct loaded_tables {
 
 static loaded_tables *all_tables;
 static sim_measured *all_measured;
+static json_t *fallbacks; /* why auto could not use tables, one string each */
 
 static void free_all(void)
 {
@@ -56,6 +57,8 @@ static void free_all(void)
         all_measured = m->next;
         free(m);
     }
+    json_decref(fallbacks);
+    fallbacks = NULL;
     while (all_tables) {
         loaded_tables *l = all_tables;
         all_tables = l->next;
@@ -92,9 +95,24 @@ static sim_optable *tables_get(const char *name, sim_err *err)
 
 /* ---- one pass ----------------------------------------------------------------- */
 
+/* A GEMM of tokens × n × k. One wider (n) or taller (m) than the tables
+ * measure is priced as the sum of pieces they do measure: C = A·B splits
+ * exactly into column blocks of B and row blocks of A, each its own GEMM
+ * (docs/measured.md §2), at the cost of a launch each. */
 static double gemm_s(sim_measured *m, double tokens, double n, double k)
 {
-    return tokens > 0 ? sim_optable_gemm_ms(m->t, m->wdtype, tokens, n, k) * 1e-3 : 0;
+    if (tokens <= 0) return 0;
+    double max_m, max_n;
+    sim_optable_gemm_limits(m->t, &max_m, &max_n);
+    if (max_n > 0 && n > max_n) {
+        double pieces = ceil(n / max_n);
+        return pieces * gemm_s(m, tokens, n / pieces, k);
+    }
+    if (max_m > 0 && tokens > max_m) {
+        double pieces = ceil(tokens / max_m);
+        return pieces * gemm_s(m, tokens / pieces, n, k);
+    }
+    return sim_optable_gemm_ms(m->t, m->wdtype, tokens, n, k) * 1e-3;
 }
 
 static double allreduce_s(sim_measured *m, double tokens, double count)
@@ -270,6 +288,41 @@ uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
 
 const sim_optable *sim_measured_tables(const sim_measured *m) { return m->t; }
 
+void sim_measured_fallback(const char *why)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(fallbacks, i, v) if (!strcmp(json_string_value(v), why)) return;
+    if (!fallbacks) {
+        if (!all_tables && !all_measured) atexit(free_all);
+        fallbacks = json_array();
+    }
+    json_array_append_new(fallbacks, json_string(why));
+}
+
+json_t *sim_measured_caveats(void)
+{
+    json_t *a = json_array();
+    char text[1200];
+    size_t i;
+    const json_t *v;
+    json_array_foreach(fallbacks, i, v)
+    {
+        snprintf(text, sizeof text,
+                 "the hardware names measured tables but they cannot price this run (%s): the "
+                 "engine model prices it instead",
+                 json_string_value(v));
+        json_array_append_new(a, json_pack("{s:s, s:s}", "name", "not_measured", "text", text));
+    }
+    for (loaded_tables *l = all_tables; l; l = l->next) {
+        int n;
+        const char *const *notes = sim_optable_notes(l->t, &n);
+        for (int k = 0; k < n; k++)
+            json_array_append_new(a, json_pack("{s:s, s:s}", "name", "not_measured", "text", notes[k]));
+    }
+    return a;
+}
+
 const char *const *sim_measured_notes(const sim_measured *m, int *n) { return sim_optable_notes(m->t, n); }
 
 /* ---- set-up -------------------------------------------------------------------- */
@@ -330,7 +383,10 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
     for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
     for (int i = 0; i < HEAD_CACHE; i++) m->head[i] = NAN;
-    return check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
+    sim_optable_quiet(m->t, true);
+    int rc = check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
+    sim_optable_quiet(m->t, false);
+    return rc;
 }
 
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)

@@ -33,6 +33,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "sim/config/config.h"
 #include "sim/cost/optable.h"
 
@@ -89,6 +91,13 @@ uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens);
  * up to graph_max (1, 2, 4, then multiples of 8) and the profiling pass of
  * budget tokens. */
 uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget);
+/* Every note of the tables this process has loaded (shapes looked up
+ * outside their grid) and every reason auto could not use them
+ * (sim_measured_fallback), as the summary's caveats: [{"name":
+ * "not_measured", "text"}]; an empty array when there are none. */
+json_t *sim_measured_caveats(void);
+/* Record why auto fell back from the tables (once per distinct reason). */
+void sim_measured_fallback(const char *why);
 /* The tables' notes (shapes outside the grid) so far. */
 const char *const *sim_measured_notes(const sim_measured *m, int *n);
 

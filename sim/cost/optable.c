@@ -69,6 +69,7 @@ struct sim_optable {
     char *notes[MAX_NOTES];
     char *note_kinds[MAX_NOTES];
     int nnotes;
+    bool quiet;
 };
 
 /* ---- curves and tables ---------------------------------------------------- */
@@ -332,6 +333,8 @@ double sim_optable_mem_s(const sim_optable *t, double bytes)
     return bytes > 0 ? t->mem_latency_s + bytes / t->mem_Bps : 0;
 }
 
+void sim_optable_quiet(sim_optable *t, bool quiet) { t->quiet = quiet; }
+
 const char *const *sim_optable_notes(const sim_optable *t, int *n)
 {
     *n = t->nnotes;
@@ -344,6 +347,7 @@ const char *const *sim_optable_notes(const sim_optable *t, int *n)
 static void note(sim_optable *t, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(sim_optable *t, const char *kind, const char *fmt, ...)
 {
+    if (t->quiet) return;
     for (int i = 0; i < t->nnotes; i++)
         if (!strcmp(t->note_kinds[i], kind)) return;
     if (t->nnotes == MAX_NOTES) return;
@@ -377,10 +381,14 @@ static span bracket(const double *v, int n, double q)
     return (span){lo, hi, (q - v[lo]) / (v[hi] - v[lo]), 0};
 }
 
-static double curve_at(const curve *c, double x, int *side)
+/* Above the last point: the last segment extended (power 1), or the last
+ * point scaled by (x / x_last)^power (prefill attention: causal work grows
+ * with the square of the sequence). */
+static double curve_at(const curve *c, double x, int *side, double power)
 {
     span s = bracket(c->x, c->n, x);
     if (s.side) *side = s.side;
+    if (s.side > 0 && power != 1) return c->y[c->n - 1] * pow(x / c->x[c->n - 1], power);
     return (1 - s.w) * c->y[s.lo] + s.w * c->y[s.hi];
 }
 
@@ -424,7 +432,7 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
             if (w == 0) continue;
             const curve *c =
                 find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
-            if (c) sum += w * curve_at(c, m, &side_m), wsum += w;
+            if (c) sum += w * curve_at(c, m, &side_m, 1), wsum += w;
         }
     if (wsum == 0) return -1;
     char shape[96];
@@ -435,6 +443,14 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
         note(t, side_m > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
              t->system, side_m > 0 ? "extrapolated linearly" : "taken at the smallest");
     return sum / wsum;
+}
+
+void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n)
+{
+    const table *g = &t->t[T_GEMM];
+    *max_m = 0, *max_n = g->nvals[0] ? g->vals[0][g->nvals[0] - 1] : 0;
+    for (int i = 0; i < g->n; i++)
+        if (g->c[i].n && (*max_m == 0 || g->c[i].x[g->c[i].n - 1] < *max_m)) *max_m = g->c[i].x[g->c[i].n - 1];
 }
 
 /* Attention: linear across the batch curves that bracket the query. */
@@ -451,7 +467,7 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
         if (w == 0) continue;
         const curve *c = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim,
                                   a->vals[0][i ? sb.hi : sb.lo]);
-        if (c) sum += w * curve_at(c, x, &side_x), wsum += w;
+        if (c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
     }
     if (wsum == 0) return -1;
     const char *op = which == T_CTX ? "context attention" : "generation attention";
@@ -462,7 +478,9 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
     if (side_x)
         note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, axis, t->system,
-             side_x > 0 ? "extrapolated linearly" : "taken at the smallest");
+             side_x < 0       ? "taken at the smallest"
+             : which == T_CTX ? "the largest measured scaled by the square of the length"
+                              : "extrapolated linearly");
     return sum / wsum;
 }
 
@@ -483,7 +501,7 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
 {
     if (!c) return -1;
     int side = 0;
-    double v = curve_at(c, x, &side);
+    double v = curve_at(c, x, &side, 1);
     char kind[96];
     snprintf(kind, sizeof kind, "%s %d", op, side);
     if (side)

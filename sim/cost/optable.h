@@ -45,6 +45,10 @@ double sim_optable_mem_s(const sim_optable *t, double bytes);
  * Each returns a negative value when the table has no curve of that shape
  * at all (the caller decides: another dtype, or an error naming it). */
 double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k);
+/* The largest m every GEMM curve measures and the largest n measured (0
+ * when there is no GEMM table): a GEMM beyond them is priced as measured
+ * pieces (sim/cost/measured.c). */
+void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n);
 /* Prefill attention of `batch` sequences of `isl` new tokens each, after
  * none cached, per GPU: heads and kv_heads already divided by the TP. */
 double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
@@ -69,5 +73,8 @@ double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elem
  * shape ("gemm m=12000 n=6144 k=4096 (bfloat16): m beyond the largest
  * measured 8192, extrapolated linearly"), in first-seen order; *n set. */
 const char *const *sim_optable_notes(const sim_optable *t, int *n);
+/* While quiet, lookups outside the grid are not recorded (a caller's probe
+ * of whether a shape family exists at all). */
+void sim_optable_quiet(sim_optable *t, bool quiet);
 
 #endif

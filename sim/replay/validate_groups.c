@@ -2,10 +2,21 @@
  * report, over all its experiments ("median_ape") and per group of them
  * (`--by model|tp|workload`): where a model family, a parallelism or a
  * workload is off, the overall median hides it. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "sim/replay/validate_int.h"
+
+double sim_validate_median(double *v, int n)
+{
+    if (n == 0) return NAN;
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
 
 static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90", "p99"};
 enum { NMETRICS = sizeof metrics / sizeof metrics[0], NSTATS = sizeof stats / sizeof stats[0] };

@@ -35,13 +35,6 @@ static bool known_metric(const char *name)
     return false;
 }
 
-double sim_validate_median(double *v, int n)
-{
-    if (n == 0) return NAN;
-    gsl_sort(v, 1, (size_t)n);
-    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
-}
-
 /* The generated workload in a temporary file; its path in path. */
 static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
 {

@@ -18,6 +18,7 @@
  *               its throughput is a lower bound (docs/hardware.md §3). */
 #include <stdio.h>
 
+#include "sim/cost/measured.h"
 #include "sim/serving/serving.h"
 
 typedef struct caveat {
@@ -72,7 +73,9 @@ json_t *sim_serving_caveats(const sim_config *cfg)
 
 void sim_serving_add_caveats(const sim_config *cfg, json_t *summary)
 {
-    json_t *a = sim_serving_caveats(cfg);
+    json_t *a = sim_serving_caveats(cfg), *m = sim_measured_caveats();
+    json_array_extend(a, m);
+    json_decref(m);
     if (json_array_size(a)) json_object_set_new(summary, "caveats", a);
     else json_decref(a);
 }
