@@ -29,6 +29,7 @@ typedef struct table_spec {
     const char *keys[MAX_KEY];
     const char *x, *x_plus;
     int bracket[MAX_BRACKET]; /* indices into keys, -1 = none */
+    const char *zero;         /* a column that, where the table has it, must be 0 (sliding window) */
 } table_spec;
 
 typedef struct table {
@@ -42,24 +43,27 @@ typedef struct table {
 enum { T_GEMM, T_CTX, T_GEN, T_MOE, T_AR, T_NCCL, T_N };
 
 static const table_spec specs[T_N] = {
-    {"gemm", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}},
+    {"gemm", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}, NULL},
     {"context_attention",
      {"attn_dtype", "kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size"},
      "isl",
      NULL,
-     {5, -1}},
+     {5, -1},
+     "window_size"},
     {"generation_attention",
      {"attn_dtype", "kv_cache_dtype", "num_heads", "num_key_value_heads", "head_dim", "batch_size"},
      "isl",
      "step",
-     {5, -1}},
+     {5, -1},
+     "window_size"},
     {"moe",
      {"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution"},
      "num_tokens",
      NULL,
-     {-1, -1}},
-    {"custom_allreduce", {"num_gpus", "backend"}, "message_size", NULL, {-1, -1}},
-    {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}},
+     {-1, -1},
+     NULL},
+    {"custom_allreduce", {"num_gpus", "backend"}, "message_size", NULL, {-1, -1}, NULL},
+    {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}, NULL},
 };
 
 struct sim_optable {
@@ -185,7 +189,7 @@ static int split_fields(char *line, char **f, int max)
 }
 
 typedef struct csv_cols {
-    int key[MAX_KEY], x, x_plus, latency, nkeys;
+    int key[MAX_KEY], x, x_plus, latency, nkeys, zero;
 } csv_cols;
 
 static int find_col(char **f, int n, const char *name)
@@ -204,6 +208,7 @@ static int header_cols(const table_spec *s, char **f, int n, csv_cols *c, const 
     c->x = find_col(f, n, s->x);
     c->x_plus = s->x_plus ? find_col(f, n, s->x_plus) : -1;
     c->latency = find_col(f, n, "latency");
+    c->zero = s->zero ? find_col(f, n, s->zero) : -1;
     if (c->x < 0) need = s->x;
     if (s->x_plus && c->x_plus < 0) need = s->x_plus;
     if (c->latency < 0) need = "latency";
@@ -226,7 +231,9 @@ static int add_row(table *t, const csv_cols *c, char **f, int nf, const char *pa
     double x, plus = 0, y;
     int need = c->latency;
     for (int k = 0; k < c->nkeys; k++) need = c->key[k] > need ? c->key[k] : need;
-    if (nf <= need || nf <= c->x) return sim_errf(err, "%s:%ld: %d fields, fewer than the header's", path, line, nf);
+    if (nf <= need || nf <= c->x || nf <= c->zero)
+        return sim_errf(err, "%s:%ld: %d fields, fewer than the header's", path, line, nf);
+    if (c->zero >= 0 && strtod(f[c->zero], NULL) != 0) return 0; /* a sliding-window kernel: not modelled */
     if (parse_num(f[c->x], &x) || (c->x_plus >= 0 && parse_num(f[c->x_plus], &plus)) || parse_num(f[c->latency], &y) ||
         y < 0)
         return sim_errf(err, "%s:%ld: '%s' or its latency '%s' is not a number (milliseconds, >= 0)", path, line,
