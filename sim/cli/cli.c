@@ -70,7 +70,8 @@ void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
         bool old = false;
         json_array_foreach(said, j, t) old |= !strcmp(json_string_value(t), text);
         if (old) continue;
-        fprintf(stderr, "kvsim %s: warning: not validated: %s\n", cmd, text);
+        fprintf(stderr, "kvsim %s: warning: %s%s\n", cmd,
+                json_is_true(json_object_get(c, "found")) ? "" : "not validated: ", text);
         if (said) json_array_append_new(said, json_string(text));
     }
 }
