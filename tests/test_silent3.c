@@ -6,6 +6,11 @@
  *   cut at: `trace rechunk` refuses (it wrote empty hash_ids), `run` and
  *   `hitrate` warn, naming the size that fits (the run's summary keeps it
  *   among its caveats).
+ * - item 3: impossible attention shapes (more KV heads than heads, KV
+ *   heads that do not divide the heads) are refused from --set and from
+ *   `model import`, which also says when an expert count of 0 makes a model
+ *   dense and when it ignores sliding_window, and whose --help no longer
+ *   says mixtures of experts are refused.
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -64,11 +69,77 @@ static void test_run_wrong_block_size(void **state)
                    "kvsim hitrate: warning: traces/default.jsonl: 1500 requests have fewer hash_ids");
 }
 
+/* ---- item 3: attention shapes ----------------------------------------------------- */
+
+static void test_set_impossible_heads(void **state)
+{
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=128", 2,
+                   "kvsim run: model.kv_heads (128) exceeds model.heads (64): each KV head serves a group of query "
+                   "heads");
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=5", 2,
+                   "kvsim run: model.kv_heads (5) does not divide model.heads (64): grouped-query attention shares "
+                   "each KV head among the same number of query heads (try 4 or 8)");
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=64", 0, NULL); /* multi-head attention */
+}
+
+#define LLAMA_SHAPE                                                                                                    \
+    "\"num_hidden_layers\": 80, \"hidden_size\": 8192, \"num_attention_heads\": 64, \"intermediate_size\": 28672, "    \
+    "\"vocab_size\": 32000, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\""
+
+/* `kvsim model import` of a config.json with text: its result. */
+static cli_result import_text(const char *text)
+{
+    char *path = tu_write_temp(text), args[512];
+    snprintf(args, sizeof args, "model import %s", path);
+    cli_result r = tu_kvsim(args);
+    tu_remove_temp(path);
+    return r;
+}
+
+static void test_import_impossible_heads(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{" LLAMA_SHAPE ", \"num_key_value_heads\": 128}", "key 'num_key_value_heads' (128) exceeds "},
+        {"{" LLAMA_SHAPE ", \"num_key_value_heads\": 5}", "key 'num_key_value_heads' (5) does not divide "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result r = import_text(cases[i].text);
+        if (r.status != 2 || !strstr(r.err, cases[i].want))
+            fail_msg("case %zu: exit %d, stderr %s", i, r.status, r.err);
+        tu_free(&r);
+    }
+}
+
+static void test_import_says_what_it_ignores(void **state)
+{
+    cli_result r = import_text("{" LLAMA_SHAPE ", \"n_routed_experts\": 0, \"num_experts_per_tok\": 0}");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, "n_routed_experts 0: no routed experts to choose among, imported as a dense model"))
+        fail_msg("silent: %s", r.err);
+    tu_free(&r);
+    r = import_text("{" LLAMA_SHAPE ", \"sliding_window\": 4096}");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, "sliding_window 4096 ignored: kvsim keeps the KV of every token (full attention)"))
+        fail_msg("silent: %s", r.err);
+    tu_free(&r);
+    /* Qwen's configs name a window they do not use: nothing to say */
+    r = import_text("{" LLAMA_SHAPE ", \"sliding_window\": 4096, \"use_sliding_window\": false}");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "sliding_window"));
+    tu_free(&r);
+    r = tu_kvsim("model import --help");
+    if (strstr(r.out, "configs are refused") || !strstr(r.out, "Mixtures of experts")) fail_msg("help: %s", r.out);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rechunk_wrong_fine_blocks),
-        cmocka_unit_test(test_run_wrong_block_size),
+        cmocka_unit_test(test_rechunk_wrong_fine_blocks),   cmocka_unit_test(test_run_wrong_block_size),
+        cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
+        cmocka_unit_test(test_import_says_what_it_ignores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
