@@ -217,11 +217,36 @@ char *sim_path_relative(const char *path, const char *dir)
     return out;
 }
 
+/* s in ANSI-C quotes, $'...': \\, \', \n, \t, \r and other control bytes as \ooo. */
+static char *ansi_c_word(const char *s)
+{
+    char *out = sim_xmalloc(4 * strlen(s) + 4), *o = out;
+    o += sprintf(o, "$'");
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '\\' || *c == '\'') o += sprintf(o, "\\%c", *c);
+        else if (*c == '\n') o += sprintf(o, "\\n");
+        else if (*c == '\t') o += sprintf(o, "\\t");
+        else if (*c == '\r') o += sprintf(o, "\\r");
+        else if (*c < 0x20 || *c == 0x7f) o += sprintf(o, "\\%03o", *c);
+        else *o++ = (char)*c;
+    }
+    strcpy(o, "'");
+    return out;
+}
+
+bool sim_has_control(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) return true;
+    return false;
+}
+
 char *sim_sh_word(const char *s)
 {
     static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%";
     size_t n = strlen(s), quotes = 0;
     if (n && strspn(s, plain) == n) return sim_xstrdup(s);
+    if (sim_has_control(s)) return ansi_c_word(s);
     for (const char *c = s; *c; c++) quotes += *c == '\'';
     char *out = sim_xmalloc(n + 3 * quotes + 3), *o = out;
     *o++ = '\'';

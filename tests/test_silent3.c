@@ -11,6 +11,10 @@
  *   `model import`, which also says when an expert count of 0 makes a model
  *   dense and when it ignores sliding_window, and whose --help no longer
  *   says mixtures of experts are refused.
+ * - item 4: a newline in a --set value split an --emit-jobs line in two,
+ *   the second run as a command: sim_sh_word writes control bytes in
+ *   $'...' quotes (one line, read back exactly by bash), and --emit-jobs
+ *   refuses them (a runner's sh may be dash).
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -22,6 +26,7 @@
 
 #include <sys/stat.h>
 
+#include "sim/util.h"
 #include "tests/testutil.h"
 
 /* ---- item 2: block sizes --------------------------------------------------------- */
@@ -134,12 +139,51 @@ static void test_import_says_what_it_ignores(void **state)
     tu_free(&r);
 }
 
+/* ---- item 4: newlines in shell words ------------------------------------------------ */
+
+static void test_sh_word_newline(void **state)
+{
+    static const char *const words[] = {"about=x\ntouch PWN #", "a'b\\c\n", "\033[31mred", "tab\there"};
+    static const char *const want[] = {"$'about=x\\ntouch PWN #'", "$'a\\'b\\\\c\\n'", "$'\\033[31mred'",
+                                       "$'tab\\there'"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char *q = sim_sh_word(words[i]), line[256], cmd[256];
+        assert_string_equal(q, want[i]);
+        assert_null(strchr(q, '\n'));
+        snprintf(line, sizeof line, "printf %%s %s\n", q); /* a script line, as a job file's */
+        char *script = tu_write_temp(line);
+        snprintf(cmd, sizeof cmd, "bash %s", script); /* bash reads it back exactly */
+        cli_result r = tu_shell(cmd);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.out, words[i]);
+        tu_free(&r);
+        tu_remove_temp(script);
+        free(q);
+    }
+    char *plain = sim_sh_word("it's");
+    assert_string_equal(plain, "'it'\\''s'");
+    free(plain);
+}
+
+static void test_emit_jobs_refuses_newline(void **state)
+{
+    char *jobs = tu_temp_path(), *db = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args,
+             "sweep --emit-jobs %s --db %s --grid trace.speed=1 --set \"$(printf 'about=x\\ntouch PWN #')\"", jobs, db);
+    tu_expect_exit(args, 2, "--emit-jobs: the argument $'about=x\\ntouch PWN #' holds a newline");
+    struct stat st;
+    if (stat(jobs, &st) == 0) fail_msg("%s written", jobs);
+    tu_remove_temp(jobs);
+    tu_remove_temp(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rechunk_wrong_fine_blocks),   cmocka_unit_test(test_run_wrong_block_size),
         cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
-        cmocka_unit_test(test_import_says_what_it_ignores),
+        cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
+        cmocka_unit_test(test_emit_jobs_refuses_newline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
