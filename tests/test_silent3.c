@@ -15,6 +15,9 @@
  *   the second run as a command: sim_sh_word writes control bytes in
  *   $'...' quotes (one line, read back exactly by bash), and --emit-jobs
  *   refuses them (a runner's sh may be dash).
+ * - item 5: `kvsim export` wrote a cell such as =HYPERLINK(...) as it is,
+ *   which a spreadsheet runs: a text cell that starts with = + - @ gets a
+ *   leading ' (OWASP), numbers such as -3.5 stay as they are.
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -177,13 +180,47 @@ static void test_emit_jobs_refuses_newline(void **state)
     tu_remove_temp(db);
 }
 
+/* ---- item 5: CSV injection ------------------------------------------------------- */
+
+static void test_export_neutralises_formulas(void **state)
+{
+    static const char *const abouts[] = {"=HYPERLINK(\"http://x\",\"y\")", "+1+cmd|x", "-2+3", "@SUM(A1)"};
+    static const char *const csv[] = {"\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"", "'+1+cmd|x", "'-2+3", "'@SUM(A1)"};
+    for (size_t i = 0; i < sizeof abouts / sizeof abouts[0]; i++) {
+        char *db = tu_temp_path(), *val = tu_write_temp(abouts[i]), args[1024];
+        snprintf(args, sizeof args, "run --db %s --set trace.limit=5 --set \"about=$(cat %s)\"", db, val);
+        tu_expect_exit(args, 0, NULL);
+        snprintf(args, sizeof args, "export --db %s", db);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        if (!strstr(r.out, csv[i])) fail_msg("case %zu: no %s in\n%.600s", i, csv[i], strchr(r.out, '\n'));
+        tu_free(&r);
+        snprintf(args, sizeof args, "export --db %s --format tsv", db);
+        r = tu_kvsim(args);
+        if (!strstr(r.out, "\t'")) fail_msg("case %zu: TSV cell not neutralised", i);
+        tu_free(&r);
+        tu_remove_temp(val);
+        tu_remove_temp(db);
+    }
+    /* numbers keep their sign: -0.5 is not a formula */
+    char *db = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "run --db %s --set trace.limit=5 --set cost.noise=0", db);
+    tu_expect_exit(args, 0, NULL);
+    snprintf(args, sizeof args, "export --db %s --table requests", db);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, ",'"));
+    tu_free(&r);
+    tu_remove_temp(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rechunk_wrong_fine_blocks),   cmocka_unit_test(test_run_wrong_block_size),
         cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
-        cmocka_unit_test(test_emit_jobs_refuses_newline),
+        cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
