@@ -18,6 +18,10 @@
  * - item 5: `kvsim export` wrote a cell such as =HYPERLINK(...) as it is,
  *   which a spreadsheet runs: a text cell that starts with = + - @ gets a
  *   leading ' (OWASP), numbers such as -3.5 stay as they are.
+ * - item 7: `kvsim check` with "expect": {} passed with "all 0 numbers"; it
+ *   is refused, and --write-baseline fills it. (validate's empty, repeated
+ *   and unprintable ids, engine.dtype and a repeated --metric are in
+ *   tests/test_validate.c; calibrate's 1e300 ms point in tests/test_silent.c.)
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -27,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "sim/util.h"
@@ -214,6 +219,26 @@ static void test_export_neutralises_formulas(void **state)
     tu_remove_temp(db);
 }
 
+/* ---- item 7: nothing to check ------------------------------------------------------ */
+
+static void test_check_empty_expect(void **state)
+{
+    char cwd[PATH_MAX], text[PATH_MAX + 512], args[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(text, sizeof text,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": [{\"name\": \"m\", \"kind\": \"run\", "
+             "\"args\": {\"trace\": \"%s/traces/default.jsonl\", \"set\": {\"trace.limit\": 20}}, \"expect\": {}}]}",
+             cwd);
+    char *b = tu_write_temp(text);
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_exit(args, 2, "measurement m: \"expect\" is empty: nothing to check");
+    snprintf(args, sizeof args, "check --baseline %s --write-baseline %s", b, b);
+    tu_expect_stdout(args, "recorded 13 numbers");
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_stdout(args, "all 13 numbers within tolerance");
+    tu_remove_temp(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
+        cmocka_unit_test(test_check_empty_expect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
