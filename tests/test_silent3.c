@@ -22,6 +22,9 @@
  *   is refused, and --write-baseline fills it. (validate's empty, repeated
  *   and unprintable ids, engine.dtype and a repeated --metric are in
  *   tests/test_validate.c; calibrate's 1e300 ms point in tests/test_silent.c.)
+ * - item 6: a request whose KV exceeds every decode instance's HBM was
+ *   rejected at arrival without a word: said once on stderr and kept among
+ *   the summary's caveats.
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -239,6 +242,27 @@ static void test_check_empty_expect(void **state)
     tu_remove_temp(b);
 }
 
+/* ---- item 6: requests no decode instance can hold ------------------------------------- */
+
+static void test_too_large_for_decode(void **state)
+{
+    cli_result r = tu_kvsim("run --json --set trace.limit=200 --set cluster.decode_hbm_frac=0.225");
+    assert_int_equal(r.status, 0);
+    const char *say = "kvsim run: warning: 6 requests need more KV than a decode instance's HBM holds (8544 tokens; "
+                      "the first: trace line 36, 8555 tokens of input and output): rejected at arrival",
+               *at = strstr(r.err, say);
+    if (!at || strstr(at + strlen(say), "need more KV")) fail_msg("not said once: %s", r.err);
+    json_t *s = json_loads(r.out, 0, NULL), *c;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(s, "caveats"), i, c) found |=
+        !strcmp(json_string_value(json_object_get(c, "name")), "too_large");
+    assert_true(found);
+    assert_int_equal(tu_int_field(json_object_get(s, "rejected"), "at_arrival"), 6);
+    json_decref(s);
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,7 +270,7 @@ int main(void)
         cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
-        cmocka_unit_test(test_check_empty_expect),
+        cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

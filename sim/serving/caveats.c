@@ -77,7 +77,8 @@ json_t *sim_serving_caveats(const sim_config *cfg)
 
 void sim_serving_add_caveats(const sim_config *cfg, json_t *summary)
 {
-    json_t *a = sim_serving_caveats(cfg);
+    json_t *a = sim_serving_caveats(cfg), *found = json_object_get(summary, "caveats");
+    if (found) json_array_extend(a, found); /* the model's findings (summarize) after the config's */
     if (json_array_size(a)) json_object_set_new(summary, "caveats", a);
     else json_decref(a);
 }
