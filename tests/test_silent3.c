@@ -25,6 +25,10 @@
  * - item 6: a request whose KV exceeds every decode instance's HBM was
  *   rejected at arrival without a word: said once on stderr and kept among
  *   the summary's caveats.
+ * - item 10: as a new user would: a tier size without its unit (250 bytes)
+ *   is refused, the suffix error lists GB and TB, a CSV given as --trace
+ *   points to `kvsim trace import`, and kvstore.pic=mepc, kvstore.evict and
+ *   kvstore.eviction=lruu get the right did-you-mean.
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -263,6 +267,27 @@ static void test_too_large_for_decode(void **state)
     tu_free(&r);
 }
 
+/* ---- item 10: a new user's mistakes --------------------------------------------------- */
+
+static void test_new_user_mistakes(void **state)
+{
+    tu_expect_exit("run --set kvstore.dram_bytes=250", 2,
+                   "config key 'kvstore.dram_bytes': 250 bytes hold no block (a block of 512 tokens of llama3-70b is "
+                   "167772160 bytes): a missing unit? give e.g. 250GB (or 0 for no such tier)");
+    tu_expect_exit("run --set kvstore.ssd_bytes=2", 2, "config key 'kvstore.ssd_bytes': 2 bytes hold no block");
+    tu_expect_exit("run --set kvstore.dram_bytes=250gb", 2,
+                   "'250gb' has an unknown suffix 'gb' (use k, M, G, T, KB, MB, GB, TB, KiB, MiB, GiB, TiB; case "
+                   "matters: 250GB, not 250gb)");
+    tu_expect_exit("run --trace tests/fixtures/csv/azure-mini.csv", 2,
+                   "azure-mini.csv:1: json: malformed JSON ('[' or '{' expected near 'TIMESTAMP' at column 9): a CSV "
+                   "file? kvsim reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import "
+                   "azure|burstgpt`");
+    tu_expect_exit("run --set kvstore.pic=mepc", 2, "unknown cache model 'mepc' (did you mean 'mepic'?)");
+    tu_expect_exit("run --set kvstore.evict=lruu", 2,
+                   "unknown config key 'kvstore.evict' (did you mean 'kvstore.eviction'?)");
+    tu_expect_exit("run --set kvstore.eviction=lruu", 2, "unknown eviction policy 'lruu' (did you mean 'lru'?)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
+        cmocka_unit_test(test_new_user_mistakes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -487,7 +487,12 @@ static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
     json_error_t je;
     json_t *obj = json_loadb(t->line, len, JSON_REJECT_DUPLICATES, &je);
     if (!obj) {
-        line_err(t, err, "json", "malformed JSON (%s at column %d)", je.text, je.column);
+        /* a first line with commas and no brace: a CSV export (Azure, BurstGPT) given as a trace (issue 40 item 10) */
+        bool csv = t->lineno == 1 && memchr(t->line, ',', len) && !memchr(t->line, '{', len);
+        line_err(t, err, "json", "malformed JSON (%s at column %d)%s", je.text, je.column,
+                 csv ? ": a CSV file? kvsim reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import "
+                       "azure|burstgpt`"
+                     : "");
         return NULL;
     }
     sim_request *r = NULL;
