@@ -271,21 +271,24 @@ static void test_too_large_for_decode(void **state)
 
 static void test_new_user_mistakes(void **state)
 {
-    tu_expect_exit("run --set kvstore.dram_bytes=250", 2,
-                   "config key 'kvstore.dram_bytes': 250 bytes hold no block (a block of 512 tokens of llama3-70b is "
-                   "167772160 bytes): a missing unit? give e.g. 250GB (or 0 for no such tier)");
-    tu_expect_exit("run --set kvstore.ssd_bytes=2", 2, "config key 'kvstore.ssd_bytes': 2 bytes hold no block");
-    tu_expect_exit("run --set kvstore.dram_bytes=250gb", 2,
-                   "'250gb' has an unknown suffix 'gb' (use k, M, G, T, KB, MB, GB, TB, KiB, MiB, GiB, TiB; case "
-                   "matters: 250GB, not 250gb)");
-    tu_expect_exit("run --trace tests/fixtures/csv/azure-mini.csv", 2,
-                   "azure-mini.csv:1: json: malformed JSON ('[' or '{' expected near 'TIMESTAMP' at column 9): a CSV "
-                   "file? kvsim reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import "
-                   "azure|burstgpt`");
-    tu_expect_exit("run --set kvstore.pic=mepc", 2, "unknown cache model 'mepc' (did you mean 'mepic'?)");
-    tu_expect_exit("run --set kvstore.evict=lruu", 2,
-                   "unknown config key 'kvstore.evict' (did you mean 'kvstore.eviction'?)");
-    tu_expect_exit("run --set kvstore.eviction=lruu", 2, "unknown eviction policy 'lruu' (did you mean 'lru'?)");
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"run --set kvstore.dram_bytes=250",
+         "config key 'kvstore.dram_bytes': 250 bytes hold no block (a block of 512 tokens of llama3-70b is 167772160 "
+         "bytes): a missing unit? give e.g. 250GB (or 0 for no such tier)"},
+        {"run --set kvstore.ssd_bytes=2", "config key 'kvstore.ssd_bytes': 2 bytes hold no block"},
+        {"run --set kvstore.dram_bytes=250gb",
+         "'250gb' has an unknown suffix 'gb' (use k, M, G, T, KB, MB, GB, TB, KiB, MiB, GiB, TiB; case matters: 250GB, "
+         "not 250gb)"},
+        {"run --trace tests/fixtures/csv/azure-mini.csv",
+         "azure-mini.csv:1: json: malformed JSON ('[' or '{' expected near 'TIMESTAMP' at column 9): a CSV file? kvsim "
+         "reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import azure|burstgpt`"},
+        {"run --set kvstore.pic=mepc", "unknown cache model 'mepc' (did you mean 'mepic'?)"},
+        {"run --set kvstore.evict=lruu", "unknown config key 'kvstore.evict' (did you mean 'kvstore.eviction'?)"},
+        {"run --set kvstore.eviction=lruu", "unknown eviction policy 'lruu' (did you mean 'lru'?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) tu_expect_exit(cases[i].args, 2, cases[i].want);
 }
 
 int main(void)
