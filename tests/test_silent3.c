@@ -25,6 +25,9 @@
  * - item 6: a request whose KV exceeds every decode instance's HBM was
  *   rejected at arrival without a word: said once on stderr and kept among
  *   the summary's caveats.
+ * - item 9: keys with no effect warn: cost.expert_parallel and
+ *   cost.expert_imbalance on a dense model, cluster.cpp_threshold with
+ *   cluster.cpp_group 1.
  * - item 10: as a new user would: a tier size without its unit (250 bytes)
  *   is refused, the suffix error lists GB and TB, a CSV given as --trace
  *   points to `kvsim trace import`, and kvstore.pic=mepc, kvstore.evict and
@@ -291,6 +294,28 @@ static void test_new_user_mistakes(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) tu_expect_exit(cases[i].args, 2, cases[i].want);
 }
 
+/* ---- item 9: keys with no effect ----------------------------------------------------- */
+
+static void test_idle_keys_of_the_config(void **state)
+{
+    cli_result r = tu_kvsim("run --set trace.limit=5 --set cost.expert_parallel=true --set cost.expert_imbalance=2 "
+                            "--set cluster.cpp_threshold=1000");
+    assert_int_equal(r.status, 0);
+    const char *want[] = {"warning: cost.expert_parallel = true has no effect here: the model is dense",
+                          "warning: cost.expert_imbalance = 2 has no effect here: the model is dense",
+                          "warning: cluster.cpp_threshold = 1000 has no effect here: cluster.cpp_group is 1"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(r.err, want[i])) fail_msg("no '%s' in %s", want[i], r.err);
+    tu_free(&r);
+    /* where they act, no warning */
+    r = tu_kvsim(
+        "run --set trace.limit=5 --set model=mixtral-8x7b --set hardware=h100x2 --set cost.expert_parallel=true "
+        "--set cluster.cpp_group=2 --set cluster.cpp_threshold=1000");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "no effect"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,7 +324,7 @@ int main(void)
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
-        cmocka_unit_test(test_new_user_mistakes),
+        cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

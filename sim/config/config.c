@@ -741,6 +741,29 @@ bool sim_config_user_set(const sim_config *cfg, const char *key)
     return now && !same;
 }
 
+const sim_idle_key *sim_config_idle_keys(const sim_config *cfg)
+{
+#define EP                                                                                                             \
+    {                                                                                                                  \
+        "cost.expert_parallel", "the model is dense (no model.experts): there are no experts to split"                 \
+    }
+#define EI                                                                                                             \
+    {                                                                                                                  \
+        "cost.expert_imbalance", "the model is dense (no model.experts): there are no routed tokens to skew"           \
+    }
+#define CPP                                                                                                            \
+    {                                                                                                                  \
+        "cluster.cpp_threshold", "cluster.cpp_group is 1: there is no prefill group for a long request to use"         \
+    }
+    static const sim_idle_key both[] = {EP, EI, CPP, {NULL, NULL}}, dense[] = {EP, EI, {NULL, NULL}},
+                              nocpp[] = {CPP, {NULL, NULL}}, none[] = {{NULL, NULL}};
+#undef EP
+#undef EI
+#undef CPP
+    bool is_dense = cfg->model.experts <= 1, no_group = cfg->cpp_group <= 1;
+    return is_dense ? (no_group ? both : dense) : no_group ? nocpp : none;
+}
+
 int64_t sim_config_blocks(const sim_config *c, double bytes)
 {
     return sim_count_in(bytes, sim_model_kv_bytes_per_token(&c->model) * c->block_tokens);
