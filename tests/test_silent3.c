@@ -25,6 +25,9 @@
  * - item 6: a request whose KV exceeds every decode instance's HBM was
  *   rejected at arrival without a word: said once on stderr and kept among
  *   the summary's caveats.
+ * - item 8: on a read-only file system, export and compare read a database
+ *   report reads (they said "not a SQLite database"), and run and sweep say
+ *   the file system is read-only (they said "No such file or directory").
  * - item 9: keys with no effect warn: cost.expert_parallel and
  *   cost.expert_imbalance on a dense model, cluster.cpp_threshold with
  *   cluster.cpp_group 1.
@@ -316,6 +319,64 @@ static void test_idle_keys_of_the_config(void **state)
     tu_free(&r);
 }
 
+/* ---- item 8: a read-only file system --------------------------------------------------- */
+
+/* `kvsim CMD` for each of cmds on a read-only bind mount of dir (a private
+ * mount namespace), each command's stderr after a "== " line; NULL when no
+ * such mount can be made here. */
+static char *on_read_only(const char *dir, const char *const *cmds, size_t n)
+{
+    char script[4096];
+    size_t at = (size_t)snprintf(script, sizeof script,
+                                 "unshare -m sh -c 'mount --bind -o ro %s %s && mount -o remount,ro,bind %s && "
+                                 "{ touch %s/w 2>/dev/null && echo writable; ",
+                                 dir, dir, dir, dir);
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(script + at, sizeof script - at, "echo \"== %s\" >&2; %s %s >/dev/null; ", cmds[i],
+                               tu_kvsim_bin(), cmds[i]);
+    snprintf(script + at, sizeof script - at, "}'");
+    cli_result r = tu_shell(script);
+    if (strstr(r.out, "writable") || !strstr(r.err, "== ")) {
+        printf("skip: cannot make a read-only mount here (%s)\n", r.err);
+        tu_free(&r);
+        return NULL;
+    }
+    free(r.out);
+    return r.err;
+}
+
+static void test_read_only_file_system(void **state)
+{
+    char dir[] = "/tmp/kvsim-ro3-XXXXXX", args[1024];
+    assert_non_null(mkdtemp(dir));
+    for (int seed = 1; seed <= 2; seed++) {
+        snprintf(args, sizeof args, "run --db %s/r.db --set trace.limit=5 --set seed=%d", dir, seed);
+        tu_expect_exit(args, 0, NULL);
+    }
+    char c[6][512];
+    snprintf(c[0], sizeof c[0], "export --db %s/r.db", dir);
+    snprintf(c[1], sizeof c[1], "compare --db %s/r.db --by seed", dir);
+    snprintf(c[2], sizeof c[2], "run --db %s/r.db --set trace.limit=5", dir);
+    snprintf(c[3], sizeof c[3], "run --db %s/new.db --set trace.limit=5", dir);
+    snprintf(c[4], sizeof c[4], "sweep --db %s/r.db --grid trace.speed=1,2 --set trace.limit=5", dir);
+    const char *cmds[] = {c[0], c[1], c[2], c[3], c[4]};
+    char *err = on_read_only(dir, cmds, 5);
+    if (!err) {
+        snprintf(args, sizeof args, "rm -rf %s", dir);
+        assert_int_equal(system(args), 0);
+        skip();
+    }
+    if (strstr(err, "not a SQLite database") || strstr(err, "No such file"))
+        fail_msg("a wrong message on a read-only file system:\n%s", err);
+    const char *want[] = {"cannot write results database '", "/r.db': Read-only file system (give --db a file where",
+                          "/new.db': its folder ", ": Read-only file system"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(err, want[i])) fail_msg("no '%s' in\n%s", want[i], err);
+    free(err);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
         cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
+        cmocka_unit_test(test_read_only_file_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
