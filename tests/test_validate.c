@@ -164,7 +164,8 @@ static void test_errors(void **state)
 /* Degenerate files (issue 40 item 7) used to pass: an empty experiments
  * list, two experiments with one id, an engine.dtype vLLM has not, an id
  * with terminal escape bytes (printed raw); a --metric given twice printed
- * each failure twice. */
+ * each failure twice. And what the fuzz target of this reader found: an
+ * experiment without workload.load exited 2 with an empty message. */
 static void test_degenerate_files(void **state)
 {
     static const struct {
@@ -173,6 +174,8 @@ static void test_degenerate_files(void **state)
         {"0,/\"dtype\": \"float16\"/s//\"dtype\": \"int3\"/",
          "experiment 'a': engine.dtype 'int3' is not one of auto, half, float16, bfloat16, float, float32"},
         {"s/\"id\": \"b\"/\"id\": \"a\"/", "m.json: experiments 1 and 2 have the same id 'a': give each its own"},
+        {"0,/\"load\": {/s//\"load\": null, \"request_order\": {/", /* found by tests/fuzz/fuzz_validate.c: exit 2 with no message */
+         "experiment 'a': workload.load: expected an object with type and stages"},
         {"s/\"id\": \"c\"/\"id\": \"\\\\u001b[31mc\"/",
          "m.json: experiment id $'\\033[31mc' holds a control character: give a printable id"},
     };

@@ -156,7 +156,10 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     const char *type = json_string_value(json_object_get(load, "type"));
     const json_t *st = json_object_get(load, "stages"), *s;
     e->block = "workload.load";
-    if (!json_is_object(load) || known_keys(e, load, load_keys, "type and stages", err)) return -1;
+    if (!json_is_object(load)) /* found by tests/fuzz/fuzz_validate.c: this said nothing */
+        return sim_errf(err, "%s: experiment '%s': workload.load: expected an object with type and stages", e->file,
+                        e->id);
+    if (known_keys(e, load, load_keys, "type and stages", err)) return -1;
     if (!type || (strcmp(type, "constant") && strcmp(type, "poisson")))
         return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file, e->id,
                         type ? type : "(missing)");
