@@ -10,7 +10,7 @@
 #   make format-check  every source file as clang-format leaves it (.clang-format)
 #   make format        reformat every source file in place
 #   make install PREFIX=DIR  binaries to DIR/bin, presets, measured tables (configs/optables) and the bundled traces to DIR/share/kvsim
-#   make fuzz          libFuzzer binaries for the trace reader, config, --set and trace import (clang)
+#   make fuzz          libFuzzer binaries for the trace reader, config, --set, trace import, validate and model import (clang)
 #
 # Sources are picked up by directory: a new .c file anywhere under sim/,
 # sched/, reports/ or datapath/ joins the build with no edit here;
@@ -191,7 +191,7 @@ man: $(BUILD)/kvsim
 	@mk/man.sh -o docs/kvsim.1 && echo "docs/kvsim.1 regenerated"
 
 # ---- fuzzing (issue 13): libFuzzer entry points, built with clang ----------
-# tests/fuzz/fuzz_{trace,config,set,ragpulse,csv}.c each define LLVMFuzzerTestOneInput
+# tests/fuzz/fuzz_{trace,config,set,ragpulse,csv,validate,model}.c each define LLVMFuzzerTestOneInput
 # over the real trace reader, config loader, --set parsing, RAGPulse and CSV import (make test runs the
 # same checks on fixed mutations of tests/fuzz/corpus/: tests/test_fuzz.c).
 # `make fuzz` builds $(BUILD)/fuzz/fuzz_NAME with -fsanitize=fuzzer,address,
@@ -199,7 +199,7 @@ man: $(BUILD)/kvsim
 # without clang or its libFuzzer runtime (Debian: libclang-rt-14-dev, pulled in
 # by clang) it says which and succeeds.
 FUZZ_CC    ?= clang
-FUZZ_NAMES := trace config set ragpulse csv
+FUZZ_NAMES := trace config set ragpulse csv validate model
 FUZZ_BINS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o)
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -243,7 +243,8 @@ static void table_row(FILE *h, const json_t *cm, const json_t *row)
     sim_fput_xml(h, json_string_value(json_object_get(cm, "value")));
     fprintf(h, "</td><td>%g</td><td>%.6g</td><td>%.6g</td><td>%+.5g</td>", num(row, "speed"), num(row, "baseline"),
             num(row, "value"), num(row, "diff"));
-    if (json_is_number(json_object_get(row, "lo")))
+    if (json_is_false(json_object_get(row, "seeds_vary"))) fputs("<td>none (zero width)</td>", h);
+    else if (json_is_number(json_object_get(row, "lo")))
         fprintf(h, "<td>[%+.5g, %+.5g]</td>", num(row, "lo"), num(row, "hi"));
     else fputs("<td>none (one seed)</td>", h);
     if (json_is_number(json_object_get(row, "rel_pct"))) fprintf(h, "<td>%+.1f%%</td>", num(row, "rel_pct"));
@@ -267,6 +268,11 @@ static void write_table(FILE *h, const json_t *cmp)
             fputs("<h3>", h);
             sim_fput_xml(h, json_string_value(json_object_get(ctx, "label")));
             fputs("</h3>\n", h);
+        }
+        if (json_is_string(json_object_get(ctx, "unpaired"))) {
+            fputs("<p>", h);
+            sim_fput_xml(h, json_string_value(json_object_get(ctx, "unpaired")));
+            fputs("</p>\n", h);
         }
         fputs("<div class=\"scroll\"><table>\n<tr><th>metric</th><th>value</th><th>load</th><th>baseline "
               "mean</th><th>value mean</th><th>diff</th><th>95% interval</th><th>relative</th><th>seeds</th>"

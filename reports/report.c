@@ -35,41 +35,6 @@ static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_f
 
 /* ---- loading runs ---------------------------------------------------------------- */
 
-/* Ask for the runs table: SQLITE_ROW when there, SQLITE_DONE when not, else
- * the error code (the message stays in r->db). */
-static int probe_runs(rep *r)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL);
-    if (rc != SQLITE_OK) return sqlite3_extended_errcode(r->db);
-    rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? rc : sqlite3_extended_errcode(r->db);
-}
-
-/* A WAL database on a read-only file system or folder cannot make its -shm
- * file: reopen it immutable (no locks, no -shm), which is exact when no
- * write-ahead log is pending — kvsim checkpoints and removes it at close. */
-static int reopen_immutable(rep *r, sim_err *err)
-{
-    char wal[PATH_MAX], uri[3 * PATH_MAX + 32], *u = uri;
-    struct stat st;
-    snprintf(wal, sizeof wal, "%s-wal", r->db_path);
-    if (stat(wal, &st) == 0 && st.st_size > 0)
-        return sim_errf(err,
-                        "%s: read-only, with an unfinished write-ahead log (%s): open it once where it is "
-                        "writable (e.g. sqlite3 %s 'PRAGMA wal_checkpoint') or copy both files somewhere writable",
-                        r->db_path, wal, r->db_path);
-    u += sprintf(u, "file:");
-    for (const char *p = r->db_path; *p; p++) /* a URI path escapes %, ? and # */
-        u += strchr("%?#", *p) ? sprintf(u, "%%%02X", (unsigned char)*p) : sprintf(u, "%c", *p);
-    snprintf(u, sizeof uri - (size_t)(u - uri), "?immutable=1");
-    sqlite3_close(r->db);
-    if (sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
-        return sim_errf(err, "cannot open %s read-only: %s", r->db_path, sqlite3_errmsg(r->db));
-    return 0;
-}
-
 static int open_db(rep *r, sim_err *err)
 {
     if (access(r->db_path, R_OK) != 0)
@@ -79,17 +44,7 @@ static int open_db(rep *r, sim_err *err)
     int flags = access(r->db_path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(r->db_path, &r->db, flags, NULL) != SQLITE_OK)
         return sim_errf(err, "cannot open %s: %s", r->db_path, sqlite3_errmsg(r->db));
-    int rc = probe_runs(r);
-    if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
-        if (reopen_immutable(r, err)) return -1;
-        rc = probe_runs(r);
-    }
-    if (rc == SQLITE_ROW) return 0;
-    if (rc == SQLITE_DONE)
-        return sim_errf(err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", r->db_path);
-    if ((rc & 0xff) == SQLITE_NOTADB)
-        return sim_errf(err, "%s: not a SQLite database (" SIM_RESULTS_HOW ")", r->db_path);
-    return sim_errf(err, "%s: cannot read: %s", r->db_path, sqlite3_errmsg(r->db));
+    return sim_results_check_open(r->db_path, &r->db, err);
 }
 
 static int load_run(rep *r, int64_t id, sim_err *err)

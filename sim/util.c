@@ -74,8 +74,10 @@ int sim_parse_size(const char *s, const char *what, double *out, sim_err *err)
         for (i = 0; i < n && strcmp(end, size_suffixes[i].name) != 0; i++) {
         }
         if (i == n)
-            return sim_errf(err, "%s: '%s' has an unknown suffix '%s' (use k, M, G, T, KiB, MiB, GiB, TiB)", what, s,
-                            end);
+            return sim_errf(err,
+                            "%s: '%s' has an unknown suffix '%s' (use k, M, G, T, KB, MB, GB, TB, KiB, MiB, GiB, TiB; "
+                            "case matters: 250GB, not 250gb)",
+                            what, s, end);
         mult = size_suffixes[i].mult;
     }
     if (v < 0) return sim_errf(err, "%s: '%s' is negative", what, s);
@@ -100,13 +102,23 @@ static size_t edit_distance(const char *a, const char *b)
     return prev[n];
 }
 
+static size_t common_prefix(const char *a, const char *b)
+{
+    size_t k = 0;
+    while (a[k] && a[k] == b[k]) k++;
+    return k;
+}
+
+/* The nearest candidate by edit distance; of equally near ones, the one
+ * sharing the longest prefix with s (kvstore.evict: kvstore.eviction, not
+ * kvstore.pic; issue 40 item 10). */
 const char *sim_closest(const char *s, const char *const *cands, size_t n)
 {
-    size_t limit = strlen(s) / 3 > 2 ? strlen(s) / 3 : 2, best = limit + 1;
+    size_t limit = strlen(s) / 3 > 2 ? strlen(s) / 3 : 2, best = limit + 1, best_prefix = 0;
     const char *pick = NULL;
     for (size_t i = 0; i < n; i++) {
-        size_t d = edit_distance(s, cands[i]);
-        if (d < best) best = d, pick = cands[i];
+        size_t d = edit_distance(s, cands[i]), p = common_prefix(s, cands[i]);
+        if (d < best || (d == best && pick && p > best_prefix)) best = d, pick = cands[i], best_prefix = p;
     }
     return pick;
 }
@@ -217,11 +229,36 @@ char *sim_path_relative(const char *path, const char *dir)
     return out;
 }
 
+/* s in ANSI-C quotes, $'...': \\, \', \n, \t, \r and other control bytes as \ooo. */
+static char *ansi_c_word(const char *s)
+{
+    char *out = sim_xmalloc(4 * strlen(s) + 4), *o = out;
+    o += sprintf(o, "$'");
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '\\' || *c == '\'') o += sprintf(o, "\\%c", *c);
+        else if (*c == '\n') o += sprintf(o, "\\n");
+        else if (*c == '\t') o += sprintf(o, "\\t");
+        else if (*c == '\r') o += sprintf(o, "\\r");
+        else if (*c < 0x20 || *c == 0x7f) o += sprintf(o, "\\%03o", *c);
+        else *o++ = (char)*c;
+    }
+    strcpy(o, "'");
+    return out;
+}
+
+bool sim_has_control(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) return true;
+    return false;
+}
+
 char *sim_sh_word(const char *s)
 {
     static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%";
     size_t n = strlen(s), quotes = 0;
     if (n && strspn(s, plain) == n) return sim_xstrdup(s);
+    if (sim_has_control(s)) return ansi_c_word(s);
     for (const char *c = s; *c; c++) quotes += *c == '\'';
     char *out = sim_xmalloc(n + 3 * quotes + 3), *o = out;
     *o++ = '\'';

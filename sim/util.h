@@ -90,9 +90,14 @@ void sim_fput_xml(FILE *f, const char *s);
  * runner executes: as is when it holds only characters no shell treats
  * specially (letters, digits and _ . / = : , + - @ %), else in single quotes
  * with each ' written '\'' ("" gives ''). Within single quotes nothing is
- * expanded, so $(...), backquotes, spaces and newlines stay literal. The
+ * expanded, so $(...), backquotes and spaces stay literal. A word with a
+ * control byte (a newline, an escape) is written in ANSI-C quotes instead,
+ * $'a\nb' (bash, zsh, ksh, busybox sh, POSIX.1-2024), so that the line
+ * stays one line and no terminal sees the raw byte (issue 40 item 4). The
  * caller frees. */
 char *sim_sh_word(const char *s);
+/* Whether s holds a control byte (below 0x20, or 0x7f). */
+bool sim_has_control(const char *s);
 
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);

@@ -188,10 +188,11 @@ static void test_one_seed(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "method")), "none");
     assert_double_equal(num(r, "diff"), 5, 1e-12);
     assert_true(json_is_null(json_object_get(r, "lo")));
-    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "worse");
-    /* default metrics that are absent (tbt_ms...) are left out; attainment: higher is better */
+    /* one run a side is no evidence: no better/worse verdict (issue 40 item 1), only the direction */
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "higher (one seed: no verdict)");
+    /* default metrics that are absent (tbt_ms...) are left out */
     assert_double_equal(num(att, "diff"), 0.25, 1e-12);
-    assert_string_equal(json_string_value(json_object_get(att, "verdict")), "better");
+    assert_string_equal(json_string_value(json_object_get(att, "verdict")), "higher (one seed: no verdict)");
     json_decref(j);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
@@ -199,6 +200,7 @@ static void test_one_seed(void **state)
     assert_int_equal(t.status, 0);
     assert_non_null(strstr(t.out, "no interval (one seed)"));
     assert_non_null(strstr(t.out, "+50.0%"));
+    if (strstr(t.out, "worse") || strstr(t.out, "better  ")) fail_msg("a verdict from one seed:\n%s", t.out);
     tu_free(&t);
     unlink(db);
     free(db);
@@ -217,10 +219,11 @@ static void add_flip_runs(const char *db)
         }
 }
 
-/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 (better, sd 0: the
- * interval is the point), −3, −3 at 2 (better), +3, +5 at 3 (worse; mean 4, sd √2, t(0.975,1) = 12.706205 →
- * ±12.706205 · √2/√2 = ±12.706205: not distinguishable). A second scope
- * is a second context, compared apart. */
+/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 and −3, −3 at 2 (the
+ * seeds change neither side: no verdict, issue 40 item 10), +3, +5 at 3
+ * (worse; mean 4, sd √2, t(0.975,1) = 12.706205 → ±12.706205 · √2/√2 =
+ * ±12.706205: not distinguishable). A second scope is a second context,
+ * compared apart. */
 static void test_flip(void **state)
 {
     (void)state;
@@ -231,22 +234,27 @@ static void test_flip(void **state)
         json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
     assert_string_equal(json_string_value(json_object_get(cm, "flips")),
                         "B better than A up to speed 2, worse from speed 3: the order flips between speed 2 and 3; "
-                        "not distinguishable (interval includes 0) at speed 3");
+                        "not distinguishable (interval includes 0) at speed 3; the seeds do not vary this workload "
+                        "at speed 1, 2");
     assert_double_equal(num(row_of(j, 0, 0), "lo"), -2, 1e-12);
-    assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 1), "verdict")), "better");
+    assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 1), "verdict")),
+                        "the seeds do not vary this workload");
     const json_t *r3 = row_of(j, 0, 2);
     assert_double_equal(num(r3, "diff"), 4, 1e-12);
     assert_double_equal(num(r3, "hi"), 4 + 12.706205, 1e-5);
     const json_t *ctx2 = json_array_get(json_object_get(j, "contexts"), 1);
     assert_string_equal(json_string_value(json_object_get(ctx2, "label")), "cluster.scope=global");
     const json_t *cm2 = json_array_get(json_object_get(ctx2, "comparisons"), 0);
-    assert_string_equal(json_string_value(json_object_get(cm2, "flips")), "B better than A at every load (speed 1–3)");
+    assert_string_equal(json_string_value(json_object_get(cm2, "flips")),
+                        "B better than A at every load (speed 1–3); the seeds do not vary this workload at speed 1, "
+                        "2, 3");
     json_decref(j);
     /* --speed keeps the loads named: no flip left. */
     j = compare_json(db, "--metric ttft_ms.mean --speed 1,2");
     cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
     assert_int_equal(json_array_size(json_object_get(cm, "rows")), 2);
-    assert_string_equal(json_string_value(json_object_get(cm, "flips")), "B better than A at every load (speed 1–2)");
+    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
+                        "B better than A at every load (speed 1–2); the seeds do not vary this workload at speed 1, 2");
     json_decref(j);
     unlink(db);
     free(db);
@@ -341,13 +349,84 @@ static void test_errors(void **state)
     free(db);
 }
 
+/* Issue 40 item 1: seeds 1-2 of A and B, then B's seed 2 again (the same
+ * config and seed, so the same answer): one sample, not two. Without the
+ * repeat, B − A = 1, 3: n 2, mean 2, ±12.706205·√2/√2. The repeat is
+ * named, in the JSON and the text. */
+static void test_duplicate_counted_once(void **state)
+{
+    (void)state;
+    char *db = make_db(), cmd[512];
+    add_run(db, "A", 1, 1, 10, 1, "local");
+    add_run(db, "A", 1, 2, 20, 1, "local");
+    add_run(db, "B", 1, 1, 11, 1, "local");
+    add_run(db, "B", 1, 2, 23, 1, "local");
+    add_run(db, "B", 1, 2, 23, 1, "local");
+    json_t *j = compare_json(db, "--metric ttft_ms.mean");
+    const json_t *r = row_of(j, 0, 0);
+    assert_int_equal(json_integer_value(json_object_get(r, "n")), 2);
+    assert_double_equal(num(r, "hi"), 2 + 12.706205, 1e-5);
+    const json_t *dup = json_array_get(json_object_get(j, "duplicates"), 0);
+    assert_int_equal(json_integer_value(json_object_get(dup, "run")), 5);
+    assert_int_equal(json_integer_value(json_object_get(dup, "same_as")), 4);
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
+    tu_expect_stdout(cmd, "run 5 repeats run 4 (the same config and seed): counted once");
+    unlink(db);
+    free(db);
+}
+
+/* Issue 40 item 1: A ran only in scope local and B only in global: no run
+ * can be paired; each context says so instead of an empty section. */
+static void test_unpaired_group(void **state)
+{
+    (void)state;
+    char *db = make_db(), cmd[512];
+    add_run(db, "A", 1, 1, 10, 1, "local");
+    add_run(db, "B", 1, 1, 11, 1, "global");
+    json_t *j = compare_json(db, "--metric ttft_ms.mean");
+    const json_t *ctx = json_array_get(json_object_get(j, "contexts"), 0);
+    assert_string_equal(json_string_value(json_object_get(ctx, "unpaired")),
+                        "cannot be paired: B has no run here with the same config as the baseline A");
+    ctx = json_array_get(json_object_get(j, "contexts"), 1);
+    assert_string_equal(json_string_value(json_object_get(ctx, "unpaired")),
+                        "cannot be paired: the baseline A has no run here");
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
+    tu_expect_stdout(cmd, "== cluster.scope=global ==\n  cannot be paired: the baseline A has no run here");
+    unlink(db);
+    free(db);
+}
+
+/* Issue 40 item 10: seeds that change neither side give an interval of
+ * zero width, which is no evidence: the verdict and the table say so. */
+static void test_seeds_do_not_vary(void **state)
+{
+    (void)state;
+    char *db = make_db(), cmd[512];
+    for (int s = 1; s <= 3; s++) add_run(db, "A", 1, s, 10, 1, "local"), add_run(db, "B", 1, s, 6.4, 1, "local");
+    json_t *j = compare_json(db, "--metric ttft_ms.mean");
+    assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 0), "verdict")),
+                        "the seeds do not vary this workload");
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
+    cli_result t = tu_kvsim(cmd);
+    assert_int_equal(t.status, 0);
+    if (strstr(t.out, "[-3.6, -3.6]") || strstr(t.out, "paired  better") || !strstr(t.out, "none (zero width)"))
+        fail_msg("a zero-width interval as evidence:\n%s", t.out);
+    tu_free(&t);
+    unlink(db);
+    free(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paired), cmocka_unit_test(test_interval_coverage),
-        cmocka_unit_test(test_welch),  cmocka_unit_test(test_one_seed),
-        cmocka_unit_test(test_flip),   cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_paired),         cmocka_unit_test(test_interval_coverage),
+        cmocka_unit_test(test_welch),          cmocka_unit_test(test_one_seed),
+        cmocka_unit_test(test_flip),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_report),         cmocka_unit_test(test_duplicate_counted_once),
+        cmocka_unit_test(test_unpaired_group), cmocka_unit_test(test_seeds_do_not_vary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

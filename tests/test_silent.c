@@ -211,6 +211,18 @@ static void test_calibrate_layers_refused(void **state)
                                      "out); rerun datapath/probe/layer_probe.py with a longer --max-seconds");
 }
 
+/* decode[1] at 1e300 ms (issue 40 item 7): accepted, it overflowed the fit of its neighbours to 0 ms */
+static void absurd_decode(json_t *doc)
+{
+    json_object_set_new(json_array_get(json_object_get(first_model(doc), "decode"), 1), "ms", json_real(1e300));
+}
+
+static void test_calibrate_layers_implausible(void **state)
+{
+    expect_layers_refused(
+        absurd_decode, "decode[1].ms: 1e+300 ms for one layer is not a measurement (at most 100000 ms; a unit error?)");
+}
+
 /* ---- keys that have no effect ------------------------------------------------------ */
 
 /* stderr of `kvsim run args` (exit 0). */
@@ -462,11 +474,17 @@ static void test_about_not_hashed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zero_completed_summary),   cmocka_unit_test(test_zero_completed_export),
-        cmocka_unit_test(test_zero_completed_check),     cmocka_unit_test(test_zero_completed_report),
-        cmocka_unit_test(test_calibrate_layers_refused), cmocka_unit_test(test_idle_keys_warned),
-        cmocka_unit_test(test_engine_keys_warned),       cmocka_unit_test(test_integer_range_exact),
-        cmocka_unit_test(test_report_file_size_limit),   cmocka_unit_test(test_export_refuses_what_report_refuses),
+        cmocka_unit_test(test_zero_completed_summary),
+        cmocka_unit_test(test_zero_completed_export),
+        cmocka_unit_test(test_zero_completed_check),
+        cmocka_unit_test(test_zero_completed_report),
+        cmocka_unit_test(test_calibrate_layers_refused),
+        cmocka_unit_test(test_calibrate_layers_implausible),
+        cmocka_unit_test(test_idle_keys_warned),
+        cmocka_unit_test(test_engine_keys_warned),
+        cmocka_unit_test(test_integer_range_exact),
+        cmocka_unit_test(test_report_file_size_limit),
+        cmocka_unit_test(test_export_refuses_what_report_refuses),
         cmocka_unit_test(test_about_not_hashed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -161,6 +161,43 @@ static void test_errors(void **state)
     tu_free(&r);
 }
 
+/* Degenerate files (issue 40 item 7) used to pass: an empty experiments
+ * list, two experiments with one id, an engine.dtype vLLM has not, an id
+ * with terminal escape bytes (printed raw); a --metric given twice printed
+ * each failure twice. And what the fuzz target of this reader found: an
+ * experiment without workload.load exited 2 with an empty message. */
+static void test_degenerate_files(void **state)
+{
+    static const struct {
+        const char *sed, *want;
+    } cases[] = {
+        {"0,/\"dtype\": \"float16\"/s//\"dtype\": \"int3\"/",
+         "experiment 'a': engine.dtype 'int3' is not one of auto, half, float16, bfloat16, float, float32"},
+        {"s/\"id\": \"b\"/\"id\": \"a\"/", "m.json: experiments 1 and 2 have the same id 'a': give each its own"},
+        {"0,/\"load\": {/s//\"load\": null, \"request_order\": {/", /* found by tests/fuzz/fuzz_validate.c: exit 2 with no message */
+         "experiment 'a': workload.load: expected an object with type and stages"},
+        {"s/\"id\": \"c\"/\"id\": \"\\\\u001b[31mc\"/",
+         "m.json: experiment id $'\\033[31mc' holds a control character: give a printable id"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result r = edited(cases[i].sed);
+        if (r.status != 2 || !strstr(r.err, cases[i].want))
+            fail_msg("case %zu: exit %d, stderr: %s (want: %s)", i, r.status, r.err, cases[i].want);
+        if (strchr(r.err, 033)) fail_msg("case %zu: a raw escape byte on stderr", i);
+        tu_free(&r);
+    }
+    char *empty = tu_write_temp("{\"experiments\": []}"), args[512];
+    snprintf(args, sizeof args, "validate --measurements %s", empty);
+    tu_expect_exit(args, 2, ": \"experiments\" is empty: nothing to validate");
+    tu_remove_temp(empty);
+    cli_result r = tu_kvsim("validate --measurements validation/vllm-h100-train.json --max-error 10 --metric "
+                            "e2e_ms.mean --metric e2e_ms.mean");
+    assert_int_equal(r.status, 3);
+    const char *line = "mixtral-8x7b-tp2-general-mnbt2048-run56: e2e_ms.mean error", *first = strstr(r.err, line);
+    if (!first || strstr(first + 1, line)) fail_msg("the failure is not said once:\n%s", r.err);
+    tu_free(&r);
+}
+
 /* --max-error: a CI gate. On the bundled measurements at 10% only the
  * Mixtral run fails, on both default metrics (its −23.2% and −18.9% are
  * docs/validation.md's); at 25% all pass; on ttft_ms.p90 two dense runs
@@ -273,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_gate),
         cmocka_unit_test(test_by_groups),
+        cmocka_unit_test(test_degenerate_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

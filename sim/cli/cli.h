@@ -78,7 +78,8 @@ int sim_cli_unexpected_error(const char *cmd, const char *arg, const char *flag)
  * argv[optind - 1]. */
 int sim_cli_bad_option(const char *cmd, const char *opt);
 /* Each caveat of `caveats` (sim_serving_caveats' {"name", "text"} array) as
- * "kvsim CMD: warning: not validated: TEXT" on stderr, skipping a text
+ * "kvsim CMD: warning: not validated: TEXT" on stderr (a caveat the run
+ * found, "found": true, as "kvsim CMD: warning: TEXT"), skipping a text
  * already in `said` and adding each printed one to it (said NULL: print
  * all). */
 void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said);

@@ -1,5 +1,5 @@
 /* sim/cli/cmd_model.c — `kvsim model import CONFIG.json`: a model preset from a
- * Hugging Face config.json, so that a user adds a dense model without code.
+ * Hugging Face config.json, so that a user adds a model without code.
  * The mapping, the parameter count and the checks are
  * sim/config/model_import.c; this file parses the options, names the preset
  * and writes it (sim/outfile.h: whole or not at all). */
@@ -17,11 +17,16 @@
 static const char model_usage[] = "usage: kvsim model import CONFIG.json [-o FILE] [--name NAME]\n"
                                   "\n"
                                   "Write a model preset (configs/models/NAME.json) from a Hugging Face config.json\n"
-                                  "of a dense decoder: num_hidden_layers, hidden_size, num_attention_heads,\n"
-                                  "num_key_value_heads (absent: the heads), head_dim (absent: hidden / heads),\n"
-                                  "intermediate_size, vocab_size, tie_word_embeddings and torch_dtype, with the\n"
-                                  "parameter count derived from them (sim/config/model.h). Mixture-of-experts\n"
-                                  "configs are refused. The preset loads with --set model=FILE.\n"
+                                  "of a decoder: num_hidden_layers, hidden_size, num_attention_heads,\n"
+                                  "num_key_value_heads (absent: the heads; at most the heads and dividing them),\n"
+                                  "head_dim (absent: hidden / heads), intermediate_size, vocab_size,\n"
+                                  "tie_word_embeddings and torch_dtype, with the parameter count derived from\n"
+                                  "them (sim/config/model.h). Mixtures of experts (num_local_experts,\n"
+                                  "num_experts or n_routed_experts above 1) and multi-head latent attention\n"
+                                  "(kv_lora_rank) are imported; MoE layouts other than dense layers first are\n"
+                                  "refused. What is assumed or ignored (an expert count of 0, sliding_window,\n"
+                                  "an absent torch_dtype) is said on stderr. The preset loads with\n"
+                                  "--set model=FILE.\n"
                                   "\n"
                                   "  -o, --out FILE   write the preset here (default: stdout)\n"
                                   "  --name NAME      the preset's name (default: the file's name without .json,\n"

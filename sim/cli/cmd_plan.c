@@ -154,6 +154,7 @@ static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *
     if (sim_model_load(a->model, m, err) || load_hw(&a->hw, err) ||
         kv_replay_load(t, spec->trace, spec->block_tokens, err) || kv_plan(t, spec, a->target, p, err))
         return -1;
+    if (t->block_warning) fprintf(stderr, "kvsim plan: warning: %s\n", t->block_warning);
     char note[512];
     /* the goal comes from the unbounded replay: its skew matters as much */
     const kv_replay_result *r = kv_replay_skewed(&p->best, spec->nodes) ? &p->best : &p->max;

@@ -263,14 +263,16 @@ static void warn_caveats(const json_t *s)
 }
 
 /* Once per key: a key the user set that this run does not read (the
- * serving model's and the cost model's idle keys), and why. */
+ * serving model's, the cost model's and the config's own idle keys), and why. */
 static void warn_idle_keys(const sim_config *cfg)
 {
-    const sim_idle_key *lists[] = {sim_serving_lookup(cfg->mode)->idle_keys, sim_cost_idle_keys(cfg)};
-    for (int l = 0; l < 2; l++)
+    const sim_idle_key *lists[] = {sim_serving_lookup(cfg->mode)->idle_keys, sim_cost_idle_keys(cfg),
+                                   sim_config_idle_keys(cfg)};
+    for (int l = 0; l < 3; l++)
         for (const sim_idle_key *k = lists[l]; k && k->key; k++) {
-            bool said = false; /* the serving model's list already named it: once per key */
-            for (const sim_idle_key *s = l ? lists[0] : NULL; s && s->key; s++) said |= !strcmp(s->key, k->key);
+            bool said = false; /* an earlier list already named it: once per key */
+            for (int e = 0; e < l; e++)
+                for (const sim_idle_key *s = lists[e]; s && s->key; s++) said |= !strcmp(s->key, k->key);
             if (said || !sim_config_user_set(cfg, k->key)) continue;
             char *v = json_dumps(sim_config_path_get(cfg->root, k->key),
                                  JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10));

@@ -154,16 +154,12 @@ static void warn_block_fit(const char *given, const sim_trace_stats *s)
     fprintf(stderr,
             "kvsim trace stats: warning: %" PRId64 " of %" PRId64 " requests have fewer hash_ids than "
             "ceil(input_length / %d) (the first: %s:%" PRId64 "): ",
-            s->short_ids, s->requests, s->block_tokens, given, s->short_ids_first_line);
-    if (s->fit_lo > s->fit_hi) fprintf(stderr, "no one block size fits every request (some tails are uncacheable?)\n");
-    else if (s->fit_lo == s->fit_hi)
-        fprintf(stderr, "blocks of %" PRId64 " tokens fit every request: give --block-tokens %" PRId64 "\n", s->fit_lo,
-                s->fit_lo);
-    else if (s->fit_hi == INT64_MAX)
-        fprintf(stderr, "its blocks may be %" PRId64 " tokens or more: give --block-tokens\n", s->fit_lo);
-    else
-        fprintf(stderr, "blocks of %" PRId64 " to %" PRId64 " tokens fit every request: give --block-tokens\n",
-                s->fit_lo, s->fit_hi);
+            s->fit.short_ids, s->requests, s->block_tokens, given, s->fit.first_short_line);
+    char fits[128];
+    sim_block_fit_text(&s->fit, fits, sizeof fits);
+    fputs(fits, stderr);
+    if (s->fit.lo == s->fit.hi) fprintf(stderr, ": give --block-tokens %" PRId64 "\n", s->fit.lo);
+    else fputs(s->fit.lo < s->fit.hi ? ": give --block-tokens\n" : "\n", stderr);
 }
 
 /* Statistics of the trace at path (a pipe's spooled copy: messages and
@@ -177,7 +173,7 @@ static int trace_stats_of(const char *path, const char *given, const sim_trace_o
     if (sim_trace_compute_stats_keep(path, opts, s, &kept, &nkept, err)) return -1;
     if (s->segment_requests && segment_stats(path, opts, kept, nkept, &ps, err)) return -1;
     if (s->skipped) warn_skipped(path, *opts, s->skipped);
-    if (s->short_ids) warn_block_fit(given, s);
+    if (s->fit.short_ids) warn_block_fit(given, s);
     if (json) print_stats_json(given, fp, s, s->segment_requests ? &ps : NULL);
     else print_stats_table(given, fp, s, s->segment_requests ? &ps : NULL);
     return 0;

@@ -563,6 +563,30 @@ static int read_decode(const json_t *root, sim_config *c, sim_err *err)
     return 0;
 }
 
+/* A tier budget that holds not one block is almost surely a size given
+ * without its unit (kvstore.dram_bytes=250 meaning 250GB): refused, naming
+ * the block's bytes (issue 40 item 10). 0 keeps its meaning (tier absent).
+ * (kvstore.hbm_bytes too small for one page has its own message, which
+ * names the smallest request: sim/serving/disagg/pic.c.) */
+static int check_tier_bytes(const sim_config *c, sim_err *err)
+{
+    const struct {
+        const char *key;
+        double bytes;
+    } tiers[] = {{"kvstore.dram_bytes", c->dram_bytes},
+                 {"kvstore.ssd_bytes", c->ssd_bytes},
+                 {"kvstore.remote.bytes", c->lmc.remote_bytes}};
+    int tokens = c->lmc.on && c->lmc.chunk_tokens < c->block_tokens ? c->lmc.chunk_tokens : c->block_tokens;
+    double block = sim_model_kv_bytes_per_token(&c->model) * tokens;
+    for (size_t i = 0; i < sizeof tiers / sizeof *tiers; i++)
+        if (tiers[i].bytes > 0 && tiers[i].bytes < block)
+            return sim_errf(err,
+                            "config key '%s': %.17g bytes hold no block (a block of %d tokens of %s is %.17g bytes): "
+                            "a missing unit? give e.g. %.17gGB (or 0 for no such tier)",
+                            tiers[i].key, tiers[i].bytes, tokens, c->model.name, block, tiers[i].bytes);
+    return 0;
+}
+
 static int read_typed(sim_config *c, sim_err *err)
 {
     const json_t *root = c->root;
@@ -607,7 +631,7 @@ static int read_typed(sim_config *c, sim_err *err)
     if (read_sides(root, c, err) || shape_instances(root, c, err)) return -1;
     c->params = json_path_get(root, "policy.params");
     if (!json_is_object(c->params)) return sim_errf(err, "config key 'policy.params': expected an object");
-    return 0;
+    return check_tier_bytes(c, err);
 }
 
 static bool is_preset_set(const char *set) { return !strncmp(set, "model=", 6) || !strncmp(set, "hardware=", 9); }
@@ -727,6 +751,29 @@ bool sim_config_user_set(const sim_config *cfg, const char *key)
                                                              : json_equal(base, now));
     json_decref(base);
     return now && !same;
+}
+
+const sim_idle_key *sim_config_idle_keys(const sim_config *cfg)
+{
+#define EP                                                                                                             \
+    {                                                                                                                  \
+        "cost.expert_parallel", "the model is dense (no model.experts): there are no experts to split"                 \
+    }
+#define EI                                                                                                             \
+    {                                                                                                                  \
+        "cost.expert_imbalance", "the model is dense (no model.experts): there are no routed tokens to skew"           \
+    }
+#define CPP                                                                                                            \
+    {                                                                                                                  \
+        "cluster.cpp_threshold", "cluster.cpp_group is 1: there is no prefill group for a long request to use"         \
+    }
+    static const sim_idle_key both[] = {EP, EI, CPP, {NULL, NULL}}, dense[] = {EP, EI, {NULL, NULL}},
+                              nocpp[] = {CPP, {NULL, NULL}}, none[] = {{NULL, NULL}};
+#undef EP
+#undef EI
+#undef CPP
+    bool is_dense = cfg->model.experts <= 1, no_group = cfg->cpp_group <= 1;
+    return is_dense ? (no_group ? both : dense) : no_group ? nocpp : none;
 }
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)

@@ -181,5 +181,9 @@ typedef struct sim_idle_key {
  * value in the preset the resolved object names (absent there: the key was
  * set by the user whenever present). Numbers compare by value (0 = 0.0). */
 bool sim_config_user_set(const sim_config *cfg, const char *key);
+/* Keys the config itself leaves idle, whatever the serving and cost
+ * models (issue 40 item 9): cost.expert_parallel and cost.expert_imbalance
+ * on a dense model, cluster.cpp_threshold when cluster.cpp_group is 1. */
+const sim_idle_key *sim_config_idle_keys(const sim_config *cfg);
 
 #endif

@@ -101,6 +101,25 @@ static int check_moe(const sim_model *m, sim_err *err)
     return 0;
 }
 
+int sim_model_check_heads(long heads, long kv_heads, const char *heads_key, const char *kv_key, sim_err *err)
+{
+    if (kv_heads > heads)
+        return sim_errf(err,
+                        "%s (%ld) exceeds %s (%ld): each KV head serves a group of query heads, so there are at "
+                        "most as many KV heads as heads (%ld for multi-head attention, fewer for grouped-query)",
+                        kv_key, kv_heads, heads_key, heads, heads);
+    if (heads % kv_heads) {
+        long below = kv_heads, above = kv_heads;
+        while (heads % below) below--;
+        while (heads % above) above++;
+        return sim_errf(err,
+                        "%s (%ld) does not divide %s (%ld): grouped-query attention shares each KV head among "
+                        "the same number of query heads (try %ld or %ld)",
+                        kv_key, kv_heads, heads_key, heads, below, above);
+    }
+    return 0;
+}
+
 /* The integer fields, the embedding flag and the parameter count: given, or
  * derived from the architecture when intermediate and vocab are known. */
 static int read_shape(const json_t *obj, sim_model *out, sim_err *err)
@@ -115,7 +134,8 @@ static int read_shape(const json_t *obj, sim_model *out, sim_err *err)
     const json_t *tied = json_object_get(obj, "tied_embeddings");
     if (tied && !json_is_boolean(tied)) return sim_errf(err, "model: field 'tied_embeddings' must be true or false");
     out->tied_embeddings = json_is_true(tied);
-    if (check_moe(out, err)) return -1;
+    if (check_moe(out, err) || sim_model_check_heads(out->heads, out->kv_heads, "model.heads", "model.kv_heads", err))
+        return -1;
     if (json_object_get(obj, "params")) return get_positive(obj, "params", &out->params, err);
     out->params = sim_model_derived_params(out);
     if (out->params <= 0)

@@ -39,6 +39,11 @@ typedef struct sim_model {
  * `params` may be absent when `intermediate` and `vocab` are given: it is
  * then sim_model_derived_params. */
 int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err);
+/* Grouped-query attention shares each KV head among heads / kv_heads query
+ * heads: kv_heads must be at most heads and divide it (issue 40 item 3).
+ * The error names the two keys as the caller calls them (model.heads, or a
+ * config.json's num_attention_heads) and the nearest valid kv_heads. */
+int sim_model_check_heads(long heads, long kv_heads, const char *heads_key, const char *kv_key, sim_err *err);
 
 /* The parameter count of a dense Llama-style decoder (gated MLP, RMSNorm, no
  * biases) from its architecture, with h heads, h_kv KV heads of e dims,

@@ -124,14 +124,40 @@ static int qwen_shared(const json_t *hf, const char *path, hf_shape *s, sim_err 
     return 0;
 }
 
+/* Append a sentence to note ("; " between sentences). */
+static void add_note(char *note, size_t n, const char *text)
+{
+    size_t at = strlen(note);
+    snprintf(note + at, n - at, "%s%s", at ? "; " : "", text);
+}
+
+/* An expert count of 0 or 1 is a dense model; said in note, since a
+ * config that names experts meant something by it (issue 40 item 3). */
+static void note_dense(const json_t *hf, const char *const *counts, size_t ncounts, char *note, size_t n)
+{
+    for (size_t i = 0; i < ncounts; i++) {
+        const json_t *v = json_object_get(hf, counts[i]);
+        if (!json_is_integer(v)) continue;
+        char text[256];
+        snprintf(text, sizeof text, "%s %lld: no routed experts to choose among, imported as a dense model", counts[i],
+                 (long long)json_integer_value(v));
+        add_note(note, n, text);
+        return;
+    }
+}
+
 /* The mixture-of-experts keys (the module comment); a config with none of
- * the three expert counts is dense and leaves them 0. */
-static int read_moe(const json_t *hf, const char *path, hf_shape *s, sim_err *err)
+ * the three expert counts (or 0 or 1 of them, said in note) is dense and
+ * leaves them 0. */
+static int read_moe(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
     static const char *const counts[] = {"num_local_experts", "num_experts", "n_routed_experts"};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0] && s->experts == 0; i++)
         if (hf_opt(hf, path, counts[i], &s->experts, err)) return -1;
-    if (s->experts <= 1) return s->experts = 0, 0;
+    if (s->experts <= 1) {
+        note_dense(hf, counts, sizeof counts / sizeof counts[0], note, n);
+        return s->experts = 0, 0;
+    }
     if (hf_int(hf, path, "num_experts_per_tok", 0, &s->experts_per_token, err) ||
         hf_int(hf, path, "moe_intermediate_size", s->intermediate, &s->moe_intermediate, err) ||
         hf_opt(hf, path, "n_shared_experts", &s->shared_experts, err) ||
@@ -167,6 +193,22 @@ static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note,
     return 0;
 }
 
+/* Sliding-window attention (Mistral-7B's sliding_window, unless
+ * use_sliding_window is false as in Qwen's configs): kvsim keeps every
+ * token's KV, so a long prompt's cache is overstated. Said in note. */
+static void note_sliding(const json_t *hf, char *note, size_t n)
+{
+    const json_t *w = json_object_get(hf, "sliding_window");
+    if (!json_is_integer(w) || json_integer_value(w) <= 0 || json_is_false(json_object_get(hf, "use_sliding_window")))
+        return;
+    char text[320];
+    snprintf(text, sizeof text,
+             "sliding_window %lld ignored: kvsim keeps the KV of every token (full attention), so the KV cache of "
+             "a prompt longer than the window is overstated",
+             (long long)json_integer_value(w));
+    add_note(note, n, text);
+}
+
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
     if (hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
@@ -176,6 +218,10 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         hf_int(hf, path, "vocab_size", 0, &s->vocab, err) ||
         hf_int(hf, path, "num_key_value_heads", s->heads, &s->kv_heads, err))
         return -1;
+    char hk[600], kk[600];
+    snprintf(hk, sizeof hk, "%s: key 'num_attention_heads'", path);
+    snprintf(kk, sizeof kk, "%s: key 'num_key_value_heads'", path);
+    if (sim_model_check_heads(s->heads, s->kv_heads, hk, kk, err)) return -1;
     const json_t *hd = json_object_get(hf, "head_dim");
     if ((!hd || json_is_null(hd)) && s->hidden % s->heads)
         return sim_errf(err, "%s: no 'head_dim', and hidden_size %ld is not a multiple of num_attention_heads %ld",
@@ -186,10 +232,12 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
     if (!tied) snprintf(note, n, "tie_word_embeddings absent: false taken (the Llama, Qwen and Mistral default)");
     s->tied = json_is_true(tied);
-    return hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ||
-                   read_moe(hf, path, s, err)
-               ? -1
-               : (read_fp8(hf, s, note, n), 0);
+    if (hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ||
+        read_moe(hf, path, s, note, n, err))
+        return -1;
+    read_fp8(hf, s, note, n);
+    note_sliding(hf, note, n);
+    return 0;
 }
 
 /* The preset object, keys in configs/models/ order; params from the formula. */

@@ -35,6 +35,11 @@ typedef struct pf_model {
     pf_point pre[PF_MAX_PASSES], dec[PF_MAX_PASSES];
 } pf_model;
 
+/* No layer's (or head's) pass takes 100 s: a larger ms is a unit error or a
+ * corrupt file, and a 1e300 ms point overflowed the fit of its neighbours to
+ * 0 ms (issue 40 item 7). */
+#define PF_MAX_MS 1e5
+
 /* The whole-model seconds of point i of the probe's `kind` array:
  * layers × its ms + the head at `batch`. */
 static int point_s(const pf_model *pm, const char *kind, size_t i, double batch, double *s, sim_err *err)
@@ -46,6 +51,11 @@ static int point_s(const pf_model *pm, const char *kind, size_t i, double batch,
                         json_string_value(why) ? json_string_value(why) : "?");
     if (!json_is_number(ms) || !(json_number_value(ms) > 0))
         return sim_errf(err, "%s: model %s: %s[%zu].ms: missing or not a positive number", pm->path, pm->name, kind, i);
+    if (json_number_value(ms) > PF_MAX_MS)
+        return sim_errf(err,
+                        "%s: model %s: %s[%zu].ms: %g ms for one layer is not a measurement (at most %g ms; a unit "
+                        "error?)",
+                        pm->path, pm->name, kind, i, json_number_value(ms), PF_MAX_MS);
     for (int h = 0; h < pm->nhead; h++)
         if (pm->head_batch[h] == batch) {
             *s = (pm->layers * json_number_value(ms) + pm->head_s[h]) / 1e3;
@@ -76,9 +86,10 @@ static int read_heads(pf_model *pm, sim_err *err)
     for (size_t i = 0; i < n; i++) {
         const json_t *h = json_array_get(heads, i);
         const json_t *b = json_object_get(h, "batch"), *ms = json_object_get(h, "ms");
-        if (!json_is_integer(b) || !json_is_number(ms) || !(json_number_value(ms) > 0))
-            return sim_errf(err, "%s: model %s: head[%zu]: needs an integer batch and a positive ms", pm->path,
-                            pm->name, i);
+        if (!json_is_integer(b) || !json_is_number(ms) || !(json_number_value(ms) > 0) ||
+            json_number_value(ms) > PF_MAX_MS)
+            return sim_errf(err, "%s: model %s: head[%zu]: needs an integer batch and a positive ms (at most %g)",
+                            pm->path, pm->name, i, PF_MAX_MS);
         pm->head_batch[i] = (double)json_integer_value(b);
         pm->head_s[i] = json_number_value(ms);
     }

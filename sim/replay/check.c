@@ -234,6 +234,14 @@ static int compare(json_t *m, const char *name, json_t *got, const check_rule *r
 {
     json_t *expect = json_object_get(m, "expect");
     if (expect && !json_is_object(expect)) return sim_errf(err, "measurement %s: \"expect\" must be an object", name);
+    if (expect && json_object_size(expect) == 0) { /* nothing to check is not a pass (issue 40 item 7) */
+        if (!record)
+            return sim_errf(err,
+                            "measurement %s: \"expect\" is empty: nothing to check (record its numbers with "
+                            "--write-baseline, or name the metrics to check)",
+                            name);
+        expect = NULL;
+    }
     if (!expect && !record)
         return sim_errf(err, "measurement %s: no \"expect\" numbers (record them with --write-baseline)", name);
     const char *metric;

@@ -76,6 +76,9 @@ int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_e
         append_request(t, r, &req_cap, &blk_cap);
         sim_request_free(r);
     }
+    char warn[768];
+    if (rc == 0 && sim_trace_block_warning(tr, "--block-tokens ", warn, sizeof warn))
+        t->block_warning = sim_xstrdup(warn);
     sim_trace_close(tr);
     if (rc == 0 && t->nreq == 0) rc = sim_errf(err, "%s: empty trace (no requests)", path);
     if (rc < 0) {
@@ -106,6 +109,7 @@ void kv_replay_free(kv_replay_trace *t)
     free(t->input_len);
     free(t->cls);
     free(t->next_use);
+    free(t->block_warning);
     *t = (kv_replay_trace){0};
 }
 

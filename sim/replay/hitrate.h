@@ -34,14 +34,15 @@ typedef struct kv_replay_trace {
     char *path;
     int block_tokens;
     int64_t nreq, nblocks;
-    int64_t *off;       /* nreq + 1 offsets into keys */
-    uint64_t *keys;     /* every request's blocks in order, as dense numbers:
+    int64_t *off;        /* nreq + 1 offsets into keys */
+    uint64_t *keys;      /* every request's blocks in order, as dense numbers:
                             0, 1, 2, … in order of first appearance */
-    int32_t *input_len; /* per request */
-    uint8_t *cls;       /* per request: sim_cache_class */
-    int64_t *next_use;  /* per block position: the next position with the same
+    int32_t *input_len;  /* per request */
+    uint8_t *cls;        /* per request: sim_cache_class */
+    int64_t *next_use;   /* per block position: the next position with the same
                             key (INT64_MAX = never); built on first offline use */
-    int64_t distinct;   /* distinct blocks (numbers 0 .. distinct − 1) */
+    int64_t distinct;    /* distinct blocks (numbers 0 .. distinct − 1) */
+    char *block_warning; /* the trace's ids fit another block size (sim_trace_block_warning); NULL: they fit */
 } kv_replay_trace;
 
 /* Load a trace file (errors name the file and line; an empty trace is an

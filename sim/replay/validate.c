@@ -89,8 +89,15 @@ static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
     if (!json_is_string(d))
         return sim_errf(err, "%s: experiment '%s': engine.dtype: expected a string", e->file, e->id);
     const char *s = json_string_value(d);
-    if (strcmp(s, "float16") && strcmp(s, "bfloat16") && strcmp(s, "half") && strcmp(s, "auto"))
-        not_expressible(e, "engine.dtype is not a 16-bit type: the model presets hold 16-bit weights and KV");
+    static const char *const known[] = {"auto", "half", "float16", "bfloat16", "float", "float32"}; /* vLLM's */
+    size_t k = 0;
+    while (k < sizeof known / sizeof *known && strcmp(s, known[k])) k++;
+    if (k == sizeof known / sizeof *known)
+        return sim_errf(err,
+                        "%s: experiment '%s': engine.dtype '%s' is not one of auto, half, float16, bfloat16, float, "
+                        "float32 (vLLM's --dtype)",
+                        e->file, e->id, s);
+    if (k >= 4) not_expressible(e, "engine.dtype is not a 16-bit type: the model presets hold 16-bit weights and KV");
     return 0;
 }
 
@@ -149,7 +156,10 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     const char *type = json_string_value(json_object_get(load, "type"));
     const json_t *st = json_object_get(load, "stages"), *s;
     e->block = "workload.load";
-    if (!json_is_object(load) || known_keys(e, load, load_keys, "type and stages", err)) return -1;
+    if (!json_is_object(load)) /* found by tests/fuzz/fuzz_validate.c: this said nothing */
+        return sim_errf(err, "%s: experiment '%s': workload.load: expected an object with type and stages", e->file,
+                        e->id);
+    if (known_keys(e, load, load_keys, "type and stages", err)) return -1;
     if (!type || (strcmp(type, "constant") && strcmp(type, "poisson")))
         return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file, e->id,
                         type ? type : "(missing)");
@@ -297,7 +307,9 @@ int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics
     const json_t *row;
     size_t i;
     for (int k = 0; k < n; k++) {
-        bool measured = false;
+        bool measured = false, again = false;
+        for (int j = 0; j < k; j++) again |= !strcmp(metrics[j], metrics[k]);
+        if (again) continue; /* a metric named twice is judged once (issue 40 item 7) */
         json_array_foreach(json_object_get(report, "experiments"), i, row)
         {
             const json_t *e = metric_value(row, "mpe", metrics[k]);

@@ -34,6 +34,11 @@ typedef struct sim_validate_opts {
  * the median of ape over the expressible experiments. Returns 0, or -1 with
  * err naming the file, the experiment and the key. */
 int sim_validate(const sim_validate_opts *o, json_t **report, sim_err *err);
+/* Read and check a measurements file without running anything: the
+ * format, the ids (at least one experiment, each id printable and given
+ * once) and every experiment's fields; *n gets the count. For the fuzz
+ * target (tests/fuzz/fuzz_validate.c) and the errors above. */
+int sim_validate_read(const char *path, int *n, sim_err *err);
 
 /* The gate of `kvsim validate --max-error`: each expressible experiment
  * whose |error| on one of the n metrics ("e2e_ms.mean": metric, a dot, the

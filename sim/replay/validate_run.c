@@ -153,6 +153,37 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
     return rc;
 }
 
+/* The experiments' ids: a list with at least one experiment, each id a
+ * string without control bytes (it is printed in tables and terminals)
+ * and given once (issue 40 item 7). */
+static int check_ids(const char *path, const json_t *xs, sim_err *err)
+{
+    if (json_array_size(xs) == 0)
+        return sim_errf(err, "%s: \"experiments\" is empty: nothing to validate (docs/validation.md has the format)",
+                        path);
+    size_t i, j;
+    const json_t *x, *y;
+    json_array_foreach(xs, i, x)
+    {
+        const char *id = json_string_value(json_object_get(x, "id"));
+        if (!id) return sim_errf(err, "%s: experiment %zu has no \"id\" string", path, i + 1);
+        if (sim_has_control(id)) {
+            char *q = sim_sh_word(id);
+            sim_errf(err, "%s: experiment id %s holds a control character: give a printable id", path, q);
+            free(q);
+            return -1;
+        }
+        json_array_foreach(xs, j, y)
+        {
+            const char *other = json_string_value(json_object_get(y, "id"));
+            if (j < i && other && !strcmp(id, other))
+                return sim_errf(err, "%s: experiments %zu and %zu have the same id '%s': give each its own", path,
+                                j + 1, i + 1, id);
+        }
+    }
+    return 0;
+}
+
 static json_t *load_file(const char *path, sim_err *err)
 {
     json_error_t je;
@@ -166,7 +197,27 @@ static json_t *load_file(const char *path, sim_err *err)
         json_decref(root);
         return NULL;
     }
+    if (check_ids(path, json_object_get(root, "experiments"), err)) return json_decref(root), NULL;
     return root;
+}
+
+int sim_validate_read(const char *path, int *n, sim_err *err)
+{
+    json_t *root = load_file(path, err);
+    if (!root) return -1;
+    size_t i;
+    const json_t *x;
+    int rc = 0;
+    json_array_foreach(json_object_get(root, "experiments"), i, x)
+    {
+        vexp e;
+        rc = vexp_read(&e, path, x, err);
+        vexp_free(&e);
+        if (rc) break;
+    }
+    *n = (int)json_array_size(json_object_get(root, "experiments"));
+    json_decref(root);
+    return rc;
 }
 
 /* "a, b, c": the experiments' ids, for the error of an --only that names none. */

@@ -35,6 +35,7 @@ const int sim_compare_ndefault_metrics =
     (int)(sizeof sim_compare_default_metrics / sizeof *sim_compare_default_metrics);
 
 typedef struct cmp_run {
+    int64_t id;
     json_t *config;  /* flattened: dotted key -> value */
     json_t *summary; /* flattened */
     int64_t seed;
@@ -50,6 +51,7 @@ typedef struct cmp {
     json_t *values;   /* --by values in first-appearance order (strings) */
     json_t *contexts; /* context texts in first-appearance order */
     json_t *speeds;   /* sorted numbers */
+    json_t *dups;     /* {run, same_as}: runs that repeat an earlier one, left out */
 } cmp;
 
 /* A config value as text: a string as is, anything else as compact JSON. */
@@ -82,6 +84,40 @@ static bool selected(const sim_compare_opts *o, int64_t id)
     return !o->ids;
 }
 
+/* The earlier run r repeats (the same --by value, context, load and seed:
+ * the same config and seed, so the same answer), or NULL. Counting it
+ * again would add a sample that carries no information and narrow the
+ * interval (issue 40 item 1). */
+static const cmp_run *repeated(const cmp *c, const cmp_run *r)
+{
+    for (int i = 0; i < c->n; i++) {
+        const cmp_run *e = &c->runs[i];
+        if (e != r && e->seed == r->seed && e->speed == r->speed && !strcmp(e->context, r->context) &&
+            (e->value && r->value ? !strcmp(e->value, r->value) : e->value == r->value))
+            return e;
+    }
+    return NULL;
+}
+
+static void free_run(cmp_run *r)
+{
+    json_decref(r->config);
+    json_decref(r->summary);
+    free(r->value);
+    free(r->context);
+}
+
+/* Keep the run just added unless it repeats an earlier one; then name it in c->dups. */
+static void keep_unless_repeated(cmp *c)
+{
+    cmp_run *r = &c->runs[c->n - 1];
+    const cmp_run *e = repeated(c, r);
+    if (!e) return;
+    json_array_append_new(c->dups, json_pack("{s:I, s:I}", "run", (json_int_t)r->id, "same_as", (json_int_t)e->id));
+    free_run(r);
+    c->n--;
+}
+
 /* Every completed run of the database (of o->ids when given), in id order, classified. */
 static int load_runs(cmp *c, sim_err *err)
 {
@@ -102,9 +138,10 @@ static int load_runs(cmp *c, sim_err *err)
         if (rc) break;
         c->runs = sim_xrealloc(c->runs, (size_t)(c->n + 1) * sizeof *c->runs);
         cmp_run *r = &c->runs[c->n++];
-        *r = (cmp_run){.summary = json_object(), .seed = sqlite3_column_int64(st, 3)};
+        *r = (cmp_run){.id = id, .summary = json_object(), .seed = sqlite3_column_int64(st, 3)};
         sim_json_flatten(summary, "", r->summary);
         classify(c, r, config, (const char *)sqlite3_column_text(st, 4));
+        keep_unless_repeated(c);
         json_decref(config);
         json_decref(summary);
     }
@@ -251,21 +288,34 @@ static int paired(const cmp_side *b, const cmp_side *v, double *d, double *bx, d
     return n;
 }
 
-/* One row: the means, the difference and its interval. */
+/* Whether x[0..n) are all the same number. */
+static bool constant(const double *x, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (x[i] != x[0]) return false;
+    return true;
+}
+
+/* One row: the means, the difference and its interval. seeds_vary is false
+ * when neither side changes with the seed: the interval then has zero width,
+ * which is no evidence (issue 40 item 10); null with one run a side. */
 static json_t *stat_row(const cmp_side *b, const cmp_side *v)
 {
     double d[256], bx[256], vx[256], diff, half = NAN, bm, vm;
     int np = paired(b, v, d, bx, vx), n;
     const char *method;
+    bool flat;
     if (np >= 2) {
         method = "paired", n = np;
         bm = gsl_stats_mean(bx, 1, (size_t)np), vm = gsl_stats_mean(vx, 1, (size_t)np);
         diff = gsl_stats_mean(d, 1, (size_t)np);
         half = gsl_cdf_tdist_Pinv(0.975, np - 1) * gsl_stats_sd_m(d, 1, (size_t)np, diff) / sqrt(np);
+        flat = constant(bx, np) && constant(vx, np);
     } else {
         method = b->n >= 2 && v->n >= 2 ? "welch" : "none", n = v->n < b->n ? v->n : b->n;
         bm = gsl_stats_mean(b->x, 1, (size_t)b->n), vm = gsl_stats_mean(v->x, 1, (size_t)v->n);
         diff = vm - bm;
+        flat = constant(b->x, b->n) && constant(v->x, v->n);
         if (b->n >= 2 && v->n >= 2) {
             double qb = gsl_stats_variance(b->x, 1, (size_t)b->n) / b->n;
             double qv = gsl_stats_variance(v->x, 1, (size_t)v->n) / v->n, se = sqrt(qb + qv);
@@ -278,6 +328,7 @@ static json_t *stat_row(const cmp_side *b, const cmp_side *v)
     json_object_set_new(row, "lo", isnan(half) ? json_null() : json_real(diff - half));
     json_object_set_new(row, "hi", isnan(half) ? json_null() : json_real(diff + half));
     json_object_set_new(row, "rel_pct", bm != 0 ? json_real(100 * diff / fabs(bm)) : json_null());
+    json_object_set_new(row, "seeds_vary", isnan(half) ? json_null() : json_boolean(!flat));
     return row;
 }
 
@@ -304,13 +355,21 @@ static const char *order_of(double diff, const char *better)
     return (diff < 0) == !strcmp(better, "lower") ? "better" : "worse";
 }
 
-/* The order, or "not distinguishable" when the interval includes 0. */
+#define SEEDS_FLAT "the seeds do not vary this workload"
+
+/* The order, or "not distinguishable" when the interval includes 0; with
+ * one run a side only the direction (no verdict from one sample), and none
+ * when the seeds change neither side (an interval of zero width). */
 static const char *verdict(const json_t *row, const char *better)
 {
     double diff = json_number_value(json_object_get(row, "diff"));
     const json_t *lo = json_object_get(row, "lo"), *hi = json_object_get(row, "hi");
-    if (diff != 0 && json_is_number(lo) && json_number_value(lo) <= 0 && json_number_value(hi) >= 0)
-        return "not distinguishable";
+    if (!json_is_number(lo))
+        return diff == 0  ? "equal (one seed: no verdict)"
+               : diff > 0 ? "higher (one seed: no verdict)"
+                          : "lower (one seed: no verdict)";
+    if (json_is_false(json_object_get(row, "seeds_vary"))) return SEEDS_FLAT;
+    if (diff != 0 && json_number_value(lo) <= 0 && json_number_value(hi) >= 0) return "not distinguishable";
     return order_of(diff, better);
 }
 
@@ -328,9 +387,25 @@ static double speed_at(const json_t *rows, size_t i)
     return json_number_value(json_object_get(json_array_get(rows, i), "speed"));
 }
 
+/* The order of row i; only the direction where it has one run a side. */
 static const char *row_order(const json_t *rows, size_t i, const char *better)
 {
-    return order_of(json_number_value(json_object_get(json_array_get(rows, i), "diff")), better);
+    const json_t *row = json_array_get(rows, i);
+    return order_of(json_number_value(json_object_get(row, "diff")),
+                    json_is_number(json_object_get(row, "lo")) ? better : NULL);
+}
+
+/* "; LEAD at speed a, b" over the rows whose verdict is `verdict`. */
+static void speeds_with(FILE *f, const json_t *rows, const char *verdict, const char *lead)
+{
+    bool any = false;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) if (!strcmp(json_string_value(json_object_get(row, "verdict")), verdict))
+    {
+        fprintf(f, "%s%g", any ? ", " : lead, json_number_value(json_object_get(row, "speed")));
+        any = true;
+    }
 }
 
 /* Where the sign of the difference changes along the sorted speeds: the
@@ -361,13 +436,8 @@ static json_t *flips(const json_t *rows, const char *value, const char *baseline
     if (segs == 2)
         fprintf(f, ": the order flips between speed %g and %g", speed_at(rows, flip), speed_at(rows, flip + 1));
     else if (segs > 2) fprintf(f, ": the order flips %zu times", segs - 1);
-    bool any = false;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(json_string_value(json_object_get(json_array_get(rows, i), "verdict")), "not distinguishable")) {
-            fprintf(f, "%s%g", any ? ", " : "; not distinguishable (interval includes 0) at speed ",
-                    json_number_value(json_object_get(json_array_get(rows, i), "speed")));
-            any = true;
-        }
+    speeds_with(f, rows, "not distinguishable", "; not distinguishable (interval includes 0) at speed ");
+    speeds_with(f, rows, SEEDS_FLAT, "; " SEEDS_FLAT " at speed ");
     fclose(f);
     json_t *j = json_string(text);
     free(text);
@@ -461,6 +531,39 @@ static json_t *comparison(const cmp *c, const char *context, const char *value, 
     return cm;
 }
 
+/* Whether a run of `value` is in context (at a load --speed keeps). */
+static bool has_run(const cmp *c, const char *context, const char *value)
+{
+    for (int i = 0; i < c->n; i++) {
+        const cmp_run *r = &c->runs[i];
+        if (r->value && !strcmp(r->value, value) && !strcmp(r->context, context) && speed_kept(c->o, r->speed))
+            return true;
+    }
+    return false;
+}
+
+/* Why nothing (or not every value) of a context could be paired with the
+ * baseline, as a sentence; null when every value was (issue 40 item 1). */
+static json_t *unpaired(const cmp *c, const char *context, const char *baseline, const json_t *cms)
+{
+    if (!has_run(c, context, baseline))
+        return json_sprintf("cannot be paired: the baseline %s has no run here", baseline);
+    char list[512] = "";
+    size_t len = 0, i, j;
+    int count = 0;
+    json_t *val, *cm;
+    json_array_foreach(c->values, i, val)
+    {
+        bool found = !strcmp(json_string_value(val), baseline);
+        json_array_foreach(cms, j, cm) found |= json_equal(json_object_get(cm, "value"), val);
+        if (found || len >= sizeof list) continue;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", count++ ? ", " : "", json_string_value(val));
+    }
+    if (!count) return json_null();
+    return json_sprintf("cannot be paired: %s %s no run here with the same config as the baseline %s", list,
+                        count > 1 ? "have" : "has", baseline);
+}
+
 static json_t *build(const cmp *c, const char *baseline, const char **metrics, int nm)
 {
     json_t *contexts = json_array();
@@ -478,26 +581,23 @@ static json_t *build(const cmp *c, const char *baseline, const char **metrics, i
                 else json_decref(cm);
             }
         }
-        json_array_append_new(
-            contexts, json_pack("{s:o, s:o}", "label", context_label(c, json_string_value(ctx)), "comparisons", cms));
+        json_t *why = unpaired(c, json_string_value(ctx), baseline, cms);
+        json_array_append_new(contexts, json_pack("{s:o, s:o, s:o}", "label", context_label(c, json_string_value(ctx)),
+                                                  "comparisons", cms, "unpaired", why));
     }
     json_t *ms = json_array();
     for (int m = 0; m < nm; m++) json_array_append_new(ms, json_string(metrics[m]));
     char cover[512];
-    return json_pack("{s:s, s:i, s:s, s:s, s:O, s:O, s:o, s:s, s:o}", "db", c->o->db, "runs", c->n, "by", c->o->by,
+    return json_pack("{s:s, s:i, s:s, s:s, s:O, s:O, s:o, s:s, s:o, s:O}", "db", c->o->db, "runs", c->n, "by", c->o->by,
                      "baseline", baseline, "values", c->values, "speeds", c->speeds, "metrics", ms, "interval",
-                     coverage(c, cover, sizeof cover), "contexts", contexts);
+                     coverage(c, cover, sizeof cover), "contexts", contexts, "duplicates", c->dups);
 }
 
 static void free_runs(cmp *c)
 {
-    for (int i = 0; i < c->n; i++) {
-        json_decref(c->runs[i].config);
-        json_decref(c->runs[i].summary);
-        free(c->runs[i].value);
-        free(c->runs[i].context);
-    }
+    for (int i = 0; i < c->n; i++) free_run(&c->runs[i]);
     free(c->runs);
+    json_decref(c->dups);
     json_decref(c->values);
     json_decref(c->contexts);
     json_decref(c->speeds);
@@ -505,7 +605,7 @@ static void free_runs(cmp *c)
 
 int sim_compare(const sim_compare_opts *o, json_t **out, sim_err *err)
 {
-    cmp c = {.o = o};
+    cmp c = {.o = o, .dups = json_array()};
     const char *baseline = NULL, *present[64], **metrics = o->metrics ? o->metrics : present;
     int nm = o->metrics ? o->nmetrics : 0;
     *out = NULL;
@@ -534,7 +634,8 @@ static void print_row(FILE *f, const json_t *row, int wb, int wv)
     fprintf(f, "  %6g  %*.6g  %*.6g  %+11.5g  ", num(row, "speed"), wb, num(row, "baseline"), wv, num(row, "value"),
             num(row, "diff"));
     char ci[64] = "no interval (one seed)";
-    if (json_is_number(json_object_get(row, "lo")))
+    if (json_is_false(json_object_get(row, "seeds_vary"))) snprintf(ci, sizeof ci, "none (zero width)");
+    else if (json_is_number(json_object_get(row, "lo")))
         snprintf(ci, sizeof ci, "[%+.5g, %+.5g]", num(row, "lo"), num(row, "hi"));
     fprintf(f, "%-26s", ci);
     if (json_is_number(json_object_get(row, "rel_pct"))) fprintf(f, "  %+7.1f%%", num(row, "rel_pct"));
@@ -566,12 +667,20 @@ void sim_compare_print(FILE *f, const json_t *res)
             (int)json_integer_value(json_object_get(res, "runs")), json_string_value(json_object_get(res, "by")),
             baseline);
     fprintf(f, "%s\n", json_string_value(json_object_get(res, "interval")));
+    size_t k;
+    json_t *dup;
+    json_array_foreach(json_object_get(res, "duplicates"), k, dup)
+        fprintf(f, "run %lld repeats run %lld (the same config and seed): counted once\n",
+                (long long)json_integer_value(json_object_get(dup, "run")),
+                (long long)json_integer_value(json_object_get(dup, "same_as")));
     const json_t *contexts = json_object_get(res, "contexts");
     size_t i, j;
     json_t *ctx, *cm;
     json_array_foreach(contexts, i, ctx)
     {
         if (json_array_size(contexts) > 1) fprintf(f, "\n== %s ==\n", json_string_value(json_object_get(ctx, "label")));
+        if (json_is_string(json_object_get(ctx, "unpaired")))
+            fprintf(f, "  %s\n", json_string_value(json_object_get(ctx, "unpaired")));
         json_array_foreach(json_object_get(ctx, "comparisons"), j, cm) print_comparison(f, cm, baseline);
     }
 }

@@ -13,9 +13,29 @@
 
 /* ---- cells ---------------------------------------------------------------- */
 
+/* A cell a spreadsheet would run as a formula: one that starts with =, +,
+ * -, @, a tab or a carriage return and is not a number ("-3.5", "+1e3"
+ * stay numbers). OWASP's CSV-injection guidance: prefix it with ' so that
+ * it is read as text (issue 40 item 5). */
+static bool formula_like(const char *s)
+{
+    if (!*s || !strchr("=+-@\t\r", *s)) return false;
+    char *end;
+    strtod(s, &end);
+    return end == s || *end;
+}
+
 static void put_cell(FILE *f, bool tsv, const char *s)
 {
     if (!s) return;
+    if (formula_like(s)) {
+        char *t = sim_xmalloc(strlen(s) + 2);
+        t[0] = '\'';
+        strcpy(t + 1, s);
+        put_cell(f, tsv, t);
+        free(t);
+        return;
+    }
     if (tsv) {
         for (; *s; s++) fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
         return;

@@ -10,10 +10,12 @@
 #include "sim/results/results.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,6 +137,52 @@ static void tally_add(tally *t, const sim_request_row *w)
     t->gpu.v[w->id] = w->prefill_gpu_s;
 }
 
+int sim_results_reopen_immutable(const char *path, sqlite3 **db, sim_err *err)
+{
+    char wal[PATH_MAX], uri[3 * PATH_MAX + 32], *u = uri;
+    struct stat st;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (stat(wal, &st) == 0 && st.st_size > 0)
+        return sim_errf(err,
+                        "%s: read-only, with an unfinished write-ahead log (%s): open it once where it is "
+                        "writable (e.g. sqlite3 %s 'PRAGMA wal_checkpoint') or copy both files somewhere writable",
+                        path, wal, path);
+    u += sprintf(u, "file:");
+    for (const char *p = path; *p && u < uri + sizeof uri - 16; p++) /* a URI path escapes %, ? and # */
+        u += strchr("%?#", *p) ? sprintf(u, "%%%02X", (unsigned char)*p) : sprintf(u, "%c", *p);
+    snprintf(u, sizeof uri - (size_t)(u - uri), "?immutable=1");
+    sqlite3_close(*db);
+    if (sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+        return sim_errf(err, "cannot open %s read-only: %s", path, sqlite3_errmsg(*db));
+    return 0;
+}
+
+/* Whether the runs table exists: SQLITE_ROW, SQLITE_DONE, or the error code. */
+static int probe_runs(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL);
+    if (rc != SQLITE_OK) return sqlite3_extended_errcode(db);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? rc : sqlite3_extended_errcode(db);
+}
+
+int sim_results_check_open(const char *path, sqlite3 **db, sim_err *err)
+{
+    int rc = probe_runs(*db);
+    if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
+        /* a WAL database on a read-only file system or folder cannot make its -shm file (issue 40 item 8) */
+        if (sim_results_reopen_immutable(path, db, err)) return -1;
+        rc = probe_runs(*db);
+    }
+    if (rc == SQLITE_ROW) return 0;
+    if (rc == SQLITE_DONE)
+        return sim_errf(err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", path);
+    if ((rc & 0xff) == SQLITE_NOTADB) return sim_errf(err, "%s: not a SQLite database (" SIM_RESULTS_HOW ")", path);
+    return sim_errf(err, "%s: cannot read: %s", path, sqlite3_errmsg(*db));
+}
+
 int sim_results_open_read(const char *path, sqlite3 **db, sim_err *err)
 {
     *db = NULL;
@@ -142,14 +190,7 @@ int sim_results_open_read(const char *path, sqlite3 **db, sim_err *err)
         return sim_errf(err, "cannot read %s: %s (" SIM_RESULTS_HOW ")", path, strerror(errno));
     if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return sim_errf(err, "cannot open %s: %s", path, sqlite3_errmsg(*db));
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(*db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'", -1, &st, NULL))
-        return sim_errf(err, "%s: not a SQLite database (%s; " SIM_RESULTS_HOW ")", path, sqlite3_errmsg(*db));
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW)
-        return sim_errf(err, "%s: not a kvsim results database (no runs table; " SIM_RESULTS_HOW ")", path);
-    return 0;
+    return sim_results_check_open(path, db, err);
 }
 
 const char *sim_results_errmsg(struct sqlite3 *db, char *buf, size_t n)
@@ -208,6 +249,38 @@ static int upgrade(sim_results *r, sim_err *err)
     return 0;
 }
 
+/* Why path cannot be written, when its file or folder is on a read-only
+ * file system or not writable (SQLite says only "unable to open database
+ * file", and errno then names the -wal file it could not make); NULL when
+ * it can be. */
+static const char *unwritable(const char *path, char *buf, size_t n)
+{
+    if (access(path, F_OK) == 0) {
+        if (access(path, W_OK) != 0) return snprintf(buf, n, "%s", strerror(errno)), buf;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash == dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, F_OK) == 0 && access(dir, W_OK) != 0)
+        return snprintf(buf, n, "its folder %s: %s", dir, strerror(errno)), buf;
+    return NULL;
+}
+
+/* The open's error: the read-only cause when there is one (issue 40 item 8). */
+static int open_error(sim_results *r, const char *path, bool temp, sim_err *err)
+{
+    char m[256], why[PATH_MAX + 128];
+    bool notadb = sqlite3_errcode(r->db) == SQLITE_NOTADB;
+    if (!temp && !notadb && unwritable(path, why, sizeof why))
+        return sim_errf(err, "cannot write results database '%s': %s (give --db a file where you can write)", path,
+                        why);
+    return sim_errf(err, "results database '%s': %s%s", temp ? "(temporary)" : path,
+                    sim_results_errmsg(r->db, m, sizeof m),
+                    notadb ? " (give --db a new file, or one kvsim wrote)" : "");
+}
+
 int sim_results_open(sim_results **out, const char *path, sim_err *err)
 {
     sim_results *r = sim_xcalloc(1, sizeof *r);
@@ -216,9 +289,7 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     /* One thread per database: no SQLite mutexes. */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(temp ? "" : path, &r->db, flags, NULL) != SQLITE_OK) {
-        char m[256];
-        sim_errf(err, "cannot open results database '%s': %s", temp ? "(temporary)" : path,
-                 sim_results_errmsg(r->db, m, sizeof m));
+        open_error(r, path, temp, err);
         sim_results_close(r);
         return -1;
     }
@@ -231,10 +302,7 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
-        char m[256];
-        bool notadb = sqlite3_errcode(r->db) == SQLITE_NOTADB;
-        sim_errf(err, "results database '%s': %s%s", temp ? "(temporary)" : path,
-                 sim_results_errmsg(r->db, m, sizeof m), notadb ? " (give --db a new file, or one kvsim wrote)" : "");
+        open_error(r, path, temp, err);
         sim_results_close(r);
         return -1;
     }

@@ -105,6 +105,14 @@ typedef struct sim_hitrate_row {
  * no runs table, saying what writes one. */
 struct sqlite3;
 int sim_results_open_read(const char *path, struct sqlite3 **db, sim_err *err);
+/* After opening path: the runs table there, or the error (not a results
+ * database, not SQLite, unreadable). A WAL database on a read-only file
+ * system or folder is reopened immutable first (issue 40 item 8). */
+int sim_results_check_open(const char *path, struct sqlite3 **db, sim_err *err);
+/* Reopen *db immutable (no locks, no -shm file), which is exact when no
+ * write-ahead log is pending (kvsim checkpoints and removes it at close);
+ * refused, saying what to do, when one is. */
+int sim_results_reopen_immutable(const char *path, struct sqlite3 **db, sim_err *err);
 
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);

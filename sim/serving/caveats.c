@@ -10,6 +10,11 @@
  * them, and would go stale here. A run whose config meets no predicate
  * gets no "caveats" key at all (its summary is what it was before).
  *
+ * A replay adds what it found (sim_serving_add_finding): a trace cut into
+ * blocks of another size than trace.block_tokens, requests no decode
+ * instance can hold. Those are facts of this run, not unvalidated parts of
+ * the model, and carry "found": true.
+ *
  * Rows (docs/validation.md, "What is not validated"):
  *   moe       — a mixture-of-experts model: the one measured MoE run
  *               (Mixtral-8x7B on 2 × H100) is outside the 10% the dense
@@ -73,9 +78,17 @@ json_t *sim_serving_caveats(const sim_config *cfg)
 
 void sim_serving_add_caveats(const sim_config *cfg, json_t *summary)
 {
-    json_t *a = sim_serving_caveats(cfg), *m = sim_measured_caveats();
-    json_array_extend(a, m);
+    json_t *a = sim_serving_caveats(cfg), *found = json_object_get(summary, "caveats"), *m = sim_measured_caveats();
+    if (found) json_array_extend(a, found); /* the model's findings (summarize) after the config's */
+    json_array_extend(a, m);                /* then the shapes the measured tables did not hold */
     json_decref(m);
     if (json_array_size(a)) json_object_set_new(summary, "caveats", a);
     else json_decref(a);
+}
+
+void sim_serving_add_finding(json_t *summary, const char *name, const char *text)
+{
+    json_t *a = json_object_get(summary, "caveats");
+    if (!a) json_object_set_new(summary, "caveats", a = json_array());
+    json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", name, "text", text, "found", 1));
 }

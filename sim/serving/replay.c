@@ -130,6 +130,16 @@ static void note_skipped(const sim_trace *t, json_t *summary)
     json_object_set_new(summary, "skips", all);
 }
 
+/* A trace whose hash_ids fit another block size than trace.block_tokens
+ * replays with every hit misplaced: a caveat of the run (issue 40 item 2). */
+static void note_block_fit(const sim_trace *t, json_t *summary)
+{
+    char text[768];
+    if (sim_trace_block_warning(t, "--set trace.block_tokens=N --set kvstore.block_tokens=N with N = ", text,
+                                sizeof text))
+        sim_serving_add_finding(summary, "block_size", text);
+}
+
 /* A closed replay's summary: its sessions and how far arrivals moved from
  * the recorded ones (docs/trace.md). */
 static void note_sessions(sim_sessions *s, json_t *summary)
@@ -161,6 +171,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         if (rc == 0) sim_serving_diagnose(cfg, db, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
         if (rc == 0) sim_serving_add_caveats(cfg, *summary);
         if (rc == 0) note_skipped(t, *summary);
+        if (rc == 0) note_block_fit(t, *summary);
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
     }
     drain(m, st, &run);

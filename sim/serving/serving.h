@@ -135,6 +135,10 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
 json_t *sim_serving_caveats(const sim_config *cfg);
 /* Add them to a run's summary as "caveats" (no key when there are none). */
 void sim_serving_add_caveats(const sim_config *cfg, json_t *summary);
+/* A caveat the replay found (not one of the config's): appended to the
+ * summary's "caveats" as {name, text, found: true}; `kvsim run` prints it
+ * as a plain warning (issue 40 items 2 and 6). */
+void sim_serving_add_finding(json_t *summary, const char *name, const char *text);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 

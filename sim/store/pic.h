@@ -52,6 +52,9 @@ size_t kv_pic_policy_count(void);
 const kv_pic_policy *kv_pic_policy_at(size_t i); /* NULL past the end */
 const kv_pic_policy *kv_pic_policy_lookup(const char *name);
 const char *kv_pic_policy_name(const kv_pic_policy *p);
+/* " (did you mean 'mepic'?)" for a kvstore.pic value that is neither a
+ * cache model nor a policy, or "" (sim_did_you_mean). */
+const char *kv_pic_suggest(const char *name);
 const char *kv_pic_policy_help(const kv_pic_policy *p);
 
 typedef struct kv_pic kv_pic;

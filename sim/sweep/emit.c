@@ -22,8 +22,34 @@ static void put_word(FILE *f, const char *w)
     free(q);
 }
 
+/* A job file is one command per line for a runner whose sh may not read
+ * $'...' quotes (dash): an argument with a newline or another control byte
+ * is refused, named in those quotes (issue 40 item 4). */
+static int check_words(const sim_sweep *s, sim_err *err)
+{
+    for (int64_t i = 0; i < s->n; i++) {
+        if (s->pts[i].state != PT_TODO) continue;
+        char **argv = sim_sweep_run_argv(s, &s->pts[i]);
+        int rc = 0;
+        for (int k = 1; argv[k] && !rc; k++) {
+            if (!sim_has_control(argv[k])) continue;
+            char *q = sim_sh_word(argv[k]);
+            rc = sim_errf(err,
+                          "--emit-jobs: the argument %s holds a newline or another control character: a job file "
+                          "is one command per line, run by a shell that may not read $'...' quotes; remove it (or "
+                          "run the sweep here, without --emit-jobs)",
+                          q);
+            free(q);
+        }
+        free(argv);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 int sim_sweep_emit(const sim_sweep *s, sim_err *err)
 {
+    if (check_words(s, err)) return -1;
     char cwd[PATH_MAX], exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (!getcwd(cwd, sizeof cwd) || n <= 0) return sim_errf(err, "cannot find the working directory or kvsim binary");

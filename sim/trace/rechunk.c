@@ -44,6 +44,7 @@ typedef struct rechunk {
     int64_t line;
     int from, factor;
     sim_keyset fine, coarse;
+    sim_block_fit fit; /* how the ids fit --from-block-tokens (a wrong size empties hash_ids) */
     sim_rechunk_stats *st;
 } rechunk;
 
@@ -59,7 +60,7 @@ static int line_err(const rechunk *rc, sim_err *err, const char *field, const ch
 }
 
 /* The line's input_length and hash_ids, checked against the fine block size. */
-static int line_fields(const rechunk *rc, json_t *obj, json_t **ids, int64_t *nfine_full, sim_err *err)
+static int line_fields(rechunk *rc, json_t *obj, json_t **ids, int64_t *nfine_full, sim_err *err)
 {
     if (json_object_get(obj, "segments"))
         return line_err(rc, err, "segments",
@@ -72,6 +73,7 @@ static int line_fields(const rechunk *rc, json_t *obj, json_t **ids, int64_t *nf
     if (!json_is_array(*ids)) return line_err(rc, err, "hash_ids", "expected an array");
     int64_t input = json_integer_value(in);
     *nfine_full = (input + rc->from - 1) / rc->from;
+    sim_block_fit_add(&rc->fit, input, (int64_t)json_array_size(*ids), rc->from, rc->line);
     if ((int64_t)json_array_size(*ids) > *nfine_full)
         return line_err(rc, err, "hash_ids",
                         "%zu ids, but input_length %" PRId64 " makes ceil(%" PRId64 " / %d) = %" PRId64
@@ -144,8 +146,11 @@ int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, con
 {
     *st = (sim_rechunk_stats){0};
     if (sim_rechunk_check(from_tokens, to_tokens, err)) return -1;
-    rechunk rc = {
-        .path = strcmp(path, "-") ? path : "<stdin>", .from = from_tokens, .factor = to_tokens / from_tokens, .st = st};
+    rechunk rc = {.path = strcmp(path, "-") ? path : "<stdin>",
+                  .from = from_tokens,
+                  .factor = to_tokens / from_tokens,
+                  .fit = SIM_BLOCK_FIT_INIT,
+                  .st = st};
     sim_infile *in;
     if (sim_infile_open(&in, path, rc.path, err)) return -1;
     sim_keyset_init(&rc.fine, 1 << 15);
@@ -164,6 +169,9 @@ int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, con
     sim_keyset_free(&rc.coarse);
     sim_infile_close(in);
     if (r < 0) return -1;
+    char text[768];
+    if (sim_block_fit_warning(&rc.fit, rc.path, from_tokens, "--from-block-tokens ", text, sizeof text))
+        return sim_errf(err, "%s: coarse blocks cut from the wrong fine ones would be wrong or empty", text);
     if (fflush(out) || ferror(out)) return sim_errf(err, "%s: write error: %s", out_name, strerror(errno));
     return 0;
 }

@@ -58,6 +58,7 @@ struct sim_trace {
     double prev_ts;
     gsl_rng *rng; /* sampling draws; NULL when sample == 1 */
     int64_t emitted;
+    sim_block_fit fit; /* how the hash_ids read fit opts.block_tokens */
     int64_t skipped;
     char **skips; /* the first SIM_TRACE_SKIPS_KEPT skipped lines' messages */
     /* sort mode: every valid request, loaded on the first sim_trace_next */
@@ -99,6 +100,7 @@ int sim_trace_open(sim_trace **out, const char *path, const sim_trace_opts *opts
     t->opts = *opts;
     t->name = sim_xstrdup(name);
     t->f = f;
+    t->fit = (sim_block_fit)SIM_BLOCK_FIT_INIT;
     t->ids.cap = 256;
     t->ids.v = sim_xmalloc(t->ids.cap * sizeof *t->ids.v);
     t->ids.k = sim_xmalloc(t->ids.cap * sizeof *t->ids.k);
@@ -138,6 +140,51 @@ const char *sim_trace_skip_message(const sim_trace *t, int64_t i)
 }
 
 const char *sim_trace_name(const sim_trace *t) { return t->name; }
+
+const sim_block_fit *sim_trace_block_fit(const sim_trace *t) { return &t->fit; }
+
+void sim_block_fit_add(sim_block_fit *f, int64_t input, int64_t n, int block_tokens, int64_t line)
+{
+    if (n < (input + block_tokens - 1) / block_tokens && f->short_ids++ == 0) f->first_short_line = line;
+    if (n == 0) return;
+    int64_t lo = (input + n - 1) / n, hi = n > 1 ? (input + n - 2) / (n - 1) - 1 : INT64_MAX;
+    if (lo > f->lo) f->lo = lo;
+    if (hi < f->hi) f->hi = hi;
+}
+
+bool sim_block_fit_wrong(const sim_block_fit *f, int block_tokens)
+{
+    return f->short_ids > 0 && f->lo <= f->hi && (block_tokens < f->lo || block_tokens > f->hi);
+}
+
+const char *sim_block_fit_text(const sim_block_fit *f, char *buf, size_t n)
+{
+    if (f->lo > f->hi) snprintf(buf, n, "no one block size fits every request (some tails are uncacheable?)");
+    else if (f->lo == f->hi) snprintf(buf, n, "blocks of %" PRId64 " tokens fit every request", f->lo);
+    else if (f->hi == INT64_MAX) snprintf(buf, n, "its blocks may be %" PRId64 " tokens or more", f->lo);
+    else snprintf(buf, n, "blocks of %" PRId64 " to %" PRId64 " tokens fit every request", f->lo, f->hi);
+    return buf;
+}
+
+const char *sim_trace_block_warning(const sim_trace *t, const char *advice, char *buf, size_t n)
+{
+    return sim_block_fit_warning(&t->fit, t->name, t->opts.block_tokens, advice, buf, n);
+}
+
+const char *sim_block_fit_warning(const sim_block_fit *f, const char *name, int bt, const char *advice, char *buf,
+                                  size_t n)
+{
+    if (!sim_block_fit_wrong(f, bt)) return NULL;
+    char fits[128];
+    int64_t good = 1; /* the smallest power of two that fits, else the smallest size */
+    while (good < f->lo) good *= 2;
+    if (good > f->hi) good = f->lo;
+    snprintf(buf, n,
+             "%s: %" PRId64 " requests have fewer hash_ids than ceil(input_length / %d) (the first: line %" PRId64
+             "): the trace's blocks are not %d tokens; %s (%s%" PRId64 ")",
+             name, f->short_ids, bt, f->first_short_line, bt, sim_block_fit_text(f, fits, sizeof fits), advice, good);
+    return buf;
+}
 
 /* ---- one line -> one request ------------------------------------------ *
  *
@@ -389,6 +436,7 @@ static sim_request *request_build(sim_trace *t, const raw_line *raw, const sim_r
     bool segs = raw->f[F_SEGMENTS].kind != RAW_ABSENT;
     if (!segs || raw->f[F_HASH_IDS].kind != RAW_ABSENT) {
         if (get_hash_ids(t, raw, fields->input_len, err)) return NULL;
+        if (!segs) sim_block_fit_add(&t->fit, fields->input_len, (int64_t)t->ids.n, t->opts.block_tokens, t->lineno);
         sim_request *r = request_alloc(fields, t->ids.n, segs ? &t->segs : NULL);
         memcpy(r->hash_ids, t->ids.v, t->ids.n * sizeof *r->hash_ids);
         memcpy(r->keys, t->ids.k, t->ids.n * sizeof *r->keys);
@@ -439,7 +487,12 @@ static sim_request *request_from_jansson(sim_trace *t, size_t len, sim_err *err)
     json_error_t je;
     json_t *obj = json_loadb(t->line, len, JSON_REJECT_DUPLICATES, &je);
     if (!obj) {
-        line_err(t, err, "json", "malformed JSON (%s at column %d)", je.text, je.column);
+        /* a first line with commas and no brace: a CSV export (Azure, BurstGPT) given as a trace (issue 40 item 10) */
+        bool csv = t->lineno == 1 && memchr(t->line, ',', len) && !memchr(t->line, '{', len);
+        line_err(t, err, "json", "malformed JSON (%s at column %d)%s", je.text, je.column,
+                 csv ? ": a CSV file? kvsim reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import "
+                       "azure|burstgpt`"
+                     : "");
         return NULL;
     }
     sim_request *r = NULL;
@@ -926,19 +979,6 @@ typedef struct stats_acc {
     double tokens, hit_tokens;
 } stats_acc;
 
-/* How a hash_ids request fits the assumed block size B: n ids fit B iff
- * n = ceil(input / B), i.e. input / n ≤ B < input / (n − 1); the range of B
- * that fits every request so far narrows to [fit_lo, fit_hi]. */
-static void stats_fit(sim_trace_stats *s, const sim_request *r, int block_tokens)
-{
-    int64_t in = r->input_len, n = r->nblocks;
-    if (n < (in + block_tokens - 1) / block_tokens && s->short_ids++ == 0) s->short_ids_first_line = r->line;
-    if (n == 0) return;
-    int64_t lo = (in + n - 1) / n, hi = n > 1 ? (in + n - 2) / (n - 1) - 1 : INT64_MAX;
-    if (lo > s->fit_lo) s->fit_lo = lo;
-    if (hi < s->fit_hi) s->fit_hi = hi;
-}
-
 /* docs/definitions.md against an infinite cache: the prefix hit is the leading run of
  * keys already seen; then every key of the request enters the cache. */
 static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
@@ -956,7 +996,7 @@ static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, in
     a->hit_blocks += hit;
     a->tokens += r->input_len;
     a->hit_tokens += fmin((double)hit * block_tokens, (double)r->input_len);
-    if (r->nsegs == 0) stats_fit(s, r, block_tokens);
+    if (r->nsegs == 0) sim_block_fit_add(&s->fit, r->input_len, r->nblocks, block_tokens, r->line);
 }
 
 static void stats_finish(stats_acc *a, sim_trace_stats *s)
@@ -994,7 +1034,7 @@ int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, s
     sim_trace *t;
     memset(out, 0, sizeof *out);
     out->block_tokens = opts->block_tokens;
-    out->fit_lo = 1, out->fit_hi = INT64_MAX;
+    out->fit = (sim_block_fit)SIM_BLOCK_FIT_INIT;
     if (kept) *kept = NULL, *nkept = 0;
     if (sim_trace_open(&t, path, opts, err)) return -1;
     stats_acc acc = {0};

@@ -145,6 +145,38 @@ uint64_t sim_block_key(uint64_t prev_key, int64_t hash_id);
 void sim_segments_keys(const sim_request *r, int prefix_tokens, int B, int64_t limit, int32_t nblocks, uint64_t *keys,
                        int64_t *raw);
 
+/* How the hash_ids of a trace fit an assumed block size B (issue 40 item
+ * 2): n ids fit B iff n = ceil(input / B), i.e. input / n ≤ B < input /
+ * (n − 1). Over the hash_ids requests read (segment requests aside): how
+ * many have fewer ids than ceil(input_length / B) (the first one's line),
+ * and the block sizes [lo, hi] every request with ids fits (lo > hi: none). */
+typedef struct sim_block_fit {
+    int64_t short_ids, first_short_line;
+    int64_t lo, hi;
+} sim_block_fit;
+
+#define SIM_BLOCK_FIT_INIT                                                                                             \
+    {                                                                                                                  \
+        .lo = 1, .hi = INT64_MAX                                                                                       \
+    }
+void sim_block_fit_add(sim_block_fit *f, int64_t input, int64_t nids, int block_tokens, int64_t line);
+/* Whether the ids fit one block size range that excludes B: the trace was
+ * cut into blocks of another size than the one it is read with. */
+bool sim_block_fit_wrong(const sim_block_fit *f, int block_tokens);
+/* "blocks of 512 tokens fit every request", "... of 358 to 536 tokens ...",
+ * "its blocks may be 600 tokens or more" or "no one block size fits every
+ * request (some tails are uncacheable?)", into buf. */
+const char *sim_block_fit_text(const sim_block_fit *f, char *buf, size_t n);
+/* The fit of the hash_ids requests read so far. */
+const sim_block_fit *sim_trace_block_fit(const sim_trace *t);
+/* When the fit is wrong for the trace's block size: one sentence naming
+ * the trace, the first short request and the sizes that fit, advising
+ * `advice` (e.g. "--set trace.block_tokens="), into buf; NULL otherwise. */
+const char *sim_trace_block_warning(const sim_trace *t, const char *advice, char *buf, size_t n);
+/* The same for a fit gathered elsewhere (trace rechunk), naming `name`. */
+const char *sim_block_fit_warning(const sim_block_fit *f, const char *name, int block_tokens, const char *advice,
+                                  char *buf, size_t n);
+
 /* ---- statistics (kvsim trace stats) ------------------------------------ */
 typedef struct sim_trace_stats {
     int64_t requests;
@@ -159,13 +191,9 @@ typedef struct sim_trace_stats {
     int64_t skipped;          /* lines skipped under skip_bad */
     int64_t segment_requests; /* requests with "segments" (sim/replay/pic_replay.h has their statistics) */
     /* The block size the statistics assume (opts.block_tokens) and how the
-     * hash_ids traces fit it: requests with fewer ids than
-     * ceil(input_length / block_tokens) (the first one's line), and the
-     * block sizes [fit_lo, fit_hi] for which every request with ids has
-     * exactly that many (fit_lo > fit_hi: none; segment requests aside). */
+     * hash_ids fit it. */
     int block_tokens;
-    int64_t short_ids, short_ids_first_line;
-    int64_t fit_lo, fit_hi;
+    sim_block_fit fit;
 } sim_trace_stats;
 
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);

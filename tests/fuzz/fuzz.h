@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz.h — what the fuzz entry points (fuzz_trace.c,
+/* tests/fuzz/fuzz.h — what the fuzz entry points (fuzz_trace.c, fuzz_validate.c, fuzz_model.c,
  * fuzz_config.c, fuzz_set.c, fuzz_ragpulse.c, fuzz_csv.c) share: the verdict a check returns, the input
  * as a file the real loaders can open, and the config round trip.
  *

@@ -33,7 +33,8 @@ static int check(const sim_config *cfg, sim_err *err)
     if (cfg->n_faults > 0) return sim_errf(err, "faults: not modelled in aggregated mode yet");
     if (cfg->cpp_group > 1) return sim_errf(err, "cluster.cpp_group: not modelled in aggregated mode (use 1)");
     if (!kv_cache_model_lookup(cfg->pic) && !kv_pic_policy_lookup(cfg->pic))
-        return sim_errf(err, "kvstore.pic: unknown cache model '%s' (see kvsim policies)", cfg->pic);
+        return sim_errf(err, "kvstore.pic: unknown cache model '%s'%s (see kvsim policies)", cfg->pic,
+                        kv_pic_suggest(cfg->pic));
     if (cfg->trace.block_tokens % cfg->pic_block_tokens)
         return sim_errf(err, "kvstore.pic_block_tokens: %d (the HBM page) does not divide trace.block_tokens (%d)",
                         cfg->pic_block_tokens, cfg->trace.block_tokens);

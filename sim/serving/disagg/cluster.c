@@ -46,8 +46,13 @@ static int check(const sim_config *cfg, sim_err *err)
         return sim_errf(err, "policy.pd_controller: unknown controller '%s'%s (see kvsim policies)", cfg->pd_controller,
                         sched_suggest(SCHED_KIND_PD, cfg->pd_controller));
     if (sched_params_check(cfg->params, err)) return -1;
-    if (kv_evict_find(cfg->eviction, &ev, err))
-        return sim_errf(err, "kvstore.eviction: unknown eviction policy '%s' (see kvsim policies)", cfg->eviction);
+    if (kv_evict_find(cfg->eviction, &ev, err)) {
+        const char *names[32];
+        size_t n = 0;
+        for (; n < kv_evict_count() && n < 32; n++) names[n] = kv_evict_at(n)->name;
+        return sim_errf(err, "kvstore.eviction: unknown eviction policy '%s'%s (see kvsim policies)", cfg->eviction,
+                        sim_did_you_mean(cfg->eviction, names, n));
+    }
     return sim_pic_check(cfg, err);
 }
 
@@ -229,6 +234,7 @@ static void summarize(void *state, json_t *summary)
         json_object_set_new(summary, "recomputed_tokens", json_integer((json_int_t)c->preempt.recomputed_tokens));
     }
     sim_pic_summarize(c, summary);
+    sim_cluster_note_too_large(c, summary);
 }
 
 /* Keys of an aggregated engine that the disaggregated model never reads

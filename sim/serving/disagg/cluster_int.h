@@ -172,6 +172,9 @@ typedef struct cluster {
         int64_t least_need, least_index, least_line; /* the smallest need of a rejected request, whose */
     } pic_sum;
     struct {
+        int64_t n, first_line, first_need; /* requests whose KV exceeds a decode instance's HBM (flow.c) */
+    } too_large;
+    struct {
         int64_t preemptions, recomputed_tokens;
         double swapped_bytes;
     } preempt; /* decode.kv_allocation = incremental (flow.c) */
@@ -261,6 +264,8 @@ bool sim_pic_admit_head(cluster *c, instance *in, int32_t *cached);
 double sim_pic_used(const cluster *c, int inst);
 /* recompute_fraction, chunk_hit_rate, peak_footprint_blocks, ... */
 void sim_pic_summarize(const cluster *c, json_t *summary);
+/* The caveat of requests too large for any decode instance (flow.c). */
+void sim_cluster_note_too_large(const cluster *c, json_t *summary);
 
 /* ---- cpp.c -------------------------------------------------------------------- */
 bool sim_cpp_applies(const cluster *c, const sim_request *r, int32_t cached_tokens);

@@ -212,6 +212,28 @@ static sim_stage verdict_stage(sched_verdict v)
     return v == SCHED_REJECT_TTFT_SLO ? SIM_STAGE_TTFT_SLO : SIM_STAGE_AT_ARRIVAL;
 }
 
+/* A request whose KV (input + output tokens) exceeds what one decode
+ * instance's HBM holds fits none, whatever the load: counted, for one
+ * caveat of the run (sim_cluster_note_too_large; issue 40 item 6). */
+static void count_too_large(cluster *c, const req_state *q)
+{
+    if (q->r->output_len <= 1 || q->need_kv <= c->kv_capacity) return;
+    if (c->too_large.n++ == 0) c->too_large.first_line = q->r->line, c->too_large.first_need = q->need_kv;
+}
+
+void sim_cluster_note_too_large(const cluster *c, json_t *summary)
+{
+    if (!c->too_large.n) return;
+    char text[512];
+    snprintf(text, sizeof text,
+             "%lld request%s need%s more KV than a decode instance's HBM holds (%lld tokens; the first: trace line "
+             "%lld, %lld tokens of input and output): rejected at arrival, whatever the load; give the decode "
+             "instances more HBM (hardware, cluster.decode_hbm_frac) or a smaller model",
+             (long long)c->too_large.n, c->too_large.n == 1 ? "" : "s", c->too_large.n == 1 ? "s" : "",
+             (long long)c->kv_capacity, (long long)c->too_large.first_line, (long long)c->too_large.first_need);
+    sim_serving_add_finding(summary, "too_large", text);
+}
+
 static void admit(cluster *c, req_state *q)
 {
     sched_ctx ctx = sim_cluster_ctx(c, c->admission->needs_inflight);
@@ -219,6 +241,7 @@ static void admit(cluster *c, req_state *q)
     c->router->route(c->router_st, &ctx, q->r, &q->route);
     c->decoder->select(c->decoder_st, &ctx, q->r, &dec);
     sched_verdict v = c->admission->admit(c->admission_st, &ctx, q->r, &q->route, &dec);
+    if (v == SCHED_REJECT_AT_ARRIVAL) count_too_large(c, q);
     if (v != SCHED_ACCEPT) return sim_cluster_finish(c, q, verdict_stage(v));
     instance *in = &c->inst[c->pidx[q->route.prefill]];
     q->prefill = in->id;

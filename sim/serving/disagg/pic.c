@@ -26,7 +26,8 @@ int sim_pic_check(const sim_config *cfg, sim_err *err)
 {
     if (kv_cache_model_lookup(cfg->pic)) return 0;
     if (!kv_pic_policy_lookup(cfg->pic))
-        return sim_errf(err, "kvstore.pic: unknown cache model '%s' (see kvsim policies)", cfg->pic);
+        return sim_errf(err, "kvstore.pic: unknown cache model '%s'%s (see kvsim policies)", cfg->pic,
+                        kv_pic_suggest(cfg->pic));
     if (cfg->n_faults > 0)
         return sim_errf(err,
                         "kvstore.pic: '%s' with faults is not modelled (a failed instance's HBM store would "

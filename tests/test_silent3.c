@@ -1,0 +1,392 @@
+/* tests/test_silent3.c — silent answers, round three (issue 40): each case
+ * used to pass quietly with a wrong or meaningless answer, or a message
+ * that misled.
+ *
+ * - item 2: a trace read with another block size than its hash_ids were
+ *   cut at: `trace rechunk` refuses (it wrote empty hash_ids), `run` and
+ *   `hitrate` warn, naming the size that fits (the run's summary keeps it
+ *   among its caveats).
+ * - item 3: impossible attention shapes (more KV heads than heads, KV
+ *   heads that do not divide the heads) are refused from --set and from
+ *   `model import`, which also says when an expert count of 0 makes a model
+ *   dense and when it ignores sliding_window, and whose --help no longer
+ *   says mixtures of experts are refused.
+ * - item 4: a newline in a --set value split an --emit-jobs line in two,
+ *   the second run as a command: sim_sh_word writes control bytes in
+ *   $'...' quotes (one line, read back exactly by bash), and --emit-jobs
+ *   refuses them (a runner's sh may be dash).
+ * - item 5: `kvsim export` wrote a cell such as =HYPERLINK(...) as it is,
+ *   which a spreadsheet runs: a text cell that starts with = + - @ gets a
+ *   leading ' (OWASP), numbers such as -3.5 stay as they are.
+ * - item 7: `kvsim check` with "expect": {} passed with "all 0 numbers"; it
+ *   is refused, and --write-baseline fills it. (validate's empty, repeated
+ *   and unprintable ids, engine.dtype and a repeated --metric are in
+ *   tests/test_validate.c; calibrate's 1e300 ms point in tests/test_silent.c.)
+ * - item 6: a request whose KV exceeds every decode instance's HBM was
+ *   rejected at arrival without a word: said once on stderr and kept among
+ *   the summary's caveats.
+ * - item 8: on a read-only file system, export and compare read a database
+ *   report reads (they said "not a SQLite database"), and run and sweep say
+ *   the file system is read-only (they said "No such file or directory").
+ * - item 9: keys with no effect warn: cost.expert_parallel and
+ *   cost.expert_imbalance on a dense model, cluster.cpp_threshold with
+ *   cluster.cpp_group 1.
+ * - item 10: as a new user would: a tier size without its unit (250 bytes)
+ *   is refused, the suffix error lists GB and TB, a CSV given as --trace
+ *   points to `kvsim trace import`, and kvstore.pic=mepc, kvstore.evict and
+ *   kvstore.eviction=lruu get the right did-you-mean.
+ * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
+ * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "sim/util.h"
+#include "tests/testutil.h"
+
+/* ---- item 2: block sizes --------------------------------------------------------- */
+
+#define WRONG_BLOCKS "the trace's blocks are not 256 tokens; blocks of 512 tokens fit every request"
+
+static void test_rechunk_wrong_fine_blocks(void **state)
+{
+    char *out = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "trace rechunk traces/default.jsonl --block-tokens 1024 --from-block-tokens 256 -o %s",
+             out);
+    tu_expect_exit(args, 2, WRONG_BLOCKS " (--from-block-tokens 512)");
+    struct stat st;
+    if (stat(out, &st) == 0) fail_msg("%s written with empty hash_ids", out);
+    /* the right fine size still coarsens */
+    snprintf(args, sizeof args, "trace rechunk traces/default.jsonl --block-tokens 1024 -o %s", out);
+    tu_expect_exit(args, 0, "became");
+    tu_remove_temp(out);
+}
+
+static void test_run_wrong_block_size(void **state)
+{
+    cli_result r =
+        tu_kvsim("run --json --set trace.limit=50 --set trace.block_tokens=256 --set kvstore.block_tokens=256");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, "kvsim run: warning: traces/default.jsonl: 50 requests have fewer hash_ids than "
+                       "ceil(input_length / 256) (the first: line 1): the trace's blocks are not 256 tokens; "
+                       "blocks of 509 to 513 tokens fit every request (--set trace.block_tokens=N --set "
+                       "kvstore.block_tokens=N with N = 512)"))
+        fail_msg("no warning: %s", r.err);
+    json_t *s = json_loads(r.out, 0, NULL), *c = json_array_get(json_object_get(s, "caveats"), 0);
+    assert_string_equal(json_string_value(json_object_get(c, "name")), "block_size");
+    assert_true(json_is_true(json_object_get(c, "found")));
+    json_decref(s);
+    tu_free(&r);
+    /* the trace's own size: no warning, no caveat */
+    r = tu_kvsim("run --json --set trace.limit=50");
+    assert_int_equal(r.status, 0);
+    if (strstr(r.err, "warning")) fail_msg("a warning: %s", r.err);
+    s = json_loads(r.out, 0, NULL);
+    assert_null(json_object_get(s, "caveats"));
+    json_decref(s);
+    tu_free(&r);
+    tu_expect_exit("hitrate --trace traces/default.jsonl --block-tokens 256 --capacity 1000", 0,
+                   "kvsim hitrate: warning: traces/default.jsonl: 1500 requests have fewer hash_ids");
+}
+
+/* ---- item 3: attention shapes ----------------------------------------------------- */
+
+static void test_set_impossible_heads(void **state)
+{
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=128", 2,
+                   "kvsim run: model.kv_heads (128) exceeds model.heads (64): each KV head serves a group of query "
+                   "heads");
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=5", 2,
+                   "kvsim run: model.kv_heads (5) does not divide model.heads (64): grouped-query attention shares "
+                   "each KV head among the same number of query heads (try 4 or 8)");
+    tu_expect_exit("run --set trace.limit=5 --set model.kv_heads=64", 0, NULL); /* multi-head attention */
+}
+
+#define LLAMA_SHAPE                                                                                                    \
+    "\"num_hidden_layers\": 80, \"hidden_size\": 8192, \"num_attention_heads\": 64, \"intermediate_size\": 28672, "    \
+    "\"vocab_size\": 32000, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\""
+
+/* `kvsim model import` of a config.json with text: its result. */
+static cli_result import_text(const char *text)
+{
+    char *path = tu_write_temp(text), args[512];
+    snprintf(args, sizeof args, "model import %s", path);
+    cli_result r = tu_kvsim(args);
+    tu_remove_temp(path);
+    return r;
+}
+
+static void test_import_impossible_heads(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{" LLAMA_SHAPE ", \"num_key_value_heads\": 128}", "key 'num_key_value_heads' (128) exceeds "},
+        {"{" LLAMA_SHAPE ", \"num_key_value_heads\": 5}", "key 'num_key_value_heads' (5) does not divide "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_result r = import_text(cases[i].text);
+        if (r.status != 2 || !strstr(r.err, cases[i].want))
+            fail_msg("case %zu: exit %d, stderr %s", i, r.status, r.err);
+        tu_free(&r);
+    }
+}
+
+static void test_import_says_what_it_ignores(void **state)
+{
+    cli_result r = import_text("{" LLAMA_SHAPE ", \"n_routed_experts\": 0, \"num_experts_per_tok\": 0}");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, "n_routed_experts 0: no routed experts to choose among, imported as a dense model"))
+        fail_msg("silent: %s", r.err);
+    tu_free(&r);
+    r = import_text("{" LLAMA_SHAPE ", \"sliding_window\": 4096}");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, "sliding_window 4096 ignored: kvsim keeps the KV of every token (full attention)"))
+        fail_msg("silent: %s", r.err);
+    tu_free(&r);
+    /* Qwen's configs name a window they do not use: nothing to say */
+    r = import_text("{" LLAMA_SHAPE ", \"sliding_window\": 4096, \"use_sliding_window\": false}");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "sliding_window"));
+    tu_free(&r);
+    r = tu_kvsim("model import --help");
+    if (strstr(r.out, "configs are refused") || !strstr(r.out, "Mixtures of experts")) fail_msg("help: %s", r.out);
+    tu_free(&r);
+}
+
+/* ---- item 4: newlines in shell words ------------------------------------------------ */
+
+static void test_sh_word_newline(void **state)
+{
+    static const char *const words[] = {"about=x\ntouch PWN #", "a'b\\c\n", "\033[31mred", "tab\there"};
+    static const char *const want[] = {"$'about=x\\ntouch PWN #'", "$'a\\'b\\\\c\\n'", "$'\\033[31mred'",
+                                       "$'tab\\there'"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char *q = sim_sh_word(words[i]), line[256], cmd[256];
+        assert_string_equal(q, want[i]);
+        assert_null(strchr(q, '\n'));
+        snprintf(line, sizeof line, "printf %%s %s\n", q); /* a script line, as a job file's */
+        char *script = tu_write_temp(line);
+        snprintf(cmd, sizeof cmd, "bash %s", script); /* bash reads it back exactly */
+        cli_result r = tu_shell(cmd);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.out, words[i]);
+        tu_free(&r);
+        tu_remove_temp(script);
+        free(q);
+    }
+    char *plain = sim_sh_word("it's");
+    assert_string_equal(plain, "'it'\\''s'");
+    free(plain);
+}
+
+static void test_emit_jobs_refuses_newline(void **state)
+{
+    char *jobs = tu_temp_path(), *db = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args,
+             "sweep --emit-jobs %s --db %s --grid trace.speed=1 --set \"$(printf 'about=x\\ntouch PWN #')\"", jobs, db);
+    tu_expect_exit(args, 2, "--emit-jobs: the argument $'about=x\\ntouch PWN #' holds a newline");
+    struct stat st;
+    if (stat(jobs, &st) == 0) fail_msg("%s written", jobs);
+    tu_remove_temp(jobs);
+    tu_remove_temp(db);
+}
+
+/* ---- item 5: CSV injection ------------------------------------------------------- */
+
+static void test_export_neutralises_formulas(void **state)
+{
+    static const char *const abouts[] = {"=HYPERLINK(\"http://x\",\"y\")", "+1+cmd|x", "-2+3", "@SUM(A1)"};
+    static const char *const csv[] = {"\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"", "'+1+cmd|x", "'-2+3", "'@SUM(A1)"};
+    for (size_t i = 0; i < sizeof abouts / sizeof abouts[0]; i++) {
+        char *db = tu_temp_path(), *val = tu_write_temp(abouts[i]), args[1024];
+        snprintf(args, sizeof args, "run --db %s --set trace.limit=5 --set \"about=$(cat %s)\"", db, val);
+        tu_expect_exit(args, 0, NULL);
+        snprintf(args, sizeof args, "export --db %s", db);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        if (!strstr(r.out, csv[i])) fail_msg("case %zu: no %s in\n%.600s", i, csv[i], strchr(r.out, '\n'));
+        tu_free(&r);
+        snprintf(args, sizeof args, "export --db %s --format tsv", db);
+        r = tu_kvsim(args);
+        if (!strstr(r.out, "\t'")) fail_msg("case %zu: TSV cell not neutralised", i);
+        tu_free(&r);
+        tu_remove_temp(val);
+        tu_remove_temp(db);
+    }
+    /* numbers keep their sign: -0.5 is not a formula */
+    char *db = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "run --db %s --set trace.limit=5 --set cost.noise=0", db);
+    tu_expect_exit(args, 0, NULL);
+    snprintf(args, sizeof args, "export --db %s --table requests", db);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, ",'"));
+    tu_free(&r);
+    tu_remove_temp(db);
+}
+
+/* ---- item 7: nothing to check ------------------------------------------------------ */
+
+static void test_check_empty_expect(void **state)
+{
+    char cwd[PATH_MAX], text[PATH_MAX + 512], args[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(text, sizeof text,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": [{\"name\": \"m\", \"kind\": \"run\", "
+             "\"args\": {\"trace\": \"%s/traces/default.jsonl\", \"set\": {\"trace.limit\": 20}}, \"expect\": {}}]}",
+             cwd);
+    char *b = tu_write_temp(text);
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_exit(args, 2, "measurement m: \"expect\" is empty: nothing to check");
+    snprintf(args, sizeof args, "check --baseline %s --write-baseline %s", b, b);
+    tu_expect_stdout(args, "recorded 13 numbers");
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_stdout(args, "all 13 numbers within tolerance");
+    tu_remove_temp(b);
+}
+
+/* ---- item 6: requests no decode instance can hold ------------------------------------- */
+
+static void test_too_large_for_decode(void **state)
+{
+    cli_result r = tu_kvsim("run --json --set trace.limit=200 --set cluster.decode_hbm_frac=0.225");
+    assert_int_equal(r.status, 0);
+    const char *say = "kvsim run: warning: 6 requests need more KV than a decode instance's HBM holds (8544 tokens; "
+                      "the first: trace line 36, 8555 tokens of input and output): rejected at arrival",
+               *at = strstr(r.err, say);
+    if (!at || strstr(at + strlen(say), "need more KV")) fail_msg("not said once: %s", r.err);
+    json_t *s = json_loads(r.out, 0, NULL), *c;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(s, "caveats"), i, c) found |=
+        !strcmp(json_string_value(json_object_get(c, "name")), "too_large");
+    assert_true(found);
+    assert_int_equal(tu_int_field(json_object_get(s, "rejected"), "at_arrival"), 6);
+    json_decref(s);
+    tu_free(&r);
+}
+
+/* ---- item 10: a new user's mistakes --------------------------------------------------- */
+
+static void test_new_user_mistakes(void **state)
+{
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"run --set kvstore.dram_bytes=250",
+         "config key 'kvstore.dram_bytes': 250 bytes hold no block (a block of 512 tokens of llama3-70b is 167772160 "
+         "bytes): a missing unit? give e.g. 250GB (or 0 for no such tier)"},
+        {"run --set kvstore.ssd_bytes=2", "config key 'kvstore.ssd_bytes': 2 bytes hold no block"},
+        {"run --set kvstore.dram_bytes=250gb",
+         "'250gb' has an unknown suffix 'gb' (use k, M, G, T, KB, MB, GB, TB, KiB, MiB, GiB, TiB; case matters: 250GB, "
+         "not 250gb)"},
+        {"run --trace tests/fixtures/csv/azure-mini.csv",
+         "azure-mini.csv:1: json: malformed JSON ('[' or '{' expected near 'TIMESTAMP' at column 9): a CSV file? kvsim "
+         "reads Mooncake-format JSONL; convert a CSV trace with `kvsim trace import azure|burstgpt`"},
+        {"run --set kvstore.pic=mepc", "unknown cache model 'mepc' (did you mean 'mepic'?)"},
+        {"run --set kvstore.evict=lruu", "unknown config key 'kvstore.evict' (did you mean 'kvstore.eviction'?)"},
+        {"run --set kvstore.eviction=lruu", "unknown eviction policy 'lruu' (did you mean 'lru'?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) tu_expect_exit(cases[i].args, 2, cases[i].want);
+}
+
+/* ---- item 9: keys with no effect ----------------------------------------------------- */
+
+static void test_idle_keys_of_the_config(void **state)
+{
+    cli_result r = tu_kvsim("run --set trace.limit=5 --set cost.expert_parallel=true --set cost.expert_imbalance=2 "
+                            "--set cluster.cpp_threshold=1000");
+    assert_int_equal(r.status, 0);
+    const char *want[] = {"warning: cost.expert_parallel = true has no effect here: the model is dense",
+                          "warning: cost.expert_imbalance = 2 has no effect here: the model is dense",
+                          "warning: cluster.cpp_threshold = 1000 has no effect here: cluster.cpp_group is 1"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(r.err, want[i])) fail_msg("no '%s' in %s", want[i], r.err);
+    tu_free(&r);
+    /* where they act, no warning */
+    r = tu_kvsim(
+        "run --set trace.limit=5 --set model=mixtral-8x7b --set hardware=h100x2 --set cost.expert_parallel=true "
+        "--set cluster.cpp_group=2 --set cluster.cpp_threshold=1000");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "no effect"));
+    tu_free(&r);
+}
+
+/* ---- item 8: a read-only file system --------------------------------------------------- */
+
+/* `kvsim CMD` for each of cmds on a read-only bind mount of dir (a private
+ * mount namespace), each command's stderr after a "== " line; NULL when no
+ * such mount can be made here. */
+static char *on_read_only(const char *dir, const char *const *cmds, size_t n)
+{
+    char script[4096];
+    size_t at = (size_t)snprintf(script, sizeof script,
+                                 "unshare -m sh -c 'mount --bind -o ro %s %s && mount -o remount,ro,bind %s && "
+                                 "{ touch %s/w 2>/dev/null && echo writable; ",
+                                 dir, dir, dir, dir);
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(script + at, sizeof script - at, "echo \"== %s\" >&2; %s %s >/dev/null; ", cmds[i],
+                               tu_kvsim_bin(), cmds[i]);
+    snprintf(script + at, sizeof script - at, "}'");
+    cli_result r = tu_shell(script);
+    if (strstr(r.out, "writable") || !strstr(r.err, "== ")) {
+        printf("skip: cannot make a read-only mount here (%s)\n", r.err);
+        tu_free(&r);
+        return NULL;
+    }
+    free(r.out);
+    return r.err;
+}
+
+static void test_read_only_file_system(void **state)
+{
+    char dir[] = "/tmp/kvsim-ro3-XXXXXX", args[1024];
+    assert_non_null(mkdtemp(dir));
+    for (int seed = 1; seed <= 2; seed++) {
+        snprintf(args, sizeof args, "run --db %s/r.db --set trace.limit=5 --set seed=%d", dir, seed);
+        tu_expect_exit(args, 0, NULL);
+    }
+    char c[6][512];
+    snprintf(c[0], sizeof c[0], "export --db %s/r.db", dir);
+    snprintf(c[1], sizeof c[1], "compare --db %s/r.db --by seed", dir);
+    snprintf(c[2], sizeof c[2], "run --db %s/r.db --set trace.limit=5", dir);
+    snprintf(c[3], sizeof c[3], "run --db %s/new.db --set trace.limit=5", dir);
+    snprintf(c[4], sizeof c[4], "sweep --db %s/r.db --grid trace.speed=1,2 --set trace.limit=5", dir);
+    const char *cmds[] = {c[0], c[1], c[2], c[3], c[4]};
+    char *err = on_read_only(dir, cmds, 5);
+    if (!err) {
+        snprintf(args, sizeof args, "rm -rf %s", dir);
+        assert_int_equal(system(args), 0);
+        skip();
+    }
+    if (strstr(err, "not a SQLite database") || strstr(err, "No such file"))
+        fail_msg("a wrong message on a read-only file system:\n%s", err);
+    const char *want[] = {"cannot write results database '", "/r.db': Read-only file system (give --db a file where",
+                          "/new.db': its folder ", ": Read-only file system"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(err, want[i])) fail_msg("no '%s' in\n%s", want[i], err);
+    free(err);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rechunk_wrong_fine_blocks),   cmocka_unit_test(test_run_wrong_block_size),
+        cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
+        cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
+        cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
+        cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
+        cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
+        cmocka_unit_test(test_read_only_file_system),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
