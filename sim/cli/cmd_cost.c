@@ -166,7 +166,6 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
         sim_cli_warn_caveats("cost", caveats, NULL);
         json_decref(caveats);
         print_cost(&c, a);
-        fflush(stdout);
         json_t *notes = sim_measured_caveats(); /* the shapes the figures above looked up outside the tables */
         sim_cli_warn_caveats("cost", notes, NULL);
         json_decref(notes);
