@@ -267,7 +267,33 @@ section_pic() {
   done
 }
 
-sections=(section_run section_scale section_pic section_hitrate section_datapath section_sweep section_slurm)
+# The measured mode against the engine mode on the same aggregated replays
+# (issue 46: target measured <= 1.5x engine's wall time; per-shape lookups
+# are cached, docs/measured.md §7). Best of 3 each.
+section_measured() {
+  echo "== cost.compute = measured against engine on aggregated replays (target: measured <= 1.5x engine)"
+  command -v /usr/bin/time >/dev/null || { echo "  skipped: needs GNU time (/usr/bin/time)"; return 0; }
+  local t=build/bench/scale-1000000.jsonl small=build/bench/gen-100k-r5.jsonl name trace base mode engine
+  [ -f "$t" ] || $KVSIM trace gen --requests 1000000 --rate 5 --seed 7 -o "$t" >/dev/null
+  [ -f "$small" ] || $KVSIM trace gen --requests 100000 --rate 5 --seed 7 -o "$small" >/dev/null
+  for name in "1M llama3.1-8b h100x1 x8|$t|--set model=llama3.1-8b --set hardware=h100x1" \
+    "100k mixtral-8x7b h100x2 x8|$small|--set model=mixtral-8x7b --set hardware=h100x2"; do
+    IFS='|' read -r label trace base <<<"$name"
+    engine=""
+    for mode in engine measured; do
+      local cmd=("$KVSIM" run --json --trace "$trace" --set cluster.mode=aggregated --set cluster.instances=8 $base
+        --set cost.compute=$mode)
+      best_of "${cmd[@]}"
+      record measured "$label $mode wall" "$BEST_WALL" s "${cmd[*]}"
+      record measured "$label $mode peak RSS" "$BEST_RSS" MiB "${cmd[*]}"
+      [ "$mode" = engine ] && engine=$BEST_WALL
+    done
+    record measured "$label measured / engine" "$(echo "$BEST_WALL / $engine" | bc -l | xargs printf '%.2f')" x \
+      "the two rows above"
+  done
+}
+
+sections=(section_run section_scale section_pic section_measured section_hitrate section_datapath section_sweep section_slurm)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done

@@ -66,8 +66,19 @@ static const table_spec specs[T_N] = {
     {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}, NULL},
 };
 
+/* The curves of one attention shape by batch (a memo: a run asks for one
+ * model's heads again and again, so the keys are formatted and searched
+ * once per shape, not per lookup). */
+typedef struct attn_memo {
+    char kv_dtype[16];
+    int heads, kv_heads, head_dim;
+    const curve **by_batch; /* [nvals], NULL where that batch is not measured */
+    unsigned said;          /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
+} attn_memo;
+
 struct sim_optable {
     char system[64], engine[64];
+    attn_memo memo[2]; /* context, generation */
     double mem_Bps, mem_latency_s;
     table t[T_N];
     char *notes[MAX_NOTES];
@@ -328,6 +339,7 @@ void sim_optable_free(sim_optable *t)
 {
     if (!t) return;
     for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
+    for (int i = 0; i < 2; i++) free(t->memo[i].by_batch);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
     free(t);
 }
@@ -461,26 +473,34 @@ void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n)
 }
 
 /* Attention: linear across the batch curves that bracket the query. */
-static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim,
-                      double batch, double x)
+static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim)
 {
+    attn_memo *m = &t->memo[which == T_CTX ? 0 : 1];
+    if (m->by_batch && m->heads == heads && m->kv_heads == kv_heads && m->head_dim == head_dim &&
+        !strcmp(m->kv_dtype, kv_dtype))
+        return m;
     const table *a = &t->t[which];
-    if (!a->nvals[0]) return -1;
-    span sb = bracket(a->vals[0], a->nvals[0], batch);
-    double sum = 0, wsum = 0;
-    int side_x = 0;
-    for (int i = 0; i < 2; i++) {
-        double w = i ? sb.w : 1 - sb.w;
-        if (w == 0) continue;
-        const curve *c = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim,
-                                  a->vals[0][i ? sb.hi : sb.lo]);
-        if (c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
-    }
-    if (wsum == 0) return -1;
+    free(m->by_batch);
+    *m = (attn_memo){.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim};
+    snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", kv_dtype);
+    m->by_batch = calloc((size_t)a->nvals[0] + 1, sizeof *m->by_batch);
+    for (int i = 0; i < a->nvals[0]; i++)
+        m->by_batch[i] = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim, a->vals[0][i]);
+    return m;
+}
+
+/* Say once per shape and kind that a lookup left the grid. */
+static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side_x, double batch, double x)
+{
+    unsigned bit_b = sb.side ? 1u << (sb.side + 1) : 0, bit_x = side_x ? 1u << (3 + side_x + 1) : 0;
+    if (!((bit_b | bit_x) & ~m->said)) return;
+    m->said |= bit_b | bit_x;
+    const table *a = &t->t[which];
     const char *op = which == T_CTX ? "context attention" : "generation attention";
     const char *axis = which == T_CTX ? "isl" : "context";
     char shape[128], kind[64];
-    snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, axis, x, heads, kv_heads, head_dim);
+    snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, axis, x, m->heads, m->kv_heads,
+             m->head_dim);
     note_side(t, op, "batch", sb.side, batch, a->vals[0], a->nvals[0], shape);
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
     if (side_x)
@@ -488,6 +508,24 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
              side_x < 0       ? "taken at the smallest"
              : which == T_CTX ? "the largest measured scaled by the square of the length"
                               : "extrapolated linearly");
+}
+
+static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim,
+                      double batch, double x)
+{
+    const table *a = &t->t[which];
+    if (!a->nvals[0]) return -1;
+    attn_memo *m = attn_curves(t, which, kv_dtype, heads, kv_heads, head_dim);
+    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    double sum = 0, wsum = 0;
+    int side_x = 0;
+    for (int i = 0; i < 2; i++) {
+        double w = i ? sb.w : 1 - sb.w;
+        const curve *c = m->by_batch[i ? sb.hi : sb.lo];
+        if (w != 0 && c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
+    }
+    if (wsum == 0) return -1;
+    if ((sb.side || side_x) && !t->quiet) attn_note(t, m, which, sb, side_x, batch, x);
     return sum / wsum;
 }
 
