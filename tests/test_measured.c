@@ -298,6 +298,19 @@ static void test_moe_jit_by_hand(void **state)
     if (sim_config_load(&cfg, NULL, sets, 6, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
     assert_non_null(c.measured);
     assert_int_equal(c.graph_max, 256);
+    /* KV as vLLM sizes it: less NCCL's buffers on each of the 2 GPUs, the
+     * h100_sxm system file's 358,612,992 bytes for a 2-GPU group */
+    sim_cost e;
+    char *engine_sets[] = {"model=mixtral-8x7b",
+                           "hardware=h100x2",
+                           "cluster.mode=aggregated",
+                           "cluster.decode_max_batch=128",
+                           "engine.max_num_batched_tokens=2048",
+                           "cost.compute=engine"};
+    sim_config ecfg;
+    if (sim_config_load(&ecfg, NULL, engine_sets, 6, &err) || sim_cost_setup(&e, &ecfg, &err)) fail_msg("%s", err.msg);
+    assert_double_equal(e.hbm_kv_bytes - c.hbm_kv_bytes, 2 * 358612992.0, 1e-3);
+    sim_config_free(&ecfg);
     uint64_t seen = sim_cost_moe_jit_warm(&c, 2048);
     assert_double_equal(sim_cost_moe_jit_s(&c, 200, &seen), 0, 0);
     assert_double_equal(sim_cost_moe_jit_s(&c, 600, &seen), 0.6, 1e-12);

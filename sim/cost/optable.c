@@ -80,6 +80,7 @@ struct sim_optable {
     char system[64], engine[64];
     attn_memo memo[2]; /* context, generation */
     double mem_Bps, mem_latency_s;
+    double nccl_mem[9]; /* by GPU count 1..8 (misc.nccl_mem) */
     table t[T_N];
     char *notes[MAX_NOTES];
     char *note_kinds[MAX_NOTES];
@@ -301,6 +302,12 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
     snprintf(t->engine, sizeof t->engine, "%s", eng);
     t->mem_Bps = bw * scale;
     t->mem_latency_s = json_number_value(json_object_get(gpu, "mem_empirical_constant_latency"));
+    const json_t *nccl = json_object_get(json_object_get(*meta, "misc"), "nccl_mem");
+    for (int g = 1; g <= 8; g++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", g);
+        t->nccl_mem[g] = json_number_value(json_object_get(nccl, k));
+    }
     return 0;
 }
 
@@ -345,6 +352,11 @@ void sim_optable_free(sim_optable *t)
 }
 
 const char *sim_optable_system(const sim_optable *t) { return t->system; }
+
+double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus)
+{
+    return gpus >= 1 && gpus <= 8 ? t->nccl_mem[gpus] : 0;
+}
 const char *sim_optable_engine(const sim_optable *t) { return t->engine; }
 
 double sim_optable_mem_s(const sim_optable *t, double bytes)

@@ -40,6 +40,9 @@ const char *sim_optable_engine(const sim_optable *t);
  * states them: bytes / (mem_bw × mem_bw_empirical_scaling_factor) +
  * mem_empirical_constant_latency (seconds). */
 double sim_optable_mem_s(const sim_optable *t, double bytes);
+/* The memory NCCL takes on each GPU of a gpus-way group, as the system file
+ * states it (misc.nccl_mem: an empirical correction); 0 when not given. */
+double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus);
 
 /* Lookups, in milliseconds. dtype is the tables' name ("bfloat16", "fp8").
  * Each returns a negative value when the table has no curve of that shape
