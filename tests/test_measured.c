@@ -197,7 +197,8 @@ static void make_tiny(void)
     snprintf(p, sizeof p, "%s/ctx.csv", tiny_dir);
     write_file(p, "attn_dtype,kv_cache_dtype,batch_size,isl,num_heads,num_key_value_heads,head_dim,latency\n"
                   "bfloat16,bfloat16,1,16,4,2,16,0.5\nbfloat16,bfloat16,1,32,4,2,16,1.5\n"
-                  "bfloat16,bfloat16,3,16,4,2,16,1.0\nbfloat16,bfloat16,3,32,4,2,16,3.5\n");
+                  "bfloat16,bfloat16,3,16,4,2,16,1.0\nbfloat16,bfloat16,3,32,4,2,16,3.5\n"
+                  "bfloat16,bfloat16,1,16,8,2,16,1.0\nbfloat16,bfloat16,1,32,8,2,16,3.0\n");
     snprintf(p, sizeof p, "%s/gen.csv", tiny_dir);
     write_file(p, "attn_dtype,kv_cache_dtype,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,latency\n"
                   "bfloat16,bfloat16,1,1,15,4,2,16,0.25\nbfloat16,bfloat16,1,1,31,4,2,16,0.75\n");
@@ -227,8 +228,14 @@ static void test_interpolation_by_hand(void **state)
     assert_double_equal(sim_optable_ctx_attn_ms(t, "bfloat16", 4, 2, 16, 2, 24), (1.0 + 2.25) / 2, 1e-12);
     /* generation: context = isl + step: 16 and 32 */
     assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 1, 24), 0.5, 1e-12);
+    /* 6 query heads: between the measured 4 and 8 (same 2 KV heads) */
+    assert_double_equal(sim_optable_ctx_attn_ms(t, "bfloat16", 6, 2, 16, 1, 16), (0.5 + 1.0) / 2, 1e-12);
+    /* 16: past them, the nearest (8) scaled by 16/8, and said */
+    assert_double_equal(sim_optable_ctx_attn_ms(t, "bfloat16", 16, 2, 16, 1, 32), 2 * 3.0, 1e-12);
+    notes = sim_optable_notes(t, &n);
+    assert_non_null(strstr(notes[n - 1], "past the measured head counts on tiny, the nearest (8) scaled by 16/8"));
     /* a shape the tables lack: negative, the caller decides */
-    assert_true(sim_optable_ctx_attn_ms(t, "bfloat16", 8, 2, 16, 1, 16) < 0);
+    assert_true(sim_optable_ctx_attn_ms(t, "bfloat16", 8, 3, 16, 1, 16) < 0);
     assert_true(sim_optable_gemm_ms(t, "fp8", 1, 100, 100) < 0);
     assert_double_equal(sim_optable_mem_s(t, 5e5), 1e-6 + 1e-6, 1e-15);
     sim_optable_free(t);

@@ -190,7 +190,14 @@ static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, i
     if (c->measured) return 0;
     if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
     snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
-    sim_measured_fallback(why.msg);
+    char text[sizeof why.msg + 160];
+    snprintf(text, sizeof text,
+             "the hardware names measured tables but they cannot price this run (%s): the %s model prices it instead",
+             why.msg,
+             agg           ? "engine"
+             : c->profiled ? "profile-table"
+                           : "analytic");
+    sim_measured_fallback(text);
     return 0;
 }
 

@@ -303,17 +303,10 @@ void sim_measured_fallback(const char *why)
 json_t *sim_measured_caveats(void)
 {
     json_t *a = json_array();
-    char text[1200];
     size_t i;
     const json_t *v;
     json_array_foreach(fallbacks, i, v)
-    {
-        snprintf(text, sizeof text,
-                 "the hardware names measured tables but they cannot price this run (%s): the "
-                 "engine model prices it instead",
-                 json_string_value(v));
-        json_array_append_new(a, json_pack("{s:s, s:s}", "name", "not_measured", "text", text));
-    }
+        json_array_append_new(a, json_pack("{s:s, s:s}", "name", "not_measured", "text", json_string_value(v)));
     for (loaded_tables *l = all_tables; l; l = l->next) {
         int n;
         const char *const *notes = sim_optable_notes(l->t, &n);

@@ -96,7 +96,8 @@ uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
  * (sim_measured_fallback), as the summary's caveats: [{"name":
  * "not_measured", "text"}]; an empty array when there are none. */
 json_t *sim_measured_caveats(void);
-/* Record why auto fell back from the tables (once per distinct reason). */
+/* Record why auto fell back from the tables, as the caveat's sentence
+ * (once per distinct text). */
 void sim_measured_fallback(const char *why);
 /* The tables' notes (shapes outside the grid) so far. */
 const char *const *sim_measured_notes(const sim_measured *m, int *n);

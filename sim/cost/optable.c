@@ -72,8 +72,13 @@ static const table_spec specs[T_N] = {
 typedef struct attn_memo {
     char kv_dtype[16];
     int heads, kv_heads, head_dim;
-    const curve **by_batch; /* [nvals], NULL where that batch is not measured */
-    unsigned said;          /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
+    /* [nvals] each, NULL where that batch is not measured: the curves at
+     * the measured head counts that bracket `heads` (the same twice when
+     * it is measured), blended (1 − w) : w; scale multiplies the result
+     * (≠ 1 only past the measured head counts: time ∝ query heads) */
+    const curve **by_batch[2];
+    double w, scale;
+    unsigned said; /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
 } attn_memo;
 
 struct sim_optable {
@@ -346,7 +351,7 @@ void sim_optable_free(sim_optable *t)
 {
     if (!t) return;
     for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
-    for (int i = 0; i < 2; i++) free(t->memo[i].by_batch);
+    for (int i = 0; i < 2; i++) free(t->memo[i].by_batch[0]), free(t->memo[i].by_batch[1]);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
     free(t);
 }
@@ -485,19 +490,60 @@ void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n)
 }
 
 /* Attention: linear across the batch curves that bracket the query. */
+/* The measured query-head counts nearest below (*lo) and above (*hi) heads
+ * for this KV dtype, KV heads and head size; 0 where there is none. */
+static void heads_around(const table *a, const char *kv_dtype, int heads, int kv_heads, int head_dim, int *lo, int *hi)
+{
+    char prefix[64];
+    int n = snprintf(prefix, sizeof prefix, "bfloat16|%s|", kv_dtype);
+    *lo = *hi = 0;
+    for (int i = 0; i < a->n; i++) {
+        int h, kv, hd;
+        if (strncmp(a->c[i].key, prefix, (size_t)n) || sscanf(a->c[i].key + n, "%d|%d|%d", &h, &kv, &hd) != 3 ||
+            kv != kv_heads || hd != head_dim)
+            continue;
+        if (h <= heads && h > *lo) *lo = h;
+        if (h >= heads && (!*hi || h < *hi)) *hi = h;
+    }
+}
+
+static const curve **curves_at(const table *a, const char *kv_dtype, int heads, int kv_heads, int head_dim)
+{
+    const curve **c = calloc((size_t)a->nvals[0] + 1, sizeof *c);
+    for (int i = 0; heads && i < a->nvals[0]; i++)
+        c[i] = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim, a->vals[0][i]);
+    return c;
+}
+
+/* Attention of a head count the tables lack is interpolated linearly in the
+ * query heads between the nearest measured counts with the same KV heads
+ * (the work is per query head); past them, the nearest is scaled by the
+ * ratio of heads and said (docs/measured.md §2). */
 static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim)
 {
     attn_memo *m = &t->memo[which == T_CTX ? 0 : 1];
-    if (m->by_batch && m->heads == heads && m->kv_heads == kv_heads && m->head_dim == head_dim &&
+    if (m->by_batch[0] && m->heads == heads && m->kv_heads == kv_heads && m->head_dim == head_dim &&
         !strcmp(m->kv_dtype, kv_dtype))
         return m;
     const table *a = &t->t[which];
-    free(m->by_batch);
-    *m = (attn_memo){.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim};
+    free(m->by_batch[0]), free(m->by_batch[1]);
+    *m = (attn_memo){.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .scale = 1};
     snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", kv_dtype);
-    m->by_batch = calloc((size_t)a->nvals[0] + 1, sizeof *m->by_batch);
-    for (int i = 0; i < a->nvals[0]; i++)
-        m->by_batch[i] = find_fmt(a, "bfloat16|%s|%d|%d|%d|%.10g", kv_dtype, heads, kv_heads, head_dim, a->vals[0][i]);
+    int lo, hi;
+    heads_around(a, kv_dtype, heads, kv_heads, head_dim, &lo, &hi);
+    if (!lo || !hi) { /* one side only (or none: every curve NULL) */
+        int near = lo ? lo : hi;
+        if (near) m->scale = (double)heads / near;
+        lo = hi = near;
+        if (near && near != heads && !t->quiet)
+            note(t, which == T_CTX ? "attn heads ctx" : "attn heads gen",
+                 "%s attention of %d heads (%d KV heads of %d): past the measured head counts on %s, the nearest (%d) "
+                 "scaled by %d/%d",
+                 which == T_CTX ? "context" : "generation", heads, kv_heads, head_dim, t->system, near, heads, near);
+    }
+    m->w = hi > lo ? (double)(heads - lo) / (hi - lo) : 0;
+    m->by_batch[0] = curves_at(a, kv_dtype, lo, kv_heads, head_dim);
+    m->by_batch[1] = curves_at(a, kv_dtype, hi, kv_heads, head_dim);
     return m;
 }
 
@@ -531,14 +577,17 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
     span sb = bracket(a->vals[0], a->nvals[0], batch);
     double sum = 0, wsum = 0;
     int side_x = 0;
-    for (int i = 0; i < 2; i++) {
-        double w = i ? sb.w : 1 - sb.w;
-        const curve *c = m->by_batch[i ? sb.hi : sb.lo];
-        if (w != 0 && c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
+    for (int h = 0; h < 2; h++) {
+        double wh = h ? m->w : 1 - m->w;
+        for (int i = 0; wh != 0 && i < 2; i++) {
+            double w = wh * (i ? sb.w : 1 - sb.w);
+            const curve *c = m->by_batch[h][i ? sb.hi : sb.lo];
+            if (w != 0 && c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
+        }
     }
     if (wsum == 0) return -1;
     if ((sb.side || side_x) && !t->quiet) attn_note(t, m, which, sb, side_x, batch, x);
-    return sum / wsum;
+    return m->scale * sum / wsum;
 }
 
 double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
