@@ -141,9 +141,13 @@ static int load_config(const kv_ladder_opts *o, const char *extra, sim_config *c
     return rc;
 }
 
-/* Nodes whose caches make the pool: prefill instances (disaggregated) or
- * every instance (aggregated). */
-static int cache_nodes(const sim_config *c) { return strcmp(c->mode, "aggregated") ? c->n_prefill : c->n_instances; }
+/* Nodes whose caches make the pool, as the serving models build their
+ * stores: every prefill and decode node (disaggregated: Mooncake's store
+ * pools the DRAM of all of them) or every instance (aggregated). */
+static int cache_nodes(const sim_config *c)
+{
+    return strcmp(c->mode, "aggregated") ? c->n_prefill + c->n_decode : c->n_instances;
+}
 
 static int64_t pool_blocks(double bytes_per_node, int nodes, double block_bytes)
 {
@@ -256,6 +260,8 @@ int kv_ladder_build(const kv_ladder_opts *o, kv_ladder *l, sim_err *err)
     sim_config cfg;
     if (load_config(o, NULL, &cfg, err)) return -1;
     setup_from_config(&cfg, o, l);
+    char cfg_mode[32];
+    snprintf(cfg_mode, sizeof cfg_mode, "%s", cfg.mode);
     sim_config_free(&cfg);
     if (check_sizes(l, err)) return -1;
     kv_replay_trace src;
@@ -263,6 +269,10 @@ int kv_ladder_build(const kv_ladder_opts *o, kv_ladder *l, sim_err *err)
                               "--set trace.block_tokens=N --set kvstore.block_tokens=N with N = ", err))
         return -1;
     if (src.block_warning) add_warning(l, src.block_warning);
+    if (!strcmp(cfg_mode, "aggregated"))
+        add_warning(l, "cluster.mode aggregated: each instance's HBM prefix cache is its engine's free KV memory "
+                       "(the cost model's), which rungs c and d do not count unless kvstore.hbm_bytes gives it; "
+                       "the instances evict by LRU whatever kvstore.eviction says");
     note_block_sizes(l);
     int rc = replay_rungs(&src, o, l, err);
     kv_replay_free(&src);
