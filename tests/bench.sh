@@ -293,7 +293,27 @@ section_measured() {
   done
 }
 
-sections=(section_run section_scale section_pic section_measured section_hitrate section_datapath section_sweep section_slurm)
+# kvsim hitrate --ladder (issue 43; docs/hitrate-ladder.md): rungs a to e,
+# the timed run of rung e included. Targets: the conversation trace under
+# 5 s, 1M requests under 60 s. Best of 3 each.
+section_ladder() {
+  echo "== kvsim hitrate --ladder (targets: conversation trace < 5 s, 1M requests < 60 s)"
+  command -v /usr/bin/time >/dev/null || { echo "  skipped: needs GNU time (/usr/bin/time)"; return 0; }
+  local big=build/bench/gen-1m.jsonl
+  [ -f "$big" ] || $KVSIM trace gen --requests 1000000 --rate 300 --seed 7 -o "$big" >/dev/null
+  local cmd=("$KVSIM" hitrate --ladder --trace traces/mooncake/conversation_trace.jsonl.gz --set cluster.prefill=6
+    --set cluster.decode=2 --set kvstore.dram_bytes=100GB)
+  best_of "${cmd[@]}"
+  record ladder "conversation ladder wall" "$BEST_WALL" s "${cmd[*]}"
+  record ladder "conversation ladder peak RSS" "$BEST_RSS" MiB "${cmd[*]}"
+  cmd=("$KVSIM" hitrate --ladder --trace "$big" --config configs/clusters/mooncake-8p8d.json --set cluster.prefill=64
+    --set cluster.decode=64)
+  best_of "${cmd[@]}"
+  record ladder "1M-request ladder wall" "$BEST_WALL" s "${cmd[*]}"
+  record ladder "1M-request ladder peak RSS" "$BEST_RSS" MiB "${cmd[*]}"
+}
+
+sections=(section_run section_scale section_pic section_measured section_hitrate section_ladder section_datapath section_sweep section_slurm)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done

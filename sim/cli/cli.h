@@ -38,6 +38,8 @@ int cmd_report(int argc, char **argv);
 int cmd_hitrate(int argc, char **argv);
 /* kvsim hitrate --pic: the PIC replay (sim/cli/cmd_hitrate_pic.c). */
 int cmd_hitrate_pic(int argc, char **argv);
+/* kvsim hitrate --ladder: the hit-rate ladder (sim/cli/cmd_hitrate_ladder.c). */
+int cmd_hitrate_ladder(int argc, char **argv);
 /* kvsim plan crossover (sim/cli/cmd_plan_crossover.c). */
 int cmd_plan_crossover(int argc, char **argv);
 /* kvsim plan slo (sim/cli/cmd_plan_slo.c). */

@@ -28,7 +28,9 @@ static void usage(FILE *f)
                "request's prefix hit is counted, then all its blocks are accessed in order.\n"
                "Prints the block and token prefix hit rate for each DRAM capacity, and the\n"
                "trace's maximum (an infinite cache). With --pic, a segment trace through a\n"
-               "position-independent cache instead (kvsim hitrate --pic mepic --help).\n\n");
+               "position-independent cache instead (kvsim hitrate --pic mepic --help). With\n"
+               "--ladder, the hit-rate ladder from the trace's ceiling down to what a config's\n"
+               "cluster gets (kvsim hitrate --ladder --help).\n\n");
     kv_hitrate_print_options(f, true);
     fprintf(f, "  --model NAME            model preset or JSON file whose KV bytes per token turn\n"
                "                          capacities into bytes (default llama3-70b)\n"
@@ -160,6 +162,7 @@ int cmd_hitrate(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--pic") || !strncmp(argv[i], "--pic=", 6)) return cmd_hitrate_pic(argc, argv);
+        else if (!strcmp(argv[i], "--ladder")) return cmd_hitrate_ladder(argc, argv);
     kv_replay_keep_memory();
     static const struct option longopts[] = {
         KV_HITRATE_LONGOPTS,

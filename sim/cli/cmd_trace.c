@@ -284,6 +284,8 @@ static const gen_opt gen_opts[] = {
     {"ephemeral-frac", GEN_DOUBLE, GEN_FIELD(ephemeral_frac), "fraction tagged \"cache\": \"ephemeral\""},
     {"context-frac", GEN_DOUBLE, GEN_FIELD(context_frac), "fraction tagged \"cache\": \"context\""},
     {"seed", GEN_SEED, GEN_FIELD(seed), "RNG seed (same seed, same bytes)"},
+    {"target-hit-rate", GEN_DOUBLE, GEN_FIELD(target_hit_rate),
+     "a ceiling token hit rate in [0, 0.99]: reuse earlier prefixes to it (-1 = off)"},
 };
 #define NGEN_OPTS (sizeof gen_opts / sizeof gen_opts[0])
 

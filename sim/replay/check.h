@@ -71,6 +71,12 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
 int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
 #define SIM_CHECK_CONFIG_HASH "config_hash"
 
+/* The timed replay behind kind "run", for a loaded config: checked, run
+ * with a private temporary results database, its summary in *summary
+ * (kvsim hitrate --ladder's rung e and routing regret use it too). */
+struct sim_config;
+int sim_check_run_config(struct sim_config *cfg, json_t **summary, sim_err *err);
+
 /* A measurement records the XXH64 fingerprint of its trace ("trace_fingerprint")
  * and, for runs, the config hash: when either differs from the recorded one
  * the check fails with exit 2 as a changed setup, not as a regression. */

@@ -58,7 +58,19 @@ static void number_blocks(kv_replay_trace *t)
     sim_keyset_free(&num);
 }
 
+void kv_replay_renumber(kv_replay_trace *t)
+{
+    free(t->next_use);
+    t->next_use = NULL;
+    number_blocks(t);
+}
+
 int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err)
+{
+    return kv_replay_load_advice(t, path, block_tokens, "--block-tokens ", err);
+}
+
+int kv_replay_load_advice(kv_replay_trace *t, const char *path, int block_tokens, const char *advice, sim_err *err)
 {
     *t = (kv_replay_trace){.block_tokens = block_tokens};
     sim_trace_opts opts = sim_trace_default_opts();
@@ -77,8 +89,7 @@ int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_e
         sim_request_free(r);
     }
     char warn[768];
-    if (rc == 0 && sim_trace_block_warning(tr, "--block-tokens ", warn, sizeof warn))
-        t->block_warning = sim_xstrdup(warn);
+    if (rc == 0 && sim_trace_block_warning(tr, advice, warn, sizeof warn)) t->block_warning = sim_xstrdup(warn);
     sim_trace_close(tr);
     if (rc == 0 && t->nreq == 0) rc = sim_errf(err, "%s: empty trace (no requests)", path);
     if (rc < 0) {

@@ -48,7 +48,14 @@ typedef struct kv_replay_trace {
 /* Load a trace file (errors name the file and line; an empty trace is an
  * error: it has no hit rate). */
 int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err);
+/* The same, the block-size warning advising `advice` (e.g. "--set
+ * trace.block_tokens=N ... with N = ") instead of "--block-tokens ". */
+int kv_replay_load_advice(kv_replay_trace *t, const char *path, int block_tokens, const char *advice, sim_err *err);
 void kv_replay_free(kv_replay_trace *t);
+/* Number t's keys densely again (0, 1, 2, ... in order of first
+ * appearance) after they were replaced by other keys (kvsim hitrate
+ * --ladder's engine view); drops the next-use oracle. */
+void kv_replay_renumber(kv_replay_trace *t);
 /* For commands that replay many times (a capacity sweep, a bisection):
  * keep freed memory in the process for the next replay instead of
  * returning it to the kernel. Process-wide; call once, first thing. */

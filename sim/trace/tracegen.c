@@ -54,6 +54,7 @@ sim_tracegen_opts sim_tracegen_default_opts(void)
         .max_input = 32768,
         .max_output = 4096,
         .seed = 1,
+        .target_hit_rate = -1,
     };
 }
 
@@ -73,6 +74,8 @@ int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err)
     if (o->max_turns < 1) return sim_errf(err, "--max-turns must be at least 1");
     if (o->max_live < 1) return sim_errf(err, "--max-live must be at least 1");
     if (o->max_input < 1 || o->max_output < 1) return sim_errf(err, "--max-input and --max-output must be at least 1");
+    if (o->target_hit_rate != -1 && !(o->target_hit_rate >= 0 && o->target_hit_rate <= 0.99))
+        return sim_errf(err, "--target-hit-rate must be in [0, 0.99] (a first request never hits)");
     if (!(o->ephemeral_frac >= 0) || !(o->context_frac >= 0) || !(o->ephemeral_frac + o->context_frac <= 1))
         return sim_errf(err, "--ephemeral-frac and --context-frac must be non-negative with a sum of at most 1");
     return 0;
@@ -314,13 +317,87 @@ static void write_request(FILE *out, const gen_request *r)
     fputs("}\n", out);
 }
 
+/* ---- a target ceiling hit rate (--target-hit-rate X) ---------------------- *
+ *
+ * For controlled experiments (sglang PR 37359's runs at a set prefix-hit
+ * rate): each request is h blocks of an earlier request's ids (a donor from
+ * a pool of max_live recent requests, the longer of two drawn) followed by a
+ * new turn of fresh ids. Under an infinite cache its prefix hit is exactly
+ * h blocks (the donor's blocks were all seen; the first fresh id was not),
+ * so the trace's ceiling after it is (H + hB) / (T + hB + turn) with H hit
+ * tokens and T tokens so far; h is the whole number of blocks that brings
+ * it nearest X, bounded by the donor's length and max_input. The running
+ * rate then stays within one request of X, whatever the lengths. */
+
+typedef struct target_pool {
+    id_list *v;
+    int n;
+    double hit, total; /* tokens: H and T */
+} target_pool;
+
+static int pick_donor(generator *g, const target_pool *p)
+{
+    if (p->n == 0) return -1;
+    int a = (int)gsl_rng_uniform_int(g->rng, (unsigned long)p->n);
+    int b = (int)gsl_rng_uniform_int(g->rng, (unsigned long)p->n);
+    return p->v[b].n > p->v[a].n ? b : a;
+}
+
+/* The request's ids in *ids (donor prefix + fresh) and its input length. */
+static int32_t target_request(generator *g, target_pool *p, id_list *ids)
+{
+    const sim_tracegen_opts *o = g->o;
+    double x = o->target_hit_rate, bt = o->block_tokens;
+    int32_t turn = draw_len(g, o->input_mean, o->input_sigma, o->max_input);
+    int donor = pick_donor(g, p);
+    double want = (x * (p->total + turn) - p->hit) / (1 - x) / bt;
+    double room = floor((o->max_input - turn) / bt);
+    double h = fmax(0, fmin(fmin(round(want), room), donor < 0 ? 0 : (double)p->v[donor].n));
+    ids->n = 0;
+    for (size_t i = 0; i < (size_t)h; i++) id_list_push(ids, p->v[donor].v[i]);
+    int32_t input = (int32_t)(h * bt) + turn;
+    fill_fresh_ids(g, ids, (size_t)h, input);
+    p->hit += h * bt;
+    p->total += input;
+    return input;
+}
+
+static int write_target(generator *g, FILE *out, int64_t *written, sim_err *err)
+{
+    const sim_tracegen_opts *o = g->o;
+    target_pool p = {.v = sim_xcalloc((size_t)o->max_live, sizeof *p.v)};
+    id_list ids = {0};
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < o->requests; i++) {
+        gen_request req = {.session = i, .ids = &ids};
+        int arr = next_arrival(g, &req.timestamp_ms, err);
+        if (arr <= 0) {
+            rc = arr;
+            break;
+        }
+        req.input_len = target_request(g, &p, &ids);
+        req.output_len = draw_len(g, o->output_mean, o->output_sigma, o->max_output);
+        write_request(out, &req);
+        int slot = p.n < o->max_live ? p.n++ : (int)gsl_rng_uniform_int(g->rng, (unsigned long)o->max_live);
+        id_list old = p.v[slot]; /* keep this request; reuse the old buffer for the next */
+        p.v[slot] = ids;
+        ids = old;
+        ++*written;
+    }
+    for (int i = 0; i < p.n; i++) free(p.v[i].v);
+    free(p.v);
+    free(ids.v);
+    return rc;
+}
+
 int sim_tracegen_write(const sim_tracegen_opts *o, FILE *out, const char *out_name, int64_t *written, sim_err *err)
 {
     *written = 0;
     if (sim_tracegen_check(o, err)) return -1;
     generator g;
     int rc = generator_init(&g, o, err);
-    for (int64_t i = 0; rc == 0 && i < o->requests; i++) {
+    if (rc == 0 && o->target_hit_rate >= 0) rc = write_target(&g, out, written, err);
+    for (int64_t i = 0; rc == 0 && o->target_hit_rate < 0 && i < o->requests; i++) {
         gen_request req = {0};
         int arr = next_arrival(&g, &req.timestamp_ms, err);
         if (arr <= 0) {

@@ -33,6 +33,10 @@ typedef struct sim_tracegen_opts {
     double ephemeral_frac;            /* fraction tagged "cache": "ephemeral" */
     double context_frac;              /* fraction tagged "cache": "context" */
     uint64_t seed;
+    /* -1: off. Else a trace whose ceiling token hit rate (one infinite cache,
+     * kvsim hitrate's maximum) is this fraction: each request reuses a
+     * prefix of an earlier one, as long as the running rate asks (below). */
+    double target_hit_rate;
 } sim_tracegen_opts;
 
 /* A small conversation-like workload (see docs/trace.md for the values). */
