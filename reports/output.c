@@ -187,7 +187,7 @@ void rep_section(rep *r, const char *name, const char *title, const char *captio
     sim_fput_xml(h, title);
     fputs("\"></a>\n<p class=\"caption\">", h);
     sim_fput_xml(h, caption);
-    if (strncmp(name, "hitrate", 7)) put_provenance(h, r, run);
+    if (strncmp(name, "hitrate", 7) && strncmp(name, "ladder", 6)) put_provenance(h, r, run); /* not from runs */
     fprintf(h,
             "</p>\n<p class=\"files\">Files: <a href=\"%s.svg\">%s.svg</a> · <a href=\"%s.png\">%s.png</a> · "
             "<a href=\"%s.pdf\">%s.pdf</a> · <a href=\"%s.dat\">%s.dat</a> · <a href=\"%s.gp\">%s.gp</a></p>\n"

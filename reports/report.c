@@ -30,8 +30,8 @@
 #include "reports/report_int.h"
 #include "sim/results/results.h"
 
-static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_fig_bars,         rep_fig_compare,
-                                        rep_fig_ttft_qps, rep_fig_hitrate, rep_fig_run_timelines};
+static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_fig_bars,   rep_fig_compare,
+                                        rep_fig_ttft_qps, rep_fig_hitrate, rep_fig_ladder, rep_fig_run_timelines};
 
 /* ---- loading runs ---------------------------------------------------------------- */
 
@@ -94,11 +94,12 @@ static int select_runs(rep *r, const rep_options *a, sim_err *err)
     if (rc == 0 && r->nruns == 0 && (a->runs || a->where))
         return sim_errf(err, "%s: no completed run matches %s (kvsim export --db %s lists the runs)", r->db_path,
                         a->runs ? "--runs" : "--where", r->db_path);
-    bool points = rep_table_exists(r, "hitrate") && rep_count(r, "SELECT COUNT(*) FROM hitrate", 0, NULL) > 0;
+    bool points = (rep_table_exists(r, "hitrate") && rep_count(r, "SELECT COUNT(*) FROM hitrate", 0, NULL) > 0) ||
+                  (rep_table_exists(r, "ladder") && rep_count(r, "SELECT COUNT(*) FROM ladder", 0, NULL) > 0);
     if (rc == 0 && r->nruns == 0 && !points)
         return sim_errf(err,
-                        "%s holds no completed run and no hitrate point: nothing to report (kvsim run --db FILE, "
-                        "kvsim sweep --db FILE or kvsim hitrate --db FILE writes one)",
+                        "%s holds no completed run, no hitrate point and no ladder: nothing to report (kvsim run --db "
+                        "FILE, kvsim sweep --db FILE or kvsim hitrate [--ladder] --db FILE writes one)",
                         r->db_path);
     return rc;
 }

@@ -3,7 +3,7 @@
  *
  * Call order (no circles): report.c (the driver: runs, page, rendering, the
  * figure table) → tables.c (the page's tables) and the figures (fig_cdf.c,
- * fig_bars.c, fig_qps.c, fig_compare.c, figures.c) → groups.c (grouping, colours, panels)
+ * fig_bars.c, fig_qps.c, fig_compare.c, fig_ladder.c, figures.c) → groups.c (grouping, colours, panels)
  * → output.c (files, gnuplot scripts, page sections, escaping). */
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
@@ -84,6 +84,9 @@ int rep_fig_ttft_qps(rep *r, sim_err *err);
 /* The difference of each metric from a baseline value with its 95%
  * interval against load, and its table (reports/fig_compare.c). */
 int rep_fig_compare(rep *r, sim_err *err);
+/* The hit-rate ladders of `kvsim hitrate --ladder --db`, one bar chart
+ * each (reports/fig_ladder.c). */
+int rep_fig_ladder(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 

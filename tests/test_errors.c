@@ -195,8 +195,8 @@ static void test_empty_report_says_what_writes_one(void **state)
     sqlite3_close(h);
     snprintf(args, sizeof args, "report --db %s -o %s.report", db, db);
     tu_expect_exit(args, 2,
-                   "holds no completed run and no hitrate point: nothing to report (kvsim run --db FILE, kvsim sweep "
-                   "--db FILE or kvsim hitrate --db FILE writes one)");
+                   "holds no completed run, no hitrate point and no ladder: nothing to report (kvsim run --db FILE, "
+                   "kvsim sweep --db FILE or kvsim hitrate [--ladder] --db FILE writes one)");
     tu_remove_temp(db);
 }
 

@@ -17,7 +17,7 @@
 static const char ladder_usage[] =
     "usage: kvsim hitrate --ladder [--config FILE] [--set KEY=VALUE ...] [--trace FILE]\n"
     "                     [--block-tokens N] [--full-blocks] [--max-model-len N]\n"
-    "                     [--no-run] [--regret] [--json]\n\n"
+    "                     [--no-run] [--regret] [--json] [--db FILE]\n\n"
     "The hit-rate ladder (docs/hitrate-ladder.md): a trace's prefix hit rate from its\n"
     "ceiling down to what the configured cluster gets, each rung in blocks and tokens,\n"
     "the prefill tokens it saves and its loss against the rung above:\n"
@@ -41,11 +41,14 @@ static const char ladder_usage[] =
     "  --regret            also run every router on the same trace and cluster: hit\n"
     "                      rate and TTFT p90 against rung d\n"
     "  --json              one JSON object instead of the table\n"
+    "  --db FILE           also store the rungs in the ladder table of a results\n"
+    "                      database (kvsim report draws them as a bar chart)\n"
     "  -h, --help          this text\n";
 
 typedef struct ladder_args {
     kv_ladder_opts o;
     char **sets;
+    const char *db;
     bool json, regret;
 } ladder_args;
 
@@ -76,6 +79,7 @@ static int parse(int argc, char **argv, ladder_args *a)
         {"no-run", no_argument, 0, 'n'},
         {"regret", no_argument, 0, 'r'},
         {"json", no_argument, 0, 'j'},
+        {"db", required_argument, 0, 'd'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -103,6 +107,7 @@ static int parse(int argc, char **argv, ladder_args *a)
         case 'n': a->o.run = false; break;
         case 'r': a->regret = true; break;
         case 'j': a->json = true; break;
+        case 'd': a->db = optarg; break;
         case 'h': fputs(ladder_usage, stdout); return SIM_EXIT_OK;
         default: return sim_cli_bad_option("hitrate", argv[optind - 1]);
         }
@@ -169,6 +174,13 @@ static int build(ladder_args *a, kv_ladder *l, sim_err *err)
     return rc;
 }
 
+/* The rungs into the results database, when --db names one. */
+static int record(const ladder_args *a, const kv_ladder *l, sim_err *err)
+{
+    int64_t id;
+    return a->db ? kv_ladder_db_write(l, a->db, &id, err) : 0;
+}
+
 int cmd_hitrate_ladder(int argc, char **argv)
 {
     ladder_args a = {0};
@@ -180,7 +192,7 @@ int cmd_hitrate_ladder(int argc, char **argv)
     kv_ladder l;
     sim_err err;
     status = SIM_EXIT_OK;
-    if (build(&a, &l, &err)) status = sim_usage_error("hitrate", err.msg);
+    if (build(&a, &l, &err) || record(&a, &l, &err)) status = sim_usage_error("hitrate", err.msg);
     for (int i = 0; status == SIM_EXIT_OK && i < l.nwarnings; i++)
         fprintf(stderr, "kvsim hitrate: warning: %s\n", l.warning[i]);
     if (status == SIM_EXIT_OK && a.json) {

@@ -85,6 +85,10 @@ void kv_ladder_free(kv_ladder *l);
 
 /* The loss of rung i against rung i − 1 in token hit rate (0 for a). */
 double kv_ladder_loss(const kv_ladder *l, int i);
+/* Store the measured rungs in the ladder table of the results database at
+ * path (created when missing) under a fresh id (*id), with the trace's
+ * fingerprint (sim/replay/ladder_db.c; kvsim report draws them). */
+int kv_ladder_db_write(const kv_ladder *l, const char *path, int64_t *id, sim_err *err);
 /* The whole ladder as one JSON object (kvsim hitrate --ladder --json). */
 json_t *kv_ladder_json(const kv_ladder *l);
 

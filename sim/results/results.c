@@ -49,7 +49,12 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS replicas(run_id INTEGER, t_ms REAL, key TEXT, count INTEGER);"
     "CREATE TABLE IF NOT EXISTS hitrate(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
     " trace_fingerprint TEXT, block_tokens INTEGER, policy TEXT, setup TEXT, capacity_tokens REAL,"
-    " hit_rate_blocks REAL, hit_rate_tokens REAL, model TEXT, kv_bytes_per_token REAL);";
+    " hit_rate_blocks REAL, hit_rate_tokens REAL, model TEXT, kv_bytes_per_token REAL);"
+    "CREATE TABLE IF NOT EXISTS ladder(id INTEGER, created TEXT, kvsim_version TEXT, trace_path TEXT,"
+    " trace_fingerprint TEXT, trace_block_tokens INTEGER, block_tokens INTEGER, full_blocks INTEGER,"
+    " max_model_len INTEGER, nodes INTEGER, policy TEXT, router TEXT, setup TEXT, rung TEXT,"
+    " hit_rate_blocks REAL, hit_rate_tokens REAL, prefill_tokens_saved INTEGER, tokens INTEGER,"
+    " loss_tokens REAL, ttft_p90_ms REAL, hbm_tokens REAL, dram_tokens REAL, ssd_tokens REAL, remote_tokens REAL);";
 
 /* Indexes for the readers (kvsim report reads samples run by run and
  * instance by instance), created when a run commits: a first run's bulk
@@ -451,15 +456,20 @@ int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count
 
 /* ---- hit rate vs capacity ------------------------------------------------------ */
 
-int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
+/* The next free id of a table of point sets (hitrate, ladder). */
+static int next_set_id(sim_results *r, const char *sql, int64_t *id, sim_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "SELECT COALESCE(MAX(id), 0) + 1 FROM hitrate", -1, &st, NULL) != SQLITE_OK)
-        return db_error(r, "hitrate id", err);
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return db_error(r, "next id", err);
     int rc = sqlite3_step(st);
     *id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : db_error(r, "hitrate id", err);
+    return rc == SQLITE_ROW ? 0 : db_error(r, "next id", err);
+}
+
+int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
+{
+    return next_set_id(r, "SELECT COALESCE(MAX(id), 0) + 1 FROM hitrate", id, err);
 }
 
 int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w, sim_err *err)
@@ -490,6 +500,54 @@ int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_error(r, "insert hitrate", err);
+}
+
+/* ---- the hit-rate ladder ------------------------------------------------------ */
+
+int sim_results_ladder_id(sim_results *r, int64_t *id, sim_err *err)
+{
+    return next_set_id(r, "SELECT COALESCE(MAX(id), 0) + 1 FROM ladder", id, err);
+}
+
+static void bind_optional(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v)) sqlite3_bind_null(st, i);
+    else sqlite3_bind_double(st, i, v);
+}
+
+int sim_results_add_ladder(sim_results *r, int64_t id, const sim_ladder_row *w, sim_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "INSERT INTO ladder VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,"
+                           "?15,?16,?17,?18,?19,?20,?21,?22,?23)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(r, "insert ladder", err);
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)w->trace_fingerprint);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->trace_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, fp, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, w->trace_block_tokens);
+    sqlite3_bind_int(st, 6, w->block_tokens);
+    sqlite3_bind_int(st, 7, w->full_blocks);
+    sqlite3_bind_int64(st, 8, w->max_model_len);
+    sqlite3_bind_int(st, 9, w->nodes);
+    sqlite3_bind_text(st, 10, w->policy, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 11, w->router, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 12, w->setup ? w->setup : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 13, w->rung, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 14, w->hit_rate_blocks);
+    sqlite3_bind_double(st, 15, w->hit_rate_tokens);
+    sqlite3_bind_int64(st, 16, w->prefill_tokens_saved);
+    sqlite3_bind_int64(st, 17, w->tokens);
+    sqlite3_bind_double(st, 18, w->loss_tokens);
+    bind_optional(st, 19, w->ttft_p90_ms);
+    for (int k = 0; k < 4; k++) bind_optional(st, 20 + k, w->tier_tokens[k]);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_error(r, "insert ladder", err);
 }
 
 int sim_results_has_run(sim_results *r, uint64_t config_hash, uint64_t trace_fingerprint, bool *found, sim_err *err)

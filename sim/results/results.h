@@ -11,6 +11,10 @@
  *   hitrate   hit rate vs capacity points of `kvsim hitrate --db` (cache-only
  *             replay, Fig. 16): one id per invocation; capacity_tokens NULL
  *             is the infinite cache (the trace's theoretical maximum)
+ *   ladder    the rungs of `kvsim hitrate --ladder --db` (docs/hitrate-ladder.md):
+ *             one id per invocation, one row per measured rung; the tiers'
+ *             saved tokens NULL where the rung has no split or the tier no
+ *             capacity, ttft_p90_ms NULL but for the routed rung
  *
  * A run is written in one transaction with prepared statements (WAL mode on
  * file databases); the readers' indexes are created when it commits. The
@@ -96,6 +100,23 @@ typedef struct sim_hitrate_row {
     double kv_bytes_per_token; /* its KV bytes per token (0 = unknown) */
 } sim_hitrate_row;
 
+/* One rung of a hit-rate ladder (sim/replay/ladder.h). */
+typedef struct sim_ladder_row {
+    const char *trace_path;
+    uint64_t trace_fingerprint;
+    int trace_block_tokens, block_tokens, nodes;
+    bool full_blocks;
+    int64_t max_model_len;          /* 0 = no context cap */
+    const char *policy, *router;    /* eviction policy and router */
+    const char *setup;              /* the pool's capacity per tier, may be NULL */
+    const char *rung;               /* "ceiling", "engine", "belady", "policy", "routed" */
+    double hit_rate_blocks, hit_rate_tokens;
+    int64_t prefill_tokens_saved, tokens;
+    double loss_tokens;    /* against the rung above */
+    double ttft_p90_ms;    /* NAN: not the routed rung */
+    double tier_tokens[4]; /* tokens saved by HBM, DRAM, SSD, remote; NAN: no split or no such tier */
+} sim_ladder_row;
+
 /* What writes a results database: the next step named by every message
  * about a missing one, or one without runs. */
 #define SIM_RESULTS_HOW "kvsim run --db FILE or kvsim sweep --db FILE writes one"
@@ -163,6 +184,9 @@ int sim_results_add_replica(sim_results *r, double t_ms, uint64_t key, int count
  * points, then add each point (capacity INFINITY for the infinite cache). */
 int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err);
 int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *row, sim_err *err);
+/* Ladder rungs, likewise: a fresh id per ladder, then each rung. */
+int sim_results_ladder_id(sim_results *r, int64_t *id, sim_err *err);
+int sim_results_add_ladder(sim_results *r, int64_t id, const sim_ladder_row *row, sim_err *err);
 /* Build the run's summary object from its rows (caller owns the result). */
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err);
 /* Store the summary (with wall time) and commit. */
