@@ -273,6 +273,43 @@ static void test_too_large_for_decode(void **state)
     tu_free(&r);
 }
 
+/* The same in the aggregated model: the requests of the trace's first 200
+ * lines whose input + output exceed an instance's HBM pages (counted here
+ * from the trace file against the run's hbm_pages × page_tokens). */
+static void test_too_large_aggregated(void **state)
+{
+    cli_result r = tu_kvsim("run --json --set trace.limit=200 --set cluster.mode=aggregated "
+                            "--set cluster.decode_hbm_frac=0.23");
+    assert_int_equal(r.status, 0);
+    json_t *s = json_loads(r.out, 0, NULL), *c;
+    int64_t cap = tu_int_field(s, "hbm_pages") * tu_int_field(s, "page_tokens"), n = 0, prompt = 0, first = 0;
+    FILE *f = fopen("traces/default.jsonl", "r");
+    char line[1 << 16];
+    for (int64_t i = 1; i <= 200 && fgets(line, sizeof line, f); i++) {
+        json_t *row = json_loads(line, 0, NULL);
+        int64_t in = tu_int_field(row, "input_length"), out = tu_int_field(row, "output_length");
+        if (in + out > cap && n++ == 0) first = i;
+        prompt += in + out > cap && in > cap;
+        json_decref(row);
+    }
+    fclose(f);
+    assert_true(n > 0);
+    char say[256];
+    snprintf(say, sizeof say, "kvsim run: warning: %lld request%s more KV than an aggregated instance's HBM holds "
+             "(%lld tokens; the first: trace line %lld,", (long long)n, n == 1 ? " needs" : "s need", (long long)cap,
+             (long long)first);
+    const char *at = strstr(r.err, say);
+    if (!at || strstr(at + strlen(say), "more KV than")) fail_msg("not said once: %s (want %s)", r.err, say);
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(s, "caveats"), i, c) found |=
+        !strcmp(json_string_value(json_object_get(c, "name")), "too_large");
+    assert_true(found);
+    assert_int_equal(tu_int_field(json_object_get(s, "rejected"), "at_arrival"), prompt);
+    json_decref(s);
+    tu_free(&r);
+}
+
 /* ---- item 10: a new user's mistakes --------------------------------------------------- */
 
 static void test_new_user_mistakes(void **state)
@@ -385,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
+        cmocka_unit_test(test_too_large_aggregated),
         cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
         cmocka_unit_test(test_read_only_file_system),
     };

@@ -116,8 +116,35 @@ static int create(void **state, sim_serving_run *run, sim_err *err)
 
 static void start(void *state) {}
 
+/* A request whose KV (input + output tokens) exceeds what an instance's HBM
+ * pages hold fits no instance, whatever the load: counted, for one caveat of
+ * the run (note_too_large; issue 40 item 6, as the disaggregated model). */
+static void count_too_large(agg *a, const sim_request *req)
+{
+    int64_t cap = a->pp.capacity_blocks * a->pp.block_tokens, need = (int64_t)req->input_len + req->output_len;
+    if (need <= cap) return;
+    if (a->too_large.n++ == 0) a->too_large.first_line = req->line, a->too_large.first_need = need;
+    a->too_large.prompt += req->input_len > cap;
+}
+
+static void note_too_large(const agg *a, json_t *summary)
+{
+    if (!a->too_large.n) return;
+    char text[640];
+    snprintf(text, sizeof text,
+             "%lld request%s need%s more KV than an aggregated instance's HBM holds (%lld tokens; the first: trace "
+             "line %lld, %lld tokens of input and output), whatever the load: of them, %lld whose prompt alone does not "
+             "fit rejected (stage at_arrival), the others preempted and recomputed while they decode; give the "
+             "instances more HBM (hardware, cluster.decode_hbm_frac) or a smaller model",
+             (long long)a->too_large.n, a->too_large.n == 1 ? "" : "s", a->too_large.n == 1 ? "s" : "",
+             (long long)(a->pp.capacity_blocks * a->pp.block_tokens), (long long)a->too_large.first_line,
+             (long long)a->too_large.first_need, (long long)a->too_large.prompt);
+    sim_serving_add_finding(summary, "too_large", text);
+}
+
 static void conduct(agg *a, sim_request *req)
 {
+    count_too_large(a, req);
     int inst;
     sim_stage verdict = agg_conduct(a, req, &inst);
     areq *q = sim_xcalloc(1, sizeof *q);
@@ -220,6 +247,7 @@ static void summarize(void *state, json_t *summary)
                         json_pack("{s:f, s:f}", "gpu", s > 0 ? a->tot.load_s / (a->n * s) : 0, "gpu_busy",
                                   s > 0 ? a->tot.busy_s / (a->n * s) : 0));
     lmc_summarize(a, summary);
+    note_too_large(a, summary);
 }
 
 /* Keys the aggregated model accepts but never reads (kvsim run warns when set). */
