@@ -95,6 +95,37 @@ static void test_run_wrong_block_size(void **state)
                    "kvsim hitrate: warning: traces/default.jsonl: 1500 requests have fewer hash_ids");
 }
 
+/* kvsim check loads the same traces: it says the same, once per text, for a
+ * run measurement and a hitrate one (and nothing at the trace's own size). */
+static void test_check_wrong_block_size(void **state)
+{
+    char cwd[PATH_MAX], text[2 * PATH_MAX + 1024], args[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    for (int bt = 256; bt <= 512; bt += 256) {
+        snprintf(text, sizeof text,
+                 "{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": ["
+                 "{\"name\": \"r\", \"kind\": \"run\", \"args\": {\"trace\": \"%s/traces/default.jsonl\", "
+                 "\"set\": {\"trace.limit\": 50, \"trace.block_tokens\": %d, \"kvstore.block_tokens\": %d}}},"
+                 "{\"name\": \"h\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s/traces/default.jsonl\", "
+                 "\"capacity_tokens\": 100000, \"block_tokens\": %d}}]}",
+                 cwd, bt, bt, cwd, bt);
+        char *b = tu_write_temp(text);
+        snprintf(args, sizeof args, "check --baseline %s --write-baseline %s", b, b);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 0);
+        const char *run_say = "/traces/default.jsonl: 50 requests have fewer hash_ids than ceil(input_length / 256)",
+                   *hit_say = "/traces/default.jsonl: 1500 requests have fewer hash_ids than ceil(input_length / 256)";
+        const char *at = strstr(r.err, run_say), *ht = strstr(r.err, hit_say);
+        int nwarn = 0;
+        for (const char *w = r.err; (w = strstr(w, "kvsim check: warning: ")) != NULL; w++) nwarn++;
+        if (bt == 256 && (!at || !ht || strstr(at + 1, run_say) || strstr(ht + 1, hit_say) || nwarn != 2))
+            fail_msg("not said once for each: %s", r.err);
+        if (bt == 512 && strstr(r.err, "warning")) fail_msg("a warning at the trace's own size: %s", r.err);
+        tu_free(&r);
+        tu_remove_temp(b);
+    }
+}
+
 /* ---- item 3: attention shapes ----------------------------------------------------- */
 
 static void test_set_impossible_heads(void **state)
@@ -422,7 +453,7 @@ int main(void)
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
-        cmocka_unit_test(test_too_large_aggregated),
+        cmocka_unit_test(test_too_large_aggregated),        cmocka_unit_test(test_check_wrong_block_size),
         cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
         cmocka_unit_test(test_read_only_file_system),
     };

@@ -104,8 +104,7 @@ static int ctx_trace(sim_check_ctx *ctx, const char *path, int block_tokens, kv_
     return 0;
 }
 
-/* Tell the command a warning about the baseline, each distinct text once. */
-static void ctx_note(sim_check_ctx *ctx, const char *text)
+void sim_check_note(sim_check_ctx *ctx, const char *text)
 {
     for (int i = 0; i < ctx->nnotes; i++)
         if (!strcmp(ctx->notes[i], text)) return;
@@ -126,12 +125,17 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
         if (rc == 0) rc = kv_hitrate_set_json(&spec, key, value, err);
     }
     char note[256];
-    if (rc == 0 && kv_hitrate_deprecation(&spec, true, note, sizeof note)) ctx_note(ctx, note);
+    if (rc == 0 && kv_hitrate_deprecation(&spec, true, note, sizeof note)) sim_check_note(ctx, note);
     if (rc == 0) rc = kv_hitrate_finish(&spec, err);
     if (rc == 0 && spec.ncapacity != 1) rc = sim_errf(err, "capacity_tokens: a hitrate measurement takes one value");
     kv_replay_trace *t;
     kv_replay_result r;
     if (rc == 0) rc = ctx_trace(ctx, spec.trace, spec.block_tokens, &t, err);
+    if (rc == 0 && t->block_warning) { /* as kvsim hitrate and run say it (issue 40 item 2) */
+        char warning[1024];
+        snprintf(warning, sizeof warning, "warning: %s", t->block_warning);
+        sim_check_note(ctx, warning);
+    }
     if (rc == 0) rc = kv_hitrate_point(t, &spec, spec.capacity[0], &r, err);
     if (rc == 0)
         *got = json_pack("{s:f, s:f}", "hit_rate_blocks", r.hit_rate_blocks, "hit_rate_tokens", r.hit_rate_tokens);
@@ -346,7 +350,7 @@ static json_t *resolved_args(sim_check_ctx *ctx, const json_t *args)
                      "%s '%s' is not in the baseline's folder but in the working directory; paths in a baseline are "
                      "relative to its folder (re-record with --write-baseline)",
                      path_args[k], p);
-            ctx_note(ctx, note);
+            sim_check_note(ctx, note);
             json_object_set_new(a, path_args[k], json_string(rel));
         }
         free(rel);

@@ -70,6 +70,10 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
  * SIM_CHECK_CONFIG_HASH (not a number: recorded, not compared). */
 int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
 #define SIM_CHECK_CONFIG_HASH "config_hash"
+/* Tell the command a warning about the baseline or what a measurement
+ * found (a trace whose ids fit another block size), each distinct text
+ * once. */
+void sim_check_note(sim_check_ctx *ctx, const char *text);
 
 /* The timed replay behind kind "run", for a loaded config: checked, run
  * with a private temporary results database, its summary in *summary
