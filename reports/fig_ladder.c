@@ -51,9 +51,9 @@ static int write_rungs(rep *r, int64_t id, FILE *dat, FILE *caption, bool *has_t
     for (; sqlite3_step(st) == SQLITE_ROW; n++) {
         fprintf(dat, "%d\t\"%c ", n, 'a' + n);
         rep_dat_text(dat, text_at(st, 0));
-        fprintf(dat, "\"\t%.10g\t%.10g\t%lld\t%lld\t%.10g", sqlite3_column_double(st, 1),
-                sqlite3_column_double(st, 2), (long long)sqlite3_column_int64(st, 3),
-                (long long)sqlite3_column_int64(st, 4), sqlite3_column_double(st, 5));
+        fprintf(dat, "\"\t%.10g\t%.10g\t%lld\t%lld\t%.10g", sqlite3_column_double(st, 1), sqlite3_column_double(st, 2),
+                (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4),
+                sqlite3_column_double(st, 5));
         for (int k = 0; k < LADDER_TIERS; k++) {
             bool has = sqlite3_column_type(st, 7 + k) != SQLITE_NULL;
             has_tier[k] = has_tier[k] || has;
@@ -63,7 +63,8 @@ static int write_rungs(rep *r, int64_t id, FILE *dat, FILE *caption, bool *has_t
         fputc('\n', dat);
         fprintf(caption, " Rung %c (%s): %.4f of input tokens", 'a' + n, text_at(st, 0), sqlite3_column_double(st, 1));
         if (n) fprintf(caption, ", %.4f below the rung above", sqlite3_column_double(st, 5));
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL) fprintf(caption, ", TTFT p90 %.1f ms", sqlite3_column_double(st, 6));
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+            fprintf(caption, ", TTFT p90 %.1f ms", sqlite3_column_double(st, 6));
         fputc('.', caption);
     }
     sqlite3_finalize(st);
@@ -124,9 +125,10 @@ static int describe(rep *r, int64_t id, char *title, size_t tsize, FILE *caption
                 sqlite3_column_int(st, 4) ? ", full blocks only" : "");
         if (sqlite3_column_int64(st, 5) > 0) fprintf(caption, "%lld tokens", (long long)sqlite3_column_int64(st, 5));
         else fputs("none", caption);
-        fprintf(caption, "; %d cache nodes, eviction %s, router %s; %s. Stacked bars: the tokens each tier adds (HBM at "
-                "the bottom); grey: a rung without a tier split.", sqlite3_column_int(st, 6), text_at(st, 7),
-                text_at(st, 8), text_at(st, 9));
+        fprintf(caption,
+                "; %d cache nodes, eviction %s, router %s; %s. Stacked bars: the tokens each tier adds (HBM at "
+                "the bottom); grey: a rung without a tier split.",
+                sqlite3_column_int(st, 6), text_at(st, 7), text_at(st, 8), text_at(st, 9));
     }
     sqlite3_finalize(st);
     return 0;

@@ -102,7 +102,7 @@ static void test_ladder_figure(void **state)
     assert_non_null(strstr(gp, "title 'HBM'"));
     assert_non_null(strstr(gp, "title 'DRAM'"));
     assert_non_null(strstr(gp, "title 'SSD'"));
-    assert_null(strstr(gp, "remote")); /* no LMCache pool: no such tier */
+    assert_null(strstr(gp, "remote"));                         /* no LMCache pool: no such tier */
     assert_non_null(strstr(gp, "using 1:((0+$8+$9+$10)/$6)")); /* SSD stacked on DRAM on HBM */
     assert_non_null(strstr(gp, "prefix hit rate (input tokens from cache / all input tokens)"));
     free(gp);
@@ -147,8 +147,8 @@ static void test_trace_path_quoted(void **state)
     char *dir = su_tempdir(), args[4096], path[1024];
     snprintf(args, sizeof args, "cp traces/default.jsonl '%s/it'\\''s `touch pwned`.jsonl'", dir);
     assert_int_equal(system(args), 0);
-    snprintf(args, sizeof args,
-             "hitrate --ladder --no-run --trace '%s/it'\\''s `touch pwned`.jsonl' --db %s/l.db", dir, dir);
+    snprintf(args, sizeof args, "hitrate --ladder --no-run --trace '%s/it'\\''s `touch pwned`.jsonl' --db %s/l.db", dir,
+             dir);
     tu_expect_stdout(args, "a ceiling");
     snprintf(args, sizeof args, "report --db %s/l.db -o %s/rep", dir, dir);
     tu_expect_stdout(args, "1 figures");

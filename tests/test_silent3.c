@@ -283,6 +283,30 @@ static void test_check_empty_expect(void **state)
     tu_remove_temp(b);
 }
 
+/* A measurement name or sweep label with an escape byte reaches no terminal
+ * raw: refused (check) or quoted as sh would read it (sweep's table). */
+static void test_names_with_escapes(void **state)
+{
+    char cwd[PATH_MAX], text[PATH_MAX + 512], args[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(text, sizeof text,
+             "{\"kvsim_baseline\": 1, \"tolerance\": 0.01, \"measurements\": [{\"name\": \"m\\u001b[2J\", "
+             "\"kind\": \"run\", \"args\": {\"trace\": \"%s/traces/default.jsonl\", \"set\": {\"trace.limit\": "
+             "20}}}]}",
+             cwd);
+    char *b = tu_write_temp(text);
+    snprintf(args, sizeof args, "check --baseline %s --write-baseline %s", b, b);
+    tu_expect_exit(args, 2, "measurement $'m\\033[2J' holds a control character: give a printable name");
+    tu_remove_temp(b);
+    char *db = tu_temp_path();
+    snprintf(args, sizeof args, "sweep --set trace.limit=20 --grid \"about=$(printf 'a\\033[2Jb')\" --db %s", db);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "$'about=a\\033[2Jb'") || strchr(r.out, '\033')) fail_msg("not quoted: %s", r.out);
+    tu_free(&r);
+    tu_remove_temp(db);
+}
+
 /* ---- item 6: requests no decode instance can hold ------------------------------------- */
 
 static void test_too_large_for_decode(void **state)
@@ -326,9 +350,10 @@ static void test_too_large_aggregated(void **state)
     fclose(f);
     assert_true(n > 0);
     char say[256];
-    snprintf(say, sizeof say, "kvsim run: warning: %lld request%s more KV than an aggregated instance's HBM holds "
-             "(%lld tokens; the first: trace line %lld,", (long long)n, n == 1 ? " needs" : "s need", (long long)cap,
-             (long long)first);
+    snprintf(say, sizeof say,
+             "kvsim run: warning: %lld request%s more KV than an aggregated instance's HBM holds "
+             "(%lld tokens; the first: trace line %lld,",
+             (long long)n, n == 1 ? " needs" : "s need", (long long)cap, (long long)first);
     const char *at = strstr(r.err, say);
     if (!at || strstr(at + strlen(say), "more KV than")) fail_msg("not said once: %s (want %s)", r.err, say);
     size_t i;
@@ -453,9 +478,9 @@ int main(void)
         cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
         cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
         cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
-        cmocka_unit_test(test_too_large_aggregated),        cmocka_unit_test(test_check_wrong_block_size),
-        cmocka_unit_test(test_new_user_mistakes),           cmocka_unit_test(test_idle_keys_of_the_config),
-        cmocka_unit_test(test_read_only_file_system),
+        cmocka_unit_test(test_names_with_escapes),          cmocka_unit_test(test_too_large_aggregated),
+        cmocka_unit_test(test_check_wrong_block_size),      cmocka_unit_test(test_new_user_mistakes),
+        cmocka_unit_test(test_idle_keys_of_the_config),     cmocka_unit_test(test_read_only_file_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

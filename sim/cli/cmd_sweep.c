@@ -169,9 +169,11 @@ static void print_table(const json_t *points)
     json_array_foreach(points, i, p)
     {
         const json_t *s = json_object_get(p, "summary");
-        const char *label = json_string_value(json_object_get(p, "point"));
+        const char *point = json_string_value(json_object_get(p, "point"));
+        char *label = sim_has_control(point) ? sim_sh_word(point) : sim_xstrdup(point); /* no raw escape byte */
         if (!s) {
             printf("%6s %7s %10s %10s %9s %9s  %s\n", "-", "-", "-", "-", "-", "-", label);
+            free(label);
             continue;
         }
         char ttft[32], tbt[32]; /* "—" when null: no request completed */
@@ -179,6 +181,7 @@ static void print_table(const json_t *points)
                J_NUM(s, "slo_attainment"), sim_cli_num(sim_config_path_get(s, "ttft_ms.p90"), "%*.1f", 10, ttft, 32),
                sim_cli_num(sim_config_path_get(s, "tbt_ms.p99"), "%*.2f", 10, tbt, 32), J_NUM(s, "hit_rate_blocks"),
                J_NUM(s, "rejected.total"), label);
+        free(label);
     }
 }
 

@@ -409,6 +409,12 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, const check_
     snprintf(fallback, sizeof fallback, "#%zu", i);
     const char *name = json_string_value(json_object_get(m, "name"));
     if (!name) name = fallback;
+    if (sim_has_control(name)) { /* it would reach the terminal raw in every row (issue 40 item 7) */
+        char *q = sim_sh_word(name);
+        sim_errf(err, "measurement %s holds a control character: give a printable name", q);
+        free(q);
+        return -1;
+    }
     const char *kind_name = json_string_value(json_object_get(m, "kind"));
     const sim_check_kind *kind = kind_name ? kind_lookup(kind_name) : NULL;
     const json_t *args = json_object_get(m, "args");

@@ -21,8 +21,8 @@ static void describe_pool(const kv_ladder *l, char *buf, size_t size)
         if (l->tier_blocks[k] >= SIM_COUNT_UNBOUNDED)
             used += (size_t)snprintf(buf + used, size - used, " %s inf", kv_ladder_tier_names[k]);
         else
-            used += (size_t)snprintf(buf + used, size - used, " %s %" PRId64, kv_ladder_tier_names[k],
-                                     l->tier_blocks[k]);
+            used +=
+                (size_t)snprintf(buf + used, size - used, " %s %" PRId64, kv_ladder_tier_names[k], l->tier_blocks[k]);
     }
 }
 

@@ -54,10 +54,14 @@ typedef struct cmp {
     json_t *dups;     /* {run, same_as}: runs that repeat an earlier one, left out */
 } cmp;
 
-/* A config value as text: a string as is, anything else as compact JSON. */
+/* A config value as compare prints it: a string as is, unless it holds a
+ * control byte, which no terminal gets raw (quoted as sim_sh_word does,
+ * issue 40 item 7); anything else as compact JSON. */
 static char *value_text(const json_t *v)
 {
-    return json_is_string(v) ? sim_xstrdup(json_string_value(v)) : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    const char *s = json_string_value(v);
+    if (s) return sim_has_control(s) ? sim_sh_word(s) : sim_xstrdup(s);
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
 static int classify(cmp *c, cmp_run *r, json_t *config, const char *fp)

@@ -106,10 +106,10 @@ typedef struct sim_ladder_row {
     uint64_t trace_fingerprint;
     int trace_block_tokens, block_tokens, nodes;
     bool full_blocks;
-    int64_t max_model_len;          /* 0 = no context cap */
-    const char *policy, *router;    /* eviction policy and router */
-    const char *setup;              /* the pool's capacity per tier, may be NULL */
-    const char *rung;               /* "ceiling", "engine", "belady", "policy", "routed" */
+    int64_t max_model_len;       /* 0 = no context cap */
+    const char *policy, *router; /* eviction policy and router */
+    const char *setup;           /* the pool's capacity per tier, may be NULL */
+    const char *rung;            /* "ceiling", "engine", "belady", "policy", "routed" */
     double hit_rate_blocks, hit_rate_tokens;
     int64_t prefill_tokens_saved, tokens;
     double loss_tokens;    /* against the rung above */

@@ -131,14 +131,15 @@ static void note_too_large(const agg *a, json_t *summary)
 {
     if (!a->too_large.n) return;
     char text[640];
-    snprintf(text, sizeof text,
-             "%lld request%s need%s more KV than an aggregated instance's HBM holds (%lld tokens; the first: trace "
-             "line %lld, %lld tokens of input and output), whatever the load: of them, %lld whose prompt alone does not "
-             "fit rejected (stage at_arrival), the others preempted and recomputed while they decode; give the "
-             "instances more HBM (hardware, cluster.decode_hbm_frac) or a smaller model",
-             (long long)a->too_large.n, a->too_large.n == 1 ? "" : "s", a->too_large.n == 1 ? "s" : "",
-             (long long)(a->pp.capacity_blocks * a->pp.block_tokens), (long long)a->too_large.first_line,
-             (long long)a->too_large.first_need, (long long)a->too_large.prompt);
+    snprintf(
+        text, sizeof text,
+        "%lld request%s need%s more KV than an aggregated instance's HBM holds (%lld tokens; the first: trace "
+        "line %lld, %lld tokens of input and output), whatever the load: of them, %lld whose prompt alone does not "
+        "fit rejected (stage at_arrival), the others preempted and recomputed while they decode; give the "
+        "instances more HBM (hardware, cluster.decode_hbm_frac) or a smaller model",
+        (long long)a->too_large.n, a->too_large.n == 1 ? "" : "s", a->too_large.n == 1 ? "s" : "",
+        (long long)(a->pp.capacity_blocks * a->pp.block_tokens), (long long)a->too_large.first_line,
+        (long long)a->too_large.first_need, (long long)a->too_large.prompt);
     sim_serving_add_finding(summary, "too_large", text);
 }
 

@@ -108,7 +108,7 @@ typedef struct agg {
         double load_s; /* Σ over iterations of duration × the binding share of capacity (iter.c) */
     } tot;
     struct {
-        int64_t n, prompt;            /* requests whose KV fits no instance; of them, whose prompt alone does not */
+        int64_t n, prompt;              /* requests whose KV fits no instance; of them, whose prompt alone does not */
         int64_t first_line, first_need; /* the first one's trace line and input + output tokens */
     } too_large;
 } agg;
