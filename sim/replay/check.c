@@ -104,7 +104,8 @@ static int ctx_trace(sim_check_ctx *ctx, const char *path, int block_tokens, kv_
     return 0;
 }
 
-void sim_check_note(sim_check_ctx *ctx, const char *text)
+/* Tell the command a warning about the baseline, each distinct text once. */
+static void ctx_note(sim_check_ctx *ctx, const char *text)
 {
     for (int i = 0; i < ctx->nnotes; i++)
         if (!strcmp(ctx->notes[i], text)) return;
@@ -125,7 +126,7 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
         if (rc == 0) rc = kv_hitrate_set_json(&spec, key, value, err);
     }
     char note[256];
-    if (rc == 0 && kv_hitrate_deprecation(&spec, true, note, sizeof note)) sim_check_note(ctx, note);
+    if (rc == 0 && kv_hitrate_deprecation(&spec, true, note, sizeof note)) ctx_note(ctx, note);
     if (rc == 0) rc = kv_hitrate_finish(&spec, err);
     if (rc == 0 && spec.ncapacity != 1) rc = sim_errf(err, "capacity_tokens: a hitrate measurement takes one value");
     kv_replay_trace *t;
@@ -134,7 +135,7 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
     if (rc == 0 && t->block_warning) { /* as kvsim hitrate and run say it (issue 40 item 2) */
         char warning[1024];
         snprintf(warning, sizeof warning, "warning: %s", t->block_warning);
-        sim_check_note(ctx, warning);
+        ctx_note(ctx, warning);
     }
     if (rc == 0) rc = kv_hitrate_point(t, &spec, spec.capacity[0], &r, err);
     if (rc == 0)
@@ -350,7 +351,7 @@ static json_t *resolved_args(sim_check_ctx *ctx, const json_t *args)
                      "%s '%s' is not in the baseline's folder but in the working directory; paths in a baseline are "
                      "relative to its folder (re-record with --write-baseline)",
                      path_args[k], p);
-            sim_check_note(ctx, note);
+            ctx_note(ctx, note);
             json_object_set_new(a, path_args[k], json_string(rel));
         }
         free(rel);
@@ -402,6 +403,16 @@ static int measurement_rule(const json_t *m, const char *name, const check_rule 
     return 0;
 }
 
+/* A measurement's findings (SIM_CHECK_WARNINGS) said, and taken out of
+ * its numbers. */
+static void take_warnings(sim_check_ctx *ctx, json_t *got)
+{
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(got, SIM_CHECK_WARNINGS), i, w) ctx_note(ctx, json_string_value(w));
+    json_object_del(got, SIM_CHECK_WARNINGS);
+}
+
 static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, const check_rule *file, bool record,
                            sim_check_totals *tot, sim_err *err)
 {
@@ -428,6 +439,7 @@ static int run_measurement(sim_check_ctx *ctx, json_t *m, size_t i, const check_
     json_t *got, *a = resolved_args(ctx, args);
     sim_err why;
     int bad = kind->measure(ctx, a, &got, &why);
+    if (!bad) take_warnings(ctx, got);
     if (bad) sim_errf(err, "measurement %s: %s", name, why.msg);
     else if ((bad = same_setup(m, name, a, got, record, err))) json_decref(got);
     json_decref(a);

@@ -70,10 +70,10 @@ int sim_check_hitrate(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_
  * SIM_CHECK_CONFIG_HASH (not a number: recorded, not compared). */
 int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err);
 #define SIM_CHECK_CONFIG_HASH "config_hash"
-/* Tell the command a warning about the baseline or what a measurement
- * found (a trace whose ids fit another block size), each distinct text
- * once. */
-void sim_check_note(sim_check_ctx *ctx, const char *text);
+/* What a measurement found for the command to say (an array of texts: a
+ * trace whose ids fit another block size), taken out of its numbers
+ * before they are compared, each distinct text said once. */
+#define SIM_CHECK_WARNINGS    "warnings"
 
 /* The timed replay behind kind "run", for a loaded config: checked, run
  * with a private temporary results database, its summary in *summary

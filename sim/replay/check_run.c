@@ -82,8 +82,8 @@ int sim_check_run_config(sim_config *cfg, json_t **summary, sim_err *err)
 }
 
 /* The run's block-size finding (a trace whose ids fit another block size),
- * said as kvsim run says it (issue 40 item 2). */
-static void note_block_size(sim_check_ctx *ctx, const json_t *summary)
+ * for the command to say as kvsim run says it (issue 40 item 2). */
+static void add_block_size_warning(json_t *got, const json_t *summary)
 {
     size_t i;
     const json_t *c;
@@ -93,7 +93,9 @@ static void note_block_size(sim_check_ctx *ctx, const json_t *summary)
         if (!name || strcmp(name, "block_size")) continue;
         char warning[1024];
         snprintf(warning, sizeof warning, "warning: %s", json_string_value(json_object_get(c, "text")));
-        sim_check_note(ctx, warning);
+        json_t *w = json_object_get(got, SIM_CHECK_WARNINGS);
+        if (!w) json_object_set_new(got, SIM_CHECK_WARNINGS, w = json_array());
+        json_array_append_new(w, json_string(warning));
     }
 }
 
@@ -119,7 +121,7 @@ int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_er
     if (sim_check_run_config(&cfg, &summary, err)) rc = -1;
     else {
         *got = metrics(summary, cfg.hash);
-        note_block_size(ctx, summary);
+        add_block_size_warning(*got, summary);
     }
     json_decref(summary);
     sim_config_free(&cfg);
