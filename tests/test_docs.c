@@ -267,8 +267,31 @@ static int find_cmds(const doc *d, cmd *out, int max)
 
 /* ---- the scratch folder and running a command -------------------------- */
 
+/* Whether a top-level entry is the project's: in a git checkout, the
+ * entries git tracks (so a results DB or trace a tutorial left in the
+ * clone's root is not seen by the transcripts, which would find their runs
+ * "already recorded"); outside one (an unpacked tarball), every entry. */
+static bool project_entry(const char *name)
+{
+    static char *tracked;
+    static bool asked;
+    if (!asked) {
+        asked = true;
+        FILE *p = popen("git ls-files 2>/dev/null | cut -d/ -f1 | sort -u", "r");
+        tracked = p ? tu_slurp(p) : NULL;
+        if (p && pclose(p) != 0) free(tracked), tracked = NULL;
+        if (tracked && !tracked[0]) free(tracked), tracked = NULL;
+    }
+    if (!tracked) return true;
+    size_t len = strlen(name);
+    for (const char *at = tracked; (at = strstr(at, name)) != NULL; at += len)
+        if ((at == tracked || at[-1] == '\n') && (at[len] == '\n' || at[len] == '\0')) return true;
+    return false;
+}
+
 /* A fresh folder where every top-level entry of the repository is a link,
- * except build/, which holds links to the optimized binaries only. */
+ * except build/, which holds links to the optimized binaries only, and
+ * what the project does not track (project_entry). */
 static void scratch_make(char *dir, size_t n)
 {
     char root[PATH_MAX], bin[PATH_MAX], link[PATH_MAX * 2], target[PATH_MAX * 2];
@@ -279,7 +302,7 @@ static void scratch_make(char *dir, size_t n)
     if (!mkdtemp(dir)) fail_msg("%s: mkdtemp failed", dir);
     DIR *top = opendir(".");
     for (struct dirent *e; (e = readdir(top)) != NULL;) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "build")) continue;
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "build") || !project_entry(e->d_name)) continue;
         snprintf(target, sizeof target, "%s/%s", root, e->d_name);
         snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
         if (symlink(target, link)) fail_msg("%s: symlink failed", link);
