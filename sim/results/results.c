@@ -472,6 +472,18 @@ int sim_results_hitrate_id(sim_results *r, int64_t *id, sim_err *err)
     return next_set_id(r, "SELECT COALESCE(MAX(id), 0) + 1 FROM hitrate", id, err);
 }
 
+/* A hit-rate or ladder row's first four columns: its set id, kvsim's
+ * version and the trace's path and fingerprint (as 16 hex digits). */
+static void bind_trace_head(sqlite3_stmt *st, int64_t id, const char *trace_path, uint64_t fingerprint)
+{
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)fingerprint);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, trace_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, fp, -1, SQLITE_TRANSIENT);
+}
+
 int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w, sim_err *err)
 {
     sqlite3_stmt *st;
@@ -482,12 +494,7 @@ int sim_results_add_hitrate(sim_results *r, int64_t id, const sim_hitrate_row *w
             " VALUES(?1,datetime('now'),?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
             -1, &st, NULL) != SQLITE_OK)
         return db_error(r, "insert hitrate", err);
-    char fp[17];
-    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)w->trace_fingerprint);
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->trace_path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, fp, -1, SQLITE_TRANSIENT);
+    bind_trace_head(st, id, w->trace_path, w->trace_fingerprint);
     sqlite3_bind_int(st, 5, w->block_tokens);
     sqlite3_bind_text(st, 6, w->policy, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 7, w->setup ? w->setup : "", -1, SQLITE_TRANSIENT);
@@ -523,12 +530,7 @@ int sim_results_add_ladder(sim_results *r, int64_t id, const sim_ladder_row *w, 
                            "?15,?16,?17,?18,?19,?20,?21,?22,?23)",
                            -1, &st, NULL) != SQLITE_OK)
         return db_error(r, "insert ladder", err);
-    char fp[17];
-    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)w->trace_fingerprint);
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, KVSIM_VERSION "+" KVSIM_GIT, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->trace_path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, fp, -1, SQLITE_TRANSIENT);
+    bind_trace_head(st, id, w->trace_path, w->trace_fingerprint);
     sqlite3_bind_int(st, 5, w->trace_block_tokens);
     sqlite3_bind_int(st, 6, w->block_tokens);
     sqlite3_bind_int(st, 7, w->full_blocks);
