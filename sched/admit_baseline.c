@@ -8,7 +8,8 @@
  * arrival): the KV of the requests that reached the instance plus this
  * request's, not the KV reserved for requests still in prefill queues,
  * which have not reached it (§4.3.3: the decode load is assessed when the
- * request would join). */
+ * request would join). With decode_signal=1 it is the decode pool's load
+ * (sched_decode_pool_load_now, Mooncake §4.3.1). */
 #include "sched/sched.h"
 
 static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
@@ -22,13 +23,15 @@ static sched_verdict baseline_admit(void *state, const sched_ctx *ctx, const sim
 static bool baseline_after_prefill(void *state, const sched_ctx *ctx, const sim_request *req, int decode)
 {
     const sched_threshold *st = state;
-    return sched_decode_load_now(ctx, req, decode, NULL) <= st->threshold;
+    return sched_decode_load_signal(ctx, req, decode, st->pool) <= st->threshold;
 }
 
 const sched_admission_ops sched_admit_baseline = {
     .name = "baseline",
     .help = "prefill load at arrival; decode load checked only after prefill (wasted work, 4.3.2)",
-    .params = "load_threshold=1: reject above this load (predicted latency / SLO)",
+    .params = "load_threshold=1: reject above this load (predicted latency / SLO); "
+              "decode_signal=0: 1 = the decode pool's mean predicted TBT / SLO_tbt (4.3.1) instead of the instance's "
+              "max(TBT, KV) load",
     .create = sched_threshold_create,
     .destroy = sched_state_free,
     .admit = baseline_admit,

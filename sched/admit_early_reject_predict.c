@@ -19,7 +19,9 @@
  * of them with this request added (sched_decode_load: predicted TBT /
  * SLO_tbt or KV / HBM capacity) is the decode load. Reject when the
  * greater of that and the prefill load exceeds load_threshold
- * (docs/definitions.md, "Predicted decode load").
+ * (docs/definitions.md, "Predicted decode load"). With decode_signal=1
+ * the decode load is the TBT term alone: "the average TBT ratio of all
+ * decoding instances to l_tbt" (§4.3.4).
  *
  * Decision where the paper is silent: t_d defaults (t_d_s = 0) to the
  * conductor's running estimate (sim/serving/disagg/core.c build_inflight:
@@ -35,6 +37,7 @@
 
 typedef struct predict_state {
     double threshold, t_d, lengths;
+    bool pool; /* decode_signal = 1: the pool's TBT / SLO_tbt, no KV term */
 } predict_state;
 
 static int predict_create(void **state, const json_t *params, sim_err *err)
@@ -42,7 +45,8 @@ static int predict_create(void **state, const json_t *params, sim_err *err)
     predict_state *st = sim_xcalloc(1, sizeof *st);
     *state = st;
     if (sim_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err) ||
-        sim_param_number(params, "lengths", 0, 0, 1, &st->lengths, err))
+        sim_param_number(params, "lengths", 0, 0, 1, &st->lengths, err) ||
+        sched_decode_signal_param(params, &st->pool, err))
         return -1;
     return sim_param_number(params, "t_d_s", 0, 0, 1e9, &st->t_d, err);
 }
@@ -92,9 +96,11 @@ static double pool_step_s(const sched_ctx *ctx, const sim_request *req)
 }
 
 /* Predicted decode load of one decode instance at time t (seconds from
- * now): the expected pool spread evenly over the active instances. */
+ * now): the expected pool spread evenly over the active instances. With
+ * pool (decode_signal=1) its TBT / SLO_tbt alone: every instance then
+ * iterates alike, so this is the paper's mean TBT ratio over the pool. */
 static double predicted_load(const sched_ctx *ctx, const sim_request *req, double t, double t_d,
-                             const sched_lengths *outputs)
+                             const sched_lengths *outputs, bool pool)
 {
     int n = 0;
     int64_t capacity = 0;
@@ -105,7 +111,7 @@ static double predicted_load(const sched_ctx *ctx, const sim_request *req, doubl
     sched_predict_pool(ctx, req, t, t_d, pool_step_s(ctx, req), outputs, &batch, &kv);
     int64_t per_kv = (int64_t)(kv / n);
     double tbt = sim_est_decode_iter_s(ctx->est, (int)ceil(batch / n), per_kv);
-    return sched_decode_load(ctx, req, tbt, per_kv, capacity);
+    return pool ? tbt / sched_slo_tbt_s(ctx, req) : sched_decode_load(ctx, req, tbt, per_kv, capacity);
 }
 
 static sched_verdict predict_admit(void *state, const sched_ctx *ctx, const sim_request *req, const sched_route *route,
@@ -117,7 +123,8 @@ static sched_verdict predict_admit(void *state, const sched_ctx *ctx, const sim_
     double load = sched_prefill_load(ctx, req, route);
     if (needs_decode) {
         double t_d = st->t_d > 0 ? st->t_d : ctx->mean_decode_s > 0 ? ctx->mean_decode_s : 10.0;
-        load = fmax(load, predicted_load(ctx, req, route->ttft_s, t_d, st->lengths > 0 ? ctx->outputs : NULL));
+        load =
+            fmax(load, predicted_load(ctx, req, route->ttft_s, t_d, st->lengths > 0 ? ctx->outputs : NULL, st->pool));
     }
     return load > st->threshold ? SCHED_REJECT_AT_ARRIVAL : SCHED_ACCEPT;
 }
@@ -126,7 +133,8 @@ const sched_admission_ops sched_admit_early_reject_predict = {
     .name = "early_reject_predict",
     .help = "early rejection on the decode load predicted for when the prefill ends (4.3.4)",
     .params = "load_threshold=1: reject above this load; t_d_s=0: uniform decode time t_d (0 = running estimate); "
-              "lengths=0: 1 = expected remaining lengths from finished outputs instead of t_d",
+              "lengths=0: 1 = expected remaining lengths from finished outputs instead of t_d; "
+              "decode_signal=0: 1 = the predicted pool's TBT / SLO_tbt alone (4.3.4), no KV term",
     .create = predict_create,
     .destroy = sched_state_free,
     .admit = predict_admit,

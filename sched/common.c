@@ -4,6 +4,7 @@
 #include "sim/config/param.h"
 #include "sched/sched.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 double sched_slo_ttft_s(const sched_ctx *ctx, const sim_request *req)
@@ -72,11 +73,44 @@ double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int d
     return sched_decode_load(ctx, req, tbt, kv, d->kv_capacity);
 }
 
+/* Mooncake's decode-pool load (§4.3.1, §4.3.2, §4.3.4): "the average TBT
+ * ratio of all decoding instances to l_tbt". Each active decode instance's
+ * predicted iteration over the requests that reached it (0 when it has
+ * none), req joining instance `decode`; KV is not a term. */
+double sched_decode_pool_load_now(const sched_ctx *ctx, const sim_request *req, int decode)
+{
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < ctx->n_decode; j++) {
+        const sched_decode_view *d = &ctx->decode[j];
+        if (!d->active) continue;
+        int batch = d->batch + (j == decode);
+        int64_t kv = d->kv_resident + (j == decode ? sched_join_kv(ctx, req) : 0);
+        sum += batch > 0 ? sim_est_decode_iter_s(ctx->est, batch, kv) : 0;
+        n++;
+    }
+    return n ? sum / n / sched_slo_tbt_s(ctx, req) : INFINITY;
+}
+
+double sched_decode_load_signal(const sched_ctx *ctx, const sim_request *req, int decode, bool pool)
+{
+    return pool ? sched_decode_pool_load_now(ctx, req, decode) : sched_decode_load_now(ctx, req, decode, NULL);
+}
+
+int sched_decode_signal_param(const json_t *params, bool *pool, sim_err *err)
+{
+    double v;
+    if (sim_param_number(params, "decode_signal", 0, 0, 1, &v, err)) return -1;
+    *pool = v > 0;
+    return 0;
+}
+
 int sched_threshold_create(void **state, const json_t *params, sim_err *err)
 {
     sched_threshold *st = sim_xcalloc(1, sizeof *st);
     *state = st;
-    return sim_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err);
+    if (sim_param_number(params, "load_threshold", 1.0, 0, 1e9, &st->threshold, err)) return -1;
+    return sched_decode_signal_param(params, &st->pool, err);
 }
 
 void sched_state_free(void *state) { free(state); }

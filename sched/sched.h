@@ -201,6 +201,20 @@ int64_t sched_join_kv(const sched_ctx *ctx, const sim_request *req);
  * predicted iteration time. Used by `early_reject` at arrival and by
  * `baseline` after prefill (Mooncake §4.3.2, §4.3.3). */
 double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s);
+/* The decode load as Mooncake's conductor sees it (§4.3.1, §4.3.2,
+ * §4.3.4; policy.params.decode_signal=1, docs/definitions.md "Decode-pool
+ * load"): the mean over the active decode instances of predicted TBT /
+ * SLO_tbt, each instance iterating over the requests that reached it
+ * (kv_resident; 0 when it has none), req joining instance `decode`
+ * (-1: none). INFINITY when no decode instance is active. */
+double sched_decode_pool_load_now(const sched_ctx *ctx, const sim_request *req, int decode);
+/* The decode load an admission policy judges now: the pool's
+ * (sched_decode_pool_load_now) when pool, else instance `decode`'s
+ * (sched_decode_load_now). */
+double sched_decode_load_signal(const sched_ctx *ctx, const sim_request *req, int decode, bool pool);
+/* policy.params.decode_signal (0 = per-instance max(TBT, KV) load, the
+ * default; 1 = the pool's TBT load) into *pool. */
+int sched_decode_signal_param(const json_t *params, bool *pool, sim_err *err);
 /* early_reject_predict's expected decode pool at t seconds from now
  * (sched/admit_early_reject_predict.c, docs/definitions.md): *batch
  * requests and *kv KV tokens, req included, with t_d the uniform decode
@@ -209,9 +223,11 @@ double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int d
 void sched_predict_pool(const sched_ctx *ctx, const sim_request *req, double t, double t_d, double tau,
                         const sched_lengths *outputs, double *batch, double *kv);
 /* State of admission policies that only need policy.params.load_threshold
- * (default 1): create/destroy hooks shared by baseline and early_reject. */
+ * (default 1) and decode_signal: create/destroy hooks shared by baseline
+ * and early_reject. */
 typedef struct sched_threshold {
     double threshold;
+    bool pool; /* policy.params.decode_signal = 1 */
 } sched_threshold;
 int sched_threshold_create(void **state, const json_t *params, sim_err *err);
 void sched_state_free(void *state);

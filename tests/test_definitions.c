@@ -10,6 +10,9 @@
  *    gets the column;
  *  - `baseline` checks the decode load at that moment after prefill, as
  *    `early_reject` does at arrival (sched_decode_load_now);
+ *  - policy.params.decode_signal=1: the decode pool's load (Mooncake
+ *    §4.3.1), the mean predicted TBT / SLO_tbt over the active decode
+ *    instances, on a hand-made pool, as all three admission policies judge it;
  *  - `kvsim plan slo` reads decode_load, or utilisation.decode from a
  *    summary recorded before decode_load existed. */
 #include <setjmp.h>
@@ -263,6 +266,15 @@ static void test_old_results_db_gets_running(void **state)
 
 /* ---- the decode load baseline checks --------------------------------------------- */
 
+/* The default config, its cost model and an estimator without noise over
+ * it; returns the decode instance's KV capacity in tokens. */
+static int64_t decode_setup(sim_config *cfg, sim_cost *cost, sim_estimator *est)
+{
+    default_cost(cfg, cost);
+    *est = (sim_estimator){.cost = cost};
+    return sim_cost_decode_kv_tokens(cost);
+}
+
 /* One decode instance of capacity C with 4 requests in its batch and the
  * KV of requests that reached it `resident`, while 40 more admitted
  * requests still wait in prefill queues: reserved = C × 1.1. A request of
@@ -275,9 +287,8 @@ static void test_baseline_checks_current_decode_load(void **state)
     sim_config cfg;
     sim_cost cost;
     sim_err err;
-    default_cost(&cfg, &cost);
-    sim_estimator est = {.cost = &cost};
-    int64_t C = sim_cost_decode_kv_tokens(&cost);
+    sim_estimator est;
+    int64_t C = decode_setup(&cfg, &cost, &est);
     sim_request req = {.input_len = 8000, .output_len = 500};
     const sched_admission_ops *base = sched_admission_lookup("baseline"),
                               *early = sched_admission_lookup("early_reject");
@@ -319,6 +330,76 @@ static void test_baseline_checks_current_decode_load(void **state)
     sim_config_free(&cfg);
 }
 
+/* ---- the decode-pool load (decode_signal=1) -------------------------------------- */
+
+/* The verdicts of admission policy `name` with load_threshold just above
+ * and just below `want` (and decode_signal=1) are accept and reject: what
+ * it judges is `want` to 1e-9. after: judge after prefill (baseline). */
+static void judges(const char *name, const sched_ctx *ctx, const sim_request *req, double want, bool after)
+{
+    const sched_admission_ops *ops = sched_admission_lookup(name);
+    sched_route route = {.prefill = 0, .transfer_from = -1, .service_s = 1e-3, .ttft_s = 1e-3};
+    sched_decode_choice dec = {.decode = 1};
+    for (int side = 0; side < 2; side++) {
+        json_t *params =
+            json_pack("{s:f, s:i}", "load_threshold", want * (side ? 1 - 1e-9 : 1 + 1e-9), "decode_signal", 1);
+        void *st = NULL;
+        sim_err err;
+        assert_int_equal(ops->create(&st, params, &err), 0);
+        bool ok = after ? ops->after_prefill(st, ctx, req, 1) : ops->admit(st, ctx, req, &route, &dec) == SCHED_ACCEPT;
+        if (ok != (side == 0))
+            fail_msg("%s: load %.9f, threshold %s it: %s", name, want, side ? "below" : "above",
+                     ok ? "accepted" : "rejected");
+        ops->destroy(st);
+        json_decref(params);
+    }
+}
+
+/* Three decode instances: 0 runs 6 requests over 30,000 KV tokens; 1 is
+ * nearly full, 3 requests over C − 1,000 tokens; 2 is switching (not
+ * active), with 40 requests. A request of 8,000 + 500 tokens joins 1
+ * (incremental: 8,001 KV tokens). Per instance (today's default) its load
+ * is (C + 7,001) / C > 1 on KV. The pool's load is the mean over the two
+ * active instances of iteration time / 100 ms, no KV term:
+ * (it(6, 30,000) + it(4, C + 7,001)) / 2 / 0.1. early_reject at arrival and
+ * baseline after prefill judge that; early_reject_predict with nothing in
+ * flight judges the predicted pool — this request alone, spread over the
+ * two active instances: it(⌈1/2⌉ = 1, ⌊8,001 / 2⌋) / 0.1. */
+static void test_decode_pool_load(void **state)
+{
+    sim_config cfg;
+    sim_cost cost;
+    sim_estimator est;
+    int64_t C = decode_setup(&cfg, &cost, &est);
+    sim_request req = {.input_len = 8000, .output_len = 500};
+    sched_prefill_view pv = {.node = 0, .active = true};
+    sched_decode_view d[3] = {
+        {.node = 1, .active = true, .batch = 6, .kv_resident = 30000, .kv_capacity = C, .ctx_tokens = 30000},
+        {.node = 2, .active = true, .batch = 3, .kv_resident = C - 1000, .kv_capacity = C, .ctx_tokens = C - 1000},
+        {.node = 3, .active = false, .batch = 40, .kv_resident = C / 2, .kv_capacity = C, .ctx_tokens = C / 2},
+    };
+    sched_ctx ctx = {.cfg = &cfg,
+                     .est = &est,
+                     .n_prefill = 1,
+                     .prefill = &pv,
+                     .n_decode = 3,
+                     .decode = d,
+                     .kv_bytes_per_token = cost.kv_bytes_per_token,
+                     .kv_incremental = true};
+    double pool = (sim_cost_decode_iter_s(&cost, 6, 30000) + sim_cost_decode_iter_s(&cost, 4, C + 7001)) / 2 / 0.1;
+    double predicted = sim_cost_decode_iter_s(&cost, 1, 8001 / 2) / 0.1;
+    printf("decode-pool load %.4f (instance 1 alone: %.4f), predicted %.4f\n", pool,
+           sched_decode_load_now(&ctx, &req, 1, NULL), predicted);
+    assert_true(sched_decode_load_now(&ctx, &req, 1, NULL) > 1 && pool < 1);
+    assert_double_equal(sched_decode_pool_load_now(&ctx, &req, 1), pool, 1e-12);
+    judges("early_reject", &ctx, &req, pool, false);
+    judges("baseline", &ctx, &req, pool, true);
+    judges("early_reject_predict", &ctx, &req, predicted, false);
+    d[0].active = d[1].active = false;
+    assert_true(isinf(sched_decode_pool_load_now(&ctx, &req, 1)));
+    sim_config_free(&cfg);
+}
+
 /* ---- kvsim plan slo's decode load ----------------------------------------------- */
 
 static void test_plan_slo_reads_decode_load(void **state)
@@ -336,7 +417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_effective_from_rows),         cmocka_unit_test(test_samples_queue_and_running),
         cmocka_unit_test(test_old_results_db_gets_running), cmocka_unit_test(test_baseline_checks_current_decode_load),
-        cmocka_unit_test(test_plan_slo_reads_decode_load),
+        cmocka_unit_test(test_plan_slo_reads_decode_load),  cmocka_unit_test(test_decode_pool_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -337,9 +337,10 @@ static json_t *stat_row(const cmp_side *b, const cmp_side *v)
 }
 
 /* Which way is better for a metric: "lower" for times and HBM footprints, "higher" for rates
- * and counts of success, NULL when neither. */
+ * and counts of success, NULL when neither; steady_state.X as X. */
 static const char *better_of(const char *metric)
 {
+    if (!strncmp(metric, "steady_state.", 13)) metric += 13;
     static const char *const higher[] = {"slo_attainment", "goodput_rps", "hit_rate",
                                          "chunk_hit_rate", "completed",   "effective"};
     if (strstr(metric, "_ms") || strstr(metric, "gpu_s") || strstr(metric, "rejected") || !strcmp(metric, "lost") ||

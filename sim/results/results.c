@@ -8,6 +8,7 @@
  * by SQL (through the (run_id, id) index), so that summaries did not move by
  * a bit when the SQL went away (tests/test_summaries.c). */
 #include "sim/results/results.h"
+#include "sim/results/dynamics.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -81,6 +82,7 @@ typedef struct tally {
     int64_t pre_blocks, pre_hit, pre_input, pre_hit_tokens, pre_remote; /* over prefill-started rows */
     int64_t cap;                                                        /* ids the arrays hold */
     by_id ttft, tbt, gpu, e2e, itl;                                     /* gpu: NAN unless the prefill started */
+    by_id arrival, left, fate; /* the steady-state window: ms, ms, stage × 2 + effective */
 } tally;
 
 struct sim_results {
@@ -102,6 +104,9 @@ static void tally_reset(tally *t)
     free(t->gpu.v);
     free(t->e2e.v);
     free(t->itl.v);
+    free(t->arrival.v);
+    free(t->left.v);
+    free(t->fate.v);
     *t = (tally){0};
 }
 
@@ -111,8 +116,8 @@ static void tally_grow(tally *t, int64_t id)
     if (id < t->cap) return;
     int64_t cap = t->cap ? t->cap : 1024;
     while (cap <= id) cap *= 2;
-    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu, &t->e2e, &t->itl};
-    for (int a = 0; a < 5; a++) {
+    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu, &t->e2e, &t->itl, &t->arrival, &t->left, &t->fate};
+    for (int a = 0; a < 8; a++) {
         arrays[a]->v = sim_xrealloc(arrays[a]->v, (size_t)cap * sizeof(double));
         for (int64_t i = t->cap; i < cap; i++) arrays[a]->v[i] = NAN;
     }
@@ -133,6 +138,9 @@ static void tally_add(tally *t, const sim_request_row *w)
     if (w->tbt_ms >= 0) t->tbt.v[w->id] = w->tbt_ms;
     if (w->e2e_ms >= 0) t->e2e.v[w->id] = w->e2e_ms;
     if (w->itl_ms >= 0) t->itl.v[w->id] = w->itl_ms;
+    t->arrival.v[w->id] = w->arrival_ms;
+    t->left.v[w->id] = w->left_ms;
+    t->fate.v[w->id] = (double)(w->stage * 2 + (w->effective != 0));
     if (w->prefill_start_ms < 0) return;
     t->pre_blocks += w->blocks;
     t->pre_hit += w->hit_blocks;
@@ -612,6 +620,31 @@ static json_t *mean(const tally *t, const by_id *c)
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+/* Goodput, SLO attainment and rejections of the requests that arrived in
+ * the steady-state window (sim_steady_window; docs/definitions.md, "Steady
+ * state"): what the run sustains, fill-up and drain left out. */
+static json_t *steady_state(const tally *t)
+{
+    double start, end;
+    sim_steady_window(t->arrival.v, t->left.v, (size_t)t->cap, &start, &end);
+    int64_t n = 0, eff = 0, stage[SIM_NSTAGES] = {0};
+    for (int64_t i = 0; i < t->cap; i++) {
+        double a = t->arrival.v[i];
+        if (isnan(a) || a < start || a > end) continue;
+        int fate = (int)t->fate.v[i];
+        n++, eff += fate % 2, stage[fate / 2]++;
+    }
+    json_t *rej = json_object();
+    for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++)
+        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)stage[s]));
+    json_object_set_new(rej, "total", json_integer((json_int_t)(n - stage[SIM_STAGE_NONE] - stage[SIM_STAGE_LOST])));
+    double span = (end - start) / 1e3;
+    return json_pack("{s:f, s:f, s:I, s:I, s:f, s:f, s:o}", "start_s", isnan(start) ? 0 : start / 1e3, "end_s",
+                     isnan(end) ? 0 : end / 1e3, "requests", (json_int_t)n, "effective", (json_int_t)eff,
+                     "slo_attainment", ratio((double)eff, (double)n), "goodput_rps", ratio((double)eff, span),
+                     "rejected", rej);
+}
+
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err)
 {
     const tally *t = &r->t;
@@ -633,6 +666,7 @@ int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json
         json_object_set_new(*out, "retries", json_integer((json_int_t)t->retries));
         json_object_set_new(*out, "e2e_ms", dist(t, &t->e2e));
         json_object_set_new(*out, "itl_ms", dist(t, &t->itl));
+        json_object_set_new(*out, "steady_state", steady_state(t));
     }
     return *out ? 0 : sim_errf(err, "results: building the summary failed");
 }

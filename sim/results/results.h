@@ -72,6 +72,7 @@ typedef struct sim_request_row {
     int32_t preemptions; /* of those, decode-memory preemptions (recompute or swap) */
     sim_stage stage;
     int effective;
+    double left_ms; /* when it left the system (completed, rejected, lost): the steady-state window; not a column */
 } sim_request_row;
 
 /* One instance at one time (docs/definitions.md, "The samples table"). */

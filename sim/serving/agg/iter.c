@@ -78,6 +78,7 @@ static void write_row(agg *a, areq *q, sim_stage stage)
     row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
     row.retries = q->preemptions;
     row.preemptions = q->preemptions;
+    row.left_ms = sim_ns_to_ms(a->eng->now);
     if (sim_results_add_request(a->run->db, &row, a->run->err)) a->run->failed = true;
 }
 

@@ -234,6 +234,7 @@ static void summarize(void *state, json_t *summary)
         json_object_set_new(summary, "recomputed_tokens", json_integer((json_int_t)c->preempt.recomputed_tokens));
     }
     sim_pic_summarize(c, summary);
+    sim_control_summarize(c, summary);
     sim_cluster_note_too_large(c, summary);
 }
 

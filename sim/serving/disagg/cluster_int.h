@@ -18,6 +18,7 @@
 #include "sim/cost/cost.h"
 #include "sim/cost/estimator.h"
 #include "sim/engine/engine.h"
+#include "sim/results/dynamics.h"
 #include "sim/serving/serving.h"
 #include "sim/store/cache_model.h"
 #include "sim/store/pic.h"
@@ -182,6 +183,9 @@ typedef struct cluster {
      * row at the last tick written, at the last tick held back since (the
      * same values) and at this tick */
     sample_ticks ticks;
+    /* the pools' mean loads every sample period (control.c): the summary's
+     * load_dynamics over the steady-state window */
+    sim_series series;
 } cluster;
 
 /* FIFO queues of requests. */
@@ -293,5 +297,9 @@ void sim_control_on_switch_done(cluster *c, const sim_event *ev);
 void sim_control_on_fault(cluster *c, const sim_event *ev);
 void sim_control_on_recover(cluster *c, const sim_event *ev);
 void sim_control_free(cluster *c);
+/* The summary's load_dynamics: the oscillation metrics of the pools' mean
+ * loads over the steady-state window (summary steady_state; docs/definitions.md,
+ * "Load oscillation"). */
+void sim_control_summarize(cluster *c, json_t *summary);
 
 #endif

@@ -31,6 +31,7 @@ void sim_control_free(cluster *c)
     free(c->ticks.cur);
     free(c->prefill_loads.v);
     free(c->decode_loads.v);
+    sim_series_free(&c->series);
 }
 
 void sim_control_start(cluster *c)
@@ -213,31 +214,73 @@ static void skip_ticks(cluster *c, int64_t period, int64_t n)
     k->tick += n;
 }
 
+/* This tick: every instance's row (kept in ticks.cur when rows are
+ * written), the active instances' loads for the PD-ratio controller, and
+ * the pools' mean loads (prefill, decode) into *pool. */
+static void sample_now(cluster *c, bool rows, double pool[2])
+{
+    sched_ctx ctx = sim_cluster_ctx(c, false);
+    double t_ms = sim_ns_to_ms(c->eng->now), sum[2] = {0, 0};
+    int n[2] = {0, 0};
+    for (int i = 0; i < c->n_inst; i++) {
+        const instance *in = &c->inst[i];
+        sim_sample_row row = sample_row(c, &ctx, in, t_ms);
+        if (rows) c->ticks.cur[i] = row;
+        if (in->state != ST_ACTIVE) continue;
+        /* Loads feed the PD-ratio controller, which empties them each
+         * period; without one nothing reads them (nor may they pile up). */
+        if (c->pd->decide) push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
+        sum[in->role] += row.load, n[in->role]++;
+    }
+    for (int r = 0; r < 2; r++) pool[r] = n[r] ? sum[r] / n[r] : 0;
+}
+
 void sim_control_on_sample(cluster *c, const sim_event *ev)
 {
     sample_ticks *k = &c->ticks;
     bool rows = sim_results_keeps_samples(c->run->db);
     if (rows && !k->cur) ticks_init(c);
     rows = rows && k->tick++ % k->stride == 0;
-    /* Nobody reads samples without rows to write or a PD-ratio controller. */
-    if (rows || c->pd->decide) {
-        sched_ctx ctx = sim_cluster_ctx(c, false);
-        double t_ms = sim_ns_to_ms(c->eng->now);
-        for (int i = 0; i < c->n_inst; i++) {
-            const instance *in = &c->inst[i];
-            sim_sample_row row = sample_row(c, &ctx, in, t_ms);
-            if (rows) k->cur[i] = row;
-            /* Loads feed the PD-ratio controller, which empties them each
-             * period; without one nothing reads them (nor may they pile up). */
-            if (in->state == ST_ACTIVE && c->pd->decide)
-                push_load(in->role == ROLE_PREFILL ? &c->prefill_loads : &c->decode_loads, row.load);
-        }
-        if (rows) record_tick(c);
-    }
+    double pool[2];
+    sample_now(c, rows, pool);
+    if (rows) record_tick(c);
     if (k->holding && sim_serving_done(c->run)) write_tick(c, k->held), k->holding = false;
     int64_t period = sim_s_to_ns(c->cfg->sample_period_s), K = frozen_ticks(c, period);
     if (K > 1) skip_ticks(c, period, K - 1);
+    /* frozen ticks repeat this one's loads */
+    c->series.period_s = c->cfg->sample_period_s;
+    sim_series_add(&c->series, sim_ns_to_s(c->eng->now), pool[ROLE_PREFILL], pool[ROLE_DECODE], K > 1 ? K : 1);
     again(c, EV_SAMPLE, period, K > 1 ? K : 1);
+}
+
+/* ---- load dynamics ------------------------------------------------------------ */
+
+#define MAX_LAG_S 120.0 /* corr(P, D)'s lags: up to 2 minutes either way (Fig. 6's cycles are shorter) */
+
+static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+
+void sim_control_summarize(cluster *c, json_t *summary)
+{
+    const sim_series *s = &c->series;
+    const json_t *st = json_object_get(summary, "steady_state");
+    double from = json_number_value(json_object_get(st, "start_s")),
+           to = json_number_value(json_object_get(st, "end_s"));
+    double dt = s->period_s * (double)s->step;
+    size_t lo = 0, hi = 0;
+    while (lo < s->n && s->t0_s + (double)lo * dt < from) lo++;
+    for (hi = lo; hi < s->n && s->t0_s + (double)hi * dt <= to;) hi++;
+    sim_oscillation o;
+    size_t max_lag = dt > 0 ? (size_t)(MAX_LAG_S / dt) : 0;
+    sim_oscillation_of(s->p ? s->p + lo : NULL, s->d ? s->d + lo : NULL, hi - lo, max_lag, &o);
+    json_t *j = json_pack("{s:I, s:f}", "samples", (json_int_t)o.n, "period_s", dt);
+    json_object_set_new(j, "prefill_std", num_or_null(o.std_p));
+    json_object_set_new(j, "decode_std", num_or_null(o.std_d));
+    json_object_set_new(j, "prefill_p2t", num_or_null(o.p2t_p));
+    json_object_set_new(j, "decode_p2t", num_or_null(o.p2t_d));
+    json_object_set_new(j, "corr_pd", num_or_null(o.corr));
+    json_object_set_new(j, "best_lag_s", num_or_null(o.best_lag * dt));
+    json_object_set_new(j, "best_lag_corr", num_or_null(o.best_corr));
+    json_object_set_new(summary, "load_dynamics", j);
 }
 
 typedef struct replica_ctx {

@@ -69,6 +69,7 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     row.tokens = stage == SIM_STAGE_NONE ? q->tokens : 0;
     row.retries = q->retries + q->preemptions; /* restarts, as the aggregated model counts them */
     row.preemptions = q->preemptions;
+    row.left_ms = sim_ns_to_ms(c->eng->now);
     if (sim_results_add_request(c->run->db, &row, c->run->err)) c->run->failed = true;
 }
 
