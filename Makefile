@@ -74,7 +74,7 @@ OBJS      := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 DP_OBJS   := $(DP_SRCS:%.c=$(BUILD)/%.o)
 SAN_OBJS  := $(LIB_SRCS:%.c=$(SAN)/%.o) $(DP_SRCS:%.c=$(SAN)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
-TEST_BINS := $(TEST_SRCS:tests/%.c=$(SAN)/tests/%)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(SAN)/tests/%) $(SAN)/tests/test_docs_b
 DEPFLAGS   = -MMD -MP
 # The probe links only files that need nothing beyond libc (and cudart).
 PROBE_LIB := sim/util.c sim/outfile.c datapath/layout.c datapath/backend.c datapath/backend_cpu.c \
@@ -135,16 +135,23 @@ $(SAN)/tests/%: tests/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
 
+# The doc transcripts' second shard (tests/test_docs.c, shard_of): make test
+# runs both at once.
+$(SAN)/tests/test_docs_b: tests/test_docs.c $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS -DKVSIM_DOC_SECOND $(DEPFLAGS) -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
+
 run: all
 	$(BUILD)/kvsim run
 
 # The longest test binaries start first, so that the two (or nproc) at a
 # time that tests/run.sh runs end together.
-SLOW_TESTS = $(SAN)/tests/test_docs $(SAN)/tests/test_run $(SAN)/tests/test_conductor $(SAN)/tests/test_faults
-SLOW_FIRST = $(filter $(SLOW_TESTS),$(TEST_BINS)) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
+SLOW_TESTS = $(SAN)/tests/test_docs $(SAN)/tests/test_docs_b $(SAN)/tests/test_run $(SAN)/tests/test_conductor \
+  $(SAN)/tests/test_faults
+SLOW_FIRST = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
 test: deps
 	@$(MAKE) --no-print-directory build-test check-layout format-check
-	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(nproc)} KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe \
+	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(nproc)} KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe KVSIM_DOC_SHARD=0/2 \
 	  tests/run.sh $(SLOW_FIRST) $(GPU_TESTS) tests/slurm.sh
 build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
