@@ -23,17 +23,6 @@ static const char *T1 =
     "{\"timestamp\": 1, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
     "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 5]}\n";
 
-/* Run kvsim with args (printf-style), expect exit 0 and parse stdout as JSON. */
-static json_t *run_json(const char *fmt, ...)
-{
-    char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return tu_kvsim_json(args);
-}
-
 static double point(const json_t *o, size_t i, const char *field)
 {
     return json_number_value(json_object_get(json_array_get(json_object_get(o, "points"), i), field));
@@ -53,7 +42,7 @@ static double point(const json_t *o, size_t i, const char *field)
 static void test_hand_trace(void **state)
 {
     char *t = tu_write_temp(T1);
-    json_t *o = run_json("hitrate --trace %s --capacity-tokens inf,1536,1024 --json", t);
+    json_t *o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens inf,1536,1024 --json", t);
     assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.5, 1e-12);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     assert_float_equal(point(o, 0, "hit_rate_tokens"), 2560.0 / 5036.0, 1e-9);
@@ -65,10 +54,10 @@ static void test_hand_trace(void **state)
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(json_object_get(o, "points"), 0), "capacity_tokens")), "inf");
     json_decref(o);
-    o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy fifo --json", t);
+    o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens 1536 --policy fifo --json", t);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.2, 1e-12);
     json_decref(o);
-    o = run_json("hitrate --trace %s --capacity-tokens 1536 --policy belady --json", t);
+    o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens 1536 --policy belady --json", t);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     json_decref(o);
     tu_remove_temp(t);
@@ -90,8 +79,9 @@ static void test_scopes_and_placements(void **state)
                               {"local", "longest_prefix", "0.5"},
                               {"global", "longest_prefix", "0.5"}};
     for (size_t i = 0; i < 4; i++) {
-        json_t *o = run_json("hitrate --trace %s --capacity-tokens 1024 --nodes 2 --scope %s --placement %s --json", t,
-                             cases[i][0], cases[i][1]);
+        json_t *o =
+            tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens 1024 --nodes 2 --scope %s --placement %s --json", t,
+                           cases[i][0], cases[i][1]);
         assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
         json_decref(o);
     }
@@ -104,7 +94,7 @@ static void test_scopes_and_placements(void **state)
 static void test_tiers(void **state)
 {
     char *t = tu_write_temp(T1);
-    json_t *o = run_json("hitrate --trace %s --tiers dram=1024,ssd=1536 --no-promote --json", t);
+    json_t *o = tu_kvsim_jsonf("hitrate --trace %s --tiers dram=1024,ssd=1536 --no-promote --json", t);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     json_t *ssd = json_object_get(json_object_get(json_array_get(json_object_get(o, "points"), 0), "tiers"), "ssd");
     assert_non_null(ssd);
@@ -136,7 +126,7 @@ static void test_semantics_aware(void **state)
                               {"dram=1024", "", "0.25"},
                               {"dram=1024", "--no-semantics", "0"}};
     for (size_t i = 0; i < 4; i++) {
-        json_t *o = run_json("hitrate --trace %s --tiers %s %s --json", s, cases[i][0], cases[i][1]);
+        json_t *o = tu_kvsim_jsonf("hitrate --trace %s --tiers %s %s --json", s, cases[i][0], cases[i][1]);
         assert_float_equal(point(o, 0, "hit_rate_blocks"), atof(cases[i][2]), 1e-12);
         json_decref(o);
     }
@@ -144,11 +134,11 @@ static void test_semantics_aware(void **state)
         tu_write_temp("{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41], "
                       "\"cache\": \"ephemeral\"}\n"
                       "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [40, 41]}\n");
-    json_t *o = run_json("hitrate --trace %s --json", e);
+    json_t *o = tu_kvsim_jsonf("hitrate --trace %s --json", e);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.0, 1e-12);
     assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.5, 1e-12);
     json_decref(o);
-    o = run_json("hitrate --trace %s --no-semantics --json", e);
+    o = tu_kvsim_jsonf("hitrate --trace %s --no-semantics --json", e);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.5, 1e-12);
     json_decref(o);
     tu_remove_temp(s);
@@ -163,13 +153,13 @@ static void test_semantics_aware(void **state)
 static void test_plan_hand_trace(void **state)
 {
     char *t = tu_write_temp(T1);
-    json_t *o = run_json("plan --trace %s --target 1 --json", t);
+    json_t *o = tu_kvsim_jsonf("plan --trace %s --target 1 --json", t);
     assert_int_equal(json_integer_value(json_object_get(o, "capacity_blocks")), 4);
     assert_float_equal(json_number_value(json_object_get(o, "capacity_tokens")), 2048, 0);
     assert_float_equal(json_number_value(json_object_get(o, "capacity_bytes")), 671088640.0, 0);
     assert_float_equal(json_number_value(json_object_get(o, "hit_rate_blocks")), 0.5, 1e-12);
     json_decref(o);
-    o = run_json("plan --trace %s --target 0.7 --nodes 2 --model llama3-70b --json", t);
+    o = tu_kvsim_jsonf("plan --trace %s --target 0.7 --nodes 2 --model llama3-70b --json", t);
     assert_int_equal(json_integer_value(json_object_get(o, "capacity_blocks")), 3);
     assert_float_equal(json_number_value(json_object_get(o, "total_bytes")), 2 * 1536 * 327680.0, 0);
     json_decref(o);
@@ -245,8 +235,8 @@ static void test_deprecated_route(void **state)
             tu_free(&now);
             tu_free(&old);
         }
-    json_t *a = run_json("hitrate %s --capacity-tokens 1e5 --route round_robin --json", base);
-    json_t *b = run_json("hitrate %s --capacity-tokens 1e5 --route cache_aware_local --json", base);
+    json_t *a = tu_kvsim_jsonf("hitrate %s --capacity-tokens 1e5 --route round_robin --json", base);
+    json_t *b = tu_kvsim_jsonf("hitrate %s --capacity-tokens 1e5 --route cache_aware_local --json", base);
     assert_float_equal(point(a, 0, "hit_rate_blocks"), 0.366382, 1e-6);
     assert_float_equal(point(b, 0, "hit_rate_blocks"), 0.61732, 1e-6);
     json_decref(a);
@@ -266,7 +256,7 @@ static void test_deprecated_route(void **state)
 static void test_mooncake_lru_facts(void **state)
 {
     const char *t = MOONCAKE_TRACE;
-    json_t *o = run_json("hitrate --trace %s --capacity-tokens inf,3e6 --json", t);
+    json_t *o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens inf,3e6 --json", t);
     assert_float_equal(json_number_value(json_object_get(o, "max_hit_rate_blocks")), 0.640, 0.0005);
     assert_float_equal(point(o, 0, "hit_rate_blocks"), 0.640, 0.002);
     assert_float_equal(point(o, 0, "hit_rate_tokens"), 0.651, 0.0005);
@@ -281,9 +271,9 @@ static void test_mooncake_monotone_and_belady_bound(void **state)
     const char *t = MOONCAKE_TRACE;
     const char *caps = "2.5e5,5e5,1e6,2e6,3e6,5e6,1e7,1.5e7,2e7,3e7";
     const char *online[] = {"lru", "fifo", "lfu", "sieve", "s3fifo"};
-    json_t *opt = run_json("hitrate --trace %s --capacity-tokens %s --policy belady --json", t, caps);
+    json_t *opt = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens %s --policy belady --json", t, caps);
     for (size_t p = 0; p < 5; p++) {
-        json_t *o = run_json("hitrate --trace %s --capacity-tokens %s --policy %s --json", t, caps, online[p]);
+        json_t *o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens %s --policy %s --json", t, caps, online[p]);
         for (size_t i = 0; i < 10; i++) {
             double h = point(o, i, "hit_rate_blocks"), b = point(opt, i, "hit_rate_blocks");
             if (h > b + 1e-12) fail_msg("%s beats belady at point %zu: %f > %f", online[p], i, h, b);
@@ -315,8 +305,9 @@ static void test_mooncake_global_vs_local(void **state)
     const char *scopes[] = {"global", "local"}, *placements[] = {"in_turn", "longest_prefix"};
     for (int s = 0; s < 2; s++)
         for (int r = 0; r < 2; r++) {
-            json_t *o = run_json("hitrate --trace %s --capacity-tokens 3e6 --nodes 10 --scope %s --placement %s --json",
-                                 t, scopes[s], placements[r]);
+            json_t *o =
+                tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens 3e6 --nodes 10 --scope %s --placement %s --json",
+                               t, scopes[s], placements[r]);
             h[s][r] = point(o, 0, "hit_rate_blocks");
             if (s == 1 && r == 1) {
                 const json_t *p = json_array_get(json_object_get(o, "points"), 0);
@@ -337,16 +328,16 @@ static void test_mooncake_global_vs_local(void **state)
 static void test_mooncake_tiers_and_plan(void **state)
 {
     const char *t = MOONCAKE_TRACE;
-    json_t *a = run_json("hitrate --trace %s --tiers dram=3e6 --json", t);
-    json_t *b = run_json("hitrate --trace %s --tiers dram=3e6,ssd=30e6 --json", t);
+    json_t *a = tu_kvsim_jsonf("hitrate --trace %s --tiers dram=3e6 --json", t);
+    json_t *b = tu_kvsim_jsonf("hitrate --trace %s --tiers dram=3e6,ssd=30e6 --json", t);
     assert_true(point(b, 0, "hit_rate_blocks") >= point(a, 0, "hit_rate_blocks"));
     json_decref(a);
     json_decref(b);
-    json_t *p = run_json("plan --trace %s --target 0.9 --json", t);
+    json_t *p = tu_kvsim_jsonf("plan --trace %s --target 0.9 --json", t);
     double goal = json_number_value(json_object_get(p, "goal_hit_rate_blocks"));
     json_int_t blocks = json_integer_value(json_object_get(p, "capacity_blocks"));
-    json_t *o = run_json("hitrate --trace %s --capacity-tokens %lld,%lld --json", t, (long long)blocks * 512,
-                         (long long)(blocks - 1) * 512);
+    json_t *o = tu_kvsim_jsonf("hitrate --trace %s --capacity-tokens %lld,%lld --json", t, (long long)blocks * 512,
+                               (long long)(blocks - 1) * 512);
     assert_true(point(o, 0, "hit_rate_blocks") >= goal);
     assert_true(point(o, 1, "hit_rate_blocks") < goal);
     json_decref(o);

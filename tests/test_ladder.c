@@ -205,16 +205,6 @@ static void count_belady(const stream *s, int64_t cap, int bt, int64_t *hit_bloc
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static json_t *ladder_json(const char *fmt, ...)
-{
-    char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return tu_kvsim_json(args);
-}
-
 static const json_t *rung(const json_t *l, const char *name)
 {
     size_t i;
@@ -237,7 +227,7 @@ static double num(const json_t *o, const char *key) { return json_number_value(j
 
 static void test_conversation_ladder(void **state)
 {
-    json_t *l = ladder_json("%s", CONV_ARGS);
+    json_t *l = tu_kvsim_jsonf("%s", CONV_ARGS);
     static const char *const names[] = {"ceiling", "engine", "belady", "policy", "routed"};
     assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "pool_blocks"), "dram")), CONV_POOL);
     assert_int_equal(json_integer_value(json_object_get(l, "nodes")), 8);
@@ -275,7 +265,7 @@ static const char *TWO = "{\"timestamp\": 0, \"input_length\": 700, \"output_len
 
 static void expect_engine(const char *trace, const char *extra, int64_t saved, int64_t blocks, int64_t hit_blocks)
 {
-    json_t *l = ladder_json("hitrate --ladder --json --no-run --trace %s %s", trace, extra);
+    json_t *l = tu_kvsim_jsonf("hitrate --ladder --json --no-run --trace %s %s", trace, extra);
     const json_t *b = rung(l, "engine");
     assert_int_equal(tu_int_field(b, "prefill_tokens_saved"), saved);
     assert_int_equal(tu_int_field(b, "tokens"), 1400);
@@ -305,10 +295,11 @@ static void test_rechunk_agrees(void **state)
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 0);
     tu_free(&r);
-    json_t *l = ladder_json("hitrate --ladder --json --no-run --trace %s --block-tokens 1024", MOONCAKE_CONVERSATION);
-    json_t *k = ladder_json("hitrate --ladder --json --no-run --trace %s --set trace.block_tokens=1024 "
-                            "--set kvstore.block_tokens=1024",
-                            out);
+    json_t *l =
+        tu_kvsim_jsonf("hitrate --ladder --json --no-run --trace %s --block-tokens 1024", MOONCAKE_CONVERSATION);
+    json_t *k = tu_kvsim_jsonf("hitrate --ladder --json --no-run --trace %s --set trace.block_tokens=1024 "
+                               "--set kvstore.block_tokens=1024",
+                               out);
     const json_t *b = rung(l, "engine"), *a = rung(k, "ceiling");
     assert_int_equal(tu_int_field(b, "blocks"), tu_int_field(a, "blocks"));
     assert_int_equal(tu_int_field(b, "prefill_tokens_saved"), tu_int_field(a, "prefill_tokens_saved"));
@@ -354,7 +345,7 @@ static void test_target_hit_rate(void **state)
         for (int64_t q = 0; q < s.nreq; q++) total += s.input[q];
         double got = (double)ht / (double)total;
         if (fabs(got - xs[i]) > 0.01) fail_msg("target %g: ceiling %.4f", xs[i], got);
-        json_t *l = ladder_json("hitrate --ladder --json --no-run --trace %s", path);
+        json_t *l = tu_kvsim_jsonf("hitrate --ladder --json --no-run --trace %s", path);
         assert_int_equal(tu_int_field(rung(l, "ceiling"), "prefill_tokens_saved"), ht);
         json_decref(l);
         stream_free(&s);
@@ -366,7 +357,8 @@ static void test_target_hit_rate(void **state)
 /* Every router on the same trace and cluster, each against rung d. */
 static void test_regret(void **state)
 {
-    json_t *l = ladder_json("hitrate --ladder --json --regret --set cluster.prefill=8 --set kvstore.dram_bytes=20GB");
+    json_t *l =
+        tu_kvsim_jsonf("hitrate --ladder --json --regret --set cluster.prefill=8 --set kvstore.dram_bytes=20GB");
     const json_t *reg = json_object_get(l, "regret"), *d = rung(l, "policy");
     assert_int_equal(json_array_size(reg), 5);
     size_t i;

@@ -8,6 +8,7 @@
 #define TESTS_TESTUTIL_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,18 @@ static inline json_t *tu_kvsim_json(const char *args)
     if (!j) fail_msg("kvsim %s: not JSON: %s", args, r.out);
     tu_free(&r);
     return j;
+}
+
+/* tu_kvsim_json with printf-style arguments. */
+static inline json_t *tu_kvsim_jsonf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline json_t *tu_kvsim_jsonf(const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return tu_kvsim_json(args);
 }
 
 /* A fresh temp path with no file behind it (for --db, -o); caller frees. */

@@ -85,7 +85,8 @@ struct sim_optable {
     char system[64], engine[64];
     attn_memo memo[2]; /* context, generation */
     double mem_Bps, mem_latency_s;
-    double nccl_mem[9]; /* by GPU count 1..8 (misc.nccl_mem) */
+    double nccl_mem[9];            /* by GPU count 1..8 (misc.nccl_mem) */
+    double gemm_max_m, gemm_max_n; /* sim_optable_gemm_limits, found once at load */
     table t[T_N];
     char *notes[MAX_NOTES];
     char *note_kinds[MAX_NOTES];
@@ -286,6 +287,8 @@ static int load_csv(table *t, const char *path, sim_err *err)
 
 /* ---- loading a system ------------------------------------------------------ */
 
+static void find_gemm_limits(sim_optable *t);
+
 static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *err)
 {
     char path[PATH_MAX + 16];
@@ -339,6 +342,7 @@ int sim_optable_load(const char *dir, sim_optable **out, sim_err *err)
     json_t *meta = NULL;
     int rc = read_meta(t, dir, &meta, err) || load_tables(t, dir, meta, err) ? -1 : 0;
     json_decref(meta);
+    if (!rc) find_gemm_limits(t);
     if (rc) {
         sim_optable_free(t);
         return -1;
@@ -483,10 +487,18 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
 
 void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n)
 {
+    *max_m = t->gemm_max_m, *max_n = t->gemm_max_n;
+}
+
+/* The largest m every GEMM curve measures (the smallest of their last
+ * points) and the largest measured n. */
+static void find_gemm_limits(sim_optable *t)
+{
     const table *g = &t->t[T_GEMM];
-    *max_m = 0, *max_n = g->nvals[0] ? g->vals[0][g->nvals[0] - 1] : 0;
+    t->gemm_max_m = 0, t->gemm_max_n = g->nvals[0] ? g->vals[0][g->nvals[0] - 1] : 0;
     for (int i = 0; i < g->n; i++)
-        if (g->c[i].n && (*max_m == 0 || g->c[i].x[g->c[i].n - 1] < *max_m)) *max_m = g->c[i].x[g->c[i].n - 1];
+        if (g->c[i].n && (t->gemm_max_m == 0 || g->c[i].x[g->c[i].n - 1] < t->gemm_max_m))
+            t->gemm_max_m = g->c[i].x[g->c[i].n - 1];
 }
 
 /* Attention: linear across the batch curves that bracket the query. */
