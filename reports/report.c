@@ -30,8 +30,9 @@
 #include "reports/report_int.h"
 #include "sim/results/results.h"
 
-static const rep_figure_fn figures[] = {rep_fig_ttft,     rep_fig_tbt,     rep_fig_bars,   rep_fig_compare,
-                                        rep_fig_ttft_qps, rep_fig_hitrate, rep_fig_ladder, rep_fig_run_timelines};
+static const rep_figure_fn figures[] = {rep_fig_ttft,    rep_fig_tbt,      rep_fig_bars,
+                                        rep_fig_compare, rep_fig_ttft_qps, rep_fig_hitrate,
+                                        rep_fig_ladder,  rep_fig_dynamics, rep_fig_run_timelines};
 
 /* ---- loading runs ---------------------------------------------------------------- */
 

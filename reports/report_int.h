@@ -3,7 +3,7 @@
  *
  * Call order (no circles): report.c (the driver: runs, page, rendering, the
  * figure table) → tables.c (the page's tables) and the figures (fig_cdf.c,
- * fig_bars.c, fig_qps.c, fig_compare.c, fig_ladder.c, figures.c) → groups.c (grouping, colours, panels)
+ * fig_bars.c, fig_qps.c, fig_compare.c, fig_ladder.c, fig_dynamics.c, figures.c) → groups.c (grouping, colours, panels)
  * → output.c (files, gnuplot scripts, page sections, escaping). */
 #ifndef REPORT_INT_H
 #define REPORT_INT_H
@@ -87,6 +87,9 @@ int rep_fig_compare(rep *r, sim_err *err);
 /* The hit-rate ladders of `kvsim hitrate --ladder --db`, one bar chart
  * each (reports/fig_ladder.c). */
 int rep_fig_ladder(rep *r, sim_err *err);
+/* Prefill and decode pool load over time, one panel per configuration,
+ * with its oscillation metrics (reports/fig_dynamics.c). */
+int rep_fig_dynamics(rep *r, sim_err *err);
 /* Figures of one run (load, roles, replicas), for every selected run. */
 int rep_fig_run_timelines(rep *r, sim_err *err);
 

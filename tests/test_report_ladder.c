@@ -23,15 +23,6 @@
 
 #define TIERS "--set kvstore.hbm_bytes=2GB --set kvstore.dram_bytes=4GB --set kvstore.ssd_bytes=100GB"
 
-static char *slurp_path(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("cannot read %s", path);
-    char *s = tu_slurp(f);
-    fclose(f);
-    return s;
-}
-
 /* A tier's saved tokens in the JSON rung, NAN when the rung has no split
  * or no such tier. */
 static double json_tier(const json_t *rung, const char *tier)
@@ -91,14 +82,14 @@ static void test_ladder_figure(void **state)
     snprintf(args, sizeof args, "report --db %s/l.db -o %s/rep", dir, dir);
     tu_expect_stdout(args, "0 runs, 1 figures");
     snprintf(path, sizeof path, "%s/rep/ladder_id1.dat", dir);
-    char *dat = slurp_path(path), *save = NULL;
+    char *dat = tu_slurp_path(path), *save = NULL;
     int row = 0;
     for (char *line = strtok_r(dat, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         if (line[0] != '#') check_row(line, json_array_get(rungs, (size_t)row), row), row++;
     assert_int_equal(row, 5);
     free(dat);
     snprintf(path, sizeof path, "%s/rep/ladder_id1.gp", dir);
-    char *gp = slurp_path(path);
+    char *gp = tu_slurp_path(path);
     assert_non_null(strstr(gp, "title 'HBM'"));
     assert_non_null(strstr(gp, "title 'DRAM'"));
     assert_non_null(strstr(gp, "title 'SSD'"));
@@ -107,12 +98,12 @@ static void test_ladder_figure(void **state)
     assert_non_null(strstr(gp, "prefix hit rate (input tokens from cache / all input tokens)"));
     free(gp);
     snprintf(path, sizeof path, "%s/rep/index.html", dir);
-    char *html = slurp_path(path);
+    char *html = tu_slurp_path(path);
     assert_non_null(strstr(html, "id=\"ladder_id1\""));
     assert_non_null(strstr(html, "Hit-rate ladder #1: token hit rate per rung"));
     free(html);
     snprintf(path, sizeof path, "%s/rep/ladder_id1.svg", dir);
-    free(slurp_path(path));
+    free(tu_slurp_path(path));
     json_decref(j);
     su_rmrf(dir);
     free(dir);
@@ -156,7 +147,7 @@ static void test_trace_path_quoted(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     assert_int_not_equal(access("pwned", F_OK), 0);
     snprintf(path, sizeof path, "%s/rep/ladder_id1.gp", dir);
-    char *gp = slurp_path(path);
+    char *gp = tu_slurp_path(path);
     assert_non_null(strstr(gp, "it''s `touch pwned`.jsonl'"));
     free(gp);
     su_rmrf(dir);

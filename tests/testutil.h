@@ -53,6 +53,16 @@ static inline char *tu_slurp(FILE *f)
     return buf;
 }
 
+/* The whole file at path (caller frees); fails the test when unreadable. */
+static inline char *tu_slurp_path(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot read %s", path);
+    char *s = tu_slurp(f);
+    fclose(f);
+    return s;
+}
+
 /* Run a shell command line, capturing its stdout and stderr. */
 static inline cli_result tu_shell(const char *cmdline)
 {
