@@ -296,11 +296,12 @@ static void test_table4_rejections(void **state)
  * measure: variance over time of (mean prefill load − mean decode load) in
  * the samples table, between 200 s and 900 s (after the warm-up).
  * Under decode.kv_allocation = reserve and decode.kv_receive = hbm (the
- * model this claim was shown in): early_reject 1,921 rejected, variance 0.067; early_reject_predict
- * 1,886, 0.044. Under the defaults (incremental allocation, KV loaded
- * from DRAM) the variance still drops (0.115 → 0.088) but prediction
- * rejects more (1,937 → 1,993): it foresees the growth of the KV in flight that the current
- * decode load does not show (docs/fidelity.md). */
+ * model this claim was shown in) the variance drops from 0.0751 under
+ * early_reject to 0.0396 with prediction (printed below). Rejections are
+ * not asserted: they are within 1% of each other (1,899 vs 1,914 with the
+ * first token shown by the decode instance, metrics.first_token = decode;
+ * 1,921 vs 1,886 when it was the prefill's), so Table 4's order between
+ * the two is not a property of this load (docs/conductor.md). */
 static double load_gap_variance(const char *db)
 {
     return sql_num(db, "WITH t AS (SELECT t_ms, AVG(CASE WHEN role='prefill' THEN load END) p,"
@@ -332,7 +333,6 @@ static void test_prediction_damps_oscillation(void **state)
         free(db);
     }
     assert_true(var[1] < var[0]);
-    assert_true(rejected[1] < rejected[0]);
     unlink(trace);
     free(trace);
 }
@@ -425,7 +425,8 @@ static void test_capacity_tide(void **state)
 /* One 131,072-token request on an idle 8P cluster, chunks of 8,192: alone it
  * costs S = Σ c_j of compute on one node; pipelined over a group of X = 4
  * its TTFT T must lie between the perfect split S/X and S/X plus the
- * pipeline's fill and drain, (X − 1)·max c_j / X. Total GPU time is S
+ * pipeline's fill and drain, (X − 1)·max c_j / X (TTFT at the prefill's
+ * token, metrics.first_token = prefill: no transfer or decode step in it). Total GPU time is S
  * either way. A short request arriving meanwhile is served outside the busy
  * group. */
 static void test_cpp_pipeline(void **state)
@@ -450,7 +451,8 @@ static void test_cpp_pipeline(void **state)
     }
     char *db = tu_temp_path(), args[1024];
     snprintf(args, sizeof args,
-             "--trace %s --set cluster.prefill=8 --set cluster.cpp_group=4 --set cluster.cpp_threshold=32768 --db %s",
+             "--trace %s --set cluster.prefill=8 --set cluster.cpp_group=4 --set cluster.cpp_threshold=32768 "
+             "--set metrics.first_token=prefill --db %s",
              trace, db);
     json_decref(run(args));
     double ttft = sql_num(db, "SELECT ttft_ms FROM requests WHERE id=0") / 1e3;

@@ -40,14 +40,16 @@
  * fits up to t = M, then B's growth to N + M does not: B, the newest, is
  * preempted holding N + M − 1 tokens, with M emitted. Alone, A never leaves
  * room for B's N + M tokens, so B rejoins in the step after A's last token,
- * and needs O − M more steps from context N + M. */
+ * and needs O − M more steps from context N + M. (Worked with the prefill's
+ * token as each request's first, metrics.first_token = prefill; the
+ * first-token test below sets each mode itself.) */
 #define N 1024
 #define O 200
 #define M 50
 #define C (2 * N + 2 * M)
 #define SETS                                                                                                           \
     "--set cluster.prefill=2 --set cluster.decode=1 --set cluster.layerwise=false --set policy.router=least_loaded "   \
-    "--set metrics.sample_rows=false"
+    "--set metrics.sample_rows=false --set metrics.first_token=prefill"
 
 static char *two_requests(void)
 {
@@ -213,6 +215,49 @@ static void test_kv_receive_dram_adds_the_load(void **state)
     sim_config_free(&cfg);
 }
 
+/* metrics.first_token (docs/definitions.md, "First token"): one request of
+ * N tokens and 2 output tokens, alone on 2P1D without layer-wise
+ * streaming, its KV landing in the decode node's DRAM. Its prefill ends at
+ * p, its KV crosses the NIC (T) and the host link (L), then decode steps
+ * run at context N + tokens made. `prefill`: the first token at p; the one
+ * interval, T + L + step(N + 1), is its TBT. `decode`: the decode instance
+ * makes both tokens, the first at p + T + L + step(N); the TBT is
+ * step(N + 1). Each duration rounded to the clock's ns, as the engine does. */
+static double ns_s(double s) { return sim_ns_to_s(sim_s_to_ns(s)); }
+
+static void test_first_token_prefill_or_decode(void **state)
+{
+    sim_config cfg;
+    sim_cost cost;
+    double frac = frac_for_capacity(&cfg, &cost);
+    char *trace = tu_write_temp(""), *db = tu_temp_path();
+    FILE *f = fopen(trace, "w");
+    fprintf(f, "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": 2, \"hash_ids\": [1, 2]}\n", N);
+    fclose(f);
+    double p = ns_s(sim_cost_prefill_s(&cost, N, 0)), T = ns_s(sim_cost_nic_s(&cost, N * cost.kv_bytes_per_token)),
+           L = ns_s(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token));
+    double want_ttft[2] = {p, p + T + L + ns_s(sim_cost_decode_iter_s(&cost, 1, N))};
+    double want_tbt[2] = {T + L + ns_s(sim_cost_decode_iter_s(&cost, 1, N + 1)),
+                          ns_s(sim_cost_decode_iter_s(&cost, 1, N + 1))};
+    const char *modes[] = {"prefill", "decode"};
+    for (int i = 0; i < 2; i++) {
+        char extra[96], sql[96];
+        snprintf(extra, sizeof extra, "--set decode.kv_receive=dram --set metrics.first_token=%s", modes[i]);
+        json_decref(run(trace, db, frac, extra));
+        snprintf(sql, sizeof sql, "SELECT ttft_ms FROM requests WHERE run_id = %d", i + 1);
+        double ttft = sql_num(db, sql) / 1e3;
+        snprintf(sql, sizeof sql, "SELECT tbt_ms FROM requests WHERE run_id = %d", i + 1);
+        double tbt = sql_num(db, sql) / 1e3;
+        printf("first_token=%s: TTFT %.6f s (hand %.6f), TBT %.6f s (hand %.6f)\n", modes[i], ttft, want_ttft[i], tbt,
+               want_tbt[i]);
+        assert_double_equal(ttft, want_ttft[i], 2e-9);
+        assert_double_equal(tbt, want_tbt[i], 2e-9);
+    }
+    tu_remove_temp(db);
+    tu_remove_temp(trace);
+    sim_config_free(&cfg);
+}
+
 /* ---- early_reject_predict's expected pool ------------------------------------------
  *
  * Finished outputs 10, 20, 30, 40 tokens; t = 5 s, step τ = 1 s, so a
@@ -274,9 +319,10 @@ static void test_bad_choice_named(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_incremental_recompute),  cmocka_unit_test(test_incremental_swap),
-        cmocka_unit_test(test_reserve_never_preempts), cmocka_unit_test(test_kv_receive_dram_adds_the_load),
-        cmocka_unit_test(test_predict_pool_by_hand),   cmocka_unit_test(test_bad_choice_named),
+        cmocka_unit_test(test_incremental_recompute),         cmocka_unit_test(test_incremental_swap),
+        cmocka_unit_test(test_reserve_never_preempts),        cmocka_unit_test(test_kv_receive_dram_adds_the_load),
+        cmocka_unit_test(test_predict_pool_by_hand),          cmocka_unit_test(test_bad_choice_named),
+        cmocka_unit_test(test_first_token_prefill_or_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -557,6 +557,10 @@ static int read_decode(const json_t *root, sim_config *c, sim_err *err)
         get_choice(root, "decode.preemption", preempts, &preempt, err) ||
         get_choice(root, "decode.kv_receive", receives, &receive, err))
         return -1;
+    static const char *const firsts[] = {"prefill", "decode", NULL};
+    int first;
+    if (get_choice(root, "metrics.first_token", firsts, &first, err)) return -1;
+    c->first_token_decode = first == 1;
     c->decode_kv_dram = receive == 1;
     c->decode_incremental = alloc == 1;
     c->decode_swap = preempt == 1;

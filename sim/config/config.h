@@ -102,6 +102,10 @@ typedef struct sim_config {
     /* decode.kv_receive: a request's KV lands in the decode node's DRAM and
      * is loaded into HBM when it joins (dram, true), or lands in HBM (hbm) */
     bool decode_kv_dram;
+    /* metrics.first_token: the user's first token is the prefill's (prefill,
+     * false: Mooncake §3) or the decode instance's first (decode, true:
+     * vLLM's and SGLang's P/D proxies stream from the decode instance) */
+    bool first_token_decode;
 
     int block_tokens;
     char pic[32];         /* kvstore.pic: the cache model (sim/store/cache_model.c) or a PIC policy (sim/store/pic.h) */

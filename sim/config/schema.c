@@ -259,6 +259,10 @@ static const sim_config_key keys[] = {
     BOOL("metrics.request_rows",
          "one `requests` row per request in `--db`; false keeps only the run's summary (large sweeps)"),
     BOOL("metrics.sample_rows", "`samples` and `replicas` rows in `--db`; false drops them"),
+    CHOICE("metrics.first_token", "prefill|decode",
+           "disaggregated: the user's first token is the prefill instance's (`prefill`, Mooncake §3) or the decode "
+           "instance's first (`decode`, vLLM's and SGLang's P/D proxies: the KV transfer and load then count in "
+           "TTFT, not in the first TBT interval; docs/definitions.md \"First token\")"),
     NUM("metrics.sample_period_ms", "ms", 1, 1e10, "period of the control plane's load samples"),
     NUM("metrics.sample_rows_per_s", "rows/s", 0, 1e6,
         "at most this many `samples` rows per simulated second: larger clusters record every ⌈instances / "

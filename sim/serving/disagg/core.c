@@ -58,7 +58,7 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     const sim_request *r = q->r;
     bool started = q->prefill_start >= 0;
     sim_request_row row;
-    sim_serving_row(c->cfg, r, stage, started ? q->first_token : -1, q->last_token, &q->topk, &row);
+    sim_serving_row(c->cfg, r, stage, started ? q->shown_first : -1, q->last_token, &q->topk, &row);
     row.prefill_inst = q->prefill;
     row.decode_inst = q->decode;
     row.hit_blocks = q->hit_blocks;
@@ -114,7 +114,7 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     if (!c->cfg->retry_on_failure) return sim_cluster_finish(c, q, SIM_STAGE_LOST);
     sim_topk_free(&q->topk);
     q->prefill = q->transfer_from = -1;
-    q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
+    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = -1;
     q->hit_blocks = q->remote_blocks = q->tokens = 0;
     q->kv_held = 0;
     q->preempted = false;

@@ -193,8 +193,14 @@ void sim_flow_on_prefill_done(cluster *c, const sim_event *ev)
     c->cache->unpin(c->cache_st, in->id, r, q->hit_blocks);
     c->cache->unpin(c->cache_st, in->id, r, q->fetched);
     q->fetched = q->fetch_blocks = 0;
-    q->tokens = 1;
+    /* The prefill's token is the user's first (Mooncake), or is dropped and
+     * the decode instance makes all output_len tokens, its first shown
+     * (metrics.first_token = decode: vLLM's P/D proxy sends the prefill
+     * max_tokens = 1 and streams the decode instance's answer). */
+    bool shown_by_decode = c->cfg->first_token_decode && r->output_len > 1 && q->decode >= 0;
+    q->tokens = shown_by_decode ? 0 : 1;
     q->last_token = c->eng->now;
+    q->shown_first = shown_by_decode ? -1 : c->eng->now;
     in->running = NULL;
     next_prefill(c, in);
     if (r->output_len <= 1 || q->decode < 0) return sim_cluster_finish(c, q, SIM_STAGE_NONE);
@@ -267,7 +273,7 @@ void sim_flow_arrive(cluster *c, sim_request *r)
     req_state *q = sim_xcalloc(1, sizeof *q);
     q->r = r;
     q->prefill = q->decode = q->transfer_from = -1;
-    q->prefill_start = q->first_token = q->kv_ready = q->last_token = -1;
+    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = -1;
     q->need_kv = (int64_t)r->input_len + r->output_len;
     q->output_len = r->output_len;
     admit(c, q);
@@ -453,7 +459,8 @@ void sim_flow_on_decode_step(cluster *c, const sim_event *ev)
     int64_t now = c->eng->now;
     for (int i = 0; i < d->nbatch; i++) {
         req_state *q = d->batch[i];
-        sim_topk_add(&q->topk, now - q->last_token);
+        if (q->shown_first >= 0) sim_topk_add(&q->topk, now - q->last_token);
+        else q->shown_first = now; /* the decode instance's first token is the user's first */
         q->last_token = now;
         q->tokens++;
         d->ctx_tokens++;
