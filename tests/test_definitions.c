@@ -155,13 +155,15 @@ static void test_effective_from_rows(void **state)
 #define TINY_N 12000 /* input tokens of each request */
 #define TINY_O 173   /* output tokens of each request */
 #define TINY_SETS                                                                                                      \
-    "--set cluster.prefill=1 --set cluster.decode=1 --set cluster.layerwise=false --set cluster.decode_max_batch=1"
+    "--set cluster.prefill=1 --set cluster.decode=1 --set cluster.layerwise=false --set cluster.decode_max_batch=1 "   \
+    "--set metrics.first_token=prefill"
 
 /* Three requests of 12,000 distinct tokens and 173 output tokens at 0, 1
  * and 2 ms on 1P1D, no layer-wise overlap, decode batches of one. With p
  * the prefill time, T the KV transfer, L its load from the decode node's
  * DRAM into HBM (decode.kv_receive = dram; it holds the batch's one place)
- * and D a decode (172 iterations over a growing context):
+ * and D a decode (172 iterations over a growing context: the prefill's
+ * token is each request's first, metrics.first_token = prefill):
  *   prefill: A [0, p], B [p, 2p], C [2p, 3p];
  *   KV at decode: A p+T, B 2p+T, C 3p+T;
  *   decode: A [p+T+L, p+T+L+D], B then [.., p+T+2(L+D)], C then [.., p+T+3(L+D)].

@@ -149,8 +149,9 @@ static void test_every_figure_file_linked(void **state)
     closedir(d);
     /* ttft_cdf, tbt_cdf, slo, latency, cache, rejections, compare (slo_reject
      * against none, per load), ttft_qps (the sweep over trace.speed), hitrate,
-     * load_run1..4, roles_run1, replicas_run2 */
-    assert_int_equal(figures, 15);
+     * dynamics (the pools' loads per configuration), load_run1..4, roles_run1,
+     * replicas_run2 */
+    assert_int_equal(figures, 16);
 }
 
 /* A figure appears only when its data is in the database. */

@@ -288,9 +288,10 @@ static int check_folder(const char *d)
 static void test_gp_quoted(void **state)
 {
     /* names: 2 CDFs, 3 bar charts, ttft_qps, hitrate, 4 load timelines,
-     * roles and replicas of run 1; abouts: 2 CDFs, 3 bar charts, 2 loads. */
-    assert_int_equal(check_folder(rep), 13);
-    assert_int_equal(check_folder(rep2), 7);
+     * roles and replicas of run 1, the pools' dynamics; abouts: 2 CDFs, 3
+     * bar charts, 2 loads, the pools' dynamics. */
+    assert_int_equal(check_folder(rep), 14);
+    assert_int_equal(check_folder(rep2), 8);
     /* Each field's text is there, quoted: bar labels, legends, facet
      * titles, the qps curves, the trace path, role, policy, model. */
     static const char *const names[] = {"name=mA", "name=mB", "name=hA", "name=hB"};

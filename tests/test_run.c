@@ -461,8 +461,8 @@ static void test_overload_diagnosis(void **state)
     tu_free(&r);
     r = tu_kvsim("run --json --set trace.speed=16");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 110 s simulated for 37 s of arrivals"));
-    assert_non_null(strstr(r.err, "queues grew: mean TTFT 25.8 s for the last tenth of requests vs 2.0 s"));
+    assert_non_null(strstr(r.err, "kvsim run: warning: overloaded: 112 s simulated for 37 s of arrivals"));
+    assert_non_null(strstr(r.err, "queues grew: mean TTFT 25.2 s for the last tenth of requests vs 2.0 s"));
     assert_non_null(strstr(r.err, "kvsim plan slo finds the smallest cluster"));
     j = json_loads(r.out, 0, NULL);
     d = json_object_get(j, "diagnosis");

@@ -97,6 +97,12 @@ int main(int argc, char **argv)
      * sharing one stderr) never splice their lines into each other. What
      * is drawn without a newline (the sweep's progress bar) flushes itself. */
     setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
+    /* stdout to a file or pipe in 64 KiB blocks: most results then reach
+     * it in the final flush, whose failure keeps its cause (No space left
+     * on device), where a failed write in mid-output leaves only the
+     * stream's error flag (close_stdout: EIO) */
+    static char out_buf[1 << 16];
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, out_buf, _IOFBF, sizeof out_buf);
     const char *name = "";
     int rc = dispatch(argc, argv, &name);
     return close_stdout(name, rc);

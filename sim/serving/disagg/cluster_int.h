@@ -51,6 +51,7 @@ typedef struct req_state {
     int64_t last_token;
     int32_t tokens, output_len; /* generated so far; r->output_len */
     int64_t shown_first;        /* when the user sees the first token (metrics.first_token) */
+    int64_t decode_begin;       /* when it first entered a decode batch (-1: not yet) */
     sim_request *r;
     struct req_state *next;                  /* queue link */
     struct req_state *live_prev, *live_next; /* admitted-and-unfinished list */

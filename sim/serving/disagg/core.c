@@ -114,7 +114,7 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     if (!c->cfg->retry_on_failure) return sim_cluster_finish(c, q, SIM_STAGE_LOST);
     sim_topk_free(&q->topk);
     q->prefill = q->transfer_from = -1;
-    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = -1;
+    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = q->decode_begin = -1;
     q->hit_blocks = q->remote_blocks = q->tokens = 0;
     q->kv_held = 0;
     q->preempted = false;
@@ -199,8 +199,14 @@ static int build_inflight(cluster *c, double *t_d)
     double elapsed = 0;
     for (req_state *q = c->live_head; q; q = q->live_next) {
         if (q->decode < 0) continue;
-        c->inflight[n++] =
-            (sched_inflight){sim_ns_to_s(q->est_decode_start - c->eng->now), q->need_kv, q->r->input_len, q->tokens};
+        /* its decode's start: when it entered a batch; before that, the
+         * prefill's estimate but no earlier than now (one queued for room
+         * in HBM must not age out of the predicted pool, nor one that
+         * entered late leave it early: t_d runs from the real start) */
+        int64_t start = q->decode_begin >= 0                ? q->decode_begin
+                        : q->est_decode_start > c->eng->now ? q->est_decode_start
+                                                            : c->eng->now;
+        c->inflight[n++] = (sched_inflight){sim_ns_to_s(start - c->eng->now), q->need_kv, q->r->input_len, q->tokens};
         if (q->first_token >= 0 && q->first_token <= c->eng->now)
             decoding++, elapsed += sim_ns_to_s(c->eng->now - q->first_token);
     }

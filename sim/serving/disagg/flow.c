@@ -273,7 +273,7 @@ void sim_flow_arrive(cluster *c, sim_request *r)
     req_state *q = sim_xcalloc(1, sizeof *q);
     q->r = r;
     q->prefill = q->decode = q->transfer_from = -1;
-    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = -1;
+    q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = q->decode_begin = -1;
     q->need_kv = (int64_t)r->input_len + r->output_len;
     q->output_len = r->output_len;
     admit(c, q);
@@ -361,6 +361,7 @@ static void enter_batch(cluster *c, instance *d, req_state *q)
 {
     d->batch[d->nbatch++] = q;
     d->ctx_tokens += q->r->input_len + q->tokens;
+    if (q->decode_begin < 0) q->decode_begin = c->eng->now;
     d->pending--;
 }
 
