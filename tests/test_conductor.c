@@ -61,6 +61,25 @@ static double sql_num(const char *db_path, const char *sql)
     return v;
 }
 
+/* docs/conductor.md's table of what these tests show quotes their output:
+ * fail, naming the row to write, when the page says otherwise (issue 42
+ * item 6: the page and the tests agree). */
+static void expect_in_doc(const char *text)
+{
+    char *doc = tu_slurp_path("docs/conductor.md");
+    if (!strstr(doc, text)) fail_msg("docs/conductor.md's test table lacks '%s': update its row", text);
+    free(doc);
+}
+
+/* n with thousands separators, as the docs write counts ("2,891"). */
+static const char *grouped(double v, char *buf, size_t size)
+{
+    long long n = llround(v);
+    if (n >= 1000) snprintf(buf, size, "%lld,%03lld", n / 1000, n % 1000);
+    else snprintf(buf, size, "%lld", n);
+    return buf;
+}
+
 /* A trace from `kvsim trace gen` with the given options (caller frees). */
 static char *gen_trace(const char *opts)
 {
@@ -255,9 +274,8 @@ static void test_nic_bandwidth_monotone(void **state)
  * (issue 19), not tuned back. With decode KV allocated as it arrives and
  * grown a token a step, preempting when HBM runs out (issue 29,
  * decode.kv_allocation = incremental) and the prediction counting that
- * growth, the paper's order appears: 2835 (2209 after prefill) > 2702 >
- * 2559, with 349, 564 and 606 preemptions (KV loaded from the decode
- * node's DRAM, decode.kv_receive = dram). */
+ * growth, the paper's order appears (the counts: docs/conductor.md's
+ * Table 4 row, which this test checks). */
 static void test_table4_rejections(void **state)
 {
     char *trace = gen_trace("--requests 6000 --rate 20 --output-mean 2500 --output-sigma 0.4 --input-mean 3000 "
@@ -281,6 +299,10 @@ static void test_table4_rejections(void **state)
     assert_true(rejected[0] > rejected[1] && rejected[1] >= rejected[2]); /* Table 4's order (issue 29) */
     assert_true(wasted[0] > 0);
     assert_true(wasted[1] == 0 && wasted[2] == 0);
+    char row[256], g[3][32], w0[32];
+    snprintf(row, sizeof row, "| %s (%s after prefill), %s (0), %s (0) |", grouped(rejected[0], g[0], 32),
+             grouped(wasted[0], w0, 32), grouped(rejected[1], g[1], 32), grouped(rejected[2], g[2], 32));
+    expect_in_doc(row);
     unlink(trace);
     free(trace);
 }
@@ -333,6 +355,10 @@ static void test_prediction_damps_oscillation(void **state)
         free(db);
     }
     assert_true(var[1] < var[0]);
+    char row[256], g[2][32];
+    snprintf(row, sizeof row, "variance of the prefill−decode load gap %.4f → %.4f; rejected %s → %s", var[0], var[1],
+             grouped(rejected[0], g[0], 32), grouped(rejected[1], g[1], 32));
+    expect_in_doc(row);
     unlink(trace);
     free(trace);
 }
@@ -367,6 +393,10 @@ static void test_pd_ratio_sweep_peaks_inside(void **state)
         if (att[i] > att[best]) best = i;
     }
     assert_true(best > 0 && best < 4);
+    char row[256];
+    snprintf(row, sizeof row, "| 4:12 %.3f, 6:10 %.3f, 8:8 %.3f, 10:6 %.3f, 12:4 %.3f |", att[0], att[1], att[2],
+             att[3], att[4]);
+    expect_in_doc(row);
     unlink(trace);
     free(trace);
 }
@@ -384,6 +414,10 @@ static void test_dynamic_pd_controller(void **state)
     printf("12:4 static %.3f, dynamic %.3f; decode instances at the end: %.0f\n", fixed, dynamic, decode_end);
     assert_true(dynamic > fixed);
     assert_true(decode_end > 4);
+    char row[256];
+    snprintf(row, sizeof row, "attainment %.3f vs %.3f static; %.0f decode instances at the end", dynamic, fixed,
+             decode_end);
+    expect_in_doc(row);
     unlink(trace), unlink(db);
     free(trace), free(db);
 }
