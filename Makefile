@@ -19,10 +19,11 @@
 #
 # Every target builds in parallel on all the machine's cores (-j$(nproc))
 # unless the command line gives its own -j (`make -j1` builds one file at a
-# time). Each public target checks packages (deps) before a sub-make builds,
+# time; sub-makes share the top-level jobserver). Each public target checks
+# packages (deps) before a sub-make builds,
 # so no compile starts before mk/deps.sh has installed what it needs.
 NPROC := $(shell nproc 2>/dev/null || echo 1)
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
   MAKEFLAGS += -j$(NPROC)
 endif
 

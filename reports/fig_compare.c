@@ -5,8 +5,9 @@
  *
  * The key compared is the report's colour key (reports/groups.c) unless it
  * is the load itself (trace.speed), then the facet key, then the first
- * other grouping key; the baseline is the first run's value of it, and
- * trace.speed is the load axis, as `kvsim compare` takes them
+ * other grouping key; the baseline is `kvsim report --baseline VALUE`, else
+ * the first run's value of it, and trace.speed is the load axis, as
+ * `kvsim compare --by KEY [--baseline VALUE]` takes them
  * (sim/results/compare.c computes every number, over the report's runs
  * only). A series is one value against the baseline in one context (the
  * other keys that differ), drawn in the colour the value's group has in
@@ -126,6 +127,21 @@ static void series_style(const rep *r, const json_t *cmp, int ctx, const char *v
 
 /* One panel: the metric's series with error bars, no key (the figure has
  * one for all panels: legend()). */
+/* The unit of a summary metric, from its name: *_ms.* milliseconds, *_rps
+ * requests per second, *_blocks and *_bytes as named, rates, attainment
+ * and fractions a fraction of 1, counts requests. */
+static const char *metric_unit(const char *metric)
+{
+    static const struct {
+        const char *part, *unit;
+    } units[] = {{"_ms", "ms"},         {"_rps", "requests/s"}, {"_blocks", "blocks"},   {"_bytes", "bytes"},
+                 {"_s_", "s"},          {"rate", "fraction"},   {"attainment", "fraction"}, {"fraction", "fraction"},
+                 {"rejected", "requests"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strstr(metric, units[i].part)) return units[i].unit;
+    return "as the metric";
+}
+
 static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, int block0)
 {
     size_t i, j;
@@ -141,6 +157,9 @@ static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, 
             snprintf(title, sizeof title, "%s%s%s%s", metric, better ? " (" : "", better ? better : "",
                      better ? " is better)" : "");
             fputs("set title ", f);
+            rep_gp_string(f, title);
+            snprintf(title, sizeof title, "value - baseline (%s)", metric_unit(metric));
+            fputs("\nset ylabel ", f);
             rep_gp_string(f, title);
             fputc('\n', f);
             panel_range(f, cmp, metric);
@@ -205,7 +224,7 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
     rep_body_open(&b);
     fputs("set border\nset tics\nset autoscale\nset multiplot title figure_title\nunset key\nset grid\nset xlabel "
           "\"load (trace.speed)\"\n"
-          "set ylabel \"value - baseline\"\nset offsets graph 0.05, graph 0.05, 0, 0\nset format y \"%g\"\n"
+          "set offsets graph 0.05, graph 0.05, 0, 0\nset format y \"%g\"\n"
           "set arrow 1 from graph 0, first 0 to graph 1, first 0 nohead dashtype 2 linecolor rgb \"#606060\"\n"
           "set xtics (",
           b.f);
@@ -297,20 +316,23 @@ static void write_table(FILE *h, const json_t *cmp)
 
 /* The comparison over the report's runs, or NULL when there is none to
  * draw (no key besides the load, one value, no common context). */
-static json_t *comparison(const rep *r)
+static json_t *comparison(const rep *r, sim_err *err)
 {
     const char *by = compare_key(r);
-    if (!by) return NULL;
+    if (!by) {
+        if (r->baseline) sim_errf(err, "--baseline %s: the runs have no key to compare by", r->baseline);
+        return NULL;
+    }
     int64_t *ids = sim_xmalloc((size_t)r->nruns * sizeof *ids);
     for (int i = 0; i < r->nruns; i++) ids[i] = r->runs[i].id;
     static const char *pic_metrics[] = {"ttft_ms.mean", "ttft_ms.p90",    "e2e_ms.mean",    "tbt_ms.p90",
                                         "tbt_ms.p99",   "slo_attainment", "chunk_hit_rate", "peak_footprint_blocks"};
-    sim_compare_opts o = {.db = r->db_path, .by = by, .ids = ids, .nids = r->nruns};
+    sim_compare_opts o = {.db = r->db_path, .by = by, .baseline = r->baseline, .ids = ids, .nids = r->nruns};
     if (rep_every_run_pic(r)) /* a prefix block never hits under PIC: its chunk hit rate instead */
         o.metrics = pic_metrics, o.nmetrics = 8;
     json_t *cmp = NULL;
     sim_err ignored = {{0}};
-    if (sim_compare(&o, &cmp, &ignored)) cmp = NULL;
+    if (sim_compare(&o, &cmp, r->baseline ? err : &ignored)) cmp = NULL; /* a chosen baseline must exist */
     free(ids);
     size_t i, rows = 0;
     json_t *ctx;
@@ -322,8 +344,8 @@ static json_t *comparison(const rep *r)
 
 int rep_fig_compare(rep *r, sim_err *err)
 {
-    json_t *cmp = comparison(r);
-    if (!cmp) return 0;
+    json_t *cmp = comparison(r, err);
+    if (!cmp) return err->msg[0] ? -1 : 0;
     int nm = (int)json_array_size(json_object_get(cmp, "metrics")), *first = sim_xcalloc((size_t)nm, sizeof *first);
     FILE *dat = rep_open(r, "compare.dat", err);
     if (dat) write_data(dat, cmp, first);

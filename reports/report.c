@@ -342,7 +342,7 @@ static int make_stage(rep *r, sim_err *err)
 
 rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err *err)
 {
-    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1};
+    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1, .baseline = a->baseline};
     rep_status rc = REP_BAD_INPUT;
     int written = 0;
     if (open_db(&r, err) || select_runs(&r, a, err) || make_stage(&r, err)) goto out;

@@ -73,7 +73,8 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
         {"last", required_argument, 0, 'l'},     {"where", required_argument, 0, 'w'},
         {"title", required_argument, 0, 't'},    {"out", required_argument, 0, 'o'},
         {"color-by", required_argument, 0, 'c'}, {"facet-by", required_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"baseline", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -91,6 +92,7 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
         case 'o': a->dir = optarg; break;
         case 'c': a->color_by = optarg; break;
         case 'f': a->facet_by = optarg; break;
+        case 'b': a->baseline = optarg; break;
         case 'h':
             fputs(report_usage, stdout);
             *rc = SIM_EXIT_OK;
