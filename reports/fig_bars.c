@@ -123,7 +123,8 @@ static const char bars_panel[] =
     "barclip(v) = v > %g ? v : %g\n"
     "plot %s using (barclip($%d)):0:(%g):(barclip($%d)):($0-0.3):($0+0.3):3 with boxxyerror linecolor rgb variable "
     "notitle, \\\n"
-    "     \"\" using (barclip($%d)):0:(barclip($%d)):(barclip($%d)) with xerrorbars pointtype -1 linecolor rgb \"#333333\" "
+    "     \"\" using (barclip($%d)):0:(barclip($%d)):(barclip($%d)) with xerrorbars pointtype -1 linecolor rgb "
+    "\"#333333\" "
     "notitle, \\\n"
     "     \"\" using ($%d > %g ? %g : barclip($%d)):0:(bar_label($%d)) with labels left notitle, \\\n"
     "     \"\" using ($%d > %g ? barclip($%d) : %g):0:(bar_label($%d)) with labels right textcolor rgb \"white\" "
@@ -169,7 +170,8 @@ static void linear_tics(FILE *b, double end)
 {
     double p = pow(10, floor(log10(end / BAR_MAX_TICS))), step = p;
     const double mult[] = {1, 2, 5, 10};
-    for (int i = 0; i < 4 && end / (step = mult[i] * p) > BAR_MAX_TICS; i++) {}
+    for (int i = 0; i < 4 && end / (step = mult[i] * p) > BAR_MAX_TICS; i++) {
+    }
     fprintf(b, "unset logscale x\nset xtics %g\n", step);
 }
 
@@ -206,7 +208,6 @@ static void colour_key(FILE *b, const rep *r, int height)
     fputc('\n', b);
 }
 
-
 static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
                              double right)
 {
@@ -227,10 +228,10 @@ static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const b
     double off = x.log ? 1e-30 : -1e30;
     int mean = col, high = col + 2;
     fprintf(b, bars_panel, left, right, axis, x.lo, x.end, format, x.lo, x.lo, /* axis, clip */
-            data, mean, x.lo, mean,                                          /* bars */
-            mean, col + 1, high,                                             /* error bars */
-            high, x.inside, off, high, mean,                                 /* labels after the error bar */
-            high, x.inside, mean, off, mean);                                /* labels inside the bar */
+            data, mean, x.lo, mean,                                            /* bars */
+            mean, col + 1, high,                                               /* error bars */
+            high, x.inside, off, high, mean,                                   /* labels after the error bar */
+            high, x.inside, mean, off, mean);                                  /* labels inside the bar */
     fputc('\n', b);
     free(axis), free(format), free(data);
 }

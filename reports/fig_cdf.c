@@ -161,7 +161,7 @@ static int cdf_group(rep *r, const cdf_spec *c, const rep_group *g, FILE *dat, r
 
 /* Dashed vertical lines at each distinct SLO, labels inside the frame:
  * left of the line in the right half of the axis, right of it otherwise. */
-static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
+static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x, double base)
 {
     double seen[64];
     int nseen = 0;
@@ -179,7 +179,7 @@ static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
         snprintf(text, sizeof text, "%s SLO %g ms", c->what, slo);
         fputs("set label ", b);
         rep_gp_string(b, text);
-        fprintf(b, " at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", slo, 0.06 + 0.06 * (nseen - 1),
+        fprintf(b, " at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", slo, base + 0.06 * (nseen - 1),
                 right_half ? "right" : "left", right_half ? "-0.5" : "0.5");
     }
 }
@@ -244,7 +244,8 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
     rep_body_open(&b);
     int entries = most_entries(r, npanels);
     cdf_axes(b.f, c, x, entries);
-    slo_lines(b.f, r, c, x);
+    /* SLO labels above a key inside the frame (about 16 px an entry of a ~400 px plot) */
+    slo_lines(b.f, r, c, x, entries > KEY_INSIDE_MAX ? 0.06 : 0.06 + (16.0 * entries + 12) / 400);
     rep_panels(&b, r, panel, npanels);
     int cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;
     int key_px = entries > KEY_INSIDE_MAX ? 16 * entries + 16 : 0; /* one column below */

@@ -127,15 +127,16 @@ static void series_style(const rep *r, const json_t *cmp, int ctx, const char *v
 
 /* One panel: the metric's series with error bars, no key (the figure has
  * one for all panels: legend()). */
-/* The unit of a summary metric, from its name: *_ms.* milliseconds, *_rps
- * requests per second, *_blocks and *_bytes as named, rates, attainment
- * and fractions a fraction of 1, counts requests. */
+/* The unit of a summary metric, from its name: rates, attainment and
+ * fractions a fraction of 1 (hit_rate_blocks too: the first match wins),
+ * *_ms.* milliseconds, *_rps requests per second, *_blocks and *_bytes as
+ * named, rejections requests. */
 static const char *metric_unit(const char *metric)
 {
     static const struct {
         const char *part, *unit;
-    } units[] = {{"_ms", "ms"},         {"_rps", "requests/s"}, {"_blocks", "blocks"},   {"_bytes", "bytes"},
-                 {"_s_", "s"},          {"rate", "fraction"},   {"attainment", "fraction"}, {"fraction", "fraction"},
+    } units[] = {{"rate", "fraction"},    {"attainment", "fraction"}, {"fraction", "fraction"}, {"_ms", "ms"},
+                 {"_rps", "requests/s"},  {"_blocks", "blocks"},      {"_bytes", "bytes"},      {"_s_", "s"},
                  {"rejected", "requests"}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strstr(metric, units[i].part)) return units[i].unit;
@@ -316,11 +317,12 @@ static void write_table(FILE *h, const json_t *cmp)
 
 /* The comparison over the report's runs, or NULL when there is none to
  * draw (no key besides the load, one value, no common context). */
-static json_t *comparison(const rep *r, sim_err *err)
+static json_t *comparison(rep *r, sim_err *err)
 {
     const char *by = compare_key(r);
     if (!by) {
         if (r->baseline) sim_errf(err, "--baseline %s: the runs have no key to compare by", r->baseline);
+        r->bad_option = r->baseline != NULL;
         return NULL;
     }
     int64_t *ids = sim_xmalloc((size_t)r->nruns * sizeof *ids);
@@ -332,7 +334,10 @@ static json_t *comparison(const rep *r, sim_err *err)
         o.metrics = pic_metrics, o.nmetrics = 8;
     json_t *cmp = NULL;
     sim_err ignored = {{0}};
-    if (sim_compare(&o, &cmp, r->baseline ? err : &ignored)) cmp = NULL; /* a chosen baseline must exist */
+    if (sim_compare(&o, &cmp, r->baseline ? err : &ignored)) { /* a chosen baseline must exist */
+        cmp = NULL;
+        r->bad_option = r->baseline != NULL;
+    }
     free(ids);
     size_t i, rows = 0;
     json_t *ctx;

@@ -257,7 +257,7 @@ int rep_fig_hitrate(rep *r, sim_err *err)
  * thousands of spikes no reader can follow. Each bin shows the mean load of
  * the role's instances over the bin and, as an envelope, the least and the
  * most any instance had in it, so a short overload still shows. */
-#define LOAD_BINS 300
+#define LOAD_BINS          300
 
 /* More than MAX_INSTANCE_LINES instances, or a long run (bin_ms > 0): per
  * sample time (or per bin of bin_ms) the mean load of the role's instances,
@@ -288,8 +288,9 @@ static int write_role_band(rep *r, FILE *dat, const rep_run *run, const char *ro
     fputs("\n\n", dat);
     sqlite3_finalize(st);
     char title[96], style[128];
-    if (bin_ms > 0) snprintf(title, sizeof title, "min-max over %d instance%s, %.3g s bins", ninst, ninst > 1 ? "s" : "",
-                             bin_ms / 1e3);
+    if (bin_ms > 0)
+        snprintf(title, sizeof title, "min-max over %d instance%s, %.3g s bins", ninst, ninst > 1 ? "s" : "",
+                 bin_ms / 1e3);
     else snprintf(title, sizeof title, "min-max over %d instances", ninst);
     snprintf(style, sizeof style, "filledcurves fillstyle transparent solid 0.25 noborder linecolor rgb \"%s\"",
              rep_color(0));
@@ -312,9 +313,9 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
     int64_t times = rep_count(r, "SELECT COUNT(DISTINCT t_ms) FROM samples WHERE run_id=?1", run->id, NULL);
     double bin_ms = 0;
     if (times > 2 * LOAD_BINS)
-        bin_ms = ceil((double)rep_count(r, "SELECT CAST(MAX(t_ms) AS INTEGER) + 1 FROM samples WHERE run_id=?1",
-                                        run->id, NULL) /
-                      LOAD_BINS);
+        bin_ms = ceil(
+            (double)rep_count(r, "SELECT CAST(MAX(t_ms) AS INTEGER) + 1 FROM samples WHERE run_id=?1", run->id, NULL) /
+            LOAD_BINS);
     if (ninst > MAX_INSTANCE_LINES || bin_ms > 0)
         return write_role_band(r, dat, run, role, ninst, bin_ms, next_index, plot, file, err);
     sqlite3_stmt *st =

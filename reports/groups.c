@@ -188,6 +188,12 @@ static void assign_dashes(rep *r)
         r->groups[g].dash = (int)json_integer_value(slot);
     }
     json_decref(seen);
+    /* A group identical to an earlier one is drawn on top of it: a dash of
+     * its own keeps the earlier visible beneath. */
+    for (int g = 0; g < r->ngroups; g++) {
+        const rep_group *same = r->groups[g].same_as >= 0 ? &r->groups[r->groups[g].same_as] : NULL;
+        if (same && same->dash == r->groups[g].dash) r->groups[g].dash++;
+    }
 }
 
 int rep_panel_groups(const rep *r, int p, int npanels)

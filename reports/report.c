@@ -351,6 +351,7 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
     rc = REP_FAILED;
     if (write_page(&r, a, &written, err)) {
         if (r.unwritable) rc = REP_UNWRITABLE;
+        else if (r.bad_option) rc = REP_BAD_INPUT;
         goto out;
     }
     *nruns = r.nruns;

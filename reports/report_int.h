@@ -68,6 +68,7 @@ typedef struct rep {
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
     FILE *html;                      /* the page being written (index.html, staged) */
     bool unwritable;                 /* a file could not be written (disk full, size limit): exit 2 */
+    bool bad_option;                 /* an option names what the runs do not have (--baseline): exit 2 */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
