@@ -213,6 +213,8 @@ static int figure_height(int nm, int nseries)
     return TITLE_H + rows * PANEL_H + 30 + LEGEND_ROW * ((nseries + 1) / 2);
 }
 
+#define COMPARE_LOG_SPAN 4.0 /* highest / lowest load past which the load axis is logarithmic */
+
 /* The figure: a panel per metric, each placed (origin, size) so that every
  * panel has the same frame, and one legend below them. */
 static char *plot_body(const rep *r, const json_t *cmp, const int *first)
@@ -233,8 +235,13 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
     json_t *sp;
     json_array_foreach(speeds, k, sp) fprintf(b.f, "%s%g", k ? ", " : "", json_number_value(sp));
     fputs(")\n", b.f);
-    double s0 = json_number_value(json_array_get(speeds, 0));
+    double s0 = json_number_value(json_array_get(speeds, 0)), lo = s0, hi = s0;
+    json_array_foreach(speeds, k, sp) lo = fmin(lo, json_number_value(sp)), hi = fmax(hi, json_number_value(sp));
     if (json_array_size(speeds) == 1) fprintf(b.f, "set xrange [%g:%g]\n", s0 * 0.5, s0 * 1.5);
+    /* Loads a factor of 4 or more apart (0.25 ... 4) crowd the low ones on a
+     * linear axis until their labels run together: a log axis spaces each
+     * doubling alike. */
+    if (lo > 0 && hi / lo >= COMPARE_LOG_SPAN) fputs("set logscale x 2\n", b.f);
     for (int m = 0; m < nm; m++) {
         fprintf(b.f, "set origin %.4f, %.4f\nset size %.4f, %.4f\n", (double)(m % cols) / cols,
                 key + (rows - 1 - m / cols) * ph, 1.0 / cols, ph);
@@ -248,7 +255,7 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
             key);
     legend(b.f, r, cmp);
     fputs("unset multiplot\nunset lmargin\nunset rmargin\nunset tmargin\nunset bmargin\nset origin 0, 0\n"
-          "set size 1, 1\n",
+          "set size 1, 1\nunset logscale x\n",
           b.f); /* the next terminal's pass starts from the same state */
     fclose(b.f);
     return b.text;
