@@ -16,6 +16,16 @@
 # sched/, reports/ or datapath/ joins the build with no edit here;
 # tests/test_*.c each become one binary. Header dependencies are generated
 # by the compiler (-MMD): an edit rebuilds only what includes it.
+#
+# Every target builds in parallel on all the machine's cores (-j$(nproc))
+# unless the command line gives its own -j (`make -j1` builds one file at a
+# time; sub-makes share the top-level jobserver). Each public target checks
+# packages (deps) before a sub-make builds,
+# so no compile starts before mk/deps.sh has installed what it needs.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+  MAKEFLAGS += -j$(NPROC)
+endif
 
 CC      ?= cc
 BUILD   := build
@@ -178,7 +188,7 @@ clean:
 # the public ones, with their licences) into PREFIX/share/kvsim,
 # where an installed kvsim finds them from its own path (sim/config/model.c).
 PREFIX ?= /usr/local
-.PHONY: install doc-test doc-update man
+.PHONY: install doc-test doc-update doc-build man
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DESTDIR)$(PREFIX)/bin/
@@ -190,10 +200,13 @@ install: all
 # Documentation tests (docs/doc-test.md): every transcript in README.md and
 # docs/ re-run and compared; doc-update rewrites the stale ones in place;
 # man regenerates docs/kvsim.1 from the --help texts.
-doc-test: deps $(BUILD)/kvsim $(BUILD)/kvsim-probe $(SAN)/kvsim $(SAN)/tests/test_docs
+doc-test: deps
+	@$(MAKE) --no-print-directory doc-build
 	@KVSIM_BIN=$(SAN)/kvsim $(SAN)/tests/test_docs
-doc-update: deps $(BUILD)/kvsim $(BUILD)/kvsim-probe $(SAN)/kvsim $(SAN)/tests/test_docs
+doc-update: deps
+	@$(MAKE) --no-print-directory doc-build
 	@KVSIM_DOC_UPDATE=1 KVSIM_BIN=$(SAN)/kvsim $(SAN)/tests/test_docs
+doc-build: $(BUILD)/kvsim $(BUILD)/kvsim-probe $(SAN)/kvsim $(SAN)/tests/test_docs
 man: $(BUILD)/kvsim
 	@mk/man.sh -o docs/kvsim.1 && echo "docs/kvsim.1 regenerated"
 

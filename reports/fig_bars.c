@@ -10,7 +10,13 @@
  *
  * Axes: a fraction (attainment, hit rate, recompute fraction) runs exactly
  * 0 to 1, its value labels kept inside the frame; any other metric runs from
- * 0 to its largest value plus room for the label. */
+ * 0 to its largest value plus room for the label, at most five tics a
+ * panel (1, 2 or 5 times a power of ten apart), so that labels never run
+ * together. When a metric's values span more than 100x (a mean TTFT of
+ * 100 ms beside one of 200 s), a linear axis would draw the small bars with
+ * no width: the axis is then logarithmic, bars starting at the power of ten
+ * below the smallest value. A key below the panels names the colours (the
+ * colour key's values), since a bar's colour carries that key alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,61 +107,155 @@ static const char bars_settings[] = "set multiplot title figure_title\n"
                                     "set yrange [%d - 0.4:-0.6]\n"
                                     "set ytics nomirror scale 0\n";
 
-/* Bars, error bars and value labels inside the frame: a label after its
- * error bar, or, for a bar past 80% of the axis, in white inside the bar's
- * end. The label not drawn is put far off the axis, not at NaN: gnuplot
- * 5.4.4 crashes on a `with labels` plot whose points are all undefined. */
+/* Bars (from the axis' start to the value; barclip keeps a value below a
+ * log axis' start at the start), error bars and value labels inside the
+ * frame: a label after its error bar, or, for a bar past 80% of the axis,
+ * in white inside the bar's end. The label not drawn is put far off the
+ * axis (-1e30, or 1e-30 on a log axis), not at NaN: gnuplot 5.4.4 crashes
+ * on a `with labels` plot whose points are all undefined. */
 static const char bars_panel[] =
     "set lmargin at screen %.3f\n"
     "set rmargin at screen %.3f\n"
     "set xlabel %s\n"
-    "set xrange [0:%g]\n"
+    "set xrange [%g:%g]\n"
     "set format x %s\n"
     "bar_label(v) = v >= 1000 ? sprintf(\" %%.0f \", v) : sprintf(\" %%.3g \", v)\n"
-    "plot %s using ($%d/2):0:($%d/2):(0.3):3 with boxxyerror linecolor rgb variable notitle, \\\n"
-    "     \"\" using %d:0:%d:%d with xerrorbars pointtype -1 linecolor rgb \"#333333\" notitle, \\\n"
-    "     \"\" using ($%d > %g ? -1e30 : $%d):0:(bar_label($%d)) with labels left notitle, \\\n"
-    "     \"\" using ($%d > %g ? $%d : -1e30):0:(bar_label($%d)) with labels right textcolor rgb \"white\" notitle\n";
+    "barclip(v) = v > %g ? v : %g\n"
+    "plot %s using (barclip($%d)):0:(%g):(barclip($%d)):($0-0.3):($0+0.3):3 with boxxyerror linecolor rgb variable "
+    "notitle, \\\n"
+    "     \"\" using (barclip($%d)):0:(barclip($%d)):(barclip($%d)) with xerrorbars pointtype -1 linecolor rgb "
+    "\"#333333\" "
+    "notitle, \\\n"
+    "     \"\" using ($%d > %g ? %g : barclip($%d)):0:(bar_label($%d)) with labels left notitle, \\\n"
+    "     \"\" using ($%d > %g ? barclip($%d) : %g):0:(bar_label($%d)) with labels right textcolor rgb \"white\" "
+    "notitle";
 
-/* The x range end: 1 for a fraction, else the largest high end plus a
- * quarter for the labels (1 when everything is 0). */
-static double range_end(const rep *r, const bar_metric *m)
+/* A panel's x axis: [lo, end], logarithmic or not, and the value past
+ * which a bar's label goes inside it (80% of the axis' length). */
+typedef struct bar_axis {
+    double lo, end, inside;
+    bool log;
+} bar_axis;
+
+#define BAR_LOG_SPAN 100 /* largest / smallest positive value past which the axis is logarithmic */
+#define BAR_MAX_TICS 5
+#define BAR_KEY_PX   22 /* a row of the colour key below the panels */
+#define BAR_KEY_COLS 6  /* entries a row */
+
+/* The axis of metric m: [0, 1] for a fraction; else from 0 (or, past
+ * BAR_LOG_SPAN, the power of ten below the smallest positive mean) to the
+ * largest high end plus room for the labels (a quarter; on a log axis a
+ * factor of 4, the same share of the panel for a label). */
+static bar_axis axis_of(const rep *r, const bar_metric *m)
 {
-    if (m->fraction) return 1;
-    double top = 0;
+    if (m->fraction) return (bar_axis){0, 1, 0.8, false};
+    double top = 0, low = INFINITY;
     for (int g = 0; g < r->ngroups; g++) {
         rep_stat s = rep_group_stat(r, &r->groups[g], m->path);
-        if (s.n) top = fmax(top, s.hi);
+        if (!s.n) continue;
+        top = fmax(top, s.hi);
+        if (s.mean > 0) low = fmin(low, s.mean);
     }
-    return top > 0 ? top * 1.25 : 1;
+    if (top > 0 && isfinite(low) && top / low > BAR_LOG_SPAN) {
+        double lo = pow(10, floor(log10(low))), end = top * 4;
+        return (bar_axis){lo, end, lo * pow(end / lo, 0.8), true};
+    }
+    double end = top > 0 ? top * 1.25 : 1;
+    return (bar_axis){0, end, 0.8 * end, false};
+}
+
+/* Tics of a linear axis [0, end]: a step of 1, 2 or 5 times a power of
+ * ten, the smallest giving at most BAR_MAX_TICS tics past 0. */
+static void linear_tics(FILE *b, double end)
+{
+    double p = pow(10, floor(log10(end / BAR_MAX_TICS))), step = p;
+    const double mult[] = {1, 2, 5, 10};
+    for (int i = 0; i < 4 && end / (step = mult[i] * p) > BAR_MAX_TICS; i++) {
+    }
+    fprintf(b, "unset logscale x\nset xtics %g\n", step);
+}
+
+static bool has_colour_key(const rep *r) { return r->color_by && r->ncolors > 1; }
+
+/* The height of the colour key: rows of BAR_KEY_COLS entries. */
+static int key_px(const rep *r)
+{
+    return has_colour_key(r) ? BAR_KEY_PX * ((r->ncolors + BAR_KEY_COLS - 1) / BAR_KEY_COLS) : 0;
+}
+
+/* The key naming each colour: a plot of its own across the figure's
+ * bottom (no axes; one empty bar per colour value), below both panels. */
+static void colour_key(FILE *b, const rep *r, int height)
+{
+    fprintf(b,
+            "set origin 0, 0\nset size 1, %.4f\nunset title\nunset xlabel\nunset ylabel\nunset tics\nunset border\n"
+            "unset grid\nunset logscale x\nset xrange [0:1]\nset yrange [0:1]\nset lmargin at screen 0.02\n"
+            "set rmargin at screen 0.98\nset tmargin 0\nset bmargin 0\n"
+            "set key center center horizontal maxcols %d samplen 2\nplot NaN notitle",
+            (double)key_px(r) / height, BAR_KEY_COLS);
+    for (int c = 0; c < r->ncolors; c++)
+        for (int g = 0; g < r->ngroups; g++) {
+            if (r->groups[g].color != c) continue;
+            const char *dot = strrchr(r->color_by, '.');
+            char *v = rep_config_text(r->runs[r->groups[g].runs[0]].config, r->color_by, "-"), label[300];
+            snprintf(label, sizeof label, "%s=%s", dot ? dot + 1 : r->color_by, v);
+            fprintf(b, ", \\\n     NaN with boxes fillstyle solid 0.85 border -1 linecolor rgb \"%s\" title ",
+                    rep_color(c));
+            rep_gp_string(b, label);
+            free(v);
+            break;
+        }
+    fputc('\n', b);
 }
 
 static void bars_panel_write(FILE *b, const rep *r, const bar_figure *f, const bar_metric *m, int col, double left,
                              double right)
 {
-    double end = range_end(r, m), inside = 0.8 * end;
+    bar_axis x = axis_of(r, m);
     char file[64];
     snprintf(file, sizeof file, "%s.dat", f->name);
-    char *axis = rep_gp_quote(m->axis), *format = rep_gp_quote(end >= 1e4 ? "%.0s%c" : "%g"),
+    char label[160];
+    size_t n = strlen(m->axis);
+    if (x.log && n && m->axis[n - 1] == ')') snprintf(label, sizeof label, "%.*s, log scale)", (int)(n - 1), m->axis);
+    else snprintf(label, sizeof label, "%s%s", m->axis, x.log ? " (log scale)" : "");
+    char *axis = rep_gp_quote(label), *format = rep_gp_quote(x.end >= 1e4 ? "%.0s%c" : "%g"),
          *data = rep_gp_quote(file);
-    fprintf(b, bars_panel, left, right, axis, end, format, data, col, col, col, col + 1, col + 2, col + 2, inside,
-            col + 2, col, col + 2, inside, col, col);
+    if (x.log) {
+        fputs("set logscale x 10\n", b);
+        rep_log_tics(b, "x", x.lo, x.end);
+    } else linear_tics(b, x.end);
+    /* A label not drawn goes far off the axis, not to NaN (see bars_panel). */
+    double off = x.log ? 1e-30 : -1e30;
+    int mean = col, high = col + 2;
+    fprintf(b, bars_panel, left, right, axis, x.lo, x.end, format, x.lo, x.lo, /* axis, clip */
+            data, mean, x.lo, mean,                                            /* bars */
+            mean, col + 1, high,                                               /* error bars */
+            high, x.inside, off, high, mean,                                   /* labels after the error bar */
+            high, x.inside, mean, off, mean);                                  /* labels inside the bar */
+    fputc('\n', b);
     free(axis), free(format), free(data);
 }
 
 /* The labels get the left margin they need (about 7 px a character); the
  * two panels share 640 px; `ytics` is the set ytics command naming the
  * rows. Returns the figure's width. */
-static int bars_body(FILE *b, const rep *r, const bar_figure *f, size_t longest, const char *ytics)
+static int bars_body(FILE *b, const rep *r, const bar_figure *f, size_t longest, const char *ytics, int height)
 {
-    double label_px = 24 + 7.0 * (double)longest, width = fmax(REP_WIDTH, label_px + 640);
+    double label_px = 40 + 7.5 * (double)longest, width = fmax(REP_WIDTH, label_px + 640);
     double left = label_px / width, mid = left + (0.97 - left - 0.06) / 2;
     fprintf(b, bars_settings, r->ngroups);
+    fputs("unset key\n", b);
+    if (has_colour_key(r)) fprintf(b, "set bmargin at screen %.4f\n", (double)(key_px(r) + 56) / height);
     fprintf(b, "%s)\n", ytics);
     bars_panel_write(b, r, f, &f->left, 4, left, mid);
     fputs("unset ytics\n", b);
     bars_panel_write(b, r, f, &f->right, 7, mid + 0.06, 0.97);
+    if (has_colour_key(r)) colour_key(b, r, height);
     fputs("unset multiplot\n", b);
+    if (has_colour_key(r)) /* the next terminal's pass starts from the same state */
+        fputs("set origin 0, 0\nset size 1, 1\nset border\nset tics\nunset lmargin\nunset rmargin\nunset tmargin\n"
+              "unset bmargin\n",
+              b);
     return (int)width;
 }
 
@@ -215,11 +315,12 @@ static int bar_figure_write(rep *r, const bar_figure *f, sim_err *err)
     }
     rep_body b;
     rep_body_open(&b);
-    int width = bars_body(b.f, r, f, longest, ytics.text);
+    int height = 140 + 36 * r->ngroups + key_px(r);
+    height = height < 320 ? 320 : height;
+    int width = bars_body(b.f, r, f, longest, ytics.text, height);
     free(ytics.text);
-    int height = 140 + 36 * r->ngroups;
-    rep_figure_title(r, f->title, title, sizeof title);
-    if (rep_body_finish(r, &b, f->name, title, width, height < 320 ? 320 : height, err)) return -1;
+    rep_figure_title(r, f->title, "error bars", title, sizeof title);
+    if (rep_body_finish(r, &b, f->name, title, width, height, err)) return -1;
     rep_section(r, f->name, title, f->caption, NULL);
     return 1;
 }

@@ -15,8 +15,11 @@
  * never reaches. With a facet key, one panel per facet value.
  *
  * The x axis (log) spans the data and the SLOs with a quarter of margin,
- * its tics 1-2-5 per decade (rep_log_tics); the key is opaque;
- * each SLO is a dashed line whose label sits inside the frame. */
+ * its tics 1-2-5 per decade (rep_log_tics); each SLO is a dashed line whose
+ * label sits inside the frame. The key sits at the bottom right, where a
+ * CDF has no curve (at large x every curve is high), with up to
+ * KEY_INSIDE_MAX entries a panel; with more it goes below the plot, outside
+ * the frame, where it cannot hide a curve. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,7 @@
 #define CDF_MAX_POINTS 2000
 #define CDF_LEVELS     400 /* levels of a seed-aggregated curve */
 #define MAX_PANELS     9
+#define KEY_INSIDE_MAX 6 /* legend entries a panel keeps inside its frame */
 
 typedef struct cdf_spec {
     const char *name, *col, *slo_key, *what, *title;
@@ -157,7 +161,7 @@ static int cdf_group(rep *r, const cdf_spec *c, const rep_group *g, FILE *dat, r
 
 /* Dashed vertical lines at each distinct SLO, labels inside the frame:
  * left of the line in the right half of the axis, right of it otherwise. */
-static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
+static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x, double base)
 {
     double seen[64];
     int nseen = 0;
@@ -175,7 +179,7 @@ static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
         snprintf(text, sizeof text, "%s SLO %g ms", c->what, slo);
         fputs("set label ", b);
         rep_gp_string(b, text);
-        fprintf(b, " at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", slo, 0.06 + 0.06 * (nseen - 1),
+        fprintf(b, " at %g, graph %.2f %s offset %s, 0 textcolor rgb \"#c00000\"\n", slo, base + 0.06 * (nseen - 1),
                 right_half ? "right" : "left", right_half ? "-0.5" : "0.5");
     }
 }
@@ -183,12 +187,26 @@ static void slo_lines(FILE *b, const rep *r, const cdf_spec *c, cdf_range x)
 static const char cdf_settings[] = "set yrange [0:1]\n"
                                    "set grid\n"
                                    "set logscale x 10\n"
-                                   "set xrange [%g:%g]\n"
-                                   "set key top left reverse Left font \",9\" opaque box\n";
+                                   "set xrange [%g:%g]\n";
+
+/* The most legend entries of any panel. */
+static int most_entries(const rep *r, int npanels)
+{
+    int most = 0;
+    for (int p = 0; p < npanels; p++) {
+        int n = rep_panel_groups(r, p, npanels);
+        most = n > most ? n : most;
+    }
+    return most;
+}
 
 /* Axis labels (quoted by rep_gp_quote), ranges, grid and key. */
-static void cdf_axes(FILE *b, const cdf_spec *c, cdf_range x)
+static void cdf_axes(FILE *b, const cdf_spec *c, cdf_range x, int entries)
 {
+    if (entries > KEY_INSIDE_MAX) /* one column, so that every panel keeps the same height; an
+                                   * empty key title keeps the entries clear of the axis label */
+        fputs("set key outside below left Left reverse font \",9\" maxcols 1 spacing 1.1 title \" \"\n", b);
+    else fputs("set key bottom right Left reverse font \",9\" opaque box\n", b);
     char label[256];
     snprintf(label, sizeof label, "%s (ms, log scale)", c->what);
     fputs("set xlabel ", b);
@@ -221,14 +239,18 @@ static int cdf_figure(rep *r, const cdf_spec *c, sim_err *err)
     for (int i = 0; i < r->nruns; i++) widen(&x, rep_config_num(&r->runs[i], c->slo_key));
     x.lo /= 1.25, x.hi *= 1.25;
     char title[160];
-    rep_figure_title(r, c->title, title, sizeof title);
+    rep_figure_title(r, c->title, "band", title, sizeof title);
     rep_body b;
     rep_body_open(&b);
-    cdf_axes(b.f, c, x);
-    slo_lines(b.f, r, c, x);
+    int entries = most_entries(r, npanels);
+    cdf_axes(b.f, c, x, entries);
+    /* SLO labels above a key inside the frame (about 16 px an entry of a ~400 px plot) */
+    slo_lines(b.f, r, c, x, entries > KEY_INSIDE_MAX ? 0.06 : 0.06 + (16.0 * entries + 12) / 400);
     rep_panels(&b, r, panel, npanels);
     int cols = npanels < 3 ? npanels : 3, rows = (npanels + cols - 1) / cols;
-    if (rep_body_finish(r, &b, c->name, title, cols > 1 ? 560 * cols : REP_WIDTH, 80 + 460 * rows, err)) return -1;
+    int key_px = entries > KEY_INSIDE_MAX ? 16 * entries + 16 : 0; /* one column below */
+    if (rep_body_finish(r, &b, c->name, title, cols > 1 ? 560 * cols : REP_WIDTH, 80 + (460 + key_px) * rows, err))
+        return -1;
     char caption[600];
     snprintf(caption, sizeof caption,
              "Cumulative distribution of %s over %s (log scale): a rejected or lost request never gets one, so a "

@@ -5,8 +5,9 @@
  *
  * The key compared is the report's colour key (reports/groups.c) unless it
  * is the load itself (trace.speed), then the facet key, then the first
- * other grouping key; the baseline is the first run's value of it, and
- * trace.speed is the load axis, as `kvsim compare` takes them
+ * other grouping key; the baseline is `kvsim report --baseline VALUE`, else
+ * the first run's value of it, and trace.speed is the load axis, as
+ * `kvsim compare --by KEY [--baseline VALUE]` takes them
  * (sim/results/compare.c computes every number, over the report's runs
  * only). A series is one value against the baseline in one context (the
  * other keys that differ), drawn in the colour the value's group has in
@@ -126,6 +127,22 @@ static void series_style(const rep *r, const json_t *cmp, int ctx, const char *v
 
 /* One panel: the metric's series with error bars, no key (the figure has
  * one for all panels: legend()). */
+/* The unit of a summary metric, from its name: rates, attainment and
+ * fractions a fraction of 1 (hit_rate_blocks too: the first match wins),
+ * *_ms.* milliseconds, *_rps requests per second, *_blocks and *_bytes as
+ * named, rejections requests. */
+static const char *metric_unit(const char *metric)
+{
+    static const struct {
+        const char *part, *unit;
+    } units[] = {{"rate", "fraction"},    {"attainment", "fraction"}, {"fraction", "fraction"}, {"_ms", "ms"},
+                 {"_rps", "requests/s"},  {"_blocks", "blocks"},      {"_bytes", "bytes"},      {"_s_", "s"},
+                 {"rejected", "requests"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strstr(metric, units[i].part)) return units[i].unit;
+    return "as the metric";
+}
+
 static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, int block0)
 {
     size_t i, j;
@@ -141,6 +158,9 @@ static void panel(FILE *f, const rep *r, const json_t *cmp, const char *metric, 
             snprintf(title, sizeof title, "%s%s%s%s", metric, better ? " (" : "", better ? better : "",
                      better ? " is better)" : "");
             fputs("set title ", f);
+            rep_gp_string(f, title);
+            snprintf(title, sizeof title, "value - baseline (%s)", metric_unit(metric));
+            fputs("\nset ylabel ", f);
             rep_gp_string(f, title);
             fputc('\n', f);
             panel_range(f, cmp, metric);
@@ -193,6 +213,8 @@ static int figure_height(int nm, int nseries)
     return TITLE_H + rows * PANEL_H + 30 + LEGEND_ROW * ((nseries + 1) / 2);
 }
 
+#define COMPARE_LOG_SPAN 4.0 /* highest / lowest load past which the load axis is logarithmic */
+
 /* The figure: a panel per metric, each placed (origin, size) so that every
  * panel has the same frame, and one legend below them. */
 static char *plot_body(const rep *r, const json_t *cmp, const int *first)
@@ -205,7 +227,7 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
     rep_body_open(&b);
     fputs("set border\nset tics\nset autoscale\nset multiplot title figure_title\nunset key\nset grid\nset xlabel "
           "\"load (trace.speed)\"\n"
-          "set ylabel \"value - baseline\"\nset offsets graph 0.05, graph 0.05, 0, 0\nset format y \"%g\"\n"
+          "set offsets graph 0.05, graph 0.05, 0, 0\nset format y \"%g\"\n"
           "set arrow 1 from graph 0, first 0 to graph 1, first 0 nohead dashtype 2 linecolor rgb \"#606060\"\n"
           "set xtics (",
           b.f);
@@ -213,8 +235,13 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
     json_t *sp;
     json_array_foreach(speeds, k, sp) fprintf(b.f, "%s%g", k ? ", " : "", json_number_value(sp));
     fputs(")\n", b.f);
-    double s0 = json_number_value(json_array_get(speeds, 0));
+    double s0 = json_number_value(json_array_get(speeds, 0)), lo = s0, hi = s0;
+    json_array_foreach(speeds, k, sp) lo = fmin(lo, json_number_value(sp)), hi = fmax(hi, json_number_value(sp));
     if (json_array_size(speeds) == 1) fprintf(b.f, "set xrange [%g:%g]\n", s0 * 0.5, s0 * 1.5);
+    /* Loads a factor of 4 or more apart (0.25 ... 4) crowd the low ones on a
+     * linear axis until their labels run together: a log axis spaces each
+     * doubling alike. */
+    if (lo > 0 && hi / lo >= COMPARE_LOG_SPAN) fputs("set logscale x 2\n", b.f);
     for (int m = 0; m < nm; m++) {
         fprintf(b.f, "set origin %.4f, %.4f\nset size %.4f, %.4f\n", (double)(m % cols) / cols,
                 key + (rows - 1 - m / cols) * ph, 1.0 / cols, ph);
@@ -228,7 +255,7 @@ static char *plot_body(const rep *r, const json_t *cmp, const int *first)
             key);
     legend(b.f, r, cmp);
     fputs("unset multiplot\nunset lmargin\nunset rmargin\nunset tmargin\nunset bmargin\nset origin 0, 0\n"
-          "set size 1, 1\n",
+          "set size 1, 1\nunset logscale x\n",
           b.f); /* the next terminal's pass starts from the same state */
     fclose(b.f);
     return b.text;
@@ -297,20 +324,27 @@ static void write_table(FILE *h, const json_t *cmp)
 
 /* The comparison over the report's runs, or NULL when there is none to
  * draw (no key besides the load, one value, no common context). */
-static json_t *comparison(const rep *r)
+static json_t *comparison(rep *r, sim_err *err)
 {
     const char *by = compare_key(r);
-    if (!by) return NULL;
+    if (!by) {
+        if (r->baseline) sim_errf(err, "--baseline %s: the runs have no key to compare by", r->baseline);
+        r->bad_option = r->baseline != NULL;
+        return NULL;
+    }
     int64_t *ids = sim_xmalloc((size_t)r->nruns * sizeof *ids);
     for (int i = 0; i < r->nruns; i++) ids[i] = r->runs[i].id;
     static const char *pic_metrics[] = {"ttft_ms.mean", "ttft_ms.p90",    "e2e_ms.mean",    "tbt_ms.p90",
                                         "tbt_ms.p99",   "slo_attainment", "chunk_hit_rate", "peak_footprint_blocks"};
-    sim_compare_opts o = {.db = r->db_path, .by = by, .ids = ids, .nids = r->nruns};
+    sim_compare_opts o = {.db = r->db_path, .by = by, .baseline = r->baseline, .ids = ids, .nids = r->nruns};
     if (rep_every_run_pic(r)) /* a prefix block never hits under PIC: its chunk hit rate instead */
         o.metrics = pic_metrics, o.nmetrics = 8;
     json_t *cmp = NULL;
     sim_err ignored = {{0}};
-    if (sim_compare(&o, &cmp, &ignored)) cmp = NULL;
+    if (sim_compare(&o, &cmp, r->baseline ? err : &ignored)) { /* a chosen baseline must exist */
+        cmp = NULL;
+        r->bad_option = r->baseline != NULL;
+    }
     free(ids);
     size_t i, rows = 0;
     json_t *ctx;
@@ -322,8 +356,8 @@ static json_t *comparison(const rep *r)
 
 int rep_fig_compare(rep *r, sim_err *err)
 {
-    json_t *cmp = comparison(r);
-    if (!cmp) return 0;
+    json_t *cmp = comparison(r, err);
+    if (!cmp) return err->msg[0] ? -1 : 0;
     int nm = (int)json_array_size(json_object_get(cmp, "metrics")), *first = sim_xcalloc((size_t)nm, sizeof *first);
     FILE *dat = rep_open(r, "compare.dat", err);
     if (dat) write_data(dat, cmp, first);

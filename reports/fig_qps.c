@@ -171,12 +171,30 @@ static void write_data(FILE *dat, const qps_curve *cs, int nc)
     }
 }
 
-/* The y range the curves and targets span (for the log axis' tics). */
+/* A target more than TARGET_REACH times above every plotted value is not
+ * drawn: stretching the axis to it would squeeze the curves into a strip
+ * (a 30 s SLO over TTFTs of 1-3 s); the figure says where it is instead. */
+#define TARGET_REACH 3.0
+
+/* The highest plotted TTFT. */
+static double data_top(const qps_curve *cs, int nc)
+{
+    double top = 0;
+    for (int i = 0; i < nc; i++)
+        for (int k = 0; k < cs[i].n; k++) top = fmax(top, fmax(cs[i].pt[k].mean, cs[i].pt[k].p90));
+    return top;
+}
+
+static bool target_shown(const qps_curve *c, double top) { return c->target > 0 && c->target <= TARGET_REACH * top; }
+
+/* The y range the curves and the targets within reach span (for the log
+ * axis' tics). */
 static void y_span(const qps_curve *cs, int nc, double *lo, double *hi)
 {
+    double top = data_top(cs, nc);
     *lo = INFINITY, *hi = 0;
     for (int i = 0; i < nc; i++) {
-        if (cs[i].target > 0) *lo = fmin(*lo, cs[i].target), *hi = fmax(*hi, cs[i].target);
+        if (target_shown(&cs[i], top)) *lo = fmin(*lo, cs[i].target), *hi = fmax(*hi, cs[i].target);
         for (int k = 0; k < cs[i].n; k++)
             for (int m = 0; m < 2; m++) {
                 double y = m ? cs[i].pt[k].p90 : cs[i].pt[k].mean;
@@ -193,14 +211,22 @@ static char *plot_body(const qps_curve *cs, int nc)
     double lo, hi;
     y_span(cs, nc, &lo, &hi);
     FILE *b = open_memstream(&text, &len);
-    fputs("set title figure_title\nset xlabel \"offered load (requests/s)\"\nset ylabel \"TTFT (ms)\"\n"
-          "set logscale y 10\nset grid\nset key below\n",
+    fputs("set title figure_title\nset xlabel \"offered load (requests/s)\"\nset ylabel \"TTFT (ms, log scale)\"\n"
+          "set logscale y 10\nset grid\nset key outside right top vertical Left reverse font \",9\"\n",
           b);
     if (hi > lo) fprintf(b, "set yrange [%g:%g]\n", lo, hi);
     rep_log_tics(b, "y", lo, hi);
+    double top = data_top(cs, nc);
     for (int i = 0; i < nc; i++)
         if (i == 0 || cs[i].target != cs[0].target) {
-            char label[64];
+            char label[96];
+            if (!target_shown(&cs[i], top)) {
+                snprintf(label, sizeof label, "TTFT SLO %g ms: above the range shown", cs[i].target);
+                fputs("set label ", b);
+                rep_gp_string(b, label);
+                fprintf(b, " at graph 0.01, graph %.2f textcolor rgb \"#c00000\"\n", 0.96 - 0.05 * i);
+                continue;
+            }
             fprintf(b,
                     "set arrow from graph 0, first %g to graph 1, first %g nohead dashtype 2 linecolor rgb "
                     "\"#c00000\"\n",

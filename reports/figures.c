@@ -252,35 +252,52 @@ int rep_fig_hitrate(rep *r, sim_err *err)
 /* ---- per-run timelines: load (Fig. 6/7), roles (Fig. 8), replicas (Fig. 18) --------- */
 
 #define MAX_INSTANCE_LINES 4 /* more instances of a role: mean and min-max band */
+/* A run with more sample times than LOAD_BINS * 2 (an hour sampled every
+ * second) is drawn over LOAD_BINS time bins: a line per sample would be
+ * thousands of spikes no reader can follow. Each bin shows the mean load of
+ * the role's instances over the bin and, as an envelope, the least and the
+ * most any instance had in it, so a short overload still shows. */
+#define LOAD_BINS          300
 
-/* More than MAX_INSTANCE_LINES instances: per sample time the mean load of
- * the role's instances, with a band from their minimum to their maximum.
- * Returns the number of instances. */
-static int write_role_band(rep *r, FILE *dat, const rep_run *run, const char *role, int ninst, int *next_index,
-                           FILE *plot, const char *file, sim_err *err)
+/* More than MAX_INSTANCE_LINES instances, or a long run (bin_ms > 0): per
+ * sample time (or per bin of bin_ms) the mean load of the role's instances,
+ * with a band from their minimum to their maximum. Returns the number of
+ * instances. */
+static int write_role_band(rep *r, FILE *dat, const rep_run *run, const char *role, int ninst, double bin_ms,
+                           int *next_index, FILE *plot, const char *file, sim_err *err)
 {
-    sqlite3_stmt *st = rep_prepare(r,
-                                   "SELECT t_ms, AVG(load), MIN(load), MAX(load) FROM samples WHERE run_id=?1 AND"
-                                   " role=?2 GROUP BY t_ms ORDER BY t_ms",
-                                   err);
+    sqlite3_stmt *st =
+        rep_prepare(r,
+                    bin_ms > 0 ? "SELECT (CAST(t_ms / ?3 AS INTEGER) + 0.5) * ?3, AVG(load), MIN(load), MAX(load) FROM"
+                                 " samples WHERE run_id=?1 AND role=?2 GROUP BY CAST(t_ms / ?3 AS INTEGER) ORDER BY 1"
+                               : "SELECT t_ms, AVG(load), MIN(load), MAX(load) FROM samples WHERE run_id=?1 AND"
+                                 " role=?2 GROUP BY t_ms ORDER BY t_ms",
+                    err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run->id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
+    if (bin_ms > 0) sqlite3_bind_double(st, 3, bin_ms);
     fputs("# ", dat);
     rep_dat_text(dat, role);
-    fputs(" load over its instances: t_ms\tmean\tmin\tmax\n", dat);
+    fputs(" load over its instances", dat);
+    if (bin_ms > 0) fprintf(dat, " and bins of %g ms", bin_ms);
+    fputs(": t_ms\tmean\tmin\tmax\n", dat);
     while (sqlite3_step(st) == SQLITE_ROW)
         fprintf(dat, "%.6g\t%.6g\t%.6g\t%.6g\n", sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
                 sqlite3_column_double(st, 2), sqlite3_column_double(st, 3));
     fputs("\n\n", dat);
     sqlite3_finalize(st);
     char title[96], style[128];
-    snprintf(title, sizeof title, "min-max over %d instances", ninst);
+    if (bin_ms > 0)
+        snprintf(title, sizeof title, "min-max over %d instance%s, %.3g s bins", ninst, ninst > 1 ? "s" : "",
+                 bin_ms / 1e3);
+    else snprintf(title, sizeof title, "min-max over %d instances", ninst);
     snprintf(style, sizeof style, "filledcurves fillstyle transparent solid 0.25 noborder linecolor rgb \"%s\"",
              rep_color(0));
     rep_plot_clause(plot, false, file, *next_index, "($1/1000):3:4", style, title);
     snprintf(style, sizeof style, "lines linewidth 2 linecolor rgb \"%s\"", rep_color(0));
-    rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style, "mean over instances");
+    rep_plot_clause(plot, false, file, (*next_index)++, "($1/1000):2", style,
+                    bin_ms > 0 ? "mean over instances and bin" : "mean over instances");
     return ninst;
 }
 
@@ -293,7 +310,14 @@ static int write_role_loads(rep *r, FILE *dat, const rep_run *run, const char *r
 {
     int ninst =
         (int)rep_count(r, "SELECT COUNT(DISTINCT instance) FROM samples WHERE run_id=?1 AND role=?2", run->id, role);
-    if (ninst > MAX_INSTANCE_LINES) return write_role_band(r, dat, run, role, ninst, next_index, plot, file, err);
+    int64_t times = rep_count(r, "SELECT COUNT(DISTINCT t_ms) FROM samples WHERE run_id=?1", run->id, NULL);
+    double bin_ms = 0;
+    if (times > 2 * LOAD_BINS)
+        bin_ms = ceil(
+            (double)rep_count(r, "SELECT CAST(MAX(t_ms) AS INTEGER) + 1 FROM samples WHERE run_id=?1", run->id, NULL) /
+            LOAD_BINS);
+    if (ninst > MAX_INSTANCE_LINES || bin_ms > 0)
+        return write_role_band(r, dat, run, role, ninst, bin_ms, next_index, plot, file, err);
     sqlite3_stmt *st =
         rep_prepare(r,
                     "SELECT instance, t_ms, role = ?2, load FROM samples WHERE run_id=?1 AND instance IN"

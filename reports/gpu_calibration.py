@@ -12,8 +12,8 @@ uses, the analytic and calibrated compute models against every measured
 point, and two end-to-end cases run through `kvsim run` (one request on one
 instance, beside the probe's whole-model measurement; a short multi-round QA
 trace on one LMCache instance). Output: DIR/gpu-calibration.md (default
-build/gpu-calibration); with --docs also the blocks between the
-gpu-calibration markers of docs/gpu-calibration.md and README.md.
+build/gpu-calibration); with --docs also docs/data/gpu-calibration-tables.md,
+the data page docs/gpu-calibration.md links to.
 Needs build/kvsim (make). About a minute on two cores.
 """
 import argparse
@@ -179,32 +179,38 @@ def card_section(card, outdir, full):
     return "\n".join(parts)
 
 
-def replace_block(path, text):
-    begin, end = "<!-- gpu-calibration:begin (reports/gpu_calibration.py --docs) -->", "<!-- gpu-calibration:end -->"
-    doc = open(path).read()
-    if begin not in doc or end not in doc:
-        sys.exit(f"gpu_calibration.py: {path}: the markers {begin} ... {end} are missing")
-    head, rest = doc.split(begin, 1)
-    open(path, "w").write(head + begin + "\n" + text + "\n" + end + rest.split(end, 1)[1])
+DATA_PAGE = "docs/data/gpu-calibration-tables.md"
+DATA_HEAD = """# GPU calibration tables: every measured point (data)
+
+The measurements behind [docs/gpu-calibration.md](../gpu-calibration.md):
+one NVIDIA H100 80GB HBM3 and one NVIDIA H200 (2026-11-27), each point
+beside the analytic and the calibrated model's time. Written whole by
+`reports/gpu_calibration.py --docs` from `configs/calibration/CARD.probe.json`
+and `CARD.layers.json`; do not edit by hand.
+"""
+
+
+def write_data_page(text):
+    """The tables go to a data file that docs/gpu-calibration.md links to (issue 44: raw tables off the page)."""
+    with open(DATA_PAGE, "w") as f:
+        f.write(DATA_HEAD + text.rstrip("\n") + "\n")
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cards", default="h100,h200")
     ap.add_argument("--out", default="build/gpu-calibration")
-    ap.add_argument("--docs", action="store_true", help="replace the marked blocks of docs/gpu-calibration.md and README.md")
+    ap.add_argument("--docs", action="store_true", help=f"also write {DATA_PAGE}, the tables docs/gpu-calibration.md links to")
     a = ap.parse_args(argv)
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     os.makedirs(a.out, exist_ok=True)
     cards = [c for c in a.cards.split(",") if c]
     full = "\n\n".join(card_section(c, a.out, True) for c in cards)
-    short = "\n\n".join(card_section(c, a.out, False) for c in cards)
     with open(os.path.join(a.out, "gpu-calibration.md"), "w") as f:
         f.write(full + "\n")
     if a.docs:
-        replace_block("docs/gpu-calibration.md", full)
-        replace_block("README.md", short)
-    print(f"wrote {a.out}/gpu-calibration.md" + (" and the blocks of docs/gpu-calibration.md, README.md" if a.docs else ""))
+        write_data_page(full)
+    print(f"wrote {a.out}/gpu-calibration.md" + (f" and {DATA_PAGE}" if a.docs else ""))
     return 0
 
 

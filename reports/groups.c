@@ -15,7 +15,10 @@
  *
  * Colours are Okabe and Ito's eight, chosen to stay distinct under the
  * common colour-vision deficiencies; past eight, a colour repeats with a
- * point marker on its line. Two groups whose runs have identical summaries
+ * point marker on its line. The grouping keys other than the colour and
+ * facet keys set a line's dash type (solid, dashed, dotted, ...), so groups
+ * that share a colour and a panel (chunk vs page transfers at one speed)
+ * differ by dash, and a reader without colour still tells them apart. Two groups whose runs have identical summaries
  * (wall-clock times aside) are flagged so that the later one is labelled
  * "identical to ..." instead of silently hiding under the earlier. */
 #include <math.h>
@@ -161,6 +164,45 @@ static char *label_of(const rep *r, const rep_run *run, const char *skip, const 
 
 static char *group_label(const rep *r, const rep_run *run, const char *skip) { return label_of(r, run, skip, NULL); }
 
+/* Dash slots: each group's values of the grouping keys other than the
+ * colour and facet keys, numbered in first-appearance order. */
+static void assign_dashes(rep *r)
+{
+    json_t *seen = json_object();
+    for (int g = 0; g < r->ngroups; g++) {
+        const rep_run *run = &r->runs[r->groups[g].runs[0]];
+        char rest[512] = "";
+        size_t k, n = 0;
+        json_t *key;
+        json_array_foreach(r->group_keys, k, key)
+        {
+            const char *path = json_string_value(key);
+            bool styled = (r->color_by && !strcmp(path, r->color_by)) || (r->facet_by && !strcmp(path, r->facet_by));
+            if (styled || n >= sizeof rest) continue;
+            char *v = rep_config_text(run->config, path, "-");
+            n += (size_t)snprintf(rest + n, sizeof rest - n, "%s=%s;", path, v);
+            free(v);
+        }
+        json_t *slot = json_object_get(seen, rest);
+        if (!slot) json_object_set_new(seen, rest, slot = json_integer((json_int_t)json_object_size(seen)));
+        r->groups[g].dash = (int)json_integer_value(slot);
+    }
+    json_decref(seen);
+    /* A group identical to an earlier one is drawn on top of it: a dash of
+     * its own keeps the earlier visible beneath. */
+    for (int g = 0; g < r->ngroups; g++) {
+        const rep_group *same = r->groups[g].same_as >= 0 ? &r->groups[r->groups[g].same_as] : NULL;
+        if (same && same->dash == r->groups[g].dash) r->groups[g].dash++;
+    }
+}
+
+int rep_panel_groups(const rep *r, int p, int npanels)
+{
+    int n = 0;
+    for (int g = 0; g < r->ngroups; g++) n += npanels <= 1 || r->groups[g].facet == p;
+    return n;
+}
+
 /* The group of run i, a new one when no earlier run shares its identity. */
 static void place_run(rep *r, int i, char **ids)
 {
@@ -224,6 +266,7 @@ int rep_groups_build(rep *r, const char *color_by, const char *facet_by, sim_err
     for (int i = 0; i < r->nruns; i++) free(ids[i]);
     free(ids);
     mark_identical(r);
+    assign_dashes(r);
     return 0;
 }
 
@@ -252,12 +295,13 @@ void rep_facet_title(const rep *r, int p, char *buf, size_t size)
         }
 }
 
-void rep_figure_title(const rep *r, const char *what, char *buf, size_t size)
+void rep_figure_title(const rep *r, const char *what, const char *spread, char *buf, size_t size)
 {
     int most = 1;
     for (int g = 0; g < r->ngroups; g++) most = r->groups[g].n > most ? r->groups[g].n : most;
     if (most == 1) snprintf(buf, size, "%s", what);
-    else snprintf(buf, size, "%s (mean of %d seeds; band: %s)", what, most, most >= 3 ? "95% CI" : "min-max");
+    else if (!spread) snprintf(buf, size, "%s (mean of %d seeds)", what, most);
+    else snprintf(buf, size, "%s (mean of %d seeds; %s: %s)", what, most, spread, most >= 3 ? "95% CI" : "min-max");
 }
 
 /* ---- styles and panels of the figures ---------------------------------------------- */
@@ -269,7 +313,7 @@ void rep_line_style(const rep_group *g, char *buf, size_t size)
         snprintf(buf, size, "linespoints linewidth 2 pointtype %d pointnumber 8 linecolor rgb \"%s\"", marker,
                  rep_color(g->color));
     else snprintf(buf, size, "lines linewidth 2 linecolor rgb \"%s\"", rep_color(g->color));
-    if (g->same_as >= 0) snprintf(buf + strlen(buf), size - strlen(buf), " dashtype 2");
+    snprintf(buf + strlen(buf), size - strlen(buf), " dashtype %d", 1 + g->dash % 5);
 }
 
 void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *g)

@@ -343,7 +343,7 @@ static int make_stage(rep *r, sim_err *err)
 
 rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err *err)
 {
-    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1};
+    rep r = {.db_path = a->db, .dir = a->dir, .stage_fd = -1, .baseline = a->baseline};
     rep_status rc = REP_BAD_INPUT;
     int written = 0;
     if (open_db(&r, err) || select_runs(&r, a, err) || make_stage(&r, err)) goto out;
@@ -352,6 +352,7 @@ rep_status rep_generate(const rep_options *a, int *nruns, int *nfigures, sim_err
     rc = REP_FAILED;
     if (write_page(&r, a, &written, err)) {
         if (r.unwritable) rc = REP_UNWRITABLE;
+        else if (r.bad_option) rc = REP_BAD_INPUT;
         goto out;
     }
     *nruns = r.nruns;

@@ -22,6 +22,8 @@ typedef struct rep_options {
     const char *where;               /* SQL expression over the runs table, or NULL */
     const char *title;               /* page title, NULL = "kvsim report" */
     const char *color_by, *facet_by; /* grouping keys for colour and panels; NULL = chosen (reports/groups.c) */
+    const char *baseline;            /* the compare figure's baseline value, as kvsim compare --baseline; NULL = the
+                                        first run's (kvsim compare's default too) */
 } rep_options;
 
 typedef enum rep_status {

@@ -38,6 +38,7 @@ typedef struct rep_group {
     char *short_label;  /* the label without the facet key (the panel names it) */
     int color;          /* slot of its color-by value (0 when no color key) */
     int facet;          /* slot of its facet-by value (0 when no facet key) */
+    int dash;           /* slot of its values of the other grouping keys: its line's dash type */
     int same_as;        /* an earlier group with identical results, or -1 */
     char *same_as_diff; /* that group's label over the keys where the two differ */
 } rep_group;
@@ -63,9 +64,11 @@ typedef struct rep {
     rep_group *groups;
     int ngroups;
     const char *color_by, *facet_by; /* grouping keys drawn as colour and as panels (NULL: none) */
+    const char *baseline;            /* --baseline: the compare figure's baseline value (NULL: the first run's) */
     int ncolors, nfacets;            /* distinct values of each (1 when none) */
     FILE *html;                      /* the page being written (index.html, staged) */
     bool unwritable;                 /* a file could not be written (disk full, size limit): exit 2 */
+    bool bad_option;                 /* an option names what the runs do not have (--baseline): exit 2 */
     char **scripts;                  /* .gp files written, in page order */
     int nscripts;
 } rep;
@@ -159,8 +162,10 @@ void rep_plot_clause(FILE *f, bool first, const char *file, int index, const cha
                      const char *title);
 /* The same, first when the body is still empty. */
 void rep_body_clause(rep_body *b, const char *file, int index, const char *using, const char *style, const char *title);
-/* The line style of a group: its colour, and a point marker past the
- * palette's eight colours. */
+/* The line style of a group: its colour, its dash type (by its values of
+ * the grouping keys other than colour and facet, so that two groups of one
+ * colour in one panel are told apart by dash too), and a point marker past
+ * the palette's eight colours. */
 void rep_line_style(const rep_group *g, char *buf, size_t size);
 /* The band of a seed group (a closed polygon block), in its colour. */
 void rep_band_clause(rep_body *b, const char *file, int index, const rep_group *g);
@@ -173,8 +178,13 @@ void rep_panels(rep_body *b, const rep *r, rep_body *panel, int npanels);
  * "5k", "1M", never "1e+06"), so that a narrow log axis still has labels.
  * axis: "x" or "y". */
 void rep_log_tics(FILE *f, const char *axis, double lo, double hi);
-/* A figure title saying how seeds were aggregated, when they were. */
-void rep_figure_title(const rep *r, const char *what, char *buf, size_t size);
+/* A figure title saying how seeds were aggregated, when they were, and
+ * what the figure draws for their spread (`spread`: "band" or "error
+ * bars"; NULL when it draws none, so that no title promises what is not
+ * drawn). */
+void rep_figure_title(const rep *r, const char *what, const char *spread, char *buf, size_t size);
+/* The number of groups drawn in facet panel p (every group without panels). */
+int rep_panel_groups(const rep *r, int p, int npanels);
 /* "key=value" of the facet key for facet slot p. */
 void rep_facet_title(const rep *r, int p, char *buf, size_t size);
 

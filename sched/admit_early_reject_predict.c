@@ -19,7 +19,7 @@
  * of them with this request added (sched_decode_load: predicted TBT /
  * SLO_tbt or KV / HBM capacity) is the decode load. Reject when the
  * greater of that and the prefill load exceeds load_threshold
- * (docs/definitions.md, "Predicted decode load"). With decode_signal=1
+ * (docs/definitions-decode.md, "Predicted decode load"). With decode_signal=1
  * the decode load is the TBT term alone: "the average TBT ratio of all
  * decoding instances to l_tbt" (§4.3.4).
  *

@@ -1,6 +1,6 @@
 /* sched/lengths.c — the output lengths of finished requests, as the
  * conductor has seen them: how many exceeded a length k, in O(log n), for
- * early_reject_predict's expected remaining lengths (docs/definitions.md,
+ * early_reject_predict's expected remaining lengths (docs/definitions-decode.md,
  * "Predicted decode load"). A Fenwick tree of counts over lengths 1 …
  * SCHED_LENGTHS_CAP; a longer output counts at the cap. */
 #include "sched/sched.h"

@@ -202,7 +202,7 @@ int64_t sched_join_kv(const sched_ctx *ctx, const sim_request *req);
  * `baseline` after prefill (Mooncake §4.3.2, §4.3.3). */
 double sched_decode_load_now(const sched_ctx *ctx, const sim_request *req, int decode, double *tbt_s);
 /* The decode load as Mooncake's conductor sees it (§4.3.1, §4.3.2,
- * §4.3.4; policy.params.decode_signal=1, docs/definitions.md "Decode-pool
+ * §4.3.4; policy.params.decode_signal=1, docs/definitions-decode.md "Decode-pool
  * load"): the mean over the active decode instances of predicted TBT /
  * SLO_tbt, each instance iterating over the requests that reached it
  * (kv_resident; 0 when it has none), req joining instance `decode`
@@ -216,7 +216,7 @@ double sched_decode_load_signal(const sched_ctx *ctx, const sim_request *req, in
  * default; 1 = the pool's TBT load) into *pool. */
 int sched_decode_signal_param(const json_t *params, bool *pool, sim_err *err);
 /* early_reject_predict's expected decode pool at t seconds from now
- * (sched/admit_early_reject_predict.c, docs/definitions.md): *batch
+ * (sched/admit_early_reject_predict.c, docs/definitions-decode.md): *batch
  * requests and *kv KV tokens, req included, with t_d the uniform decode
  * time (used when outputs is NULL or empty), tau the step time and
  * outputs the finished output lengths. */

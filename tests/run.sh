@@ -7,13 +7,18 @@
 # time (default 1); reports are still printed whole and in the given order.
 # The ten slowest binaries are printed with their wall times at the end, so
 # that a slow suite shows where its time goes.
+# Under CI (CI set, not "false"), a test that skips because a package is
+# not installed ("skip: ... not installed") counts as a failure: .ci/run
+# installs every Debian package a test uses, so such a skip means a
+# package is missing from its list, not that the test cannot run there.
 set -u
 jobs=${KVSIM_TEST_JOBS:-1}
 case $jobs in '' | *[!0-9]* | 0) echo "tests/run.sh: KVSIM_TEST_JOBS must be a positive integer, not '$jobs'" >&2; exit 2 ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-run-XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
 bins=("$@")
-passed=0; failed=0; skipped=0; crashed=(); next=0
+passed=0; failed=0; skipped=0; crashed=(); ciskips=(); next=0
+in_ci=""; [ -n "${CI:-}" ] && [ "${CI}" != false ] && in_ci=1
 
 # Print and count the reports of binaries 'next'.. that have finished, in order.
 report() {
@@ -27,6 +32,10 @@ report() {
     s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' | tail -1)
     f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*/\1/p' | tail -1)
     next=$((next + 1))
+    if [ "$in_ci" ]; then
+      while IFS= read -r line; do ciskips+=("$(basename "$bin"): $line"); done \
+        < <(printf '%s\n' "$out" | grep -E 'skip: .*not installed|is not installed\)|SKIPPED .*not installed' || true)
+    fi
     if [ -z "$run" ]; then crashed+=("$(basename "$bin") (exit $rc)"); continue; fi
     passed=$((passed + ${p:-0})); skipped=$((skipped + ${s:-0})); failed=$((failed + ${f:-0}))
     [ "$rc" -ne 0 ] && [ -z "$f" ] && crashed+=("$(basename "$bin") (exit $rc)")
@@ -45,6 +54,7 @@ report
 echo "slowest test binaries (wall):"
 cat "$tmp"/*.time 2>/dev/null | sort -rn | head -10
 for c in "${crashed[@]}"; do echo "crashed: $c"; done
-failed=$((failed + ${#crashed[@]}))
+for c in "${ciskips[@]}"; do echo "CI skipped for want of a package (add it to .ci/run): $c"; done
+failed=$((failed + ${#crashed[@]} + ${#ciskips[@]}))
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -13,7 +13,7 @@
  *  - reserve: no preemption, and the preemption counters stay out of the
  *    summary (recorded summaries under reserve are today's, bit for bit:
  *    tests/test_summaries.c);
- *  - early_reject_predict's expected pool (docs/definitions.md, "Predicted
+ *  - early_reject_predict's expected pool (docs/definitions-decode.md, "Predicted
  *    decode load") against a hand computation. */
 #include <setjmp.h>
 #include <stdarg.h>

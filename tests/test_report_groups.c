@@ -88,7 +88,7 @@ static void test_seed_groups_in_cdf(void **state)
     /* Two groups: a band and a mean line each, in Okabe-Ito's first two colours. */
     assert_int_equal(su_count(gp, "with filledcurves closed"), 2);
     assert_non_null(strstr(gp, "figure_title = 'TTFT distribution (mean of 3 seeds; band: 95% CI)'"));
-    assert_non_null(strstr(gp, "linecolor rgb \"#0072B2\" title 'admission=none"));
+    assert_non_null(strstr(gp, "linecolor rgb \"#0072B2\" dashtype 1 title 'admission=none"));
     /* The legend: the varying key only, and the share never served, over
      * all requests of the group's runs. */
     double never = su_num(seeds_db, "SELECT 100.0 * SUM(ttft_ms IS NULL) / COUNT(*) FROM requests WHERE run_id >= 4");
@@ -167,14 +167,14 @@ static void test_facets(void **state)
     assert_non_null(strstr(gp, "set multiplot layout 1,2 title figure_title\n"));
     assert_non_null(strstr(gp, "set title 'router=random'\n"));
     assert_non_null(strstr(gp, "set title 'router=least_loaded'\n"));
-    assert_non_null(strstr(gp, "linecolor rgb \"#009E73\" title 'admission=baseline")); /* 3rd colour */
+    assert_non_null(strstr(gp, "linecolor rgb \"#009E73\" dashtype 1 title 'admission=baseline")); /* 3rd colour */
     free(gp);
     /* Swapped by the options: 3 panels of 2 colours. */
     report(facets_db, out, "--color-by policy.router --facet-by policy.admission");
     gp = su_read_in(out, "ttft_cdf.gp");
     assert_non_null(strstr(gp, "set multiplot layout 1,3 title figure_title\n"));
     assert_non_null(strstr(gp, "set title 'admission=slo_reject'\n"));
-    assert_non_null(strstr(gp, "linecolor rgb \"#D55E00\" title 'router=least_loaded"));
+    assert_non_null(strstr(gp, "linecolor rgb \"#D55E00\" dashtype 1 title 'router=least_loaded"));
     free(gp);
     /* Bars: rows by facet then colour. */
     char *bars = su_read_in(out, "latency.dat");
@@ -206,6 +206,7 @@ static void test_identical_results(void **state)
     char *gp = su_read_in(out, "ttft_cdf.gp");
     assert_non_null(strstr(gp, "title 'ssd_bytes=2TB (identical to ssd_bytes=1TB)'"));
     assert_non_null(strstr(gp, "dashtype 2 title 'ssd_bytes=2TB")); /* drawn dashed, on top */
+    assert_non_null(strstr(gp, "dashtype 1 title 'ssd_bytes=1TB"));
     free(gp);
     char *bars = su_read_in(out, "slo.dat");
     assert_non_null(strstr(bars, "\tssd_bytes=2TB (= ssd_bytes=1TB)\t"));

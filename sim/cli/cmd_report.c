@@ -10,7 +10,7 @@
 
 static const char report_usage[] =
     "usage: kvsim report --db FILE [--runs IDS|--last N] [--where SQL] [--color-by KEY]\n"
-    "                    [--facet-by KEY] [--title TEXT] -o DIR\n"
+    "                    [--facet-by KEY] [--baseline VALUE] [--title TEXT] -o DIR\n"
     "\n"
     "Write DIR/index.html: a comparison table of the runs (only the config keys that\n"
     "differ between them, the best value of each column highlighted), a table of the\n"
@@ -24,9 +24,11 @@ static const char report_usage[] =
     "(Okabe-Ito colours) and split into panels by another; identical results are\n"
     "labelled as such. Figures:\n"
     "  ttft_cdf, tbt_cdf        TTFT and TBT distributions over all requests (a rejected\n"
-    "                           request never gets one: a curve ends below 1), with the SLOs\n"
+    "                           request never gets one: a curve ends below 1), with the SLOs;\n"
+    "                           past 6 curves a panel, the legend goes below the plot\n"
     "  slo, latency, cache      per group: SLO attainment and goodput, mean TTFT and\n"
-    "                           TBT, hit rate and prefill GPU time\n"
+    "                           TBT, hit rate and prefill GPU time (a log axis when a metric\n"
+    "                           spans more than 100x; a key names the colours)\n"
     "  rejections               rejected requests per group (when any)\n"
     "  pic                      peak HBM KV footprint and recompute fraction (kvstore.pic runs)\n"
     "  pic_latency              mean end-to-end latency beside mean TTFT (kvstore.pic runs; their\n"
@@ -37,8 +39,11 @@ static const char report_usage[] =
     "  hitrate                  hit rate vs capacity in tokens and bytes (kvsim hitrate --db), with\n"
     "                           the infinite-cache line: every setup in the database,\n"
     "                           its newest points (not filtered by --runs/--last)\n"
+    "  compare                  each metric's difference from the baseline (--baseline) with its\n"
+    "                           95% interval against load, as kvsim compare --by KEY gives it\n"
     "  load_runN                prefill/decode load over time (a mean and min-max band over more\n"
-    "                           than 4 instances), rejections marked; the first run of each group\n"
+    "                           than 4 instances, or over 300 time bins in a long run), rejections\n"
+    "                           marked; the first run of each group\n"
     "  roles_runN               instances per role over time (when roles change)\n"
     "  replicas_runN            replicas of the hottest keys over time (when recorded)\n"
     "A figure appears only when its data is in the database.\n"
@@ -52,6 +57,8 @@ static const char report_usage[] =
     "                     with the most values, e.g. policy.router)\n"
     "  --facet-by KEY     the differing config key with one panel per value in the distributions\n"
     "                     (default: the one with the next most values)\n"
+    "  --baseline VALUE   the compare figure's baseline value of its key (the colour key), as\n"
+    "                     kvsim compare --baseline (default: the first run's, as kvsim compare)\n"
     "  --title TEXT       page title (default: kvsim report)\n"
     "  -o, --out DIR      output directory (created when missing)\n"
     "  -h, --help         this help\n"
@@ -60,20 +67,26 @@ static const char report_usage[] =
     "complete; an image only once gnuplot finished it).\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments, an unreadable database, a --color-by/--facet-by key\n"
-    "that does not differ between the runs or an output that cannot be written (disk full,\n"
-    "file-size limit: the cause is named), 1 internal error (e.g. gnuplot missing: install\n"
-    "gnuplot-nox).\n";
+    "that does not differ between the runs, a --baseline no run has, or an output that\n"
+    "cannot be written (disk full, file-size limit: the cause is named), 1 internal error\n"
+    "(e.g. gnuplot missing: install gnuplot-nox).\n";
 
 typedef rep_options report_args;
 
 static int parse_args(int argc, char **argv, report_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},       {"runs", required_argument, 0, 'r'},
-        {"last", required_argument, 0, 'l'},     {"where", required_argument, 0, 'w'},
-        {"title", required_argument, 0, 't'},    {"out", required_argument, 0, 'o'},
-        {"color-by", required_argument, 0, 'c'}, {"facet-by", required_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"db", required_argument, 0, 'd'},
+        {"runs", required_argument, 0, 'r'},
+        {"last", required_argument, 0, 'l'},
+        {"where", required_argument, 0, 'w'},
+        {"title", required_argument, 0, 't'},
+        {"out", required_argument, 0, 'o'},
+        {"color-by", required_argument, 0, 'c'},
+        {"facet-by", required_argument, 0, 'f'},
+        {"baseline", required_argument, 0, 'b'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -91,6 +104,7 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
         case 'o': a->dir = optarg; break;
         case 'c': a->color_by = optarg; break;
         case 'f': a->facet_by = optarg; break;
+        case 'b': a->baseline = optarg; break;
         case 'h':
             fputs(report_usage, stdout);
             *rc = SIM_EXIT_OK;
