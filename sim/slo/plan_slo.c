@@ -97,7 +97,7 @@ static char *string_set(const char *key, const char *value)
 /* The sets of every point: --set, the trace and speed, and no request or
  * sample rows (the search reads summaries only; a run re-made with the
  * printed command and --db has them). */
-static void base_sets(slo_plan *pl)
+void slo_base_sets(slo_plan *pl)
 {
     const sim_slo_opts *o = pl->o;
     pl->base = sim_xcalloc((size_t)o->nsets + 4, sizeof *pl->base);
@@ -173,7 +173,7 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
-    base_sets(pl);
+    slo_base_sets(pl);
     if (sim_config_load(cfg, o->config, pl->base, pl->nbase, err)) return -1;
     pl->agg = r->aggregated = !strcmp(cfg->mode, "aggregated");
     if (!pl->agg && strcmp(cfg->mode, "disaggregated"))
@@ -264,7 +264,7 @@ static int agg_knobs(slo_plan *pl, sim_err *err)
     return 0;
 }
 
-static int open_db(slo_plan *pl, sim_err *err)
+int slo_open_db(slo_plan *pl, sim_err *err)
 {
     if (pl->o->db) return snprintf(pl->db, sizeof pl->db, "%s", pl->o->db), 0;
     const char *tmp = getenv("TMPDIR");
@@ -304,7 +304,7 @@ int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
     sim_config_free(&cfg);
     if (rc == 0 && pl.agg) rc = agg_knobs(&pl, err);
     else if (rc == 0) disagg_knobs(&pl);
-    if (rc == 0 && pl.ncpp > 0) rc = open_db(&pl, err) || (pl.agg ? slo_search_agg : slo_search)(&pl, err) ? -1 : 0;
+    if (rc == 0 && pl.ncpp > 0) rc = slo_open_db(&pl, err) || (pl.agg ? slo_search_agg : slo_search)(&pl, err) ? -1 : 0;
     if (rc == 0 && r->cheapest >= 0) reproduce(&pl);
     if (rc == 0 && r->cheapest >= 0) rc = slo_confirm(&pl, err);
     r->stop_signal = pl.stop_signal;

@@ -104,6 +104,7 @@ typedef struct sim_slo_point {
     double attainment;
     double util_prefill, decode_load; /* utilisation.prefill; decode_load (sim_slo_decode_load) */
     double hit_rate;                  /* hit_rate_tokens */
+    double goodput;                   /* goodput_rps */
     double tokens, sim_seconds;       /* output tokens of completed requests ("tokens"), simulated seconds */
     uint64_t seed;                    /* the run's seed (a confirmation's) */
     int resample;                     /* its trace.resample (SIM_RESAMPLE_*) */
@@ -250,5 +251,31 @@ void sim_slo_multi_free(sim_slo_multi *m);
  * recorded before that key existed, "utilisation"."decode" (which was the
  * decode load then; docs/definitions.md). */
 double sim_slo_decode_load(const json_t *summary);
+
+/* ---- `kvsim plan tiers` (tiers.c): one cluster against the size of a KV tier ---- */
+enum { SIM_TIERS_MAX = 32 };
+typedef struct sim_tiers_opts {
+    sim_slo_opts slo; /* config, trace, speed, sets, jobs, db, tty, slurm (the rest unused) */
+    bool ssd;         /* the curve over kvstore.ssd_bytes (DRAM fixed at the config's) instead of kvstore.dram_bytes */
+    double max;       /* the largest size (0: the node's, hardware.dram_bytes or hardware.ssd_bytes) */
+    int points;       /* sizes max, max/2, ..., this many (default 8), and 0 */
+    double knee;      /* the knee's share of the best hit rate (default 0.95) */
+} sim_tiers_opts;
+typedef struct sim_tiers {
+    sim_slo_result r;                /* the setup: trace, hardware, prices */
+    double size[SIM_TIERS_MAX];      /* ascending: 0, then max / 2^(points-1) ... max */
+    sim_slo_point pt[SIM_TIERS_MAX]; /* each size's run */
+    int n, P, D;                     /* sizes; the cluster (aggregated: P instances, D 0) */
+    double fixed;                    /* the other tier's size per node (the config's) */
+    int knee;                        /* the smallest size within knee × best_hit, or -1 */
+    double best_hit;                 /* the best hit rate (tokens) on the grid */
+    bool ssd;
+} sim_tiers;
+void sim_slo_tiers_opts_init(sim_tiers_opts *o);
+/* Run the grid; 0 with t filled, -1 with err (bad options, config or a
+ * size over the node's, or a sweep that could not run). */
+int sim_slo_tiers(const sim_tiers_opts *o, sim_tiers *t, sim_err *err);
+void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t);
+json_t *sim_slo_tiers_json(const sim_tiers_opts *o, const sim_tiers *t);
 
 #endif

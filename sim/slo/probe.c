@@ -135,6 +135,7 @@ static void read_summary(const json_t *s, sim_slo_point *p)
     p->util_prefill = num(s, "utilisation", "prefill");
     p->decode_load = sim_slo_decode_load(s);
     p->hit_rate = num(s, "hit_rate_tokens", NULL);
+    p->goodput = num(s, "goodput_rps", NULL);
     p->tokens = num(s, "tokens", NULL);
     p->sim_seconds = num(s, "sim_seconds", NULL);
     p->requests = (int64_t)num(s, "requests", NULL);

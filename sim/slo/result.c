@@ -188,3 +188,27 @@ json_t *sim_slo_multi_json(const sim_slo_opts *o, const sim_slo_multi *m)
     json_object_set_new(j, "plan", shown >= 0 ? sim_slo_json(o, &m->v[shown].r) : json_null());
     return j;
 }
+
+json_t *sim_slo_tiers_json(const sim_tiers_opts *o, const sim_tiers *t)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < t->n; i++) {
+        const sim_slo_point *p = &t->pt[i];
+        json_t *e = json_pack("{s:f, s:f, s:b}", "bytes", t->size[i], "tokens", t->size[i] / t->r.kv_bytes_per_token,
+                              "ran", p->ran);
+        if (p->ran)
+            json_object_update_new(
+                e, json_pack("{s:f, s:o, s:f, s:f, s:f, s:f, s:I, s:b}", "hit_rate_tokens", p->hit_rate, "ttft_p90_ms",
+                             isnan(p->value[2]) ? json_null() : json_real(p->value[2]), "goodput_rps", p->goodput,
+                             "slo_attainment", p->attainment, "price_per_hour", sim_slo_price(&t->r, p),
+                             "price_per_million_output_tokens", sim_slo_price_per_mtok(&t->r, p), "run_id",
+                             (json_int_t)p->run_id, "knee", i == t->knee));
+        json_array_append_new(a, e);
+    }
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)t->r.fingerprint);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:o, s:o}", "trace", t->r.trace, "fingerprint",
+                     fp, "model", t->r.model, "hardware", t->r.hardware, "tier", t->ssd ? "ssd" : "dram", "prefill",
+                     t->P, "decode", t->D, "fixed_other_tier_bytes", t->fixed, "knee_share", o->knee, "best_hit_rate",
+                     t->best_hit, "points", a, "knee", t->knee >= 0 ? json_real(t->size[t->knee]) : json_null());
+}

@@ -72,6 +72,13 @@ int slo_sweep(slo_plan *pl, char **sets, int n, const char *grid, slo_reader rea
  * returns how many (at most 3). */
 int slo_split_sets(const slo_plan *pl, int P, int D, int lv, char **sets);
 
+/* plan_slo.c: pl->base, the sets of every point: --set, trace.path and
+ * trace.speed, no request or sample rows (free each and the array). */
+void slo_base_sets(slo_plan *pl);
+/* plan_slo.c: pl->db: opts.db, or a temporary folder's plan.db (pl->tmpdir,
+ * removed by the caller with sim_remove_tree). */
+int slo_open_db(slo_plan *pl, sim_err *err);
+
 /* confirm.c: the recommendation: candidates from the cheapest point up,
  * each re-run on opts.confirm_seeds seeds on the trace as recorded and
  * resampled, until one meets every target with opts.headroom on all of

@@ -58,7 +58,7 @@ double sim_slo_tier_price(const sim_slo_result *r, const sim_slo_point *p)
 {
     double nodes = p->prefill + p->decode;
     if (r->aggregated && r->instances_per_node > 1) nodes /= r->instances_per_node;
-    double ssd = r->aggregated && p->ssd > 0 ? p->ssd : r->ssd_bytes;
+    double ssd = p->ssd > 0 ? p->ssd : r->ssd_bytes;
     return nodes * (r->dram[p->dram_level] / 1e9 * r->dram_price + ssd / 1e9 * r->ssd_price);
 }
 

@@ -459,3 +459,39 @@ void sim_slo_multi_print(const sim_slo_opts *o, const sim_slo_multi *m)
     for (int i = m->n - 1; shown < 0 && i >= 0; i--) shown = m->v[i].why[0] ? -1 : i;
     if (shown >= 0) sim_slo_print(o, &m->v[shown].r);
 }
+
+/* ---- kvsim plan tiers ------------------------------------------------------------ */
+
+void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t)
+{
+    const sim_slo_result *r = &t->r;
+    const char *tier = t->ssd ? "disk" : "DRAM";
+    char b[32];
+    printf("trace     %s (fingerprint %016llx)\n", r->trace, (unsigned long long)r->fingerprint);
+    if (r->aggregated)
+        printf("cluster   %s on %s, aggregated: %d instance%s", r->model, r->hardware, t->P, t->P == 1 ? "" : "s");
+    else printf("cluster   %s on %s: %dP%dD", r->model, r->hardware, t->P, t->D);
+    printf("; %s per %s on a log grid%s, the other tier fixed at %s\n", tier,
+           r->aggregated && r->instances_per_node <= 1 ? "instance" : "node", t->ssd ? "" : " (kvstore.dram_bytes)",
+           human_bytes(t->fixed, b, sizeof b));
+    printf("knee      the smallest size whose prefix hit rate is within %g of the best on the grid (%.4f)\n", o->knee,
+           t->best_hit);
+    printf("\n%9s %8s %8s %10s %9s %7s %9s %10s\n", tier, "tokens", "hit", "TTFT p90", "goodput", "attain", "$/h",
+           "$/M out");
+    for (int i = 0; i < t->n; i++) {
+        const sim_slo_point *p = &t->pt[i];
+        char tok[32];
+        printf("%9s %8s", human_bytes(t->size[i], b, sizeof b),
+               human_count(t->size[i] / r->kv_bytes_per_token, tok, sizeof tok));
+        if (!p->ran) {
+            printf("  the run failed\n");
+            continue;
+        }
+        printf(" %8.4f %10.1f %9.3f %7.4f %9.2f %10.3f%s\n", p->hit_rate, p->value[2], p->goodput, p->attainment,
+               sim_slo_price(r, p), sim_slo_price_per_mtok(r, p), i == t->knee ? "  <- knee" : "");
+    }
+    if (t->knee >= 0)
+        printf("\nknee      %s of %s (hit rate %.4f of the best %.4f); more buys at most the remaining %.0f%%\n",
+               human_bytes(t->size[t->knee], b, sizeof b), tier, t->pt[t->knee].hit_rate, t->best_hit,
+               100 * (1 - o->knee));
+}
