@@ -43,6 +43,17 @@ static const char *dram_per(const sim_slo_result *r)
     return r->aggregated && r->instances_per_node <= 1 ? "instance" : "node";
 }
 
+/* ", 16384 per TP rank": each of tp GPUs holds its share of the KV heads,
+ * so a tier's bytes per block per rank are the block's / tp (vLLM's and
+ * LMCache's per-worker stores); kvsim's budgets are the instance's sum. */
+static const char *per_rank(const sim_slo_result *r)
+{
+    static char buf[64];
+    buf[0] = 0;
+    if (r->tp > 1) snprintf(buf, sizeof buf, " (%.0f per TP rank)", r->kv_bytes_per_token / r->tp);
+    return buf;
+}
+
 static void print_header(const sim_slo_opts *o, const sim_slo_result *r)
 {
     printf("trace     %s (%lld requests, speed %g, fingerprint %016llx)\n", r->trace, (long long)r->requests, r->speed,
@@ -54,8 +65,8 @@ static void print_header(const sim_slo_opts *o, const sim_slo_result *r)
                r->gpus_per_instance, r->gpus_per_instance == 1 ? "" : "s", r->kv_bytes_per_token, o->max_instances,
                dram_per(r));
     else
-        printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token, up to %d instances\n", r->model,
-               r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, o->max_instances);
+        printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token%s, up to %d instances\n", r->model,
+               r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, per_rank(r), o->max_instances);
     print_targets(o);
     print_floors(o, r);
 }
@@ -267,6 +278,11 @@ static double measure(const sim_slo_point *p, int k)
 }
 static const char *const measure_names[] = {"prefix hit rate (tokens)", "prefill busy", "decode load",
                                             "busiest resource"};
+/* What a change of each measure does to the targets. */
+static const char *const measure_why[] = {
+    "more prefix hits shorten prefills, so requests reach the decode instances closer together and the TBT tail grows",
+    "the prefill instances' load moved, and with it the queueing before the first token",
+    "the decode instances hold more KV per iteration, which lengthens every token gap", ""};
 
 /* A split and knob that fails at a DRAM level while it passes at a smaller
  * one: the runs are not monotone in DRAM. Say so, with what the two runs
@@ -285,10 +301,10 @@ static void print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r)
                 continue;
             char miss[256], x[32], y[32];
             slo_describe_miss(o, a, miss, sizeof miss);
-            printf("%s %dP%dD %s scope, cpp_group %d fails with %s of DRAM (%s) but passes with %s:",
+            printf("%s %dP%dD %s scope, cpp_group %d fails with %s of DRAM (%s) but passes with %s; from %s to %s:",
                    shown ? "         " : "\nnon-monotone", a->prefill, a->decode, kv_scope_name((kv_scope)a->scope),
                    a->cpp, human_bytes(r->dram[a->dram_level], x, sizeof x), miss,
-                   human_bytes(r->dram[b->dram_level], y, sizeof y));
+                   human_bytes(r->dram[b->dram_level], y, sizeof y), y, x);
             int most = 0;
             double d_most = -1;
             for (int k = 0; k < 3; k++) {
@@ -296,8 +312,8 @@ static void print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r)
                 printf("%s %s %.3f -> %.3f", k ? "," : "", measure_names[k], vb, va);
                 if (d > d_most) d_most = d, most = k;
             }
-            printf("; %s moved most (%+.1f%%)\n", measure_names[most],
-                   100 * (measure(a, most) - measure(b, most)) / fmax(fabs(measure(b, most)), 1e-9));
+            printf("; %s moved most (%+.1f%%): %s\n", measure_names[most],
+                   100 * (measure(a, most) - measure(b, most)) / fmax(fabs(measure(b, most)), 1e-9), measure_why[most]);
             shown++;
             break;
         }
