@@ -19,7 +19,10 @@
  *  - otherwise the next candidate is the same point with one more instance
  *    on each side a confirmation failed (a TTFT miss: prefill, a TBT miss:
  *    decode, as slo_judge charges them; an aggregated cluster: one more
- *    instance), until one passes or the cluster passes --max-instances.
+ *    instance), until one passes, or the cluster passes --max-instances,
+ *    or one more instance brought no missed target down by 1% of it
+ *    (progressed: the target less the headroom is below what instances
+ *    can buy, e.g. a TBT target near its per-iteration floor).
  * The point's own search run is the first confirmation (same config, so
  * the sweep finds it recorded and does not run it again). */
 #include <math.h>
@@ -153,6 +156,29 @@ static cand_at next_candidate(const slo_plan *pl, const sim_slo_candidate *c, ca
     return at;
 }
 
+/* Whether candidate c, grown from prev, brought a target it misses with
+ * the headroom closer by at least 1% of that target; when not, more
+ * instances do not help (the target is below what the load-free part of
+ * the metric allows: TBT's per-iteration time, say), and the note says so. */
+static bool progressed(const slo_plan *pl, const sim_slo_candidate *prev, const sim_slo_candidate *c)
+{
+    const sim_slo_opts *o = pl->o;
+    int stuck = -1;
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) {
+        if (!(o->target[t] > 0) || c->worst[t] <= o->target[t] * (1 - o->headroom)) continue;
+        if (c->worst[t] < prev->worst[t] - 0.01 * o->target[t]) return true;
+        stuck = t;
+    }
+    if (stuck < 0) return true; /* it missed the SLOs, not a target: keep growing */
+    int t = stuck;
+    snprintf(pl->r->confirm_note, sizeof pl->r->confirm_note,
+             "one more instance did not bring the worst %s down (%.1f ms, then %.1f ms) toward %g ms less the %g%% "
+             "headroom (%.4g ms): more instances do not reach it; loosen the target or lower --headroom",
+             sim_slo_label(t), prev->worst[t], c->worst[t], o->target[t], 100 * o->headroom,
+             o->target[t] * (1 - o->headroom));
+    return false;
+}
+
 int slo_confirm(slo_plan *pl, sim_err *err)
 {
     sim_slo_result *r = pl->r;
@@ -164,6 +190,7 @@ int slo_confirm(slo_plan *pl, sim_err *err)
         if (confirm_one(pl, &at, err)) return -1;
         const sim_slo_candidate *c = &r->cand[r->ncand - 1];
         if (c->pass == c->nrun) return r->recommended = r->ncand - 1, 0;
+        if (r->ncand > 1 && !progressed(pl, &r->cand[r->ncand - 2], c)) return 0;
         at = next_candidate(pl, c, at);
         if (at.P + at.D > o->max_instances) {
             snprintf(r->confirm_note, sizeof r->confirm_note,

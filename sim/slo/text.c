@@ -349,7 +349,7 @@ static void print_candidate(const sim_slo_opts *o, const sim_slo_result *r, int 
     printf(" seed resample");
     for (int t = 0; t < SIM_SLO_NTARGETS; t++)
         if (o->target[t] > 0) printf(" %9s", sim_slo_label(t));
-    printf("  attain   rej over  passes\n");
+    printf("  attain   rej over  passes (edge: the target, not the headroom)\n");
     for (int k = 0; k < c->nrun; k++) {
         const sim_slo_point *q = &c->run[k];
         printf("%5llu %-8s", (unsigned long long)q->seed, resample_name(q->resample));
@@ -358,7 +358,7 @@ static void print_candidate(const sim_slo_opts *o, const sim_slo_result *r, int 
         printf(" %7.4f %5lld %4s  %s\n", q->attainment, (long long)q->rejected, q->overloaded ? "yes" : "-",
                !q->ran            ? "FAILED"
                : q->feasible      ? "yes"
-               : q->feasible_bare ? "within the headroom"
+               : q->feasible_bare ? "edge"
                                   : "no");
     }
     print_margins(o, c);
