@@ -182,7 +182,20 @@ json_t *sim_slo_multi_json(const sim_slo_opts *o, const sim_slo_multi *m)
         json_array_append_new(list, e);
     }
     json_t *j = json_pack("{s:o}", "searches", list);
-    json_object_set_new(j, "picked", m->best >= 0 ? json_integer(m->best) : json_null());
+    json_t *tp = json_array(); /* --tp alone: one entry per GPU count, as before --hardware */
+    for (int i = 0; i < m->n && !m->v[0].kind[0]; i++) {
+        const sim_slo_variant *v = &m->v[i];
+        const sim_slo_point *a = v->why[0] ? NULL : sim_slo_answer(&v->r);
+        json_t *e = json_pack("{s:i, s:b}", "gpus_per_instance", v->tp, "feasible", a != NULL);
+        if (a) json_object_set_new(e, "gpus", json_integer(sim_slo_gpus(&v->r, a)));
+        if (v->why[0]) json_object_set_new(e, "error", json_string(v->why));
+        json_array_append_new(tp, e);
+    }
+    json_object_set_new(j, "tp", tp);
+    json_t *picked = json_null();
+    if (m->best >= 0)
+        picked = m->v[m->best].kind[0] ? json_string(m->v[m->best].hardware) : json_integer(m->v[m->best].tp);
+    json_object_set_new(j, "picked", picked);
     int shown = m->best;
     for (int i = m->n - 1; shown < 0 && i >= 0; i--) shown = m->v[i].why[0] ? -1 : i;
     json_object_set_new(j, "plan", shown >= 0 ? sim_slo_json(o, &m->v[shown].r) : json_null());
