@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "sim/store/kvstore.h"
 #include "tests/testutil.h"
 
@@ -122,11 +124,55 @@ static void test_lmcache_write_through(void **state)
     tu_remove_temp(trace);
 }
 
+/* kvsim plan tiers on the same cycle: the sizes are the halvings of --max
+ * and 0, and the knee is the smallest size whose hit rate is within 0.95
+ * of the best, found here again from the printed points; the figure is
+ * drawn when gnuplot is there; --max over the node's memory exits 2. */
+static void test_plan_tiers(void **state)
+{
+    char *trace = write_cycle(), png[600];
+    snprintf(png, sizeof png, "%s.png", trace);
+    json_t *j = tu_kvsim_jsonf("plan tiers --config configs/clusters/lmcache-cpu-offload.json --trace %s --set "
+                               "cluster.decode_hbm_frac=0.3 --max 16GB --points 4 --jobs 2 --json%s%s",
+                               trace, tu_have_gnuplot() ? " --plot " : "", tu_have_gnuplot() ? png : "");
+    const json_t *pts = json_object_get(j, "points");
+    const double want[5] = {0, 2e9, 4e9, 8e9, 16e9};
+    assert_int_equal(json_array_size(pts), 5);
+    double best = 0;
+    for (size_t i = 0; i < 5; i++) {
+        const json_t *p = json_array_get(pts, i);
+        assert_double_equal(json_number_value(json_object_get(p, "bytes")), want[i], 0);
+        double h = json_number_value(json_object_get(p, "hit_rate_tokens"));
+        if (h > best) best = h;
+    }
+    double knee = -1;
+    for (size_t i = 0; i < 5 && knee < 0; i++)
+        if (json_number_value(json_object_get(json_array_get(pts, i), "hit_rate_tokens")) >= 0.95 * best)
+            knee = want[i];
+    printf("best hit rate %.4f, knee %g bytes\n", best, knee);
+    assert_true(best > 0);
+    assert_double_equal(json_number_value(json_object_get(j, "knee")), knee, 0);
+    if (tu_have_gnuplot()) assert_int_equal(access(png, R_OK), 0);
+    json_decref(j);
+    const char *ext[] = {"", ".dat", ".gp"};
+    for (int i = 0; i < 3; i++) {
+        char f[620];
+        snprintf(f, sizeof f, "%s%s", png, ext[i]);
+        unlink(f);
+    }
+    char args[1024];
+    snprintf(args, sizeof args, "plan tiers --config configs/clusters/lmcache-cpu-offload.json --trace %s --max 1TB",
+             trace);
+    tu_expect_exit(args, 2, "--max: 1000 GB of DRAM is more than the 500 GB a h100x1 node has (hardware.dram_bytes)");
+    tu_remove_temp(trace);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_population),
         cmocka_unit_test(test_lmcache_write_through),
+        cmocka_unit_test(test_plan_tiers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
