@@ -25,7 +25,7 @@ static const char slo_usage[] =
     "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST] [--tp LIST]\n"
     "                      [--ssd LIST] [--remote LIST] [--loads LIST] [--dram-step SIZE]\n"
     "                      [--confirm-seeds N] [--confirm-resample W] [--headroom F]\n"
-    "                      [--hardware KIND,...] [--jobs N] [--db FILE] [--json]\n"
+    "                      [--hardware KIND,...] [--modes M,...] [--jobs N] [--db FILE] [--json]\n"
     "                      [--slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
     "The smallest disaggregated cluster of the config's hardware and model whose timed\n"
@@ -92,6 +92,9 @@ static const char slo_usage[] =
     "                      in each preset's about), the cheapest and the runner-up kind, then the\n"
     "                      cheapest kind's plan. Add --set cost.compute=measured to price every kind\n"
     "                      from its measured per-operation tables (docs/measured.md)\n"
+    "  --modes LIST        disaggregated,aggregated: every search above in each cluster mode\n"
+    "                      (cluster.mode; aggregated: instances that prefill and decode), the\n"
+    "                      cheapest over both\n"
     "\n"
     "Confirmation: the search's cheapest point is one run on one seed. Before a point is\n"
     "recommended it is re-run on --confirm-seeds seeds (the config's seed and the next ones)\n"
@@ -162,7 +165,8 @@ enum {
     OPT_HARDWARE,
     OPT_CONFIRM,
     OPT_HEADROOM,
-    OPT_RESAMPLE
+    OPT_RESAMPLE,
+    OPT_MODES
 };
 
 typedef struct slo_args {
@@ -172,6 +176,7 @@ typedef struct slo_args {
     int tp[SIM_SLO_MAX_LIST]; /* --tp: GPUs per instance to search (cluster.gpus_per_instance) */
     int ntp;
     const char *hardware; /* --hardware: kinds or presets, comma-separated */
+    const char *modes;    /* --modes: cluster modes, comma-separated */
     json_t *said;         /* the caveats' texts warned of so far (warn_caveats) */
 } slo_args;
 
@@ -323,6 +328,7 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case OPT_DB: o->db = arg; return 0;
     case OPT_TP: return tp_list(arg, a, err);
     case OPT_HARDWARE: a->hardware = arg; return 0;
+    case OPT_MODES: a->modes = arg; return 0;
     case OPT_CONFIRM: return count("--confirm-seeds", arg, 0, SIM_SLO_MAX_SEEDS, &o->confirm_seeds, err);
     case OPT_HEADROOM:
         if (sim_parse_double(arg, "--headroom", &o->headroom, err)) return -1;
@@ -354,6 +360,7 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
     static const struct option fixed[] = {
         {"tp", required_argument, 0, OPT_TP},
         {"hardware", required_argument, 0, OPT_HARDWARE},
+        {"modes", required_argument, 0, OPT_MODES},
         {"confirm-seeds", required_argument, 0, OPT_CONFIRM},
         {"headroom", required_argument, 0, OPT_HEADROOM},
         {"confirm-resample", required_argument, 0, OPT_RESAMPLE},
@@ -432,7 +439,7 @@ static int run_multi(slo_args *a, sim_err *err)
 {
     sim_slo_multi m;
     int rc = SIM_EXIT_OK, ran = 0;
-    if (sim_slo_plan_multi(&a->o, a->hardware, a->tp, a->ntp, before_search, a->said, &m, err)) {
+    if (sim_slo_plan_multi(&a->o, a->hardware, a->tp, a->ntp, a->modes, before_search, a->said, &m, err)) {
         rc = m.stop_signal ? 128 + m.stop_signal : sim_usage_error("plan slo", err->msg);
         sim_slo_multi_free(&m);
         return rc;
@@ -488,7 +495,7 @@ int cmd_plan_slo(int argc, char **argv)
         printf(slo_usage, sim_cli_slurm_usage);
     } else {
         a.said = json_array();
-        bool multi = a.ntp > 0 || a.hardware;
+        bool multi = a.ntp > 0 || a.hardware || a.modes;
         if (!multi) warn_caveats(&a.o, a.said); /* --tp, --hardware: once per search */
         rc = multi ? run_multi(&a, &err) : plan(&a, &r, &err);
         json_decref(a.said);

@@ -9,7 +9,9 @@
  * ("h200x2") is that preset, with cluster.gpus_per_instance = t when --tp
  * is given. Without --hardware, --tp sets cluster.gpus_per_instance on the
  * config's hardware (a divisor of the node's GPUs is tensor parallel, a
- * multiple pipeline parallel). Answers are compared by sim_slo_cost: the
+ * multiple pipeline parallel). --modes repeats every search in each
+ * cluster mode (cluster.mode: disaggregated P and D, or aggregated
+ * instances). Answers are compared by sim_slo_cost: the
  * price an hour when every side is priced (GPUs, and DRAM and disk when
  * those are: hardware.*_price_per_GB_hour), else the GPUs; ties go to the
  * earlier search (fewer GPUs per instance, kinds in the order given). */
@@ -68,11 +70,13 @@ static int variants(const char *hardware, const int *tp, int ntp, sim_slo_multi 
 }
 
 /* The searched keys may not come through --set. */
-static int check_multi_sets(const sim_slo_opts *o, bool hardware, int ntp, sim_err *err)
+static int check_multi_sets(const sim_slo_opts *o, bool hardware, int ntp, const char *modes, sim_err *err)
 {
     for (int i = 0; i < o->nsets; i++) {
         if (ntp && !strncmp(o->sets[i], "cluster.gpus_per_instance=", 26))
             return sim_errf(err, "--set %s: --tp sets cluster.gpus_per_instance itself", o->sets[i]);
+        if (modes && !strncmp(o->sets[i], "cluster.mode=", 13))
+            return sim_errf(err, "--set %s: --modes sets cluster.mode itself", o->sets[i]);
         if (hardware && (!strncmp(o->sets[i], "hardware=", 9) || !strncmp(o->sets[i], "hardware.", 9)))
             return sim_errf(err, "--set %s: --hardware sets the hardware itself", o->sets[i]);
     }
@@ -82,10 +86,12 @@ static int check_multi_sets(const sim_slo_opts *o, bool hardware, int ntp, sim_e
 /* One variant's search, its sets appended to a copy of the options'. */
 static int plan_variant(const sim_slo_opts *o, sim_slo_variant *v, sim_slo_hook before, void *ctx, sim_err *err)
 {
-    char hw[96], tp[64];
+    char hw[96], tp[64], mode[48];
     sim_slo_opts vo = *o;
-    vo.sets = sim_xcalloc((size_t)o->nsets + 3, sizeof *vo.sets);
+    vo.sets = sim_xcalloc((size_t)o->nsets + 4, sizeof *vo.sets);
     memcpy(vo.sets, o->sets, (size_t)o->nsets * sizeof *vo.sets);
+    if (v->mode[0]) snprintf(mode, sizeof mode, "cluster.mode=%s", v->mode), vo.sets[vo.nsets++] = mode;
+    if (!strcmp(v->mode, "aggregated")) vo.disagg_opt = NULL; /* --scopes, --cpp: the disaggregated searches' */
     if (v->hardware[0]) snprintf(hw, sizeof hw, "hardware=%s", v->hardware), vo.sets[vo.nsets++] = hw;
     if (v->tp) snprintf(tp, sizeof tp, "cluster.gpus_per_instance=%d", v->tp), vo.sets[vo.nsets++] = tp;
     if (before) before(&vo, ctx);
@@ -99,12 +105,34 @@ static int plan_variant(const sim_slo_opts *o, sim_slo_variant *v, sim_slo_hook 
     return rc;
 }
 
-int sim_slo_plan_multi(const sim_slo_opts *o, const char *hardware, const int *tp, int ntp, sim_slo_hook before,
-                       void *ctx, sim_slo_multi *m, sim_err *err)
+/* Each search of m once per mode of the list (the searches grow by that factor). */
+static int with_modes(const char *modes, sim_slo_multi *m, sim_err *err)
+{
+    char *copy = sim_xstrdup(modes), *rest = copy;
+    int n0 = m->n, rc = 0, k = 0;
+    sim_slo_variant *base = sim_xmalloc((size_t)(n0 ? n0 : 1) * sizeof *base);
+    memcpy(base, m->v, (size_t)n0 * sizeof *base);
+    for (char *md; rc == 0 && (md = strsep(&rest, ",")) != NULL;) {
+        if (strcmp(md, "disaggregated") && strcmp(md, "aggregated"))
+            rc = sim_errf(err, "--modes: '%s' is not disaggregated or aggregated", md);
+        for (int i = 0; rc == 0 && i < n0; i++, k++) {
+            if (k == SIM_SLO_MAX_VARIANTS) rc = sim_errf(err, "--modes: more than %d searches", SIM_SLO_MAX_VARIANTS);
+            else m->v[k] = base[i], snprintf(m->v[k].mode, sizeof m->v[k].mode, "%s", md);
+        }
+    }
+    m->n = k;
+    free(base);
+    free(copy);
+    return rc;
+}
+
+int sim_slo_plan_multi(const sim_slo_opts *o, const char *hardware, const int *tp, int ntp, const char *modes,
+                       sim_slo_hook before, void *ctx, sim_slo_multi *m, sim_err *err)
 {
     *m = (sim_slo_multi){.best = -1};
     m->v = sim_xcalloc(SIM_SLO_MAX_VARIANTS, sizeof *m->v);
-    if (check_multi_sets(o, hardware != NULL, ntp, err) || variants(hardware, tp, ntp, m, err)) return -1;
+    if (check_multi_sets(o, hardware != NULL, ntp, modes, err) || variants(hardware, tp, ntp, m, err)) return -1;
+    if (modes && with_modes(modes, m, err)) return -1;
     for (int i = 0; i < m->n; i++) {
         sim_slo_variant *v = &m->v[i];
         if (v->why[0]) continue;

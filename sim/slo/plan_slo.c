@@ -153,6 +153,7 @@ static int check_node(const sim_slo_opts *o, const sim_config *cfg, const sim_sl
     double mem =
         cfg->prefill_hw.dram_bytes < cfg->decode_hw.dram_bytes ? cfg->prefill_hw.dram_bytes : cfg->decode_hw.dram_bytes;
     if (r->aggregated) mem = cfg->hw.dram_bytes * r->instances_per_node;
+    if (r->aggregated && !r->lmcache) return 0; /* no CPU tier: kvstore.dram_bytes is not used */
     const char *dopt = o->ndram ? "--dram" : r->aggregated ? "kvstore.dram_bytes" : "--dram";
     for (int i = 0; i < r->ndram; i++)
         if (r->dram[i] > mem * (1 + 1e-12))

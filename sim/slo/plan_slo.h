@@ -222,6 +222,7 @@ const sim_slo_point *sim_slo_answer(const sim_slo_result *r);
 enum { SIM_SLO_MAX_VARIANTS = 64 };
 typedef struct sim_slo_variant {
     char kind[48];     /* as given to --hardware ("h100", "h200x2"), or "" */
+    char mode[16];     /* cluster.mode set (--modes), or "" (the config's) */
     char hardware[64]; /* the preset searched, or "" (the config's) */
     int tp;            /* cluster.gpus_per_instance set, or 0 */
     char why[256];     /* why it was not searched, or "" */
@@ -237,11 +238,12 @@ typedef struct sim_slo_multi {
  * config's caveats there). */
 typedef void (*sim_slo_hook)(const sim_slo_opts *o, void *ctx);
 /* Search each kind of hardware (comma-separated; NULL: the config's) at
- * each of tp[0..ntp) GPUs per instance; 0 with m filled, -1 with err for a
+ * each of tp[0..ntp) GPUs per instance, in each cluster mode of modes
+ * ("disaggregated,aggregated"; NULL: the config's); 0 with m filled, -1 with err for a
  * bad list, a --set of a searched key or a stopping signal. A search that
  * cannot run has its variant's why. sim_slo_multi_free always. */
-int sim_slo_plan_multi(const sim_slo_opts *o, const char *hardware, const int *tp, int ntp, sim_slo_hook before,
-                       void *ctx, sim_slo_multi *m, sim_err *err);
+int sim_slo_plan_multi(const sim_slo_opts *o, const char *hardware, const int *tp, int ntp, const char *modes,
+                       sim_slo_hook before, void *ctx, sim_slo_multi *m, sim_err *err);
 /* The cheapest answered variant of kind, or -1. */
 int sim_slo_multi_best_of(const sim_slo_multi *m, const char *kind);
 void sim_slo_multi_print(const sim_slo_opts *o, const sim_slo_multi *m);

@@ -170,9 +170,12 @@ json_t *sim_slo_multi_json(const sim_slo_opts *o, const sim_slo_multi *m)
     for (int i = 0; i < m->n; i++) {
         const sim_slo_variant *v = &m->v[i];
         const sim_slo_point *a = v->why[0] ? NULL : sim_slo_answer(&v->r);
-        json_t *e =
-            json_pack("{s:s, s:s, s:i, s:b}", "kind", v->kind, "hardware", v->hardware[0] ? v->hardware : v->r.hardware,
-                      "gpus_per_instance", v->why[0] ? v->tp : v->r.gpus_per_instance, "feasible", a != NULL);
+        json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:b}", "kind", v->kind, "mode",
+                              v->mode[0]        ? v->mode
+                              : v->r.aggregated ? "aggregated"
+                                                : "disaggregated",
+                              "hardware", v->hardware[0] ? v->hardware : v->r.hardware, "gpus_per_instance",
+                              v->why[0] ? v->tp : v->r.gpus_per_instance, "feasible", a != NULL);
         if (!v->why[0])
             json_object_update_new(e, json_pack("{s:f, s:f, s:f}", "price_per_instance_hour", v->r.prefill_price,
                                                 "dram_price_per_GB_hour", v->r.dram_price, "ssd_price_per_GB_hour",

@@ -419,11 +419,8 @@ static void variant_answer(const sim_slo_variant *v, char *buf, size_t n)
 {
     const sim_slo_point *a = sim_slo_answer(&v->r);
     if (v->why[0]) return (void)snprintf(buf, n, "%s", v->why);
-    if (!a)
-        return (void)snprintf(buf, n, "%s",
-                              v->r.status == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible: below the floor"
-                              : v->r.status == SIM_SLO_INFEASIBLE_MAX ? "infeasible: more than --max-instances"
-                                                                      : "no point passes every confirmation");
+    if (!a && v->r.status != SIM_SLO_FEASIBLE) return (void)snprintf(buf, n, "infeasible: %.400s", v->r.reason);
+    if (!a) return (void)snprintf(buf, n, "no recommendation: %.400s", v->r.confirm_note);
     char price[160];
     price_text(&v->r, a, price, sizeof price);
     if (v->r.aggregated) snprintf(buf, n, "%d instances = %d GPUs%s", a->prefill, sim_slo_gpus(&v->r, a), price);
@@ -448,14 +445,15 @@ void sim_slo_multi_print(const sim_slo_opts *o, const sim_slo_multi *m)
 {
     printf("hardware  one search per kind and GPUs per instance; prices are the presets' (hardware.price_per_hour,\n"
            "          dram_price_per_GB_hour, ssd_price_per_GB_hour: inputs, cited in each preset's about)\n");
-    printf("kind       preset      GPUs/inst  $/inst-h  $/GB-h DRAM  $/GB-h disk  answer\n");
+    printf("kind       preset      mode           GPUs/inst  $/inst-h  $/GB-h DRAM  $/GB-h disk  answer\n");
     for (int i = 0; i < m->n; i++) {
         const sim_slo_variant *v = &m->v[i];
         char ans[512];
         variant_answer(v, ans, sizeof ans);
         bool ran = !v->why[0];
-        printf("%-10s %-11s %9d %9.3f %12.5f %12.7f  %s%s\n", v->kind[0] ? v->kind : "-",
-               v->hardware[0] ? v->hardware : v->r.hardware, ran ? v->r.gpus_per_instance : v->tp,
+        const char *mode = v->mode[0] ? v->mode : !ran ? "-" : v->r.aggregated ? "aggregated" : "disaggregated";
+        printf("%-10s %-11s %-14s %9d %9.3f %12.5f %12.7f  %s%s\n", v->kind[0] ? v->kind : "-",
+               v->hardware[0] ? v->hardware : v->r.hardware, mode, ran ? v->r.gpus_per_instance : v->tp,
                ran ? v->r.prefill_price : 0, ran ? v->r.dram_price : 0, ran ? v->r.ssd_price : 0, ans,
                i == m->best ? "  <- cheapest" : "");
     }
