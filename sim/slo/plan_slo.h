@@ -22,7 +22,16 @@
  *     bounds, until one is feasible; then the two clusters one instance
  *     smaller are run to confirm it;
  *  3. the same staircase for each smaller DRAM level, from the previous
- *     level's N: the frontier (fewest GPUs per DRAM level).
+ *     level's N: the frontier (fewest GPUs per DRAM level);
+ *  4. confirmation (confirm.c): the cheapest point re-run on
+ *     opts.confirm_seeds seeds, on the trace as recorded and resampled,
+ *     each run within opts.headroom of every target, growing by one
+ *     instance on each failing side until a candidate passes them all:
+ *     the recommendation (sim_slo_answer).
+ * multi.c runs one search per GPU kind, GPUs per instance and cluster mode
+ * (--hardware, --tp, --modes); tiers.c is `kvsim plan tiers`, one
+ * cluster against the size of its DRAM or disk tier; text.c and result.c
+ * print them; command.c writes each point's `kvsim run` line.
  * Each probe of a split (P, D, DRAM) runs every scope × CPP point at once,
  * in parallel; a split passes when any of them does.
  *

@@ -1,8 +1,10 @@
 /* sim/slo/slo_int.h — what the files of sim/slo share and nobody else sees:
- * the state of one plan. Calls go one way only: plan_slo.c calls floor.c,
- * search.c and search_agg.c; search_agg.c calls search.c (slo_smallest);
- * both call probe.c; every file calls targets.c (the targets' names) and
- * none calls back; result.c only reads a result. */
+ * the state of one plan. Calls go one way only: multi.c and tiers.c call
+ * plan_slo.c; plan_slo.c calls floor.c, search.c, search_agg.c and
+ * confirm.c; search_agg.c calls search.c (slo_smallest); the searches and
+ * confirm.c call probe.c, confirm.c and plan_slo.c call command.c; every
+ * file calls targets.c (the targets' names) and none calls back; result.c
+ * and text.c only read a result. */
 #ifndef SIM_SLO_INT_H
 #define SIM_SLO_INT_H
 
