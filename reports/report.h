@@ -36,4 +36,14 @@ typedef enum rep_status {
 /* Write the report; on success *nruns and *nfigures say what it holds. */
 rep_status rep_generate(const rep_options *o, int *nruns, int *nfigures, sim_err *err);
 
+/* The figure of `kvsim plan tiers` (reports/curve.c): hit rate and TTFT p90
+ * against a tier's size, log x, the knee marked; png plus its .dat and .gp. */
+typedef struct rep_curve {
+    const char *title, *tier;     /* "DRAM" or "disk" */
+    const double *x, *hit, *ttft; /* n sizes (bytes; 0 is left out of the log axis) and their values */
+    int n;
+    double knee; /* the knee's size (bytes), or 0 */
+} rep_curve;
+int rep_curve_png(const char *png, const rep_curve *c, sim_err *err);
+
 #endif

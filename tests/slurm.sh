@@ -91,9 +91,10 @@ test_plan_slo_equals_local() {
            --scopes global,local --cpp 1 --dram 1TB --json)
   "$kvsim" "${a[@]}" --db "$w/plan-local.db" >"$w/plan-local.json" 2>/dev/null || fail local "exit $?" || return 1
   "$kvsim" "${a[@]}" --slurm --db "$w/plan-slurm.db" >"$w/plan-slurm.json" 2>"$w/plan.err" || fail slurm "exit $?: $(tail -3 "$w/plan.err")" || return 1
-  local probes; probes=$(grep -c "kvsim plan slo: probe " "$w/plan.err")
-  [ "$probes" -gt 0 ] && [ "$(grep -c "submitted Slurm array job" "$w/plan.err")" -eq "$probes" ] ||
-    fail slurm "not one array per probe ($probes probes): $(cat "$w/plan.err")" || return 1
+  # one array per probe and one per confirmed candidate (its seeds x workloads)
+  local arrays=$(( $(grep -c "plan slo: probe " "$w/plan.err") + $(grep -c "plan slo: confirming " "$w/plan.err") ))
+  [ "$(grep -c "submitted Slurm array job" "$w/plan.err")" -eq "$arrays" ] || fail slurm "not $arrays arrays: $(cat "$w/plan.err")" || return 1
+  grep -q '"recommended": {' "$w/plan-slurm.json" || fail slurm "no recommendation: $(cat "$w/plan-slurm.json")" || return 1
   local strip='s/"wall_seconds": *[-0-9.e+]*//'
   [ "$(sed "$strip" "$w/plan-slurm.json")" = "$(sed "$strip" "$w/plan-local.json")" ] ||
     fail compare "answers differ: $(cat "$w/plan-slurm.json") vs $(cat "$w/plan-local.json")" || return 1

@@ -44,6 +44,8 @@ int cmd_hitrate_ladder(int argc, char **argv);
 int cmd_plan_crossover(int argc, char **argv);
 /* kvsim plan slo (sim/cli/cmd_plan_slo.c). */
 int cmd_plan_slo(int argc, char **argv);
+/* kvsim plan tiers (sim/cli/cmd_plan_tiers.c). */
+int cmd_plan_tiers(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -24,7 +24,8 @@ static void usage(FILE *f)
                "and in total, against the hardware preset's DRAM per node. A placement that\n"
                "loads one node with more than twice its share is warned about on stderr.\n"
                "(kvsim plan crossover --help: when loading KV beats recomputing it.)\n"
-               "(kvsim plan slo --help: the smallest cluster whose runs meet latency targets.)\n\n"
+               "(kvsim plan slo --help: the smallest cluster whose runs meet latency targets.)\n"
+               "(kvsim plan tiers --help: one cluster's hit rate, TTFT and price against its DRAM.)\n\n"
                "  --target F              fraction of the achievable hit rate, (0, 1] (default 0.9)\n"
                "  --model NAME            model preset or JSON file for KV bytes per token\n"
                "                          (default llama3-70b; presets in configs/models/)\n"
@@ -167,10 +168,11 @@ static int plan_run(kv_replay_trace *t, const kv_hitrate_spec *spec, plan_args *
 
 int cmd_plan(int argc, char **argv)
 {
-    static const char *const subs[] = {"slo", "crossover"};
+    static const char *const subs[] = {"slo", "crossover", "tiers"};
     if (argc > 1 && !strcmp(argv[1], "crossover")) return cmd_plan_crossover(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "slo")) return cmd_plan_slo(argc - 1, argv + 1);
-    const char *mean = argc > 1 && argv[1][0] != '-' ? sim_did_you_mean(argv[1], subs, 2) : "";
+    if (argc > 1 && !strcmp(argv[1], "tiers")) return cmd_plan_tiers(argc - 1, argv + 1);
+    const char *mean = argc > 1 && argv[1][0] != '-' ? sim_did_you_mean(argv[1], subs, 3) : "";
     if (*mean) {
         fprintf(stderr, "kvsim plan: unknown subcommand '%s'%s\n", argv[1], mean);
         return SIM_EXIT_USAGE;

@@ -16,6 +16,7 @@
 #include "sim/config/scope.h"
 #include "sim/serving/serving.h"
 #include "sim/slo/plan_slo.h"
+#include "sim/trace/trace.h"
 
 static const char slo_usage[] =
     "usage: kvsim plan slo [--trace FILE] [--config FILE] [--set key=value]... [--speed X]\n"
@@ -23,7 +24,8 @@ static const char slo_usage[] =
     "                      [--allow-rejected] ...\n"
     "                      [--max-instances N] [--dram LIST] [--scopes LIST] [--cpp LIST] [--tp LIST]\n"
     "                      [--ssd LIST] [--remote LIST] [--loads LIST] [--dram-step SIZE]\n"
-    "                      [--jobs N] [--db FILE] [--json]\n"
+    "                      [--confirm-seeds N] [--confirm-resample W] [--headroom F]\n"
+    "                      [--hardware KIND,...] [--modes M,...] [--jobs N] [--db FILE] [--json]\n"
     "                      [--slurm [--partition P] [--sbatch-args 'A B']]\n"
     "\n"
     "The smallest disaggregated cluster of the config's hardware and model whose timed\n"
@@ -82,6 +84,34 @@ static const char slo_usage[] =
     "                      parallel): one whole search each; the answer is the feasible plan\n"
     "                      with the fewest GPUs (the lowest price when priced), ties to fewer\n"
     "                      GPUs per instance (docs/hardware.md)\n"
+    "  --hardware LIST     one whole search per GPU kind, e.g. h100,h200,b200: a kind K with\n"
+    "                      --tp T is the preset KxT (a node of T GPUs, tensor parallel; T 1 without\n"
+    "                      --tp), a preset name is that preset. Prints each kind's answer with its\n"
+    "                      price an hour and per million output tokens (hardware.price_per_hour,\n"
+    "                      dram_price_per_GB_hour, ssd_price_per_GB_hour of the presets: inputs, cited\n"
+    "                      in each preset's about), the cheapest and the runner-up kind, then the\n"
+    "                      cheapest kind's plan. Add --set cost.compute=measured to price every kind\n"
+    "                      from its measured per-operation tables (docs/measured.md)\n"
+    "  --modes LIST        disaggregated,aggregated: every search above in each cluster mode\n"
+    "                      (cluster.mode; aggregated: instances that prefill and decode), the\n"
+    "                      cheapest over both\n"
+    "\n"
+    "Confirmation: the search's cheapest point is one run on one seed. Before a point is\n"
+    "recommended it is re-run on --confirm-seeds seeds (the config's seed and the next ones)\n"
+    "on the trace as recorded and with trace.resample=--confirm-resample (sessions: the\n"
+    "trace's sessions bootstrapped into its start times), and each run must meet every\n"
+    "target shrunk by --headroom and the SLOs. A point passing every run only without the\n"
+    "headroom is a knife edge and is not recommended; a point failing adds one instance\n"
+    "on each side a run failed (TTFT: prefill, TBT: decode), until one passes all.\n"
+    "  --confirm-seeds N   seeds per workload, 0-16 (default 4; 0: no confirmation, the\n"
+    "                      cheapest point is the answer)\n"
+    "  --confirm-resample W  sessions (default), poisson or none (a segment trace cannot\n"
+    "                      be resampled: give none)\n"
+    "  --headroom F        share of each target a confirmation must stay under it by, in\n"
+    "                      [0, 0.5) (default 0.05: the conversation trace's TBT p99 moved by\n"
+    "                      2.6%% of its target between seeds 1-4, docs/planning.md)\n"
+    "  Exit status 0 needs a recommended point; 3 when none passes every confirmation.\n"
+    "\n"
     "  --jobs N            worker processes (default: the number of CPUs)\n"
     "  --db FILE           results database; points it records are not run again (default:\n"
     "                      a temporary one, removed at the end; under --slurm it must lie\n"
@@ -131,7 +161,12 @@ enum {
     OPT_SSD,
     OPT_REMOTE,
     OPT_LOADS,
-    OPT_STEP
+    OPT_STEP,
+    OPT_HARDWARE,
+    OPT_CONFIRM,
+    OPT_HEADROOM,
+    OPT_RESAMPLE,
+    OPT_MODES
 };
 
 typedef struct slo_args {
@@ -140,7 +175,9 @@ typedef struct slo_args {
     bool usage;               /* print the usage after the error */
     int tp[SIM_SLO_MAX_LIST]; /* --tp: GPUs per instance to search (cluster.gpus_per_instance) */
     int ntp;
-    json_t *said; /* the caveats' texts warned of so far (warn_caveats) */
+    const char *hardware; /* --hardware: kinds or presets, comma-separated */
+    const char *modes;    /* --modes: cluster modes, comma-separated */
+    json_t *said;         /* the caveats' texts warned of so far (warn_caveats) */
 } slo_args;
 
 static int positive(const char *opt, const char *s, double *out, sim_err *err)
@@ -290,6 +327,17 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     case OPT_JOBS: return count("--jobs", arg, 1, 1024, &o->jobs, err);
     case OPT_DB: o->db = arg; return 0;
     case OPT_TP: return tp_list(arg, a, err);
+    case OPT_HARDWARE: a->hardware = arg; return 0;
+    case OPT_MODES: a->modes = arg; return 0;
+    case OPT_CONFIRM: return count("--confirm-seeds", arg, 0, SIM_SLO_MAX_SEEDS, &o->confirm_seeds, err);
+    case OPT_HEADROOM:
+        if (sim_parse_double(arg, "--headroom", &o->headroom, err)) return -1;
+        return o->headroom >= 0 && o->headroom < 0.5 ? 0 : sim_errf(err, "--headroom: %s is not in [0, 0.5)", arg);
+    case OPT_RESAMPLE:
+        if (!strcmp(arg, "none")) return o->confirm_resample = SIM_RESAMPLE_NONE, 0;
+        if (!strcmp(arg, "sessions")) return o->confirm_resample = SIM_RESAMPLE_SESSIONS, 0;
+        if (!strcmp(arg, "poisson")) return o->confirm_resample = SIM_RESAMPLE_POISSON, 0;
+        return sim_errf(err, "--confirm-resample: '%s' is not sessions, poisson or none", arg);
     case 'j': a->json = true; return 0;
     case 'h': a->help = true; return 0;
     default:
@@ -311,6 +359,11 @@ static int parse_args(int argc, char **argv, slo_args *a, sim_err *err)
 {
     static const struct option fixed[] = {
         {"tp", required_argument, 0, OPT_TP},
+        {"hardware", required_argument, 0, OPT_HARDWARE},
+        {"modes", required_argument, 0, OPT_MODES},
+        {"confirm-seeds", required_argument, 0, OPT_CONFIRM},
+        {"headroom", required_argument, 0, OPT_HEADROOM},
+        {"confirm-resample", required_argument, 0, OPT_RESAMPLE},
         {"trace", required_argument, 0, 't'},
         {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},
@@ -361,249 +414,6 @@ int sim_cli_plan_slo_opts(int argc, char **argv, sim_slo_opts *o, sim_err *err)
     return rc;
 }
 
-/* ---- printing -------------------------------------------------------------- */
-
-static void print_targets(const sim_slo_opts *o)
-{
-    printf("targets   ");
-    const char *sep = "";
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0) printf("%s%s <= %g ms", sep, sim_slo_label(t), o->target[t]), sep = ", ";
-    if (o->attainment > 0) printf("%sSLO attainment >= %g, not overloaded", sep, o->attainment);
-    else printf("%sSLOs ignored (--attainment 0)", sep);
-    printf(", %s\n", o->allow_rejected ? "requests may be rejected" : "no request rejected or lost");
-}
-
-static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    for (int i = 0; i < r->nfloor; i++) {
-        const sim_slo_floor *f = &r->floor[i];
-        printf("floor     cpp_group %d:", f->cpp);
-        for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-            if (o->target[t] > 0) printf(" %s >= %.1f ms,", sim_slo_label(t), f->value[t]);
-        printf(" attainment <= %.4f%s\n", f->attainment, f->blocks ? "  (blocks a target)" : "");
-    }
-    printf("          (each request alone on one idle instance, prefix hit of an unbounded cache: %.3f of tokens;\n"
-           "          the %s prompt, %d tokens, takes %.1f ms alone, %.1f ms with its hit)\n",
-           r->hit_rate_tokens, r->prompt_q, r->prompt_tokens, r->prompt_alone_ms, r->prompt_hit_ms);
-    if (r->note[0]) printf("note      %s\n", r->note);
-}
-
-/* What a DRAM level is per: "instance", or "node" of instances sharing a CPU pool. */
-static const char *dram_per(const sim_slo_result *r)
-{
-    return r->aggregated && r->instances_per_node <= 1 ? "instance" : "node";
-}
-
-static void print_header(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    printf("trace     %s (%lld requests, speed %g, fingerprint %016llx)\n", r->trace, (long long)r->requests, r->speed,
-           (unsigned long long)r->fingerprint);
-    if (r->aggregated)
-        printf("cluster   %s on %s, aggregated%s: %d GPU%s per instance, %.0f KV bytes per token, up to %d instances; "
-               "DRAM is the CPU pool per %s\n",
-               r->model, r->hardware, r->lmcache ? " with LMCache" : " (kvstore.lmcache off: DRAM not searched)",
-               r->gpus_per_instance, r->gpus_per_instance == 1 ? "" : "s", r->kv_bytes_per_token, o->max_instances,
-               dram_per(r));
-    else
-        printf("cluster   %s on %s: %d GPUs per instance, %.0f KV bytes per token, up to %d instances\n", r->model,
-               r->hardware, r->gpus_per_instance, r->kv_bytes_per_token, o->max_instances);
-    print_targets(o);
-    print_floors(o, r);
-}
-
-/* Points by size: instances, prefill, DRAM (most first), then knobs. */
-static int by_size(const void *x, const void *y, void *arg)
-{
-    const sim_slo_point *a = x, *b = y;
-    const sim_slo_result *r = arg;
-    double da = r->dram[a->dram_level], db = r->dram[b->dram_level];
-    if (a->prefill + a->decode != b->prefill + b->decode)
-        return a->prefill + a->decode < b->prefill + b->decode ? -1 : 1;
-    if (a->prefill != b->prefill) return a->prefill < b->prefill ? -1 : 1;
-    if (da != db) return da > db ? -1 : 1;
-    return (a->knob > b->knob) - (a->knob < b->knob);
-}
-
-/* A byte size as people read it: "1 TB", "256 GB", "30 GB". */
-static const char *human_bytes(double b, char *buf, size_t n)
-{
-    static const struct {
-        double unit;
-        const char *name;
-    } units[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (b >= units[i].unit) return snprintf(buf, n, "%.4g %s", b / units[i].unit, units[i].name), buf;
-    return snprintf(buf, n, "%.0f B", b), buf;
-}
-
-/* A token count as people read it: "7.63M", "512k". */
-static const char *human_count(double v, char *buf, size_t n)
-{
-    if (v >= 1e9) snprintf(buf, n, "%.3gG", v / 1e9);
-    else if (v >= 1e6) snprintf(buf, n, "%.3gM", v / 1e6);
-    else if (v >= 1e3) snprintf(buf, n, "%.3gk", v / 1e3);
-    else snprintf(buf, n, "%.0f", v);
-    return buf;
-}
-
-static const char *verdict(const sim_slo_point *p) { return !p->ran ? "FAILED" : p->feasible ? "yes" : "no"; }
-
-static const char *load_name(int load) { return sim_load_names[load]; }
-
-/* The split and knob columns of a point (and of the table's header, p NULL). */
-static void print_knobs(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
-{
-    char b[32], t[32];
-    if (!p) {
-        if (r->aggregated)
-            printf("probe inst  GPUs DRAM/%-4.4s  tokens%s%s%s", dram_per(r), o->nssd ? "       SSD" : "",
-                   o->nremote ? "    remote" : "", o->nload ? " load    " : "");
-        else printf("probe   P   D  GPUs DRAM/node  tokens scope  CPP");
-        return;
-    }
-    double dram = r->dram[p->dram_level];
-    if (!r->aggregated)
-        return (void)printf("%5d %3d %3d %5d %9s %7s %-6s %3d", p->probe, p->prefill, p->decode, sim_slo_gpus(r, p),
-                            human_bytes(dram, b, sizeof b), human_count(dram / r->kv_bytes_per_token, t, sizeof t),
-                            kv_scope_name((kv_scope)p->scope), p->cpp);
-    printf("%5d %4d %5d %9s %7s", p->probe, p->prefill, sim_slo_gpus(r, p), human_bytes(dram, b, sizeof b),
-           human_count(dram / r->kv_bytes_per_token, t, sizeof t));
-    if (o->nssd) printf(" %9s", human_bytes(p->ssd, b, sizeof b));
-    if (o->nremote) printf(" %9s", human_bytes(p->remote, b, sizeof b));
-    if (o->nload) printf(" %-8s", load_name(p->load));
-}
-
-static void print_row(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
-{
-    print_knobs(o, r, p);
-    for (int k = 0; k < SIM_SLO_NTARGETS; k++)
-        if (o->target[k] > 0) printf(" %9.1f", p->value[k]);
-    printf(" %7.4f %5lld %4s  %s\n", p->attainment, (long long)p->rejected, p->overloaded ? "yes" : "-", verdict(p));
-}
-
-static void print_points(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    sim_slo_point *s = sim_xmalloc((size_t)(r->npts ? r->npts : 1) * sizeof *s);
-    memcpy(s, r->pts, (size_t)r->npts * sizeof *s);
-    qsort_r(s, (size_t)r->npts, sizeof *s, by_size, (void *)r);
-    printf("\n");
-    print_knobs(o, r, NULL);
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0) printf(" %9s", sim_slo_label(t));
-    printf("  attain   rej over  feasible\n");
-    for (int i = 0; i < r->npts; i++) print_row(o, r, &s[i]);
-    free(s);
-}
-
-static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    bool priced = sim_slo_price(r, &(sim_slo_point){.prefill = 1, .decode = 1}) > 0;
-    printf("\nfrontier: %s for each DRAM level\n", priced ? "lowest price an hour" : "fewest GPUs");
-    if (r->aggregated)
-        printf("DRAM/%-4.4s  tokens  GPUs inst%s%s%s\n", dram_per(r), o->nssd ? "       SSD" : "",
-               o->nremote ? "    remote" : "", o->nload ? " load" : "");
-    else printf("DRAM/node  tokens  GPUs   P   D  scope  CPP\n");
-    for (int lv = 0; lv < r->nlisted; lv++) {
-        int i = r->frontier[lv];
-        char b[32], t[32];
-        printf("%9s %7s", human_bytes(r->dram[lv], b, sizeof b),
-               human_count(r->dram[lv] / r->kv_bytes_per_token, t, sizeof t));
-        if (i < 0) {
-            printf("  none up to %d instances\n", o->max_instances);
-            continue;
-        }
-        const sim_slo_point *p = &r->pts[i];
-        if (!r->aggregated) {
-            printf(" %5d %3d %3d  %-6s %3d", sim_slo_gpus(r, p), p->prefill, p->decode,
-                   kv_scope_name((kv_scope)p->scope), p->cpp);
-            if (priced) printf("  $%.2f an hour", sim_slo_price(r, p));
-            putchar('\n');
-            continue;
-        }
-        printf(" %5d %4d", sim_slo_gpus(r, p), p->prefill);
-        if (o->nssd) printf(" %9s", human_bytes(p->ssd, b, sizeof b));
-        if (o->nremote) printf(" %9s", human_bytes(p->remote, b, sizeof b));
-        printf("%s%s\n", o->nload ? " " : "", o->nload ? load_name(p->load) : "");
-    }
-}
-
-/* The first target's value of a point, or its SLO attainment: "TTFT p90 1025.9 ms". */
-static void first_value(const sim_slo_opts *o, const sim_slo_point *p, char *buf, size_t n)
-{
-    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
-        if (o->target[t] > 0)
-            return (void)snprintf(buf, n, "%s %.1f ms, SLO attainment %.4f", sim_slo_label(t), p->value[t],
-                                  p->attainment);
-    snprintf(buf, n, "SLO attainment %.4f", p->attainment);
-}
-
-/* An aggregated plan's cliff: the least DRAM passing with the fewest
- * instances and the most failing below it. */
-static void print_cliff(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    if (r->cliff_pass < 0) return;
-    const sim_slo_point *p = &r->pts[r->cliff_pass];
-    char b[32], v[128];
-    first_value(o, p, v, sizeof v);
-    printf("\ncliff     with %d instance%s: %s of CPU DRAM per %s passes (%s)\n", p->prefill,
-           p->prefill == 1 ? "" : "s", human_bytes(r->dram[p->dram_level], b, sizeof b), dram_per(r), v);
-    if (r->cliff_fail < 0) return (void)printf("          and so does no DRAM at all: the trace needs no CPU tier\n");
-    const sim_slo_point *f = &r->pts[r->cliff_fail];
-    first_value(o, f, v, sizeof v);
-    printf("          %s fails (%s); the levels are %s apart (--dram-step)\n",
-           human_bytes(r->dram[f->dram_level], b, sizeof b), v,
-           human_bytes(r->dram[p->dram_level] - r->dram[f->dram_level], (char[32]){0}, 32));
-}
-
-/* The cheapest point in full: every TTFT and TBT statistic, SLO
- * attainment against what, rejections, the diagnosis's busiest resource. */
-static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_point *p)
-{
-    char b[32], t[32];
-    const char *dram = human_bytes(r->dram[p->dram_level], b, sizeof b),
-               *tokens = human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t);
-    char price[48] = "";
-    if (sim_slo_price(r, p) > 0) snprintf(price, sizeof price, " ($%.2f an hour)", sim_slo_price(r, p));
-    if (r->aggregated)
-        printf("\ncheapest  %d instance%s = %d GPU%s%s, %s (%s tokens) of CPU DRAM per %s, kvstore.load %s\n",
-               p->prefill, p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price,
-               dram, tokens, dram_per(r), load_name(p->load));
-    else
-        printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
-               p->decode, sim_slo_gpus(r, p), price, dram, tokens, kv_scope_name((kv_scope)p->scope), p->cpp);
-    for (int m = 0; m < 2; m++) {
-        printf("          %-4s", m ? "TBT" : "TTFT");
-        for (int k = 0; k < SIM_SLO_NSTATS; k++)
-            printf("%s %s %.1f", k ? "," : "", sim_slo_stat_key(k), p->value[m * SIM_SLO_NSTATS + k]);
-        printf(" ms\n");
-    }
-    printf("          SLO attainment %.4f (slo.ttft_ms %g, slo.tbt_ms %g, a request's own in the trace first%s), "
-           "%lld rejected or lost, %s; busiest: %s %.2f\n",
-           p->attainment, r->slo_ttft_ms, r->slo_tbt_ms, o->attainment > 0 ? "" : "; not required: --attainment 0",
-           (long long)p->rejected, p->overloaded ? "overloaded" : "not overloaded", p->busiest[0] ? p->busiest : "-",
-           p->busiest_util);
-    printf("run       %s\n", r->command);
-    if (!(o->attainment > 0) && (p->overloaded || !(p->attainment >= 0.9)))
-        fprintf(stderr,
-                "kvsim plan slo: warning: the cheapest point misses the SLOs (attainment %.4f, %s): --attainment 0 "
-                "ignores them; leave it out to require SLO attainment >= 0.9 and no overload\n",
-                p->attainment, p->overloaded ? "overloaded" : "not overloaded");
-}
-
-static void print_text(const sim_slo_opts *o, const sim_slo_result *r)
-{
-    print_header(o, r);
-    printf("search    %d probes, %lld runs (%lld already recorded, %lld failed) in %.1f s %s %d %s\n", r->nprobes,
-           (long long)r->runs, (long long)r->recorded, (long long)r->failed, r->wall_seconds,
-           o->slurm.on ? "on Slurm, at most" : "with", o->jobs, o->slurm.on ? "at once" : "jobs");
-    if (r->npts) print_points(o, r);
-    if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
-    print_frontier(o, r);
-    print_cliff(o, r);
-    print_cheapest(o, r, &r->pts[r->cheapest]);
-}
-
 /* What the config of a search has not been validated on
  * (sim/serving/caveats.c), each text once per command, here: every point of
  * the search inherits it, so its worker runs are told not to repeat it
@@ -621,95 +431,28 @@ static void warn_caveats(const sim_slo_opts *o, json_t *said)
     sim_config_free(&cfg);
 }
 
-/* ---- --tp: parallelism per instance ------------------------------------------ */
+/* ---- --hardware, --tp: one search per kind and GPUs per instance -------------- */
 
-/* One whole search per GPU count per instance (cluster.gpus_per_instance:
- * tensor parallel within a node, pipeline parallel across nodes); the
- * answer is the feasible plan with the fewest GPUs (the lowest price when
- * both sides are priced: sim_slo_cost), ties to the fewer GPUs per instance. Returns the index of that plan, -1 when none is feasible. */
-static int plan_tp(slo_args *a, sim_slo_result *r, char (*why)[256], sim_err *err)
+static void before_search(const sim_slo_opts *o, void *said) { warn_caveats(o, said); }
+
+static int run_multi(slo_args *a, sim_err *err)
 {
-    for (int i = 0; i < a->o.nsets; i++)
-        if (!strncmp(a->o.sets[i], "cluster.gpus_per_instance=", 26))
-            return sim_errf(err, "--set %s: --tp sets cluster.gpus_per_instance itself", a->o.sets[i]), -2;
-    int best = -1;
-    char set[64];
-    sim_slo_opts o = a->o;
-    o.sets[o.nsets++] = set; /* the array has room: one --set takes two arguments */
-    for (int i = 0; i < a->ntp; i++) {
-        snprintf(set, sizeof set, "cluster.gpus_per_instance=%d", a->tp[i]);
-        warn_caveats(&o, a->said);
-        if (sim_slo_plan(&o, &r[i], err)) { /* e.g. the model does not fit so few GPUs: that count is out */
-            if (r[i].stop_signal) return -2;
-            snprintf(why[i], sizeof why[i], "%.255s", err->msg);
-            r[i].status = SIM_SLO_INFEASIBLE_FLOOR;
-            continue;
-        }
-        if (r[i].status != SIM_SLO_FEASIBLE) continue;
-        double c = sim_slo_cost(&r[i], &r[i].pts[r[i].cheapest]);
-        if (best < 0 || c < sim_slo_cost(&r[best], &r[best].pts[r[best].cheapest])) best = i;
+    sim_slo_multi m;
+    int rc = SIM_EXIT_OK, ran = 0;
+    if (sim_slo_plan_multi(&a->o, a->hardware, a->tp, a->ntp, a->modes, before_search, a->said, &m, err)) {
+        rc = m.stop_signal ? 128 + m.stop_signal : sim_usage_error("plan slo", err->msg);
+        sim_slo_multi_free(&m);
+        return rc;
     }
-    a->o.sets[a->o.nsets] = NULL;
-    return best;
-}
-
-static void print_tp(const slo_args *a, const sim_slo_result *r, int best, char (*why)[256])
-{
-    printf("tp        one search per GPU count per instance (cluster.gpus_per_instance)\n");
-    printf("GPUs/instance  tensor x pipeline  answer\n");
-    for (int i = 0; i < a->ntp; i++) {
-        printf("%13d  %8d x %-6d  ", a->tp[i], r[i].tp, r[i].pp);
-        if (r[i].status != SIM_SLO_FEASIBLE) {
-            printf("%s\n", why[i][0]                                 ? why[i]
-                           : r[i].status == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible: below the floor"
-                                                                     : "infeasible: more than --max-instances");
-            continue;
-        }
-        const sim_slo_point *p = &r[i].pts[r[i].cheapest];
-        const char *mark = sim_slo_price(&r[i], p) > 0 ? "  <- cheapest" : "  <- fewest";
-        printf("%dP%dD = %d GPUs%s\n", p->prefill, p->decode, sim_slo_gpus(&r[i], p), i == best ? mark : "");
-    }
-    printf("\n");
-}
-
-static json_t *tp_json(const slo_args *a, const sim_slo_result *r, int best, char (*why)[256])
-{
-    json_t *list = json_array();
-    for (int i = 0; i < a->ntp; i++) {
-        json_t *e = json_pack("{s:i, s:b}", "gpus_per_instance", a->tp[i], "feasible", r[i].status == SIM_SLO_FEASIBLE);
-        if (r[i].status == SIM_SLO_FEASIBLE)
-            json_object_set_new(e, "gpus", json_integer(sim_slo_gpus(&r[i], &r[i].pts[r[i].cheapest])));
-        if (why[i][0]) json_object_set_new(e, "error", json_string(why[i]));
-        json_array_append_new(list, e);
-    }
-    json_t *j = json_pack("{s:o}", "tp", list);
-    json_object_set_new(j, "picked", best >= 0 ? json_integer(a->tp[best]) : json_null());
-    int shown = best;
-    for (int i = a->ntp - 1; shown < 0 && i >= 0; i--) shown = why[i][0] ? -1 : i;
-    json_object_set_new(j, "plan", sim_slo_json(&a->o, &r[shown]));
-    return j;
-}
-
-static int run_tp(slo_args *a, sim_err *err)
-{
-    sim_slo_result r[SIM_SLO_MAX_LIST];
-    char why[SIM_SLO_MAX_LIST][256] = {{0}};
-    memset(r, 0, sizeof r);
-    int best = plan_tp(a, r, why, err), rc = SIM_EXIT_OK, ran = 0;
-    for (int i = 0; i < a->ntp; i++) ran += !why[i][0];
-    if (best == -2 || ran == 0) rc = sim_usage_error("plan slo", err->msg);
+    for (int i = 0; i < m.n; i++) ran += !m.v[i].why[0];
+    if (ran == 0) rc = sim_usage_error("plan slo", m.n ? m.v[m.n - 1].why : "nothing to search");
     else if (a->json) {
-        json_t *j = tp_json(a, r, best, why);
+        json_t *j = sim_slo_multi_json(&a->o, &m);
         json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
         json_decref(j);
-    } else {
-        print_tp(a, r, best, why);
-        int shown = best;
-        for (int i = a->ntp - 1; shown < 0 && i >= 0; i--) shown = why[i][0] ? -1 : i;
-        print_text(&a->o, &r[shown]);
-    }
-    if (rc == SIM_EXIT_OK && best < 0) rc = SIM_EXIT_CHECK;
-    for (int i = 0; i < a->ntp; i++) sim_slo_free(&r[i]);
+    } else sim_slo_multi_print(&a->o, &m);
+    if (rc == SIM_EXIT_OK && m.best < 0) rc = SIM_EXIT_CHECK;
+    sim_slo_multi_free(&m);
     return rc;
 }
 
@@ -724,9 +467,9 @@ static int plan(slo_args *a, sim_slo_result *r, sim_err *err)
     }
     json_t *j = a->json ? sim_slo_json(&a->o, r) : NULL;
     if (j) json_dumpf(j, stdout, JSON_REAL_PRECISION(10)), putchar('\n');
-    else print_text(&a->o, r);
+    else sim_slo_print(&a->o, r);
     json_decref(j);
-    return r->status == SIM_SLO_FEASIBLE ? SIM_EXIT_OK : SIM_EXIT_CHECK;
+    return sim_slo_answer(r) ? SIM_EXIT_OK : SIM_EXIT_CHECK;
 }
 
 int cmd_plan_slo(int argc, char **argv)
@@ -752,8 +495,9 @@ int cmd_plan_slo(int argc, char **argv)
         printf(slo_usage, sim_cli_slurm_usage);
     } else {
         a.said = json_array();
-        if (a.ntp == 0) warn_caveats(&a.o, a.said); /* --tp: once per GPU count */
-        rc = a.ntp > 0 ? run_tp(&a, &err) : plan(&a, &r, &err);
+        bool multi = a.ntp > 0 || a.hardware || a.modes;
+        if (!multi) warn_caveats(&a.o, a.said); /* --tp, --hardware: once per search */
+        rc = multi ? run_multi(&a, &err) : plan(&a, &r, &err);
         json_decref(a.said);
     }
     sim_slo_free(&r);

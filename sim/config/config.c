@@ -321,6 +321,9 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
     if (get_int(root, "hardware.gpus_per_node", &gpus, err)) return -1;
     if (read_nums(root, "hardware.", hw_nums, sizeof hw_nums / sizeof hw_nums[0], hw, err)) return -1;
     hw->price_per_hour = hw_opt(h, "price_per_hour", 0);
+    hw->dram_price_GBh = hw_opt(h, "dram_price_per_GB_hour", 0);
+    hw->ssd_price_GBh = hw_opt(h, "ssd_price_per_GB_hour", 0);
+    hw->ssd_bytes = hw_opt(h, "ssd_bytes", 0);
     if (read_hw_optional(h, hw, err)) return -1;
     hw->gpus = (int)gpus;
     hw->flops *= gpus;
@@ -363,7 +366,7 @@ static int shape_instance(sim_hw *hw, int g, sim_err *err)
     hw->flops *= dev, hw->hbm_Bps *= dev, hw->hbm_bytes *= host;
     hw->h2d_Bps *= host, hw->nic_Bps *= host, hw->dram_bytes *= host;
     hw->ssd_read_Bps *= host, hw->ssd_write_Bps *= host;
-    hw->price_per_hour *= host;
+    hw->price_per_hour *= host, hw->ssd_bytes *= host;
     hw->gpus = g, hw->tp = g < node ? g : node, hw->pp = g < node ? 1 : g / node;
     return 0;
 }

@@ -36,9 +36,11 @@ typedef struct sim_hw {
      * tensor-parallel all-reduce across the node's GPUs: link bandwidth per
      * GPU and direction (× its efficiency), latency of one all-reduce. */
     double hbm_efficiency, link_Bps, allreduce_latency_s;
-    char calibration[PATH_MAX]; /* calibration file ("" = analytic bandwidths) */
-    char optables[PATH_MAX];    /* measured per-operation tables' folder ("" = none; sim/cost/optable.h) */
-    double price_per_hour;      /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
+    char calibration[PATH_MAX];           /* calibration file ("" = analytic bandwidths) */
+    char optables[PATH_MAX];              /* measured per-operation tables' folder ("" = none; sim/cost/optable.h) */
+    double price_per_hour;                /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
+    double dram_price_GBh, ssd_price_GBh; /* hardware.{dram,ssd}_price_per_GB_hour (0 = not given) */
+    double ssd_bytes;                     /* hardware.ssd_bytes: the node's disks (0 = not given) */
     /* An instance of cluster.gpus_per_instance GPUs (docs/hardware.md §3):
      * tensor parallel over tp GPUs of one node, pipeline parallel over pp
      * nodes; gpus = tp · pp and the fields above are the instance's

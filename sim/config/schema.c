@@ -102,6 +102,14 @@ static const sim_config_key keys[] = {
     ROW("hardware.price_per_hour", SIM_KEY_NUMBER, "$/h", 0, 1e9, .optional = true,
         .meaning = "the price of one node-hour: an input kvsim never guesses (a quote, a cloud list price); "
                    "absent = not given (docs/hardware.md)"),
+    ROW("hardware.dram_price_per_GB_hour", SIM_KEY_NUMBER, "$/GB·h", 0, 1e6, .optional = true,
+        .meaning = "the price of one GB of the node's DRAM for an hour, an input like `price_per_hour`: `kvsim plan "
+                   "slo` adds the KV DRAM it sizes at this price; absent = not priced (docs/planning.md)"),
+    ROW("hardware.ssd_price_per_GB_hour", SIM_KEY_NUMBER, "$/GB·h", 0, 1e6, .optional = true,
+        .meaning = "the price of one GB of the node's disk for an hour (as `dram_price_per_GB_hour`)"),
+    ROW("hardware.ssd_bytes", SIM_KEY_NUMBER, "bytes", 0, 1e18, .optional = true,
+        .meaning = "the node's disks for KV: `kvsim plan slo` refuses a disk budget beyond it; absent = not "
+                   "checked"),
     OTHER("hardware.calibration", SIM_KEY_STRING,
           "calibration file (`kvsim calibrate`): data-path curves, and measured prefill/decode profile tables "
           "when it has them for the model and GPU count (docs/gpu-calibration.md); absent or \"\" = analytic",

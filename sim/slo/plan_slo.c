@@ -76,6 +76,9 @@ static int check_opts(const sim_slo_opts *o, sim_err *err)
     if (o->max_instances < 2 || o->max_instances > 4096)
         return sim_errf(err, "--max-instances: %d is not in [2, 4096]", o->max_instances);
     if (o->nscope < 1 || o->ncpp < 1) return sim_errf(err, "--scopes and --cpp need at least one value");
+    if (o->confirm_seeds < 0 || o->confirm_seeds > SIM_SLO_MAX_SEEDS)
+        return sim_errf(err, "--confirm-seeds: %d is not in [0, %d]", o->confirm_seeds, SIM_SLO_MAX_SEEDS);
+    if (!(o->headroom >= 0 && o->headroom < 1)) return sim_errf(err, "--headroom: %g is not in [0, 1)", o->headroom);
     return 0;
 }
 
@@ -94,7 +97,7 @@ static char *string_set(const char *key, const char *value)
 /* The sets of every point: --set, the trace and speed, and no request or
  * sample rows (the search reads summaries only; a run re-made with the
  * printed command and --db has them). */
-static void base_sets(slo_plan *pl)
+void slo_base_sets(slo_plan *pl)
 {
     const sim_slo_opts *o = pl->o;
     pl->base = sim_xcalloc((size_t)o->nsets + 4, sizeof *pl->base);
@@ -131,12 +134,47 @@ static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_re
     r->ndram = r->nlisted = k;
 }
 
+/* A budget over what the node has: "--dram 1TB: 1 TB of DRAM per node is
+ * more than h100x1's 500 GB (hardware.dram_bytes)". */
+static int over_node(const char *opt, const char *what, double want, double have, const char *hw, const char *key,
+                     sim_err *err)
+{
+    return sim_errf(err,
+                    "%s: %.4g GB of %s is more than the %.4g GB a %s node has (%s); give at most that, or a "
+                    "hardware preset with more",
+                    opt, want / 1e9, what, have / 1e9, hw, key);
+}
+
+/* Every DRAM level and disk budget within the node's memory and disks
+ * (hardware.dram_bytes, hardware.ssd_bytes when given); an aggregated
+ * cluster's node pool (kvstore.cpu_scope node) within its instances'. */
+static int check_node(const sim_slo_opts *o, const sim_config *cfg, const sim_slo_result *r, sim_err *err)
+{
+    double mem =
+        cfg->prefill_hw.dram_bytes < cfg->decode_hw.dram_bytes ? cfg->prefill_hw.dram_bytes : cfg->decode_hw.dram_bytes;
+    if (r->aggregated) mem = cfg->hw.dram_bytes * r->instances_per_node;
+    if (r->aggregated && !r->lmcache) return 0; /* no CPU tier: kvstore.dram_bytes is not used */
+    const char *dopt = o->ndram ? "--dram" : r->aggregated ? "kvstore.dram_bytes" : "--dram";
+    for (int i = 0; i < r->ndram; i++)
+        if (r->dram[i] > mem * (1 + 1e-12))
+            return over_node(dopt, "DRAM", r->dram[i], mem, r->hardware, "hardware.dram_bytes", err);
+    double disk = cfg->hw.ssd_bytes;
+    if (!(disk > 0)) return 0;
+    if (r->aggregated) disk *= r->instances_per_node;
+    for (int i = 0; i < o->nssd; i++)
+        if (o->ssd[i] > disk * (1 + 1e-12))
+            return over_node("--ssd", "disk", o->ssd[i], disk, r->hardware, "hardware.ssd_bytes", err);
+    if (!o->nssd && cfg->ssd_bytes > disk * (1 + 1e-12))
+        return over_node("kvstore.ssd_bytes", "disk", cfg->ssd_bytes, disk, r->hardware, "hardware.ssd_bytes", err);
+    return 0;
+}
+
 /* The resolved config's setup into r. */
 static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
-    base_sets(pl);
+    slo_base_sets(pl);
     if (sim_config_load(cfg, o->config, pl->base, pl->nbase, err)) return -1;
     pl->agg = r->aggregated = !strcmp(cfg->mode, "aggregated");
     if (!pl->agg && strcmp(cfg->mode, "disaggregated"))
@@ -153,6 +191,8 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
     else snprintf(r->hardware, sizeof r->hardware, "%s", cfg->hw.name);
     r->prefill_gpus = cfg->prefill_hw.gpus, r->decode_gpus = cfg->decode_hw.gpus;
     r->prefill_price = cfg->prefill_hw.price_per_hour, r->decode_price = cfg->decode_hw.price_per_hour;
+    r->dram_price = cfg->hw.dram_price_GBh, r->ssd_price = cfg->hw.ssd_price_GBh;
+    r->ssd_bytes = cfg->ssd_bytes, r->hw_ssd_bytes = cfg->hw.ssd_bytes;
     r->speed = cfg->trace.speed;
     r->gpus_per_instance = cfg->hw.gpus;
     r->tp = cfg->hw.tp, r->pp = cfg->hw.pp;
@@ -166,7 +206,9 @@ static int setup(slo_plan *pl, sim_config *cfg, sim_err *err)
     r->instances_per_node = cfg->lmc.cpu_per_node ? cfg->instances_per_node : 1;
     r->dram_step = o->dram_step > 0 ? o->dram_step : 1e9;
     pl->load0 = cfg->lmc.load;
+    pl->seed = cfg->seed;
     dram_levels(o, cfg, r);
+    if (check_node(o, cfg, r, err)) return -1;
     return sim_trace_fingerprint(cfg->trace_path, &r->fingerprint, err);
 }
 
@@ -223,7 +265,7 @@ static int agg_knobs(slo_plan *pl, sim_err *err)
     return 0;
 }
 
-static int open_db(slo_plan *pl, sim_err *err)
+int slo_open_db(slo_plan *pl, sim_err *err)
 {
     if (pl->o->db) return snprintf(pl->db, sizeof pl->db, "%s", pl->o->db), 0;
     const char *tmp = getenv("TMPDIR");
@@ -237,60 +279,24 @@ static int open_db(slo_plan *pl, sim_err *err)
     return 0;
 }
 
-/* Append arg to buf as a shell word (sim_sh_word), after a space. */
-static size_t shell_arg(char *buf, size_t used, size_t n, const char *arg)
-{
-    if (used >= n) return used;
-    char *q = sim_sh_word(arg);
-    used += (size_t)snprintf(buf + used, n - used, " %s", q);
-    free(q);
-    return used;
-}
-
-/* A byte size as a config value people read: "1TB", "104GB" when it is
- * a whole number of them, else the bytes. */
-static void size_value(double b, char *buf, size_t n)
-{
-    static const struct {
-        double unit;
-        const char *name;
-    } units[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (b >= units[i].unit && fmod(b, units[i].unit) == 0)
-            return (void)snprintf(buf, n, "%.17g%s", b / units[i].unit, units[i].name);
-    snprintf(buf, n, "%.17g", b);
-}
-
-/* The `kvsim run` line of the cheapest point. */
+/* The `kvsim run` lines of the cheapest point and of the frontier's. */
 static void reproduce(slo_plan *pl)
 {
-    const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
     const sim_slo_point *p = &r->pts[r->cheapest];
-    char *c = r->command, v[160], dram[64], ks[3][64];
-    size_t n = sizeof r->command, u = (size_t)snprintf(c, n, "kvsim run");
-    const char *fixed[] = {"--trace", o->trace ? o->trace : r->trace, "--config", o->config, "--speed", o->speed};
-    for (int i = 0; i < 6; i += 2)
-        if (fixed[i + 1]) u = shell_arg(c, shell_arg(c, u, n, fixed[i]), n, fixed[i + 1]);
-    for (int i = 0; i < o->nsets; i++) u = shell_arg(c, shell_arg(c, u, n, "--set"), n, o->sets[i]);
-    size_value(r->dram[p->dram_level], dram, sizeof dram);
-    if (pl->agg) {
-        snprintf(v, sizeof v, " --set cluster.instances=%d --set kvstore.dram_bytes=%s", p->prefill, dram);
-        u += (size_t)snprintf(c + u, u < n ? n - u : 0, "%s", v);
-        int k = slo_knob_sets(pl, p->knob, ks);
-        for (int i = 0; i < k; i++) u = shell_arg(c, shell_arg(c, u, n, "--set"), n, ks[i]);
-        return;
-    }
-    snprintf(v, sizeof v, " --set cluster.prefill=%d --set cluster.decode=%d --set kvstore.dram_bytes=%s", p->prefill,
-             p->decode, dram);
-    u += (size_t)snprintf(c + u, u < n ? n - u : 0, "%s", v);
-    snprintf(c + u, u < n ? n - u : 0, " --set cluster.scope=%s --set cluster.cpp_group=%d",
-             kv_scope_name((kv_scope)p->scope), p->cpp);
+    char *c = slo_command(pl, p->prefill, p->decode, p->dram_level, p->knob);
+    snprintf(r->command, sizeof r->command, "%s", c);
+    free(c);
+    for (int lv = 0; lv < r->nlisted; lv++)
+        if (r->frontier[lv] >= 0) {
+            const sim_slo_point *f = &r->pts[r->frontier[lv]];
+            r->frontier_command[lv] = slo_command(pl, f->prefill, f->decode, f->dram_level, f->knob);
+        }
 }
 
 int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
 {
-    *r = (sim_slo_result){.cheapest = -1, .cliff_pass = -1, .cliff_fail = -1};
+    *r = (sim_slo_result){.cheapest = -1, .cliff_pass = -1, .cliff_fail = -1, .recommended = -1};
     for (int i = 0; i < SIM_SLO_MAX_LEVELS; i++) r->frontier[i] = -1;
     slo_plan pl = {.o = o, .r = r};
     sim_config cfg = {0};
@@ -299,8 +305,9 @@ int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
     sim_config_free(&cfg);
     if (rc == 0 && pl.agg) rc = agg_knobs(&pl, err);
     else if (rc == 0) disagg_knobs(&pl);
-    if (rc == 0 && pl.ncpp > 0) rc = open_db(&pl, err) || (pl.agg ? slo_search_agg : slo_search)(&pl, err) ? -1 : 0;
+    if (rc == 0 && pl.ncpp > 0) rc = slo_open_db(&pl, err) || (pl.agg ? slo_search_agg : slo_search)(&pl, err) ? -1 : 0;
     if (rc == 0 && r->cheapest >= 0) reproduce(&pl);
+    if (rc == 0 && r->cheapest >= 0) rc = slo_confirm(&pl, err);
     r->stop_signal = pl.stop_signal;
     if (pl.tmpdir[0]) sim_remove_tree(pl.tmpdir);
     for (int i = 0; i < pl.nbase; i++) free(pl.base[i]);
@@ -311,6 +318,11 @@ int sim_slo_plan(const sim_slo_opts *o, sim_slo_result *r, sim_err *err)
 
 void sim_slo_free(sim_slo_result *r)
 {
+    for (int i = 0; i < SIM_SLO_MAX_LEVELS; i++) free(r->frontier_command[i]), r->frontier_command[i] = NULL;
+    for (int i = 0; i < r->ncand; i++) free(r->cand[i].command);
+    free(r->cand);
+    r->cand = NULL;
+    r->ncand = 0;
     free(r->pts);
     r->pts = NULL;
     r->npts = 0;

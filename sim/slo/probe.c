@@ -42,7 +42,7 @@ enum { SPLIT_SETS = 3, KNOB_SETS = 3 };
 /* "cluster.prefill=P", "cluster.decode=D", "kvstore.dram_bytes=B", or for
  * an aggregated cluster "cluster.instances=P" and the DRAM (caller frees
  * each); returns how many. */
-static int split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
+int slo_split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
 {
     char buf[128];
     int n = 0;
@@ -80,8 +80,8 @@ int slo_knob_sets(const slo_plan *pl, int k, char (*sets)[64])
     const sim_slo_opts *o = pl->o;
     int n = 0;
     if (!pl->agg) {
-        snprintf(sets[n++], 64, "cluster.cpp_group=%d", kn->cpp);
         snprintf(sets[n++], 64, "cluster.scope=%s", kv_scope_name((kv_scope)kn->scope));
+        snprintf(sets[n++], 64, "cluster.cpp_group=%d", kn->cpp);
         return n;
     }
     if (o->nssd) snprintf(sets[n++], 64, "kvstore.ssd_bytes=%.17g", kn->ssd);
@@ -134,6 +134,10 @@ static void read_summary(const json_t *s, sim_slo_point *p)
     p->attainment = num(s, "slo_attainment", NULL);
     p->util_prefill = num(s, "utilisation", "prefill");
     p->decode_load = sim_slo_decode_load(s);
+    p->hit_rate = num(s, "hit_rate_tokens", NULL);
+    p->goodput = num(s, "goodput_rps", NULL);
+    p->tokens = num(s, "tokens", NULL);
+    p->sim_seconds = num(s, "sim_seconds", NULL);
     p->requests = (int64_t)num(s, "requests", NULL);
     p->rejected = (int64_t)(num(s, "rejected", "total") + num(s, "lost", NULL));
     const json_t *d = json_object_get(s, "diagnosis");
@@ -152,7 +156,7 @@ static int miss_rank(const sim_slo_point *p, int m, double slo)
     return k;
 }
 
-static void judge(const slo_plan *pl, sim_slo_point *p)
+void slo_judge(const slo_plan *pl, sim_slo_point *p)
 {
     const sim_slo_opts *o = pl->o;
     bool miss[2] = {!p->ran, !p->ran}; /* TTFT side, TBT side */
@@ -173,8 +177,7 @@ static void judge(const slo_plan *pl, sim_slo_point *p)
     p->feasible = p->ran && !miss[0] && !miss[1] && !attain && !over && !reject;
 }
 
-/* Read (and judge) the point of split sets + knobs from the database. */
-static int read_point(slo_plan *pl, sim_results *db, char **sets, int nsets, sim_slo_point *p, sim_err *err)
+int slo_read_point(slo_plan *pl, sim_results *db, char **sets, int nsets, sim_slo_point *p, sim_err *err)
 {
     sim_config cfg;
     if (sim_config_load(&cfg, pl->o->config, sets, nsets, err)) return -1;
@@ -183,7 +186,7 @@ static int read_point(slo_plan *pl, sim_results *db, char **sets, int nsets, sim
     p->ran = s != NULL;
     if (s) read_summary(s, p);
     json_decref(s);
-    judge(pl, p);
+    slo_judge(pl, p);
     return 0;
 }
 
@@ -217,23 +220,19 @@ static int read_knobs(slo_plan *pl, sim_results *db, char **sets, int nsets, con
                            .ssd = kn->ssd,
                            .remote = kn->remote,
                            .probe = pl->r->nprobes};
-        if ((rc = read_point(pl, db, all, nsets + n, &p, err)) == 0) *append_point(pl->r) = p;
+        if ((rc = slo_read_point(pl, db, all, nsets + n, &p, err)) == 0) *append_point(pl->r) = p;
     }
     free(all);
     return rc;
 }
 
-/* Run the split's points not recorded yet, as one sweep over the knobs, and read them. */
-static int run_split(slo_plan *pl, const int *split, sim_err *err)
+int slo_sweep(slo_plan *pl, char **sets, int n, const char *grid, slo_reader read, const void *ctx, sim_err *err)
 {
     const sim_slo_opts *o = pl->o;
     sim_slo_result *r = pl->r;
-    char **sets = sim_xcalloc((size_t)pl->nbase + SPLIT_SETS, sizeof *sets);
-    memcpy(sets, pl->base, (size_t)pl->nbase * sizeof *sets);
-    int n = pl->nbase + split_sets(pl, split[0], split[1], split[2], sets + pl->nbase);
     sim_sweep_opts so = {.config = o->config,
                          .db = pl->db,
-                         .grid_spec = pl->grid,
+                         .grid_spec = grid,
                          .base = sets,
                          .nbase = n,
                          .jobs = o->jobs,
@@ -243,12 +242,28 @@ static int run_split(slo_plan *pl, const int *split, sim_err *err)
     sim_sweep s;
     int rc = sim_sweep_open(&s, &so, err);
     if (rc == 0) rc = sim_sweep_run(&s, err);
-    if (rc == 0) rc = read_knobs(pl, s.db, sets, n, split, err);
+    if (rc == 0) rc = read(pl, s.db, sets, n, ctx, err);
     r->runs += s.finished - s.failed;
     r->recorded += s.recorded;
     r->failed += s.failed;
     pl->stop_signal = s.stop_signal;
     sim_sweep_free(&s);
+    return rc;
+}
+
+/* slo_sweep's reader of a probe: every knob point of the split. */
+static int read_split(slo_plan *pl, sim_results *db, char **sets, int n, const void *ctx, sim_err *err)
+{
+    return read_knobs(pl, db, sets, n, ctx, err);
+}
+
+/* Run the split's points not recorded yet, as one sweep over the knobs, and read them. */
+static int run_split(slo_plan *pl, const int *split, sim_err *err)
+{
+    char **sets = sim_xcalloc((size_t)pl->nbase + SPLIT_SETS, sizeof *sets);
+    memcpy(sets, pl->base, (size_t)pl->nbase * sizeof *sets);
+    int n = pl->nbase + slo_split_sets(pl, split[0], split[1], split[2], sets + pl->nbase);
+    int rc = slo_sweep(pl, sets, n, pl->grid, read_split, split, err);
     for (int i = pl->nbase; i < n; i++) free(sets[i]);
     free(sets);
     return rc;

@@ -45,7 +45,13 @@ static json_t *point_json(const sim_slo_opts *o, const sim_slo_result *r, const 
     json_object_update_new(j, json_pack("{s:i, s:b, s:I, s:I}", "gpus", sim_slo_gpus(r, p), "ran", p->ran, "run_id",
                                         (json_int_t)p->run_id, "rejected", (json_int_t)p->rejected));
     json_object_update_new(j, m);
-    if (sim_slo_price(r, p) > 0) json_object_set_new(j, "price_per_hour", json_real(sim_slo_price(r, p)));
+    if (sim_slo_price(r, p) > 0) {
+        json_object_set_new(j, "price_per_hour", json_real(sim_slo_price(r, p)));
+        json_object_set_new(j, "tier_price_per_hour", json_real(sim_slo_tier_price(r, p)));
+        json_object_set_new(j, "price_per_million_output_tokens", json_real(sim_slo_price_per_mtok(r, p)));
+    }
+    json_object_update_new(j, json_pack("{s:f, s:f, s:f}", "hit_rate_tokens", p->hit_rate, "output_tokens", p->tokens,
+                                        "sim_seconds", p->sim_seconds));
     json_object_update_new(j, json_pack("{s:f, s:b, s:s, s:f, s:b}", "slo_attainment", p->attainment, "overloaded",
                                         p->overloaded, "busiest", p->busiest, "busiest_utilisation", p->busiest_util,
                                         "feasible", p->feasible));
@@ -71,9 +77,51 @@ static json_t *frontier_json(const sim_slo_opts *o, const sim_slo_result *r)
         int i = r->frontier[lv];
         json_t *e =
             i >= 0 ? point_json(o, r, &r->pts[i]) : json_pack("{s:f, s:b}", "dram_bytes", r->dram[lv], "feasible", 0);
+        if (r->frontier_command[lv]) json_object_set_new(e, "command", json_string(r->frontier_command[lv]));
         json_array_append_new(a, e);
     }
     return a;
+}
+
+static json_t *candidate_json(const sim_slo_opts *o, const sim_slo_result *r, const sim_slo_candidate *c)
+{
+    json_t *margin = json_object(), *worst = json_object();
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s.%s", sim_slo_metric_key(t), sim_slo_stat_key(t));
+        if (!(o->target[t] > 0)) continue;
+        json_object_set_new(worst, key, isfinite(c->worst[t]) ? json_real(c->worst[t]) : json_null());
+        json_object_set_new(margin, key, isfinite(c->worst[t]) ? json_real(o->target[t] - c->worst[t]) : json_null());
+    }
+    return json_pack("{s:o, s:i, s:i, s:i, s:f, s:b, s:o, s:o, s:f, s:s, s:s}", "point", point_json(o, r, &c->run[0]),
+                     "confirmations", c->nrun, "pass", c->pass, "pass_without_headroom", c->pass_bare, "share_pass",
+                     c->nrun ? (double)c->pass / c->nrun : 0.0, "knife_edge", c->knife_edge, "worst", worst,
+                     "margin_ms", margin, "worst_slo_attainment", c->worst_attainment, "first_miss", c->miss, "command",
+                     c->command ? c->command : "");
+}
+
+static json_t *confirmation_json(const sim_slo_opts *o, const sim_slo_result *r)
+{
+    static const char *const wl[] = {"none", "poisson", "sessions"};
+    json_t *a = json_array();
+    for (int i = 0; i < r->ncand; i++) {
+        json_t *c = candidate_json(o, r, &r->cand[i]), *runs = json_array();
+        for (int k = 0; k < r->cand[i].nrun; k++) {
+            const sim_slo_point *p = &r->cand[i].run[k];
+            json_t *e = point_json(o, r, p);
+            json_object_update_new(e, json_pack("{s:I, s:s, s:b}", "seed", (json_int_t)p->seed, "resample",
+                                                wl[p->resample], "feasible_without_headroom", p->feasible_bare));
+            json_array_append_new(runs, e);
+        }
+        json_object_set_new(c, "runs", runs);
+        json_array_append_new(a, c);
+    }
+    json_t *j = json_pack("{s:i, s:s, s:f, s:o}", "seeds", o->confirm_seeds, "resample", wl[o->confirm_resample],
+                          "headroom", o->headroom, "candidates", a);
+    json_object_set_new(j, "recommended",
+                        r->recommended >= 0 ? json_incref(json_array_get(a, (size_t)r->recommended)) : json_null());
+    json_object_set_new(j, "note", r->confirm_note[0] ? json_string(r->confirm_note) : json_null());
+    return j;
 }
 
 static const char *status_name(sim_slo_status s)
@@ -100,6 +148,7 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
     json_object_set_new(j, "frontier", frontier_json(o, r));
     json_object_set_new(j, "cheapest", r->cheapest >= 0 ? point_json(o, r, &r->pts[r->cheapest]) : json_null());
     if (r->cheapest >= 0) json_object_set_new(json_object_get(j, "cheapest"), "command", json_string(r->command));
+    json_object_set_new(j, "confirmation", r->ncand ? confirmation_json(o, r) : json_null());
     json_object_set_new(j, "mode", json_string(r->aggregated ? "aggregated" : "disaggregated"));
     if (r->aggregated)
         json_object_set_new(
@@ -113,4 +162,69 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
                                   "recorded", (json_int_t)r->recorded, "failed", (json_int_t)r->failed, "points",
                                   r->npts, "wall_seconds", r->wall_seconds));
     return j;
+}
+
+json_t *sim_slo_multi_json(const sim_slo_opts *o, const sim_slo_multi *m)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < m->n; i++) {
+        const sim_slo_variant *v = &m->v[i];
+        const sim_slo_point *a = v->why[0] ? NULL : sim_slo_answer(&v->r);
+        json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:b}", "kind", v->kind, "mode",
+                              v->mode[0]        ? v->mode
+                              : v->r.aggregated ? "aggregated"
+                                                : "disaggregated",
+                              "hardware", v->hardware[0] ? v->hardware : v->r.hardware, "gpus_per_instance",
+                              v->why[0] ? v->tp : v->r.gpus_per_instance, "feasible", a != NULL);
+        if (!v->why[0])
+            json_object_update_new(e, json_pack("{s:f, s:f, s:f}", "price_per_instance_hour", v->r.prefill_price,
+                                                "dram_price_per_GB_hour", v->r.dram_price, "ssd_price_per_GB_hour",
+                                                v->r.ssd_price));
+        if (a) json_object_set_new(e, "answer", point_json(o, &v->r, a));
+        if (v->why[0]) json_object_set_new(e, "error", json_string(v->why));
+        json_array_append_new(list, e);
+    }
+    json_t *j = json_pack("{s:o}", "searches", list);
+    json_t *tp = json_array(); /* --tp alone: one entry per GPU count, as before --hardware */
+    for (int i = 0; i < m->n && !m->v[0].kind[0]; i++) {
+        const sim_slo_variant *v = &m->v[i];
+        const sim_slo_point *a = v->why[0] ? NULL : sim_slo_answer(&v->r);
+        json_t *e = json_pack("{s:i, s:b}", "gpus_per_instance", v->tp, "feasible", a != NULL);
+        if (a) json_object_set_new(e, "gpus", json_integer(sim_slo_gpus(&v->r, a)));
+        if (v->why[0]) json_object_set_new(e, "error", json_string(v->why));
+        json_array_append_new(tp, e);
+    }
+    json_object_set_new(j, "tp", tp);
+    json_t *picked = json_null();
+    if (m->best >= 0)
+        picked = m->v[m->best].kind[0] ? json_string(m->v[m->best].hardware) : json_integer(m->v[m->best].tp);
+    json_object_set_new(j, "picked", picked);
+    int shown = m->best;
+    for (int i = m->n - 1; shown < 0 && i >= 0; i--) shown = m->v[i].why[0] ? -1 : i;
+    json_object_set_new(j, "plan", shown >= 0 ? sim_slo_json(o, &m->v[shown].r) : json_null());
+    return j;
+}
+
+json_t *sim_slo_tiers_json(const sim_tiers_opts *o, const sim_tiers *t)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < t->n; i++) {
+        const sim_slo_point *p = &t->pt[i];
+        json_t *e = json_pack("{s:f, s:f, s:b}", "bytes", t->size[i], "tokens", t->size[i] / t->r.kv_bytes_per_token,
+                              "ran", p->ran);
+        if (p->ran)
+            json_object_update_new(
+                e, json_pack("{s:f, s:o, s:f, s:f, s:f, s:f, s:I, s:b}", "hit_rate_tokens", p->hit_rate, "ttft_p90_ms",
+                             isnan(p->value[2]) ? json_null() : json_real(p->value[2]), "goodput_rps", p->goodput,
+                             "slo_attainment", p->attainment, "price_per_hour", sim_slo_price(&t->r, p),
+                             "price_per_million_output_tokens", sim_slo_price_per_mtok(&t->r, p), "run_id",
+                             (json_int_t)p->run_id, "knee", i == t->knee));
+        json_array_append_new(a, e);
+    }
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)t->r.fingerprint);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:o, s:o}", "trace", t->r.trace, "fingerprint",
+                     fp, "model", t->r.model, "hardware", t->r.hardware, "tier", t->ssd ? "ssd" : "dram", "prefill",
+                     t->P, "decode", t->D, "fixed_other_tier_bytes", t->fixed, "knee_share", o->knee, "best_hit_rate",
+                     t->best_hit, "points", a, "knee", t->knee >= 0 ? json_real(t->size[t->knee]) : json_null());
 }

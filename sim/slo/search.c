@@ -130,26 +130,26 @@ int slo_smallest(slo_plan *pl, slo_test test, const void *ctx, int lo, int hi, i
  * sides are priced (hardware.price_per_hour, docs/hardware.md §4), else its
  * GPUs. Homogeneous and unpriced, it is the instance count times one
  * instance's GPUs, so the order below is the instance count's. */
-static double split_cost(const sim_slo_result *r, int P, int D)
+static double split_cost(const sim_slo_result *r, int P, int D, int lv)
 {
-    sim_slo_point p = {.prefill = P, .decode = D};
+    sim_slo_point p = {.prefill = P, .decode = D, .dram_level = lv};
     return sim_slo_cost(r, &p);
 }
 
 /* Splits (P, D) and (P2, D2) compared by cost, then by instances:
  * negative when the first is cheaper. */
-static int cmp_cost(const sim_slo_result *r, int P, int D, int P2, int D2)
+static int cmp_cost(const sim_slo_result *r, int lv, int P, int D, int lv2, int P2, int D2)
 {
-    double c = split_cost(r, P, D), c2 = split_cost(r, P2, D2);
+    double c = split_cost(r, P, D, lv), c2 = split_cost(r, P2, D2, lv2);
     if (c != c2) return c < c2 ? -1 : 1;
     return (P + D > P2 + D2) - (P + D < P2 + D2);
 }
 
 /* The staircase's order: by cost and instances, then fewer prefill
  * instances first. */
-static bool before(const sim_slo_result *r, int P, int D, int P2, int D2)
+static bool before(const sim_slo_result *r, int lv, int P, int D, int P2, int D2)
 {
-    int c = cmp_cost(r, P, D, P2, D2);
+    int c = cmp_cost(r, lv, P, D, lv, P2, D2);
     return c ? c < 0 : P < P2;
 }
 
@@ -159,14 +159,14 @@ static bool before(const sim_slo_result *r, int P, int D, int P2, int D2)
  * splits come in order of D: dnext[P] is the next D to probe at that P, and
  * the next split is the first of those heads (a merge of M sorted lists,
  * never materialised). Returns false when none is left. */
-static bool next_split(const slo_plan *pl, const int *dnext, int p_lo, int d_lo, int *P, int *D)
+static bool next_split(const slo_plan *pl, int lv, const int *dnext, int p_lo, int d_lo, int *P, int *D)
 {
     int M = pl->o->max_instances;
     *P = -1;
     for (int p = p_lo; p <= M - d_lo; p++) {
         int d = imax(dnext[p], d_lo);
         if (p + d > M) continue;
-        if (*P < 0 || before(pl->r, p, d, *P, *D)) *P = p, *D = d;
+        if (*P < 0 || before(pl->r, lv, p, d, *P, *D)) *P = p, *D = d;
     }
     return *P >= 0;
 }
@@ -184,7 +184,7 @@ static int staircase(slo_plan *pl, int lv, int *p_lo, int *d_lo, int *best, sim_
     slo_axis ad = {lv, *p_lo, false};
     if (*p_lo + *d_lo <= M && slo_smallest(pl, side_ok, &ad, *d_lo, M - *p_lo, d_lo, err)) return -1;
     int *dnext = sim_xcalloc((size_t)M + 1, sizeof *dnext), P, D, rc = 0;
-    while (next_split(pl, dnext, *p_lo, *d_lo, &P, &D)) {
+    while (next_split(pl, lv, dnext, *p_lo, *d_lo, &P, &D)) {
         slo_probe pr;
         if ((rc = slo_probe_run(pl, P, D, lv, "staircase", &pr, err))) break;
         dnext[P] = D + 1;
@@ -221,7 +221,7 @@ static int confirm(slo_plan *pl, int *best, sim_err *err)
 static int cmp_points(const sim_slo_result *r, int i, int j)
 {
     const sim_slo_point *p = &r->pts[i], *q = &r->pts[j];
-    return cmp_cost(r, p->prefill, p->decode, q->prefill, q->decode);
+    return cmp_cost(r, p->dram_level, p->prefill, p->decode, q->dram_level, q->prefill, q->decode);
 }
 
 /* The frontier's cheapest (sim_slo_cost, then fewest instances), then the
