@@ -41,6 +41,30 @@ void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t
     out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
 }
 
+int sched_holder_param(const json_t *params, bool *probe, sim_err *err)
+{
+    double v;
+    if (sim_param_number(params, "holder_index", 1, 0, 1, &v, err)) return -1;
+    *probe = v == 0;
+    return 0;
+}
+
+/* Both ways look only at the first `bound` keys (kv_store_prefix_bound:
+ * no node's run goes past the keys some node stores), so an instance's
+ * prefix is its run over those: from the index, run[node]; probing, one
+ * lookup per key per tier of each instance. */
+void sched_local_prefixes(const sched_ctx *ctx, const sim_request *req, bool probe, int32_t *local)
+{
+    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
+    int32_t run[kv_store_nodes(ctx->shadow)];
+    bool index = !probe && bound > 0 && kv_store_prefix_runs(ctx->shadow, req->keys, bound, run) == 0;
+    for (int i = 0; i < ctx->n_prefill; i++) {
+        const sched_prefill_view *p = &ctx->prefill[i];
+        if (!p->active || bound == 0) local[i] = 0;
+        else local[i] = index ? run[p->node] : kv_store_prefix_local(ctx->shadow, p->node, req->keys, bound);
+    }
+}
+
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i)
 {
     return kv_store_prefix_any(ctx->shadow, ctx->prefill[i].node, req->keys, req->nblocks);

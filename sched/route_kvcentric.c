@@ -34,6 +34,7 @@
 
 typedef struct kvc_state {
     double threshold;
+    bool probe; /* policy.params.holder_index = 0 */
 } kvc_state;
 
 static int kvc_create(void **state, const json_t *params, sim_err *err)
@@ -46,7 +47,7 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
         return -1;
     }
     *state = st;
-    return 0;
+    return sched_holder_param(params, &st->probe, err);
 }
 
 /* Fill `out` for instance i reusing `prefix` blocks, `transfer` of them
@@ -72,15 +73,11 @@ static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32
 static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out)
 {
     const kvc_state *st = state;
-    int32_t local[ctx->n_prefill], best_len = 0;
-    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
+    int32_t local[ctx->n_prefill > 0 ? ctx->n_prefill : 1], best_len = 0;
+    sched_local_prefixes(ctx, req, st->probe, local);
     int best = -1;
-    for (int i = 0; i < ctx->n_prefill; i++) {
-        local[i] = ctx->prefill[i].active && bound > 0
-                       ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, bound)
-                       : 0;
+    for (int i = 0; i < ctx->n_prefill; i++)
         if (local[i] > best_len) best_len = local[i], best = i;
-    }
     out->prefill = -1;
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
@@ -95,8 +92,10 @@ static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request
 const sched_router_ops sched_route_kvcentric = {
     .name = "kvcentric",
     .help = "Mooncake Algorithm 1: min TTFT incl. fetching the best remote prefix (replicates hot blocks)",
-    .params = "kvcache_balancing_threshold=1: fetch when best_len/local_len exceeds it (\"inf\" = never)",
+    .params = "kvcache_balancing_threshold=1: fetch when best_len/local_len exceeds it (\"inf\" = never); "
+              "holder_index=1: 0 probes each instance (the reference path)",
     .create = kvc_create,
     .destroy = sched_state_free,
     .route = route_kvcentric,
+    .holders = true,
 };

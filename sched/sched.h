@@ -116,6 +116,8 @@ typedef struct sched_router_ops {
     /* Pick a prefill instance for req. Contract: out->prefill is an active
      * instance or -1; prefix/ttft estimates are filled for that instance. */
     void (*route)(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out);
+    bool holders; /* reads every instance's prefix (sched_local_prefixes): the serving model keeps the
+                     shadow store's holder index (kv_store_cfg.holder_index) */
 } sched_router_ops;
 
 typedef struct sched_decode_ops {
@@ -231,6 +233,19 @@ typedef struct sched_threshold {
 } sched_threshold;
 int sched_threshold_create(void **state, const json_t *params, sim_err *err);
 void sched_state_free(void *state);
+
+/* policy.params.holder_index (0 or 1, default 1) into *probe = (value 0):
+ * with 0 the cache-aware routers ask each instance's tiers in turn, the
+ * reference the holder index is tested against (tests/test_holders.c). */
+int sched_holder_param(const json_t *params, bool *probe, sim_err *err);
+/* Each prefill instance's own cached prefix of req: local[i], for i in
+ * [0, n_prefill), is the leading run of req's block keys resident on
+ * instance i's node (any tier), 0 for an inactive instance. From the
+ * shadow store's holder index in one walk over the keys whatever the
+ * number of instances (Mooncake's conductor: one map from block to the
+ * instances holding it); with probe, or a store without the index, by
+ * probing each instance in turn. Both give the same numbers. */
+void sched_local_prefixes(const sched_ctx *ctx, const sim_request *req, bool probe, int32_t *local);
 
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */

@@ -104,6 +104,9 @@ typedef struct kv_store_cfg {
                                          (kv_cache_reserve) */
     int64_t key_universe;           /* 0, or every key is < this: each tier
                                          indexes keys by array (kv_cache_dense_keys) */
+    bool holder_index;              /* keep the global index key → nodes holding
+                                         it in any tier (sim/store/holders.h), for
+                                         kv_store_prefix_runs */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;
@@ -118,6 +121,15 @@ int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys,
  * replica counts), or n where those do not cover every tier (one node, or
  * HBM tiers). A router asks each node only for the first bound keys. */
 int32_t kv_store_prefix_bound(const kv_store *s, const uint64_t *keys, int32_t n);
+/* kv_store_prefix_local for every node at once, from the holder index
+ * (kv_store_cfg.holder_index): run[node] for node in [0, kv_store_nodes),
+ * in one walk over the keys whatever the number of nodes. -1 (run
+ * untouched) when the store keeps no holder index. */
+int kv_store_prefix_runs(const kv_store *s, const uint64_t *keys, int32_t n, int32_t *run);
+int kv_store_nodes(const kv_store *s);
+/* Distinct keys the holder index holds (resident on some node, any tier),
+ * -1 without one. */
+int64_t kv_store_holder_keys(const kv_store *s);
 /* Leading run resident on any node (global scope) or on `node` (local). */
 int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n);
 
