@@ -26,12 +26,13 @@ static void route_cache_aware(void *state, const sched_ctx *ctx, const sim_reque
 {
     const cal_state *st = state;
     sched_route cand;
+    sched_memo memo = {0};
     int32_t local[ctx->n_prefill > 0 ? ctx->n_prefill : 1];
     sched_local_prefixes(ctx, req, st->probe, local);
     out->prefill = -1;
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
-        sched_route_to(ctx, req, i, local[i], &cand);
+        sched_route_to_est(ctx, i, local[i], sched_memo_service(&memo, ctx, req, local[i]), &cand);
         if (out->prefill < 0 || cand.ttft_s < out->ttft_s) *out = cand;
     }
     if (out->prefill >= 0) out->prefix_blocks = sched_scope_prefix(ctx, req, out->prefill);

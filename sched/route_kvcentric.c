@@ -51,9 +51,9 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
 }
 
 /* Fill `out` for instance i reusing `prefix` blocks, `transfer` of them
- * fetched from holder h first. */
-static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix, int32_t transfer, int h,
-                      sched_route *out)
+ * fetched from holder h first (the service estimate of prefix from memo). */
+static void candidate(const sched_ctx *ctx, const sim_request *req, sched_memo *memo, int i, int32_t prefix,
+                      int32_t transfer, int h, sched_route *out)
 {
     double t_transfer = 0;
     if (transfer > 0) { /* the copy queues behind the holder's sends and this node's receipts */
@@ -66,7 +66,7 @@ static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32
     out->fetch_remote = false;
     out->replicate = transfer > 0;
     out->transfer_from = transfer > 0 ? h : -1;
-    out->service_s = t_transfer + sched_est_service_s(ctx, req, prefix);
+    out->service_s = t_transfer + sched_memo_service(memo, ctx, req, prefix);
     out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
 }
 
@@ -79,12 +79,13 @@ static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request
     for (int i = 0; i < ctx->n_prefill; i++)
         if (local[i] > best_len) best_len = local[i], best = i;
     out->prefill = -1;
+    sched_memo memo = {0};
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
         double ratio = local[i] ? (double)best_len / local[i] : INFINITY;
         bool fetch = best_len > local[i] && ratio > st->threshold;
         sched_route cand;
-        candidate(ctx, req, i, fetch ? best_len : local[i], fetch ? best_len - local[i] : 0, best, &cand);
+        candidate(ctx, req, &memo, i, fetch ? best_len : local[i], fetch ? best_len - local[i] : 0, best, &cand);
         if (out->prefill < 0 || cand.ttft_s < out->ttft_s) *out = cand;
     }
 }

@@ -180,6 +180,20 @@ double sched_slo_tbt_s(const sched_ctx *ctx, const sim_request *req);
 double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
 /* Fill a route for instance i with the given prefix (estimates included). */
 void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out);
+/* The same with the service estimate given (sched_est_service_s of req
+ * with prefix_blocks, e.g. from a sched_memo). */
+void sched_route_to_est(const sched_ctx *ctx, int i, int32_t prefix_blocks, double service_s, sched_route *out);
+/* sched_est_service_s over the candidates of one routing decision: most
+ * share a prefix (0 where an instance holds nothing, the longest one where
+ * it would fetch it), and the estimate depends on nothing else, so each
+ * distinct prefix is estimated once — the same numbers as estimating it
+ * per instance, at a lookup per instance. Zero-initialise per decision. */
+typedef struct sched_memo {
+    int32_t prefix[4];
+    double service_s[4];
+    int n, next;
+} sched_memo;
+double sched_memo_service(sched_memo *m, const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
 /* Load of the prefill side for a route: predicted TTFT / SLO_ttft (§4.3.1). */
 double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sched_route *route);
 /* Load of a decode instance that would hold kv_tokens (this request
