@@ -17,6 +17,11 @@
  *              when the conductor asks for them (kv_store_commit with
  *              replicate = true), which is how hot blocks spread (§4.2).
  *
+ * With kv_store_cfg.holder_index the store also keeps the conductor's global
+ * index block → nodes holding it in any tier (sim/store/holders.h), in step
+ * with every tier's insertions and removals: kv_store_prefix_runs gives every
+ * node's prefix of a request in one walk, for the cache-aware routers.
+ *
  * The timed simulation asks kv_store_plan where a request's prefix would come
  * from on a node (tier by tier, local vs remote holder) to charge the right
  * transfer costs, then kv_store_commit carries the accesses out. Cache-only
