@@ -66,8 +66,9 @@ static int stop_workers(sim_sweep *s, sim_err *err)
 
 /* A finished point's part is merged while later points run, in grid order
  * (run ids follow the grid, as when every part was merged at the end):
- * after each point ends, the parts of the leading run of ended points not
- * merged yet. A merge is mostly a wait for its commit to reach the disk;
+ * after each point ends and the next ones have started, the parts of the
+ * leading run of ended points not merged yet. A merge is mostly a wait
+ * for its commit to reach the disk;
  * left to the end, the 8 merges of the 8-point sweep of `make bench` were
  * a third of its wall time at --jobs 1 and the part no second worker
  * could share at --jobs 2 (docs/run.md). */
@@ -96,6 +97,7 @@ static int run_points(sim_sweep *s, sim_err *err)
             running++;
         }
         if (sim_sweep_stop_signal()) return stop_workers(s, err);
+        if (merge_ended(s, &merged, err)) return -1;
         if (!running) break;
         int status;
         pid_t pid = waitpid(-1, &status, 0);
@@ -109,7 +111,6 @@ static int run_points(sim_sweep *s, sim_err *err)
         p->state = ok ? PT_DONE : PT_FAILED;
         s->failed += !ok;
         sim_sweep_report_point(s, p, status, running);
-        if (merge_ended(s, &merged, err)) return -1;
     }
     if (s->opt.tty) fputc('\n', stderr);
     return 0;
