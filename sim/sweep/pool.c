@@ -68,10 +68,10 @@ static int stop_workers(sim_sweep *s, sim_err *err)
  * (run ids follow the grid, as when every part was merged at the end):
  * after each point ends and the next ones have started, the parts of the
  * leading run of ended points not merged yet. A merge is mostly a wait
- * for its commit to reach the disk;
- * left to the end, the 8 merges of the 8-point sweep of `make bench` were
- * a quarter of its wall time at --jobs 1 and the part no second worker
- * could share at --jobs 2 (docs/run.md). */
+ * for its commit to reach the disk; left to the end, the 8 merges of the
+ * 8-point sweep of `make bench` were a quarter of its wall time at
+ * --jobs 1 and the part no second worker could share at --jobs 2
+ * (docs/reports.md). */
 static int merge_ended(sim_sweep *s, int64_t *upto, sim_err *err)
 {
     bool landed;
