@@ -30,15 +30,54 @@ double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t
     return load + sim_est_prefill_s(ctx->est, req->input_len, p);
 }
 
-void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out)
+void sched_route_to_est(const sched_ctx *ctx, int i, int32_t prefix_blocks, double service_s, sched_route *out)
 {
     out->prefill = i;
     out->prefix_blocks = prefix_blocks;
     out->fetch_remote = ctx->cfg->scope == KV_SCOPE_GLOBAL;
     out->replicate = false;
     out->transfer_from = -1;
-    out->service_s = sched_est_service_s(ctx, req, prefix_blocks);
+    out->service_s = service_s;
     out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
+}
+
+void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out)
+{
+    sched_route_to_est(ctx, i, prefix_blocks, sched_est_service_s(ctx, req, prefix_blocks), out);
+}
+
+/* Four slots, replaced in turn: a decision sees few distinct prefixes. */
+double sched_memo_service(sched_memo *m, const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks)
+{
+    for (int k = 0; k < m->n; k++)
+        if (m->prefix[k] == prefix_blocks) return m->service_s[k];
+    int k = m->n < 4 ? m->n++ : m->next++ % 4;
+    m->prefix[k] = prefix_blocks;
+    return m->service_s[k] = sched_est_service_s(ctx, req, prefix_blocks);
+}
+
+int sched_holder_param(const json_t *params, bool *probe, sim_err *err)
+{
+    double v;
+    if (sim_param_number(params, "holder_index", 1, 0, 1, &v, err)) return -1;
+    *probe = v == 0;
+    return 0;
+}
+
+/* Both ways look only at the first `bound` keys (kv_store_prefix_bound:
+ * no node's run goes past the keys some node stores), so an instance's
+ * prefix is its run over those: from the index, run[node]; probing, one
+ * lookup per key per tier of each instance. */
+void sched_local_prefixes(const sched_ctx *ctx, const sim_request *req, bool probe, int32_t *local)
+{
+    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
+    int32_t run[kv_store_nodes(ctx->shadow)];
+    bool index = !probe && bound > 0 && kv_store_prefix_runs(ctx->shadow, req->keys, bound, run) == 0;
+    for (int i = 0; i < ctx->n_prefill; i++) {
+        const sched_prefill_view *p = &ctx->prefill[i];
+        if (!p->active || bound == 0) local[i] = 0;
+        else local[i] = index ? run[p->node] : kv_store_prefix_local(ctx->shadow, p->node, req->keys, bound);
+    }
 }
 
 int32_t sched_scope_prefix(const sched_ctx *ctx, const sim_request *req, int i)

@@ -11,15 +11,28 @@
  * the node lacks, but without replicating them. */
 #include "sched/sched.h"
 
+typedef struct cal_state {
+    bool probe; /* policy.params.holder_index = 0 */
+} cal_state;
+
+static int cal_create(void **state, const json_t *params, sim_err *err)
+{
+    cal_state *st = sim_xcalloc(1, sizeof *st);
+    *state = st;
+    return sched_holder_param(params, &st->probe, err);
+}
+
 static void route_cache_aware(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out)
 {
+    const cal_state *st = state;
     sched_route cand;
-    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
+    sched_memo memo = {0};
+    int32_t local[ctx->n_prefill > 0 ? ctx->n_prefill : 1];
+    sched_local_prefixes(ctx, req, st->probe, local);
     out->prefill = -1;
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
-        int32_t local = bound ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, bound) : 0;
-        sched_route_to(ctx, req, i, local, &cand);
+        sched_route_to_est(ctx, i, local[i], sched_memo_service(&memo, ctx, req, local[i]), &cand);
         if (out->prefill < 0 || cand.ttft_s < out->ttft_s) *out = cand;
     }
     if (out->prefill >= 0) out->prefix_blocks = sched_scope_prefix(ctx, req, out->prefill);
@@ -28,6 +41,9 @@ static void route_cache_aware(void *state, const sched_ctx *ctx, const sim_reque
 const sched_router_ops sched_route_cache_aware_local = {
     .name = "cache_aware_local",
     .help = "min estimated TTFT using each instance's local prefix (Mooncake 4.1)",
-    .params = "",
+    .params = "holder_index=1: 0 probes each instance (the reference path)",
+    .create = cal_create,
+    .destroy = sched_state_free,
     .route = route_cache_aware,
+    .holders = true,
 };

@@ -34,6 +34,7 @@
 
 typedef struct kvc_state {
     double threshold;
+    bool probe; /* policy.params.holder_index = 0 */
 } kvc_state;
 
 static int kvc_create(void **state, const json_t *params, sim_err *err)
@@ -46,13 +47,13 @@ static int kvc_create(void **state, const json_t *params, sim_err *err)
         return -1;
     }
     *state = st;
-    return 0;
+    return sched_holder_param(params, &st->probe, err);
 }
 
 /* Fill `out` for instance i reusing `prefix` blocks, `transfer` of them
- * fetched from holder h first. */
-static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix, int32_t transfer, int h,
-                      sched_route *out)
+ * fetched from holder h first (the service estimate of prefix from memo). */
+static void candidate(const sched_ctx *ctx, const sim_request *req, sched_memo *memo, int i, int32_t prefix,
+                      int32_t transfer, int h, sched_route *out)
 {
     double t_transfer = 0;
     if (transfer > 0) { /* the copy queues behind the holder's sends and this node's receipts */
@@ -65,29 +66,26 @@ static void candidate(const sched_ctx *ctx, const sim_request *req, int i, int32
     out->fetch_remote = false;
     out->replicate = transfer > 0;
     out->transfer_from = transfer > 0 ? h : -1;
-    out->service_s = t_transfer + sched_est_service_s(ctx, req, prefix);
+    out->service_s = t_transfer + sched_memo_service(memo, ctx, req, prefix);
     out->ttft_s = ctx->prefill[i].queue_s + out->service_s;
 }
 
 static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out)
 {
     const kvc_state *st = state;
-    int32_t local[ctx->n_prefill], best_len = 0;
-    int32_t bound = kv_store_prefix_bound(ctx->shadow, req->keys, req->nblocks);
+    int32_t local[ctx->n_prefill > 0 ? ctx->n_prefill : 1], best_len = 0;
+    sched_local_prefixes(ctx, req, st->probe, local);
     int best = -1;
-    for (int i = 0; i < ctx->n_prefill; i++) {
-        local[i] = ctx->prefill[i].active && bound > 0
-                       ? kv_store_prefix_local(ctx->shadow, ctx->prefill[i].node, req->keys, bound)
-                       : 0;
+    for (int i = 0; i < ctx->n_prefill; i++)
         if (local[i] > best_len) best_len = local[i], best = i;
-    }
     out->prefill = -1;
+    sched_memo memo = {0};
     for (int i = 0; i < ctx->n_prefill; i++) {
         if (!ctx->prefill[i].active) continue;
         double ratio = local[i] ? (double)best_len / local[i] : INFINITY;
         bool fetch = best_len > local[i] && ratio > st->threshold;
         sched_route cand;
-        candidate(ctx, req, i, fetch ? best_len : local[i], fetch ? best_len - local[i] : 0, best, &cand);
+        candidate(ctx, req, &memo, i, fetch ? best_len : local[i], fetch ? best_len - local[i] : 0, best, &cand);
         if (out->prefill < 0 || cand.ttft_s < out->ttft_s) *out = cand;
     }
 }
@@ -95,8 +93,10 @@ static void route_kvcentric(void *state, const sched_ctx *ctx, const sim_request
 const sched_router_ops sched_route_kvcentric = {
     .name = "kvcentric",
     .help = "Mooncake Algorithm 1: min TTFT incl. fetching the best remote prefix (replicates hot blocks)",
-    .params = "kvcache_balancing_threshold=1: fetch when best_len/local_len exceeds it (\"inf\" = never)",
+    .params = "kvcache_balancing_threshold=1: fetch when best_len/local_len exceeds it (\"inf\" = never); "
+              "holder_index=1: 0 probes each instance (the reference path)",
     .create = kvc_create,
     .destroy = sched_state_free,
     .route = route_kvcentric,
+    .holders = true,
 };

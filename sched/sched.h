@@ -116,6 +116,8 @@ typedef struct sched_router_ops {
     /* Pick a prefill instance for req. Contract: out->prefill is an active
      * instance or -1; prefix/ttft estimates are filled for that instance. */
     void (*route)(void *state, const sched_ctx *ctx, const sim_request *req, sched_route *out);
+    bool holders; /* reads every instance's prefix (sched_local_prefixes): the serving model keeps the
+                     shadow store's holder index (kv_store_cfg.holder_index) */
 } sched_router_ops;
 
 typedef struct sched_decode_ops {
@@ -178,6 +180,20 @@ double sched_slo_tbt_s(const sched_ctx *ctx, const sim_request *req);
 double sched_est_service_s(const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
 /* Fill a route for instance i with the given prefix (estimates included). */
 void sched_route_to(const sched_ctx *ctx, const sim_request *req, int i, int32_t prefix_blocks, sched_route *out);
+/* The same with the service estimate given (sched_est_service_s of req
+ * with prefix_blocks, e.g. from a sched_memo). */
+void sched_route_to_est(const sched_ctx *ctx, int i, int32_t prefix_blocks, double service_s, sched_route *out);
+/* sched_est_service_s over the candidates of one routing decision: most
+ * share a prefix (0 where an instance holds nothing, the longest one where
+ * it would fetch it), and the estimate depends on nothing else, so each
+ * distinct prefix is estimated once — the same numbers as estimating it
+ * per instance, at a lookup per instance. Zero-initialise per decision. */
+typedef struct sched_memo {
+    int32_t prefix[4];
+    double service_s[4];
+    int n, next;
+} sched_memo;
+double sched_memo_service(sched_memo *m, const sched_ctx *ctx, const sim_request *req, int32_t prefix_blocks);
 /* Load of the prefill side for a route: predicted TTFT / SLO_ttft (§4.3.1). */
 double sched_prefill_load(const sched_ctx *ctx, const sim_request *req, const sched_route *route);
 /* Load of a decode instance that would hold kv_tokens (this request
@@ -231,6 +247,19 @@ typedef struct sched_threshold {
 } sched_threshold;
 int sched_threshold_create(void **state, const json_t *params, sim_err *err);
 void sched_state_free(void *state);
+
+/* policy.params.holder_index (0 or 1, default 1) into *probe = (value 0):
+ * with 0 the cache-aware routers ask each instance's tiers in turn, the
+ * reference the holder index is tested against (tests/test_holders.c). */
+int sched_holder_param(const json_t *params, bool *probe, sim_err *err);
+/* Each prefill instance's own cached prefix of req: local[i], for i in
+ * [0, n_prefill), is the leading run of req's block keys resident on
+ * instance i's node (any tier), 0 for an inactive instance. From the
+ * shadow store's holder index in one walk over the keys whatever the
+ * number of instances (Mooncake's conductor: one map from block to the
+ * instances holding it); with probe, or a store without the index, by
+ * probing each instance in turn. Both give the same numbers. */
+void sched_local_prefixes(const sched_ctx *ctx, const sim_request *req, bool probe, int32_t *local);
 
 /* Prefix the mechanism will serve on instance i under the configured scope:
  * the pool's prefix in global scope, the node's own in local scope. */

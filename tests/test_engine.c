@@ -1,5 +1,7 @@
 /* tests/test_engine.c — the event heap's ordering and deterministic
- * tie-breaking, and the exact TBT top-k against a brute-force reference. */
+ * tie-breaking, its tape (the event-loop bound of kvsim run
+ * --engine-bound), and the exact TBT top-k against a brute-force
+ * reference. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -151,12 +153,55 @@ static void test_topk_order_independent(void **state)
     sim_topk_free(&b);
 }
 
+/* The tape records each push's time (clamped to now) and -1 for each pop
+ * that returned an event, in order; replayed, it pops as many events. A
+ * run with --engine-bound reports the run's own event count and otherwise
+ * the same summary as without it. */
+static void test_tape_records_and_replays(void **state)
+{
+    sim_engine e;
+    sim_event ev;
+    sim_engine_tape tape = {0};
+    sim_engine_init(&e);
+    e.tape = &tape;
+    sim_engine_push(&e, 5, 0, 0, 0, NULL);
+    sim_engine_push(&e, 3, 0, 0, 0, NULL);
+    assert_true(sim_engine_pop(&e, &ev));
+    sim_engine_push(&e, 1, 0, 0, 0, NULL); /* in the past: at now = 3 */
+    assert_true(sim_engine_pop(&e, &ev));
+    assert_true(sim_engine_pop(&e, &ev));
+    assert_false(sim_engine_pop(&e, &ev));
+    const int64_t want[] = {5, 3, -1, 3, -1, -1};
+    assert_int_equal(tape.n, 6);
+    assert_memory_equal(tape.op, want, sizeof want);
+    int64_t events = 0;
+    sim_engine_tape_replay(&tape, &events);
+    assert_int_equal(events, 3);
+    sim_engine_tape_free(&tape);
+    sim_engine_free(&e);
+
+    json_t *plain = tu_kvsim_json("run --json"), *bound = tu_kvsim_json("run --json --engine-bound");
+    const json_t *b = json_object_get(bound, "engine_bound");
+    assert_non_null(b);
+    assert_int_equal(tu_int_field(b, "events"), tu_int_field(bound, "events"));
+    assert_true(json_real_value(json_object_get(b, "heap_s")) > 0);
+    assert_true(json_real_value(json_object_get(b, "heap_events_per_s")) > 0);
+    assert_null(json_object_get(plain, "engine_bound"));
+    json_object_del(bound, "engine_bound");
+    tu_drop_volatile(plain);
+    tu_drop_volatile(bound);
+    assert_true(json_equal(plain, bound));
+    json_decref(plain);
+    json_decref(bound);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tie_break_by_insertion), cmocka_unit_test(test_random_order),
-        cmocka_unit_test(test_no_time_travel),         cmocka_unit_test(test_topk_by_hand),
-        cmocka_unit_test(test_topk_matches_sort),      cmocka_unit_test(test_topk_order_independent),
+        cmocka_unit_test(test_tie_break_by_insertion),   cmocka_unit_test(test_random_order),
+        cmocka_unit_test(test_no_time_travel),           cmocka_unit_test(test_topk_by_hand),
+        cmocka_unit_test(test_topk_matches_sort),        cmocka_unit_test(test_topk_order_independent),
+        cmocka_unit_test(test_tape_records_and_replays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

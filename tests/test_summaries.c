@@ -17,59 +17,11 @@
 
 #include <cmocka.h>
 #include <sqlite3.h>
-#include <xxhash.h>
 
 #include "tests/testutil.h"
 
 #define CASES    "tests/fixtures/summaries.cases"
 #define RECORDED "tests/fixtures/summaries.jsonl"
-
-static void drop_volatile(json_t *j)
-{
-    if (!json_is_object(j)) return;
-    json_object_del(j, "wall_seconds");
-    json_object_del(j, "run_id");
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v) drop_volatile(v);
-}
-
-/* XXH64 over every requests row, in id order, as text. */
-static char *requests_digest(sqlite3 *db)
-{
-    sqlite3_stmt *st;
-    XXH64_state_t *h = XXH64_createState();
-    XXH64_reset(h, 0);
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT * FROM requests ORDER BY id", -1, &st, NULL), SQLITE_OK);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        for (int c = 0; c < sqlite3_column_count(st); c++) {
-            const unsigned char *t = sqlite3_column_text(st, c);
-            XXH64_update(h, t ? (const char *)t : "NULL", t ? strlen((const char *)t) + 1 : 5);
-        }
-    sqlite3_finalize(st);
-    char *out = malloc(17);
-    snprintf(out, 17, "%016llx", (unsigned long long)XXH64_digest(h));
-    XXH64_freeState(h);
-    return out;
-}
-
-/* The summary and requests digest a `run` case wrote into db_path. */
-static json_t *run_result(const char *db_path)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT summary_json FROM runs", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    json_t *sum = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-    sqlite3_finalize(st);
-    assert_non_null(sum);
-    char *d = requests_digest(db);
-    sqlite3_close(db);
-    json_t *out = json_pack("{s:o, s:s}", "summary", sum, "requests_xxh64", d);
-    free(d);
-    return out;
-}
 
 /* Run one case; returns its normalized result (caller decrefs). */
 static json_t *run_case(const char *args)
@@ -81,13 +33,13 @@ static json_t *run_case(const char *args)
         char full[4200];
         snprintf(full, sizeof full, "%s --db %s", args, db);
         json_decref(tu_kvsim_json(full));
-        res = run_result(db);
+        res = tu_run_result(db);
         unlink(db);
         free(db);
     } else {
         res = tu_kvsim_json(args);
     }
-    drop_volatile(res);
+    tu_drop_volatile(res);
     return res;
 }
 
@@ -168,9 +120,9 @@ static void test_summary_without_rows(void **state)
         snprintf(bare, sizeof bare, "%s --db %s --set metrics.request_rows=false --set metrics.sample_rows=false",
                  cases[i], db);
         json_t *a = tu_kvsim_json(cases[i]), *b = tu_kvsim_json(with_db), *c = tu_kvsim_json(bare);
-        drop_volatile(a);
-        drop_volatile(b);
-        drop_volatile(c);
+        tu_drop_volatile(a);
+        tu_drop_volatile(b);
+        tu_drop_volatile(c);
         char *ta = canon(a), *tb = canon(b), *tc = canon(c);
         if (strcmp(ta, tb)) fail_msg("kvsim %s: without --db %s, with --db %s", cases[i], ta, tb);
         if (strcmp(ta, tc)) fail_msg("kvsim %s: without rows %s, with rows %s", cases[i], tc, tb);

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <xxhash.h>
 
 /* cmocka 1.1 compares floats only; kvsim's expected values need doubles. */
 #define assert_double_equal(a, b, eps)                                                                                 \
@@ -235,6 +236,58 @@ static inline void tu_remove_temp(char *path)
 {
     unlink(path);
     free(path);
+}
+
+/* Drop what differs between two runs of the same thing (wall_seconds,
+ * run_id), at every depth of a JSON value. */
+static inline void tu_drop_volatile(json_t *j)
+{
+    if (!json_is_object(j)) return;
+    json_object_del(j, "wall_seconds");
+    json_object_del(j, "run_id");
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) tu_drop_volatile(v);
+}
+
+/* XXH64 over every requests row of a results DB, in id order, as text
+ * (caller frees). */
+static inline char *tu_requests_digest(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    XXH64_state_t *h = XXH64_createState();
+    XXH64_reset(h, 0);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT * FROM requests ORDER BY id", -1, &st, NULL), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            const unsigned char *t = sqlite3_column_text(st, c);
+            XXH64_update(h, t ? (const char *)t : "NULL", t ? strlen((const char *)t) + 1 : 5);
+        }
+    sqlite3_finalize(st);
+    char *out = malloc(17);
+    snprintf(out, 17, "%016llx", (unsigned long long)XXH64_digest(h));
+    XXH64_freeState(h);
+    return out;
+}
+
+/* The full-precision result of the one run a results DB holds: its
+ * summary_json and the digest of its requests rows, as {"summary",
+ * "requests_xxh64"} (caller decrefs). */
+static inline json_t *tu_run_result(const char *db_path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT summary_json FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    json_t *sum = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    sqlite3_finalize(st);
+    assert_non_null(sum);
+    char *d = tu_requests_digest(db);
+    sqlite3_close(db);
+    json_t *out = json_pack("{s:o, s:s}", "summary", sum, "requests_xxh64", d);
+    free(d);
+    return out;
 }
 
 #endif

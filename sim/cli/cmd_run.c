@@ -17,6 +17,7 @@
 static const char run_usage[] =
     "usage: kvsim run [--trace FILE] [--config FILE] [--set key.path=value]... [--seed N]\n"
     "                 [--speed X] [--sample F] [--skip-bad [--verbose]] [--sort] [--db FILE] [--json]\n"
+    "                 [--engine-bound]\n"
     "\n"
     "Replay a Mooncake-format trace through the simulated prefill/decode cluster.\n"
     "With no arguments: the bundled trace (traces/default.jsonl), default config.\n"
@@ -33,6 +34,9 @@ static const char run_usage[] =
     "  --sort             accept unsorted timestamps by sorting the trace first\n"
     "  --db FILE          results database (SQLite); default: a temporary one\n"
     "  --json             print the summary as one JSON object\n"
+    "  --engine-bound     also time the run's event-heap pushes and pops alone, with no model behind\n"
+    "                     them: summary key engine_bound (the event-loop bound; 8 bytes of memory\n"
+    "                     per push or pop, so use a trace of at most a few million events)\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok; 2 bad arguments/config/trace, a results file that cannot be written\n"
@@ -43,7 +47,7 @@ typedef struct run_args {
     const char *config, *db;
     char **sets;
     int nsets;
-    bool json, verbose;
+    bool json, verbose, engine_bound;
 } run_args;
 
 /* Append a --set whose value is the JSON encoding of a string. */
@@ -63,19 +67,13 @@ static void add_set(run_args *a, const char *key, const char *value)
 static int parse_args(int argc, char **argv, run_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"trace", required_argument, 0, 't'},
-        {"config", required_argument, 0, 'c'},
-        {"set", required_argument, 0, 's'},
-        {"seed", required_argument, 0, 'S'},
-        {"speed", required_argument, 0, 'x'},
-        {"sample", required_argument, 0, 'm'},
-        {"skip-bad", no_argument, 0, 'k'},
-        {"sort", no_argument, 0, 'o'},
-        {"db", required_argument, 0, 'd'},
-        {"json", no_argument, 0, 'j'},
-        {"verbose", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"trace", required_argument, 0, 't'}, {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
+        {"speed", required_argument, 0, 'x'}, {"sample", required_argument, 0, 'm'},
+        {"skip-bad", no_argument, 0, 'k'},    {"sort", no_argument, 0, 'o'},
+        {"db", required_argument, 0, 'd'},    {"json", no_argument, 0, 'j'},
+        {"verbose", no_argument, 0, 'v'},     {"engine-bound", no_argument, 0, 'e'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
     a->sets = sim_xcalloc((size_t)argc + 1, sizeof *a->sets);
     opterr = 0;
@@ -93,6 +91,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
         case 'd': a->db = optarg; break;
         case 'j': a->json = true; break;
         case 'v': a->verbose = true; break;
+        case 'e': a->engine_bound = true; break;
         case 'h':
             fputs(run_usage, stdout);
             *rc = SIM_EXIT_OK;
@@ -303,7 +302,8 @@ static int replay(const run_args *a)
     char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
     sim_run_info info = {config_json, cfg.hash, given, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
     int64_t run_id;
-    int bad = sim_results_begin_run(db, &info, &run_id, &err) || sim_serving_replay(&cfg, db, &summary, &err);
+    int bad = sim_results_begin_run(db, &info, &run_id, &err) ||
+              sim_serving_replay_bound(&cfg, db, &summary, a->engine_bound, &err);
     free(config_json);
     snprintf(cfg.trace_path, sizeof cfg.trace_path, "%s", given);
     if (bad) goto out;

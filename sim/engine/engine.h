@@ -23,6 +23,16 @@ typedef struct sim_event {
     void *data;          /* e.g. a request */
 } sim_event;
 
+/* A record of an engine's heap operations in order: each push's time (≥ 0)
+ * and -1 for each pop. Replayed through a fresh heap with no model behind
+ * it (sim_engine_tape_replay), it costs exactly the heap's part of the
+ * run: the same pushes and pops, the same (time, seq) keys, the same heap
+ * sizes — the event-loop bound of the run (docs/run.md). */
+typedef struct sim_engine_tape {
+    int64_t *op;
+    int64_t n, cap;
+} sim_engine_tape;
+
 typedef struct sim_engine {
     sim_event *heap;
     int64_t n, cap; /* n slots in use, the hole included */
@@ -30,6 +40,7 @@ typedef struct sim_engine {
     uint64_t next_seq;
     int64_t now;
     int64_t processed;
+    sim_engine_tape *tape; /* NULL, or where every push and pop is recorded */
 } sim_engine;
 
 void sim_engine_init(sim_engine *e);
@@ -45,5 +56,10 @@ int64_t sim_engine_next_time(const sim_engine *e);
  * INT64_MAX when none: a scan of the whole heap, for rare questions (when
  * can anything but a periodic sample happen next?). */
 int64_t sim_engine_next_time_of(const sim_engine *e, bool (*counts)(const sim_event *ev));
+
+/* The tape's pushes and pops through a fresh engine, no handler behind
+ * them: the wall seconds it took; *events gets the pops. */
+double sim_engine_tape_replay(const sim_engine_tape *t, int64_t *events);
+void sim_engine_tape_free(sim_engine_tape *t);
 
 #endif

@@ -152,7 +152,27 @@ static void note_sessions(sim_sessions *s, json_t *summary)
                                   "mean", st.shift_mean_ms, "p99", st.shift_p99_ms, "max", st.shift_max_ms));
 }
 
+/* The event-loop bound (kvsim run --engine-bound): the run's own events
+ * per second against the same pushes and pops through a fresh heap with
+ * no model behind them (sim_engine_tape_replay). The replay's seconds are
+ * the loop's (reading the trace included; setup and the summary not). */
+static void note_engine_bound(const sim_engine_tape *tape, double loop_s, json_t *summary)
+{
+    int64_t events;
+    double heap_s = sim_engine_tape_replay(tape, &events);
+    double n = (double)events;
+    json_object_set_new(summary, "engine_bound",
+                        json_pack("{s:I, s:f, s:f, s:f, s:f}", "events", (json_int_t)events, "replay_s", loop_s,
+                                  "heap_s", heap_s, "replay_events_per_s", loop_s > 0 ? n / loop_s : 0,
+                                  "heap_events_per_s", heap_s > 0 ? n / heap_s : 0));
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
+{
+    return sim_serving_replay_bound(cfg, db, summary, false, err);
+}
+
+int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **summary, bool engine_bound, sim_err *err)
 {
     if (sim_serving_check(cfg, err)) return -1;
     const sim_serving_ops *m = sim_serving_lookup(cfg->mode);
@@ -163,7 +183,12 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
     int rc = m->create(&st, &run, err);
     if (rc == 0 && cfg->closed_replay) rc = sim_sessions_open(&run.sessions, cfg->trace_path, &cfg->trace, err);
     if (rc == 0) rc = sim_trace_open(&t, cfg->trace_path, &cfg->trace, err);
+    sim_engine_tape tape = {0};
+    run.eng.tape = engine_bound ? &tape : NULL;
+    double t0 = sim_wall_seconds();
     if (rc == 0) rc = loop(m, st, &run, t);
+    double loop_s = sim_wall_seconds() - t0;
+    run.eng.tape = NULL;
     if (rc == 0) {
         double sim_s = sim_ns_to_s(run.last_done - run.first_arrival);
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
@@ -173,7 +198,9 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         if (rc == 0) note_skipped(t, *summary);
         if (rc == 0) note_block_fit(t, *summary);
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
+        if (rc == 0 && engine_bound) note_engine_bound(&tape, loop_s, *summary);
     }
+    sim_engine_tape_free(&tape);
     drain(m, st, &run);
     if (st) m->destroy(st);
     sim_engine_free(&run.eng);

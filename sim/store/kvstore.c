@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sim/store/evict/registry.h"
+#include "sim/store/holders.h"
 #include "sim/index/keymap.h"
 
 /* ======================================================================== */
@@ -27,6 +28,12 @@
 /* ======================================================================== */
 
 #define INITIAL_SLOTS 1024
+
+/* A tier's place in its store (defined with kv_store below). */
+typedef struct tier_ref tier_ref;
+/* The tier's index gained or lost key: the store's holder index follows. */
+static void holders_in(const tier_ref *r, uint64_t key);
+static void holders_out(const tier_ref *r, uint64_t key);
 
 /* What the core keeps per slot, together so a victim check touches one line. */
 typedef struct kv_slot {
@@ -49,7 +56,8 @@ struct kv_cache {
     kv_evict_cb evict_cb;
     void *evict_ctx;
     bool keep_context;
-    bool ever_protected; /* a slot was ever pinned or held a context block */
+    bool ever_protected;    /* a slot was ever pinned or held a context block */
+    const tier_ref *member; /* the store keeps a holder index: tell it of every key in and out; else NULL */
     kv_cache_stats st;
 };
 
@@ -126,6 +134,7 @@ static void cache_release(kv_cache *c, int64_t slot)
     c->slots[slot].pins = 0;
     c->freed[c->nfreed++] = slot;
     c->size--;
+    if (c->member) holders_out(c->member, c->slots[slot].key);
 }
 
 static int64_t cache_take_slot(kv_cache *c)
@@ -164,11 +173,16 @@ static int64_t cache_claim_slot(kv_cache *c, uint64_t key, uint64_t where)
         int64_t slot = cache_take_slot(c);
         sim_keymap_put_at(&c->index, where, key, slot);
         c->size++;
+        if (c->member) holders_in(c->member, key);
         return slot;
     }
     int64_t v = cache_pick_victim(c);
     if (v == KV_NO_VICTIM) return -1;
     sim_keymap_replace_at(&c->index, where, key, v, c->slots[v].key);
+    if (c->member) {
+        holders_out(c->member, c->slots[v].key);
+        holders_in(c->member, key);
+    }
     return v;
 }
 
@@ -272,11 +286,11 @@ const kv_cache_stats *kv_cache_get_stats(const kv_cache *c) { return &c->st; }
 /* kv_store: nodes × tiers                                                   */
 /* ======================================================================== */
 
-typedef struct tier_ref {
+struct tier_ref {
     kv_store *s;
     int node;
     kv_tier tier;
-} tier_ref;
+};
 
 struct kv_store {
     int nodes;
@@ -291,6 +305,8 @@ struct kv_store {
     tier_ref *refs;      /* eviction-callback contexts, same indexing */
     sim_keymap replicas; /* key → nodes holding it in DRAM or SSD (nodes > 1) */
     bool has_hbm;        /* nodes have an HBM tier (not in the replica counts) */
+    bool has_holders;    /* cfg.holder_index: holders is kept */
+    kv_holders holders;  /* key → nodes holding it in any tier, HBM included */
 };
 
 static inline kv_cache *tier_of(const kv_store *s, int node, kv_tier t) { return s->caches[node * KV_NTIERS + t]; }
@@ -334,6 +350,7 @@ static int store_new_tier(kv_store *s, const kv_store_cfg *cfg, int node, kv_tie
     if (cfg->expected_keys > 0) kv_cache_reserve(c, cfg->expected_keys);
     s->refs[node * KV_NTIERS + t] = (tier_ref){.s = s, .node = node, .tier = t};
     s->caches[node * KV_NTIERS + t] = c;
+    if (s->has_holders) c->member = &s->refs[node * KV_NTIERS + t];
     return 0;
 }
 
@@ -374,6 +391,8 @@ int kv_store_new(kv_store **out, const kv_store_cfg *cfg, sim_err *err)
     s->caches = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->caches);
     s->refs = sim_xcalloc((size_t)s->nodes * KV_NTIERS, sizeof *s->refs);
     sim_keymap_init(&s->replicas, 1024);
+    s->has_holders = cfg->holder_index;
+    if (s->has_holders) kv_holders_init(&s->holders, s->nodes);
     for (int n = 0; n < s->nodes; n++)
         for (kv_tier t = 0; t < KV_NTIERS; t++)
             if (cfg->tier_blocks[t] > 0 && store_new_tier(s, cfg, n, t, err)) {
@@ -397,6 +416,7 @@ void kv_store_free(kv_store *s)
     free(s->caches);
     free(s->refs);
     sim_keymap_free(&s->replicas);
+    if (s->has_holders) kv_holders_free(&s->holders);
     free(s);
 }
 
@@ -408,6 +428,29 @@ static bool resident_local(const kv_store *s, int node, uint64_t key)
     }
     return false;
 }
+
+/* The holder index follows each tier's index (kv_cache.member): a key
+ * entering any tier of a node makes the node a holder; a key leaving one
+ * tier leaves the node only when no other tier of it still has the key
+ * (HBM beside DRAM or SSD; a block demoted or promoted between DRAM and
+ * SSD enters its new tier before it leaves the old). */
+static void holders_in(const tier_ref *r, uint64_t key) { kv_holders_add(&r->s->holders, key, r->node); }
+
+static void holders_out(const tier_ref *r, uint64_t key)
+{
+    if (!resident_local(r->s, r->node, key)) kv_holders_del(&r->s->holders, key, r->node);
+}
+
+int kv_store_nodes(const kv_store *s) { return s->nodes; }
+
+int kv_store_prefix_runs(const kv_store *s, const uint64_t *keys, int32_t n, int32_t *run)
+{
+    if (!s->has_holders) return -1;
+    kv_holders_runs(&s->holders, keys, n, run);
+    return 0;
+}
+
+int64_t kv_store_holder_keys(const kv_store *s) { return s->has_holders ? kv_holders_keys(&s->holders) : -1; }
 
 static kv_tier store_tier_holding(const kv_store *s, int node, uint64_t key, int64_t *slot);
 

@@ -17,6 +17,11 @@
  *              when the conductor asks for them (kv_store_commit with
  *              replicate = true), which is how hot blocks spread (§4.2).
  *
+ * With kv_store_cfg.holder_index the store also keeps the conductor's global
+ * index block → nodes holding it in any tier (sim/store/holders.h), in step
+ * with every tier's insertions and removals: kv_store_prefix_runs gives every
+ * node's prefix of a request in one walk, for the cache-aware routers.
+ *
  * The timed simulation asks kv_store_plan where a request's prefix would come
  * from on a node (tier by tier, local vs remote holder) to charge the right
  * transfer costs, then kv_store_commit carries the accesses out. Cache-only
@@ -104,6 +109,9 @@ typedef struct kv_store_cfg {
                                          (kv_cache_reserve) */
     int64_t key_universe;           /* 0, or every key is < this: each tier
                                          indexes keys by array (kv_cache_dense_keys) */
+    bool holder_index;              /* keep the global index key → nodes holding
+                                         it in any tier (sim/store/holders.h), for
+                                         kv_store_prefix_runs */
 } kv_store_cfg;
 
 typedef struct kv_store kv_store;
@@ -118,6 +126,15 @@ int32_t kv_store_prefix_local(const kv_store *s, int node, const uint64_t *keys,
  * replica counts), or n where those do not cover every tier (one node, or
  * HBM tiers). A router asks each node only for the first bound keys. */
 int32_t kv_store_prefix_bound(const kv_store *s, const uint64_t *keys, int32_t n);
+/* kv_store_prefix_local for every node at once, from the holder index
+ * (kv_store_cfg.holder_index): run[node] for node in [0, kv_store_nodes),
+ * in one walk over the keys whatever the number of nodes. -1 (run
+ * untouched) when the store keeps no holder index. */
+int kv_store_prefix_runs(const kv_store *s, const uint64_t *keys, int32_t n, int32_t *run);
+int kv_store_nodes(const kv_store *s);
+/* Distinct keys the holder index holds (resident on some node, any tier),
+ * -1 without one. */
+int64_t kv_store_holder_keys(const kv_store *s);
 /* Leading run resident on any node (global scope) or on `node` (local). */
 int32_t kv_store_prefix_any(const kv_store *s, int node, const uint64_t *keys, int32_t n);
 

@@ -3,7 +3,8 @@
  * PART`, at most opt.jobs at a time, so a crash of one point loses only
  * that point. SIGINT, SIGTERM and SIGHUP reach the workers too, and a
  * worker whose sweep dies (even by SIGKILL) gets SIGTERM. When all
- * have finished, their part databases are merged into the sweep's.
+ * have finished, the parts not merged yet are merged into the sweep's
+ * database (each is merged as soon as every point before it has ended).
  * sim_sweep_run hands the points to a Slurm job array instead under
  * opt.slurm (slurm.c). */
 #include <errno.h>
@@ -63,10 +64,29 @@ static int stop_workers(sim_sweep *s, sim_err *err)
                     sim_sweep_stop_signal(), (long long)(s->finished - s->failed), (long long)s->todo);
 }
 
+/* A finished point's part is merged while later points run, in grid order
+ * (run ids follow the grid, as when every part was merged at the end):
+ * after each point ends and the next ones have started, the parts of the
+ * leading run of ended points not merged yet. A merge is mostly a wait
+ * for its commit to reach the disk; left to the end, the 8 merges of the
+ * 8-point sweep of `make bench` were a quarter of its wall time at
+ * --jobs 1 and the part no second worker could share at --jobs 2
+ * (docs/reports.md). */
+static int merge_ended(sim_sweep *s, int64_t *upto, sim_err *err)
+{
+    bool landed;
+    for (; *upto < s->n; ++*upto) {
+        sim_sweep_point *p = &s->pts[*upto];
+        if (p->state == PT_TODO || p->state == PT_RUNNING) break;
+        if (p->state == PT_DONE && sim_sweep_merge_part(s->db, p->part, &s->merged, &landed, err)) return -1;
+    }
+    return 0;
+}
+
 /* Keep `jobs` points running until every point has finished. */
 static int run_points(sim_sweep *s, sim_err *err)
 {
-    int64_t next = 0;
+    int64_t next = 0, merged = 0;
     int running = 0;
     sim_sweep_catch_stop();
     if (s->opt.tty) sim_sweep_draw_bar(s, 0);
@@ -77,6 +97,7 @@ static int run_points(sim_sweep *s, sim_err *err)
             running++;
         }
         if (sim_sweep_stop_signal()) return stop_workers(s, err);
+        if (merge_ended(s, &merged, err)) return -1;
         if (!running) break;
         int status;
         pid_t pid = waitpid(-1, &status, 0);

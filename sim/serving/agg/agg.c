@@ -99,7 +99,8 @@ static int setup(agg *a, sim_err *err)
                        .params = cfg->params,
                        .promote = false,
                        .tier_blocks = {hbm_blocks, cfg->lmc.on ? sim_config_blocks(cfg, cfg->dram_bytes) : 0, 0},
-                       .policy = {"lru", "lru", "lru"}};
+                       .policy = {"lru", "lru", "lru"},
+                       .holder_index = a->router->holders};
     a->cache = kv_cache_model_lookup("none");
     return a->cache->create(&a->cache_st, &sc, err) || lmc_create(a, err) ? -1 : 0;
 }

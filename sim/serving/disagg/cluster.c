@@ -84,6 +84,7 @@ static int setup_store(cluster *c, sim_err *err)
         .tier_blocks = {sim_config_blocks(cfg, cfg->hbm_bytes), sim_config_blocks(cfg, cfg->dram_bytes),
                         sim_config_blocks(cfg, cfg->ssd_bytes)},
         .policy = {cfg->eviction, cfg->eviction, cfg->eviction},
+        .holder_index = c->router->holders,
     };
     /* Under a PIC policy the prefix-block model stays for the conductor's
      * cache-aware routing; the cost of a prefill comes from the PIC store. */
