@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const sim_cmd commands[] = {
     {"run", "replay a trace through the simulated cluster (default: bundled trace)", cmd_run},
@@ -73,13 +74,17 @@ static int dispatch(int argc, char **argv, const char **name)
 /* A result printed to standard output that did not get there (a full disk,
  * /dev/full, a closed pipe with SIGPIPE ignored) is an error: flush, check
  * the stream's error flag (set by a write that failed earlier, whose cause
- * stdio does not keep: EIO then) and the close of fd 1. Exit 2 naming the
+ * stdio does not keep: a one-byte write finds it, EIO if that succeeds)
+ * and the close of fd 1. Exit 2 naming the
  * cause, unless the command already failed (its status stands). A close
  * that fails with EBADF after nothing went wrong is stdout closed by the
  * caller (kvsim ... >&-) with nothing written: not an error. */
 static int close_stdout(const char *name, int rc)
 {
-    int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+    int e = fflush(stdout) ? errno : 0;
+    /* a write that failed earlier left only the error flag: one byte
+     * written past stdio finds its cause (the output is incomplete anyway) */
+    if (!e && ferror(stdout)) e = write(STDOUT_FILENO, "\n", 1) < 0 ? errno : EIO;
     if (fclose(stdout) && !e && errno != EBADF) e = errno;
     if (!e) return rc;
     fprintf(stderr, "kvsim%s%s: writing standard output: %s\n", *name ? " " : "", name, strerror(e));
@@ -97,12 +102,6 @@ int main(int argc, char **argv)
      * sharing one stderr) never splice their lines into each other. What
      * is drawn without a newline (the sweep's progress bar) flushes itself. */
     setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
-    /* stdout to a file or pipe in 64 KiB blocks: most results then reach
-     * it in the final flush, whose failure keeps its cause (No space left
-     * on device), where a failed write in mid-output leaves only the
-     * stream's error flag (close_stdout: EIO) */
-    static char out_buf[1 << 16];
-    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, out_buf, _IOFBF, sizeof out_buf);
     const char *name = "";
     int rc = dispatch(argc, argv, &name);
     return close_stdout(name, rc);
