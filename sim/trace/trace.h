@@ -117,6 +117,10 @@ const char *sim_trace_skip_message(const sim_trace *t, int64_t i);
 const char *sim_trace_name(const sim_trace *t);
 
 void sim_trace_close(sim_trace *t);
+/* The first bad line of the trace at path when read without skip_bad
+ * (what skip_bad skipped first): true with err = "FILE:LINE: FIELD:
+ * problem", false when every line reads (or the file does not open). */
+bool sim_trace_first_bad_line(const char *path, const sim_trace_opts *opts, sim_err *err);
 void sim_request_free(sim_request *r);
 
 /* XXH64 (seed 0) of the file's text, decompressed when the file is gzip
