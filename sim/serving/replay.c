@@ -82,6 +82,14 @@ static bool over_budget(sim_serving_run *run)
     return run->failed = true;
 }
 
+/* A request is the model's from now: the summary's online steady-state
+ * window counts it in the system (sim_results_arrival), then the model. */
+static void arrive(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_request *r)
+{
+    sim_results_arrival(run->db, sim_ns_to_ms(r->arrival_ns));
+    m->arrive(st, r);
+}
+
 static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_trace *t)
 {
     read_next(run, t, true);
@@ -99,7 +107,7 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
         if (ev.kind != SIM_EV_ARRIVAL) m->handle(st, &ev);
         else {
             if (ev.target == SIM_ARRIVAL_PACED) read_next(run, t, true);
-            if (ev.data) m->arrive(st, ev.data);
+            if (ev.data) arrive(m, st, run, ev.data);
         }
         read_ahead(run, t);
     }
