@@ -122,6 +122,12 @@ void sim_trace_close(sim_trace *t);
  * problem", false when every line reads (or the file does not open). */
 bool sim_trace_first_bad_line(const char *path, const sim_trace_opts *opts, sim_err *err);
 void sim_request_free(sim_request *r);
+/* Requests allocated by readers and not yet freed, process-wide, and the
+ * most at once since sim_request_live_reset: a streamed replay's memory
+ * follows them (docs/run.md, "Long traces"; tests/test_stream.c). */
+int64_t sim_request_live(void);
+int64_t sim_request_live_peak(void);
+void sim_request_live_reset(void);
 
 /* XXH64 (seed 0) of the file's text, decompressed when the file is gzip
  * (sim/infile.h): the trace fingerprint recorded with every run, the same

@@ -90,20 +90,9 @@ void sim_seg_push_id(sim_seg_buf *b, int64_t id);
 
 /* A request in one allocation: the struct (from fields), then n keys and
  * n raw ids, nids prefix-segment ids and nsegs segments, the pointers set
- * and the arrays not filled (sim_request_free frees it whole). */
-static inline sim_request *sim_request_new(const sim_request *fields, size_t n, size_t nids, size_t nsegs)
-{
-    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids) + nids * sizeof *r->seg_ids +
-                                 nsegs * sizeof *r->segs);
-    *r = *fields;
-    r->nblocks = (int32_t)n;
-    r->keys = (uint64_t *)(r + 1);
-    r->hash_ids = (int64_t *)(r->keys + n);
-    r->seg_ids = r->hash_ids + n;
-    r->segs = (sim_segment *)(r->seg_ids + nids);
-    r->nsegs = (int32_t)nsegs;
-    return r;
-}
+ * and the arrays not filled (sim_request_free frees it whole). Counted in
+ * sim_request_live (sim/trace/trace.c). */
+sim_request *sim_request_new(const sim_request *fields, size_t n, size_t nids, size_t nsegs);
 
 /* trace.resample over the loaded, time-sorted requests v[0..n) (which it
  * may replace: the bootstrap copies): new arrivals drawn from o->seed,
