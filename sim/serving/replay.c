@@ -160,6 +160,25 @@ static void note_sessions(sim_sessions *s, json_t *summary)
                                   "mean", st.shift_mean_ms, "p99", st.shift_p99_ms, "max", st.shift_max_ms));
 }
 
+/* A run long enough to stream its summary (docs/run.md, "Long traces")
+ * whose trace options need the whole trace says so: sort and resample load
+ * every request before the first arrives, a closed replay keeps a shift
+ * per request (its p99) besides its sessions. Memory grew with the trace. */
+static void note_whole_trace(const sim_config *cfg, bool closed, json_t *summary)
+{
+    if (!json_object_get(summary, "streamed") || !(cfg->trace.sort || cfg->trace.resample || closed)) return;
+    char text[512];
+    snprintf(text, sizeof text,
+             "%s needs the whole trace: every request was %s, so this run's memory grew with the trace, not with the "
+             "requests in flight (docs/run.md, \"Long traces\")",
+             cfg->trace.sort       ? "trace.sort"
+             : cfg->trace.resample ? "trace.resample"
+                                   : "trace.replay = closed",
+             closed && !cfg->trace.sort && !cfg->trace.resample ? "given a shift kept for the p99"
+                                                                : "loaded before the first arrival");
+    sim_serving_add_finding(summary, "whole_trace", text);
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
 {
     if (sim_serving_check(cfg, err)) return -1;
@@ -181,6 +200,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
         if (rc == 0) note_skipped(t, *summary);
         if (rc == 0) note_block_fit(t, *summary);
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
+        if (rc == 0) note_whole_trace(cfg, run.sessions != NULL, *summary);
     }
     drain(m, st, &run);
     if (st) m->destroy(st);
