@@ -144,10 +144,9 @@ static const by_id *col_array(const tally *t, int c)
 static void slide(tally *t, int64_t k)
 {
     by_id *arrays[] = TALLY_ARRAYS(t);
-    for (int64_t i = 0; i < k; i++) {
-        for (int c = 0; c < NCOLS; c++) sim_spill_put(&t->col[c], col_array(t, c)->v[i]);
+    for (int c = 0; c < NCOLS; c++) sim_spill_put_many(&t->col[c], col_array(t, c)->v, k);
+    for (int64_t i = 0; i < k; i++)
         if (!isnan(t->gpu.v[i])) t->gpu_sum += t->gpu.v[i], t->gpu_n++;
-    }
     for (int a = 0; a < NARRAYS; a++) {
         memmove(arrays[a]->v, arrays[a]->v + k, (size_t)(t->cap - k) * sizeof(double));
         for (int64_t i = t->cap - k; i < t->cap; i++) arrays[a]->v[i] = NAN;

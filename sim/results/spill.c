@@ -58,6 +58,14 @@ void sim_spill_put(sim_spill *s, double v)
     s->sum += v;
 }
 
+void sim_spill_put_many(sim_spill *s, const double *v, int64_t k)
+{
+    fwrite(v, sizeof *v, (size_t)k, s->f);
+    s->ids += k;
+    for (int64_t i = 0; i < k; i++)
+        if (!isnan(v[i])) s->n++, s->sum += v[i];
+}
+
 void sim_spill_close(sim_spill *s)
 {
     if (s->f) fclose(s->f);
@@ -140,31 +148,34 @@ typedef struct target {
 
 static bool gathers(const target *t) { return t->count <= SPILL_GATHER; }
 
-static void visit(target *t, int k, double v)
+/* Targets with the same prefix share one count or gathering: the first of
+ * them (its leader) does it, the others read it. */
+static void visit(target *t, const int *lead, int k, double v)
 {
     uint64_t key = order_key(v);
     for (int j = 0; j < k; j++) {
         target *g = &t[j];
-        if (g->done || (g->bits && key >> (64 - g->bits) != g->prefix)) continue;
+        if (g->done || lead[j] != j || (g->bits && key >> (64 - g->bits) != g->prefix)) continue;
         if (gathers(g)) g->vals[g->nv++] = v;
         else g->hist[(key >> (48 - g->bits)) & 0xffff]++;
     }
 }
 
-/* After a pass: a gathered target selects its value; a counted one moves
- * its prefix to the bucket holding its rank (all 64 bits known: the value). */
-static void settle(target *g, double *out)
+/* After a pass: a gathered target selects its value (from its leader's
+ * values); a counted one moves its prefix to the bucket of its leader's
+ * counts holding its rank (all 64 bits known: the value). */
+static void settle(target *g, const target *l, double *out)
 {
     if (gathers(g)) {
-        *out = gsl_stats_select(g->vals, 1, (size_t)g->nv, (size_t)g->rank);
+        *out = gsl_stats_select(l->vals, 1, (size_t)l->nv, (size_t)g->rank);
         g->done = true;
         return;
     }
     int64_t below = 0;
     int b = 0;
-    while (below + g->hist[b] <= g->rank) below += g->hist[b++];
+    while (below + l->hist[b] <= g->rank) below += l->hist[b++];
     g->rank -= below;
-    g->count = g->hist[b];
+    g->count = l->hist[b];
     g->prefix = g->prefix << 16 | (uint64_t)b;
     g->bits += 16;
     if (g->bits == 64) {
@@ -173,12 +184,24 @@ static void settle(target *g, double *out)
     }
 }
 
+/* Each target's leader: the first not done with the same prefix. */
+static void find_leaders(const target *t, int k, int *lead)
+{
+    for (int j = 0; j < k; j++) {
+        lead[j] = j;
+        for (int i = 0; i < j && lead[j] == j; i++)
+            if (!t[i].done && t[i].bits == t[j].bits && t[i].prefix == t[j].prefix) lead[j] = i;
+    }
+}
+
 /* One pass over the column for every target not done: 0, or -1. */
 static int pass(sim_spill *s, target *t, int k, double *out, sim_err *err)
 {
     double buf[SPILL_CHUNK];
+    int lead[SIM_SPILL_MAX_RANKS];
+    find_leaders(t, k, lead);
     for (int j = 0; j < k; j++) {
-        if (t[j].done) continue;
+        if (t[j].done || lead[j] != j) continue;
         t[j].nv = 0;
         if (gathers(&t[j])) t[j].vals = sim_xrealloc(t[j].vals, (size_t)(t[j].count ? t[j].count : 1) * sizeof(double));
         else memset(t[j].hist, 0, SPILL_BUCKETS * sizeof *t[j].hist);
@@ -187,11 +210,11 @@ static int pass(sim_spill *s, target *t, int k, double *out, sim_err *err)
     if (rewind_column(s, err)) return -1;
     while ((n = read_chunk(s, buf, err)) > 0)
         for (int64_t i = 0; i < n; i++)
-            if (!isnan(buf[i])) visit(t, k, buf[i]);
+            if (!isnan(buf[i])) visit(t, lead, k, buf[i]);
     fseek(s->f, 0, SEEK_END);
     if (n < 0) return -1;
     for (int j = 0; j < k; j++)
-        if (!t[j].done) settle(&t[j], &out[j]);
+        if (!t[j].done) settle(&t[j], &t[lead[j]], &out[j]);
     return 0;
 }
 

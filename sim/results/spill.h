@@ -23,6 +23,8 @@ typedef struct sim_spill {
 /* A new column in $TMPDIR (or /tmp), its file already unlinked. */
 int sim_spill_open(sim_spill *s, sim_err *err);
 void sim_spill_put(sim_spill *s, double v);
+/* The values of k consecutive ids at once (one write). */
+void sim_spill_put_many(sim_spill *s, const double *v, int64_t k);
 void sim_spill_close(sim_spill *s);
 
 /* Read ncols (≤ 4) columns of as many ids back together, in id order:
