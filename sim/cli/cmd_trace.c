@@ -147,6 +147,11 @@ static int trace_stats_of(const char *path, const char *given, const sim_trace_o
     if (s->segment_requests && kv_pic_trace_stats_of(path, opts, kept, nkept, &ps, err)) return -1;
     if (s->skipped) warn_skipped(path, opts, s->skipped);
     if (s->fit.short_ids) warn_block_fit(given, s);
+    if (s->distinct_blocks >= SIM_TRACE_WHOLE_BLOCKS)
+        fprintf(stderr,
+                "kvsim trace stats: note: %" PRId64 " distinct blocks were held for the infinite-cache hit rate: "
+                "memory grew with the trace (docs/run.md, \"Long traces\")\n",
+                s->distinct_blocks);
     if (json) print_stats_json(given, fp, s, s->segment_requests ? &ps : NULL);
     else print_stats_table(given, fp, s, s->segment_requests ? &ps : NULL);
     return 0;
@@ -514,6 +519,11 @@ static int rechunk_run(const char *in, int from, int to, const char *path)
             " distinct) became %" PRId64 " blocks of %d tokens (%" PRId64 " distinct)\n",
             st.requests, strcmp(path, "-") ? path : "stdout", st.fine_blocks, from, st.fine_distinct, st.coarse_blocks,
             to, st.coarse_distinct);
+    if (st.fine_distinct >= SIM_TRACE_WHOLE_BLOCKS)
+        fprintf(stderr,
+                "kvsim trace rechunk: note: %" PRId64 " distinct blocks were held to number the coarse ones in "
+                "order of first appearance: memory grew with the trace (docs/run.md, \"Long traces\")\n",
+                st.fine_distinct);
     return SIM_EXIT_OK;
 }
 

@@ -206,6 +206,11 @@ typedef struct sim_trace_stats {
     sim_block_fit fit;
 } sim_trace_stats;
 
+/* `kvsim trace stats` and `kvsim trace rechunk` remember every distinct
+ * block (the infinite cache; the coarse blocks' numbers): past this many
+ * they say so on stderr, since their memory grew with the trace (docs/run.md,
+ * "Long traces"). */
+#define SIM_TRACE_WHOLE_BLOCKS ((int64_t)1 << 24)
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);
 /* The same, keeping the requests when the first one has segments (a
  * segment trace, which `kvsim trace stats` replays next, so that it is not
