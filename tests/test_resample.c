@@ -1,5 +1,5 @@
 /* tests/test_resample.c — trace.resample (sim/trace/resample.c,
- * docs/trace.md "Resampled workloads"): seeds that vary the workload.
+ * docs/trace-replay.md "Resampled workloads"): seeds that vary the workload.
  *
  * Expected values are computed here from the original trace, not from a
  * recorded run: a resampled request keeps its offset from its session's

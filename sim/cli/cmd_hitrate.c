@@ -207,6 +207,8 @@ int cmd_hitrate(int argc, char **argv)
     kv_hitrate_db *sink = NULL;
     if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
     if (rc == 0 && t.block_warning) fprintf(stderr, "kvsim hitrate: warning: %s\n", t.block_warning);
+    char whole[512];
+    if (rc == 0 && kv_replay_whole_note(&t, whole, sizeof whole)) fprintf(stderr, "kvsim hitrate: note: %s\n", whole);
     if (rc == 0 && kv_hitrate_db_open(&sink, db, &spec, model.name, unit.kv_bytes_per_token, &err)) {
         kv_replay_free(&t);
         rc = -1;

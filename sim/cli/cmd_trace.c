@@ -19,13 +19,10 @@
 #include "sim/outfile.h"
 #include "sim/replay/pic_replay.h"
 #include "sim/trace/csvimport.h"
+#include "sim/trace/genopts.h"
 #include "sim/trace/ragpulse.h"
 #include "sim/trace/rechunk.h"
 #include "sim/trace/trace.h"
-#include "sim/trace/tracegen.h"
-#include "sim/trace/tracegen_mqa.h"
-#include "sim/trace/tracegen_rag.h"
-#include "sim/trace/tracegen_sp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -114,37 +111,13 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
     json_decref(o);
 }
 
-/* A segment trace's own statistics, of the n requests kept by the first
- * pass (it keeps them when the first has segments; else read again): 0,
- * or -1 with err. */
-static int segment_stats(const char *path, const sim_trace_opts *opts, sim_request **kept, int64_t n,
-                         kv_pic_trace_stats *out, sim_err *err)
+/* Under --skip-bad, name the first skipped line. */
+static void warn_skipped(const char *path, const sim_trace_opts *opts, int64_t skipped)
 {
-    kv_pic_trace t;
-    int rc = 0;
-    if (kept) kv_pic_trace_adopt(&t, path, kept, n);
-    else rc = kv_pic_trace_load(&t, path, opts, err);
-    if (rc == 0) kv_pic_trace_stats_compute(&t, opts->block_tokens, out);
-    kv_pic_trace_free(&t);
-    return rc;
-}
-
-/* Under --skip-bad, name the first skipped line: read again without
- * skipping, up to the line that fails. */
-static void warn_skipped(const char *path, sim_trace_opts opts, int64_t skipped)
-{
-    sim_trace *t;
-    sim_request *r;
     sim_err err;
-    opts.skip_bad = false;
-    opts.limit = 0;
-    if (sim_trace_open(&t, path, &opts, &err)) return;
-    int rc;
-    while ((rc = sim_trace_next(t, &r, &err)) == 1) sim_request_free(r);
-    if (rc < 0)
+    if (sim_trace_first_bad_line(path, opts, &err))
         fprintf(stderr, "kvsim trace stats: warning: skipped %" PRId64 " bad line(s), the first: %s\n", skipped,
                 err.msg);
-    sim_trace_close(t);
 }
 
 /* The trace's lengths and id counts do not fit the assumed block size:
@@ -171,9 +144,14 @@ static int trace_stats_of(const char *path, const char *given, const sim_trace_o
     sim_request **kept;
     int64_t nkept;
     if (sim_trace_compute_stats_keep(path, opts, s, &kept, &nkept, err)) return -1;
-    if (s->segment_requests && segment_stats(path, opts, kept, nkept, &ps, err)) return -1;
-    if (s->skipped) warn_skipped(path, *opts, s->skipped);
+    if (s->segment_requests && kv_pic_trace_stats_of(path, opts, kept, nkept, &ps, err)) return -1;
+    if (s->skipped) warn_skipped(path, opts, s->skipped);
     if (s->fit.short_ids) warn_block_fit(given, s);
+    if (s->distinct_blocks >= SIM_TRACE_WHOLE_BLOCKS)
+        fprintf(stderr,
+                "kvsim trace stats: note: %" PRId64 " distinct blocks were held for the infinite-cache hit rate: "
+                "memory grew with the trace (docs/run.md, \"Long traces\")\n",
+                s->distinct_blocks);
     if (json) print_stats_json(given, fp, s, s->segment_requests ? &ps : NULL);
     else print_stats_table(given, fp, s, s->segment_requests ? &ps : NULL);
     return 0;
@@ -241,221 +219,9 @@ static int out_close(sim_outfile *o, const char *cmd, int rc, const sim_err *err
 
 /* ---- kvsim trace gen ---------------------------------------------------- */
 
-/* GEN_FLAG: a bool set by the bare flag; GEN_FN: parsed and printed by
- * functions of its own (gen_fns[offset]), which take the whole options struct. */
-typedef enum gen_opt_kind { GEN_I64, GEN_INT, GEN_DOUBLE, GEN_SEED, GEN_PATH, GEN_FLAG, GEN_FN } gen_opt_kind;
-
-/* Every generator option: its flag, where it lands in its workload's
- * options struct, and its help line (the default printed next to it comes
- * from the defaults). */
-typedef struct gen_opt {
-    const char *name;
-    gen_opt_kind kind;
-    size_t offset; /* GEN_FN: the index of its functions in gen_fns[] */
-    const char *help;
-} gen_opt;
-
-typedef struct gen_fn {
-    const char *metavar;
-    int (*parse)(const char *arg, void *opts, sim_err *err);
-    void (*format)(const void *opts, char *buf, size_t n);
-} gen_fn;
-
-#define GEN_FIELD(f) offsetof(sim_tracegen_opts, f)
-static const gen_opt gen_opts[] = {
-    {"requests", GEN_I64, GEN_FIELD(requests), "requests to write"},
-    {"rate", GEN_DOUBLE, GEN_FIELD(rate), "Poisson arrival rate, requests/s"},
-    {"arrivals-from", GEN_PATH, GEN_FIELD(arrivals_from), "copy timestamps from this trace (stops when it ends)"},
-    {"block-tokens", GEN_INT, GEN_FIELD(block_tokens), "tokens per hash block"},
-    {"prompts", GEN_INT, GEN_FIELD(prompts), "shared system prompts"},
-    {"zipf", GEN_DOUBLE, GEN_FIELD(zipf), "Zipf exponent of prompt popularity (0 = uniform)"},
-    {"prompt-mean", GEN_DOUBLE, GEN_FIELD(prompt_mean), "mean system-prompt tokens (lognormal, whole blocks)"},
-    {"prompt-sigma", GEN_DOUBLE, GEN_FIELD(prompt_sigma), "lognormal sigma of prompt lengths"},
-    {"session-prob", GEN_DOUBLE, GEN_FIELD(session_prob), "probability a request continues a live session"},
-    {"max-turns", GEN_INT, GEN_FIELD(max_turns), "requests per session at most"},
-    {"think-time", GEN_DOUBLE, GEN_FIELD(think_time), "seconds before a session's next turn may arrive"},
-    {"max-live", GEN_INT, GEN_FIELD(max_live), "live sessions at most (the least recent ends)"},
-    {"input-mean", GEN_DOUBLE, GEN_FIELD(input_mean), "mean new-turn input tokens (lognormal)"},
-    {"input-sigma", GEN_DOUBLE, GEN_FIELD(input_sigma), "lognormal sigma of new-turn tokens"},
-    {"output-mean", GEN_DOUBLE, GEN_FIELD(output_mean), "mean output tokens (lognormal)"},
-    {"output-sigma", GEN_DOUBLE, GEN_FIELD(output_sigma), "lognormal sigma of output tokens"},
-    {"max-input", GEN_INT, GEN_FIELD(max_input), "input tokens at most (a session ends beyond it)"},
-    {"max-output", GEN_INT, GEN_FIELD(max_output), "output tokens at most"},
-    {"ephemeral-frac", GEN_DOUBLE, GEN_FIELD(ephemeral_frac), "fraction tagged \"cache\": \"ephemeral\""},
-    {"context-frac", GEN_DOUBLE, GEN_FIELD(context_frac), "fraction tagged \"cache\": \"context\""},
-    {"seed", GEN_SEED, GEN_FIELD(seed), "RNG seed (same seed, same bytes)"},
-    {"target-hit-rate", GEN_DOUBLE, GEN_FIELD(target_hit_rate),
-     "a ceiling token hit rate in [0, 0.99]: reuse earlier prefixes to it (-1 = off)"},
-};
-#define NGEN_OPTS (sizeof gen_opts / sizeof gen_opts[0])
-
-#define RAG_FIELD(f) offsetof(sim_tracegen_rag_opts, f)
-static const gen_opt rag_opts[] = {
-    {"requests", GEN_I64, RAG_FIELD(requests), "requests to write"},
-    {"rate", GEN_DOUBLE, RAG_FIELD(rate), "Poisson arrival rate, requests/s"},
-    {"passages", GEN_INT, RAG_FIELD(passages), "passages in the corpus (id = popularity rank, 0 first)"},
-    {"k", GEN_INT, RAG_FIELD(k), "distinct passages per request, in random order"},
-    {"passage-mean", GEN_DOUBLE, RAG_FIELD(passage_mean), "mean passage tokens (lognormal, drawn once each)"},
-    {"passage-sigma", GEN_DOUBLE, RAG_FIELD(passage_sigma), "lognormal sigma of passage lengths"},
-    {"max-passage", GEN_INT, RAG_FIELD(max_passage), "passage tokens at most"},
-    {"zipf", GEN_DOUBLE, RAG_FIELD(zipf), "Zipf exponent of passage popularity (0 = uniform)"},
-    {"system-tokens", GEN_INT, RAG_FIELD(system_tokens), "shared system prompt tokens, a prefix (0 = none)"},
-    {"question-mean", GEN_DOUBLE, RAG_FIELD(question_mean), "mean unique question tokens (lognormal)"},
-    {"question-sigma", GEN_DOUBLE, RAG_FIELD(question_sigma), "lognormal sigma of question lengths"},
-    {"output-mean", GEN_DOUBLE, RAG_FIELD(output_mean), "mean output tokens (lognormal)"},
-    {"output-sigma", GEN_DOUBLE, RAG_FIELD(output_sigma), "lognormal sigma of output tokens"},
-    {"max-output", GEN_INT, RAG_FIELD(max_output), "output tokens at most"},
-    {"seed", GEN_SEED, RAG_FIELD(seed), "RNG seed (same seed, same bytes)"},
-};
-#define NRAG_OPTS (sizeof rag_opts / sizeof rag_opts[0])
-
-/* LMCache §7.2's multi-round QA (sim/trace/tracegen_mqa.c has the sources of the defaults). */
-#define MQA_FIELD(f) offsetof(sim_tracegen_mqa_opts, f)
-static const gen_opt mqa_opts[] = {
-    {"requests", GEN_I64, MQA_FIELD(requests), "requests to write"},
-    {"rate", GEN_DOUBLE, MQA_FIELD(rate), "Poisson arrival rate over all users, requests/s (QPS)"},
-    {"block-tokens", GEN_INT, MQA_FIELD(block_tokens), "tokens per hash block"},
-    {"documents", GEN_INT, MQA_FIELD(documents), "documents (each user reads one)"},
-    {"doc-tokens", GEN_DOUBLE, MQA_FIELD(doc_tokens), "mean document tokens (drawn once each)"},
-    {"doc-sigma", GEN_DOUBLE, MQA_FIELD(doc_sigma), "lognormal sigma of document lengths (0 = fixed)"},
-    {"doc-zipf", GEN_DOUBLE, MQA_FIELD(doc_zipf), "Zipf exponent of document popularity (0 = round-robin)"},
-    {"users", GEN_INT, MQA_FIELD(users), "concurrent users, taking turns round-robin"},
-    {"rounds", GEN_INT, MQA_FIELD(rounds), "questions per user (then a new user joins)"},
-    {"question-tokens", GEN_DOUBLE, MQA_FIELD(question_tokens), "mean unique question tokens"},
-    {"question-sigma", GEN_DOUBLE, MQA_FIELD(question_sigma), "lognormal sigma of question lengths (0 = fixed)"},
-    {"answer-tokens", GEN_DOUBLE, MQA_FIELD(answer_tokens), "mean answer (output) tokens"},
-    {"answer-sigma", GEN_DOUBLE, MQA_FIELD(answer_sigma), "lognormal sigma of answer lengths (0 = fixed)"},
-    {"seed", GEN_SEED, MQA_FIELD(seed), "RNG seed (same seed, same bytes)"},
-};
-#define NMQA_OPTS (sizeof mqa_opts / sizeof mqa_opts[0])
-
-/* inference-perf's shared_prefix (sim/trace/tracegen_sp.c has the sources of the defaults). */
-static int sp_parse_arrivals(const char *arg, void *opts, sim_err *err)
-{
-    sim_tracegen_sp_opts *o = opts;
-    o->poisson = !strcmp(arg, "poisson");
-    o->jittered = !strcmp(arg, "jittered");
-    if (!o->poisson && !o->jittered && strcmp(arg, "constant"))
-        return sim_errf(err, "--arrivals: '%s' is not an arrival process (constant, poisson, jittered)", arg);
-    return 0;
-}
-
-static void sp_format_arrivals(const void *opts, char *buf, size_t n)
-{
-    const sim_tracegen_sp_opts *o = opts;
-    snprintf(buf, n, "%s", o->poisson ? "poisson" : o->jittered ? "jittered" : "constant");
-}
-
-static int sp_parse_stages(const char *arg, void *opts, sim_err *err)
-{
-    return sim_tracegen_sp_parse_stages(arg, opts, err);
-}
-
-static void sp_format_stages(const void *opts, char *buf, size_t n)
-{
-    const sim_tracegen_sp_opts *o = opts;
-    size_t len = 0;
-    buf[0] = 0;
-    for (int k = 0; k < o->nstages && len < n; k++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%g:%g", k ? "," : "", o->stages[k].rate_rps,
-                                o->stages[k].duration_s);
-}
-
-enum { FN_SP_STAGES, FN_SP_ARRIVALS };
-static const gen_fn gen_fns[] = {
-    [FN_SP_STAGES] = {"R:S,...", sp_parse_stages, sp_format_stages},
-    [FN_SP_ARRIVALS] = {"KIND", sp_parse_arrivals, sp_format_arrivals},
-};
-
-#define SP_FIELD(f) offsetof(sim_tracegen_sp_opts, f)
-static const gen_opt sp_opts[] = {
-    {"system-prompts", GEN_INT, SP_FIELD(system_prompts), "shared system prompts (groups)"},
-    {"users-per-prompt", GEN_INT, SP_FIELD(users_per_prompt), "users (distinct questions) per system prompt"},
-    {"system-tokens", GEN_INT, SP_FIELD(system_tokens), "system prompt tokens, shared by its users"},
-    {"question-tokens", GEN_INT, SP_FIELD(question_tokens), "question tokens, one question per user"},
-    {"output-tokens", GEN_INT, SP_FIELD(output_tokens), "output tokens of every request"},
-    {"multi-turn", GEN_FLAG, SP_FIELD(multi_turn), "a user's prompt grows with its earlier questions and answers"},
-    {"stages", GEN_FN, FN_SP_STAGES, "load stages, requests/s for seconds each"},
-    {"arrivals", GEN_FN, FN_SP_ARRIVALS, "constant, poisson or jittered (inference-perf's timer)"},
-    {"requests", GEN_I64, SP_FIELD(requests), "stop after N requests (0 = when the stages end)"},
-    {"block-tokens", GEN_INT, SP_FIELD(block_tokens), "tokens per hash block"},
-    {"seed", GEN_SEED, SP_FIELD(seed), "RNG seed (same seed, same bytes)"},
-};
-#define NSP_OPTS (sizeof sp_opts / sizeof sp_opts[0])
-
-typedef enum gen_workload { WL_CONVERSATION, WL_RAG, WL_MQA, WL_SP, NWORKLOADS } gen_workload;
-
-static const struct {
-    const char *name;
-    const gen_opt *opts;
-    size_t nopts;
-    const char *about;
-} workloads[NWORKLOADS] = {
-    [WL_CONVERSATION] = {"conversation", gen_opts, NGEN_OPTS,
-                         "--workload conversation (the default): Mooncake-format requests\n"
-                         "(hash_ids) with shared system prompts of Zipf popularity and multi-turn\n"
-                         "sessions whose prefix grows turn by turn; every request carries \"session\"."},
-    [WL_RAG] = {"rag", rag_opts, NRAG_OPTS,
-                "--workload rag: a segment trace (docs/trace.md) of SQuAD-like RAG: k\n"
-                "distinct passages of a corpus with Zipf popularity, in random order,\n"
-                "between a shared system prompt (a prefix segment) and a unique question."},
-    [WL_MQA] = {"multiround-qa", mqa_opts, NMQA_OPTS,
-                "--workload multiround-qa: the multi-round QA of the LMCache paper (section 7.2),\n"
-                "Mooncake-format (hash_ids): users take turns asking short unique questions\n"
-                "about a ~10K-token document; a round's prompt = document + earlier rounds +\n"
-                "the new question, so earlier rounds are a reusable prefix."},
-    [WL_SP] = {"shared-prefix", sp_opts, NSP_OPTS,
-               "--workload shared-prefix: inference-perf's shared_prefix load, Mooncake-format\n"
-               "(hash_ids): a shuffled pool of system prompts x users (a shared system\n"
-               "prompt + a distinct question each) sent in turn, so later requests repeat\n"
-               "whole prompts, under constant or Poisson load stages."},
-};
-
-/* Every workload's options, filled before the workload is known. */
-typedef struct gen_args {
-    gen_workload wl;
-    sim_tracegen_opts conv;
-    sim_tracegen_rag_opts rag;
-    sim_tracegen_mqa_opts mqa;
-    sim_tracegen_sp_opts sp;
-} gen_args;
-
-static gen_args gen_defaults(void)
-{
-    return (gen_args){.wl = WL_CONVERSATION,
-                      .conv = sim_tracegen_default_opts(),
-                      .rag = sim_tracegen_rag_default_opts(),
-                      .mqa = sim_tracegen_mqa_default_opts(),
-                      .sp = sim_tracegen_sp_default_opts()};
-}
-
-static void *gen_target(gen_args *a)
-{
-    switch (a->wl) {
-    case WL_RAG: return &a->rag;
-    case WL_MQA: return &a->mqa;
-    case WL_SP: return &a->sp;
-    default: return &a->conv;
-    }
-}
-
-static void format_gen_default(const gen_opt *g, const void *d, char *buf, size_t n)
-{
-    const char *p = (const char *)d + g->offset;
-    switch (g->kind) {
-    case GEN_I64: snprintf(buf, n, "%" PRId64, *(const int64_t *)(const void *)p); break;
-    case GEN_INT: snprintf(buf, n, "%d", *(const int *)(const void *)p); break;
-    case GEN_DOUBLE: snprintf(buf, n, "%g", *(const double *)(const void *)p); break;
-    case GEN_SEED: snprintf(buf, n, "%" PRIu64, *(const uint64_t *)(const void *)p); break;
-    case GEN_PATH: snprintf(buf, n, "none"); break;
-    case GEN_FLAG: snprintf(buf, n, "%s", *(const bool *)(const void *)p ? "on" : "off"); break;
-    case GEN_FN: gen_fns[g->offset].format(d, buf, n); break;
-    }
-}
-
 static void gen_usage(FILE *f)
 {
-    gen_args d = gen_defaults();
+    sim_gen_args d = sim_gen_defaults();
     fprintf(f, "usage: kvsim trace gen [--workload conversation|rag|multiround-qa|shared-prefix] [options] -o FILE\n\n"
                "Write a seeded synthetic trace (JSONL); the same options and seed give the\n"
                "same bytes. An option of another workload is an error.\n\n"
@@ -463,82 +229,17 @@ static void gen_usage(FILE *f)
                "  --workload NAME            conversation, rag, multiround-qa or shared-prefix\n"
                "                             (default conversation)\n"
                "  -h, --help                 this text\n");
-    for (int w = 0; w < NWORKLOADS; w++) {
-        d.wl = (gen_workload)w;
-        fprintf(f, "\n%s\n\n", workloads[w].about);
-        for (size_t i = 0; i < workloads[w].nopts; i++) {
-            const gen_opt *g = &workloads[w].opts[i];
+    for (int w = 0; w < SIM_NWORKLOADS; w++) {
+        d.wl = (sim_gen_workload)w;
+        fprintf(f, "\n%s\n\n", sim_gen_info(d.wl)->about);
+        for (size_t i = 0; i < sim_gen_info(d.wl)->nopts; i++) {
+            const sim_gen_opt *g = &sim_gen_info(d.wl)->opts[i];
             char flag[40], def[64];
-            static const char *const metavar[] = {
-                [GEN_I64] = "N",     [GEN_INT] = "N", [GEN_DOUBLE] = "X", [GEN_SEED] = "N",
-                [GEN_PATH] = "FILE", [GEN_FLAG] = "", [GEN_FN] = "VALUE"};
-            snprintf(flag, sizeof flag, "--%s %s", g->name,
-                     g->kind == GEN_FN ? gen_fns[g->offset].metavar : metavar[g->kind]);
-            format_gen_default(g, gen_target(&d), def, sizeof def);
+            snprintf(flag, sizeof flag, "--%s %s", g->name, sim_gen_metavar(g));
+            sim_gen_format_default(g, &d, def, sizeof def);
             fprintf(f, "  %-26s %s (default %s)\n", flag, g->help, def);
         }
     }
-}
-
-static int set_gen_opt(const gen_opt *g, const char *arg, void *o, sim_err *err)
-{
-    char what[48];
-    snprintf(what, sizeof what, "--%s", g->name);
-    void *p = (char *)o + g->offset;
-    int64_t v;
-    switch (g->kind) {
-    case GEN_DOUBLE: return sim_parse_double(arg, what, p, err);
-    case GEN_PATH: *(const char **)p = arg; return 0;
-    case GEN_FLAG: *(bool *)p = true; return 0;
-    case GEN_FN: return gen_fns[g->offset].parse(arg, o, err);
-    case GEN_I64: return sim_parse_i64(arg, what, p, err);
-    case GEN_SEED:
-        if (sim_parse_i64(arg, what, &v, err)) return -1;
-        *(uint64_t *)p = (uint64_t)v;
-        return 0;
-    case GEN_INT:
-        if (sim_parse_i64(arg, what, &v, err)) return -1;
-        if (v > INT32_MAX) return sim_errf(err, "%s: '%s' is too large", what, arg);
-        *(int *)p = (int)v;
-        return 0;
-    }
-    return 0;
-}
-
-/* An option as given, applied once the workload is known. */
-typedef struct gen_given {
-    const char *name, *arg;
-} gen_given;
-
-/* Each given option into the chosen workload's options; one that it does
- * not have is an error naming the option and the workload. */
-static int apply_gen_opts(gen_args *a, const gen_given *given, size_t n, sim_err *err)
-{
-    const gen_opt *table = workloads[a->wl].opts;
-    size_t nopts = workloads[a->wl].nopts;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < nopts && strcmp(table[j].name, given[i].name)) j++;
-        if (j == nopts)
-            return sim_errf(err, "--%s does not apply to --workload %s", given[i].name, workloads[a->wl].name);
-        if (set_gen_opt(&table[j], given[i].arg, gen_target(a), err)) return -1;
-    }
-    return 0;
-}
-
-/* A workload by name; an unknown one is an error listing the names. */
-static int parse_workload(const char *arg, gen_workload *wl, sim_err *err)
-{
-    char names[256] = "";
-    for (int w = 0; w < NWORKLOADS; w++) {
-        if (!strcmp(arg, workloads[w].name)) {
-            *wl = (gen_workload)w;
-            return 0;
-        }
-        size_t n = strlen(names);
-        snprintf(names + n, sizeof names - n, "%s%s", w ? ", " : "", workloads[w].name);
-    }
-    return sim_errf(err, "--workload: '%s' is not a workload (%s)", arg, names);
 }
 
 /* getopt's table: the union of the workloads' option names (values 256 +
@@ -546,14 +247,14 @@ static int parse_workload(const char *arg, gen_workload *wl, sim_err *err)
 static void gen_longopts(struct option *lo, const char **names)
 {
     size_t n = 0;
-    for (int w = 0; w < NWORKLOADS; w++)
-        for (size_t i = 0; i < workloads[w].nopts; i++) {
-            const char *name = workloads[w].opts[i].name;
+    for (int w = 0; w < SIM_NWORKLOADS; w++)
+        for (size_t i = 0; i < sim_gen_info(w)->nopts; i++) {
+            const char *name = sim_gen_info(w)->opts[i].name;
             size_t j = 0;
             while (j < n && strcmp(names[j], name)) j++;
             if (j < n) continue;
             names[n] = name;
-            int has_arg = workloads[w].opts[i].kind == GEN_FLAG ? no_argument : required_argument;
+            int has_arg = sim_gen_info(w)->opts[i].kind == SIM_GEN_FLAG ? no_argument : required_argument;
             lo[n] = (struct option){name, has_arg, NULL, 256 + (int)n};
             n++;
         }
@@ -564,52 +265,48 @@ static void gen_longopts(struct option *lo, const char **names)
 }
 
 /* Run the chosen generator into `path`. */
-static int write_trace(const gen_args *a, const char *path)
+static int write_trace(const sim_gen_args *a, const char *path)
 {
     sim_outfile of;
     int rc = out_open(&of, "trace gen", path);
     if (rc) return rc;
     sim_err err;
     int64_t written;
-    switch (a->wl) {
-    case WL_RAG: rc = sim_tracegen_rag_write(&a->rag, of.f, path, &written, &err); break;
-    case WL_MQA: rc = sim_tracegen_mqa_write(&a->mqa, of.f, path, &written, &err); break;
-    case WL_SP: rc = sim_tracegen_sp_write(&a->sp, of.f, path, &written, &err); break;
-    default: rc = sim_tracegen_write(&a->conv, of.f, path, &written, &err); break;
-    }
+    rc = sim_gen_write(a, of.f, path, &written, &err);
     if ((rc = out_close(&of, "trace gen", rc, &err))) return rc;
     fprintf(stderr, "kvsim trace gen: wrote %" PRId64 " requests to %s\n", written,
             strcmp(path, "-") ? path : "stdout");
     return SIM_EXIT_OK;
 }
+/* given[] has room for every argument. */
+static int gen_parse(int argc, char **argv, const struct option *longopts, const char **names, sim_gen_given *given);
 
-/* The chosen workload's option check: 0, or -1 with err naming the option. */
-static int gen_check(const gen_args *a, sim_err *err)
+static int gen_main(int argc, char **argv, sim_gen_given *given)
 {
-    switch (a->wl) {
-    case WL_RAG: return sim_tracegen_rag_check(&a->rag, err);
-    case WL_MQA: return sim_tracegen_mqa_check(&a->mqa, err);
-    case WL_SP: return sim_tracegen_sp_check(&a->sp, err);
-    default: return sim_tracegen_check(&a->conv, err);
-    }
+    size_t nopts = 0;
+    for (int w = 0; w < SIM_NWORKLOADS; w++) nopts += sim_gen_info(w)->nopts;
+    struct option *longopts = sim_xcalloc(nopts + 4, sizeof *longopts);
+    const char **names = sim_xcalloc(nopts, sizeof *names);
+    gen_longopts(longopts, names);
+    int rc = gen_parse(argc, argv, longopts, names, given);
+    free(longopts);
+    free(names);
+    return rc;
 }
 
-/* given[] has room for every argument. */
-static int gen_main(int argc, char **argv, gen_given *given)
+/* Parse with the table gen_longopts made, then check and write. */
+static int gen_parse(int argc, char **argv, const struct option *longopts, const char **names, sim_gen_given *given)
 {
-    struct option longopts[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + NSP_OPTS + 4];
-    const char *names[NGEN_OPTS + NRAG_OPTS + NMQA_OPTS + NSP_OPTS];
-    gen_longopts(longopts, names);
-    gen_args a = gen_defaults();
+    sim_gen_args a = sim_gen_defaults();
     const char *path = NULL;
     size_t ngiven = 0;
     sim_err err;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         if (c >= 256) {
-            given[ngiven++] = (gen_given){names[c - 256], optarg};
+            given[ngiven++] = (sim_gen_given){names[c - 256], optarg};
         } else if (c == 'w') {
-            if (parse_workload(optarg, &a.wl, &err)) return sim_usage_error("trace gen", err.msg);
+            if (sim_gen_parse_workload(optarg, &a.wl, &err)) return sim_usage_error("trace gen", err.msg);
         } else if (c == 'o') {
             path = optarg;
         } else if (c == 'h') {
@@ -620,16 +317,16 @@ static int gen_main(int argc, char **argv, gen_given *given)
             return SIM_EXIT_USAGE;
         }
     }
-    if (apply_gen_opts(&a, given, ngiven, &err)) return sim_usage_error("trace gen", err.msg);
+    if (sim_gen_apply(&a, given, ngiven, &err)) return sim_usage_error("trace gen", err.msg);
     if (optind != argc) return sim_cli_unexpected_error("trace gen", argv[optind], NULL);
     if (!path) return sim_usage_error("trace gen", "-o FILE is required (\"-\" for stdout)");
-    if (gen_check(&a, &err)) return sim_usage_error("trace gen", err.msg);
+    if (sim_gen_check(&a, &err)) return sim_usage_error("trace gen", err.msg);
     return write_trace(&a, path);
 }
 
 static int trace_gen(int argc, char **argv)
 {
-    gen_given *given = sim_xcalloc((size_t)argc + 1, sizeof *given);
+    sim_gen_given *given = sim_xcalloc((size_t)argc + 1, sizeof *given);
     int rc = gen_main(argc, argv, given);
     free(given);
     return rc;
@@ -822,6 +519,11 @@ static int rechunk_run(const char *in, int from, int to, const char *path)
             " distinct) became %" PRId64 " blocks of %d tokens (%" PRId64 " distinct)\n",
             st.requests, strcmp(path, "-") ? path : "stdout", st.fine_blocks, from, st.fine_distinct, st.coarse_blocks,
             to, st.coarse_distinct);
+    if (st.fine_distinct >= SIM_TRACE_WHOLE_BLOCKS)
+        fprintf(stderr,
+                "kvsim trace rechunk: note: %" PRId64 " distinct blocks were held to number the coarse ones in "
+                "order of first appearance: memory grew with the trace (docs/run.md, \"Long traces\")\n",
+                st.fine_distinct);
     return SIM_EXIT_OK;
 }
 

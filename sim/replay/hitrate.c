@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 #include <math.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,17 @@ void kv_replay_renumber(kv_replay_trace *t)
     free(t->next_use);
     t->next_use = NULL;
     number_blocks(t);
+}
+
+const char *kv_replay_whole_note(const kv_replay_trace *t, char *buf, size_t n)
+{
+    if (t->nblocks < KV_REPLAY_WHOLE_BLOCKS) return NULL;
+    double mib = (double)t->nblocks * (double)sizeof *t->keys / (1024.0 * 1024.0);
+    snprintf(buf, n,
+             "the trace is held whole: %" PRId64 " requests, %" PRId64 " blocks, %.0f MiB of block keys, so that "
+             "every capacity point replays one stream; memory grows with the trace (docs/run.md, \"Long traces\")",
+             t->nreq, t->nblocks, mib);
+    return buf;
 }
 
 int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_err *err)

@@ -52,6 +52,12 @@ int kv_replay_load(kv_replay_trace *t, const char *path, int block_tokens, sim_e
  * trace.block_tokens=N ... with N = ") instead of "--block-tokens ". */
 int kv_replay_load_advice(kv_replay_trace *t, const char *path, int block_tokens, const char *advice, sim_err *err);
 void kv_replay_free(kv_replay_trace *t);
+/* A cache-only replay holds its trace whole (every capacity point and the
+ * offline policies replay one key stream): past KV_REPLAY_WHOLE_BLOCKS
+ * blocks (128 MiB of keys) a sentence saying so and what it holds, into
+ * buf (docs/run.md, "Long traces"); NULL below. */
+#define KV_REPLAY_WHOLE_BLOCKS ((int64_t)1 << 24)
+const char *kv_replay_whole_note(const kv_replay_trace *t, char *buf, size_t n);
 /* Number t's keys densely again (0, 1, 2, ... in order of first
  * appearance) after they were replaced by other keys (kvsim hitrate
  * --ladder's engine view); drops the next-use oracle. */

@@ -147,3 +147,15 @@ void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic
     kv_pic_replay(t, kv_pic_policy_lookup("mepic"), &p, 1, &r);
     out->reusable_fraction_pic = 1 - r.recompute_fraction;
 }
+
+int kv_pic_trace_stats_of(const char *path, const sim_trace_opts *opts, sim_request **kept, int64_t n,
+                          kv_pic_trace_stats *out, sim_err *err)
+{
+    kv_pic_trace t;
+    int rc = 0;
+    if (kept) kv_pic_trace_adopt(&t, path, kept, n);
+    else rc = kv_pic_trace_load(&t, path, opts, err);
+    if (rc == 0) kv_pic_trace_stats_compute(&t, opts->block_tokens, out);
+    kv_pic_trace_free(&t);
+    return rc;
+}

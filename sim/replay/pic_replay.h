@@ -57,5 +57,10 @@ typedef struct kv_pic_trace_stats {
 } kv_pic_trace_stats;
 
 void kv_pic_trace_stats_compute(const kv_pic_trace *t, int prefix_tokens, kv_pic_trace_stats *out);
+/* A segment trace's statistics (`kvsim trace stats`), of the n requests
+ * sim_trace_compute_stats_keep kept (adopted and freed here), or, when it
+ * kept none, of the trace at path read again: 0, or -1 with err. */
+int kv_pic_trace_stats_of(const char *path, const sim_trace_opts *opts, sim_request **kept, int64_t n,
+                          kv_pic_trace_stats *out, sim_err *err);
 
 #endif

@@ -95,6 +95,77 @@ bool sim_steady_window(const double *arrival, const double *left, size_t n, doub
     return true;
 }
 
+/* ---- the steady-state window, online ------------------------------------------ */
+
+/* A stretch inside [first arrival, last arrival]: its time joins its value
+ * of N, and its start is the first of that value when none was before. */
+static void keep_stretch(sim_steady_acc *a, sim_steady_stretch s)
+{
+    if ((size_t)s.n >= a->levels) {
+        size_t want = a->levels ? a->levels : 64;
+        while (want <= (size_t)s.n) want *= 2;
+        a->dur = sim_xrealloc(a->dur, want * sizeof *a->dur);
+        a->first = sim_xrealloc(a->first, want * sizeof *a->first);
+        for (size_t k = a->levels; k < want; k++) a->dur[k] = 0, a->first[k] = NAN;
+        a->levels = want;
+    }
+    a->dur[s.n] += s.dur;
+    if (isnan(a->first[s.n])) a->first[s.n] = s.t;
+    a->last_start = s.t;
+}
+
+/* As stretches() does over the sorted changes: time passing from a->t to t
+ * at the current N makes a stretch. One before an arrival lies inside the
+ * window's span and is kept (with the pending ones before it); one after
+ * the last arrival so far waits, since a later arrival may yet cover it. */
+void sim_steady_change(sim_steady_acc *a, double t, int delta)
+{
+    if (!a->started) {
+        if (delta < 0) return;
+        a->started = true;
+        a->lo = a->hi = a->t = t;
+    }
+    if (t > a->t) {
+        if (a->npending == a->cap)
+            a->pending = sim_xrealloc(a->pending, (a->cap = a->cap ? 2 * a->cap : 64) * sizeof *a->pending);
+        a->pending[a->npending++] = (sim_steady_stretch){a->t, t - a->t, a->n};
+        a->t = t;
+    }
+    a->n += delta;
+    if (delta < 0) return;
+    for (size_t k = 0; k < a->npending; k++) keep_stretch(a, a->pending[k]);
+    a->npending = 0;
+    a->hi = t;
+}
+
+bool sim_steady_acc_window(const sim_steady_acc *a, double *start, double *end)
+{
+    *start = *end = a->started ? a->lo : NAN;
+    if (!a->started || !(a->hi > a->lo)) return false;
+    double acc = 0, total = a->hi - a->lo;
+    size_t m = a->levels;
+    for (size_t k = 0; k < a->levels; k++)
+        if (!isnan(a->first[k])) {
+            m = k; /* the largest value so far, as median_count's fallback */
+            if ((acc += a->dur[k]) >= total / 2) break;
+        }
+    *start = a->lo;
+    bool any = false;
+    for (size_t k = m; k < a->levels; k++)
+        if (!isnan(a->first[k]) && (!any || a->first[k] < *start)) *start = a->first[k], any = true;
+    if (!any && a->levels) *start = a->last_start;
+    *end = a->hi;
+    return true;
+}
+
+void sim_steady_acc_free(sim_steady_acc *a)
+{
+    free(a->dur);
+    free(a->first);
+    free(a->pending);
+    *a = (sim_steady_acc){0};
+}
+
 /* ---- the load series ---------------------------------------------------------- */
 
 /* Full: average neighbouring samples in pairs, each now covering twice the periods. */

@@ -21,6 +21,32 @@
  * arrived, or the arrivals span no time. */
 bool sim_steady_window(const double *arrival, const double *left, size_t n, double *start, double *end);
 
+/* The same window found online, for runs whose requests are not all kept
+ * (docs/run.md, "Long traces"): fed every arrival and departure in time
+ * order (a request rejected at arrival may be fed as both, at one time),
+ * it keeps the time N spent at each value and the first time it took it,
+ * so memory follows the largest N, not the trace. The window is the same
+ * by definition; the median's running sum adds the time per value of N
+ * rather than stretch by stretch, so a median on the edge of half the
+ * time may round the other way. */
+typedef struct sim_steady_stretch {
+    double t, dur;
+    int64_t n;
+} sim_steady_stretch;
+typedef struct sim_steady_acc {
+    bool started;
+    double lo, hi, t; /* first arrival, last arrival, start of the current stretch */
+    int64_t n;        /* requests in the system now */
+    double *dur, *first;
+    size_t levels;               /* room in dur and first (one per value of N) */
+    double last_start;           /* start of the last stretch kept */
+    sim_steady_stretch *pending; /* stretches after the last arrival so far */
+    size_t npending, cap;
+} sim_steady_acc;
+void sim_steady_change(sim_steady_acc *a, double t, int delta);
+bool sim_steady_acc_window(const sim_steady_acc *a, double *start, double *end);
+void sim_steady_acc_free(sim_steady_acc *a);
+
 /* A load series sampled every period_s, prefill (p) and decode (d) values
  * a sample, at most SIM_SERIES_CAP kept: when full, neighbouring samples
  * are averaged in pairs and the step (periods a sample) doubles. */

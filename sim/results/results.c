@@ -6,9 +6,19 @@
  * arrays indexed by request id. The means add the values in id order, the
  * order in which SQLite's AVG() visited them when the summary was computed
  * by SQL (through the (run_id, id) index), so that summaries did not move by
- * a bit when the SQL went away (tests/test_summaries.c). */
+ * a bit when the SQL went away (tests/test_summaries.c).
+ *
+ * Long runs (docs/run.md, "Long traces"): the arrays are a window of ids.
+ * Up to SIM_RESULTS_MEMORY_IDS requests it is all of them, as it always
+ * was. Past that, the window's lowest ids whose rows are all in are
+ * written to temporary columns (sim/results/spill.h) and the window
+ * slides, so memory follows the requests in flight: means still add in id
+ * order, percentiles are still exact (radix selection over the columns),
+ * and the steady-state window is found online (sim_steady_acc), which the
+ * summary's "streamed" key says. */
 #include "sim/results/results.h"
 #include "sim/results/dynamics.h"
+#include "sim/results/spill.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -83,7 +93,16 @@ typedef struct tally {
     int64_t cap;                                                        /* ids the arrays hold */
     by_id ttft, tbt, gpu, e2e, itl;                                     /* gpu: NAN unless the prefill started */
     by_id arrival, left, fate; /* the steady-state window: ms, ms, stage × 2 + effective */
+    /* The arrays hold ids [base, base + cap); below base, in the columns. */
+    int64_t base, max_id;
+    bool streamed;
+    sim_spill col[6]; /* COL_*: ttft, tbt, e2e, itl, arrival, fate, once streamed */
+    double gpu_sum;   /* Σ gpu of the ids below base, in id order, and their count */
+    int64_t gpu_n;
+    sim_steady_acc steady; /* every run: the window online, used once streamed */
 } tally;
+
+enum { COL_TTFT, COL_TBT, COL_E2E, COL_ITL, COL_ARRIVAL, COL_FATE, NCOLS };
 
 struct sim_results {
     sqlite3 *db;
@@ -92,41 +111,91 @@ struct sim_results {
     bool temp;                        /* the private temporary database: nobody reads its rows */
     bool keep_requests, keep_samples; /* this run's rows (never in the temporary database) */
     int64_t rows;                     /* rows this run wrote */
+    int64_t memory_ids;               /* requests the summary keeps in memory (SIM_RESULTS_MEMORY_IDS) */
     tally t;
 };
 
 /* ---- the tally ------------------------------------------------------------------- */
 
+/* The window's arrays, in the order tally_grow and slide walk them. */
+#define TALLY_ARRAYS(t)                                                                                                \
+    {                                                                                                                  \
+        &(t)->ttft, &(t)->tbt, &(t)->gpu, &(t)->e2e, &(t)->itl, &(t)->arrival, &(t)->left, &(t)->fate                  \
+    }
+#define NARRAYS 8
+
 static void tally_reset(tally *t)
 {
-    free(t->ttft.v);
-    free(t->tbt.v);
-    free(t->gpu.v);
-    free(t->e2e.v);
-    free(t->itl.v);
-    free(t->arrival.v);
-    free(t->left.v);
-    free(t->fate.v);
-    *t = (tally){0};
+    by_id *arrays[] = TALLY_ARRAYS(t);
+    for (int a = 0; a < NARRAYS; a++) free(arrays[a]->v);
+    for (int c = 0; c < NCOLS; c++) sim_spill_close(&t->col[c]);
+    sim_steady_acc_free(&t->steady);
+    *t = (tally){.max_id = -1};
+}
+
+/* The window's array that column c is written from. */
+static const by_id *col_array(const tally *t, int c)
+{
+    const by_id *a[NCOLS] = {&t->ttft, &t->tbt, &t->e2e, &t->itl, &t->arrival, &t->fate};
+    return a[c];
+}
+
+/* Write the window's first k ids to the columns, then slide it by k. */
+static void slide(tally *t, int64_t k)
+{
+    by_id *arrays[] = TALLY_ARRAYS(t);
+    for (int c = 0; c < NCOLS; c++) sim_spill_put_many(&t->col[c], col_array(t, c)->v, k);
+    for (int64_t i = 0; i < k; i++)
+        if (!isnan(t->gpu.v[i])) t->gpu_sum += t->gpu.v[i], t->gpu_n++;
+    for (int a = 0; a < NARRAYS; a++) {
+        memmove(arrays[a]->v, arrays[a]->v + k, (size_t)(t->cap - k) * sizeof(double));
+        for (int64_t i = t->cap - k; i < t->cap; i++) arrays[a]->v[i] = NAN;
+    }
+    t->base += k;
+}
+
+/* The window full at memory_ids: stream from now on, and write out the
+ * ids whose rows are all in (every row sets its arrival). */
+static int spill_done_ids(tally *t, sim_err *err)
+{
+    for (int c = 0; !t->streamed && c < NCOLS; c++)
+        if (sim_spill_open(&t->col[c], err)) return -1;
+    t->streamed = true;
+    int64_t k = 0;
+    while (k < t->cap && !isnan(t->arrival.v[k])) k++;
+    slide(t, k);
+    return 0;
+}
+
+/* A streamed run's window written out whole: every id up to the last row. */
+static void finish_stream(tally *t)
+{
+    if (t->streamed) slide(t, t->max_id + 1 - t->base);
 }
 
 /* Room for request id; new slots are NAN (no value). */
-static void tally_grow(tally *t, int64_t id)
+static int tally_grow(tally *t, int64_t id, int64_t memory_ids, sim_err *err)
 {
-    if (id < t->cap) return;
+    if (id - t->base < t->cap) return 0;
+    if (t->cap >= memory_ids && spill_done_ids(t, err)) return -1;
+    if (id - t->base < t->cap) return 0;
     int64_t cap = t->cap ? t->cap : 1024;
-    while (cap <= id) cap *= 2;
-    by_id *arrays[] = {&t->ttft, &t->tbt, &t->gpu, &t->e2e, &t->itl, &t->arrival, &t->left, &t->fate};
-    for (int a = 0; a < 8; a++) {
+    while (cap <= id - t->base) cap *= 2;
+    by_id *arrays[] = TALLY_ARRAYS(t);
+    for (int a = 0; a < NARRAYS; a++) {
         arrays[a]->v = sim_xrealloc(arrays[a]->v, (size_t)cap * sizeof(double));
         for (int64_t i = t->cap; i < cap; i++) arrays[a]->v[i] = NAN;
     }
     t->cap = cap;
+    return 0;
 }
 
-static void tally_add(tally *t, const sim_request_row *w)
+static int tally_add(tally *t, const sim_request_row *w, int64_t memory_ids, sim_err *err)
 {
-    tally_grow(t, w->id);
+    if (tally_grow(t, w->id, memory_ids, err)) return -1;
+    int64_t i = w->id - t->base;
+    if (w->id > t->max_id) t->max_id = w->id;
+    sim_steady_change(&t->steady, w->left_ms, -1);
     t->n++;
     t->done += w->stage == SIM_STAGE_NONE;
     t->lost += w->stage == SIM_STAGE_LOST;
@@ -134,20 +203,21 @@ static void tally_add(tally *t, const sim_request_row *w)
     t->eff += w->effective;
     t->retries += w->retries;
     if (w->stage == SIM_STAGE_NONE) t->tokens += w->tokens;
-    if (w->ttft_ms >= 0) t->ttft.v[w->id] = w->ttft_ms;
-    if (w->tbt_ms >= 0) t->tbt.v[w->id] = w->tbt_ms;
-    if (w->e2e_ms >= 0) t->e2e.v[w->id] = w->e2e_ms;
-    if (w->itl_ms >= 0) t->itl.v[w->id] = w->itl_ms;
-    t->arrival.v[w->id] = w->arrival_ms;
-    t->left.v[w->id] = w->left_ms;
-    t->fate.v[w->id] = (double)(w->stage * 2 + (w->effective != 0));
-    if (w->prefill_start_ms < 0) return;
+    if (w->ttft_ms >= 0) t->ttft.v[i] = w->ttft_ms;
+    if (w->tbt_ms >= 0) t->tbt.v[i] = w->tbt_ms;
+    if (w->e2e_ms >= 0) t->e2e.v[i] = w->e2e_ms;
+    if (w->itl_ms >= 0) t->itl.v[i] = w->itl_ms;
+    t->arrival.v[i] = w->arrival_ms;
+    t->left.v[i] = w->left_ms;
+    t->fate.v[i] = (double)(w->stage * 2 + (w->effective != 0));
+    if (w->prefill_start_ms < 0) return 0;
     t->pre_blocks += w->blocks;
     t->pre_hit += w->hit_blocks;
     t->pre_input += w->input_len;
     t->pre_hit_tokens += w->hit_tokens;
     t->pre_remote += w->remote_blocks;
-    t->gpu.v[w->id] = w->prefill_gpu_s;
+    t->gpu.v[i] = w->prefill_gpu_s;
+    return 0;
 }
 
 int sim_results_reopen_immutable(const char *path, sqlite3 **db, sim_err *err)
@@ -308,6 +378,8 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     }
     sqlite3_busy_timeout(r->db, 10000);
     r->temp = temp;
+    r->memory_ids = SIM_RESULTS_MEMORY_IDS;
+    r->t.max_id = -1;
     /* A results file's big sorts (the samples index at commit) spill to a
      * temporary file: memory stays bounded by the page cache. */
     if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || (temp && exec(r, "PRAGMA temp_store=MEMORY", err)) ||
@@ -376,6 +448,10 @@ static int step_reset(sim_results *r, sqlite3_stmt *st, const char *what, sim_er
 
 int64_t sim_results_rows(const sim_results *r) { return r->rows; }
 
+void sim_results_set_memory_ids(sim_results *r, int64_t ids) { r->memory_ids = ids < 1024 ? 1024 : ids; }
+
+void sim_results_arrival(sim_results *r, double arrival_ms) { sim_steady_change(&r->t.steady, arrival_ms, +1); }
+
 /* Mean TTFT (ms) of the requests with one among ids [lo, hi); NAN if none. */
 static double ttft_mean(const tally *t, int64_t lo, int64_t hi)
 {
@@ -386,16 +462,42 @@ static double ttft_mean(const tally *t, int64_t lo, int64_t hi)
     return n ? sum / (double)n : NAN;
 }
 
-void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms)
+/* The same over a streamed run's TTFT column: both tenths in one pass. */
+typedef struct trend_acc {
+    int64_t tenth, n;
+    double sum[2];
+    int64_t cnt[2];
+} trend_acc;
+
+static void trend_visit(void *ctx, int64_t id, const double *v)
+{
+    trend_acc *a = ctx;
+    if (isnan(v[0])) return;
+    if (id < a->tenth) a->sum[0] += v[0], a->cnt[0]++;
+    if (id >= a->n - a->tenth && id < a->n) a->sum[1] += v[0], a->cnt[1]++;
+}
+
+void sim_results_ttft_trend(sim_results *r, double *first_ms, double *last_ms)
 {
     int64_t n = r->t.n, tenth = n / 10 > 0 ? n / 10 : 1;
-    *first_ms = ttft_mean(&r->t, 0, tenth);
-    *last_ms = ttft_mean(&r->t, n - tenth, n);
+    if (!r->t.streamed) {
+        *first_ms = ttft_mean(&r->t, 0, tenth);
+        *last_ms = ttft_mean(&r->t, n - tenth, n);
+        return;
+    }
+    finish_stream(&r->t);
+    trend_acc a = {.tenth = tenth, .n = n};
+    sim_spill *col = &r->t.col[COL_TTFT];
+    sim_err err;
+    *first_ms = *last_ms = NAN;
+    if (sim_spill_scan(&col, 1, trend_visit, &a, &err)) return;
+    if (a.cnt[0]) *first_ms = a.sum[0] / (double)a.cnt[0];
+    if (a.cnt[1]) *last_ms = a.sum[1] / (double)a.cnt[1];
 }
 
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {
-    tally_add(&r->t, w);
+    if (tally_add(&r->t, w, r->memory_ids, err)) return -1;
     if (!r->keep_requests) return 0;
     sqlite3_stmt *st = r->ins_request;
     sqlite3_bind_int64(st, 1, r->run_id);
@@ -587,25 +689,49 @@ struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 /* Mean (values added in id order), p50, p90, p99 of the values present.
  * Quantile q interpolates between the order statistics around q·(n−1)
  * (GSL's definition); each order statistic is found by selection
- * (gsl_stats_select, O(n)) rather than by sorting every value. With no
- * value present (no request completed) each is null: undefined, not 0. */
+ * (gsl_stats_select, O(n)) rather than by sorting every value; a streamed
+ * run selects the same order statistics from its column (sim_spill_select).
+ * With no value present (no request completed) each is null: undefined,
+ * not 0. */
+static const double quantiles[3] = {0.5, 0.9, 0.99};
+
+static json_t *dist_json(int64_t n, double sum, const double *at)
+{
+    if (n == 0) return json_pack("{s:n, s:n, s:n, s:n}", "mean", "p50", "p90", "p99");
+    return json_pack("{s:f, s:f, s:f, s:f}", "mean", sum / (double)n, "p50", at[0], "p90", at[1], "p99", at[2]);
+}
+
 static json_t *dist(const tally *t, const by_id *c)
 {
     double *v = sim_xmalloc((size_t)(t->cap ? t->cap : 1) * sizeof *v), sum = 0;
     int64_t n = 0;
     for (int64_t i = 0; i < t->cap; i++)
         if (!isnan(c->v[i])) sum += (v[n++] = c->v[i]);
-    double q[3] = {0.5, 0.9, 0.99}, at[3] = {0, 0, 0};
+    double at[3] = {0, 0, 0};
     for (int k = 0; k < 3 && n > 0; k++) {
-        double pos = q[k] * (double)(n - 1);
+        double pos = quantiles[k] * (double)(n - 1);
         int64_t lo = (int64_t)floor(pos);
         double lo_v = gsl_stats_select(v, 1, (size_t)n, (size_t)lo);
         double hi_v = lo + 1 < n ? gsl_stats_select(v, 1, (size_t)n, (size_t)lo + 1) : lo_v;
         at[k] = lo_v + (hi_v - lo_v) * (pos - (double)lo);
     }
     free(v);
-    if (n == 0) return json_pack("{s:n, s:n, s:n, s:n}", "mean", "p50", "p90", "p99");
-    return json_pack("{s:f, s:f, s:f, s:f}", "mean", sum / (double)n, "p50", at[0], "p90", at[1], "p99", at[2]);
+    return dist_json(n, sum, at);
+}
+
+/* dist() of a streamed column: the six order statistics in one selection. */
+static json_t *dist_streamed(sim_spill *col, sim_err *err)
+{
+    int64_t n = col->n, ranks[6];
+    double pos[3], v[6], at[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        pos[k] = quantiles[k] * (double)(n - 1);
+        ranks[2 * k] = (int64_t)floor(pos[k]);
+        ranks[2 * k + 1] = ranks[2 * k] + 1 < n ? ranks[2 * k] + 1 : ranks[2 * k];
+    }
+    if (n > 0 && sim_spill_select(col, ranks, 6, v, err)) return NULL;
+    for (int k = 0; k < 3 && n > 0; k++) at[k] = v[2 * k] + (v[2 * k + 1] - v[2 * k]) * (pos[k] - (double)ranks[2 * k]);
+    return dist_json(n, col->sum, at);
 }
 
 /* Mean of the values present, added in id order; null when none is. */
@@ -620,55 +746,123 @@ static json_t *mean(const tally *t, const by_id *c)
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
-/* Goodput, SLO attainment and rejections of the requests that arrived in
- * the steady-state window (sim_steady_window; docs/definitions.md, "Steady
- * state"): what the run sustains, fill-up and drain left out. */
-static json_t *steady_state(const tally *t)
-{
+/* The requests that arrived in the steady-state window, by fate. */
+typedef struct window_count {
     double start, end;
-    sim_steady_window(t->arrival.v, t->left.v, (size_t)t->cap, &start, &end);
-    int64_t n = 0, eff = 0, stage[SIM_NSTAGES] = {0};
-    for (int64_t i = 0; i < t->cap; i++) {
-        double a = t->arrival.v[i];
-        if (isnan(a) || a < start || a > end) continue;
-        int fate = (int)t->fate.v[i];
-        n++, eff += fate % 2, stage[fate / 2]++;
-    }
+    int64_t n, eff, stage[SIM_NSTAGES];
+} window_count;
+
+static void count_in_window(window_count *w, double arrival, double fate_v)
+{
+    if (isnan(arrival) || arrival < w->start || arrival > w->end) return;
+    int fate = (int)fate_v;
+    w->n++, w->eff += fate % 2, w->stage[fate / 2]++;
+}
+
+static void window_visit(void *ctx, int64_t id, const double *v) { count_in_window(ctx, v[0], v[1]); }
+
+static json_t *window_json(const window_count *w)
+{
     json_t *rej = json_object();
     for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++)
-        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)stage[s]));
-    json_object_set_new(rej, "total", json_integer((json_int_t)(n - stage[SIM_STAGE_NONE] - stage[SIM_STAGE_LOST])));
-    double span = (end - start) / 1e3;
-    return json_pack("{s:f, s:f, s:I, s:I, s:f, s:f, s:o}", "start_s", isnan(start) ? 0 : start / 1e3, "end_s",
-                     isnan(end) ? 0 : end / 1e3, "requests", (json_int_t)n, "effective", (json_int_t)eff,
-                     "slo_attainment", ratio((double)eff, (double)n), "goodput_rps", ratio((double)eff, span),
+        json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)w->stage[s]));
+    json_object_set_new(rej, "total",
+                        json_integer((json_int_t)(w->n - w->stage[SIM_STAGE_NONE] - w->stage[SIM_STAGE_LOST])));
+    double span = (w->end - w->start) / 1e3;
+    return json_pack("{s:f, s:f, s:I, s:I, s:f, s:f, s:o}", "start_s", isnan(w->start) ? 0 : w->start / 1e3, "end_s",
+                     isnan(w->end) ? 0 : w->end / 1e3, "requests", (json_int_t)w->n, "effective", (json_int_t)w->eff,
+                     "slo_attainment", ratio((double)w->eff, (double)w->n), "goodput_rps", ratio((double)w->eff, span),
                      "rejected", rej);
+}
+
+/* Goodput, SLO attainment and rejections of the requests that arrived in
+ * the steady-state window (sim_steady_window; docs/definitions.md, "Steady
+ * state"): what the run sustains, fill-up and drain left out. A streamed
+ * run has its window from sim_steady_acc and counts from its columns. */
+static json_t *steady_state(tally *t, sim_err *err)
+{
+    window_count w = {0};
+    if (!t->streamed) {
+        sim_steady_window(t->arrival.v, t->left.v, (size_t)t->cap, &w.start, &w.end);
+        for (int64_t i = 0; i < t->cap; i++) count_in_window(&w, t->arrival.v[i], t->fate.v[i]);
+        return window_json(&w);
+    }
+    sim_steady_acc_window(&t->steady, &w.start, &w.end);
+    sim_spill *cols[2] = {&t->col[COL_ARRIVAL], &t->col[COL_FATE]};
+    return sim_spill_scan(cols, 2, window_visit, &w, err) ? NULL : window_json(&w);
+}
+
+/* The keys a streamed run's summary adds to say so (docs/run.md, "Long traces"). */
+static void note_streamed(const tally *t, json_t *out)
+{
+    if (!t->streamed) return;
+    json_object_set_new(out, "streamed",
+                        json_pack("{s:I, s:s}", "memory_requests", (json_int_t)t->cap, "note",
+                                  "more requests than the summary keeps in memory: per-request values were written "
+                                  "to temporary files as requests completed; means and percentiles are exact, the "
+                                  "steady-state window was found online (its median load summed per load level)"));
+}
+
+/* ttft, tbt, e2e, itl of the run: in memory or from the columns. */
+static json_t *dist_of(tally *t, int col, sim_err *err)
+{
+    const by_id *c[] = {&t->ttft, &t->tbt, &t->e2e, &t->itl};
+    return t->streamed ? dist_streamed(&t->col[col], err) : dist(t, c[col]);
+}
+
+static json_t *gpu_mean(const tally *t)
+{
+    if (!t->streamed) return mean(t, &t->gpu);
+    return t->gpu_n ? json_real(t->gpu_sum / (double)t->gpu_n) : json_null();
+}
+
+/* The keys after the first fifteen, in the order summaries always had them. */
+static int summary_rest(tally *t, json_t *out, sim_err *err)
+{
+    json_object_set_new(out, "lost", json_integer((json_int_t)t->lost));
+    json_object_set_new(out, "retries", json_integer((json_int_t)t->retries));
+    json_t *e2e = dist_of(t, COL_E2E, err);
+    if (!e2e) return -1;
+    json_object_set_new(out, "e2e_ms", e2e);
+    json_t *itl = dist_of(t, COL_ITL, err);
+    if (!itl) return -1;
+    json_object_set_new(out, "itl_ms", itl);
+    json_t *st = steady_state(t, err);
+    if (!st) return -1;
+    json_object_set_new(out, "steady_state", st);
+    note_streamed(t, out);
+    return 0;
 }
 
 int sim_results_summary(sim_results *r, double sim_seconds, int64_t events, json_t **out, sim_err *err)
 {
-    const tally *t = &r->t;
+    tally *t = &r->t;
+    finish_stream(t);
     json_t *rej = json_object();
     for (int s = SIM_STAGE_AT_ARRIVAL; s < SIM_STAGE_LOST; s++)
         json_object_set_new(rej, sim_stage_names[s], json_integer((json_int_t)t->stage[s]));
     json_object_set_new(rej, "total", json_integer((json_int_t)(t->n - t->done - t->lost)));
     double n = (double)t->n, eff = (double)t->eff;
-    *out =
-        json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:o, s:I, s:f, s:I}", "requests",
-                  (json_int_t)t->n, "completed", (json_int_t)t->done, "rejected", rej, "effective", (json_int_t)t->eff,
-                  "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds), "ttft_ms", dist(t, &t->ttft),
-                  "tbt_ms", dist(t, &t->tbt), "hit_rate_blocks", ratio((double)t->pre_hit, (double)t->pre_blocks),
-                  "hit_rate_tokens", ratio((double)t->pre_hit_tokens, (double)t->pre_input), "remote_blocks",
-                  (json_int_t)t->pre_remote, "prefill_gpu_s_mean", mean(t, &t->gpu), "tokens", (json_int_t)t->tokens,
-                  "sim_seconds", sim_seconds, "events", (json_int_t)events);
-    if (*out) {
-        json_object_set_new(*out, "lost", json_integer((json_int_t)t->lost));
-        json_object_set_new(*out, "retries", json_integer((json_int_t)t->retries));
-        json_object_set_new(*out, "e2e_ms", dist(t, &t->e2e));
-        json_object_set_new(*out, "itl_ms", dist(t, &t->itl));
-        json_object_set_new(*out, "steady_state", steady_state(t));
+    json_t *ttft = dist_of(t, COL_TTFT, err), *tbt = ttft ? dist_of(t, COL_TBT, err) : NULL;
+    *out = tbt ? json_pack("{s:I, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, s:f, s:I, s:o, s:I, s:f, s:I}", "requests",
+                           (json_int_t)t->n, "completed", (json_int_t)t->done, "rejected", rej, "effective",
+                           (json_int_t)t->eff, "slo_attainment", ratio(eff, n), "goodput_rps", ratio(eff, sim_seconds),
+                           "ttft_ms", ttft, "tbt_ms", tbt, "hit_rate_blocks",
+                           ratio((double)t->pre_hit, (double)t->pre_blocks), "hit_rate_tokens",
+                           ratio((double)t->pre_hit_tokens, (double)t->pre_input), "remote_blocks",
+                           (json_int_t)t->pre_remote, "prefill_gpu_s_mean", gpu_mean(t), "tokens",
+                           (json_int_t)t->tokens, "sim_seconds", sim_seconds, "events", (json_int_t)events)
+               : NULL;
+    if (!tbt) {
+        json_decref(rej);
+        json_decref(ttft);
+        return -1;
     }
-    return *out ? 0 : sim_errf(err, "results: building the summary failed");
+    if (!*out) return sim_errf(err, "results: building the summary failed");
+    if (summary_rest(t, *out, err) == 0) return 0;
+    json_decref(*out);
+    *out = NULL;
+    return -1;
 }
 
 int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_seconds, sim_err *err)

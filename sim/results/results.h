@@ -154,7 +154,19 @@ int64_t sim_results_rows(const sim_results *r);
 /* Mean TTFT (ms) of the current run's first and last tenth of requests (by
  * id, which is arrival order); NAN for a tenth without one. Queues that grow
  * without bound show as a last tenth far slower than the first. */
-void sim_results_ttft_trend(const sim_results *r, double *first_ms, double *last_ms);
+void sim_results_ttft_trend(sim_results *r, double *first_ms, double *last_ms);
+
+/* Requests whose per-request values the summary keeps in memory; a run of
+ * more writes them to temporary files as they complete (docs/run.md, "Long
+ * traces"): memory follows the requests in flight, and the summary gains a
+ * "streamed" key. Settable for tests (the streamed summary of a short run
+ * must equal the in-memory one). */
+#define SIM_RESULTS_MEMORY_IDS ((int64_t)1 << 18)
+void sim_results_set_memory_ids(sim_results *r, int64_t ids);
+/* A request arrived at arrival_ms (sim time, ms): the online steady-state
+ * window (sim/results/dynamics.h) counts it in the system from then on.
+ * Called in time order with the rows' departures (the replay loop). */
+void sim_results_arrival(sim_results *r, double arrival_ms);
 
 /* Every leaf of the JSON object node into out, keyed by its dotted path
  * below prefix ("" at the top): "cluster.prefill" -> 4. Objects are walked,

@@ -83,7 +83,7 @@ static bool queues_grew(double first_ms, double last_ms)
     return !isnan(first_ms) && !isnan(last_ms) && last_ms > 2 * first_ms && last_ms - first_ms > GROWTH_MIN_MS;
 }
 
-void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double trace_span_s, json_t *summary)
+void sim_serving_diagnose(const sim_config *cfg, sim_results *db, double trace_span_s, json_t *summary)
 {
     const json_t *util = json_object_get(summary, "utilisation");
     double sim_s = json_number_value(json_object_get(summary, "sim_seconds"));

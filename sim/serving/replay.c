@@ -82,6 +82,14 @@ static bool over_budget(sim_serving_run *run)
     return run->failed = true;
 }
 
+/* A request is the model's from now: the summary's online steady-state
+ * window counts it in the system (sim_results_arrival), then the model. */
+static void arrive(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_request *r)
+{
+    sim_results_arrival(run->db, sim_ns_to_ms(r->arrival_ns));
+    m->arrive(st, r);
+}
+
 static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_trace *t)
 {
     read_next(run, t, true);
@@ -99,7 +107,7 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
         if (ev.kind != SIM_EV_ARRIVAL) m->handle(st, &ev);
         else {
             if (ev.target == SIM_ARRIVAL_PACED) read_next(run, t, true);
-            if (ev.data) m->arrive(st, ev.data);
+            if (ev.data) arrive(m, st, run, ev.data);
         }
         read_ahead(run, t);
     }
@@ -167,6 +175,25 @@ static void note_engine_bound(const sim_engine_tape *tape, double loop_s, json_t
                                   "heap_events_per_s", heap_s > 0 ? n / heap_s : 0));
 }
 
+/* A run long enough to stream its summary (docs/run.md, "Long traces")
+ * whose trace options need the whole trace says so: sort and resample load
+ * every request before the first arrives, a closed replay keeps a shift
+ * per request (its p99) besides its sessions. Memory grew with the trace. */
+static void note_whole_trace(const sim_config *cfg, bool closed, json_t *summary)
+{
+    if (!json_object_get(summary, "streamed") || !(cfg->trace.sort || cfg->trace.resample || closed)) return;
+    char text[512];
+    snprintf(text, sizeof text,
+             "%s needs the whole trace: every request was %s, so this run's memory grew with the trace, not with the "
+             "requests in flight (docs/run.md, \"Long traces\")",
+             cfg->trace.sort       ? "trace.sort"
+             : cfg->trace.resample ? "trace.resample"
+                                   : "trace.replay = closed",
+             closed && !cfg->trace.sort && !cfg->trace.resample ? "given a shift kept for the p99"
+                                                                : "loaded before the first arrival");
+    sim_serving_add_finding(summary, "whole_trace", text);
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
 {
     return sim_serving_replay_bound(cfg, db, summary, false, err);
@@ -199,6 +226,7 @@ int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **su
         if (rc == 0) note_block_fit(t, *summary);
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
         if (rc == 0 && engine_bound) note_engine_bound(&tape, loop_s, *summary);
+        if (rc == 0) note_whole_trace(cfg, run.sessions != NULL, *summary);
     }
     sim_engine_tape_free(&tape);
     drain(m, st, &run);

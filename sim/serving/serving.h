@@ -120,7 +120,7 @@ static inline bool sim_serving_done(const sim_serving_run *run) { return run->tr
  * (the run outlasted the trace's arrivals markedly, queues grew, an instance kind was
  * busy nearly all the time, or SLO attainment collapsed), the bottleneck
  * (the busiest kind in the model's "utilisation" object) and a hint. */
-void sim_serving_diagnose(const sim_config *cfg, const sim_results *db, double trace_span_s, json_t *summary);
+void sim_serving_diagnose(const sim_config *cfg, sim_results *db, double trace_span_s, json_t *summary);
 /* Which SLO the run's misses are of and the resource that binds them, as
  * one sentence into buf ("" when SLO attainment is 0.99 or more), from
  * the summary alone (it does not change it): the TTFT and TBT percentiles

@@ -1,7 +1,7 @@
 /* sim/trace/resample.c — trace.resample: a workload that varies with the
  * run's seed, so that the seeds of a group (kvsim report's bands, kvsim
  * compare's intervals) cover workload variability, not only the cost
- * model's noise (docs/trace.md "Resampled workloads").
+ * model's noise (docs/trace-replay.md "Resampled workloads").
  *
  * The unit is a session: the requests of one "session" value, or a single
  * request without one. A unit starts at its first request's arrival and

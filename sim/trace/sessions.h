@@ -1,5 +1,5 @@
 /* sim/trace/sessions.h — closed-loop session replay (trace.replay = closed,
- * docs/trace.md "Closed-loop sessions"): when each turn of a multi-turn
+ * docs/trace-replay.md "Closed-loop session replay"): when each turn of a multi-turn
  * session arrives, given when the simulation finished the turn before it.
  *
  * The rule. A request without "session", and the first request of each

@@ -117,7 +117,17 @@ const char *sim_trace_skip_message(const sim_trace *t, int64_t i);
 const char *sim_trace_name(const sim_trace *t);
 
 void sim_trace_close(sim_trace *t);
+/* The first bad line of the trace at path when read without skip_bad
+ * (what skip_bad skipped first): true with err = "FILE:LINE: FIELD:
+ * problem", false when every line reads (or the file does not open). */
+bool sim_trace_first_bad_line(const char *path, const sim_trace_opts *opts, sim_err *err);
 void sim_request_free(sim_request *r);
+/* Requests allocated by readers and not yet freed, process-wide, and the
+ * most at once since sim_request_live_reset: a streamed replay's memory
+ * follows them (docs/run.md, "Long traces"; tests/test_stream.c). */
+int64_t sim_request_live(void);
+int64_t sim_request_live_peak(void);
+void sim_request_live_reset(void);
 
 /* XXH64 (seed 0) of the file's text, decompressed when the file is gzip
  * (sim/infile.h): the trace fingerprint recorded with every run, the same
@@ -196,6 +206,11 @@ typedef struct sim_trace_stats {
     sim_block_fit fit;
 } sim_trace_stats;
 
+/* `kvsim trace stats` and `kvsim trace rechunk` remember every distinct
+ * block (the infinite cache; the coarse blocks' numbers): past this many
+ * they say so on stderr, since their memory grew with the trace (docs/run.md,
+ * "Long traces"). */
+#define SIM_TRACE_WHOLE_BLOCKS ((int64_t)1 << 24)
 int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err);
 /* The same, keeping the requests when the first one has segments (a
  * segment trace, which `kvsim trace stats` replays next, so that it is not

@@ -1,5 +1,7 @@
-/* sim/trace/trace_int.h — private to sim/trace: the segment list parser
- * that sim/trace/trace.c calls for a line's "segments" (sim/trace/segments.c). */
+/* sim/trace/trace_int.h — private to sim/trace: the reader's state (shared by
+ * the stream, sim/trace/trace.c, and the line parser, sim/trace/trace_parse.c)
+ * and the segment list parser it calls for a line's "segments"
+ * (sim/trace/segments.c). */
 #ifndef SIM_TRACE_INT_H
 #define SIM_TRACE_INT_H
 
@@ -9,6 +11,9 @@
 #include <jansson.h>
 #include <xxhash.h>
 
+#include <gsl/gsl_rng.h>
+
+#include "sim/infile.h"
 #include "sim/trace/trace.h"
 
 /* The current line's segments and prefix block ids, reused across lines. */
@@ -20,6 +25,42 @@ typedef struct sim_seg_buf {
 } sim_seg_buf;
 
 void sim_seg_buf_free(sim_seg_buf *b);
+
+/* The current line's hash ids and their chained keys, reused across lines. */
+typedef struct id_buf {
+    int64_t *v;
+    uint64_t *k;
+    size_t n, cap;
+} id_buf;
+
+struct sim_trace {
+    sim_trace_opts opts;
+    char *name;       /* file name used in messages ("<stdin>" for "-") */
+    sim_infile *f;    /* plain or gzip (sim/infile.h) */
+    char *line;       /* the current line, the reader's buffer */
+    id_buf ids;       /* the current line's hash_ids */
+    sim_seg_buf segs; /* the current line's segments */
+    int64_t lineno;
+    bool have_prev; /* previous accepted timestamp, for the order check */
+    double prev_ts;
+    gsl_rng *rng; /* sampling draws; NULL when sample == 1 */
+    int64_t emitted;
+    sim_block_fit fit; /* how the hash_ids read fit opts.block_tokens */
+    int64_t skipped;
+    char **skips; /* the first SIM_TRACE_SKIPS_KEPT skipped lines' messages */
+    /* sort mode: every valid request, loaded on the first sim_trace_next */
+    bool loaded;
+    sim_request **sorted;
+    size_t nsorted, next_sorted;
+};
+
+/* The reader's current line (t->line, len bytes) as a request: 1 with *out,
+ * 0 for a blank line, -1 when bad (err says why) (sim/trace/trace_parse.c). */
+int sim_trace_parse_line(sim_trace *t, size_t len, sim_request **out, sim_err *err);
+
+/* "FILE:LINE: FIELD: problem" at the reader's current line; returns -1. */
+__attribute__((format(printf, 4, 5))) int sim_trace_line_err(const sim_trace *t, sim_err *err, const char *field,
+                                                             const char *fmt, ...);
 
 /* "PATH:LINE: FIELD: problem" into err (the form of every trace input
  * error); returns -1. */
@@ -49,20 +90,9 @@ void sim_seg_push_id(sim_seg_buf *b, int64_t id);
 
 /* A request in one allocation: the struct (from fields), then n keys and
  * n raw ids, nids prefix-segment ids and nsegs segments, the pointers set
- * and the arrays not filled (sim_request_free frees it whole). */
-static inline sim_request *sim_request_new(const sim_request *fields, size_t n, size_t nids, size_t nsegs)
-{
-    sim_request *r = sim_xmalloc(sizeof *r + n * (sizeof *r->keys + sizeof *r->hash_ids) + nids * sizeof *r->seg_ids +
-                                 nsegs * sizeof *r->segs);
-    *r = *fields;
-    r->nblocks = (int32_t)n;
-    r->keys = (uint64_t *)(r + 1);
-    r->hash_ids = (int64_t *)(r->keys + n);
-    r->seg_ids = r->hash_ids + n;
-    r->segs = (sim_segment *)(r->seg_ids + nids);
-    r->nsegs = (int32_t)nsegs;
-    return r;
-}
+ * and the arrays not filled (sim_request_free frees it whole). Counted in
+ * sim_request_live (sim/trace/trace.c). */
+sim_request *sim_request_new(const sim_request *fields, size_t n, size_t nids, size_t nsegs);
 
 /* trace.resample over the loaded, time-sorted requests v[0..n) (which it
  * may replace: the bootstrap copies): new arrivals drawn from o->seed,

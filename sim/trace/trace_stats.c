@@ -1,0 +1,127 @@
+/* sim/trace/trace_stats.c — `kvsim trace stats`: lengths and their quantiles,
+ * arrival rate, blocks and the infinite-cache prefix hit rate of a trace
+ * (docs/definitions.md), read in one streaming pass. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "sim/index/keyset.h"
+#include "sim/trace/trace.h"
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* A growable array of doubles (request lengths, for the quantiles). */
+typedef struct dvec {
+    double *v;
+    size_t n, cap;
+} dvec;
+
+static void dvec_push(dvec *d, double x)
+{
+    if (d->n == d->cap) d->v = sim_xrealloc(d->v, (d->cap = d->cap ? 2 * d->cap : 1024) * sizeof *d->v);
+    d->v[d->n++] = x;
+}
+
+static void summarize(dvec *d, double *mean, double *p50, double *p99)
+{
+    *mean = *p50 = *p99 = 0;
+    if (!d->n) return;
+    gsl_sort(d->v, 1, d->n);
+    *mean = gsl_stats_mean(d->v, 1, d->n);
+    *p50 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.50);
+    *p99 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.99);
+}
+
+typedef struct stats_acc {
+    sim_keyset seen;
+    dvec input, output;
+    int64_t first_ns, last_ns;
+    int64_t hit_blocks;
+    double tokens, hit_tokens;
+} stats_acc;
+
+/* docs/definitions.md against an infinite cache: the prefix hit is the leading run of
+ * keys already seen; then every key of the request enters the cache. */
+static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, int block_tokens)
+{
+    if (s->requests == 0 || r->arrival_ns < a->first_ns) a->first_ns = r->arrival_ns;
+    if (s->requests == 0 || r->arrival_ns > a->last_ns) a->last_ns = r->arrival_ns;
+    s->requests++;
+    s->segment_requests += r->nsegs > 0;
+    dvec_push(&a->input, r->input_len);
+    dvec_push(&a->output, r->output_len);
+    int32_t hit = 0;
+    while (hit < r->nblocks && sim_keyset_has(&a->seen, r->keys[hit])) hit++;
+    for (int32_t i = hit; i < r->nblocks; i++) sim_keyset_add(&a->seen, r->keys[i]);
+    s->blocks += r->nblocks;
+    a->hit_blocks += hit;
+    a->tokens += r->input_len;
+    a->hit_tokens += fmin((double)hit * block_tokens, (double)r->input_len);
+    if (r->nsegs == 0) sim_block_fit_add(&s->fit, r->input_len, r->nblocks, block_tokens, r->line);
+}
+
+static void stats_finish(stats_acc *a, sim_trace_stats *s)
+{
+    s->duration_s = s->requests ? sim_ns_to_s(a->last_ns - a->first_ns) : 0;
+    s->arrival_rate = s->duration_s > 0 ? (double)s->requests / s->duration_s : 0;
+    summarize(&a->input, &s->input_mean, &s->input_p50, &s->input_p99);
+    summarize(&a->output, &s->output_mean, &s->output_p50, &s->output_p99);
+    s->distinct_blocks = (int64_t)a->seen.count;
+    s->max_hit_rate_blocks = s->blocks ? (double)a->hit_blocks / (double)s->blocks : 0;
+    s->max_hit_rate_tokens = a->tokens > 0 ? a->hit_tokens / a->tokens : 0;
+}
+
+/* r joins the kept requests, or is freed: kept from the first request
+ * on when it has segments. */
+static void keep_or_free(sim_request ***kept, int64_t *n, int64_t *cap, sim_request *r)
+{
+    if (!kept || *n < 0 || (*n == 0 && r->nsegs == 0)) {
+        if (kept && *n == 0) *n = -1; /* the first has no segments: keep none */
+        sim_request_free(r);
+        return;
+    }
+    if (*n == *cap) *kept = sim_xrealloc(*kept, (size_t)(*cap = *cap ? 2 * *cap : 1024) * sizeof **kept);
+    (*kept)[(*n)++] = r;
+}
+
+int sim_trace_compute_stats(const char *path, const sim_trace_opts *opts, sim_trace_stats *out, sim_err *err)
+{
+    return sim_trace_compute_stats_keep(path, opts, out, NULL, NULL, err);
+}
+
+int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, sim_trace_stats *out,
+                                 sim_request ***kept, int64_t *nkept, sim_err *err)
+{
+    sim_trace *t;
+    memset(out, 0, sizeof *out);
+    out->block_tokens = opts->block_tokens;
+    out->fit = (sim_block_fit)SIM_BLOCK_FIT_INIT;
+    if (kept) *kept = NULL, *nkept = 0;
+    if (sim_trace_open(&t, path, opts, err)) return -1;
+    stats_acc acc = {0};
+    sim_keyset_init(&acc.seen, 1 << 15);
+    sim_request *r;
+    int rc;
+    int64_t cap = 0;
+    while ((rc = sim_trace_next(t, &r, err)) == 1) {
+        stats_add(&acc, out, r, opts->block_tokens);
+        keep_or_free(kept, nkept, &cap, r);
+    }
+    if (rc == 0) {
+        stats_finish(&acc, out);
+        out->skipped = sim_trace_skipped(t);
+    }
+    if (kept && (rc != 0 || *nkept < 0)) {
+        for (int64_t i = 0; i < *nkept; i++) sim_request_free((*kept)[i]);
+        free(*kept);
+        *kept = NULL, *nkept = 0;
+    }
+    sim_keyset_free(&acc.seen);
+    free(acc.input.v);
+    free(acc.output.v);
+    sim_trace_close(t);
+    return rc;
+}
