@@ -12,6 +12,7 @@
 #    a dependency on the file that implements it, and a registry table that
 #    names the implementations of an interface is not a cycle with them.
 #    The layer table itself must have no circle among rooms either.
+# 3. Command files stay thin: at most 350 lines of code each (below).
 # Prints each violation and exits 1; prints a one-line tally when clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,5 +75,20 @@ fi
 files=$(echo "$srcs" | wc -l)
 rooms=$(wc -l <"$tmp/table")
 edges=$(wc -l <"$tmp/edges")
-[ "$bad" -eq 0 ] && echo "layout: $files files in $rooms rooms, $edges include/call edges, 0 layer violations, 0 circles"
+# ---- 3. thin command files -------------------------------------------------
+# A command file (sim/cli/cmd_*.c) parses, calls and prints: at most
+# CMD_MAX_CODE lines of code, not counting blank lines, comments and the
+# lines of its --help text (lines that start with a string literal). What
+# grows past that is logic, and belongs in the room below (sim/trace,
+# sim/slo, ...).
+CMD_MAX_CODE=${KVSIM_CMD_MAX_CODE:-350}
+for f in sim/cli/cmd_*.c; do
+  n=$(grep -cvE '^[[:space:]]*("|$|/\*|\*|//)' "$f" || true)
+  if [ "$n" -gt "$CMD_MAX_CODE" ]; then
+    echo "layout: $f has $n lines of code (blank, comment and --help lines aside), over $CMD_MAX_CODE: move its logic into the room it calls"
+    bad=1
+  fi
+done
+
+[ "$bad" -eq 0 ] && echo "layout: $files files in $rooms rooms, $edges include/call edges, 0 layer violations, 0 circles, command files within $CMD_MAX_CODE lines of code"
 exit "$bad"

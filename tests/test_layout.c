@@ -79,9 +79,46 @@ static void test_circle_in_the_rule_fails(void **state)
     free(r.out);
 }
 
+/* A command file over the bound fails, named with its count of code lines;
+ * that count, computed here by a second rule (C, line by line), matches. */
+static int code_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = line + strspn(line, " \t");
+        bool skip = *p == '"' || *p == '\n' || *p == '\0' || *p == '*' || !strncmp(p, "/*", 2) || !strncmp(p, "//", 2);
+        n += !skip;
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_fat_command_file_fails(void **state)
+{
+    if (!have_objects()) skip();
+    int n = code_lines("sim/cli/cmd_run.c");
+    char cmd[256], want[256];
+    snprintf(cmd, sizeof cmd, "KVSIM_CMD_MAX_CODE=%d mk/check-layout.sh build", n - 1);
+    sh_result r = sh(cmd);
+    assert_int_equal(r.status, 1);
+    snprintf(want, sizeof want,
+             "layout: sim/cli/cmd_run.c has %d lines of code (blank, comment and --help lines aside), over %d", n,
+             n - 1);
+    if (!strstr(r.out, want)) fail_msg("want '%s' in:\n%s", want, r.out);
+    free(r.out);
+    snprintf(cmd, sizeof cmd, "KVSIM_CMD_MAX_CODE=%d mk/check-layout.sh build", n);
+    r = sh(cmd);
+    assert_null(strstr(r.out, "sim/cli/cmd_run.c has"));
+    free(r.out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fat_command_file_fails),
         cmocka_unit_test(test_tree_follows_the_rule),
         cmocka_unit_test(test_lower_room_including_higher_fails),
         cmocka_unit_test(test_circle_in_the_rule_fails),

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 char *sim_cli_string_set(const char *key, const char *value)
@@ -77,4 +78,20 @@ void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
         fprintf(stderr, "kvsim %s: warning: %s%s\n", cmd, what, text);
         if (said) json_array_append_new(said, json_string(text));
     }
+}
+
+int sim_cli_out_open(sim_outfile *o, const char *cmd, const char *path)
+{
+    sim_err err;
+    return sim_outfile_open(o, path, &err) ? sim_usage_error(cmd, err.msg) : SIM_EXIT_OK;
+}
+
+int sim_cli_out_close(sim_outfile *o, const char *cmd, int rc, const sim_err *err)
+{
+    if (rc) {
+        sim_outfile_abort(o);
+        return sim_usage_error(cmd, err->msg);
+    }
+    sim_err e;
+    return sim_outfile_close(o, &e) ? sim_usage_error(cmd, e.msg) : SIM_EXIT_OK;
 }

@@ -29,6 +29,9 @@ typedef struct sim_cmd {
 
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+/* kvsim trace import, kvsim trace rechunk (sim/cli/cmd_trace_import.c). */
+int cmd_trace_import(int argc, char **argv);
+int cmd_trace_rechunk(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
@@ -69,6 +72,13 @@ const char *sim_cli_num(const struct json_t *v, const char *fmt, int width, char
 
 /* Print "kvsim NAME: message" to stderr and return SIM_EXIT_USAGE. */
 int sim_usage_error(const char *cmd, const char *msg);
+/* A command's output file, written whole or not at all (sim/outfile.h):
+ * open it, or the usage exit naming cmd; close it after the writer returned
+ * rc (err set when rc != 0), aborting on failure; the exit code. */
+struct sim_outfile;
+struct sim_err;
+int sim_cli_out_open(struct sim_outfile *o, const char *cmd, const char *path);
+int sim_cli_out_close(struct sim_outfile *o, const char *cmd, int rc, const struct sim_err *err);
 
 /* The message for a positional argument the command does not take:
  * "unexpected argument 'ARG' (see kvsim CMD --help)", or, when ARG is an
