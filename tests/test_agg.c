@@ -199,6 +199,52 @@ static void test_lmcache_disk_and_remote(void **state)
                         3 * (1e-3 + 102400 / 1.875e9 + 2.2048e-5) + last, 1e-9);
 }
 
+/* The remote store is one link for the cluster (issue 41 item 4): two
+ * instances (HBM of 1,280 tokens each) prefill A and B, then C and D, which
+ * push A's and B's tails out of HBM (the remote store keeps every chunk:
+ * CPU memory off); then A and B return at the same moment, each to the
+ * instance holding its first 256 tokens, and each loads chunks 1-3 from the
+ * remote store. Alone, a fetch holds the link for 3 × 102,400 bytes at
+ * 15 Gbit/s: 163,840 ns; the second of the two waits that long for the
+ * link, the first not at all (lmcache.remote_queue_s), and the mean TTFT
+ * of the six requests is that wait / 6 above the same run with every
+ * fetch on a link of its own (A and B a second apart). */
+static const char *const shared_trace =
+    "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+    "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n"
+    "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [5, 6]}\n"
+    "{\"timestamp\": 100, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [7, 8]}\n"
+    "{\"timestamp\": 200, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+    "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [3, 4]}\n";
+
+static json_t *shared_run(int b_at_ms)
+{
+    char trace[1024];
+    snprintf(trace, sizeof trace, shared_trace, b_at_ms);
+    return run_toy(trace, (2e8 + 1280 * 400) / 0.9 + 1,
+                   "--set cluster.instances=2 --set kvstore.lmcache=true --set kvstore.dram_bytes=0 "
+                   "--set kvstore.remote.bytes=1e9 --set cluster.layerwise=false");
+}
+
+static void test_lmcache_remote_link_is_shared(void **state)
+{
+    json_t *together = shared_run(200), *apart = shared_run(1200);
+    const json_t *lt = json_object_get(together, "lmcache"), *la = json_object_get(apart, "lmcache");
+    double link = 3 * 102400 / 1.875e9;
+    printf("remote chunks %lld and %lld; queued %.9f s and %.9f s (hand: %.9f and 0); mean TTFT %.9f vs %.9f ms\n",
+           (long long)json_integer_value(json_object_get(json_object_get(lt, "chunk_hits"), "remote")),
+           (long long)json_integer_value(json_object_get(json_object_get(la, "chunk_hits"), "remote")),
+           summary_num(lt, "remote_queue_s", NULL), summary_num(la, "remote_queue_s", NULL), link,
+           summary_num(together, "ttft_ms", "mean"), summary_num(apart, "ttft_ms", "mean"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(lt, "chunk_hits"), "remote")), 6);
+    assert_double_equal(summary_num(lt, "remote_queue_s", NULL), link, 1e-9);
+    assert_double_equal(summary_num(la, "remote_queue_s", NULL), 0, 0);
+    assert_double_equal(summary_num(together, "ttft_ms", "mean") - summary_num(apart, "ttft_ms", "mean"),
+                        link / 6 * 1e3, 1e-6);
+    json_decref(together);
+    json_decref(apart);
+}
+
 /* FP8 KV (model.kv_dtype, issue 33 item 2) halves every KV byte of the run:
  * a chunk is 256 · 200 = 51,200 bytes, from CPU memory 20 µs + 51,200 /
  * 50 GB/s = 2.1024e-5 s, from disk 100 µs + 51,200 / 5 GB/s first,
@@ -600,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_plan_whole_context),
         cmocka_unit_test(test_plan_crossover_profile_small_chunks),
         cmocka_unit_test(test_lmcache_disk_and_remote),
+        cmocka_unit_test(test_lmcache_remote_link_is_shared),
         cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),

@@ -47,6 +47,10 @@ struct lmc {
     double chunk_bytes, page_bytes;
     int64_t hits[T_N], loads, recomputed;
     double bytes[T_N], load_s, saved_s;
+    /* The remote store's one link, shared by every instance: busy until
+     * remote_free (ns); remote_wait_s sums what fetches queued for it. */
+    int64_t remote_free;
+    double remote_wait_s;
 };
 
 static int new_tier(kv_cache **out, double bytes, double chunk_bytes, sim_err *err)
@@ -132,6 +136,25 @@ static double tier_s(const agg *a, int t, double bytes)
     return 0;
 }
 
+/* The remote store is one store behind one link (kvstore.remote.Gbps) that
+ * every instance of the cluster reads through: a fetch of `chunks` chunks
+ * starts when the link is free of earlier fetches (first come, first
+ * served) and holds it for their bytes; each chunk's latency is paid on the
+ * way, not on the link. Returns the seconds the fetch waits for the link,
+ * and books it from now. (LMCache's remote backends, e.g. its Redis or
+ * Mooncake store connectors, serve every instance from one server: its
+ * bandwidth is shared, not per reader.) */
+static double remote_queue_s(agg *a, double chunks)
+{
+    lmc *l = a->lmc;
+    if (chunks <= 0) return 0;
+    int64_t now = a->eng->now, start = l->remote_free > now ? l->remote_free : now;
+    l->remote_free = start + sim_s_to_ns(chunks * l->chunk_bytes / a->cfg->lmc.remote_Bps);
+    double wait = sim_ns_to_s(start - now);
+    l->remote_wait_s += wait;
+    return wait;
+}
+
 /* One transfer of `bytes` from tier t to the GPU (through the CPU). */
 static double move_s(const agg *a, int t, double bytes)
 {
@@ -193,12 +216,14 @@ void lmc_enqueue(agg *a, areq *q)
     if (!l || !l->cfg->prefetch || l->cfg->load == SIM_LOAD_NEVER) return;
     int32_t n;
     const uint64_t *keys = request_chunks(l, q, &n);
-    double s = 0;
+    double s = 0, remote = 0;
     for (int32_t i = 0; i < n; i++) {
         int t = find(a, q->inst, keys[i]);
         if (t < 0) break;
         s += move_s(a, t, l->chunk_bytes) - sim_cost_h2d_s(&a->cost, l->chunk_bytes);
+        remote += t == T_REMOTE;
     }
+    s += remote_queue_s(a, remote);
     q->prefetch_at = s > 0 ? a->eng->now + sim_s_to_ns(s) : -1;
 }
 
@@ -358,7 +383,7 @@ static int32_t balanced_split(const agg *a, const areq *q, const int *tier, int3
  * leading part of it (adaptive_split, balanced_split). Counts, refreshes
  * and times the loaded ones. */
 static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t first, int32_t n, int32_t *from,
-                           double *load, double *saved)
+                           double *load, double *saved, double *remote)
 {
     lmc *l = a->lmc;
     int tier[n > 0 ? n : 1];
@@ -372,6 +397,7 @@ static int32_t pick_chunks(agg *a, const areq *q, const uint64_t *keys, int32_t 
         *saved += chunk_compute_s(a, i, q->cached);
         l->hits[tier[i]]++;
         l->bytes[tier[i]] += l->chunk_bytes;
+        *remote += tier[i] == T_REMOTE;
         kv_cache_access(tier_of(a, q->inst, tier[i]), keys[i], q->r->cache);
     }
     *from = k;
@@ -393,14 +419,15 @@ double lmc_load(agg *a, areq *q)
     int32_t n, from;
     const uint64_t *keys = request_chunks(l, q, &n);
     prefetch_settle(a, q, keys, n);
-    double load = 0, saved = 0;
-    int32_t end = pick_chunks(a, q, keys, q->cached / C, n, &from, &load, &saved);
+    double load = 0, saved = 0, remote = 0;
+    int32_t end = pick_chunks(a, q, keys, q->cached / C, n, &from, &load, &saved, &remote);
     int32_t lo = from * C > q->cached ? from * C : q->cached, hi = end * C < q->target - 1 ? end * C : q->target - 1;
     if (l->cfg->load == SIM_LOAD_ADAPTIVE || l->cfg->load == SIM_LOAD_BALANCED)
         stall_decoders(a, q,
                        hi <= lo ? recompute_span_s(a, q->done, q->target)
                                 : recompute_span_s(a, q->done, lo) + recompute_span_s(a, hi, q->target));
     if (hi <= lo) return 0;
+    load += remote_queue_s(a, remote);
     q->hole_from = lo;
     q->hole_to = hi;
     a->tot.computed -= hi - lo;
@@ -440,4 +467,6 @@ void lmc_summarize(const agg *a, json_t *summary)
                                   l->cfg->page_transfer ? "page" : "chunk", "prefetch", l->cfg->prefetch, "chunk_hits",
                                   hits, "bytes_loaded", bytes, "loads", (json_int_t)l->loads, "chunks_recomputed",
                                   (json_int_t)l->recomputed, "load_s", l->load_s, "recompute_saved_s", l->saved_s));
+    if (l->remote)
+        json_object_set_new(json_object_get(summary, "lmcache"), "remote_queue_s", json_real(l->remote_wait_s));
 }
