@@ -112,4 +112,10 @@ int slo_smallest(slo_plan *pl, slo_test ok, const void *ctx, int lo, int hi, int
  * per DRAM level, then the cliff (r->cliff_pass, r->cliff_fail). */
 int slo_search_agg(slo_plan *pl, sim_err *err);
 
+/* The "non-monotone" lines of a plan (sim/slo/text.c): each split that
+ * fails at a DRAM level while it passes at a smaller one, with what moved
+ * between the two runs (prefix hit rate, prefill busy, decode load) and the
+ * one that moved most. Printed to stdout. */
+void slo_print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r);
+
 #endif

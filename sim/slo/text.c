@@ -290,7 +290,7 @@ static const char *const measure_why[] = {
  * decode load — naming the one that moved most (relative change): more
  * DRAM means more hits, shorter prefills, so requests reach decode closer
  * together, and TBT may rise. */
-static void print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r)
+void slo_print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r)
 {
     int shown = 0;
     for (int i = 0; i < r->npts && shown < 4; i++)
@@ -407,7 +407,7 @@ void sim_slo_print(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->status != SIM_SLO_FEASIBLE) return (void)printf("\ninfeasible: %s\n", r->reason);
     print_frontier(o, r);
     print_cliff(o, r);
-    print_nonmonotone(o, r);
+    slo_print_nonmonotone(o, r);
     print_cheapest(o, r, &r->pts[r->cheapest]);
     if (r->ncand) print_confirmation(o, r);
 }
