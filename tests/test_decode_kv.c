@@ -187,6 +187,19 @@ static void test_reserve_never_preempts(void **state)
     sim_config_free(&cfg);
 }
 
+/* A duration rounded to the engine's clock (ns), as the engine rounds it. */
+static double ns_s(double s) { return sim_ns_to_s(sim_s_to_ns(s)); }
+
+/* A trace of one request of N distinct tokens and `out` output tokens at
+ * t = 0 (caller removes it). */
+static char *one_request(int out)
+{
+    char text[160];
+    snprintf(text, sizeof text,
+             "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [1, 2]}\n", N, out);
+    return tu_write_temp(text);
+}
+
 /* decode.kv_receive: with one request, landing in DRAM delays its whole
  * decode by the host link's copy of its N input tokens' KV into HBM
  * (the A of the trace above alone: its last token L later than with hbm). */
@@ -195,10 +208,7 @@ static void test_kv_receive_dram_adds_the_load(void **state)
     sim_config cfg;
     sim_cost cost;
     double frac = frac_for_capacity(&cfg, &cost), done[2];
-    char *trace = tu_write_temp(""), *db = tu_temp_path();
-    FILE *f = fopen(trace, "w");
-    fprintf(f, "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [1, 2]}\n", N, O);
-    fclose(f);
+    char *trace = one_request(O), *db = tu_temp_path();
     const char *modes[] = {"hbm", "dram"};
     for (int i = 0; i < 2; i++) {
         char extra[64], sql[96];
@@ -207,7 +217,7 @@ static void test_kv_receive_dram_adds_the_load(void **state)
         snprintf(sql, sizeof sql, "SELECT done_ms FROM requests WHERE run_id = %d", i + 1);
         done[i] = sql_num(db, sql);
     }
-    double L = sim_ns_to_s(sim_s_to_ns(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token)));
+    double L = ns_s(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token));
     printf("hbm %.3f ms, dram %.3f ms, load %.3f ms\n", done[0], done[1], L * 1e3);
     assert_double_equal(done[1] - done[0], L * 1e3, 1e-6);
     tu_remove_temp(db);
@@ -223,17 +233,12 @@ static void test_kv_receive_dram_adds_the_load(void **state)
  * interval, T + L + step(N + 1), is its TBT. `decode`: the decode instance
  * makes both tokens, the first at p + T + L + step(N); the TBT is
  * step(N + 1). Each duration rounded to the clock's ns, as the engine does. */
-static double ns_s(double s) { return sim_ns_to_s(sim_s_to_ns(s)); }
-
 static void test_first_token_prefill_or_decode(void **state)
 {
     sim_config cfg;
     sim_cost cost;
     double frac = frac_for_capacity(&cfg, &cost);
-    char *trace = tu_write_temp(""), *db = tu_temp_path();
-    FILE *f = fopen(trace, "w");
-    fprintf(f, "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": 2, \"hash_ids\": [1, 2]}\n", N);
-    fclose(f);
+    char *trace = one_request(2), *db = tu_temp_path();
     double p = ns_s(sim_cost_prefill_s(&cost, N, 0)), T = ns_s(sim_cost_nic_s(&cost, N * cost.kv_bytes_per_token)),
            L = ns_s(sim_cost_h2d_s(&cost, N * cost.kv_bytes_per_token));
     double want_ttft[2] = {p, p + T + L + ns_s(sim_cost_decode_iter_s(&cost, 1, N))};

@@ -52,14 +52,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static double num_at(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    if (b) v = json_object_get(v, b);
-    if (!json_is_number(v)) fail_msg("%s.%s: not a number", a, b ? b : "");
-    return json_number_value(v);
-}
-
 /* The plan of args (exit status, JSON). */
 static json_t *plan(const char *args, int status)
 {
@@ -77,7 +69,7 @@ static double ttft_target(void)
     json_t *one =
         tu_kvsim_jsonf("run --trace %s --speed 2 --set cluster.prefill=1 --set cluster.decode=1 --json", trace);
     char t[64]; /* as the plans get it: %.3f */
-    snprintf(t, sizeof t, "%.3f", num_at(one, "ttft_ms", "p90") / 2);
+    snprintf(t, sizeof t, "%.3f", tu_num_at(one, "ttft_ms", "p90") / 2);
     json_decref(one);
     return atof(t);
 }
@@ -90,12 +82,12 @@ static void replay(const char *cmd, const json_t *run, double ttft, double tbt, 
              (long long)json_integer_value(json_object_get(run, "seed")),
              json_string_value(json_object_get(run, "resample")));
     json_t *s = tu_kvsim_json(args);
-    double t = num_at(s, "ttft_ms", "p90"), b = num_at(s, "tbt_ms", "p99");
+    double t = tu_num_at(s, "ttft_ms", "p90"), b = tu_num_at(s, "tbt_ms", "p99");
     printf("  seed %lld %s: TTFT p90 %.1f ms, TBT p99 %.2f ms\n",
            (long long)json_integer_value(json_object_get(run, "seed")),
            json_string_value(json_object_get(run, "resample")), t, b);
-    assert_double_equal(t, num_at(run, "ttft_ms", "p90"), 1e-9);
-    assert_double_equal(b, num_at(run, "tbt_ms", "p99"), 1e-9);
+    assert_double_equal(t, tu_num_at(run, "ttft_ms", "p90"), 1e-9);
+    assert_double_equal(b, tu_num_at(run, "tbt_ms", "p99"), 1e-9);
     assert_true(t <= ttft * (1 - headroom) && b <= tbt * (1 - headroom));
     json_decref(s);
 }
@@ -111,9 +103,9 @@ static void test_recommendation_replays(void **state)
     json_t *j = plan(args, 0);
     const json_t *conf = json_object_get(j, "confirmation"), *rec = json_object_get(conf, "recommended");
     assert_true(json_is_object(rec));
-    assert_int_equal(num_at(rec, "confirmations", NULL), 4);
-    assert_int_equal(num_at(rec, "pass", NULL), 4);
-    assert_double_equal(num_at(rec, "share_pass", NULL), 1, 0);
+    assert_int_equal(tu_num_at(rec, "confirmations", NULL), 4);
+    assert_int_equal(tu_num_at(rec, "pass", NULL), 4);
+    assert_double_equal(tu_num_at(rec, "share_pass", NULL), 1, 0);
     const char *cmd = json_string_value(json_object_get(rec, "command"));
     printf("recommended: %s\n", cmd);
     const json_t *runs = json_object_get(rec, "runs");
@@ -122,9 +114,9 @@ static void test_recommendation_replays(void **state)
     /* the margin is the target less the worst run */
     double worst = 0;
     for (size_t i = 0; i < json_array_size(runs); i++)
-        if (num_at(json_array_get(runs, i), "ttft_ms", "p90") > worst)
-            worst = num_at(json_array_get(runs, i), "ttft_ms", "p90");
-    assert_double_equal(num_at(json_object_get(rec, "margin_ms"), "ttft_ms.p90", NULL), target - worst, 1e-9);
+        if (tu_num_at(json_array_get(runs, i), "ttft_ms", "p90") > worst)
+            worst = tu_num_at(json_array_get(runs, i), "ttft_ms", "p90");
+    assert_double_equal(tu_num_at(json_object_get(rec, "margin_ms"), "ttft_ms.p90", NULL), target - worst, 1e-9);
     json_decref(j);
 }
 
@@ -137,7 +129,7 @@ static void test_knife_edge(void **state)
              "--confirm-seeds 0 --jobs 2 --json",
              trace, target);
     json_t *j = plan(args, 0);
-    double v = num_at(json_object_get(j, "cheapest"), "ttft_ms", "p90");
+    double v = tu_num_at(json_object_get(j, "cheapest"), "ttft_ms", "p90");
     assert_true(json_is_null(json_object_get(j, "confirmation")));
     json_decref(j);
     /* the target exactly at the cheapest point's value */
@@ -153,8 +145,8 @@ static void test_knife_edge(void **state)
     assert_true(json_is_true(json_object_get(c1, "knife_edge")));
     const json_t *rec = json_object_get(json_object_get(j, "confirmation"), "recommended");
     assert_true(json_is_object(rec));
-    assert_true(num_at(json_object_get(rec, "point"), "gpus", NULL) >
-                num_at(json_object_get(c1, "point"), "gpus", NULL));
+    assert_true(tu_num_at(json_object_get(rec, "point"), "gpus", NULL) >
+                tu_num_at(json_object_get(c1, "point"), "gpus", NULL));
     json_decref(j);
 }
 
@@ -178,15 +170,16 @@ static void test_cost_by_hand(void **state)
     json_t *j = plan(args, 0);
     const json_t *rec = json_object_get(json_object_get(j, "confirmation"), "recommended"),
                  *p = json_object_get(rec, "point");
-    double P = num_at(p, "prefill", NULL), D = num_at(p, "decode", NULL), price = (P + D) * 3.6;
-    printf("%gP%gD: $%.4f an hour (by hand (P + D) x 3.6 = $%.4f)\n", P, D, num_at(p, "price_per_hour", NULL), price);
-    assert_double_equal(num_at(p, "price_per_hour", NULL), price, 1e-9);
-    assert_double_equal(num_at(p, "tier_price_per_hour", NULL), (P + D) * 0.6, 1e-9);
+    double P = tu_num_at(p, "prefill", NULL), D = tu_num_at(p, "decode", NULL), price = (P + D) * 3.6;
+    printf("%gP%gD: $%.4f an hour (by hand (P + D) x 3.6 = $%.4f)\n", P, D, tu_num_at(p, "price_per_hour", NULL),
+           price);
+    assert_double_equal(tu_num_at(p, "price_per_hour", NULL), price, 1e-9);
+    assert_double_equal(tu_num_at(p, "tier_price_per_hour", NULL), (P + D) * 0.6, 1e-9);
     char run[4096];
     snprintf(run, sizeof run, "%s --json", json_string_value(json_object_get(rec, "command")) + 6);
     json_t *s = tu_kvsim_json(run);
-    double per_mtok = price * num_at(s, "sim_seconds", NULL) / 3600 / num_at(s, "tokens", NULL) * 1e6;
-    assert_double_equal(num_at(p, "price_per_million_output_tokens", NULL), per_mtok, 1e-9);
+    double per_mtok = price * tu_num_at(s, "sim_seconds", NULL) / 3600 / tu_num_at(s, "tokens", NULL) * 1e6;
+    assert_double_equal(tu_num_at(p, "price_per_million_output_tokens", NULL), per_mtok, 1e-9);
     json_decref(s);
     json_decref(j);
     /* over the node's memory and disks: exit 2 naming both numbers */

@@ -103,14 +103,6 @@ static json_t *json_with_status(const char *args, int status)
     return j;
 }
 
-static double num_at(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    if (b) v = json_object_get(v, b);
-    if (!json_is_number(v)) fail_msg("%s.%s: not a number", a, b ? b : "");
-    return json_number_value(v);
-}
-
 /* ---- the floor ------------------------------------------------------------- */
 
 /* LLaMA3-70B on a800x8 (the default config): Mooncake Eq. 1 over
@@ -136,7 +128,7 @@ static void test_infeasible_floor(void **state)
     double want = gsl_stats_quantile_from_sorted_data(v, 1, FLAT_N, 0.9);
     const json_t *fl = json_object_get(j, "floor");
     const json_t *f0 = json_array_get(json_object_get(fl, "cpp"), 0);
-    double got = num_at(f0, "floor", "ttft_ms.p90");
+    double got = tu_num_at(f0, "floor", "ttft_ms.p90");
     printf("floor: TTFT p90 >= %.3f ms (Eq. 1 here: %.3f ms)\n", got, want);
     assert_double_equal(got, want, 1e-6 * want);
     assert_non_null(strstr(json_string_value(json_object_get(j, "reason")), "TTFT p90 cannot go below"));
@@ -144,14 +136,15 @@ static void test_infeasible_floor(void **state)
      * TTFT at the prefill's token (the floor is the prefill alone; with the
      * default first token, the decode instance's, TTFT also holds the KV's
      * transfer and load and a decode step: docs/definitions.md) */
-    assert_int_equal(num_at(fl, "prompt_tokens", NULL), 18000);
+    assert_int_equal(tu_num_at(fl, "prompt_tokens", NULL), 18000);
     char *one =
         tu_write_temp("{\"timestamp\": 0, \"input_length\": 18000, \"output_length\": 10, \"hash_ids\": [1]}\n");
     snprintf(args, sizeof args, "run --trace %s --json --set metrics.first_token=prefill", one);
     json_t *run = tu_kvsim_json(args);
-    double ttft = num_at(run, "ttft_ms", "p50");
-    printf("p90 prompt alone: %.3f ms by the floor, %.3f ms by kvsim run\n", num_at(fl, "prompt_alone_ms", NULL), ttft);
-    assert_double_equal(num_at(fl, "prompt_alone_ms", NULL), ttft, 1e-3);
+    double ttft = tu_num_at(run, "ttft_ms", "p50");
+    printf("p90 prompt alone: %.3f ms by the floor, %.3f ms by kvsim run\n", tu_num_at(fl, "prompt_alone_ms", NULL),
+           ttft);
+    assert_double_equal(tu_num_at(fl, "prompt_alone_ms", NULL), ttft, 1e-3);
     json_decref(run);
     tu_remove_temp(one);
     json_decref(j);
@@ -169,14 +162,15 @@ static void test_infeasible_floor(void **state)
  * smaller: each ran and failed; returns how many there were. */
 static int smaller_ones_fail(const json_t *j, const json_t *best)
 {
-    int P = (int)num_at(best, "prefill", NULL), D = (int)num_at(best, "decode", NULL), found = 0;
-    double dram = num_at(best, "dram_bytes", NULL);
+    int P = (int)tu_num_at(best, "prefill", NULL), D = (int)tu_num_at(best, "decode", NULL), found = 0;
+    double dram = tu_num_at(best, "dram_bytes", NULL);
     size_t i;
     const json_t *p;
     json_array_foreach(json_object_get(j, "points"), i, p)
     {
-        int p2 = (int)num_at(p, "prefill", NULL), d2 = (int)num_at(p, "decode", NULL);
-        if (num_at(p, "dram_bytes", NULL) != dram || !((p2 == P - 1 && d2 == D) || (p2 == P && d2 == D - 1))) continue;
+        int p2 = (int)tu_num_at(p, "prefill", NULL), d2 = (int)tu_num_at(p, "decode", NULL);
+        if (tu_num_at(p, "dram_bytes", NULL) != dram || !((p2 == P - 1 && d2 == D) || (p2 == P && d2 == D - 1)))
+            continue;
         assert_true(json_is_true(json_object_get(p, "ran")));
         assert_false(json_is_true(json_object_get(p, "feasible")));
         found++;
@@ -194,12 +188,12 @@ static void reproduce(const json_t *best, double ttft_target, double tbt_target)
     char args[4096];
     snprintf(args, sizeof args, "%s --json", cmd + 6);
     json_t *run = tu_kvsim_json(args);
-    double ttft = num_at(run, "ttft_ms", "p90"), tbt = num_at(run, "tbt_ms", "p99");
+    double ttft = tu_num_at(run, "ttft_ms", "p90"), tbt = tu_num_at(run, "tbt_ms", "p99");
     printf("cheapest: %s\n  TTFT p90 %.1f <= %.1f ms, TBT p99 %.2f <= %g ms\n", cmd, ttft, ttft_target, tbt,
            tbt_target);
     assert_true(ttft <= ttft_target && tbt <= tbt_target);
-    assert_double_equal(ttft, num_at(best, "ttft_ms", "p90"), 1e-9);
-    assert_double_equal(tbt, num_at(best, "tbt_ms", "p99"), 1e-9);
+    assert_double_equal(ttft, tu_num_at(best, "ttft_ms", "p90"), 1e-9);
+    assert_double_equal(tbt, tu_num_at(best, "tbt_ms", "p99"), 1e-9);
     json_decref(run);
 }
 
@@ -210,7 +204,7 @@ static void test_feasible(void **state)
     snprintf(args, sizeof args, "run --trace %s --speed 2 --set cluster.prefill=1 --set cluster.decode=1 --json",
              gen_trace);
     json_t *one = tu_kvsim_json(args);
-    double target = num_at(one, "ttft_ms", "p90") / 2;
+    double target = tu_num_at(one, "ttft_ms", "p90") / 2;
     json_decref(one);
     snprintf(db, sizeof db, "%s/plan.db", dir);
     snprintf(args, sizeof args,
@@ -220,8 +214,8 @@ static void test_feasible(void **state)
     json_t *j = json_with_status(args, 0);
     assert_string_equal(json_string_value(json_object_get(j, "status")), "feasible");
     const json_t *best = json_object_get(j, "cheapest");
-    int P = (int)num_at(best, "prefill", NULL), D = (int)num_at(best, "decode", NULL);
-    assert_int_equal(num_at(best, "gpus", NULL), (P + D) * 8);
+    int P = (int)tu_num_at(best, "prefill", NULL), D = (int)tu_num_at(best, "decode", NULL);
+    assert_int_equal(tu_num_at(best, "gpus", NULL), (P + D) * 8);
     assert_true(P + D >= 3);
     reproduce(best, target, 100);
     assert_true(smaller_ones_fail(j, best) >= 1);
@@ -230,9 +224,10 @@ static void test_feasible(void **state)
     json_t *again = json_with_status(args, 0);
     const json_t *s = json_object_get(again, "search");
     printf("search: %g runs, then %g runs and %g recorded on the same database\n",
-           num_at(json_object_get(j, "search"), "runs", NULL), num_at(s, "runs", NULL), num_at(s, "recorded", NULL));
-    assert_int_equal(num_at(s, "runs", NULL), 0);
-    assert_true(num_at(s, "recorded", NULL) > 0);
+           tu_num_at(json_object_get(j, "search"), "runs", NULL), tu_num_at(s, "runs", NULL),
+           tu_num_at(s, "recorded", NULL));
+    assert_int_equal(tu_num_at(s, "runs", NULL), 0);
+    assert_true(tu_num_at(s, "recorded", NULL) > 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(again, "cheapest"), "command")),
                         json_string_value(json_object_get(best, "command")));
     json_decref(again);
@@ -295,23 +290,24 @@ static void test_slo_safe(void **state)
              gen_trace, db);
     /* what the runs say, each split on its own */
     json_t *s11 = run_split(1, 1), *s21 = run_split(2, 1), *s31 = run_split(3, 1);
-    assert_true(num_at(s11, "ttft_ms", "p90") <= 3000);
-    assert_true(num_at(s11, "slo_attainment", NULL) < 0.9 && overloaded(s11));
-    assert_true(num_at(s21, "slo_attainment", NULL) < 0.9);
-    assert_true(num_at(s31, "slo_attainment", NULL) >= 0.9 && !overloaded(s31));
+    assert_true(tu_num_at(s11, "ttft_ms", "p90") <= 3000);
+    assert_true(tu_num_at(s11, "slo_attainment", NULL) < 0.9 && overloaded(s11));
+    assert_true(tu_num_at(s21, "slo_attainment", NULL) < 0.9);
+    assert_true(tu_num_at(s31, "slo_attainment", NULL) >= 0.9 && !overloaded(s31));
     /* the default: SLO attainment >= 0.9, not overloaded */
     snprintf(args, sizeof args, "%s --json", base);
     json_t *j = json_with_status(args, 0);
     const json_t *best = json_object_get(j, "cheapest");
-    assert_int_equal(num_at(best, "prefill", NULL), 3);
-    assert_int_equal(num_at(best, "decode", NULL), 1);
+    assert_int_equal(tu_num_at(best, "prefill", NULL), 3);
+    assert_int_equal(tu_num_at(best, "decode", NULL), 1);
     assert_false(json_is_true(json_object_get(best, "overloaded")));
     snprintf(args, sizeof args, "%s --json", json_string_value(json_object_get(best, "command")) + 6);
     json_t *run = tu_kvsim_json(args);
     printf("default: %s\n  attainment %.4f (0.9 at least), overloaded %d\n",
-           json_string_value(json_object_get(best, "command")), num_at(run, "slo_attainment", NULL), overloaded(run));
-    assert_double_equal(num_at(run, "slo_attainment", NULL), num_at(s31, "slo_attainment", NULL), 1e-12);
-    assert_true(num_at(run, "slo_attainment", NULL) >= 0.9 && !overloaded(run));
+           json_string_value(json_object_get(best, "command")), tu_num_at(run, "slo_attainment", NULL),
+           overloaded(run));
+    assert_double_equal(tu_num_at(run, "slo_attainment", NULL), tu_num_at(s31, "slo_attainment", NULL), 1e-12);
+    assert_true(tu_num_at(run, "slo_attainment", NULL) >= 0.9 && !overloaded(run));
     json_decref(run);
     json_decref(j);
     /* --attainment 0: the percentile target alone, and a warning */
@@ -320,10 +316,10 @@ static void test_slo_safe(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "cheapest  1P1D = 16 GPUs, 1 TB (3.05M tokens) of DRAM per node"));
     char want[160];
-    snprintf(want, sizeof want, "SLO attainment %.4f", num_at(s11, "slo_attainment", NULL));
+    snprintf(want, sizeof want, "SLO attainment %.4f", tu_num_at(s11, "slo_attainment", NULL));
     assert_non_null(strstr(r.out, want));
     snprintf(want, sizeof want, "warning: the cheapest point misses the SLOs (attainment %.4f, overloaded)",
-             num_at(s11, "slo_attainment", NULL));
+             tu_num_at(s11, "slo_attainment", NULL));
     assert_non_null(strstr(r.err, want));
     tu_free(&r);
     /* the default's text: the full row, human units */
@@ -334,7 +330,7 @@ static void test_slo_safe(void **state)
     assert_non_null(strstr(r.out, "          TTFT mean "));
     assert_non_null(strstr(r.out, "          TBT  mean "));
     snprintf(want, sizeof want, "SLO attainment %.4f (slo.ttft_ms 500, slo.tbt_ms 100",
-             num_at(s31, "slo_attainment", NULL));
+             tu_num_at(s31, "slo_attainment", NULL));
     assert_non_null(strstr(r.out, want));
     assert_non_null(strstr(r.out, "not overloaded; busiest: prefill compute"));
     char *table = strstr(r.out, "\nprobe "), *run_line = strstr(r.out, "\nrun ");
@@ -348,7 +344,7 @@ static void test_slo_safe(void **state)
     r = tu_kvsim(args);
     assert_int_equal(r.status, 3);
     assert_non_null(strstr(r.out, "infeasible: no cluster of up to 6 instances (--max-instances) meets the targets"));
-    snprintf(want, sizeof want, "SLO attainment %.4f < 0.92", num_at(s31, "slo_attainment", NULL));
+    snprintf(want, sizeof want, "SLO attainment %.4f < 0.92", tu_num_at(s31, "slo_attainment", NULL));
     assert_non_null(strstr(r.out, want));
     tu_free(&r);
     json_decref(s11);
@@ -388,9 +384,9 @@ static void test_aggregated_cliff(void **state)
     const double chunk = 256.0 * 2 * 32 * 8 * 128 * 2, need = CYC_DOCS * (CYC_DOC_TOKENS / 256) * chunk;
     assert_double_equal(need, 10737418240.0, 0);
     json_t *one = run_cyclic(1, need);
-    double gpu_tokens = num_at(one, "hbm_pages", NULL) * num_at(one, "page_tokens", NULL);
+    double gpu_tokens = tu_num_at(one, "hbm_pages", NULL) * tu_num_at(one, "page_tokens", NULL);
     assert_true(gpu_tokens < CYC_DOCS * CYC_DOC_TOKENS && gpu_tokens >= 2 * (CYC_DOC_TOKENS + 100));
-    assert_int_equal(num_at(json_object_get(one, "lmcache"), "chunk_hits", "cpu"), 8 * CYC_DOC_TOKENS / 256);
+    assert_int_equal(tu_num_at(json_object_get(one, "lmcache"), "chunk_hits", "cpu"), 8 * CYC_DOC_TOKENS / 256);
     json_decref(one);
     char args[2048];
     snprintf(args, sizeof args,
@@ -400,20 +396,20 @@ static void test_aggregated_cliff(void **state)
     json_t *j = json_with_status(args, 0);
     assert_string_equal(json_string_value(json_object_get(j, "mode")), "aggregated");
     const json_t *cliff = json_object_get(j, "cliff"), *f = json_object_get(j, "frontier");
-    printf("cliff: %.17g bytes pass, %.17g fail\n", num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL),
-           num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL));
-    assert_double_equal(num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL), need, 0);
-    assert_double_equal(num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL), need - chunk, 0);
-    assert_int_equal(num_at(json_object_get(cliff, "pass"), "instances", NULL), 1);
-    assert_int_equal(num_at(json_array_get(f, 0), "instances", NULL), 1);
-    assert_int_equal(num_at(json_array_get(f, 1), "instances", NULL), 2);
+    printf("cliff: %.17g bytes pass, %.17g fail\n", tu_num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL),
+           tu_num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL));
+    assert_double_equal(tu_num_at(json_object_get(cliff, "pass"), "dram_bytes", NULL), need, 0);
+    assert_double_equal(tu_num_at(json_object_get(cliff, "fail"), "dram_bytes", NULL), need - chunk, 0);
+    assert_int_equal(tu_num_at(json_object_get(cliff, "pass"), "instances", NULL), 1);
+    assert_int_equal(tu_num_at(json_array_get(f, 0), "instances", NULL), 1);
+    assert_int_equal(tu_num_at(json_array_get(f, 1), "instances", NULL), 2);
     const json_t *best = json_object_get(j, "cheapest");
-    assert_double_equal(num_at(best, "dram_bytes", NULL), need, 0);
+    assert_double_equal(tu_num_at(best, "dram_bytes", NULL), need, 0);
     /* its command, run here, meets the target; one chunk less does not */
     snprintf(args, sizeof args, "%s --json", json_string_value(json_object_get(best, "command")) + 6);
     json_t *run = tu_kvsim_json(args), *less = run_cyclic(1, need - chunk);
-    assert_true(num_at(run, "ttft_ms", "p50") <= 500);
-    assert_true(num_at(less, "ttft_ms", "p50") > 500);
+    assert_true(tu_num_at(run, "ttft_ms", "p50") <= 500);
+    assert_true(tu_num_at(less, "ttft_ms", "p50") > 500);
     json_decref(run);
     json_decref(less);
     json_decref(j);
@@ -449,16 +445,16 @@ static void test_aggregated_loads(void **state)
     json_t *j = json_with_status(args, 0);
     const json_t *best = json_object_get(j, "cheapest"), *p;
     assert_string_equal(json_string_value(json_object_get(best, "load")), "always");
-    assert_int_equal(num_at(best, "instances", NULL), 1);
+    assert_int_equal(tu_num_at(best, "instances", NULL), 1);
     size_t i;
     int never = 0;
     json_array_foreach(json_object_get(j, "points"), i, p)
     {
-        if (strcmp(json_string_value(json_object_get(p, "load")), "never") || num_at(p, "instances", NULL) != 1)
+        if (strcmp(json_string_value(json_object_get(p, "load")), "never") || tu_num_at(p, "instances", NULL) != 1)
             continue;
         never++;
         assert_false(json_is_true(json_object_get(p, "feasible")));
-        assert_true(num_at(p, "ttft_ms", "p50") > 500);
+        assert_true(tu_num_at(p, "ttft_ms", "p50") > 500);
     }
     assert_true(never >= 1);
     assert_non_null(strstr(json_string_value(json_object_get(best, "command")), "--set kvstore.load=always"));

@@ -213,6 +213,15 @@ static inline char *tu_gen_text(const char *args)
     return r.out;
 }
 
+/* The number at o.a (or o.a.b when b is given); fails the test otherwise. */
+static inline double tu_num_at(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    if (b) v = json_object_get(v, b);
+    if (!json_is_number(v)) fail_msg("%s.%s: not a number", a, b ? b : "");
+    return json_number_value(v);
+}
+
 /* An integer field of a JSON object; fails the test otherwise. */
 static inline int64_t tu_int_field(const json_t *o, const char *key)
 {
