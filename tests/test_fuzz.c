@@ -1,5 +1,6 @@
 /* tests/test_fuzz.c — the fuzzing harness's deterministic corpus run (issue
- * 13): every seed in tests/fuzz/corpus/{trace,config,set,ragpulse,csv}/ and a fixed
+ * 13): every seed in tests/fuzz/corpus/{trace,config,set,ragpulse,csv,model,validate}/
+ * and a fixed
  * number of mutations of each go through the same checks the libFuzzer
  * entry points run (tests/fuzz/fuzz_*.c), in process; a sample of them also
  * goes through the real binary.
@@ -8,7 +9,8 @@
  * message; a broken contract fails the test, and a sanitizer report or a
  * signal kills the binary after printing the case (fz_on_death). Through
  * the CLI (`kvsim run --trace`, `kvsim config --config`, `kvsim run
- * --config`, `kvsim run --set`, `kvsim trace import ragpulse|azure|burstgpt`), each case
+ * --config`, `kvsim run --set`, `kvsim trace import ragpulse|azure|burstgpt`,
+ * `kvsim model import`, `kvsim validate --measurements`), each case
  * must exit 0, or 2 with a message starting "kvsim" on stderr: never 1,
  * never a signal, never a hang (each run is under `timeout`); a trace the
  * import wrote must then pass `kvsim trace stats` with as many requests.
@@ -37,9 +39,11 @@
 #define FUZZ_NO_ENTRY
 #include "tests/fuzz/fuzz_config.c"
 #include "tests/fuzz/fuzz_csv.c"
+#include "tests/fuzz/fuzz_model.c"
 #include "tests/fuzz/fuzz_ragpulse.c"
 #include "tests/fuzz/fuzz_set.c"
 #include "tests/fuzz/fuzz_trace.c"
+#include "tests/fuzz/fuzz_validate.c"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -57,7 +61,15 @@ typedef struct fz_case {
     uint8_t b[FZ_MAX];
 } fz_case;
 
-typedef enum fz_kind { FZ_TRACE_FAMILY, FZ_CONFIG_FAMILY, FZ_SET_FAMILY, FZ_RAGPULSE_FAMILY, FZ_CSV_FAMILY } fz_kind;
+typedef enum fz_kind {
+    FZ_TRACE_FAMILY,
+    FZ_CONFIG_FAMILY,
+    FZ_SET_FAMILY,
+    FZ_RAGPULSE_FAMILY,
+    FZ_CSV_FAMILY,
+    FZ_MODEL_FAMILY,
+    FZ_VALIDATE_FAMILY
+} fz_kind;
 
 typedef struct fz_family {
     const char *name; /* corpus folder and label in the count line */
@@ -83,6 +95,8 @@ static fz_family families[] = {
      .cli_every = 20,
      .cli_seeds = true},
     {.name = "csv", .kind = FZ_CSV_FAMILY, .check = fuzz_csv_check, .mutations = 40, .cli_every = 20},
+    {.name = "model", .kind = FZ_MODEL_FAMILY, .check = fuzz_model_check, .mutations = 40, .cli_every = 20},
+    {.name = "validate", .kind = FZ_VALIDATE_FAMILY, .check = fuzz_validate_check, .mutations = 40, .cli_every = 20},
 };
 #define FZ_NFAMILIES (sizeof families / sizeof families[0])
 
@@ -388,6 +402,8 @@ static void fz_cli_args(const fz_family *f, const fz_case *c, int i, const char 
     case FZ_CSV_FAMILY:
         snprintf(args, cap, "trace import %s %s -o %s.jsonl", i % 2 ? "azure" : "burstgpt", file, file);
         break;
+    case FZ_MODEL_FAMILY: snprintf(args, cap, "model import %s -o %s.jsonl --name fuzz", file, file); break;
+    case FZ_VALIDATE_FAMILY: snprintf(args, cap, "validate --measurements %s --json", file); break;
     }
 }
 
@@ -427,7 +443,8 @@ static void fz_case_remove(const fz_family *f, char *file)
         snprintf(path, sizeof path, "%s/%s", file, j < SIM_RAGPULSE_NFILES ? sim_ragpulse_files[j] : "out.jsonl");
         unlink(path);
     }
-    if (f->kind == FZ_CSV_FAMILY) snprintf(path, sizeof path, "%s.jsonl", file), unlink(path);
+    if (f->kind == FZ_CSV_FAMILY || f->kind == FZ_MODEL_FAMILY)
+        snprintf(path, sizeof path, "%s.jsonl", file), unlink(path);
     if (f->kind == FZ_RAGPULSE_FAMILY) rmdir(file);
     else unlink(file);
     free(file);
