@@ -272,12 +272,7 @@ static double lm_head_s(sim_measured *m, double seqs)
     return t;
 }
 
-/* Context attention of `chunks` chunks of n new tokens after p cached
- * (docs/measured.md §2): the tables measure a prompt from nothing, T(b, s);
- * a chunk after p costs the difference of the whole prompt and its prefix,
- * T(b, n + p) − T(b, p) (the work of causal attention over n + p tokens
- * less that over p: the n·p cross terms and the chunk's own n²/2), never
- * less than the chunk alone, T(b, n). */
+/* One layer's attention lookup: MLA's tables where the model has MLA. */
 static double ctx_ms(sim_measured *m, double batch, double isl)
 {
     if (m->mla) {
@@ -288,6 +283,12 @@ static double ctx_ms(sim_measured *m, double batch, double isl)
     return sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, m->key.model.head_dim, batch, isl);
 }
 
+/* Context attention of `chunks` chunks of n new tokens after p cached
+ * (docs/measured.md §2): the tables measure a prompt from nothing, T(b, s);
+ * a chunk after p costs the difference of the whole prompt and its prefix,
+ * T(b, n + p) − T(b, p) (the work of causal attention over n + p tokens
+ * less that over p: the n·p cross terms and the chunk's own n²/2), never
+ * less than the chunk alone, T(b, n). */
 static double ctx_attn_s(sim_measured *m, double chunks, double n, double p)
 {
     const sim_model *md = &m->key.model;

@@ -1,7 +1,8 @@
 /* sim/cost/optable.h — measured per-operation latencies of a serving engine
  * on one GPU system (configs/optables/SYSTEM/, docs/measured.md): GEMMs,
- * context (prefill) and generation (decode) attention, fused MoE and
- * all-reduce, as NVIDIA's AIConfigurator collector measured them for vLLM.
+ * context (prefill) and generation (decode) attention, fused MoE, MLA
+ * (docs/measured-mla.md) and all-reduce, as NVIDIA's AIConfigurator
+ * collector measured them for vLLM.
  *
  * A table is a set of 1-D curves: every measured row belongs to a curve
  * named by its non-interpolated columns (dtype, n and k of a GEMM; heads,
