@@ -27,6 +27,17 @@ A table whose columns differ from the h100_sxm table of the same operation
 mla_generation_module_perf, with model, architecture and gemm_type columns)
 is bundled under its own table name less `_perf` and said so in meta.json.
 
+Block-quantized FP8 (issue 46: DeepSeek-V3's checkpoint, weights in 128x128
+blocks): on the systems whose presets hold such a model on one node and
+have MLA tables (BLOCK_SYSTEMS), the rows of gemm_dtype / moe_dtype
+fp8_block that the model presets with "weight_quant": "fp8_block" use at
+tensor-parallel degrees 1, 2, 4 and 8 are bundled in files of their own,
+gemm_fp8_block.csv.gz and moe_fp8_block.csv.gz (the other files stay as
+they were): for each GEMM the model runs (fused q_a/kv_a, q_b, o, dense and
+shared-expert MLPs), the measured (n, k) pairs that bracket it; the fused
+MoE rows of its hidden size, expert intermediate, top-k and experts at
+every TP x EP split of at most 8 GPUs.
+
 usage: python3 reports/optables_bundle.py [--src ../shared/optables]
            [--out configs/optables] [--systems h100_sxm,...]
 Standard library only.
@@ -59,6 +70,10 @@ TABLES = {
 }
 ORDER = ("gemm", "context_attention", "generation_attention", "moe", "custom_allreduce", "context_mla",
          "generation_mla", "nccl")
+# Block-quantized FP8 rows: the systems, the model presets and TP degrees they are for.
+BLOCK_SYSTEMS = ("h200_sxm", "b200_sxm")
+BLOCK_TPS = (1, 2, 4, 8)
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 KEEP = {
     "gemm": ("gemm_dtype", ("bfloat16", "fp8")),
     "moe": ("moe_dtype", ("bfloat16", "fp8")),
@@ -170,6 +185,62 @@ def find_tables(sysdir):
     return found
 
 
+def block_models():
+    """The model presets whose weights are block-quantized FP8, by name."""
+    models = {}
+    for fname in sorted(os.listdir(MODELS_DIR)):
+        if fname.endswith(".json"):
+            with open(os.path.join(MODELS_DIR, fname), encoding="utf-8") as f:
+                m = json.load(f)
+            if m.get("weight_quant") == "fp8_block":
+                models[m["name"]] = m
+    return models
+
+
+def block_gemms(m, tp):
+    """(n, k) of each block-quantized GEMM one layer of model m runs on one of
+    tp GPUs (sim/cost/measured.c): MLA's fused q_a/kv_a projection
+    (replicated), q_b and o (split by heads), the dense and shared-expert
+    gated MLPs (gate and up fused, then down)."""
+    d, h = m["hidden"], m["heads"] // tp
+    rope, lat, q = m["qk_rope_head_dim"], m["kv_lora_rank"], m.get("q_lora_rank", 0)
+    shapes = [(q + lat + rope, d), (h * (m["head_dim"] + rope), q), (d, h * m["head_dim"])]
+    for inter in (m.get("intermediate", 0) // tp, m.get("shared_experts", 0) * m.get("moe_intermediate", 0) // tp):
+        if inter:
+            shapes += [(2 * inter, d), (d, inter)]
+    return shapes
+
+
+def around(values, q):
+    """The measured values that bracket q (one when q is measured or past the ends)."""
+    below = [v for v in values if v <= q]
+    above = [v for v in values if v >= q]
+    return {max(below)} if below and max(below) == q else {v for v in (max(below, default=None),
+                                                                      min(above, default=None)) if v}
+
+
+def block_rows(name, header, rows):
+    """The fp8_block rows of a gemm or moe table the block-quantized presets use."""
+    dcol = header.index(name + "_dtype")
+    block = [r for r in rows if r[dcol] == "fp8_block"]
+    if not block:
+        return []
+    if name == "gemm":
+        n_col, k_col = header.index("n"), header.index("k")
+        ns, ks = sorted({int(r[n_col]) for r in block}), sorted({int(r[k_col]) for r in block})
+        pairs = set()
+        for m in block_models().values():
+            for tp in BLOCK_TPS:
+                for n, k in block_gemms(m, tp):
+                    pairs |= {(a, b) for a in around(ns, n) for b in around(ks, k)}
+        return [r for r in block if (int(r[n_col]), int(r[k_col])) in pairs]
+    cols = [header.index(c) for c in ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                                      "moe_ep_size")]
+    keep = {(m["hidden"], m["moe_intermediate"], m["experts_per_token"], m["experts"]) for m in block_models().values()}
+    return [r for r in block if tuple(int(r[c]) for c in cols[:4]) in keep and
+            int(r[cols[4]]) * int(r[cols[5]]) <= max(BLOCK_TPS)]
+
+
 def reference_headers(src):
     heads = {}
     for op, _fw, _ver, table, path in find_tables(os.path.join(src, REFERENCE)):
@@ -229,6 +300,16 @@ def bundle_system(src, out, system, ref_heads):
         fname = name + ".csv.gz"
         write_gzip_csv(os.path.join(outdir, fname), header, kept)
         files[name], rows_kept[name] = fname, len(kept)
+        block = block_rows(name, header, rows) if system in BLOCK_SYSTEMS and name in ("gemm", "moe") else []
+        if block:
+            block.sort(key=lambda r: sort_key(r, lat))
+            bname = name + "_fp8_block"
+            write_gzip_csv(os.path.join(outdir, bname + ".csv.gz"), header, block)
+            files[bname], rows_kept[bname] = bname + ".csv.gz", len(block)
+            notes.append(f"{bname}: {len(block)} of the {name} rows of dtype fp8_block, those the block-quantized "
+                         f"model presets ({', '.join(sorted(block_models()))}) use at TP "
+                         f"{', '.join(map(str, BLOCK_TPS))}")
+            kept = kept + block
         dcol, vcol = header.index("device"), header.index("version")
         devices.update(r[dcol] for r in kept)
         vs = sorted({r[vcol] for r in kept})
@@ -309,6 +390,13 @@ def write_readme(out, metas, commit):
         "Filter (size only, nothing else changed): GEMM and MoE rows of `gemm_dtype` /",
         "`moe_dtype` bfloat16 or fp8; attention rows of `attn_dtype` bfloat16 (any",
         "`kv_cache_dtype`); MLA rows of `mla_dtype` bfloat16; every collective row.",
+        "Block-quantized FP8 (DeepSeek-V3's checkpoint: weights in 128x128 blocks, `gemm_dtype` /",
+        "`moe_dtype` fp8_block) is bundled in files of its own, `gemm_fp8_block.csv.gz` and",
+        "`moe_fp8_block.csv.gz`, on h200_sxm and b200_sxm only (the systems whose 8-GPU presets",
+        "hold DeepSeek-V3's 671 GB and have MLA tables), and only the rows the model presets with",
+        "`\"weight_quant\": \"fp8_block\"` use at TP 1, 2, 4 and 8: the measured (n, k) pairs that",
+        "bracket each of their GEMMs, and the fused-MoE rows of their expert shape at every TP x EP",
+        "split of at most 8 GPUs (docs/measured-mla.md).",
         "Rows are sorted by their columns (numbers numerically).",
         "",
         "Regenerate (byte-identical; the source tables are not part of a clone):",

@@ -362,7 +362,8 @@ static void test_import_mla(void **state)
 /* The published MoE configs import to what the shipped presets hold (the
  * counts worked by hand in tests/test_moe.c); DeepSeek-V3's params are
  * Llama-style (672,149,632,000, the note says so; the preset gives 671e9)
- * and its fp8 weights keep a bf16 KV cache: 70,272 B a token. */
+ * and its fp8 weights keep a bf16 KV cache: 70,272 B a token; its query
+ * latent (q_lora_rank 1536) and 128x128 weight blocks come across. */
 static void test_import_moe(void **state)
 {
     (void)state;
@@ -378,9 +379,10 @@ static void test_import_moe(void **state)
         sim_model got, want;
         sim_err err = {{0}};
         if (sim_model_from_json(o, &got, &err) || sim_model_load(pairs[i][1], &want, &err)) fail_msg("%s", err.msg);
-        int moe_got[] = {got.experts, got.experts_per_token, got.shared_experts, got.dense_layers, got.dtype_bytes};
-        int moe_want[] = {want.experts, want.experts_per_token, want.shared_experts, want.dense_layers,
-                          want.dtype_bytes};
+        int moe_got[] = {got.experts,     got.experts_per_token, got.shared_experts, got.dense_layers,
+                         got.dtype_bytes, got.q_lora_rank,       got.fp8_block};
+        int moe_want[] = {want.experts,     want.experts_per_token, want.shared_experts, want.dense_layers,
+                          want.dtype_bytes, want.q_lora_rank,       want.fp8_block};
         assert_memory_equal(moe_got, moe_want, sizeof moe_got);
         assert_double_equal(sim_model_expert_params(&got), sim_model_expert_params(&want), 0);
         assert_double_equal(sim_model_kv_bytes_per_token(&got), sim_model_kv_bytes_per_token(&want), 0);

@@ -35,6 +35,7 @@ static const int_field model_int_fields[] = {
     {"dense_layers", offsetof(sim_model, dense_layers), true},
     {"kv_lora_rank", offsetof(sim_model, kv_lora_rank), true},
     {"qk_rope_head_dim", offsetof(sim_model, qk_rope_head_dim), true},
+    {"q_lora_rank", offsetof(sim_model, q_lora_rank), true},
 };
 
 /* KV element types by name and their bytes ("auto" takes the weights'). */
@@ -68,6 +69,25 @@ static int read_kv_format(const json_t *obj, sim_model *out, sim_err *err)
     if ((out->kv_lora_rank > 0) != (out->qk_rope_head_dim > 0))
         return sim_errf(err, "model: fields 'kv_lora_rank' and 'qk_rope_head_dim' (multi-head latent attention) go "
                              "together: give both or neither");
+    if (out->q_lora_rank > 0 && out->kv_lora_rank == 0)
+        return sim_errf(err, "model: field 'q_lora_rank' is multi-head latent attention's query latent: it needs "
+                             "'kv_lora_rank' and 'qk_rope_head_dim'");
+    return 0;
+}
+
+/* How the weights are quantized beyond their element size: absent or
+ * "none", or "fp8_block" (FP8 with a scale per 128x128 block, DeepSeek-V3's
+ * checkpoint; 1-byte weights). */
+static int read_weight_quant(const json_t *obj, sim_model *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, "weight_quant");
+    const char *q = v ? json_string_value(v) : "none";
+    if (!q || (strcmp(q, "none") && strcmp(q, "fp8_block")))
+        return sim_errf(err, "model: field 'weight_quant' must be \"none\" or \"fp8_block\"");
+    out->fp8_block = !strcmp(q, "fp8_block");
+    if (out->fp8_block && out->dtype_bytes != 1)
+        return sim_errf(err, "model: field 'weight_quant' \"fp8_block\" is FP8: 'dtype_bytes' must be 1, not %d",
+                        out->dtype_bytes);
     return 0;
 }
 
@@ -161,7 +181,7 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
     memset(out, 0, sizeof *out);
     const char *name = json_string_value(json_object_get(obj, "name"));
     snprintf(out->name, sizeof out->name, "%s", name ? name : "inline");
-    if (read_shape(obj, out, err) || read_kv_format(obj, out, err)) return -1;
+    if (read_shape(obj, out, err) || read_kv_format(obj, out, err) || read_weight_quant(obj, out, err)) return -1;
     out->flops_a = 4;
     out->flops_b = 22;
     if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;

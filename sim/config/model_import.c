@@ -58,10 +58,11 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
 
 typedef struct hf_shape {
     long layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype_bytes;
-    long kv_lora_rank, qk_rope_head_dim; /* multi-head latent attention; 0 = none */
+    long kv_lora_rank, qk_rope_head_dim, q_lora_rank; /* multi-head latent attention; 0 = none */
     long experts, experts_per_token, moe_intermediate, shared_experts, dense_layers; /* 0 = dense / absent */
     bool tied;
-    bool fp8; /* quantization_config.quant_method "fp8": 1-byte weights, the KV cache in torch_dtype */
+    bool fp8;       /* quantization_config.quant_method "fp8": 1-byte weights, the KV cache in torch_dtype */
+    bool fp8_block; /* and weight_block_size [128, 128]: model.weight_quant "fp8_block" */
 } hf_shape;
 
 /* FP8 checkpoints (DeepSeek-V3's quantization_config {"quant_method":
@@ -72,9 +73,12 @@ static void read_fp8(const json_t *hf, hf_shape *s, char *note, size_t n)
     const char *q = json_string_value(json_object_get(json_object_get(hf, "quantization_config"), "quant_method"));
     if (!q || strcmp(q, "fp8") || s->dtype_bytes != 2) return;
     s->fp8 = true;
+    const json_t *b = json_object_get(json_object_get(hf, "quantization_config"), "weight_block_size");
+    s->fp8_block = json_array_size(b) == 2 && json_integer_value(json_array_get(b, 0)) == 128 &&
+                   json_integer_value(json_array_get(b, 1)) == 128;
     snprintf(note + strlen(note), n - strlen(note),
-             "%squantization_config fp8: 1-byte weights, the KV cache in torch_dtype (kv_dtype bf16)",
-             *note ? "; " : "");
+             "%squantization_config fp8: 1-byte weights%s, the KV cache in torch_dtype (kv_dtype bf16)",
+             *note ? "; " : "", s->fp8_block ? " in 128x128 blocks (weight_quant fp8_block)" : "");
 }
 
 /* An optional non-negative integer key: absent, null or 0 leave *out 0. */
@@ -185,7 +189,9 @@ static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note,
     const json_t *r = json_object_get(hf, "qk_rope_head_dim");
     if (!r || json_is_null(r))
         return sim_errf(err, "%s: key 'kv_lora_rank' (multi-head latent attention) needs 'qk_rope_head_dim'", path);
-    if (hf_int(hf, path, "qk_rope_head_dim", 0, &s->qk_rope_head_dim, err)) return -1;
+    if (hf_int(hf, path, "qk_rope_head_dim", 0, &s->qk_rope_head_dim, err) ||
+        hf_opt(hf, path, "q_lora_rank", &s->q_lora_rank, err))
+        return -1;
     snprintf(note + strlen(note), n - strlen(note),
              "%skv_lora_rank: multi-head latent attention, the KV cache sized by it; params derived with "
              "Llama-style attention projections, not MLA's: set model.params for an exact count",
@@ -271,6 +277,7 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
     if (s->kv_lora_rank > 0) {
         json_object_set_new(o, "kv_lora_rank", json_integer(s->kv_lora_rank));
         json_object_set_new(o, "qk_rope_head_dim", json_integer(s->qk_rope_head_dim));
+        if (s->q_lora_rank > 0) json_object_set_new(o, "q_lora_rank", json_integer(s->q_lora_rank));
     }
     if (s->experts > 0) {
         const char *moe_keys[] = {"experts", "experts_per_token", "moe_intermediate", "shared_experts", "dense_layers"};
@@ -282,6 +289,7 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
     json_object_set_new(o, "tied_embeddings", json_boolean(s->tied));
     json_object_set_new(o, "dtype_bytes", json_integer(s->fp8 ? 1 : s->dtype_bytes));
     if (s->fp8) json_object_set_new(o, "kv_dtype", json_string("bf16"));
+    if (s->fp8_block) json_object_set_new(o, "weight_quant", json_string("fp8_block"));
     json_object_set_new(o, "params", json_integer((json_int_t)sim_model_derived_params(&m)));
     return o;
 }

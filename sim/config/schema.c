@@ -49,6 +49,14 @@ static const sim_config_key keys[] = {
     ROW("model.qk_rope_head_dim", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
         .meaning = "multi-head latent attention: the decoupled RoPE key's size, cached beside the latent (with "
                    "`model.kv_lora_rank`)"),
+    ROW("model.q_lora_rank", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,
+        .meaning = "multi-head latent attention: the query latent's size (DeepSeek-V3 1536: queries are projected "
+                   "down to it, then up to the heads); absent = queries projected from the hidden state directly"),
+    ROW("model.weight_quant", SIM_KEY_CHOICE, "", 0, 0, .optional = true, .choices = "none|fp8_block",
+        .meaning =
+            "how the weights are quantized: `none` (absent) = plain `model.dtype_bytes` elements; `fp8_block` "
+            "= FP8 with a scale per 128 x 128 block (DeepSeek-V3's checkpoint; needs `dtype_bytes` 1): the "
+            "measured mode prices its GEMMs and fused MoE from the tables' fp8_block rows (docs/measured-mla.md)"),
     ROW("model.params", SIM_KEY_NUMBER, "", 0, 1e16, .lo_open = true, .optional = true,
         .meaning = "parameters (weights = params × dtype_bytes); absent = derived from the architecture when "
                    "`model.intermediate` and `model.vocab` are given (sim/config/model.h)"),

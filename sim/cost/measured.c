@@ -28,11 +28,19 @@ typedef struct measured_key {
     char dist[24];
 } measured_key;
 
+/* How a model with MLA is priced: not MLA, from the attention backend's
+ * tables (projections as GEMMs), or from the whole module's. */
+enum { MLA_NONE, MLA_BACKEND, MLA_MODULE };
+
 struct sim_measured {
     measured_key key;
     sim_optable *t;
     const char *wdtype, *kvdtype;
-    int heads, kv_heads;             /* per GPU */
+    const char *plain_dtype; /* the router's and LM head's GEMMs: unquantized under fp8_block, else wdtype */
+    double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
+    int heads, kv_heads;     /* per GPU */
+    int mla;                 /* MLA_* */
+    sim_mla_query mla_q;
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
     double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
     struct sim_measured *next;
@@ -99,21 +107,24 @@ static sim_optable *tables_get(const char *name, sim_err *err)
  * measure is priced as the sum of pieces they do measure: C = A·B splits
  * exactly into column blocks of B and row blocks of A, each its own GEMM
  * (docs/measured.md §2), at the cost of a launch each. */
-static double gemm_s(sim_measured *m, double tokens, double n, double k)
+static double gemm_of(sim_measured *m, const char *dtype, double tokens, double n, double k)
 {
     if (tokens <= 0) return 0;
     double max_m, max_n;
-    sim_optable_gemm_limits(m->t, &max_m, &max_n);
+    sim_optable_gemm_limits(m->t, dtype, &max_m, &max_n);
     if (max_n > 0 && n > max_n) {
         double pieces = ceil(n / max_n);
-        return pieces * gemm_s(m, tokens, n / pieces, k);
+        return pieces * gemm_of(m, dtype, tokens, n / pieces, k);
     }
     if (max_m > 0 && tokens > max_m) {
         double pieces = ceil(tokens / max_m);
-        return pieces * gemm_s(m, tokens / pieces, n, k);
+        return pieces * gemm_of(m, dtype, tokens / pieces, n, k);
     }
-    return sim_optable_gemm_ms(m->t, m->wdtype, tokens, n, k) * 1e-3;
+    return sim_optable_gemm_ms(m->t, dtype, tokens, n, k) * 1e-3;
 }
+
+/* A GEMM of the model's weights (their dtype's rows). */
+static double gemm_s(sim_measured *m, double tokens, double n, double k) { return gemm_of(m, m->wdtype, tokens, n, k); }
 
 static double allreduce_s(sim_measured *m, double tokens, double count)
 {
@@ -139,10 +150,10 @@ static void mlp_s(sim_measured *m, double tokens, bool routed, double *dense_s, 
      * memory op: read them, write k ids and weights); the fused-MoE table
      * times fused_experts alone (AIConfigurator's collect_moe.py) */
     *moe_s += sim_optable_mem_s(m->t, tokens * (4.0 * md->experts + 8.0 * md->experts_per_token));
-    *moe_s += gemm_s(m, tokens, md->experts, md->hidden) + sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie,
-                                                                              md->experts_per_token, md->experts,
-                                                                              moe_tp, moe_ep, m->key.dist, tokens) *
-                                                               1e-3;
+    *moe_s += gemm_of(m, m->plain_dtype, tokens, md->experts, md->hidden) +
+              sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,
+                                 m->key.dist, tokens) *
+                  1e-3;
     if (md->shared_experts > 0)
         *dense_s += gemm_s(m, tokens, 2.0 * md->shared_experts * ie / tp, md->hidden) +
                     gemm_s(m, tokens, md->hidden, (double)md->shared_experts * ie / tp);
@@ -163,29 +174,77 @@ static double elementwise_s(sim_measured *m, double tokens, bool routed)
     return t;
 }
 
+/* An MLA layer's memory ops outside the tables, per GPU (vLLM's
+ * DeepseekV2DecoderLayer and MultiHeadLatentAttentionWrapper): two fused
+ * residual-add RMSNorms of bf16 activations, the SiLU-and-mul of the dense
+ * MLP or of the shared experts; and, where the tables time the attention
+ * backend alone, the q_a and kv_a RMSNorms and RoPE on the queries' and the
+ * key's rope parts. The KV-cache write is in the backend's rows. */
+static double mla_elementwise_s(sim_measured *m, double tokens, bool routed)
+{
+    const sim_model *md = &m->key.model;
+    double s = m->act_bytes, tp = m->key.tp;
+    double inter = routed ? (double)md->shared_experts * md->moe_intermediate : md->intermediate;
+    double t =
+        2 * sim_optable_mem_s(m->t, 4 * tokens * md->hidden * s) + sim_optable_mem_s(m->t, 3 * tokens * inter / tp * s);
+    if (m->mla == MLA_BACKEND)
+        t += sim_optable_mem_s(m->t, 2 * tokens * md->q_lora_rank * s) +
+             sim_optable_mem_s(m->t, 2 * tokens * md->kv_lora_rank * s) +
+             sim_optable_mem_s(m->t, 2 * tokens * (m->heads + 1.0) * md->qk_rope_head_dim * s);
+    return t;
+}
+
+/* The attention projections of one layer. MLA from the backend's tables:
+ * the fused down-projection of the hidden state to the query latent, the
+ * KV latent and the rope key (replicated on every GPU), the query's
+ * up-projection to this GPU's heads (from the hidden state when there is no
+ * query latent) and the output projection; kv_b's up-projection is in the
+ * backend's rows. From the module's tables: none (they are in its rows). */
+static void attn_proj_s(sim_measured *m, double tokens, double *qkv, double *o)
+{
+    const sim_model *md = &m->key.model;
+    double d = md->hidden, q = (double)m->heads * md->head_dim, kv = (double)m->kv_heads * md->head_dim;
+    if (m->mla == MLA_NONE) {
+        *qkv = gemm_s(m, tokens, q + 2 * kv, d), *o = gemm_s(m, tokens, d, q);
+        return;
+    }
+    *qkv = *o = 0;
+    if (m->mla == MLA_MODULE) return;
+    double rope = md->qk_rope_head_dim, ql = md->q_lora_rank;
+    *qkv = gemm_s(m, tokens, ql + md->kv_lora_rank + rope, d) +
+           gemm_s(m, tokens, m->heads * (md->head_dim + rope), ql > 0 ? ql : d);
+    *o = gemm_s(m, tokens, d, q);
+}
+
+static double layer_elementwise_s(sim_measured *m, double tokens, bool routed)
+{
+    return m->mla ? mla_elementwise_s(m, tokens, routed) : elementwise_s(m, tokens, routed);
+}
+
 /* Everything of a pass over `tokens` tokens but attention and the LM head. */
 static void linear_parts(sim_measured *m, double tokens, double *op)
 {
     const sim_model *md = &m->key.model;
-    double d = md->hidden, q = (double)m->heads * md->head_dim, kv = (double)m->kv_heads * md->head_dim;
+    double d = md->hidden, qkv, o;
     int moe_layers = sim_model_moe_layers(md), dense_layers = md->layers - moe_layers;
     memset(op, 0, SIM_OP_N * sizeof *op);
-    op[SIM_OP_EMBED] = sim_optable_mem_s(m->t, 2 * tokens * d * md->dtype_bytes) + allreduce_s(m, tokens, 1);
-    op[SIM_OP_QKV] = md->layers * gemm_s(m, tokens, q + 2 * kv, d);
-    op[SIM_OP_O] = md->layers * gemm_s(m, tokens, d, q);
+    op[SIM_OP_EMBED] = sim_optable_mem_s(m->t, 2 * tokens * d * m->act_bytes) + allreduce_s(m, tokens, 1);
+    attn_proj_s(m, tokens, &qkv, &o);
+    op[SIM_OP_QKV] = md->layers * qkv;
+    op[SIM_OP_O] = md->layers * o;
     op[SIM_OP_ALLREDUCE] = md->layers * allreduce_s(m, tokens, 2);
     double dense = 0, moe = 0;
     if (dense_layers > 0) {
         mlp_s(m, tokens, false, &dense, &moe);
         op[SIM_OP_MLP] += dense_layers * dense;
-        op[SIM_OP_ELEMENTWISE] += dense_layers * elementwise_s(m, tokens, false);
+        op[SIM_OP_ELEMENTWISE] += dense_layers * layer_elementwise_s(m, tokens, false);
     }
     if (moe_layers > 0) {
         dense = 0, moe = 0;
         mlp_s(m, tokens, true, &dense, &moe);
         op[SIM_OP_MLP] += moe_layers * dense;
         op[SIM_OP_MOE] += moe_layers * moe;
-        op[SIM_OP_ELEMENTWISE] += moe_layers * elementwise_s(m, tokens, true);
+        op[SIM_OP_ELEMENTWISE] += moe_layers * layer_elementwise_s(m, tokens, true);
     }
 }
 
@@ -206,11 +265,22 @@ static double lm_head_s(sim_measured *m, double seqs)
     long i = lround(seqs);
     bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
     if (cache && !isnan(m->head[i])) return m->head[i];
-    double t = seqs > 0 ? sim_optable_mem_s(m->t, 3 * seqs * md->hidden * md->dtype_bytes) +
-                              gemm_s(m, seqs, (double)md->vocab / m->key.tp, md->hidden)
+    double t = seqs > 0 ? sim_optable_mem_s(m->t, 3 * seqs * md->hidden * m->act_bytes) +
+                              gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
                         : 0;
     if (cache) m->head[i] = t;
     return t;
+}
+
+/* One layer's attention lookup: MLA's tables where the model has MLA. */
+static double ctx_ms(sim_measured *m, double batch, double isl)
+{
+    if (m->mla) {
+        sim_mla_query q = m->mla_q;
+        q.context = true;
+        return sim_optable_mla_ms(m->t, &q, batch, isl);
+    }
+    return sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, m->key.model.head_dim, batch, isl);
 }
 
 /* Context attention of `chunks` chunks of n new tokens after p cached
@@ -223,22 +293,29 @@ static double ctx_attn_s(sim_measured *m, double chunks, double n, double p)
 {
     const sim_model *md = &m->key.model;
     if (chunks <= 0 || n <= 0) return 0;
-    const char *kv = m->kvdtype;
-    double alone = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, n);
+    double alone = ctx_ms(m, chunks, n);
     if (p >= 1) {
-        double whole = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, n + p);
-        double prefix = sim_optable_ctx_attn_ms(m->t, kv, m->heads, m->kv_heads, md->head_dim, chunks, p);
+        double whole = ctx_ms(m, chunks, n + p), prefix = ctx_ms(m, chunks, p);
         if (whole - prefix > alone) alone = whole - prefix;
     }
     return md->layers * alone * 1e-3;
+}
+
+static double gen_ms(sim_measured *m, double batch, double ctx)
+{
+    if (m->mla) {
+        sim_mla_query q = m->mla_q;
+        q.context = false;
+        return sim_optable_mla_ms(m->t, &q, batch, ctx);
+    }
+    return sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, m->key.model.head_dim, batch, ctx);
 }
 
 static double gen_attn_s(sim_measured *m, double seqs, double ctx)
 {
     const sim_model *md = &m->key.model;
     if (seqs <= 0) return 0;
-    return md->layers * 1e-3 *
-           sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, seqs, ctx < 1 ? 1 : ctx);
+    return md->layers * 1e-3 * gen_ms(m, seqs, ctx < 1 ? 1 : ctx);
 }
 
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out)
@@ -326,11 +403,13 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
     const char *sys = sim_optable_system(m->t);
-    if (sim_optable_gemm_ms(m->t, m->wdtype, 1, md->hidden, md->hidden) < 0)
+    /* a GEMM every such model runs: MLA's down-projection, else a d x d one */
+    double n = md->kv_lora_rank > 0 ? md->q_lora_rank + md->kv_lora_rank + md->qk_rope_head_dim : md->hidden;
+    if (sim_optable_gemm_ms(m->t, m->wdtype, 1, n, md->hidden) < 0)
         return sim_errf(err, "hardware '%s': the measured tables (%s) have no %s GEMMs: use cost.compute=engine",
                         hw->name, sys, m->wdtype);
-    if (sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 1) < 0 ||
-        sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 16) < 0)
+    if (!m->mla && (sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 1) < 0 ||
+                    sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 16) < 0))
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no attention of %d heads, %d KV heads of %d "
                         "(model '%s' on %d GPUs, KV %s): use cost.compute=engine",
@@ -359,25 +438,62 @@ static int check_moe(sim_measured *m, const sim_hw *hw, sim_err *err)
     return 0;
 }
 
+/* Both MLA phases exist in this kind of table for the model's shape. */
+static bool mla_found(sim_measured *m)
+{
+    sim_mla_query q = m->mla_q;
+    q.context = true;
+    bool ctx = sim_optable_mla_ms(m->t, &q, 1, 16) >= 0;
+    q.context = false;
+    return ctx && sim_optable_mla_ms(m->t, &q, 1, 16) >= 0;
+}
+
+/* Multi-head latent attention (docs/measured-mla.md): the whole module's
+ * tables where the system has them for the model's GEMM quantization, else
+ * the attention backend's. Both were measured on DeepSeek-V3's latent
+ * sizes (KV latent 512, rope key 64, heads of 128; the module also on its
+ * hidden size 7168 and query latent 1536: AIConfigurator's
+ * collector/vllm/collect_mla.py and collect_mla_module.py), so another
+ * shape has none. */
+static int mla_setup(sim_measured *m, const sim_hw *hw, sim_err *err)
+{
+    const sim_model *md = &m->key.model;
+    bool dims = md->kv_lora_rank == 512 && md->qk_rope_head_dim == 64 && md->head_dim == 128;
+    bool module_dims = dims && md->hidden == 7168 && md->q_lora_rank == 1536;
+    const char *gemm = md->fp8_block ? "fp8_block" : md->dtype_bytes == 2 ? "bfloat16" : "fp8";
+    m->mla_q =
+        (sim_mla_query){.module = true, .kv_dtype = m->kvdtype, .gemm = gemm, .heads = m->heads, .tp = m->key.tp};
+    m->mla = MLA_MODULE;
+    if (module_dims && mla_found(m)) return 0;
+    m->mla_q.module = false, m->mla = MLA_BACKEND;
+    if (dims && mla_found(m)) return 0;
+    return sim_errf(err,
+                    "hardware '%s': the measured tables (%s) have no MLA of %d heads per GPU at TP %d with a %s KV "
+                    "cache for model '%s' (they measure DeepSeek-V3's latent: kv_lora_rank 512, qk_rope_head_dim "
+                    "64, head_dim 128; docs/measured-mla.md): use cost.compute=engine",
+                    hw->name, sim_optable_system(m->t), m->heads, m->key.tp, m->kvdtype, md->name);
+}
+
 static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
-    if (md->kv_lora_rank > 0)
-        return sim_errf(err,
-                        "model '%s' uses MLA, which the measured mode does not price yet: use "
-                        "cost.compute=engine (docs/measured.md)",
-                        md->name);
     if (hw->pp > 1)
         return sim_errf(err, "the measured mode prices one node's tensor parallelism, not pipeline stages "
                              "(cluster.gpus_per_instance spans nodes): use cost.compute=engine");
-    m->wdtype = md->dtype_bytes == 1 ? "fp8" : "bfloat16";
+    m->wdtype = md->fp8_block ? "fp8_block" : md->dtype_bytes == 1 ? "fp8" : "bfloat16";
+    /* a block-quantized checkpoint keeps its router and LM head unquantized
+     * and its activations bf16 (vLLM's Fp8Config quantizes the linear
+     * layers it is given: AIConfigurator prices both GEMMs in bf16) */
+    m->plain_dtype = md->fp8_block ? "bfloat16" : m->wdtype;
+    m->act_bytes = md->fp8_block ? 2 : md->dtype_bytes;
     m->kvdtype = md->kv_dtype_bytes == 1 ? "fp8" : "bfloat16";
     m->heads = md->heads / m->key.tp;
     m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
     for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
     for (int i = 0; i < HEAD_CACHE; i++) m->head[i] = NAN;
     sim_optable_quiet(m->t, true);
-    int rc = check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
+    int rc =
+        (md->kv_lora_rank > 0 && mla_setup(m, hw, err)) || check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
     sim_optable_quiet(m->t, false);
     return rc;
 }

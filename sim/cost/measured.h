@@ -25,6 +25,12 @@
  *   lm_head  the final norm and GEMM seqs × V/tp × d, seqs = the sequences
  *            that sample a token this pass
  *
+ * A model with multi-head latent attention (DeepSeek-V3) takes MLA's
+ * tables for attn, and for qkv and o its projections (q_a + kv_a, q_b; o)
+ * or nothing where the tables time the whole attention module; weights
+ * quantized in FP8 blocks take the fp8_block rows, the router and LM head
+ * bf16 ones (docs/measured-mla.md).
+ *
  * The CPU's share (scheduling, input preparation, sampling, detokenizing)
  * is not in the tables: engine.measured.* constants fitted on real runs. */
 #ifndef SIM_MEASURED_H
@@ -72,8 +78,9 @@ typedef struct sim_measured sim_measured;
 
 /* The measured pricing of cfg's model on hw (tp = hw->tp GPUs), its tables
  * loaded from hw->optables once per process and shared. NULL with err set
- * when the tables cannot price the model (a shape they lack entirely,
- * MLA, pipeline parallelism). */
+ * when the tables cannot price the model (a shape they lack entirely, an
+ * MLA shape other than DeepSeek-V3's, pipeline parallelism). MLA and
+ * fp8_block weights: docs/measured-mla.md. */
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err);
 /* One pass's GPU time by operation. */
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);

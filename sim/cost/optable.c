@@ -40,7 +40,11 @@ typedef struct table {
     int nvals[MAX_BRACKET];
 } table;
 
-enum { T_GEMM, T_CTX, T_GEN, T_MOE, T_AR, T_NCCL, T_N };
+/* The tables after T_NCCL are optional: fp8_block GEMM and MoE rows kept in
+ * files of their own (configs/optables/README.md), and MLA, measured as the
+ * attention backend alone (vLLM 0.14.0's context_mla / generation_mla) or as
+ * the whole attention module (0.19.0's mla_*_module). */
+enum { T_GEMM, T_CTX, T_GEN, T_MOE, T_AR, T_NCCL, T_GEMMB, T_MOEB, T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM, T_N };
 
 static const table_spec specs[T_N] = {
     {"gemm", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}, NULL},
@@ -64,6 +68,37 @@ static const table_spec specs[T_N] = {
      NULL},
     {"custom_allreduce", {"num_gpus", "backend"}, "message_size", NULL, {-1, -1}, NULL},
     {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}, NULL},
+    {"gemm_fp8_block", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}, NULL},
+    {"moe_fp8_block",
+     {"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution"},
+     "num_tokens",
+     NULL,
+     {-1, -1},
+     NULL},
+    {"context_mla",
+     {"mla_dtype", "kv_cache_dtype", "num_heads", "tp_size", "batch_size"},
+     "isl",
+     NULL,
+     {4, -1},
+     "step"},
+    {"generation_mla",
+     {"mla_dtype", "kv_cache_dtype", "num_heads", "tp_size", "batch_size"},
+     "isl",
+     "step",
+     {4, -1},
+     NULL},
+    {"mla_context_module",
+     {"mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads", "batch_size"},
+     "isl",
+     NULL,
+     {4, -1},
+     "step"},
+    {"mla_generation_module",
+     {"mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads", "batch_size"},
+     "isl",
+     "step",
+     {4, -1},
+     NULL},
 };
 
 /* The curves of one attention shape by batch (a memo: a run asks for one
@@ -85,8 +120,8 @@ struct sim_optable {
     char system[64], engine[64];
     attn_memo memo[2]; /* context, generation */
     double mem_Bps, mem_latency_s;
-    double nccl_mem[9];            /* by GPU count 1..8 (misc.nccl_mem) */
-    double gemm_max_m, gemm_max_n; /* sim_optable_gemm_limits, found once at load */
+    double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
+    double gemm_max_m[2], gemm_max_n[2]; /* sim_optable_gemm_limits of gemm and gemm_fp8_block, found at load */
     table t[T_N];
     char *notes[MAX_NOTES];
     char *note_kinds[MAX_NOTES];
@@ -457,11 +492,14 @@ static void note_side(sim_optable *t, const char *op, const char *axis, int side
              v[0], t->system, v[0]);
 }
 
+/* The GEMM table of a dtype: fp8_block rows are a table of their own. */
+static int gemm_table(const char *dtype) { return strcmp(dtype, "fp8_block") ? T_GEMM : T_GEMMB; }
+
 /* GEMM: bilinear across the (n, k) curves that bracket the query, each
  * evaluated at m; a missing corner's weight goes to the others. */
 double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k)
 {
-    const table *g = &t->t[T_GEMM];
+    const table *g = &t->t[gemm_table(dtype)];
     if (!g->nvals[0]) return -1;
     span sn = bracket(g->vals[0], g->nvals[0], n), sk = bracket(g->vals[1], g->nvals[1], k);
     double sum = 0, wsum = 0;
@@ -485,20 +523,23 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
     return sum / wsum;
 }
 
-void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n)
+void sim_optable_gemm_limits(const sim_optable *t, const char *dtype, double *max_m, double *max_n)
 {
-    *max_m = t->gemm_max_m, *max_n = t->gemm_max_n;
+    int i = gemm_table(dtype) == T_GEMM ? 0 : 1;
+    *max_m = t->gemm_max_m[i], *max_n = t->gemm_max_n[i];
 }
 
 /* The largest m every GEMM curve measures (the smallest of their last
  * points) and the largest measured n. */
 static void find_gemm_limits(sim_optable *t)
 {
-    const table *g = &t->t[T_GEMM];
-    t->gemm_max_m = 0, t->gemm_max_n = g->nvals[0] ? g->vals[0][g->nvals[0] - 1] : 0;
-    for (int i = 0; i < g->n; i++)
-        if (g->c[i].n && (t->gemm_max_m == 0 || g->c[i].x[g->c[i].n - 1] < t->gemm_max_m))
-            t->gemm_max_m = g->c[i].x[g->c[i].n - 1];
+    for (int j = 0; j < 2; j++) {
+        const table *g = &t->t[j ? T_GEMMB : T_GEMM];
+        double *max_m = &t->gemm_max_m[j];
+        *max_m = 0, t->gemm_max_n[j] = g->nvals[0] ? g->vals[0][g->nvals[0] - 1] : 0;
+        for (int i = 0; i < g->n; i++)
+            if (g->c[i].n && (*max_m == 0 || g->c[i].x[g->c[i].n - 1] < *max_m)) *max_m = g->c[i].x[g->c[i].n - 1];
+    }
 }
 
 /* Attention: linear across the batch curves that bracket the query. */
@@ -631,8 +672,8 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
 double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
                           int ep, const char *dist, double tokens)
 {
-    const curve *c =
-        find_fmt(&t->t[T_MOE], "%s|%d|%d|%d|%d|%d|%d|%s", dtype, hidden, inter, topk, experts, tp, ep, dist);
+    const curve *c = find_fmt(&t->t[strcmp(dtype, "fp8_block") ? T_MOE : T_MOEB], "%s|%d|%d|%d|%d|%d|%d|%s", dtype,
+                              hidden, inter, topk, experts, tp, ep, dist);
     return one_curve(t, c, "moe", "tokens", tokens);
 }
 
@@ -646,4 +687,39 @@ double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elem
 {
     const curve *c = find_fmt(&t->t[T_NCCL], "%s|%d", op, gpus);
     return one_curve(t, c, op, "elements", elements);
+}
+
+/* MLA (docs/measured-mla.md): linear across the batch curves that bracket
+ * the query, each along the sequence (context, where the largest
+ * measurement is scaled by the square of the length beyond it) or the
+ * context length (generation, extended linearly). The backend-only tables
+ * name a curve by heads per GPU and TP, the module tables by the GEMMs'
+ * quantization and heads per GPU. */
+double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x)
+{
+    int which = q->module ? (q->context ? T_CTX_MLAM : T_GEN_MLAM) : (q->context ? T_CTX_MLA : T_GEN_MLA);
+    const table *a = &t->t[which];
+    if (!a->nvals[0]) return -1;
+    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    double sum = 0, wsum = 0;
+    int side_x = 0;
+    for (int i = 0; i < 2; i++) {
+        double w = i ? sb.w : 1 - sb.w, b = a->vals[0][i ? sb.hi : sb.lo];
+        const curve *c = w == 0      ? NULL
+                         : q->module ? find_fmt(a, "bfloat16|%s|%s|%d|%.10g", q->kv_dtype, q->gemm, q->heads, b)
+                                     : find_fmt(a, "bfloat16|%s|%d|%d|%.10g", q->kv_dtype, q->heads, q->tp, b);
+        if (c) sum += w * curve_at(c, x, &side_x, q->context ? 2 : 1), wsum += w;
+    }
+    if (wsum == 0) return -1;
+    char op[64], shape[96], kind[96];
+    snprintf(op, sizeof op, "%s MLA%s", q->context ? "context" : "generation", q->module ? " module" : "");
+    snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d", batch, q->context ? "isl" : "context", x, q->heads);
+    note_side(t, op, "batch", sb.side, batch, a->vals[0], a->nvals[0], shape);
+    snprintf(kind, sizeof kind, "%s x %d", op, side_x);
+    if (side_x)
+        note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, q->context ? "isl" : "context", t->system,
+             side_x < 0   ? "taken at the smallest"
+             : q->context ? "the largest measured scaled by the square of the length"
+                          : "extrapolated linearly");
+    return sum / wsum;
 }

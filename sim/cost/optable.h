@@ -1,7 +1,8 @@
 /* sim/cost/optable.h — measured per-operation latencies of a serving engine
  * on one GPU system (configs/optables/SYSTEM/, docs/measured.md): GEMMs,
- * context (prefill) and generation (decode) attention, fused MoE and
- * all-reduce, as NVIDIA's AIConfigurator collector measured them for vLLM.
+ * context (prefill) and generation (decode) attention, fused MoE, MLA
+ * (docs/measured-mla.md) and all-reduce, as NVIDIA's AIConfigurator
+ * collector measured them for vLLM.
  *
  * A table is a set of 1-D curves: every measured row belongs to a curve
  * named by its non-interpolated columns (dtype, n and k of a GEMM; heads,
@@ -48,10 +49,11 @@ double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus);
  * Each returns a negative value when the table has no curve of that shape
  * at all (the caller decides: another dtype, or an error naming it). */
 double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k);
-/* The largest m every GEMM curve measures and the largest n measured (0
- * when there is no GEMM table): a GEMM beyond them is priced as measured
+/* The largest m every GEMM curve of dtype's table (fp8_block rows are a
+ * table of their own) measures and the largest n measured (0 when there is
+ * no such table): a GEMM beyond them is priced as measured
  * pieces (sim/cost/measured.c). */
-void sim_optable_gemm_limits(const sim_optable *t, double *max_m, double *max_n);
+void sim_optable_gemm_limits(const sim_optable *t, const char *dtype, double *max_m, double *max_n);
 /* Prefill attention of `batch` sequences of `isl` new tokens each, after
  * none cached, per GPU: heads and kv_heads already divided by the TP. */
 double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
@@ -64,6 +66,22 @@ double sim_optable_gen_attn_ms(sim_optable *t, const char *kv_dtype, int heads, 
  * token distribution ("balanced", "power_law_1.01", "power_law_1.2"). */
 double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
                           int ep, const char *dist, double tokens);
+/* Multi-head latent attention, per GPU, one layer (docs/measured-mla.md):
+ * prefill of `batch` sequences of x new tokens after none cached
+ * (context), or decode of `batch` sequences at x tokens of context
+ * (generation). module = the whole attention module as vLLM 0.19.0's
+ * tables measure it (projections, norms, RoPE, attention, output
+ * projection; gemm names their quantization: "fp8_block", "bfloat16"),
+ * else the attention backend alone (vLLM 0.14.0: the KV-cache write, the
+ * prefill's kv_b up-projection or the decode's absorbed W_UK / W_UV
+ * products, and the attention kernel). heads per GPU; tp = the TP degree
+ * the backend table was measured at. */
+typedef struct sim_mla_query {
+    bool context, module;
+    const char *kv_dtype, *gemm;
+    int heads, tp;
+} sim_mla_query;
+double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x);
 /* vLLM's custom all-reduce of `elements` bf16 elements across gpus GPUs;
  * graph = captured in a CUDA graph (decode) or eager. */
 double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double elements);

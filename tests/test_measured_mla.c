@@ -1,0 +1,318 @@
+/* tests/test_measured_mla.c — multi-head latent attention and block-quantized
+ * FP8 under cost.compute = measured (sim/cost/measured.c, docs/measured-mla.md):
+ * one DeepSeek-V3 decode step and one prefill chunk on h200x8 priced as the
+ * sum of the bundled table rows, read here by a second, simpler reader (zlib,
+ * strtok and a linear interpolation between the two rows that bracket a
+ * size); b200x8's whole-module rows; a shape beyond the tables said, not
+ * silent; h100x8 refused for its HBM. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "sim/config/config.h"
+#include "sim/cost/cost.h"
+#include "sim/cost/measured.h"
+#include "tests/testutil.h"
+
+#define H200 "configs/optables/h200_sxm"
+#define B200 "configs/optables/b200_sxm"
+
+enum { MAX_PTS = 512 };
+
+/* ---- a second reader: the rows of one curve, then a line between two ------- */
+
+/* The (x, latency) points of DIR/FILE's rows whose named columns have the
+ * given values ("col=value", NULL-ended); x = column xcol, plus column
+ * xplus when given. Returns the number of points. */
+static int curve_points(const char *dir, const char *file, const char *const *match, const char *xcol,
+                        const char *xplus, double *xs, double *ys)
+{
+    char path[512], line[1024], head[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    gzFile f = gzopen(path, "rb");
+    assert_non_null(f);
+    assert_non_null(gzgets(f, head, sizeof head));
+    head[strcspn(head, "\r\n")] = 0;
+    char *cols[64];
+    int ncol = 0, n = 0;
+    for (char *p = strtok(head, ","); p && ncol < 64; p = strtok(NULL, ",")) cols[ncol++] = p;
+    while (n < MAX_PTS && gzgets(f, line, sizeof line)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *vals[64];
+        int nv = 0;
+        for (char *p = strtok(line, ","); p && nv < 64; p = strtok(NULL, ",")) vals[nv++] = p;
+        bool ok = true;
+        double x = 0, y = -1;
+        for (int c = 0; c < nv && c < ncol; c++) {
+            if (!strcmp(cols[c], "latency")) y = atof(vals[c]);
+            if (!strcmp(cols[c], xcol) || (xplus && !strcmp(cols[c], xplus))) x += atof(vals[c]);
+            for (int m = 0; match[m]; m++) {
+                size_t k = strcspn(match[m], "=");
+                if (strlen(cols[c]) == k && !strncmp(cols[c], match[m], k) && strcmp(vals[c], match[m] + k + 1))
+                    ok = false;
+            }
+        }
+        if (ok) xs[n] = x, ys[n] = y, n++;
+    }
+    gzclose(f);
+    return n;
+}
+
+/* The curve at x: a measured point, or the line between the two that
+ * bracket it (x inside the measured range only). */
+static double at(const double *xs, const double *ys, int n, double x)
+{
+    double lo = -INFINITY, hi = INFINITY, ylo = 0, yhi = 0;
+    for (int i = 0; i < n; i++) {
+        if (xs[i] == x) return ys[i];
+        if (xs[i] < x && xs[i] > lo) lo = xs[i], ylo = ys[i];
+        if (xs[i] > x && xs[i] < hi) hi = xs[i], yhi = ys[i];
+    }
+    if (!isfinite(lo) || !isfinite(hi)) fail_msg("%g is outside the %d measured points", x, n);
+    return ylo + (yhi - ylo) * (x - lo) / (hi - lo);
+}
+
+static double lookup(const char *dir, const char *file, const char *const *match, const char *xcol, const char *xplus,
+                     double x)
+{
+    double xs[MAX_PTS], ys[MAX_PTS];
+    int n = curve_points(dir, file, match, xcol, xplus, xs, ys);
+    if (n == 0) fail_msg("%s/%s: no rows of %s=...", dir, file, match[0]);
+    return at(xs, ys, n, x);
+}
+
+/* A GEMM (ms) of m x n x k, n and k measured. */
+static double gemm_row(const char *file, const char *dtype, double m, int n, int k)
+{
+    char d[48], nn[32], kk[32];
+    snprintf(d, sizeof d, "gemm_dtype=%s", dtype), snprintf(nn, sizeof nn, "n=%d", n),
+        snprintf(kk, sizeof kk, "k=%d", k);
+    const char *match[] = {d, nn, kk, NULL};
+    return lookup(H200, file, match, "m", NULL, m);
+}
+
+/* A block-quantized GEMM whose n (or k) lies between two measured ones:
+ * linear in that size between them (docs/measured.md §2). */
+static double block(double m, double n, double k, int n_lo, int n_hi, int k_lo, int k_hi)
+{
+    double wn = n_hi > n_lo ? (n - n_lo) / (n_hi - n_lo) : 0, wk = k_hi > k_lo ? (k - k_lo) / (k_hi - k_lo) : 0;
+    double g = (1 - wn) * (1 - wk) * gemm_row("gemm_fp8_block.csv.gz", "fp8_block", m, n_lo, k_lo);
+    if (wn > 0) g += wn * (1 - wk) * gemm_row("gemm_fp8_block.csv.gz", "fp8_block", m, n_hi, k_lo);
+    if (wk > 0) g += (1 - wn) * wk * gemm_row("gemm_fp8_block.csv.gz", "fp8_block", m, n_lo, k_hi);
+    return g;
+}
+
+/* vLLM's custom all-reduce on 8 GPUs (ms) of `elements`. */
+static double allreduce_row(bool graph, double elements)
+{
+    const char *match[] = {"num_gpus=8", graph ? "backend=vllm_graph" : "backend=vllm_eager", NULL};
+    return lookup(H200, "custom_allreduce.csv.gz", match, "message_size", NULL, elements);
+}
+
+static double moe_row(double tokens)
+{
+    const char *match[] = {"moe_dtype=fp8_block",
+                           "hidden_size=7168",
+                           "inter_size=2048",
+                           "topk=8",
+                           "num_experts=256",
+                           "moe_tp_size=8",
+                           "moe_ep_size=1",
+                           "distribution=power_law_1.2",
+                           NULL};
+    return lookup(H200, "moe_fp8_block.csv.gz", match, "num_tokens", NULL, tokens);
+}
+
+/* Memory ops as h200_sxm's meta.json states them: bytes / (4.8e12 × 0.8) + 3 µs. */
+static double mem_s(double bytes) { return 3e-6 + bytes / (4800e9 * 0.8); }
+
+static void load(sim_config *cfg, sim_cost *c, const char *hardware)
+{
+    char hw[64];
+    snprintf(hw, sizeof hw, "hardware=%s", hardware);
+    char *sets[] = {"model=deepseek-v3", hw, "cost.compute=measured", "cluster.mode=aggregated"};
+    sim_err err = {0};
+    if (sim_config_load(cfg, NULL, sets, 4, &err)) fail_msg("%s", err.msg);
+    if (sim_cost_setup(c, cfg, &err)) fail_msg("%s", err.msg);
+    assert_non_null(c->measured);
+}
+
+/* The GEMMs of one pass of m tokens, by operation, as DeepSeek-V3 runs them
+ * on 8 GPUs (16 heads each): q_a + kv_a fused, n = 1536 + 512 + 64 = 2112
+ * (between the measured 2048 and 2560); q_b, n = 16 · (128 + 64) = 3072
+ * from k = 1536; o, n = 7168 from k = 16 · 128 = 2048; the 3 dense layers'
+ * MLP, n = 2 · 18432 / 8 = 4608 and back from k = 2304 (both halfway); the
+ * 58 MoE layers' shared expert, n = 2 · 2048 / 8 = 512 and back from 256. */
+static void gemms(double m, double *qkv, double *o, double *mlp)
+{
+    *qkv = 61 * (block(m, 2112, 7168, 2048, 2560, 7168, 7168) + block(m, 3072, 1536, 3072, 3072, 1536, 1536));
+    *o = 61 * block(m, 7168, 2048, 7168, 7168, 2048, 2048);
+    *mlp = 3 * (block(m, 4608, 7168, 4096, 5120, 7168, 7168) + block(m, 7168, 2304, 7168, 7168, 2048, 2560)) +
+           58 * (block(m, 512, 7168, 512, 512, 7168, 7168) + block(m, 7168, 256, 7168, 7168, 256, 256));
+}
+
+/* One layer's memory ops in bf16 (s = 2): two add-RMSNorms, SiLU-and-mul
+ * of the dense MLP (i / 8 = 2304) or of the shared expert (256), the q_a
+ * (1536) and kv_a (512) RMSNorms and RoPE on 16 query heads and the key
+ * (64 each). */
+static double elementwise(double m)
+{
+    double common =
+        2 * mem_s(4 * m * 7168 * 2) + mem_s(2 * m * 1536 * 2) + mem_s(2 * m * 512 * 2) + mem_s(2 * m * 17 * 64 * 2);
+    return 3 * (common + mem_s(3 * m * 2304 * 2)) + 58 * (common + mem_s(3 * m * 256 * 2));
+}
+
+/* Everything of a pass but attention: the router (a bf16 GEMM of 256
+ * experts and its top-8 softmax) and the fused MoE in the 58 MoE layers,
+ * two all-reduces a layer and the embedding's, the LM head (bf16, n =
+ * 129280 / 8 = 16160, between 12288 and 16384) for `seqs` sequences. */
+static void rest(double m, double seqs, bool graph, sim_op_times *want)
+{
+    double qkv, o, mlp;
+    gemms(m, &qkv, &o, &mlp);
+    want->s[SIM_OP_QKV] = qkv * 1e-3, want->s[SIM_OP_O] = o * 1e-3, want->s[SIM_OP_MLP] = mlp * 1e-3;
+    double router = gemm_row("gemm.csv.gz", "bfloat16", m, 256, 7168);
+    want->s[SIM_OP_MOE] = 58 * (mem_s(m * (4.0 * 256 + 8.0 * 8)) + (router + moe_row(m)) * 1e-3);
+    double ar = allreduce_row(graph, m * 7168) * 1e-3;
+    want->s[SIM_OP_ALLREDUCE] = 61 * 2 * ar;
+    want->s[SIM_OP_EMBED] = mem_s(2 * m * 7168 * 2) + ar;
+    want->s[SIM_OP_ELEMENTWISE] = elementwise(m);
+    double w = (16160.0 - 12288) / (16384 - 12288);
+    double head = (1 - w) * gemm_row("gemm.csv.gz", "bfloat16", seqs, 12288, 7168) +
+                  w * gemm_row("gemm.csv.gz", "bfloat16", seqs, 16384, 7168);
+    want->s[SIM_OP_LM_HEAD] = mem_s(3 * seqs * 7168 * 2) + head * 1e-3;
+}
+
+static void expect_ops(const sim_op_times *got, const sim_op_times *want)
+{
+    double total = 0;
+    for (int i = 0; i < SIM_OP_N; i++) {
+        if (fabs(got->s[i] - want->s[i]) > 1e-12 * fmax(1, want->s[i]))
+            fail_msg("%s: %.9g s, want %.9g s", sim_op_names[i], got->s[i], want->s[i]);
+        total += want->s[i];
+    }
+    assert_double_equal(got->total_s, total, 1e-12);
+}
+
+/* A decode step of 32 sequences of 1023 cached tokens on h200x8: the
+ * generation MLA row of 16 heads at TP 8, batch 32, isl 1 + step 1023,
+ * per layer; a pass of 32 tokens runs inside a CUDA graph. */
+static void test_decode_is_the_sum_of_rows(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load(&cfg, &c, "h200x8");
+    const char *mla[] = {"mla_dtype=bfloat16", "kv_cache_dtype=bfloat16", "num_heads=16",
+                         "tp_size=8",          "batch_size=32",           NULL};
+    sim_op_times want, got;
+    memset(&want, 0, sizeof want);
+    rest(32, 32, true, &want);
+    want.s[SIM_OP_ATTN_GEN] = 61 * lookup(H200, "generation_mla.csv.gz", mla, "isl", "step", 1024) * 1e-3;
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &got));
+    expect_ops(&got, &want);
+    sim_config_free(&cfg);
+}
+
+/* A prefill chunk of 1024 tokens after none: the context MLA row (batch 1,
+ * isl 1024), GEMMs and the MoE at m = 1024, eager all-reduces (above the
+ * CUDA-graph limit), the LM head for the one sequence. After 1024 cached
+ * tokens the attention is T(2048) − T(1024), the rule of docs/measured.md
+ * §2, where that is more than T(1024). */
+static void test_prefill_chunk_is_the_sum_of_rows(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load(&cfg, &c, "h200x8");
+    const char *mla[] = {
+        "mla_dtype=bfloat16", "kv_cache_dtype=bfloat16", "num_heads=16", "tp_size=8", "batch_size=1", NULL};
+    double t1 = lookup(H200, "context_mla.csv.gz", mla, "isl", NULL, 1024);
+    double t2 = lookup(H200, "context_mla.csv.gz", mla, "isl", NULL, 2048);
+    sim_op_times want, got;
+    memset(&want, 0, sizeof want);
+    rest(1024, 1, false, &want);
+    want.s[SIM_OP_ATTN_CTX] = 61 * t1 * 1e-3;
+    assert_true(sim_cost_prefill_ops(&c, 1024, 0, &got));
+    expect_ops(&got, &want);
+    assert_true(sim_cost_prefill_ops(&c, 2048, 1024, &got));
+    assert_double_equal(got.s[SIM_OP_ATTN_CTX], 61 * fmax(t1, t2 - t1) * 1e-3, 1e-15);
+    sim_config_free(&cfg);
+}
+
+/* On b200x8 the MLA rows are the whole module (projections included, the
+ * fp8_block GEMMs'): attention is the module's row, and no projection is
+ * priced beside it. Generation: isl 1 + step 1024. */
+static void test_b200_module_rows(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load(&cfg, &c, "b200x8");
+    const char *mod[] = {"mla_dtype=bfloat16", "kv_cache_dtype=bfloat16", "gemm_type=fp8_block",
+                         "num_heads=16",       "batch_size=32",           NULL};
+    double row = lookup(B200, "mla_generation_module.csv.gz", mod, "isl", "step", 1025);
+    sim_op_times got;
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1024, &got));
+    assert_double_equal(got.s[SIM_OP_ATTN_GEN], 61 * row * 1e-3, 1e-15);
+    assert_double_equal(got.s[SIM_OP_QKV], 0, 0);
+    assert_double_equal(got.s[SIM_OP_O], 0, 0);
+    sim_config_free(&cfg);
+}
+
+/* A context beyond the tables' 131,072 tokens is extended linearly and
+ * said: on stderr as `warning: not measured` and in the run's caveats. */
+static void test_out_of_grid_said(void **state)
+{
+    cli_result r = tu_kvsim("cost --set model=deepseek-v3 --set hardware=h200x8 --set cluster.mode=aggregated "
+                            "--batch 4 --context 200000");
+    if (r.status != 0 ||
+        !strstr(r.err, "warning: not measured: generation MLA batch=4 context=200001 heads=16: context outside "
+                       "the measured on h200_sxm, extrapolated linearly"))
+        fail_msg("exit %d, stderr '%s'", r.status, r.err);
+    tu_free(&r);
+    sim_config cfg;
+    sim_cost c;
+    load(&cfg, &c, "h200x8");
+    sim_op_times got;
+    assert_true(sim_cost_decode_ops(&c, 4, 4 * 200000, &got));
+    json_t *caveats = sim_measured_caveats();
+    size_t i;
+    json_t *v;
+    bool found = false;
+    json_array_foreach(caveats, i, v) found |=
+        strstr(json_string_value(json_object_get(v, "text")), "generation MLA batch=4 context=200001") != NULL;
+    assert_true(found);
+    json_decref(caveats);
+    sim_config_free(&cfg);
+}
+
+/* Eight H100s hold 640 GB: DeepSeek-V3's 671 GB of FP8 weights do not fit,
+ * and a run says so and exits 2; explicitly measured, the h100_sxm tables
+ * (no fp8_block rows bundled) are refused naming them. */
+static void test_h100_refused(void **state)
+{
+    tu_expect_exit("run --trace traces/default.jsonl --set model=deepseek-v3 --set hardware=h100x8 "
+                   "--set cluster.mode=aggregated",
+                   2, "model 'deepseek-v3' (671 GB of weights) does not fit in hardware 'h100x8' (640 GB HBM");
+    tu_expect_exit("cost --set model=deepseek-v3 --set hardware=h100x8 --set cost.compute=measured", 2,
+                   "the measured tables (h100_sxm) have no fp8_block GEMMs");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_is_the_sum_of_rows),
+        cmocka_unit_test(test_prefill_chunk_is_the_sum_of_rows),
+        cmocka_unit_test(test_b200_module_rows),
+        cmocka_unit_test(test_out_of_grid_said),
+        cmocka_unit_test(test_h100_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
