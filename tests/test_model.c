@@ -334,7 +334,8 @@ static void test_kv_formats_cli(void **state)
 
 /* A dense MLA config.json: its kv_lora_rank and qk_rope_head_dim reach the
  * preset, 62 · (256 + 32) · 2 = 35,712 KV bytes a token; the note says the
- * params are Llama-style. Without qk_rope_head_dim: an error. */
+ * params count MLA's projections. Without qk_rope_head_dim, or with a
+ * v_head_dim other than qk_nope_head_dim: an error. */
 static void test_import_mla(void **state)
 {
     (void)state;
@@ -357,13 +358,21 @@ static void test_import_mla(void **state)
     tu_remove_temp(path);
     snprintf(text, sizeof text, "%s}", mla);
     expect_import_error(text, ": key 'kv_lora_rank' (multi-head latent attention) needs 'qk_rope_head_dim'");
+    snprintf(text, sizeof text, "%s, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 96}", mla);
+    expect_import_error(text, ": key 'v_head_dim' (96) differs from 'qk_nope_head_dim' (64)");
 }
 
 /* The published MoE configs import to what the shipped presets hold (the
- * counts worked by hand in tests/test_moe.c); DeepSeek-V3's params are
- * Llama-style (672,149,632,000, the note says so; the preset gives 671e9)
- * and its fp8 weights keep a bf16 KV cache: 70,272 B a token; its query
- * latent (q_lora_rank 1536) and 128x128 weight blocks come across. */
+ * counts worked by hand in tests/test_moe.c). DeepSeek-V3's params, with
+ * MLA's low-rank projections, by hand (d 7168, 128 heads of 128 + 64 RoPE,
+ * q_lora 1536, kv_lora 512): attention 7168·1536 + 1536·128·192 +
+ * 7168·576 + 512·128·256 + 128·128·7168 = 187,105,280 and norms 2·7168 +
+ * 1536 + 512 a layer, × 61; 3 dense MLPs of 3·7168·18432; 58 MoE layers
+ * of 257 experts of 3·7168·2048 and a 7168·256 router; untied embeddings
+ * 2·129280·7168 and the final norm: 671,026,404,352 (the preset: 671e9).
+ * Its fp8 weights keep a bf16 KV cache: 70,272 B a token; its query latent
+ * (q_lora_rank 1536), head_dim 128 (qk_nope_head_dim) and 128x128 weight
+ * blocks come across. */
 static void test_import_moe(void **state)
 {
     (void)state;
@@ -386,7 +395,8 @@ static void test_import_moe(void **state)
         assert_memory_equal(moe_got, moe_want, sizeof moe_got);
         assert_double_equal(sim_model_expert_params(&got), sim_model_expert_params(&want), 0);
         assert_double_equal(sim_model_kv_bytes_per_token(&got), sim_model_kv_bytes_per_token(&want), 0);
-        assert_double_equal(got.params, i < 2 ? want.params : 672149632000.0, 0);
+        assert_double_equal(got.params, i < 2 ? want.params : 671026404352.0, 0);
+        assert_int_equal(got.head_dim, want.head_dim);
         json_decref(o);
     }
 }

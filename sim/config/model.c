@@ -190,11 +190,28 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
     return 0;
 }
 
+/* Multi-head latent attention's projections (DeepSeek-V2 §2.1; the
+ * Hugging Face DeepseekV3Attention): queries through the q_lora_rank
+ * latent (d · q_lora, then q_lora · heads · (head_dim + rope); without a
+ * latent d · heads · (head_dim + rope)); keys and values through the
+ * shared kv_lora_rank latent plus one RoPE key (d · (kv_lora + rope)),
+ * expanded per head to a key and a value (kv_lora · heads · 2 · head_dim,
+ * head_dim standing for qk_nope_head_dim and v_head_dim); the output
+ * heads · head_dim · d. The two latents' RMSNorms add q_lora + kv_lora. */
+static double mla_attention_params(const sim_model *m, double *norms)
+{
+    double d = m->hidden, h = m->heads, hd = m->head_dim, rope = m->qk_rope_head_dim;
+    double q = m->q_lora_rank > 0 ? d * m->q_lora_rank + m->q_lora_rank * h * (hd + rope) : d * h * (hd + rope);
+    *norms += m->q_lora_rank + m->kv_lora_rank;
+    return q + d * (m->kv_lora_rank + rope) + m->kv_lora_rank * h * 2 * hd + h * hd * d;
+}
+
 double sim_model_derived_params(const sim_model *m)
 {
     if (m->intermediate <= 0 || m->vocab <= 0) return 0;
     double d = m->hidden, qo = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
     double attention = d * qo + 2 * d * kv + qo * d, mlp = 3 * d * m->intermediate, norms = 2 * d;
+    if (m->kv_lora_rank > 0) attention = mla_attention_params(m, &norms);
     double moe_layers = sim_model_moe_layers(m), dense_layers = m->layers - moe_layers;
     double moe = (m->experts + m->shared_experts) * sim_model_expert_params(m) + d * m->experts;
     if (moe_layers == 0) /* dense: the expression as it always was, so no count moves by a bit */

@@ -179,8 +179,10 @@ static int read_moe(const json_t *hf, const char *path, hf_shape *s, char *note,
 
 /* Multi-head latent attention (DeepSeek-V2/V3-style configs): kv_lora_rank
  * and qk_rope_head_dim, taken as they are; they size the KV cache
- * (sim_model_kv_bytes_per_token). The derived parameter count still has
- * Llama-style q/k/v projections, not MLA's low-rank ones: said in note. */
+ * (sim_model_kv_bytes_per_token) and, with q_lora_rank, the attention's
+ * low-rank projections in the derived parameter count. head_dim is the
+ * per-head query/key width without RoPE and the value width: the config's
+ * qk_nope_head_dim and v_head_dim, which must agree. */
 static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
     const json_t *v = json_object_get(hf, "kv_lora_rank");
@@ -192,9 +194,17 @@ static int read_mla(const json_t *hf, const char *path, hf_shape *s, char *note,
     if (hf_int(hf, path, "qk_rope_head_dim", 0, &s->qk_rope_head_dim, err) ||
         hf_opt(hf, path, "q_lora_rank", &s->q_lora_rank, err))
         return -1;
+    long nope = 0, vd = 0;
+    if (hf_opt(hf, path, "qk_nope_head_dim", &nope, err) || hf_opt(hf, path, "v_head_dim", &vd, err)) return -1;
+    if (nope > 0 && vd > 0 && nope != vd)
+        return sim_errf(err,
+                        "%s: key 'v_head_dim' (%ld) differs from 'qk_nope_head_dim' (%ld): kvsim's head_dim is "
+                        "both; write the preset by hand (docs/models.md)",
+                        path, vd, nope);
+    if (nope > 0) s->head_dim = nope;
     snprintf(note + strlen(note), n - strlen(note),
-             "%skv_lora_rank: multi-head latent attention, the KV cache sized by it; params derived with "
-             "Llama-style attention projections, not MLA's: set model.params for an exact count",
+             "%skv_lora_rank: multi-head latent attention, the KV cache sized by it and the parameter count "
+             "derived with its low-rank projections",
              *note ? "; " : "");
     return 0;
 }
@@ -254,6 +264,9 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
                    .heads = (int)s->heads,
                    .kv_heads = (int)s->kv_heads,
                    .head_dim = (int)s->head_dim,
+                   .kv_lora_rank = (int)s->kv_lora_rank,
+                   .qk_rope_head_dim = (int)s->qk_rope_head_dim,
+                   .q_lora_rank = (int)s->q_lora_rank,
                    .intermediate = (int)s->intermediate,
                    .vocab = (int)s->vocab,
                    .tied_embeddings = s->tied,
