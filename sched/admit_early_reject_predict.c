@@ -26,7 +26,9 @@
  * Decision where the paper is silent: t_d defaults (t_d_s = 0) to the
  * conductor's running estimate (sim/serving/disagg/core.c build_inflight:
  * mean finished decode time, at least twice the mean elapsed time of
- * decodes in progress), 10 s before any request decoded; with lengths=1
+ * decodes in progress, a decode timed from its entry into a batch, the
+ * start the pool's departures are counted from), 10 s before any request
+ * decoded; with lengths=1
  * t_d still applies before any output finished, and a request longer than
  * every finished output is expected to go on decoding. */
 #include "sim/config/param.h"

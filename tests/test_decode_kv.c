@@ -14,7 +14,9 @@
  *    summary (recorded summaries under reserve are today's, bit for bit:
  *    tests/test_summaries.c);
  *  - early_reject_predict's expected pool (docs/definitions-decode.md, "Predicted
- *    decode load") against a hand computation. */
+ *    decode load") against a hand computation;
+ *  - its uniform decode time t_d, timed from a decode's entry into a batch
+ *    as the predicted departures are, on a hand-worked five-request trace. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,33 +57,31 @@ static char *two_requests(void)
 {
     char *path = tu_write_temp("");
     FILE *f = fopen(path, "w");
-    for (int i = 0; i < 2; i++) {
-        fprintf(f, "{\"timestamp\": 0, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [", N, O);
-        for (int b = 0; b < N / 512; b++) fprintf(f, "%s%d", b ? ", " : "", 1 + i * 100 + b);
-        fputs("]}\n", f);
-    }
+    for (int i = 0; i < 2; i++) tu_trace_request(f, 0, N, O, 1 + i * 100);
     fclose(f);
     return path;
 }
 
-/* cluster.decode_hbm_frac that leaves exactly C tokens of KV room, and
+/* cluster.decode_hbm_frac that leaves exactly cap tokens of KV room, and
  * the cost model under it (it points into cfg: the caller frees cfg). */
-static double frac_for_capacity(sim_config *cfg_out, sim_cost *cost)
+static double frac_for(int64_t cap, sim_config *cfg_out, sim_cost *cost)
 {
     sim_config cfg;
     sim_err err;
     assert_int_equal(sim_config_load(&cfg, NULL, NULL, 0, &err), 0);
     assert_int_equal(sim_cost_init(cost, &cfg, &err), 0);
     double frac =
-        (cost->weight_bytes + cost->activation_bytes + (C + 0.5) * cost->kv_bytes_per_token) / cost->hw->hbm_bytes;
+        (cost->weight_bytes + cost->activation_bytes + (cap + 0.5) * cost->kv_bytes_per_token) / cost->hw->hbm_bytes;
     char set[64], *sets[] = {set};
     snprintf(set, sizeof set, "cluster.decode_hbm_frac=%.17g", frac);
     sim_config_free(&cfg);
     assert_int_equal(sim_config_load(cfg_out, NULL, sets, 1, &err), 0);
     assert_int_equal(sim_cost_init(cost, cfg_out, &err), 0);
-    assert_int_equal(sim_cost_decode_kv_tokens(cost), C);
+    assert_int_equal(sim_cost_decode_kv_tokens(cost), cap);
     return frac;
 }
+
+static double frac_for_capacity(sim_config *cfg_out, sim_cost *cost) { return frac_for(C, cfg_out, cost); }
 
 static double sql_num(const char *db, const char *sql)
 {
@@ -315,6 +315,89 @@ static void test_predict_pool_by_hand(void **state)
     sched_lengths_free(out);
 }
 
+/* ---- early_reject_predict's t_d, on the clock its departures run on ---------------
+ *
+ * Mooncake §4.3.4: "each request's decoding stage takes a uniform time t_d",
+ * and requests whose "execution time exceeds t_d" by t leave the predicted
+ * pool. A request in a batch is counted from when it entered the batch, so
+ * t_d must be timed from there too (sim/serving/disagg/core.c,
+ * build_inflight). Hand-worked on 2P1D, KV reserved whole, one request per
+ * batch (cluster.decode_max_batch = 1), HBM for 3,000 KV tokens:
+ *  - A and B (N input, O output tokens) at t = 0 prefill side by side and
+ *    end at p; A's KV crosses the NIC by p + T, is loaded from DRAM (L)
+ *    and A enters the batch at p + T + L; its O − 1 steps take S. B's KV
+ *    arrives at p + 2T and waits for the batch: it enters when A is done
+ *    and its KV is loaded, at b = p + T + 2L + S, and is done at b + S.
+ *  - At a = b + S/4 two fillers (22,000 tokens, one output token: no
+ *    decode) take both prefill instances, and X (1,900 + 100 tokens)
+ *    arrives behind them: its prefill would end at a + h, h about the
+ *    fillers' prefill plus its own (about 1.25 S). X fits the HBM alone
+ *    (2,000 ≤ 3,000) but not beside B (2,000 + N + O > 3,000), so it is
+ *    admitted iff B is predicted gone by a + h, i.e. a + h ≥ b + t_d.
+ *  - t_d at a: A, finished, decoded for S from its batch entry; B's time in
+ *    the batch so far is S/4, so t_d = max(S, 2 · S/4) = S, and
+ *    a + h − b = S/4 + h ≥ S: B is predicted gone, X is admitted. Timed from
+ *    the prefill's end (before issue 42) A's decode time was T + L + S and
+ *    B's elapsed time held its wait: t_d = max(T + L + S, 2 (S/4 + T + 2L +
+ *    S)) > S/4 + h, B predicted present, X rejected.
+ *  - Control: t_d_s = 100 keeps B in the predicted pool: X is rejected. */
+#define TD_CAP    3000
+#define TD_FILLER 22000
+
+static char *td_trace(double a_ms)
+{
+    char *path = tu_write_temp("");
+    FILE *f = fopen(path, "w");
+    const struct {
+        double at;
+        int in, out;
+    } r[] = {{0, N, O}, {0, N, O}, {a_ms, TD_FILLER, 1}, {a_ms, TD_FILLER, 1}, {a_ms, 1900, 100}};
+    for (int i = 0; i < 5; i++) tu_trace_request(f, r[i].at, r[i].in, r[i].out, 1 + i * 1000);
+    fclose(f);
+    return path;
+}
+
+static void test_predict_t_d_from_batch_entry(void **state)
+{
+    sim_config cfg;
+    sim_cost cost;
+    double frac = frac_for(TD_CAP, &cfg, &cost);
+    double bytes = N * cost.kv_bytes_per_token, p = ns_s(sim_cost_prefill_s(&cost, N, 0)),
+           T = ns_s(sim_cost_nic_s(&cost, bytes)), L = ns_s(sim_cost_h2d_s(&cost, bytes)), S = 0;
+    for (int k = 1; k < O; k++) S += ns_s(sim_cost_decode_iter_s(&cost, 1, N + k));
+    double b = p + T + 2 * L + S, a_ms = round((b + S / 4) * 1e3), e = a_ms / 1e3 - b;
+    /* h, X's predicted prefill end from its arrival: the fillers' prefill
+     * and its own, by the cost model (the conductor's estimator is within
+     * a few percent of it: the margins below are seconds) */
+    double h = sim_cost_prefill_s(&cost, TD_FILLER, 0) + sim_cost_prefill_s(&cost, 1900, 0);
+    double td_new = fmax(S, 2 * e), td_old = fmax(T + L + S, 2 * (e + T + 2 * L + S));
+    printf("t_d: S %.3f s, B in the batch at %.3f s, X at +%.3f s, h %.3f s: t_d %.3f s (gone by %.3f s), "
+           "timed from the prefill's end %.3f s\n",
+           S, b, e, h, td_new, e + h - td_new, td_old);
+    assert_true(e + h - td_new > 0.25 * S && td_old - (e + h) > 0.25 * S); /* margins far above the estimator's */
+    assert_true(2000 <= TD_CAP && 2000 + N + O > TD_CAP && 2 * (N + O) <= TD_CAP);
+    char *trace = td_trace(a_ms), *db = tu_temp_path();
+    const char *params[] = {"", "--set policy.params.t_d_s=100"}, *want[] = {"completed", "rejected"};
+    for (int i = 0; i < 2; i++) {
+        char extra[256], sql[96];
+        snprintf(extra, sizeof extra,
+                 "--set decode.kv_allocation=reserve --set cluster.decode_max_batch=1 "
+                 "--set policy.admission=early_reject_predict %s",
+                 params[i]);
+        json_decref(run(trace, db, frac, extra));
+        snprintf(sql, sizeof sql, "SELECT done_ms FROM requests WHERE run_id = %d AND id = 1", i + 1);
+        assert_double_equal(sql_num(db, sql), (b + S) * 1e3, 1e-3); /* B's timeline as worked above */
+        snprintf(sql, sizeof sql, "SELECT status FROM requests WHERE run_id = %d AND id = 4", i + 1);
+        char *status = tu_sql_text(db, sql);
+        printf("X with %s: %s\n", i ? params[i] + 6 : "the running t_d", status);
+        assert_string_equal(status, want[i]);
+        free(status);
+    }
+    tu_remove_temp(db);
+    tu_remove_temp(trace);
+    sim_config_free(&cfg);
+}
+
 static void test_bad_choice_named(void **state)
 {
     tu_expect_exit("run --set decode.kv_allocation=lazy", 2, "decode.kv_allocation");
@@ -327,7 +410,7 @@ int main(void)
         cmocka_unit_test(test_incremental_recompute),         cmocka_unit_test(test_incremental_swap),
         cmocka_unit_test(test_reserve_never_preempts),        cmocka_unit_test(test_kv_receive_dram_adds_the_load),
         cmocka_unit_test(test_predict_pool_by_hand),          cmocka_unit_test(test_bad_choice_named),
-        cmocka_unit_test(test_first_token_prefill_or_decode),
+        cmocka_unit_test(test_first_token_prefill_or_decode), cmocka_unit_test(test_predict_t_d_from_batch_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

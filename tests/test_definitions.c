@@ -192,12 +192,7 @@ static char *tiny_trace(void)
 {
     char *path = tu_write_temp("");
     FILE *f = fopen(path, "w");
-    for (int i = 0; i < 3; i++) {
-        fprintf(f, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [", i, TINY_N,
-                TINY_O);
-        for (int b = 0; b < (TINY_N + 511) / 512; b++) fprintf(f, "%s%d", b ? ", " : "", 1 + i * 100 + b);
-        fputs("]}\n", f);
-    }
+    for (int i = 0; i < 3; i++) tu_trace_request(f, i, TINY_N, TINY_O, 1 + i * 100);
     fclose(f);
     return path;
 }

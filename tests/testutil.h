@@ -146,6 +146,16 @@ static inline char *tu_write_temp(const char *text)
     return path;
 }
 
+/* One Mooncake trace line: a request at at_ms of `input` tokens and `output`
+ * output tokens whose ⌈input / 512⌉ blocks are keys first_key, first_key + 1, … */
+static inline void tu_trace_request(FILE *f, double at_ms, int input, int output, int first_key)
+{
+    fprintf(f, "{\"timestamp\": %.0f, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [", at_ms, input,
+            output);
+    for (int b = 0; b < (input + 511) / 512; b++) fprintf(f, "%s%d", b ? ", " : "", first_key + b);
+    fputs("]}\n", f);
+}
+
 /* Run `$KVSIM_BIN args`; fail the test unless it exits with `status` and its
  * stderr contains `needle` (NULL = anything). */
 static inline void tu_expect_exit(const char *args, int status, const char *needle)

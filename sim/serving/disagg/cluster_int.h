@@ -155,7 +155,7 @@ typedef struct cluster {
     int64_t kv_capacity;
     double slo_tbt_s; /* cfg->slo_tbt_ms / 1e3, once */
     double block_bytes;
-    double decode_s_sum;    /* observed decode durations (t_d) */
+    double decode_s_sum;    /* observed decode durations, batch entry to last token (t_d) */
     sched_lengths *outputs; /* output lengths of completed decodes (early_reject_predict) */
     int64_t decode_n;
     bool switching;

@@ -185,10 +185,18 @@ static void build_views(cluster *c)
 }
 
 /* Admitted, unfinished requests as the conductor predicts their decode, and
- * the uniform decode time t_d it assumes (§4.3.4): the mean decode time of
+ * the uniform decode time t_d it assumes (Mooncake §4.3.4: "we assume that
+ * each request's decoding stage takes a uniform time t_d", and requests
+ * "whose execution time exceeds t_d" are removed): the mean decode time of
  * finished requests, but at least twice the mean time so far of those still
  * decoding — early in a run only short decodes have finished, and a request
- * seen mid-decode has on average half of its decode behind it. */
+ * seen mid-decode has on average half of its decode behind it. A decode's
+ * time runs from when it entered a batch (decode_begin) to its last token,
+ * the same clock the prediction runs t_d on (start below): measured from
+ * the prefill's end instead, t_d would also hold the KV transfer and the
+ * wait for HBM room, and requests already in a batch would be predicted to
+ * leave that much late (by 81 s of waiting on issue 42's long-prefill
+ * trace under decode_signal=1). */
 static int build_inflight(cluster *c, double *t_d)
 {
     if (c->n_live > c->inflight_cap) {
@@ -207,8 +215,7 @@ static int build_inflight(cluster *c, double *t_d)
                         : q->est_decode_start > c->eng->now ? q->est_decode_start
                                                             : c->eng->now;
         c->inflight[n++] = (sched_inflight){sim_ns_to_s(start - c->eng->now), q->need_kv, q->r->input_len, q->tokens};
-        if (q->first_token >= 0 && q->first_token <= c->eng->now)
-            decoding++, elapsed += sim_ns_to_s(c->eng->now - q->first_token);
+        if (q->decode_begin >= 0) decoding++, elapsed += sim_ns_to_s(c->eng->now - q->decode_begin);
     }
     double finished = c->decode_n ? c->decode_s_sum / (double)c->decode_n : 0;
     double running = decoding ? 2 * elapsed / decoding : 0;

@@ -445,7 +445,7 @@ static void complete_decode(cluster *c, instance *d, req_state *q)
     d->kv_batch -= q->kv_held;
     d->kv_reserved -= q->need_kv;
     d->ctx_tokens -= q->r->input_len + q->tokens;
-    c->decode_s_sum += sim_ns_to_s(c->eng->now - q->first_token);
+    c->decode_s_sum += sim_ns_to_s(c->eng->now - q->decode_begin);
     c->decode_n++;
     sched_lengths_add(c->outputs, q->output_len);
     sim_cluster_finish(c, q, SIM_STAGE_NONE);
