@@ -340,8 +340,9 @@ section_pic() {
 # written to temporary columns past 2^18 requests. Targets: 10M within
 # 10.5x of 1M's wall time, at most 200 MiB. And `kvsim hitrate` (one point)
 # on the 10M trace in block lookups per second (it loads the trace whole:
-# its peak RSS is recorded beside it). BENCH_STREAM_REPEATS runs each
-# (default 1: a 10M run takes minutes), the fastest kept.
+# its peak RSS is recorded beside it), and `kvsim trace rechunk` of the 1M
+# and 10M traces both ways (wall and peak RSS). BENCH_STREAM_REPEATS runs
+# each (default 1: a 10M run takes minutes), the fastest kept.
 stream_point() { # label trace router
   local cmd=("$KVSIM" run --json --trace "$2" --set cluster.prefill=4 --set cluster.decode=4 --set "policy.router=$3")
   BENCH_SCALE_REPEATS=${BENCH_STREAM_REPEATS:-1} best_of "${cmd[@]}"
@@ -375,6 +376,15 @@ section_stream() {
   record stream "10M hitrate 1-point lookups/s" "$(echo "$blocks / $BEST_WALL / 1000000" | bc -l | xargs printf '%.2f')" \
     M/s "${hcmd[*]}"
   record stream "10M hitrate 1-point peak RSS" "$BEST_RSS" MiB "${hcmd[*]}"
+  # kvsim trace rechunk: first-appearance ids hold every distinct block;
+  # --ids key writes as it reads (docs/run.md, "Long traces")
+  local ids
+  for n in 1000000 10000000; do
+    for ids in first key; do
+      measure stream "$((n / 1000000))M rechunk --ids $ids" $KVSIM trace rechunk "build/bench/scale-$n.jsonl" \
+        --block-tokens 1024 --ids $ids -o /dev/null
+    done
+  done
 }
 
 # The measured mode against the engine mode on the same aggregated replays
