@@ -167,7 +167,8 @@ static void test_jobs_give_same_database(void **state)
 
 /* `kvsim run --part`: the part exists only whole. It is written as
  * PART.tmp and renamed when the run commits; a run that fails midway (a bad
- * trace line after 30 good ones) leaves neither file; --part needs --db. */
+ * trace line after 30 good ones) leaves neither file; --part needs --db and
+ * a FILE that does not exist yet. */
 static void test_part_written_whole(void **state)
 {
     char part[600], tmp[620], bad[600], args[2048];
@@ -205,6 +206,10 @@ static void test_part_written_whole(void **state)
     assert_int_not_equal(access(tmp, F_OK), 0);
     snprintf(args, sizeof args, "run --trace %s --part", trace);
     tu_expect_exit(args, 2, "--part needs --db FILE");
+    /* never over an existing file: the rename would replace a results database */
+    snprintf(args, sizeof args, "run --trace %s --db %s --part", trace, whole);
+    tu_expect_exit(args, 2, "whole.db exists: --part writes a new file and would replace it");
+    assert_double_equal(su_num(whole, "SELECT COUNT(*) FROM runs"), 1, 0);
 }
 
 /* ---- interrupted sweep, resumed ------------------------------------------------------- */

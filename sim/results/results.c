@@ -421,6 +421,11 @@ int sim_results_open_part(sim_results **out, const char *path, sim_err *err)
 {
     char tmp[PATH_MAX + 8];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return sim_errf(err, "%s: name too long", path);
+    if (access(path, F_OK) == 0) /* the rename would replace it: never a results file by mistake */
+        return sim_errf(err,
+                        "%s exists: --part writes a new file and would replace it (merge it with kvsim merge, "
+                        "or remove it)",
+                        path);
     if (unlink(tmp) != 0 && errno != ENOENT) /* what a killed worker left */
         return sim_errf(err, "cannot remove %s: %s", tmp, strerror(errno));
     return open_file(out, tmp, path, err);
