@@ -94,20 +94,28 @@ section_hitrate() {
 # 2 (the fastest of BENCH_SCALE_REPEATS each, default 3, the two
 # alternating), and the speedup of --jobs 2 (target: at least 1.8x); then
 # the time `kvsim report` takes for a 20-run database (5 routers x 4
-# speeds), gnuplot included.
+# speeds), gnuplot included. Beside the wall times, the CPU seconds (user +
+# system, the workers included) of the fastest --jobs 1 sweep: on 2 cores
+# --jobs 2 cannot take less than half of them, so jobs-1 wall / (CPU / 2)
+# is the most --jobs 2 can gain there (docs/run.md, "Sweeps").
 section_sweep() {
   echo "== kvsim sweep and report: points per minute (target: --jobs 2 at least 1.8x --jobs 1), report time for 20 runs"
   local grid="policy.router=random,round_robin,least_loaded,cache_aware_local;trace.speed=1,1.5"
-  local j db t0 t1 w best1="" best2=""
+  local j db t0 t1 w cpu best1="" best2="" cpu1=""
   for _ in $(seq "${BENCH_SCALE_REPEATS:-3}"); do
     for j in 1 2; do
       db=build/bench/sweep-j$j.db
       rm -rf "$db" "$db.parts"
       t0=$(date +%s.%N)
-      $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
+      if [ -x /usr/bin/time ]; then
+        cpu=$(/usr/bin/time -f '%U %S' $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" 2>&1 >/dev/null |
+          tail -1 | awk '{print $1 + $2}')
+      else
+        $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
+      fi
       t1=$(date +%s.%N)
       w=$(echo "$t1 - $t0" | bc -l)
-      if [ $j = 1 ] && { [ -z "$best1" ] || [ "$(echo "$w < $best1" | bc -l)" = 1 ]; }; then best1=$w; fi
+      if [ $j = 1 ] && { [ -z "$best1" ] || [ "$(echo "$w < $best1" | bc -l)" = 1 ]; }; then best1=$w cpu1=${cpu:-}; fi
       if [ $j = 2 ] && { [ -z "$best2" ] || [ "$(echo "$w < $best2" | bc -l)" = 1 ]; }; then best2=$w; fi
     done
   done
@@ -118,6 +126,12 @@ section_sweep() {
   done
   record sweep "sweep --jobs 2 speedup over --jobs 1" "$(echo "$best1 / $best2" | bc -l | xargs printf '%.2f')" x \
     "the two rows above"
+  if [ -n "$cpu1" ]; then
+    record sweep "sweep 8 points --jobs 1 CPU" "$(printf '%.2f' "$cpu1")" s \
+      "/usr/bin/time -f '%U %S' (user + system, workers included) of the --jobs 1 row's sweep"
+    record sweep "--jobs 2 speedup bound on 2 cores" "$(echo "$best1 / ($cpu1 / 2)" | bc -l | xargs printf '%.2f')" x \
+      "the --jobs 1 wall / half its CPU seconds"
+  fi
   db=build/bench/report-20.db
   rm -rf "$db" "$db.parts" build/bench/report-20
   $KVSIM sweep --trace "$MOONCAKE" --grid "policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=1,1.25,1.5,2" \
@@ -326,8 +340,9 @@ section_pic() {
 # written to temporary columns past 2^18 requests. Targets: 10M within
 # 10.5x of 1M's wall time, at most 200 MiB. And `kvsim hitrate` (one point)
 # on the 10M trace in block lookups per second (it loads the trace whole:
-# its peak RSS is recorded beside it). BENCH_STREAM_REPEATS runs each
-# (default 1: a 10M run takes minutes), the fastest kept.
+# its peak RSS is recorded beside it), and `kvsim trace rechunk` of the 1M
+# and 10M traces both ways (wall and peak RSS). BENCH_STREAM_REPEATS runs
+# each (default 1: a 10M run takes minutes), the fastest kept.
 stream_point() { # label trace router
   local cmd=("$KVSIM" run --json --trace "$2" --set cluster.prefill=4 --set cluster.decode=4 --set "policy.router=$3")
   BENCH_SCALE_REPEATS=${BENCH_STREAM_REPEATS:-1} best_of "${cmd[@]}"
@@ -361,6 +376,15 @@ section_stream() {
   record stream "10M hitrate 1-point lookups/s" "$(echo "$blocks / $BEST_WALL / 1000000" | bc -l | xargs printf '%.2f')" \
     M/s "${hcmd[*]}"
   record stream "10M hitrate 1-point peak RSS" "$BEST_RSS" MiB "${hcmd[*]}"
+  # kvsim trace rechunk: first-appearance ids hold every distinct block;
+  # --ids key writes as it reads (docs/run.md, "Long traces")
+  local ids
+  for n in 1000000 10000000; do
+    for ids in first key; do
+      measure stream "$((n / 1000000))M rechunk --ids $ids" $KVSIM trace rechunk "build/bench/scale-$n.jsonl" \
+        --block-tokens 1024 --ids $ids -o /dev/null
+    done
+  done
 }
 
 # The measured mode against the engine mode on the same aggregated replays

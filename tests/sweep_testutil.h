@@ -106,8 +106,9 @@ static inline char *su_dump(const char *path)
     static const char *const queries[] = {
         "SELECT id, kvsim_version, config_json, config_hash, trace_path, trace_fingerprint, seed, summary_json"
         " FROM runs ORDER BY id",
-        "SELECT * FROM requests ORDER BY run_id, id",
-        "SELECT * FROM samples ORDER BY run_id, t_ms, instance",
+        "SELECT rowid, * FROM requests ORDER BY run_id, id", /* rowid: the order a scan without ORDER BY sees */
+        "SELECT rowid, * FROM samples ORDER BY run_id, t_ms, instance",
+        "SELECT rowid, * FROM replicas ORDER BY rowid",
     };
     sqlite3 *db = su_open(path);
     size_t cap = 1 << 16, len = 0;

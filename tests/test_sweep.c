@@ -147,6 +147,71 @@ static void test_sweep_matches_single_runs(void **state)
     assert_double_equal(su_num(db, "SELECT COUNT(*) FROM runs"), 6, 0);
 }
 
+/* --jobs 1 and --jobs 2 give the same database, row by row and in the same
+ * physical order (rowids; summaries less wall time), whatever order the
+ * workers end in; the parts are merged and removed, none left half-written. */
+static void test_jobs_give_same_database(void **state)
+{
+    char one[600], two[600], parts[620];
+    snprintf(one, sizeof one, "%s/jobs1.db", dir);
+    snprintf(two, sizeof two, "%s/jobs2.db", dir);
+    sweep_ok(one, "--jobs 1", "6 points: 6 run, 0 already recorded, 0 failed");
+    sweep_ok(two, "--jobs 2", "6 points: 6 run, 0 already recorded, 0 failed");
+    char *a = su_dump(one), *b = su_dump(two);
+    assert_string_equal(a, b);
+    free(a), free(b);
+    assert_double_equal(su_num(two, "SELECT COUNT(*) FROM requests"), 6 * 80, 0);
+    snprintf(parts, sizeof parts, "%s.parts", two);
+    assert_int_not_equal(access(parts, F_OK), 0);
+}
+
+/* `kvsim run --part`: the part exists only whole. It is written as
+ * PART.tmp and renamed when the run commits; a run that fails midway (a bad
+ * trace line after 30 good ones) leaves neither file; --part needs --db and
+ * a FILE that does not exist yet. */
+static void test_part_written_whole(void **state)
+{
+    char part[600], tmp[620], bad[600], args[2048];
+    snprintf(part, sizeof part, "%s/p.db", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", part);
+    snprintf(args, sizeof args, "run --trace %s --db %s --part", trace, part);
+    tu_expect_stdout(args, NULL);
+    assert_int_equal(access(part, F_OK), 0);
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    assert_double_equal(su_num(part, "SELECT COUNT(*) FROM runs WHERE summary_json IS NOT NULL"), 1, 0);
+    assert_double_equal(su_num(part, "SELECT COUNT(*) FROM requests"), 80, 0);
+    /* the same run, merged, equals the run written as an ordinary database */
+    char whole[600], merged[600];
+    snprintf(whole, sizeof whole, "%s/whole.db", dir);
+    snprintf(merged, sizeof merged, "%s/merged.db", dir);
+    snprintf(args, sizeof args, "run --trace %s --db %s", trace, whole);
+    tu_expect_stdout(args, NULL);
+    snprintf(args, sizeof args, "merge %s %s", merged, part);
+    tu_expect_stdout(args, "1 runs (now 1-1)");
+    char *want = db_summary(whole, 1), *got = db_summary(merged, 1);
+    assert_string_equal(got, want);
+    free(want), free(got);
+    assert_double_equal(su_num(merged, "SELECT COUNT(*) FROM requests WHERE run_id=1"), 80, 0);
+    snprintf(bad, sizeof bad, "%s/bad.jsonl", dir);
+    su_write_trace(bad, 30, 150);
+    FILE *f = fopen(bad, "a");
+    assert_non_null(f);
+    fputs("{\"timestamp\": 9000, \"input_length\": \"x\"}\n", f);
+    fclose(f);
+    snprintf(part, sizeof part, "%s/failed.db", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", part);
+    snprintf(args, sizeof args, "run --trace %s --db %s --part", bad, part);
+    tu_expect_exit(args, 2, "bad.jsonl:31: input_length"); /* read as the replay reaches it */
+    assert_int_not_equal(access(part, F_OK), 0);
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    snprintf(args, sizeof args, "run --trace %s --part", trace);
+    tu_expect_exit(args, 2, "--part needs --db FILE");
+    /* never over an existing file: the rename would replace a results database */
+    snprintf(args, sizeof args, "run --trace %s --db %s --part", trace, whole);
+    tu_expect_exit(args, 2, "whole.db exists: --part writes a new file and would replace it");
+    assert_double_equal(su_num(whole, "SELECT COUNT(*) FROM runs"), 1, 0);
+}
+
 /* ---- interrupted sweep, resumed ------------------------------------------------------- */
 
 /* Start the sweep in its own process group, read its progress lines, and
@@ -448,6 +513,8 @@ int main(void)
         cmocka_unit_test(test_grid_expansion),
         cmocka_unit_test(test_grid_syntax_errors),
         cmocka_unit_test(test_sweep_matches_single_runs),
+        cmocka_unit_test(test_jobs_give_same_database),
+        cmocka_unit_test(test_part_written_whole),
         cmocka_unit_test(test_killed_sweep_resumes),
         cmocka_unit_test(test_sigterm_stops_workers),
         cmocka_unit_test(test_sigkill_leaves_no_orphan),

@@ -320,6 +320,60 @@ static void test_rechunk_conversation(void **state)
     free(out);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* --ids key shares exactly the blocks that the first-appearance numbering
+ * shares: line by line and id by id, the two outputs map one to one (each
+ * number always gets the same key id, and no two numbers share one); every
+ * other field is the same, and the counts are said not to be counted. */
+static void test_rechunk_key_ids(void **state)
+{
+    (void)state;
+    char *first = tu_temp_path(), *key = tu_temp_path(), args[512];
+    snprintf(args, sizeof args, "trace rechunk " MOONCAKE_CONVERSATION " --block-tokens 1024 -o %s", first);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    tu_free(&r);
+    snprintf(args, sizeof args, "trace rechunk " MOONCAKE_CONVERSATION " --block-tokens 1024 --ids key -o %s", key);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "288500 blocks of 512 tokens became 147055 blocks of 1024 tokens (ids: chained "
+                                  "keys; distinct blocks not counted)"));
+    tu_free(&r);
+    gzFile a = gzopen(first, "rb"), b = gzopen(key, "rb");
+    static char la[1 << 20], lb[1 << 20];
+    enum { NUMBERS = 98916 };
+    int64_t *of = calloc(NUMBERS, sizeof *of), blocks = 0;
+    bool *seen = calloc(NUMBERS, sizeof *seen);
+    json_t *x, *y;
+    while ((x = next_line(a, la, sizeof la))) {
+        assert_non_null(y = next_line(b, lb, sizeof lb));
+        json_t *n = json_object_get(x, "hash_ids"), *k = json_object_get(y, "hash_ids");
+        assert_int_equal(json_array_size(k), json_array_size(n));
+        for (size_t i = 0; i < json_array_size(n); i++, blocks++) {
+            int64_t num = json_integer_value(json_array_get(n, i)), id = json_integer_value(json_array_get(k, i));
+            assert_true(num >= 0 && num < NUMBERS && id >= 0);
+            if (seen[num]) assert_int_equal(of[num], id);
+            seen[num] = true, of[num] = id;
+        }
+        json_object_del(x, "hash_ids"), json_object_del(y, "hash_ids");
+        assert_true(json_equal(x, y));
+        json_decref(x), json_decref(y);
+    }
+    assert_null(next_line(b, lb, sizeof lb));
+    assert_int_equal(blocks, 147055);
+    qsort(of, NUMBERS, sizeof *of, cmp_i64); /* one to one: NUMBERS distinct key ids */
+    for (int i = 0; i < NUMBERS; i++) assert_true(seen[i] && (i == 0 || of[i] != of[i - 1]));
+    gzclose(a), gzclose(b);
+    free(of), free(seen);
+    unlink(first), unlink(key);
+    free(first), free(key);
+}
+
 /* 512 → 1024 → 2048 gives the same bytes as 512 → 2048; 512 → 512 keeps
  * the trace's block structure (the same distinct count as trace stats). */
 static void test_rechunk_compose(void **state)
@@ -428,17 +482,12 @@ static void test_stats_block_fit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_azure),
-        cmocka_unit_test(test_burstgpt),
-        cmocka_unit_test(test_reader_reads_it),
-        cmocka_unit_test(test_gzip_input),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_quoted),
-        cmocka_unit_test(test_streams),
-        cmocka_unit_test(test_rechunk_conversation),
-        cmocka_unit_test(test_rechunk_compose),
-        cmocka_unit_test(test_rechunk_hand),
-        cmocka_unit_test(test_rechunk_refusals),
+        cmocka_unit_test(test_azure),           cmocka_unit_test(test_burstgpt),
+        cmocka_unit_test(test_reader_reads_it), cmocka_unit_test(test_gzip_input),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_quoted),
+        cmocka_unit_test(test_streams),         cmocka_unit_test(test_rechunk_conversation),
+        cmocka_unit_test(test_rechunk_key_ids), cmocka_unit_test(test_rechunk_compose),
+        cmocka_unit_test(test_rechunk_hand),    cmocka_unit_test(test_rechunk_refusals),
         cmocka_unit_test(test_stats_block_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,7 @@
 static const char run_usage[] =
     "usage: kvsim run [--trace FILE] [--config FILE] [--set key.path=value]... [--seed N]\n"
     "                 [--speed X] [--sample F] [--skip-bad [--verbose]] [--sort] [--db FILE] [--json]\n"
-    "                 [--engine-bound]\n"
+    "                 [--engine-bound] [--part]\n"
     "\n"
     "Replay a Mooncake-format trace through the simulated prefill/decode cluster.\n"
     "With no arguments: the bundled trace (traces/default.jsonl), default config.\n"
@@ -37,6 +37,9 @@ static const char run_usage[] =
     "  --engine-bound     also time the run's event-heap pushes and pops alone, with no model behind\n"
     "                     them: summary key engine_bound (the event-loop bound; 8 bytes of memory\n"
     "                     per push or pop, so use a trace of at most a few million events)\n"
+    "  --part             write --db FILE as a part for kvsim merge (what kvsim sweep's workers\n"
+    "                     do): a new file for this one run, written without journal or sync as\n"
+    "                     FILE.tmp and renamed to FILE when the run commits (removed if it fails)\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok; 2 bad arguments/config/trace, a results file that cannot be written\n"
@@ -45,6 +48,7 @@ static const char run_usage[] =
 
 typedef struct run_args {
     const char *config, *db;
+    bool part; /* --part: write db as a sweep part */
     char **sets;
     int nsets;
     bool json, verbose, engine_bound;
@@ -67,13 +71,21 @@ static void add_set(run_args *a, const char *key, const char *value)
 static int parse_args(int argc, char **argv, run_args *a, int *rc)
 {
     static const struct option opts[] = {
-        {"trace", required_argument, 0, 't'}, {"config", required_argument, 0, 'c'},
-        {"set", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
-        {"speed", required_argument, 0, 'x'}, {"sample", required_argument, 0, 'm'},
-        {"skip-bad", no_argument, 0, 'k'},    {"sort", no_argument, 0, 'o'},
-        {"db", required_argument, 0, 'd'},    {"json", no_argument, 0, 'j'},
-        {"verbose", no_argument, 0, 'v'},     {"engine-bound", no_argument, 0, 'e'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+        {"trace", required_argument, 0, 't'},
+        {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},
+        {"seed", required_argument, 0, 'S'},
+        {"speed", required_argument, 0, 'x'},
+        {"sample", required_argument, 0, 'm'},
+        {"skip-bad", no_argument, 0, 'k'},
+        {"sort", no_argument, 0, 'o'},
+        {"db", required_argument, 0, 'd'},
+        {"json", no_argument, 0, 'j'},
+        {"verbose", no_argument, 0, 'v'},
+        {"engine-bound", no_argument, 0, 'e'},
+        {"part", no_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     a->sets = sim_xcalloc((size_t)argc + 1, sizeof *a->sets);
     opterr = 0;
@@ -92,6 +104,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
         case 'j': a->json = true; break;
         case 'v': a->verbose = true; break;
         case 'e': a->engine_bound = true; break;
+        case 'p': a->part = true; break;
         case 'h':
             fputs(run_usage, stdout);
             *rc = SIM_EXIT_OK;
@@ -103,6 +116,7 @@ static int parse_args(int argc, char **argv, run_args *a, int *rc)
         }
     }
     if (optind < argc) return *rc = sim_cli_unexpected_error("run", argv[optind], "--trace"), -1;
+    if (a->part && !a->db) return *rc = sim_usage_error("run", "--part needs --db FILE (the part to write)"), -1;
     return 0;
 }
 
@@ -295,7 +309,7 @@ static int replay(const run_args *a)
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
     snprintf(given, sizeof given, "%s", cfg.trace_path);
     if (sim_serving_check(&cfg, &err) || sim_trace_materialize(given, local, sizeof local, &spooled, &fp, &err) ||
-        sim_results_open(&db, a->db, &err))
+        (a->part ? sim_results_open_part(&db, a->db, &err) : sim_results_open(&db, a->db, &err)))
         goto out;
     snprintf(cfg.trace_path, sizeof cfg.trace_path, "%s", local); /* the copy of a pipe; given is recorded */
     cfg.trace.name = given;                                       /* and named in messages */

@@ -178,19 +178,23 @@ int cmd_trace_import(int argc, char **argv)
 static void rechunk_usage(FILE *f)
 {
     fprintf(f,
-            "usage: kvsim trace rechunk IN --block-tokens N -o OUT [--from-block-tokens M]\n\n"
+            "usage: kvsim trace rechunk IN --block-tokens N -o OUT [--from-block-tokens M] [--ids first|key]\n\n"
             "Coarsen a Mooncake trace's hash blocks from M to N = f*M tokens, exactly: a coarse\n"
             "block is shared iff all its fine blocks are (the same fine ids up to its end);\n"
             "a request's last, partly filled coarse block stays distinct from every full one.\n"
             "A finer N, or one that is not a multiple of M, is refused. Other fields are kept.\n\n"
             "  --block-tokens N        tokens per block of the output; required\n"
             "  --from-block-tokens M   tokens per block of IN (default %d, Mooncake's)\n"
+            "  --ids first|key         a coarse block's id: first = 0, 1, 2, ... in order of first\n"
+            "                          appearance (default; memory grows with the distinct blocks);\n"
+            "                          key = its 63-bit chained key (constant memory, the same blocks\n"
+            "                          shared, distinct blocks not counted)\n"
             "  -o, --output OUT        where to write (\"-\" = stdout); required\n"
             "  -h, --help              this text\n",
             sim_trace_default_opts().block_tokens);
 }
 
-static int rechunk_run(const char *in, int from, int to, const char *path)
+static int rechunk_run(const char *in, int from, int to, sim_rechunk_ids ids, const char *path)
 {
     sim_err err;
     if (sim_rechunk_check(from, to, &err)) return sim_usage_error("trace rechunk", err.msg);
@@ -198,8 +202,15 @@ static int rechunk_run(const char *in, int from, int to, const char *path)
     int rc = sim_cli_out_open(&of, "trace rechunk", path);
     if (rc) return rc;
     sim_rechunk_stats st;
-    rc = sim_rechunk(in, from, to, of.f, path, &st, &err);
+    rc = sim_rechunk(in, from, to, ids, of.f, path, &st, &err);
     if ((rc = sim_cli_out_close(&of, "trace rechunk", rc, &err))) return rc;
+    if (ids == SIM_RECHUNK_IDS_KEY)
+        return fprintf(stderr,
+                       "kvsim trace rechunk: wrote %" PRId64 " requests to %s: %" PRId64
+                       " blocks of %d tokens became %" PRId64
+                       " blocks of %d tokens (ids: chained keys; distinct blocks not counted)\n",
+                       st.requests, strcmp(path, "-") ? path : "stdout", st.fine_blocks, from, st.coarse_blocks, to),
+               SIM_EXIT_OK;
     fprintf(stderr,
             "kvsim trace rechunk: wrote %" PRId64 " requests to %s: %" PRId64 " blocks of %d tokens (%" PRId64
             " distinct) became %" PRId64 " blocks of %d tokens (%" PRId64 " distinct)\n",
@@ -208,7 +219,8 @@ static int rechunk_run(const char *in, int from, int to, const char *path)
     if (st.fine_distinct >= SIM_TRACE_WHOLE_BLOCKS)
         fprintf(stderr,
                 "kvsim trace rechunk: note: %" PRId64 " distinct blocks were held to number the coarse ones in "
-                "order of first appearance: memory grew with the trace (docs/run.md, \"Long traces\")\n",
+                "order of first appearance: memory grew with the trace; --ids key does not (docs/run.md, \"Long "
+                "traces\")\n",
                 st.fine_distinct);
     return SIM_EXIT_OK;
 }
@@ -218,15 +230,23 @@ int cmd_trace_rechunk(int argc, char **argv)
     static const struct option longopts[] = {{"block-tokens", required_argument, NULL, 'b'},
                                              {"from-block-tokens", required_argument, NULL, 'f'},
                                              {"output", required_argument, NULL, 'o'},
+                                             {"ids", required_argument, NULL, 'i'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int64_t to = 0, from = sim_trace_default_opts().block_tokens, v;
     const char *path = NULL;
+    sim_rechunk_ids ids = SIM_RECHUNK_IDS_FIRST;
     sim_err err;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         if (c == 'o') {
             path = optarg;
+        } else if (c == 'i') {
+            if (strcmp(optarg, "first") && strcmp(optarg, "key")) {
+                snprintf(err.msg, sizeof err.msg, "--ids: expected first or key, got '%.200s'", optarg);
+                return sim_usage_error("trace rechunk", err.msg);
+            }
+            ids = strcmp(optarg, "key") ? SIM_RECHUNK_IDS_FIRST : SIM_RECHUNK_IDS_KEY;
         } else if (c == 'b' || c == 'f') {
             const char *name = c == 'b' ? "--block-tokens" : "--from-block-tokens";
             if (sim_parse_i64(optarg, name, &v, &err)) return sim_usage_error("trace rechunk", err.msg);
@@ -244,5 +264,5 @@ int cmd_trace_rechunk(int argc, char **argv)
         return sim_usage_error("trace rechunk", "expected exactly one IN trace (see kvsim trace rechunk --help)");
     if (!to) return sim_usage_error("trace rechunk", "--block-tokens N is required");
     if (!path) return sim_usage_error("trace rechunk", "-o OUT is required (\"-\" for stdout)");
-    return rechunk_run(argv[optind], (int)from, (int)to, path);
+    return rechunk_run(argv[optind], (int)from, (int)to, ids, path);
 }

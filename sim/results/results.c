@@ -109,6 +109,8 @@ struct sim_results {
     sqlite3_stmt *ins_request, *ins_sample, *ins_replica;
     int64_t run_id;
     bool temp;                        /* the private temporary database: nobody reads its rows */
+    char *part;                       /* a sweep part: its name once the run commits (written at part.tmp) */
+    bool landed;                      /* the part is renamed into place */
     bool keep_requests, keep_samples; /* this run's rows (never in the temporary database) */
     int64_t rows;                     /* rows this run wrote */
     int64_t memory_ids;               /* requests the summary keeps in memory (SIM_RESULTS_MEMORY_IDS) */
@@ -364,11 +366,30 @@ static int open_error(sim_results *r, const char *path, bool temp, sim_err *err)
                     notadb ? " (give --db a new file, or one kvsim wrote)" : "");
 }
 
-int sim_results_open(sim_results **out, const char *path, sim_err *err)
+/* How each kind of file is written. A results file is in WAL mode, so that
+ * a reader (kvsim report) sees the last committed run while a sweep merges
+ * into it, with synchronous=NORMAL: in WAL mode a commit then writes the log
+ * without waiting for the disk, and only a checkpoint syncs; the file stays
+ * consistent through a crash, and a power loss can lose at most the last
+ * commits (SQLite, "Write-Ahead Logging", §Performance Considerations). A
+ * sweep part (sim_results_open_part) is a scratch file that one merge reads
+ * and deletes: no journal and no sync, because it is only renamed into place
+ * once its run has committed, so a part that exists is whole. The private
+ * temporary database sorts in memory. */
+static int configure(sim_results *r, sim_err *err)
+{
+    if (r->temp) return exec(r, "PRAGMA temp_store=MEMORY", err);
+    if (r->part) return exec(r, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF", err);
+    return exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", err);
+}
+
+/* Open path (NULL: temporary) as a results database; a part when part is set. */
+static int open_file(sim_results **out, const char *path, const char *part, sim_err *err)
 {
     sim_results *r = sim_xcalloc(1, sizeof *r);
     bool temp = !path || !*path;
     *out = NULL;
+    if (part) r->part = sim_xstrdup(part);
     /* One thread per database: no SQLite mutexes. */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(temp ? "" : path, &r->db, flags, NULL) != SQLITE_OK) {
@@ -382,8 +403,7 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     r->t.max_id = -1;
     /* A results file's big sorts (the samples index at commit) spill to a
      * temporary file: memory stays bounded by the page cache. */
-    if ((!temp && exec(r, "PRAGMA journal_mode=WAL", err)) || (temp && exec(r, "PRAGMA temp_store=MEMORY", err)) ||
-        exec(r, schema_sql, err) || upgrade(r, err) ||
+    if (configure(r, err) || exec(r, schema_sql, err) || upgrade(r, err) ||
         sqlite3_prepare_v2(r->db, insert_request_sql, -1, &r->ins_request, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_sample_sql, -1, &r->ins_sample, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(r->db, insert_replica_sql, -1, &r->ins_replica, NULL) != SQLITE_OK) {
@@ -393,6 +413,22 @@ int sim_results_open(sim_results **out, const char *path, sim_err *err)
     }
     *out = r;
     return 0;
+}
+
+int sim_results_open(sim_results **out, const char *path, sim_err *err) { return open_file(out, path, NULL, err); }
+
+int sim_results_open_part(sim_results **out, const char *path, sim_err *err)
+{
+    char tmp[PATH_MAX + 8];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return sim_errf(err, "%s: name too long", path);
+    if (access(path, F_OK) == 0) /* the rename would replace it: never a results file by mistake */
+        return sim_errf(err,
+                        "%s exists: --part writes a new file and would replace it (merge it with kvsim merge, "
+                        "or remove it)",
+                        path);
+    if (unlink(tmp) != 0 && errno != ENOENT) /* what a killed worker left */
+        return sim_errf(err, "cannot remove %s: %s", tmp, strerror(errno));
+    return open_file(out, tmp, path, err);
 }
 
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err)
@@ -879,7 +915,13 @@ int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_se
     }
     free(text);
     if (rc != SQLITE_OK) return db_error(r, "store summary", err);
-    return exec(r, index_sql, err) || exec(r, "COMMIT", err) ? -1 : 0;
+    /* A part's indexes too: a merge copies its samples in index order. */
+    if (exec(r, index_sql, err) || exec(r, "COMMIT", err)) return -1;
+    if (!r->part) return 0;
+    const char *tmp = sqlite3_db_filename(r->db, "main");
+    if (rename(tmp, r->part) != 0) return sim_errf(err, "cannot rename %s to %s: %s", tmp, r->part, strerror(errno));
+    r->landed = true;
+    return 0;
 }
 
 void sim_results_close(sim_results *r)
@@ -888,7 +930,12 @@ void sim_results_close(sim_results *r)
     sqlite3_finalize(r->ins_request);
     sqlite3_finalize(r->ins_sample);
     sqlite3_finalize(r->ins_replica);
+    /* A part whose run did not commit is no part: removed, never merged. */
+    char *unland = r->part && !r->landed && r->db ? sim_xstrdup(sqlite3_db_filename(r->db, "main")) : NULL;
     sqlite3_close(r->db);
+    if (unland && *unland) unlink(unland);
+    free(unland);
+    free(r->part);
     tally_reset(&r->t);
     free(r);
 }

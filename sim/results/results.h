@@ -138,6 +138,11 @@ int sim_results_reopen_immutable(const char *path, struct sqlite3 **db, sim_err 
 
 /* path NULL or "" = a private temporary database. */
 int sim_results_open(sim_results **out, const char *path, sim_err *err);
+/* A sweep part at path (`kvsim run --part`): a new scratch database for one
+ * run, which one merge reads and deletes, written at path.tmp with no
+ * journal and no sync, and renamed to path when the run commits (removed if
+ * it does not), so a part that exists is whole. Refused when path exists. */
+int sim_results_open_part(sim_results **out, const char *path, sim_err *err);
 /* SQLite's message for db's last error, with the system's cause appended
  * for I/O errors ("disk I/O error (File too large)"); written into buf. */
 struct sqlite3;

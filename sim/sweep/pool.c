@@ -66,28 +66,41 @@ static int stop_workers(sim_sweep *s, sim_err *err)
 
 /* A finished point's part is merged while later points run, in grid order
  * (run ids follow the grid, as when every part was merged at the end):
- * after each point ends and the next ones have started, the parts of the
- * leading run of ended points not merged yet. A merge is mostly a wait
- * for its commit to reach the disk; left to the end, the 8 merges of the
- * 8-point sweep of `make bench` were a quarter of its wall time at
- * --jobs 1 and the part no second worker could share at --jobs 2
- * (docs/reports.md). */
-static int merge_ended(sim_sweep *s, int64_t *upto, sim_err *err)
+ * the next part not merged yet, once its point has ended. One part at a
+ * time, and only after every ended worker has been replaced: a merge never
+ * keeps a job slot empty (docs/run.md, "Sweeps"). Returns 1 when it merged
+ * (or passed over) a point, 0 when the next one is still to run. */
+static int merge_next(sim_sweep *s, int64_t *upto, sim_err *err)
 {
     bool landed;
-    for (; *upto < s->n; ++*upto) {
-        sim_sweep_point *p = &s->pts[*upto];
-        if (p->state == PT_TODO || p->state == PT_RUNNING) break;
-        if (p->state == PT_DONE && sim_sweep_merge_part(s->db, p->part, &s->merged, &landed, err)) return -1;
-    }
-    return 0;
+    if (*upto >= s->n) return 0;
+    sim_sweep_point *p = &s->pts[*upto];
+    if (p->state == PT_TODO || p->state == PT_RUNNING) return 0;
+    if (p->state == PT_DONE && sim_sweep_merge_part(s->db, p->part, &s->merged, &landed, err)) return -1;
+    ++*upto;
+    return 1;
 }
 
-/* Keep `jobs` points running until every point has finished. */
+/* A worker ended with status: its point is done or failed. */
+static void ended(sim_sweep *s, pid_t pid, int status, int *running)
+{
+    sim_sweep_point *p = by_pid(s, pid);
+    if (!p) return;
+    --*running;
+    s->finished++;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    p->state = ok ? PT_DONE : PT_FAILED;
+    s->failed += !ok;
+    sim_sweep_report_point(s, p, status, *running);
+}
+
+/* Keep `jobs` points running until every point has finished: start
+ * workers, take every ended one without waiting, merge one part, and wait
+ * only when there is nothing to merge. */
 static int run_points(sim_sweep *s, sim_err *err)
 {
     int64_t next = 0, merged = 0;
-    int running = 0;
+    int running = 0, status, m;
     sim_sweep_catch_stop();
     if (s->opt.tty) sim_sweep_draw_bar(s, 0);
     for (;;) {
@@ -97,20 +110,18 @@ static int run_points(sim_sweep *s, sim_err *err)
             running++;
         }
         if (sim_sweep_stop_signal()) return stop_workers(s, err);
-        if (merge_ended(s, &merged, err)) return -1;
+        pid_t pid = running ? waitpid(-1, &status, WNOHANG) : 0;
+        if (pid > 0) {
+            ended(s, pid, status, &running);
+            continue; /* its slot first */
+        }
+        if ((m = merge_next(s, &merged, err)) < 0) return -1;
+        if (m) continue;
         if (!running) break;
-        int status;
-        pid_t pid = waitpid(-1, &status, 0);
+        pid = waitpid(-1, &status, 0);
         if (pid < 0 && errno == EINTR) continue;
         if (pid < 0) return sim_errf(err, "waitpid: %s", strerror(errno));
-        sim_sweep_point *p = by_pid(s, pid);
-        if (!p) continue;
-        running--;
-        s->finished++;
-        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        p->state = ok ? PT_DONE : PT_FAILED;
-        s->failed += !ok;
-        sim_sweep_report_point(s, p, status, running);
+        ended(s, pid, status, &running);
     }
     if (s->opt.tty) fputc('\n', stderr);
     return 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/config/config.h"
@@ -31,12 +32,31 @@ static char *join_label(char **sets, int n)
     return label;
 }
 
+/* The fingerprint of the trace at path: hashed once per sweep while the
+ * points name the same file unchanged (same device, inode, size and
+ * modification time), not once per point: it reads the whole trace, and it
+ * is done before any point starts. */
+static int fingerprint(sim_sweep_fp *c, const char *path, uint64_t *fp, sim_err *err)
+{
+    struct stat st;
+    bool have = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    if (have && c->valid && !strcmp(c->path, path) && c->dev == st.st_dev && c->ino == st.st_ino &&
+        c->size == st.st_size && c->mtime.tv_sec == st.st_mtim.tv_sec && c->mtime.tv_nsec == st.st_mtim.tv_nsec)
+        return *fp = c->fp, 0;
+    if (sim_trace_fingerprint(path, fp, err)) return -1;
+    if (!have || strlen(path) >= sizeof c->path) return 0;
+    *c = (sim_sweep_fp){
+        .valid = true, .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim, .fp = *fp};
+    snprintf(c->path, sizeof c->path, "%s", path);
+    return 0;
+}
+
 /* Resolve a point as `kvsim run` will: config hash, policies, trace fingerprint. */
-static int resolve_point(const sim_sweep *s, sim_sweep_point *p, sim_err *err)
+static int resolve_point(sim_sweep *s, sim_sweep_point *p, sim_err *err)
 {
     sim_config cfg;
     if (sim_config_load(&cfg, s->opt.config, p->sets, s->nsets, err)) return -1;
-    int rc = sim_serving_check(&cfg, err) || sim_trace_fingerprint(cfg.trace_path, &p->fp, err);
+    int rc = sim_serving_check(&cfg, err) || fingerprint(&s->fp, cfg.trace_path, &p->fp, err);
     p->hash = cfg.hash;
     sim_config_free(&cfg);
     return rc ? -1 : 0;
@@ -91,6 +111,7 @@ char **sim_sweep_run_argv(const sim_sweep *s, const sim_sweep_point *p)
     for (int i = 0; i < s->nsets; i++) argv[n++] = "--set", argv[n++] = p->sets[i];
     argv[n++] = "--db";
     argv[n++] = (char *)p->part;
+    argv[n++] = "--part";
     return argv;
 }
 

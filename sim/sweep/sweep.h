@@ -32,6 +32,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -69,6 +71,17 @@ typedef struct sim_sweep_opts {
 
 typedef struct sim_sweep_point sim_sweep_point; /* sim/sweep/sweep_int.h */
 
+/* The last trace fingerprinted, and the file it was then (sweep.c). */
+typedef struct sim_sweep_fp {
+    bool valid;
+    char path[PATH_MAX];
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    uint64_t fp;
+} sim_sweep_fp;
+
 typedef struct sim_sweep {
     sim_sweep_opts opt;
     int nsets; /* sets per point: opt.nbase + the grid's axes */
@@ -85,6 +98,7 @@ typedef struct sim_sweep {
     char parts[PATH_MAX];     /* DB.parts */
     sim_results *db;
     int lock_fd;
+    sim_sweep_fp fp; /* the trace fingerprint, hashed once (sweep.c) */
 } sim_sweep;
 
 /* Parse the grid, resolve every point as `kvsim run` will (errors name the

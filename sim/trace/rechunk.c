@@ -6,7 +6,9 @@
  * that end a coarse block in order of first appearance (sim/index/keyset.h),
  * put those numbers in place of hash_ids and write the line back with its
  * other fields as they were. Reals (a timestamp such as 4314.48) are
- * written with the fewest digits that read back to the same double. */
+ * written with the fewest digits that read back to the same double. With
+ * key ids (SIM_RECHUNK_IDS_KEY) a coarse id is its key itself, so no set is
+ * kept: memory does not grow with the trace (docs/run.md, "Long traces"). */
 #include "sim/trace/rechunk.h"
 #include "sim/trace/trace.h"
 #include "sim/trace/trace_int.h"
@@ -43,6 +45,7 @@ typedef struct rechunk {
     const char *path;
     int64_t line;
     int from, factor;
+    bool key_ids; /* ids are the keys themselves: no sets, no distinct counts */
     sim_keyset fine, coarse;
     sim_block_fit fit; /* how the ids fit --from-block-tokens (a wrong size empties hash_ids) */
     sim_rechunk_stats *st;
@@ -83,6 +86,13 @@ static int line_fields(rechunk *rc, json_t *obj, json_t **ids, int64_t *nfine_fu
     return 0;
 }
 
+/* A coarse block's id: its number in order of first appearance, or under
+ * key ids its chained key less the top bit (a JSON integer is signed). */
+static json_int_t coarse_id(rechunk *rc, uint64_t key)
+{
+    return rc->key_ids ? (json_int_t)(key & INT64_MAX) : (json_int_t)sim_keyset_number(&rc->coarse, key);
+}
+
 /* Replace obj's hash_ids by the coarse ids (rechunk.h's rule). */
 static int coarsen(rechunk *rc, json_t *obj, sim_err *err)
 {
@@ -99,9 +109,9 @@ static int coarsen(rechunk *rc, json_t *obj, sim_err *err)
             return line_err(rc, err, "hash_ids", "element %zu is not an integer", i);
         }
         key = sim_block_key(key, json_integer_value(e));
-        sim_keyset_add(&rc->fine, key);
+        if (!rc->key_ids) sim_keyset_add(&rc->fine, key);
         bool ends = (i + 1) % (size_t)rc->factor == 0 || (i + 1 == n && (int64_t)n == full);
-        if (ends) json_array_append_new(out, json_integer(sim_keyset_number(&rc->coarse, key)));
+        if (ends) json_array_append_new(out, json_integer(coarse_id(rc, key)));
     }
     rc->st->fine_blocks += (int64_t)n;
     rc->st->coarse_blocks += (int64_t)json_array_size(out);
@@ -141,7 +151,7 @@ static int rechunk_line(rechunk *rc, const char *line, size_t len, FILE *out, si
     return r;
 }
 
-int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, const char *out_name,
+int sim_rechunk(const char *path, int from_tokens, int to_tokens, sim_rechunk_ids ids, FILE *out, const char *out_name,
                 sim_rechunk_stats *st, sim_err *err)
 {
     *st = (sim_rechunk_stats){0};
@@ -149,12 +159,13 @@ int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, con
     rechunk rc = {.path = strcmp(path, "-") ? path : "<stdin>",
                   .from = from_tokens,
                   .factor = to_tokens / from_tokens,
+                  .key_ids = ids == SIM_RECHUNK_IDS_KEY,
                   .fit = SIM_BLOCK_FIT_INIT,
                   .st = st};
     sim_infile *in;
     if (sim_infile_open(&in, path, rc.path, err)) return -1;
-    sim_keyset_init(&rc.fine, 1 << 15);
-    sim_keyset_init(&rc.coarse, 1 << 14);
+    sim_keyset_init(&rc.fine, rc.key_ids ? 1 : 1 << 15);
+    sim_keyset_init(&rc.coarse, rc.key_ids ? 1 : 1 << 14);
     char *line;
     size_t len;
     int r;
@@ -163,8 +174,8 @@ int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, con
         if (strspn(line, " \t\r\n") == len) continue;
         if ((r = rechunk_line(&rc, line, len, out, err))) break;
     }
-    st->fine_distinct = rc.fine.count;
-    st->coarse_distinct = rc.coarse.count;
+    st->fine_distinct = rc.key_ids ? -1 : rc.fine.count;
+    st->coarse_distinct = rc.key_ids ? -1 : rc.coarse.count;
     sim_keyset_free(&rc.fine);
     sim_keyset_free(&rc.coarse);
     sim_infile_close(in);

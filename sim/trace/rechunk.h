@@ -29,19 +29,29 @@
 typedef struct sim_rechunk_stats {
     int64_t requests;
     int64_t fine_blocks, coarse_blocks;     /* ids read, ids written */
-    int64_t fine_distinct, coarse_distinct; /* distinct chained keys */
+    int64_t fine_distinct, coarse_distinct; /* distinct chained keys; -1: not counted (key ids) */
 } sim_rechunk_stats;
+
+/* What a coarse block's id is. FIRST: its number (0, 1, 2, ...) in order
+ * of first appearance, which needs every coarse key met before (and the
+ * distinct counts every fine one): memory grows with the distinct blocks.
+ * KEY: its chained key itself (less the top bit): the same blocks are
+ * shared, as exactly as the keys are told apart (64-bit hashes, as every
+ * replay's), in constant memory, but the ids are large numbers and the
+ * distinct blocks are not counted. A replay gives the same results from
+ * either (it only compares blocks). */
+typedef enum sim_rechunk_ids { SIM_RECHUNK_IDS_FIRST, SIM_RECHUNK_IDS_KEY } sim_rechunk_ids;
 
 /* 0 when to_tokens is a multiple f ≥ 1 of from_tokens, else -1 with err
  * saying why (a finer target, or not a multiple). */
 int sim_rechunk_check(int from_tokens, int to_tokens, sim_err *err);
 
 /* Read the trace at path (plain or gzip; "-" = stdin) and write it to out
- * (out_name in messages) with coarse hash_ids. Errors name file and line:
+ * (out_name in messages) with coarse hash_ids, numbered as ids says. Errors name file and line:
  * a line that is not a JSON object, no hash_ids, a segment trace, more
  * hash_ids than ceil(input_length / from_tokens) (the trace's blocks are
  * smaller: --from-block-tokens), a write error. */
-int sim_rechunk(const char *path, int from_tokens, int to_tokens, FILE *out, const char *out_name,
+int sim_rechunk(const char *path, int from_tokens, int to_tokens, sim_rechunk_ids ids, FILE *out, const char *out_name,
                 sim_rechunk_stats *st, sim_err *err);
 
 #endif
