@@ -488,7 +488,13 @@ static bool updating(void)
 static void test_document(void **state)
 {
     const char *path = *state;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int bad = check_doc(path, updating());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* The page's wall time, the number the shard table (doc_cost) records. */
+    print_message("page: %s %.1f s\n", path,
+                  (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     if (bad && updating()) print_message("%s: %d transcript(s) rewritten\n", path, bad);
     else if (bad)
         fail_msg("%s: %d transcript(s) differ from what the commands print now: regenerate with "
@@ -549,7 +555,7 @@ static char *between_markers(const char *path)
     return out;
 }
 
-/* docs/conductor.md's claim table is what reports/fidelity.sh writes now
+/* docs/fidelity.md's claim table is what reports/fidelity.sh writes now
  * (run in a scratch folder, as the transcripts are). */
 static void test_fidelity_table_is_current(void **state)
 {
@@ -565,7 +571,7 @@ static void test_fidelity_table_is_current(void **state)
     int rc = system(cmdline);
     snprintf(made, sizeof made, "%s/build/fidelity/fidelity.md", scratch);
     FILE *f = fopen(made, "r");
-    char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/conductor.md");
+    char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/fidelity.md");
     if (f) fclose(f);
     bool same = rc == 0 && now && table && !strcmp(now, table);
     if (!same) print_message("reports/fidelity.sh exit %d; see %s/build/fidelity.log\n", rc, scratch);
@@ -573,7 +579,7 @@ static void test_fidelity_table_is_current(void **state)
     free(now);
     free(table);
     if (!same)
-        fail_msg("docs/conductor.md's claim table differs from what reports/fidelity.sh writes now: run "
+        fail_msg("docs/fidelity.md's claim table differs from what reports/fidelity.sh writes now: run "
                  "`reports/fidelity.sh --readme` and review the diff");
 }
 
