@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <math.h>
 #include <regex.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -382,6 +383,15 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
+/* CPU seconds (user and system) of the children waited for so far: what a
+ * page's commands cost, whatever else the machine runs. */
+static double children_cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_CHILDREN, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 /* ---- checking and updating a document ---------------------------------- */
 
 /* Say where a command's output first differs from the document (both
@@ -498,9 +508,10 @@ static void test_document(void **state)
     const char *path = *state;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double cpu0 = children_cpu_s();
     int bad = check_doc(path, updating());
-    /* The page's wall time, the number the shard table (doc_cost) records. */
-    print_message("page: %s %.1f s\n", path, seconds_since(&t0));
+    /* The page's CPU seconds are what the shard table (doc_cost) records. */
+    print_message("page: %s %.1f s CPU, %.1f s wall\n", path, children_cpu_s() - cpu0, seconds_since(&t0));
     if (bad && updating()) print_message("%s: %d transcript(s) rewritten\n", path, bad);
     else if (bad)
         fail_msg("%s: %d transcript(s) differ from what the commands print now: regenerate with "
@@ -576,8 +587,9 @@ static void test_fidelity_table_is_current(void **state)
              "cd '%s' && bash reports/fidelity.sh --out build/fidelity --jobs 2 >build/fidelity.log 2>&1", scratch);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double cpu0 = children_cpu_s();
     int rc = system(cmdline);
-    print_message("page: fidelity_table %.1f s\n", seconds_since(&t0));
+    print_message("page: fidelity_table %.1f s CPU, %.1f s wall\n", children_cpu_s() - cpu0, seconds_since(&t0));
     snprintf(made, sizeof made, "%s/build/fidelity/fidelity.md", scratch);
     FILE *f = fopen(made, "r");
     char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/fidelity.md");
@@ -631,35 +643,28 @@ static int page_commands(const char *path)
     return n;
 }
 
-/* What each page's transcripts cost, in wall seconds: the `page:` lines
- * this binary prints, from one `make test` on the 2-core machine
- * (2026-11-29, under load; only the ratios matter). Pages that take under
- * a second are left out; a page not listed weighs PER_COMMAND_S a command.
- * Re-record a page's line when its commands change much. */
+/* What each page's transcripts cost, in CPU seconds (user and system, of
+ * the commands the page runs): the `page:` lines this binary prints, from
+ * one run of both shards at once on the 2-core machine (2026-11-29). CPU
+ * time, unlike wall time, does not move with what else the machine runs.
+ * Pages under a second are left out; a page not listed weighs
+ * PER_COMMAND_S a command. Re-record a page's line when its commands
+ * change much. */
 static const struct {
     const char *path;
     double s;
 } doc_cost[] = {
-    {"docs/hardware.md", 52.2},
-    {"docs/compare.md", 31.6},
-    {"docs/planning.md", 30.4},
-    {"docs/overload.md", 26.7},
-    {"README.md", 25.4},
-    {"docs/fidelity-gaps.md", 22.3},
-    {"docs/planning-confirm.md", 21.7},
-    {"docs/planning-tiers.md", 21.4},
-    {"docs/pic.md", 10.6},
-    {"docs/lmcache.md", 7.0},
-    {"docs/measured.md", 3.1},
-    {"docs/reports.md", 2.6},
-    {"docs/hitrate-ladder.md", 2.4},
-    {"docs/validation.md", 1.7},
-    {"docs/reliability.md", 1.1},
+    {"docs/hardware.md", 34.6},        {"docs/compare.md", 13.5},   {"docs/planning.md", 12.0},
+    {"docs/overload.md", 10.9},        {"README.md", 10.6},         {"docs/fidelity-gaps.md", 9.3},
+    {"docs/planning-confirm.md", 8.6}, {"docs/pic.md", 8.1},        {"docs/lmcache.md", 6.7},
+    {"docs/planning-tiers.md", 6.1},   {"docs/reports.md", 3.0},    {"docs/measured.md", 1.5},
+    {"docs/hitrate-ladder.md", 1.5},   {"docs/validation.md", 1.1}, {"docs/reliability.md", 1.1},
 };
 #define PER_COMMAND_S  0.1
-/* Shard 0 also runs fidelity_table (reports/fidelity.sh) and the man page
- * check: their wall seconds, counted as shard 0's load from the start. */
-#define SHARD0_FIXED_S 20.0
+/* Shard 0 also runs fidelity_table (reports/fidelity.sh, its CPU seconds
+ * in the same run) and the man page check: counted as shard 0's load from
+ * the start. */
+#define SHARD0_FIXED_S 16.5
 
 static double page_cost(const char *path)
 {
@@ -670,9 +675,9 @@ static double page_cost(const char *path)
 
 /* Sharding (`make test` runs two shards at once: this binary with
  * KVSIM_DOC_SHARD=0/2 and test_docs_b, built with KVSIM_DOC_SECOND, as
- * shard 1/2). The rule: greedy longest-first by recorded cost — the pages
- * go, costliest first (ties in path order), each to the shard with the
- * least recorded seconds so far, shard 0 starting with SHARD0_FIXED_S —
+ * shard 1/2). The rule: greedy longest-first by recorded CPU cost — the
+ * pages go, costliest first (ties in path order), each to the shard with
+ * the least recorded seconds so far, shard 0 starting with SHARD0_FIXED_S —
  * so both binaries compute the same split and end at about the same time.
  * Without KVSIM_DOC_SHARD every page is run. */
 static void shard_split(char **paths, int np, int n, int *shard_of_page, double *load)
