@@ -141,28 +141,41 @@ $(SAN)/%.o: %.c
 $(SAN)/kvsim: $(SAN)/sim/cli/main.o $(filter-out $(SAN)/datapath/%,$(SAN_OBJS))
 	$(CC) $(BASE) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-$(SAN)/tests/%: tests/%.c $(SAN_OBJS)
+# The test binaries link the sanitizer objects as one archive, so that each
+# takes only the objects it calls: links about 6x faster and binaries about
+# a tenth the size of linking every object into each of the ~70 tests.
+$(SAN)/libkvsim.a: $(SAN_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(SAN)/tests/%: tests/%.c $(SAN)/libkvsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
+	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) -lcmocka
 
 # The doc transcripts' second shard (tests/test_docs.c, shard_of): make test
 # runs both at once.
-$(SAN)/tests/test_docs_b: tests/test_docs.c $(SAN_OBJS)
+$(SAN)/tests/test_docs_b: tests/test_docs.c $(SAN)/libkvsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS -DKVSIM_DOC_SECOND $(DEPFLAGS) -o $@ $< $(SAN_OBJS) $(LDLIBS) -lcmocka
+	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS -DKVSIM_DOC_SECOND $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) \
+	  -lcmocka
 
 run: all
 	$(BUILD)/kvsim run
 
-# The longest test binaries start first, so that the two (or nproc) at a
-# time that tests/run.sh runs end together.
-SLOW_TESTS = $(SAN)/tests/test_docs $(SAN)/tests/test_docs_b $(SAN)/tests/test_run $(SAN)/tests/test_conductor \
-  $(SAN)/tests/test_faults
+# The longest test binaries start first (longest-first list scheduling), so
+# that the two (or nproc) at a time that tests/run.sh runs end together and
+# no long one starts last. The order is the wall times tests/run.sh printed
+# in two `make test` runs on the 2-core machine (2026-11-29, under load,
+# averaged; KVSIM_TEST_SLOWEST=100 prints every binary's); the rest follow
+# in name order. Re-order when a test's time moves much.
+SLOW_TESTS = $(addprefix $(SAN)/tests/,test_docs test_docs_b test_plan_slo) tests/slurm.sh \
+  $(addprefix $(SAN)/tests/,test_holders test_conductor test_moe test_report test_parallel test_stream test_run \
+  test_summaries test_sweep test_faults test_report_render test_pic test_fuzz test_ladder test_hitrate)
 SLOW_FIRST = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
 test: deps
 	@$(MAKE) --no-print-directory build-test check-layout format-check
 	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(nproc)} KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe KVSIM_DOC_SHARD=0/2 \
-	  tests/run.sh $(SLOW_FIRST) $(GPU_TESTS) tests/slurm.sh
+	  tests/run.sh $(SLOW_FIRST) $(GPU_TESTS)
 build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
 # Layers and circles, read from the objects of the optimized build.

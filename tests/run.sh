@@ -5,8 +5,8 @@
 # binaries ("tests: N passed, N failed, N skipped") and exits non-zero when any
 # test failed or any binary crashed. KVSIM_TEST_JOBS=N runs N binaries at a
 # time (default 1); reports are still printed whole and in the given order.
-# The ten slowest binaries are printed with their wall times at the end, so
-# that a slow suite shows where its time goes.
+# The ten slowest binaries (KVSIM_TEST_SLOWEST=N: N) are printed with their
+# wall times at the end, so that a slow suite shows where its time goes.
 # Under CI (CI set, not "false"), a test that skips because a package is
 # not installed ("skip: ... not installed") counts as a failure: .ci/run
 # installs every Debian package a test uses, so such a skip means a
@@ -14,6 +14,8 @@
 set -u
 jobs=${KVSIM_TEST_JOBS:-1}
 case $jobs in '' | *[!0-9]* | 0) echo "tests/run.sh: KVSIM_TEST_JOBS must be a positive integer, not '$jobs'" >&2; exit 2 ;; esac
+slowest=${KVSIM_TEST_SLOWEST:-10}
+case $slowest in '' | *[!0-9]*) echo "tests/run.sh: KVSIM_TEST_SLOWEST must be a count, not '$slowest'" >&2; exit 2 ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-run-XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
 bins=("$@")
@@ -52,7 +54,7 @@ done
 wait
 report
 echo "slowest test binaries (wall):"
-cat "$tmp"/*.time 2>/dev/null | sort -rn | head -10
+cat "$tmp"/*.time 2>/dev/null | sort -rn | head -"$slowest"
 for c in "${crashed[@]}"; do echo "crashed: $c"; done
 for c in "${ciskips[@]}"; do echo "CI skipped for want of a package (add it to .ci/run): $c"; done
 failed=$((failed + ${#crashed[@]} + ${#ciskips[@]}))

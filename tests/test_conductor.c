@@ -323,7 +323,7 @@ static void test_table4_rejections(void **state)
  * not asserted: they are within 3% of each other (1,899 vs 1,945 with the
  * first token shown by the decode instance, metrics.first_token = decode;
  * 1,921 vs 1,886 when it was the prefill's), so Table 4's order between
- * the two is not a property of this load (docs/conductor.md). */
+ * the two is not a property of this load (docs/conductor.md's test table). */
 static double load_gap_variance(const char *db)
 {
     return sql_num(db, "WITH t AS (SELECT t_ms, AVG(CASE WHEN role='prefill' THEN load END) p,"

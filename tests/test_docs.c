@@ -30,7 +30,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <regex.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -373,6 +375,23 @@ static int run_cmd(const char *dir, const char *text, char ***lines)
     return n;
 }
 
+/* Seconds on the monotonic clock since *t0. */
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+/* CPU seconds (user and system) of the children waited for so far: what a
+ * page's commands cost, whatever else the machine runs. */
+static double children_cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_CHILDREN, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 /* ---- checking and updating a document ---------------------------------- */
 
 /* Say where a command's output first differs from the document (both
@@ -428,11 +447,10 @@ static int check_cmd(doc *d, cmd *c, const char *scratch, bool update)
         return 0;
     }
     char **got;
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int ng = run_cmd(scratch, c->text, &got);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double secs = seconds_since(&t0);
     if (secs > 2) print_message("slow: %s:%d: %.1f s\n", d->path, c->line, secs);
     int nw = c->out_end - c->out_begin;
     char **want_n = normalised(d->lines + c->out_begin, nw, NULL), **got_n = normalised(got, ng, scratch);
@@ -488,7 +506,12 @@ static bool updating(void)
 static void test_document(void **state)
 {
     const char *path = *state;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double cpu0 = children_cpu_s();
     int bad = check_doc(path, updating());
+    /* The page's CPU seconds are what the shard table (doc_cost) records. */
+    print_message("page: %s %.1f s CPU, %.1f s wall\n", path, children_cpu_s() - cpu0, seconds_since(&t0));
     if (bad && updating()) print_message("%s: %d transcript(s) rewritten\n", path, bad);
     else if (bad)
         fail_msg("%s: %d transcript(s) differ from what the commands print now: regenerate with "
@@ -549,7 +572,7 @@ static char *between_markers(const char *path)
     return out;
 }
 
-/* docs/conductor.md's claim table is what reports/fidelity.sh writes now
+/* docs/fidelity.md's claim table is what reports/fidelity.sh writes now
  * (run in a scratch folder, as the transcripts are). */
 static void test_fidelity_table_is_current(void **state)
 {
@@ -562,10 +585,14 @@ static void test_fidelity_table_is_current(void **state)
     scratch_make(scratch, sizeof scratch);
     snprintf(cmdline, sizeof cmdline,
              "cd '%s' && bash reports/fidelity.sh --out build/fidelity --jobs 2 >build/fidelity.log 2>&1", scratch);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double cpu0 = children_cpu_s();
     int rc = system(cmdline);
+    print_message("page: fidelity_table %.1f s CPU, %.1f s wall\n", children_cpu_s() - cpu0, seconds_since(&t0));
     snprintf(made, sizeof made, "%s/build/fidelity/fidelity.md", scratch);
     FILE *f = fopen(made, "r");
-    char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/conductor.md");
+    char *now = f ? tu_slurp(f) : NULL, *table = between_markers("docs/fidelity.md");
     if (f) fclose(f);
     bool same = rc == 0 && now && table && !strcmp(now, table);
     if (!same) print_message("reports/fidelity.sh exit %d; see %s/build/fidelity.log\n", rc, scratch);
@@ -573,7 +600,7 @@ static void test_fidelity_table_is_current(void **state)
     free(now);
     free(table);
     if (!same)
-        fail_msg("docs/conductor.md's claim table differs from what reports/fidelity.sh writes now: run "
+        fail_msg("docs/fidelity.md's claim table differs from what reports/fidelity.sh writes now: run "
                  "`reports/fidelity.sh --readme` and review the diff");
 }
 
@@ -604,7 +631,7 @@ static int doc_paths(char **out, int max)
     return n;
 }
 
-/* A page's weight for sharding: its commands (lines starting "$ "). */
+/* A page's commands (lines starting "$ "). */
 static int page_commands(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -616,20 +643,48 @@ static int page_commands(const char *path)
     return n;
 }
 
+/* What each page's transcripts cost, in CPU seconds (user and system, of
+ * the commands the page runs): the `page:` lines this binary prints, from
+ * one run of both shards at once on the 2-core machine (2026-11-29). CPU
+ * time, unlike wall time, does not move with what else the machine runs.
+ * Pages under a second are left out; a page not listed weighs
+ * PER_COMMAND_S a command. Re-record a page's line when its commands
+ * change much. */
+static const struct {
+    const char *path;
+    double s;
+} doc_cost[] = {
+    {"docs/hardware.md", 34.6},        {"docs/compare.md", 13.5},   {"docs/planning.md", 12.0},
+    {"docs/overload.md", 10.9},        {"README.md", 10.6},         {"docs/fidelity-gaps.md", 9.3},
+    {"docs/planning-confirm.md", 8.6}, {"docs/pic.md", 8.1},        {"docs/lmcache.md", 6.7},
+    {"docs/planning-tiers.md", 6.1},   {"docs/reports.md", 3.0},    {"docs/measured.md", 1.5},
+    {"docs/hitrate-ladder.md", 1.5},   {"docs/validation.md", 1.1}, {"docs/reliability.md", 1.1},
+};
+#define PER_COMMAND_S  0.1
+/* Shard 0 also runs fidelity_table (reports/fidelity.sh, its CPU seconds
+ * in the same run) and the man page check: counted as shard 0's load from
+ * the start. */
+#define SHARD0_FIXED_S 16.5
+
+static double page_cost(const char *path)
+{
+    for (size_t i = 0; i < sizeof doc_cost / sizeof *doc_cost; i++)
+        if (!strcmp(doc_cost[i].path, path)) return doc_cost[i].s;
+    return PER_COMMAND_S * page_commands(path);
+}
+
 /* Sharding (`make test` runs two shards at once: this binary with
  * KVSIM_DOC_SHARD=0/2 and test_docs_b, built with KVSIM_DOC_SECOND, as
- * shard 1/2): the pages go, heaviest first, to the lighter shard, so both
- * compute the same split. Without KVSIM_DOC_SHARD every page is run. */
-static void shard_of(char **paths, int np, int *shard_of_page, int *mine)
+ * shard 1/2). The rule: greedy longest-first by recorded CPU cost — the
+ * pages go, costliest first (ties in path order), each to the shard with
+ * the least recorded seconds so far, shard 0 starting with SHARD0_FIXED_S —
+ * so both binaries compute the same split and end at about the same time.
+ * Without KVSIM_DOC_SHARD every page is run. */
+static void shard_split(char **paths, int np, int n, int *shard_of_page, double *load)
 {
-    const char *s = getenv("KVSIM_DOC_SHARD");
-    int k = 0, n = 1, load[16] = {0}, w[64];
-    if (s && (sscanf(s, "%d/%d", &k, &n) != 2 || n < 1 || n > 16 || k < 0 || k >= n)) k = 0, n = 1;
-#ifdef KVSIM_DOC_SECOND
-    k = (k + 1) % n;
-#endif
-    *mine = k;
-    for (int i = 0; i < np; i++) w[i] = page_commands(paths[i]), shard_of_page[i] = -1;
+    double w[64];
+    for (int j = 0; j < n; j++) load[j] = j ? 0 : SHARD0_FIXED_S;
+    for (int i = 0; i < np; i++) w[i] = page_cost(paths[i]), shard_of_page[i] = -1;
     for (int done = 0; done < np; done++) {
         int best = -1, lightest = 0;
         for (int i = 0; i < np; i++)
@@ -640,17 +695,56 @@ static void shard_of(char **paths, int np, int *shard_of_page, int *mine)
     }
 }
 
+static void shard_of(char **paths, int np, int *shard_of_page, int *mine)
+{
+    const char *s = getenv("KVSIM_DOC_SHARD");
+    int k = 0, n = 1;
+    double load[16];
+    if (s && (sscanf(s, "%d/%d", &k, &n) != 2 || n < 1 || n > 16 || k < 0 || k >= n)) k = 0, n = 1;
+#ifdef KVSIM_DOC_SECOND
+    k = (k + 1) % n;
+#endif
+    *mine = k;
+    shard_split(paths, np, n, shard_of_page, load);
+}
+
+static char *all_paths[64];
+static int all_np;
+
+/* The split of the pages into two shards: every page in exactly one, and
+ * the shards' recorded seconds differ by at most the costliest page's (what
+ * longest-first greedy guarantees), worked here on the recorded table. */
+static void test_shards_balanced(void **state)
+{
+    (void)state;
+    int shard[64], seen[2] = {0};
+    double load[2], total = SHARD0_FIXED_S, most = 0;
+    shard_split(all_paths, all_np, 2, shard, load);
+    for (int i = 0; i < all_np; i++) {
+        assert_in_range(shard[i], 0, 1);
+        seen[shard[i]]++;
+        double c = page_cost(all_paths[i]);
+        total += c;
+        if (c > most) most = c;
+    }
+    assert_int_equal(seen[0] + seen[1], all_np);
+    assert_double_equal(load[0] + load[1], total, 1e-9);
+    print_message("doc shards: %.1f s and %.1f s recorded (%d and %d pages)\n", load[0], load[1], seen[0], seen[1]);
+    assert_true(fabs(load[0] - load[1]) <= most + 1e-9);
+}
+
 int main(void)
 {
     norm_init();
-    static char *paths[64];
-    static struct CMUnitTest tests[67];
+    char **paths = all_paths;
+    static struct CMUnitTest tests[68];
     const char *only = getenv("KVSIM_DOC_ONLY"); /* one document, e.g. docs/trace.md */
-    int n = 0, np = doc_paths(paths, 64), shard[64], mine;
+    int n = 0, np = all_np = doc_paths(paths, 64), shard[64], mine;
     shard_of(paths, np, shard, &mine);
     if (mine == 0) {
         tests[n++] = (struct CMUnitTest){"edited_number_fails", test_edited_number_fails, NULL, NULL, NULL};
         tests[n++] = (struct CMUnitTest){"man_page_is_the_help", test_man_page_is_the_help, NULL, NULL, NULL};
+        tests[n++] = (struct CMUnitTest){"shards_balanced", test_shards_balanced, NULL, NULL, NULL};
         if (!only) tests[n++] = (struct CMUnitTest){"fidelity_table", test_fidelity_table_is_current, NULL, NULL, NULL};
     }
     for (int i = 0; i < np; i++)

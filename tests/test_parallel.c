@@ -63,12 +63,17 @@ static void test_gpus_per_instance_cost(void **state)
 
 /* plan slo --tp: one search per GPU count, the fewest GPUs picked; a count
  * the model does not fit is out with the reason (LLaMA3-70B's 141 GB on
- * one 80 GB GPU), not an error of the whole plan. */
+ * one 80 GB GPU), not an error of the whole plan. Each answer is confirmed
+ * once, on the search's own seed and trace (a run it already has): the
+ * eight default confirmations of a --tp search are docs/hardware.md's
+ * transcript, and tests/test_plan_confirm.c checks what they decide. */
 static void test_plan_slo_tp(void **state)
 {
     (void)state;
-    json_t *o = tu_kvsim_json("plan slo --set model=llama3.1-8b --set hardware=h100x8 --tp 1,2 --ttft-p90-ms 300 "
-                              "--tbt-p99-ms 30 --max-instances 4 --dram 250GB --scopes global --cpp 1 --jobs 2 --json");
+    json_t *o =
+        tu_kvsim_json("plan slo --set model=llama3.1-8b --set hardware=h100x8 --tp 1,2 --ttft-p90-ms 300 "
+                      "--tbt-p99-ms 30 --max-instances 4 --dram 250GB --scopes global --cpp 1 " TU_ONE_CONFIRMATION
+                      "--jobs 2 --json");
     json_t *tp = json_object_get(o, "tp");
     assert_int_equal(json_array_size(tp), 2);
     assert_int_equal(tu_int_field(json_array_get(tp, 0), "gpus"), 2);
@@ -79,7 +84,7 @@ static void test_plan_slo_tp(void **state)
     assert_non_null(strstr(cmd, "--set cluster.gpus_per_instance=1 --set cluster.prefill=1 --set cluster.decode=1"));
     json_decref(o);
     o = tu_kvsim_json("plan slo --set hardware=h100x8 --tp 1,8 --ttft-p90-ms 500 --max-instances 4 --dram 250GB "
-                      "--scopes global --cpp 1 --jobs 2 --json");
+                      "--scopes global --cpp 1 " TU_ONE_CONFIRMATION "--jobs 2 --json");
     tp = json_object_get(o, "tp");
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(tp, 0), "error")), "does not fit"));
     assert_int_equal(tu_int_field(o, "picked"), 8);

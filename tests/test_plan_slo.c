@@ -415,12 +415,16 @@ static void test_aggregated_cliff(void **state)
     json_decref(j);
 }
 
-/* The text answer names the cliff in GB, and no raw byte count. */
+/* The text answer names the cliff in GB, and no raw byte count. (One
+ * confirmation: test_aggregated_cliff runs the default eight on this
+ * search, and the text does not depend on them.) */
 static void test_aggregated_text(void **state)
 {
     char args[2048];
     snprintf(args, sizeof args,
-             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB,8GB --jobs 2", cyclic_trace);
+             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB,8GB " TU_ONE_CONFIRMATION
+             "--jobs 2",
+             cyclic_trace);
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 0);
     printf("%s", r.out);
@@ -434,12 +438,14 @@ static void test_aggregated_text(void **state)
 /* --loads never,always: each probe runs both; with never the CPU pool's
  * chunks are not loaded and every request computes its prompt (p50 about
  * 1 s, failing), with always the rereads load theirs (passing): the
- * answer is load always, and the table has both points. */
+ * answer is load always, and the table has both points (one
+ * confirmation, as in test_aggregated_text). */
 static void test_aggregated_loads(void **state)
 {
     char args[2048];
     snprintf(args, sizeof args,
-             "plan slo " LMC " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB --loads never,always "
+             "plan slo " LMC
+             " --trace %s --ttft-p50-ms 500 --max-instances 2 --dram 16GB --loads never,always " TU_ONE_CONFIRMATION
              "--jobs 2 --json",
              cyclic_trace);
     json_t *j = json_with_status(args, 0);

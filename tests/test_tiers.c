@@ -1,5 +1,5 @@
 /* tests/test_tiers.c — what reaches DRAM and disk, and when (issue 41
- * item 4; docs/planning.md "Tier semantics").
+ * item 4; docs/planning-tiers.md "Tier semantics").
  *
  * The Mooncake store (sim/store/kvstore.c; the disaggregated presets):
  * a request's computed blocks are written into the node's DRAM when its

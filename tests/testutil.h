@@ -33,6 +33,11 @@
 #define MOONCAKE_TRACE        "traces/mooncake/mooncake_synthetic_trace.jsonl.gz"
 #define MOONCAKE_CONVERSATION "traces/mooncake/conversation_trace.jsonl.gz"
 #define RAGPULSE_SAMPLE       "traces/ragpulse-sample"
+/* `kvsim plan slo` options for a test that does not check confirmation:
+ * the answer re-run once, on the search's own seed and trace, a run the
+ * search already has (tests/test_plan_confirm.c checks what the default
+ * eight decide). */
+#define TU_ONE_CONFIRMATION   "--confirm-seeds 1 --confirm-resample none "
 
 typedef struct cli_result {
     int status; /* exit code, or 128+signal */

@@ -109,7 +109,7 @@ static const char slo_usage[] =
     "                      be resampled: give none)\n"
     "  --headroom F        share of each target a confirmation must stay under it by, in\n"
     "                      [0, 0.5) (default 0.05: the conversation trace's TBT p99 moved by\n"
-    "                      2.6%% of its target between seeds 1-4, docs/planning.md)\n"
+    "                      2.6%% of its target between seeds 1-4, docs/planning-confirm.md)\n"
     "  Exit status 0 needs a recommended point; 3 when none passes every confirmation.\n"
     "\n"
     "  --jobs N            worker processes (default: the number of CPUs)\n"

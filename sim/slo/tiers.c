@@ -11,7 +11,7 @@
  * one sweep into the results database as `plan slo` runs its probes
  * (sim/slo/probe.c: slo_sweep). A cache's hit rate rises with its size and
  * flattens once it holds the reuse the trace has (or falls off a cliff
- * below the size of a reuse cycle under LRU, docs/planning.md), so the
+ * below the size of a reuse cycle under LRU, docs/planning-tiers.md), so the
  * knee is the smallest size whose hit rate is within --knee (default 0.95)
  * of the best hit rate on the grid: past it, more of the tier buys at most
  * the remaining 5% of what the tier can give. Its price an hour is the
