@@ -27,7 +27,7 @@ typedef struct sim_event {
  * and -1 for each pop. Replayed through a fresh heap with no model behind
  * it (sim_engine_tape_replay), it costs exactly the heap's part of the
  * run: the same pushes and pops, the same (time, seq) keys, the same heap
- * sizes — the event-loop bound of the run (docs/run.md). */
+ * sizes — the event-loop bound of the run (docs/scale.md). */
 typedef struct sim_engine_tape {
     int64_t *op;
     int64_t n, cap;

@@ -158,7 +158,7 @@ int sim_serving_check(const sim_config *cfg, sim_err *err);
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err);
 /* sim_serving_replay; with engine_bound, the summary also gets
  * "engine_bound": the run's events per second against the same heap
- * operations alone (docs/run.md; the record costs 8 bytes a push or pop). */
+ * operations alone (docs/scale.md; the record costs 8 bytes a push or pop). */
 int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **summary, bool engine_bound, sim_err *err);
 
 /* ---- TBT (sim/serving/tbt.c) ------------------------------------------------ */

@@ -37,7 +37,7 @@
  * request's ~300 pages cost one index lookup per block and one LRU node
  * per block released, not ~300 of each — each of which was a cache miss
  * in tables of every cached page (an aggregated replay of 1M requests
- * spent 65% of its time there; docs/run.md). */
+ * spent 65% of its time there; CHANGELOG.md, "Moved from docs/run.md"). */
 #include <stdlib.h>
 #include <string.h>
 
