@@ -243,6 +243,32 @@ static void test_calibrate_layers_errors(void **state)
     tu_remove_temp(path);
 }
 
+/* The committed calibration file regenerates byte for byte from the
+ * committed measurements with the documented command (docs/gpu-calibration.md).
+ * Its comparison rows' analytic_s is the analytic model's time: before the
+ * fix, `auto` priced them from the h100x1 preset's measured tables once the
+ * preset named tables, so the "analytic" column (and
+ * docs/data/gpu-calibration-tables.md) silently became another model. */
+static void test_calibrate_regenerates_committed(void **state)
+{
+    (void)state;
+    char *out = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args,
+             "calibrate --probe-json " H100_PROBE " --layers-json " H100_LAYERS " --hardware h100x1 --out %s "
+             "--label 'cuda: NVIDIA H100 80GB HBM3 (PCIe Gen5 x16)'",
+             out);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    char *got = tu_slurp_path(out), *want = tu_slurp_path("configs/calibration/h100.json");
+    assert_non_null(got);
+    assert_non_null(want);
+    if (strcmp(got, want)) fail_msg("kvsim %s: the output differs from configs/calibration/h100.json", args);
+    free(got), free(want);
+    tu_free(&r);
+    unlink(out);
+    free(out);
+}
+
 /* Without PyTorch or a visible GPU the layer probe says why and succeeds
  * (CUDA_VISIBLE_DEVICES is emptied, so a GPU machine answers the same). */
 static void test_layer_probe_skips_without_gpu(void **state)
@@ -269,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_profile_not_used_on_other_gpu_count),
         cmocka_unit_test(test_page_copies_second_implementation),
         cmocka_unit_test(test_calibrate_layers_errors),
+        cmocka_unit_test(test_calibrate_regenerates_committed),
         cmocka_unit_test(test_layer_probe_skips_without_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

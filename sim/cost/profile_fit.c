@@ -373,11 +373,14 @@ static json_t *rows_json(const sim_profile_fitting *f, size_t from, const char *
 /* The config of `model` on `hardware` without the hardware's own calibration. */
 static int analytic_config(const char *model, const char *hardware, sim_config *cfg, sim_err *err)
 {
-    char m[96], h[96], nocal[] = "hardware.calibration=\"\"";
+    /* cost.compute = analytic: under `auto` a preset with measured tables
+     * (h100x1, h200x1) would price these passes from the tables, and the
+     * "analytic" column would silently be the measured-kernel model. */
+    char m[96], h[96], nocal[] = "hardware.calibration=\"\"", analytic[] = "cost.compute=analytic";
     snprintf(m, sizeof m, "model=%s", model);
     snprintf(h, sizeof h, "hardware=%s", hardware);
-    char *sets[] = {m, h, nocal};
-    if (sim_config_load(cfg, NULL, sets, 3, err)) return -1;
+    char *sets[] = {m, h, nocal, analytic};
+    if (sim_config_load(cfg, NULL, sets, 4, err)) return -1;
     if (cfg->hw.gpus != 1) {
         sim_config_free(cfg);
         return sim_errf(err,
