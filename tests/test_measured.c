@@ -20,6 +20,7 @@
 #include "sim/cost/cost.h"
 #include "sim/cost/measured.h"
 #include "sim/cost/optable.h"
+#include "tests/optable_testutil.h"
 #include "tests/testutil.h"
 
 #define H100 "configs/optables/h100_sxm"
@@ -30,35 +31,8 @@
  * the given values ("col=value" pairs, NULL-ended); -1 when none. */
 static double row_latency(const char *file, const char *const *match)
 {
-    char path[512], line[1024], head[1024];
-    snprintf(path, sizeof path, "%s/%s", H100, file);
-    gzFile f = gzopen(path, "rb");
-    assert_non_null(f);
-    assert_non_null(gzgets(f, head, sizeof head));
-    head[strcspn(head, "\r\n")] = 0;
-    char *cols[64];
-    int ncol = 0;
-    for (char *p = strtok(head, ","); p && ncol < 64; p = strtok(NULL, ",")) cols[ncol++] = p;
-    double found = -1;
-    while (found < 0 && gzgets(f, line, sizeof line)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *vals[64];
-        int n = 0;
-        for (char *p = strtok(line, ","); p && n < 64; p = strtok(NULL, ",")) vals[n++] = p;
-        bool ok = true;
-        double lat = -1;
-        for (int c = 0; c < n && c < ncol; c++) {
-            if (!strcmp(cols[c], "latency")) lat = atof(vals[c]);
-            for (int m = 0; match[m]; m++) {
-                size_t k = strcspn(match[m], "=");
-                if (strlen(cols[c]) == k && !strncmp(cols[c], match[m], k) && strcmp(vals[c], match[m] + k + 1))
-                    ok = false;
-            }
-        }
-        if (ok) found = lat;
-    }
-    gzclose(f);
-    return found;
+    double y;
+    return ot_scan(H100, file, match, NULL, NULL, NULL, &y, 1) ? y : -1;
 }
 
 static double gemm_row(const char *m, const char *n, const char *k)

@@ -21,6 +21,7 @@
 #include "sim/config/config.h"
 #include "sim/cost/cost.h"
 #include "sim/cost/measured.h"
+#include "tests/optable_testutil.h"
 #include "tests/testutil.h"
 
 #define H200 "configs/optables/h200_sxm"
@@ -36,35 +37,7 @@ enum { MAX_PTS = 512 };
 static int curve_points(const char *dir, const char *file, const char *const *match, const char *xcol,
                         const char *xplus, double *xs, double *ys)
 {
-    char path[512], line[1024], head[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    gzFile f = gzopen(path, "rb");
-    assert_non_null(f);
-    assert_non_null(gzgets(f, head, sizeof head));
-    head[strcspn(head, "\r\n")] = 0;
-    char *cols[64];
-    int ncol = 0, n = 0;
-    for (char *p = strtok(head, ","); p && ncol < 64; p = strtok(NULL, ",")) cols[ncol++] = p;
-    while (n < MAX_PTS && gzgets(f, line, sizeof line)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *vals[64];
-        int nv = 0;
-        for (char *p = strtok(line, ","); p && nv < 64; p = strtok(NULL, ",")) vals[nv++] = p;
-        bool ok = true;
-        double x = 0, y = -1;
-        for (int c = 0; c < nv && c < ncol; c++) {
-            if (!strcmp(cols[c], "latency")) y = atof(vals[c]);
-            if (!strcmp(cols[c], xcol) || (xplus && !strcmp(cols[c], xplus))) x += atof(vals[c]);
-            for (int m = 0; match[m]; m++) {
-                size_t k = strcspn(match[m], "=");
-                if (strlen(cols[c]) == k && !strncmp(cols[c], match[m], k) && strcmp(vals[c], match[m] + k + 1))
-                    ok = false;
-            }
-        }
-        if (ok) xs[n] = x, ys[n] = y, n++;
-    }
-    gzclose(f);
-    return n;
+    return ot_scan(dir, file, match, xcol, xplus, xs, ys, MAX_PTS);
 }
 
 /* The curve at x: a measured point, or the line between the two that

@@ -52,16 +52,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The plan of args (exit status, JSON). */
-static json_t *plan(const char *args, int status)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != status) fail_msg("kvsim %s: exit %d (want %d): %s", args, r.status, status, r.err);
-    json_t *j = json_loads(r.out, 0, NULL);
-    if (!j) fail_msg("kvsim %s: not JSON: %s", args, r.out);
-    tu_free(&r);
-    return j;
-}
+/* The plan of args (exit status, JSON): tests/testutil.h. */
+#define plan(args, status) tu_kvsim_json_status(args, status)
 
 /* Half the TTFT p90 of 1P1D at twice the load: a target that needs a few instances. */
 static double ttft_target(void)

@@ -92,16 +92,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* `kvsim ARGS` exits with status and prints a JSON object (caller decrefs). */
-static json_t *json_with_status(const char *args, int status)
-{
-    cli_result r = tu_kvsim(args);
-    if (r.status != status) fail_msg("kvsim %s: exit %d (want %d): %s", args, r.status, status, r.err);
-    json_t *j = json_loads(r.out, 0, NULL);
-    if (!j) fail_msg("kvsim %s: not JSON: %s", args, r.out);
-    tu_free(&r);
-    return j;
-}
+/* `kvsim ARGS` exits with status and prints JSON: tests/testutil.h. */
+#define json_with_status(args, status) tu_kvsim_json_status(args, status)
 
 /* ---- the floor ------------------------------------------------------------- */
 

@@ -183,17 +183,20 @@ static inline void tu_expect_stdout(const char *args, const char *needle)
     tu_free(&r);
 }
 
-/* Run `$KVSIM_BIN args`; fail the test unless it exits 0 and prints a JSON
- * value on stdout, which is returned (caller decrefs). */
-static inline json_t *tu_kvsim_json(const char *args)
+/* Run `$KVSIM_BIN args`; fail the test unless it exits with `status` and
+ * prints a JSON value on stdout, which is returned (caller decrefs). */
+static inline json_t *tu_kvsim_json_status(const char *args, int status)
 {
     cli_result r = tu_kvsim(args);
-    if (r.status != 0) fail_msg("kvsim %s: exit %d: %s", args, r.status, r.err);
+    if (r.status != status) fail_msg("kvsim %s: exit %d (want %d): %s", args, r.status, status, r.err);
     json_t *j = json_loads(r.out, 0, NULL);
     if (!j) fail_msg("kvsim %s: not JSON: %s", args, r.out);
     tu_free(&r);
     return j;
 }
+
+/* tu_kvsim_json_status expecting exit 0. */
+static inline json_t *tu_kvsim_json(const char *args) { return tu_kvsim_json_status(args, 0); }
 
 /* tu_kvsim_json with printf-style arguments. */
 static inline json_t *tu_kvsim_jsonf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

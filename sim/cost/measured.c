@@ -272,16 +272,21 @@ static double lm_head_s(sim_measured *m, double seqs)
     return t;
 }
 
-/* One layer's attention lookup: MLA's tables where the model has MLA. */
-static double ctx_ms(sim_measured *m, double batch, double isl)
+/* One layer's attention lookup, context (prefill, x = isl) or generation
+ * (decode, x = context length): MLA's tables where the model has MLA. */
+static double attn_ms(sim_measured *m, bool context, double batch, double x)
 {
     if (m->mla) {
         sim_mla_query q = m->mla_q;
-        q.context = true;
-        return sim_optable_mla_ms(m->t, &q, batch, isl);
+        q.context = context;
+        return sim_optable_mla_ms(m->t, &q, batch, x);
     }
-    return sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, m->key.model.head_dim, batch, isl);
+    int hd = m->key.model.head_dim;
+    return context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)
+                   : sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x);
 }
+
+static double ctx_ms(sim_measured *m, double batch, double isl) { return attn_ms(m, true, batch, isl); }
 
 /* Context attention of `chunks` chunks of n new tokens after p cached
  * (docs/measured.md §2): the tables measure a prompt from nothing, T(b, s);
@@ -301,15 +306,7 @@ static double ctx_attn_s(sim_measured *m, double chunks, double n, double p)
     return md->layers * alone * 1e-3;
 }
 
-static double gen_ms(sim_measured *m, double batch, double ctx)
-{
-    if (m->mla) {
-        sim_mla_query q = m->mla_q;
-        q.context = false;
-        return sim_optable_mla_ms(m->t, &q, batch, ctx);
-    }
-    return sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, m->key.model.head_dim, batch, ctx);
-}
+static double gen_ms(sim_measured *m, double batch, double ctx) { return attn_ms(m, false, batch, ctx); }
 
 static double gen_attn_s(sim_measured *m, double seqs, double ctx)
 {

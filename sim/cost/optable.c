@@ -116,9 +116,19 @@ typedef struct attn_memo {
     unsigned said; /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
 } attn_memo;
 
+/* The curves of one MLA query, by the table's batch values (NULL where
+ * that batch is not measured): resolved once per query, as attn_memo. */
+typedef struct mla_memo {
+    bool set;
+    char kv_dtype[16], gemm[16];
+    int heads, tp;
+    const curve **by_batch;
+} mla_memo;
+
 struct sim_optable {
     char system[64], engine[64];
     attn_memo memo[2]; /* context, generation */
+    mla_memo mla[4];   /* T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM */
     double mem_Bps, mem_latency_s;
     double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
     double gemm_max_m[2], gemm_max_n[2]; /* sim_optable_gemm_limits of gemm and gemm_fp8_block, found at load */
@@ -391,6 +401,7 @@ void sim_optable_free(sim_optable *t)
     if (!t) return;
     for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
     for (int i = 0; i < 2; i++) free(t->memo[i].by_batch[0]), free(t->memo[i].by_batch[1]);
+    for (int i = 0; i < 4; i++) free(t->mla[i].by_batch);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
     free(t);
 }
@@ -695,22 +706,30 @@ double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elem
  * context length (generation, extended linearly). The backend-only tables
  * name a curve by heads per GPU and TP, the module tables by the GEMMs'
  * quantization and heads per GPU. */
-double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x)
+static mla_memo *mla_curves(sim_optable *t, int which, const sim_mla_query *q)
 {
-    int which = q->module ? (q->context ? T_CTX_MLAM : T_GEN_MLAM) : (q->context ? T_CTX_MLA : T_GEN_MLA);
+    mla_memo *m = &t->mla[which - T_CTX_MLA];
+    const char *gemm = q->gemm ? q->gemm : "";
+    if (m->set && m->heads == q->heads && m->tp == q->tp && !strcmp(m->kv_dtype, q->kv_dtype) && !strcmp(m->gemm, gemm))
+        return m;
     const table *a = &t->t[which];
-    if (!a->nvals[0]) return -1;
-    span sb = bracket(a->vals[0], a->nvals[0], batch);
-    double sum = 0, wsum = 0;
-    int side_x = 0;
-    for (int i = 0; i < 2; i++) {
-        double w = i ? sb.w : 1 - sb.w, b = a->vals[0][i ? sb.hi : sb.lo];
-        const curve *c = w == 0      ? NULL
-                         : q->module ? find_fmt(a, "bfloat16|%s|%s|%d|%.10g", q->kv_dtype, q->gemm, q->heads, b)
-                                     : find_fmt(a, "bfloat16|%s|%d|%d|%.10g", q->kv_dtype, q->heads, q->tp, b);
-        if (c) sum += w * curve_at(c, x, &side_x, q->context ? 2 : 1), wsum += w;
+    free(m->by_batch);
+    *m = (mla_memo){.set = true, .heads = q->heads, .tp = q->tp};
+    snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", q->kv_dtype);
+    snprintf(m->gemm, sizeof m->gemm, "%s", gemm);
+    m->by_batch = calloc((size_t)a->nvals[0] + 1, sizeof *m->by_batch);
+    for (int i = 0; i < a->nvals[0]; i++) {
+        double b = a->vals[0][i];
+        m->by_batch[i] = q->module ? find_fmt(a, "bfloat16|%s|%s|%d|%.10g", q->kv_dtype, gemm, q->heads, b)
+                                   : find_fmt(a, "bfloat16|%s|%d|%d|%.10g", q->kv_dtype, q->heads, q->tp, b);
     }
-    if (wsum == 0) return -1;
+    return m;
+}
+
+/* Say, when a lookup left the grid, which axis and how it was priced. */
+static void mla_note(sim_optable *t, const sim_mla_query *q, span sb, int side_x, double batch, double x)
+{
+    const table *a = &t->t[q->module ? (q->context ? T_CTX_MLAM : T_GEN_MLAM) : (q->context ? T_CTX_MLA : T_GEN_MLA)];
     char op[64], shape[96], kind[96];
     snprintf(op, sizeof op, "%s MLA%s", q->context ? "context" : "generation", q->module ? " module" : "");
     snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d", batch, q->context ? "isl" : "context", x, q->heads);
@@ -721,5 +740,23 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
              side_x < 0   ? "taken at the smallest"
              : q->context ? "the largest measured scaled by the square of the length"
                           : "extrapolated linearly");
+}
+
+double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x)
+{
+    int which = q->module ? (q->context ? T_CTX_MLAM : T_GEN_MLAM) : (q->context ? T_CTX_MLA : T_GEN_MLA);
+    const table *a = &t->t[which];
+    if (!a->nvals[0]) return -1;
+    const mla_memo *m = mla_curves(t, which, q);
+    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    double sum = 0, wsum = 0;
+    int side_x = 0;
+    for (int i = 0; i < 2; i++) {
+        double w = i ? sb.w : 1 - sb.w;
+        const curve *c = w == 0 ? NULL : m->by_batch[i ? sb.hi : sb.lo];
+        if (c) sum += w * curve_at(c, x, &side_x, q->context ? 2 : 1), wsum += w;
+    }
+    if (wsum == 0) return -1;
+    if ((sb.side || side_x) && !t->quiet) mla_note(t, q, sb, side_x, batch, x);
     return sum / wsum;
 }
