@@ -11,6 +11,7 @@
 import argparse
 import sqlite3
 import sys
+import urllib.parse
 
 SIZES = [(10000, "10k"), (100000, "100k"), (1000000, "1M")]
 CLUSTERS = [4, 8, 64]
@@ -23,7 +24,8 @@ SERVING = [
 
 
 def rows(db):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    # the path quoted for SQLite's URI syntax (a ? or # in it would end the path)
+    con = sqlite3.connect("file:" + urllib.parse.quote(db) + "?mode=ro", uri=True)
     try:
         got = con.execute("SELECT metric, value FROM bench WHERE bench = 'scale'").fetchall()
     finally:
