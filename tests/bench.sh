@@ -98,20 +98,23 @@ section_hitrate() {
 # system, the workers included) of the fastest --jobs 1 sweep: on 2 cores
 # --jobs 2 cannot take less than half of them, so jobs-1 wall / (CPU / 2)
 # is the most --jobs 2 can gain there (docs/run.md, "Sweeps").
-section_sweep() {
-  echo "== kvsim sweep and report: points per minute (target: --jobs 2 at least 1.8x --jobs 1), report time for 20 runs"
+# One 8-point sweep (4 routers x 2 speeds), --jobs 1 and 2 (the fastest of BENCH_SCALE_REPEATS
+# runs each): points per minute, the speedup, and the --jobs 1 sweep's CPU
+# seconds (workers and merges) with the bound they set on 2 cores.
+sweep_pair() { # label trace extra-args...
+  local label=$1 trace=$2; shift 2
   local grid="policy.router=random,round_robin,least_loaded,cache_aware_local;trace.speed=1,1.5"
-  local j db t0 t1 w cpu best1="" best2="" cpu1=""
+  local j db t0 t1 w cpu best1="" best2="" cpu1="" cmd
   for _ in $(seq "${BENCH_SCALE_REPEATS:-3}"); do
     for j in 1 2; do
       db=build/bench/sweep-j$j.db
       rm -rf "$db" "$db.parts"
       t0=$(date +%s.%N)
       if [ -x /usr/bin/time ]; then
-        cpu=$(/usr/bin/time -f '%U %S' $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" 2>&1 >/dev/null |
+        cpu=$(/usr/bin/time -f '%U %S' $KVSIM sweep --trace "$trace" --grid "$grid" --jobs $j --db "$db" "$@" 2>&1 >/dev/null |
           tail -1 | awk '{print $1 + $2}')
       else
-        $KVSIM sweep --trace "$MOONCAKE" --grid "$grid" --jobs $j --db "$db" >/dev/null 2>&1
+        $KVSIM sweep --trace "$trace" --grid "$grid" --jobs $j --db "$db" "$@" >/dev/null 2>&1
       fi
       t1=$(date +%s.%N)
       w=$(echo "$t1 - $t0" | bc -l)
@@ -121,17 +124,30 @@ section_sweep() {
   done
   for j in 1 2; do
     w=$([ $j = 1 ] && echo "$best1" || echo "$best2")
-    record sweep "sweep 8 points --jobs $j" "$(echo "8 * 60 / $w" | bc -l | xargs printf '%.1f')" points/min \
-      "$KVSIM sweep --trace $MOONCAKE --grid '$grid' --jobs $j --db build/bench/sweep-j$j.db"
+    cmd="$KVSIM sweep --trace $trace --grid '$grid' --jobs $j --db build/bench/sweep-j$j.db${*:+ $*}"
+    record sweep "$label --jobs $j" "$(echo "8 * 60 / $w" | bc -l | xargs printf '%.1f')" points/min "$cmd"
   done
-  record sweep "sweep --jobs 2 speedup over --jobs 1" "$(echo "$best1 / $best2" | bc -l | xargs printf '%.2f')" x \
-    "the two rows above"
+  record sweep "$label speedup" "$(echo "$best1 / $best2" | bc -l | xargs printf '%.2f')" x "the two rows above"
   if [ -n "$cpu1" ]; then
-    record sweep "sweep 8 points --jobs 1 CPU" "$(printf '%.2f' "$cpu1")" s \
+    record sweep "$label --jobs 1 CPU" "$(printf '%.2f' "$cpu1")" s \
       "/usr/bin/time -f '%U %S' (user + system, workers included) of the --jobs 1 row's sweep"
-    record sweep "--jobs 2 speedup bound on 2 cores" "$(echo "$best1 / ($cpu1 / 2)" | bc -l | xargs printf '%.2f')" x \
-      "the --jobs 1 wall / half its CPU seconds"
+    record sweep "$label speedup bound" "$(echo "$best1 / ($cpu1 / 2)" | bc -l | xargs printf '%.2f')" x \
+      "the --jobs 1 wall / half its CPU seconds (2 cores)"
   fi
+}
+
+section_sweep() {
+  echo "== kvsim sweep and report: points per minute (target: --jobs 2 at least 1.8x --jobs 1), report time for 20 runs"
+  local t=build/bench/scale-100000.jsonl
+  [ -f "$t" ] || $KVSIM trace gen --requests 100000 --rate 5 --seed 7 -o "$t" >/dev/null
+  # points of about 0.05 s (the bundled trace) measure the sweep's own cost;
+  # points of about 1 s (100k requests) a sweep worth parallelizing, with its
+  # per-request rows and with summaries only (docs/run.md, "Sweeps")
+  sweep_pair "sweep bundled" "$MOONCAKE"
+  sweep_pair "sweep 100k" "$t"
+  sweep_pair "sweep 100k no rows" "$t" \
+    --set metrics.request_rows=false --set metrics.sample_rows=false
+  local db
   db=build/bench/report-20.db
   rm -rf "$db" "$db.parts" build/bench/report-20
   $KVSIM sweep --trace "$MOONCAKE" --grid "policy.router=random,round_robin,least_loaded,cache_aware_local,kvcentric;trace.speed=1,1.25,1.5,2" \
