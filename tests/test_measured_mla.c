@@ -3,7 +3,8 @@
  * one DeepSeek-V3 decode step and one prefill chunk on h200x8 priced as the
  * sum of the bundled table rows, read here by a second, simpler reader (zlib,
  * strtok and a linear interpolation between the two rows that bracket a
- * size); b200x8's whole-module rows; a shape beyond the tables said, not
+ * size); b200x8's whole-module rows, and its mixed passes projecting
+ * once; a shape beyond the tables said, not
  * silent; h100x8 refused for its HBM. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,14 +64,19 @@ static double lookup(const char *dir, const char *file, const char *const *match
     return at(xs, ys, n, x);
 }
 
-/* A GEMM (ms) of m x n x k, n and k measured. */
-static double gemm_row(const char *file, const char *dtype, double m, int n, int k)
+/* A GEMM (ms) of m x n x k on the tables in dir, n and k measured. */
+static double gemm_in(const char *dir, const char *file, const char *dtype, double m, int n, int k)
 {
     char d[48], nn[32], kk[32];
     snprintf(d, sizeof d, "gemm_dtype=%s", dtype), snprintf(nn, sizeof nn, "n=%d", n),
         snprintf(kk, sizeof kk, "k=%d", k);
     const char *match[] = {d, nn, kk, NULL};
-    return lookup(H200, file, match, "m", NULL, m);
+    return lookup(dir, file, match, "m", NULL, m);
+}
+
+static double gemm_row(const char *file, const char *dtype, double m, int n, int k)
+{
+    return gemm_in(H200, file, dtype, m, n, k);
 }
 
 /* A block-quantized GEMM whose n (or k) lies between two measured ones:
@@ -239,6 +245,43 @@ static void test_b200_module_rows(void **state)
     sim_config_free(&cfg);
 }
 
+/* MLA's projections of one layer at m tokens on b200_sxm (ms): q_a + kv_a,
+ * n = 2112 between the measured 2048 and 2560; q_b, n = 3072 from k =
+ * 1536; o, n = 7168 from k = 2048. */
+static double b200_proj(double m)
+{
+    const char *f = "gemm_fp8_block.csv.gz", *t = "fp8_block";
+    double w = (2112.0 - 2048) / (2560 - 2048);
+    return (1 - w) * gemm_in(B200, f, t, m, 2048, 7168) + w * gemm_in(B200, f, t, m, 2560, 7168) +
+           gemm_in(B200, f, t, m, 3072, 1536) + gemm_in(B200, f, t, m, 7168, 2048);
+}
+
+/* A pass that prefills 1024 new tokens and decodes 32 sequences of 1024
+ * tokens on b200x8: vLLM projects all 1056 tokens at once, where the two
+ * module rows each hold their own projections. The prefill's module grows
+ * by the projections of 1056 tokens less those of 1024, and the decodes'
+ * loses those of 32 (the GEMM rows; m = 1056 between 1024 and 1280). */
+static void test_b200_mixed_pass_projects_once(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    load(&cfg, &c, "b200x8");
+    const char *gen[] = {"mla_dtype=bfloat16", "kv_cache_dtype=bfloat16", "gemm_type=fp8_block",
+                         "num_heads=16",       "batch_size=32",           NULL};
+    const char *ctx[] = {
+        "mla_dtype=bfloat16", "kv_cache_dtype=bfloat16", "gemm_type=fp8_block", "num_heads=16", "batch_size=1", NULL};
+    double gen_row = lookup(B200, "mla_generation_module.csv.gz", gen, "isl", "step", 1025);
+    double ctx_row = lookup(B200, "mla_context_module.csv.gz", ctx, "isl", NULL, 1024);
+    sim_pass_shape p = {.chunks = 1, .chunk_tokens = 1024, .decodes = 32, .decode_ctx = 1024};
+    sim_op_times got;
+    sim_measured_pass(c.measured, &p, &got);
+    assert_double_equal(got.s[SIM_OP_ATTN_CTX], 61 * (ctx_row + b200_proj(1056) - b200_proj(1024)) * 1e-3, 1e-12);
+    assert_double_equal(got.s[SIM_OP_ATTN_GEN], 61 * (gen_row - b200_proj(32)) * 1e-3, 1e-12);
+    assert_true(got.s[SIM_OP_ATTN_GEN] > 0);
+    /* a decode step alone keeps its module row whole (test_b200_module_rows) */
+    sim_config_free(&cfg);
+}
+
 /* A context beyond the tables' 131,072 tokens is extended linearly and
  * said: on stderr as `warning: not measured` and in the run's caveats. */
 static void test_out_of_grid_said(void **state)
@@ -281,11 +324,9 @@ static void test_h100_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_is_the_sum_of_rows),
-        cmocka_unit_test(test_prefill_chunk_is_the_sum_of_rows),
-        cmocka_unit_test(test_b200_module_rows),
-        cmocka_unit_test(test_out_of_grid_said),
-        cmocka_unit_test(test_h100_refused),
+        cmocka_unit_test(test_decode_is_the_sum_of_rows), cmocka_unit_test(test_prefill_chunk_is_the_sum_of_rows),
+        cmocka_unit_test(test_b200_module_rows),          cmocka_unit_test(test_b200_mixed_pass_projects_once),
+        cmocka_unit_test(test_out_of_grid_said),          cmocka_unit_test(test_h100_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

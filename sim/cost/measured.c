@@ -194,6 +194,20 @@ static double mla_elementwise_s(sim_measured *m, double tokens, bool routed)
     return t;
 }
 
+/* MLA's projections of one layer over `tokens` tokens, from the GEMM
+ * tables: the fused down-projection of the hidden state to the query
+ * latent, the KV latent and the rope key (replicated on every GPU), the
+ * query's up-projection to this GPU's heads (from the hidden state when
+ * there is no query latent), and the output projection. */
+static void mla_proj_s(sim_measured *m, double tokens, double *qkv, double *o)
+{
+    const sim_model *md = &m->key.model;
+    double d = md->hidden, rope = md->qk_rope_head_dim, ql = md->q_lora_rank;
+    *qkv = gemm_s(m, tokens, ql + md->kv_lora_rank + rope, d) +
+           gemm_s(m, tokens, m->heads * (md->head_dim + rope), ql > 0 ? ql : d);
+    *o = gemm_s(m, tokens, d, (double)m->heads * md->head_dim);
+}
+
 /* The attention projections of one layer. MLA from the backend's tables:
  * the fused down-projection of the hidden state to the query latent, the
  * KV latent and the rope key (replicated on every GPU), the query's
@@ -210,10 +224,7 @@ static void attn_proj_s(sim_measured *m, double tokens, double *qkv, double *o)
     }
     *qkv = *o = 0;
     if (m->mla == MLA_MODULE) return;
-    double rope = md->qk_rope_head_dim, ql = md->q_lora_rank;
-    *qkv = gemm_s(m, tokens, ql + md->kv_lora_rank + rope, d) +
-           gemm_s(m, tokens, m->heads * (md->head_dim + rope), ql > 0 ? ql : d);
-    *o = gemm_s(m, tokens, d, q);
+    mla_proj_s(m, tokens, qkv, o);
 }
 
 static double layer_elementwise_s(sim_measured *m, double tokens, bool routed)
@@ -315,6 +326,23 @@ static double gen_attn_s(sim_measured *m, double seqs, double ctx)
     return md->layers * 1e-3 * gen_ms(m, seqs, ctx < 1 ? 1 : ctx);
 }
 
+/* A pass that prefills and decodes runs each MLA projection once over all
+ * its tokens (vLLM's MultiHeadLatentAttentionWrapper projects the whole
+ * batch; the attention backend then splits its prefill and decode tokens:
+ * vllm/model_executor/layers/mla.py, vllm/v1/attention/backends/mla/
+ * common.py), where the module rows, each measured alone, hold one launch
+ * each: the decodes' projections leave their module and the prefill's
+ * grow to the pass's tokens, from the GEMM tables (docs/measured-mla.md). */
+static void module_one_launch(sim_measured *m, const sim_pass_shape *p, double *op)
+{
+    double all_qkv, all_o, pre_qkv, pre_o, dec_qkv, dec_o, layers = m->key.model.layers;
+    mla_proj_s(m, p->decodes + p->chunk_tokens, &all_qkv, &all_o);
+    mla_proj_s(m, p->chunk_tokens, &pre_qkv, &pre_o);
+    mla_proj_s(m, p->decodes, &dec_qkv, &dec_o);
+    op[SIM_OP_ATTN_CTX] += layers * (all_qkv + all_o - pre_qkv - pre_o);
+    op[SIM_OP_ATTN_GEN] = fmax(0, op[SIM_OP_ATTN_GEN] - layers * (dec_qkv + dec_o));
+}
+
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out)
 {
     double tokens = p->decodes + p->chunk_tokens, scratch[SIM_OP_N];
@@ -324,6 +352,7 @@ void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *o
     out->s[SIM_OP_ATTN_CTX] = ctx_attn_s(m, p->chunks, n, p->chunk_cached);
     out->s[SIM_OP_ATTN_GEN] = gen_attn_s(m, p->decodes, p->decode_ctx + 1);
     out->s[SIM_OP_LM_HEAD] = lm_head_s(m, p->decodes + p->chunks);
+    if (m->mla == MLA_MODULE && p->chunks > 0 && p->decodes > 0) module_one_launch(m, p, out->s);
     out->total_s = 0;
     for (int i = 0; i < SIM_OP_N; i++) out->total_s += out->s[i];
 }
