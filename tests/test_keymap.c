@@ -84,6 +84,25 @@ static void test_keyset(void **state)
     sim_keyset_free(&s);
 }
 
+/* A plain set (no numbers) answers as a numbered one: the same adds, the
+ * same count and membership through several growths (keys 0..4999 from
+ * 16 buckets), and no number array. */
+static void test_keyset_plain(void **state)
+{
+    sim_keyset plain, numbered;
+    sim_keyset_init_plain(&plain, 0);
+    sim_keyset_init(&numbered, 0);
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t k = 0; k < 5000; k++)
+            assert_int_equal(sim_keyset_add(&plain, k * 7919), sim_keyset_add(&numbered, k * 7919));
+    assert_null(plain.num);
+    assert_int_equal(plain.count, 5000);
+    assert_int_equal(plain.mask, numbered.mask);
+    for (uint64_t k = 0; k < 5100; k++) assert_int_equal(sim_keyset_has(&plain, k * 7919), k < 5000);
+    sim_keyset_free(&plain);
+    sim_keyset_free(&numbered);
+}
+
 /* Dense mode follows the same protocol: the probe of an absent key names
  * the key itself as its bucket; put_at, put, del and add keep count. Keys
  * 0..99 of a universe of 100 with value k+1, then the multiples of 3
@@ -173,8 +192,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keymap_put_get_del),  cmocka_unit_test(test_keymap_delete_keeps_runs),
         cmocka_unit_test(test_keymap_probe_put_at), cmocka_unit_test(test_keyset),
-        cmocka_unit_test(test_keymap_dense),        cmocka_unit_test(test_keymap_replace_at),
-        cmocka_unit_test(test_keyset_numbering),
+        cmocka_unit_test(test_keyset_plain),        cmocka_unit_test(test_keymap_dense),
+        cmocka_unit_test(test_keymap_replace_at),   cmocka_unit_test(test_keyset_numbering),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,10 @@
 #include "tests/testutil.h"
 
 #include <math.h>
+#include <unistd.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <xxhash.h>
 #include <zlib.h>
 
@@ -502,6 +506,43 @@ static void test_mooncake_trace_facts(void **state)
     assert_float_equal(s.max_hit_rate_tokens, 0.651, 0.0005);
 }
 
+/* The length statistics are GSL's on the sorted lengths, bit for bit,
+ * though `trace stats` keeps counts by length (and lengths of 2^20 tokens
+ * and more one by one): 3,000 requests of pseudo-random lengths, a few
+ * of them long, against gsl_sort, gsl_stats_mean and
+ * gsl_stats_quantile_from_sorted_data on an array of every length. */
+static void test_stats_lengths_like_gsl(void **state)
+{
+    enum { N = 3000 };
+    static double in[N], out[N];
+    char *text = malloc((size_t)N * 96), *p = text;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int32_t a = 1 + (int32_t)(x % 5000), b = 1 + (int32_t)((x >> 20) % 700);
+        if (i % 997 == 5) a = (1 << 20) + (int32_t)(x % 3000000); /* past the counted lengths */
+        in[i] = a, out[i] = b;
+        p += sprintf(p, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [%d]}\n", i, a,
+                     b, i);
+    }
+    char *path = tu_write_temp(text);
+    sim_trace_opts o = sim_trace_default_opts();
+    sim_trace_stats s;
+    sim_err err;
+    if (sim_trace_compute_stats(path, &o, &s, &err)) fail_msg("%s", err.msg);
+    gsl_sort(in, 1, N), gsl_sort(out, 1, N);
+    assert_true(in[N - 1] >= (1 << 20));
+    assert_true(s.input_mean == gsl_stats_mean(in, 1, N));
+    assert_true(s.input_p50 == gsl_stats_quantile_from_sorted_data(in, 1, N, 0.5));
+    assert_true(s.input_p99 == gsl_stats_quantile_from_sorted_data(in, 1, N, 0.99));
+    assert_true(s.output_mean == gsl_stats_mean(out, 1, N));
+    assert_true(s.output_p50 == gsl_stats_quantile_from_sorted_data(out, 1, N, 0.5));
+    assert_true(s.output_p99 == gsl_stats_quantile_from_sorted_data(out, 1, N, 0.99));
+    unlink(path);
+    free(path);
+    free(text);
+}
+
 /* ---- the fast recognizer agrees with jansson ------------------------------ */
 
 /* Read one line; returns 1 with *out, or -1 with err. */
@@ -812,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_key_chaining),
         cmocka_unit_test(test_extension_fields),
         cmocka_unit_test(test_stats_hand_computed),
+        cmocka_unit_test(test_stats_lengths_like_gsl),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_mooncake_trace_facts),
         cmocka_unit_test(test_recognizer_matches_jansson),

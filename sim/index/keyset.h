@@ -9,7 +9,10 @@
  * a replay's first touch of fresh memory is a page fault per 4 KiB (on a
  * virtual machine, microseconds each). Linear probing over a power-of-two
  * table with Fibonacci hashing, as in keymap.h; nothing is ever removed.
- * 0 marks an empty bucket, and the key 0 itself is kept aside. */
+ * 0 marks an empty bucket, and the key 0 itself is kept aside. A plain
+ * set (sim_keyset_init_plain) keeps no numbers: 8 bytes a bucket, for
+ * the sets that only ask whether a key was seen (`trace stats`, the fine
+ * blocks of `trace rechunk`). */
 #ifndef SIM_KEYSET_H
 #define SIM_KEYSET_H
 
@@ -18,7 +21,7 @@
 
 typedef struct sim_keyset {
     uint64_t *b;      /* buckets; 0 = empty */
-    int32_t *num;     /* per bucket: the key's number (valid where b ≠ 0) */
+    int32_t *num;     /* per bucket: the key's number (valid where b ≠ 0); NULL in a plain set */
     uint64_t mask;    /* buckets − 1 */
     int shift;        /* 64 − log2(buckets) */
     int64_t count;    /* keys in the set, 0 included = the next number */
@@ -34,6 +37,8 @@ static inline uint64_t sim_keyset_home(const sim_keyset *s, uint64_t key)
 /* An empty set sized for about `expected` keys (it grows as needed; at
  * most 2^31 keys). */
 void sim_keyset_init(sim_keyset *s, int64_t expected);
+/* The same without numbers (sim_keyset_number may not be called). */
+void sim_keyset_init_plain(sim_keyset *s, int64_t expected);
 void sim_keyset_free(sim_keyset *s);
 bool sim_keyset_has(const sim_keyset *s, uint64_t key);
 /* Add key; true when it was not in the set before. */

@@ -164,7 +164,7 @@ int sim_rechunk(const char *path, int from_tokens, int to_tokens, sim_rechunk_id
                   .st = st};
     sim_infile *in;
     if (sim_infile_open(&in, path, rc.path, err)) return -1;
-    sim_keyset_init(&rc.fine, rc.key_ids ? 1 : 1 << 15);
+    sim_keyset_init_plain(&rc.fine, rc.key_ids ? 1 : 1 << 15);
     sim_keyset_init(&rc.coarse, rc.key_ids ? 1 : 1 << 14);
     char *line;
     size_t len;

@@ -6,38 +6,90 @@
 #include <string.h>
 
 #include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 
 #include "sim/index/keyset.h"
 #include "sim/trace/trace.h"
 
 /* ---- statistics --------------------------------------------------------- */
 
-/* A growable array of doubles (request lengths, for the quantiles). */
-typedef struct dvec {
-    double *v;
-    size_t n, cap;
-} dvec;
+/* The lengths of every request, for their mean and quantiles, as counts
+ * by value (lengths are whole tokens): 8 bytes a distinct length below
+ * LEN_DENSE rather than 8 a request; longer ones are kept one by one. The
+ * mean and the quantiles are GSL's on the sorted lengths
+ * (gsl_stats_mean, gsl_stats_quantile_from_sorted_data), computed over the
+ * counts in the same order, so they come out as they did from a sorted
+ * array of every length. */
+enum { LEN_DENSE = 1 << 20 };
 
-static void dvec_push(dvec *d, double x)
+typedef struct lengths {
+    int64_t *count; /* count[v]: requests of length v < LEN_DENSE */
+    int64_t ncount, n;
+    double *big; /* lengths of LEN_DENSE and over */
+    size_t nbig, capbig;
+} lengths;
+
+static void lengths_add(lengths *l, int32_t v)
 {
-    if (d->n == d->cap) d->v = sim_xrealloc(d->v, (d->cap = d->cap ? 2 * d->cap : 1024) * sizeof *d->v);
-    d->v[d->n++] = x;
+    l->n++;
+    if (v >= LEN_DENSE) {
+        if (l->nbig == l->capbig)
+            l->big = sim_xrealloc(l->big, (l->capbig = l->capbig ? 2 * l->capbig : 64) * sizeof *l->big);
+        l->big[l->nbig++] = v;
+        return;
+    }
+    if (v >= l->ncount) {
+        int64_t grown = l->ncount ? l->ncount : 1024;
+        while (grown <= v) grown *= 2;
+        l->count = sim_xrealloc(l->count, (size_t)grown * sizeof *l->count);
+        memset(l->count + l->ncount, 0, (size_t)(grown - l->ncount) * sizeof *l->count);
+        l->ncount = grown;
+    }
+    l->count[v]++;
 }
 
-static void summarize(dvec *d, double *mean, double *p50, double *p99)
+/* The k-th smallest length (0-based). */
+static double lengths_at(const lengths *l, int64_t k)
+{
+    for (int64_t v = 0; v < l->ncount; v++)
+        if ((k -= l->count[v]) < 0) return (double)v;
+    return l->big[k];
+}
+
+/* gsl_stats_quantile_from_sorted_data's rule: the line between the order
+ * statistics at f·(n−1). */
+static double lengths_quantile(const lengths *l, double f)
+{
+    double index = f * (double)(l->n - 1);
+    int64_t lhs = (int64_t)index;
+    double delta = index - (double)lhs;
+    if (lhs == l->n - 1) return lengths_at(l, lhs);
+    return (1 - delta) * lengths_at(l, lhs) + delta * lengths_at(l, lhs + 1);
+}
+
+static void summarize(lengths *l, double *mean, double *p50, double *p99)
 {
     *mean = *p50 = *p99 = 0;
-    if (!d->n) return;
-    gsl_sort(d->v, 1, d->n);
-    *mean = gsl_stats_mean(d->v, 1, d->n);
-    *p50 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.50);
-    *p99 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.99);
+    if (!l->n) return;
+    gsl_sort(l->big, 1, l->nbig);
+    long double m = 0; /* gsl_stats_mean's recurrence, in sorted order */
+    int64_t i = 0;
+    for (int64_t v = 0; v < l->ncount; v++)
+        for (int64_t c = 0; c < l->count[v]; c++, i++) m += ((double)v - m) / (i + 1);
+    for (size_t k = 0; k < l->nbig; k++, i++) m += (l->big[k] - m) / (i + 1);
+    *mean = (double)m;
+    *p50 = lengths_quantile(l, 0.50);
+    *p99 = lengths_quantile(l, 0.99);
+}
+
+static void lengths_free(lengths *l)
+{
+    free(l->count);
+    free(l->big);
 }
 
 typedef struct stats_acc {
     sim_keyset seen;
-    dvec input, output;
+    lengths input, output;
     int64_t first_ns, last_ns;
     int64_t hit_blocks;
     double tokens, hit_tokens;
@@ -51,8 +103,8 @@ static void stats_add(stats_acc *a, sim_trace_stats *s, const sim_request *r, in
     if (s->requests == 0 || r->arrival_ns > a->last_ns) a->last_ns = r->arrival_ns;
     s->requests++;
     s->segment_requests += r->nsegs > 0;
-    dvec_push(&a->input, r->input_len);
-    dvec_push(&a->output, r->output_len);
+    lengths_add(&a->input, r->input_len);
+    lengths_add(&a->output, r->output_len);
     int32_t hit = 0;
     while (hit < r->nblocks && sim_keyset_has(&a->seen, r->keys[hit])) hit++;
     for (int32_t i = hit; i < r->nblocks; i++) sim_keyset_add(&a->seen, r->keys[i]);
@@ -102,7 +154,7 @@ int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, s
     if (kept) *kept = NULL, *nkept = 0;
     if (sim_trace_open(&t, path, opts, err)) return -1;
     stats_acc acc = {0};
-    sim_keyset_init(&acc.seen, 1 << 15);
+    sim_keyset_init_plain(&acc.seen, 1 << 15);
     sim_request *r;
     int rc;
     int64_t cap = 0;
@@ -120,8 +172,8 @@ int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, s
         *kept = NULL, *nkept = 0;
     }
     sim_keyset_free(&acc.seen);
-    free(acc.input.v);
-    free(acc.output.v);
+    lengths_free(&acc.input);
+    lengths_free(&acc.output);
     sim_trace_close(t);
     return rc;
 }
