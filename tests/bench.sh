@@ -392,10 +392,12 @@ section_stream() {
   record stream "10M hitrate 1-point lookups/s" "$(echo "$blocks / $BEST_WALL / 1000000" | bc -l | xargs printf '%.2f')" \
     M/s "${hcmd[*]}"
   record stream "10M hitrate 1-point peak RSS" "$BEST_RSS" MiB "${hcmd[*]}"
-  # kvsim trace rechunk: first-appearance ids hold every distinct block;
+  # kvsim trace stats and rechunk: the hit rate and first-appearance ids
+  # hold every distinct block;
   # --ids key writes as it reads (docs/run.md, "Long traces")
   local ids
   for n in 1000000 10000000; do
+    measure stream "$((n / 1000000))M trace stats" $KVSIM trace stats --json "build/bench/scale-$n.jsonl"
     for ids in first key; do
       measure stream "$((n / 1000000))M rechunk --ids $ids" $KVSIM trace rechunk "build/bench/scale-$n.jsonl" \
         --block-tokens 1024 --ids $ids -o /dev/null
