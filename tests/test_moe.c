@@ -204,16 +204,18 @@ static void test_caveats(void **state)
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 0);
     json_t *o = json_loads(r.out, 0, NULL), *c = json_object_get(o, "caveats");
-    /* the MoE caveat, then what the measured tables did not hold: the
-     * router's GEMM of n = 8 experts, below the smallest measured n */
+    /* the MoE caveat, what the run found (its fused-MoE compiles), then
+     * what the measured tables did not hold: the router's GEMM of n = 8
+     * experts, below the smallest measured n */
     /* (and the bundled trace's 21,490-token prompt, past the longest
      * measured prefill attention) */
-    assert_int_equal(json_array_size(c), 3);
+    assert_int_equal(json_array_size(c), 4);
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "moe");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "not_measured");
-    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 1), "text")),
-                           "n=8 below the smallest measured 32 on h100_sxm"));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "moe_compiles");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 2), "name")), "not_measured");
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 2), "text")),
+                           "n=8 below the smallest measured 32 on h100_sxm"));
+    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 3), "text")),
                            "isl=21490 heads=16/4/128: isl outside the measured on h100_sxm"));
     assert_non_null(strstr(r.err, "warning: not measured: gemm m="));
     assert_non_null(strstr(r.err, said));

@@ -111,6 +111,11 @@ typedef struct agg {
         int64_t n, prompt;              /* requests whose KV fits no instance; of them, whose prompt alone does not */
         int64_t first_line, first_need; /* the first one's trace line and input + output tokens */
     } too_large;
+    struct {
+        int64_t n;                 /* fused-MoE variants compiled on first use, all instances */
+        double s;                  /* the stalls they cost, in all */
+        int64_t first_ns, last_ns; /* when the first and the last began */
+    } moe_compiles;
 } agg;
 
 /* ---- lmcache.c ---- */

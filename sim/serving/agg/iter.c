@@ -233,8 +233,13 @@ void agg_iterate(agg *a, ainst *in)
                           b.chunk_tokens > 0 ? b.cached_x_tokens / b.chunk_tokens : 0,
                           b.kv_tokens,
                           b.decode_ctx};
-    double t =
-        sim_cost_mixed_iter_s(&a->cost, &mb) + sim_cost_moe_jit_s(&a->cost, b.decodes + b.chunk_tokens, &in->moe_jit);
+    double jit = sim_cost_moe_jit_s(&a->cost, b.decodes + b.chunk_tokens, &in->moe_jit);
+    double t = sim_cost_mixed_iter_s(&a->cost, &mb) + jit;
+    if (jit > 0) {
+        if (a->moe_compiles.n++ == 0) a->moe_compiles.first_ns = a->eng->now;
+        a->moe_compiles.last_ns = a->eng->now;
+        a->moe_compiles.s += jit;
+    }
     for (int i = 0; i < in->nrun; i++)
         if (in->run[i]->chunk > 0) in->run[i]->prefill_gpu_s += t;
     in->iterating = true;
