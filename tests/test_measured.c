@@ -344,6 +344,12 @@ static void test_moe_compiles_said(void **state)
         bool said = strstr(r.out, want) != NULL;
         if (said != (i == 0)) fail_msg("%s: moe_compiles %s:\n%s", cmd, said ? "said" : "not said", r.out);
         if (i > 0 && strstr(r.out, "\"moe_compiles\"")) fail_msg("%s: a moe_compiles caveat", cmd);
+        if (i == 0) { /* and the summary's numbers */
+            json_t *o = json_loads(r.out, 0, NULL), *jit = json_object_get(o, "moe_compiles");
+            assert_int_equal(json_integer_value(json_object_get(jit, "variants")), 2);
+            assert_double_equal(json_number_value(json_object_get(jit, "stall_s")), 1.2, 1e-12);
+            json_decref(o);
+        }
         tu_free(&r);
     }
     unlink(trace);

@@ -187,7 +187,19 @@ static void test_validate_mixtral(void **state)
     assert_string_equal(json_string_value(json_object_get(x, "status")), "ok");
     double itl = json_number_value(json_object_get(json_object_get(json_object_get(x, "predicted"), "itl_ms"), "mean"));
     assert_true(itl > 15 && itl < 30); /* the step reads all 8 experts: ~93 GB over 2 H100s, plus overheads */
+    /* its fused-MoE compiles, two kernels of 0.3 s each a variant */
+    const json_t *jit = json_object_get(x, "moe_compiles");
+    json_int_t n = json_integer_value(json_object_get(jit, "variants"));
+    assert_true(n > 0);
+    assert_double_equal(json_number_value(json_object_get(jit, "stall_s")), 0.6 * (double)n, 1e-9);
     json_decref(o);
+    char line[160];
+    snprintf(line, sizeof line,
+             "  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)", 0.6 * (double)n,
+             (long long)n);
+    tu_expect_stdout("validate --measurements validation/vllm-h100-train.json --only "
+                     "mixtral-8x7b-tp2-general-mnbt2048-run56",
+                     line);
 }
 
 /* A number kvsim knows to be unvalidated carries a warning: a MoE run's

@@ -79,6 +79,11 @@ static void print_row(const json_t *row)
         if (!json_is_object(m)) continue;
         json_object_foreach((json_t *)m, stat, v) print_metric(metric, stat, row);
     }
+    const json_t *jit = json_object_get(row, "moe_compiles");
+    if (jit)
+        printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
+               json_number_value(json_object_get(jit, "stall_s")),
+               (long long)json_integer_value(json_object_get(jit, "variants")));
     putchar('\n');
 }
 

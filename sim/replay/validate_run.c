@@ -148,6 +148,8 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_t *d = json_object_get(summary, "diagnosis");
         json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
         json_object_set_new(row, "preemptions", json_incref(json_object_get(summary, "preemptions")));
+        json_t *jit = json_object_get(summary, "moe_compiles"); /* absent when nothing compiled */
+        if (jit) json_object_set(row, "moe_compiles", jit);
     }
     json_decref(summary);
     return rc;

@@ -163,6 +163,9 @@ static void note_moe_compiles(const agg *a, json_t *summary)
              (long long)a->moe_compiles.n, a->moe_compiles.n == 1 ? "" : "s", a->moe_compiles.s, t0, t1,
              a->cost.moe_jit_s * 1e3, 0.2 / a->cost.moe_jit_s, 2 / a->cost.moe_jit_s);
     sim_serving_add_finding(summary, "moe_compiles", text);
+    json_object_set_new(
+        summary, "moe_compiles",
+        json_pack("{s:I, s:f}", "variants", (json_int_t)a->moe_compiles.n, "stall_s", a->moe_compiles.s));
 }
 
 static void conduct(agg *a, sim_request *req)
