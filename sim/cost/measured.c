@@ -208,23 +208,16 @@ static void mla_proj_s(sim_measured *m, double tokens, double *qkv, double *o)
     *o = gemm_s(m, tokens, d, (double)m->heads * md->head_dim);
 }
 
-/* The attention projections of one layer. MLA from the backend's tables:
- * the fused down-projection of the hidden state to the query latent, the
- * KV latent and the rope key (replicated on every GPU), the query's
- * up-projection to this GPU's heads (from the hidden state when there is no
- * query latent) and the output projection; kv_b's up-projection is in the
- * backend's rows. From the module's tables: none (they are in its rows). */
+/* The attention projections of one layer: QKV and O GEMMs; MLA's from the
+ * backend's tables (mla_proj_s; kv_b's up-projection is in the backend's
+ * rows); none from the module's tables (they are in its rows). */
 static void attn_proj_s(sim_measured *m, double tokens, double *qkv, double *o)
 {
     const sim_model *md = &m->key.model;
-    double d = md->hidden, q = (double)m->heads * md->head_dim, kv = (double)m->kv_heads * md->head_dim;
-    if (m->mla == MLA_NONE) {
-        *qkv = gemm_s(m, tokens, q + 2 * kv, d), *o = gemm_s(m, tokens, d, q);
-        return;
-    }
+    double q = (double)m->heads * md->head_dim, kv = (double)m->kv_heads * md->head_dim;
     *qkv = *o = 0;
-    if (m->mla == MLA_MODULE) return;
-    mla_proj_s(m, tokens, qkv, o);
+    if (m->mla == MLA_NONE) *qkv = gemm_s(m, tokens, q + 2 * kv, md->hidden), *o = gemm_s(m, tokens, md->hidden, q);
+    else if (m->mla == MLA_BACKEND) mla_proj_s(m, tokens, qkv, o);
 }
 
 static double layer_elementwise_s(sim_measured *m, double tokens, bool routed)
