@@ -3,10 +3,12 @@
  *
  * For each experiment of the file: its workload is generated as a trace
  * (inference-perf's shared-prefix load, sim/trace/tracegen_sp.h), one
- * aggregated instance is configured from its `engine` block with the
- * production-engine cost model (cost.compute = "engine"), the trace is
- * replayed, and every measured metric is set beside kvsim's prediction of
- * it with the absolute and signed percentage error. An experiment kvsim
+ * aggregated instance is configured from its `engine` block (cost.compute
+ * = "auto": measured tables where the preset names them, else the
+ * production-engine model), the trace is replayed with the load running on
+ * past the measured requests (validate_run.c), and every measured metric of
+ * those requests is set beside kvsim's prediction of it with the absolute
+ * and signed percentage error. An experiment kvsim
  * cannot express (prefix caching or chunked prefill off, a request longer
  * than max_model_len, a dtype it does not model) is reported as such with
  * the reason, never skipped silently; an unknown model, engine knob, metric
@@ -27,9 +29,10 @@ typedef struct sim_validate_opts {
 } sim_validate_opts;
 
 /* The report: {"experiments": [{"id", "model", "tp", "workload", "status": "ok" | "not expressible",
- * "why" (when not), "config": [the --set list], "predicted", "measured",
- * "ape", "mpe"}], "median_ape": {metric: {stat: %}}} with the metric names
- * of the file (e2e_ms, ttft_ms, itl_ms; mean, p50, p90, p99). ape is
+ * "why" (when not), "config": [the --set list], "replayed": requests sent,
+ * "predicted", "measured", "ape", "mpe"}], "median_ape": {metric: {stat: %}}}
+ * with the metric names of the file (e2e_ms, ttft_ms, itl_ms = inference-
+ * perf's normalized time per output token, tpot_ms; mean, p50, p90, p99). ape is
  * |predicted − measured| / measured × 100, mpe the signed one; median_ape
  * the median of ape over the expressible experiments. Returns 0, or -1 with
  * err naming the file, the experiment and the key. */

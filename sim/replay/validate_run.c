@@ -2,12 +2,20 @@
  * generate an experiment's workload, replay it on the configuration
  * validate.c derived, and set each measured metric beside its prediction.
  *
- * The trace goes to a temporary file (replay reads a file twice: its
+ * The measurements describe the first `measured.requests` requests of a
+ * load that went on behind them (validation/README.md), so the replay goes
+ * on too: it sends the stages' requests past the measured ones, at first
+ * half as many again (at least 64), doubled until the last measured request
+ * has left before the last arrival (or the stages end), and predicts from
+ * the measured requests alone (sim/results/results_int.h, "the head of a
+ * run"). The trace goes to a temporary file (replay reads a file twice: its
  * fingerprint, then its requests) that is removed after the run. The
- * prediction of metric M statistic S is the run summary's M.S
- * (sim/results/results.c, docs/definitions.md: the same percentile
- * definition as numpy's default, which inference-perf uses), over the
- * first `measured.requests` requests, as the measurements are. */
+ * prediction of metric M statistic S is M.S over those requests, as the run
+ * summary computes every latency (sim/results/results.c, docs/definitions.md:
+ * the same percentile definition as numpy's default, which inference-perf
+ * uses); measured itl_ms is inference-perf's normalized time per output
+ * token (what the study calls ITL), predicted as end-to-end latency over
+ * output tokens per request, and tpot_ms is the summary's itl_ms. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,19 +32,23 @@
 #include "sim/serving/serving.h"
 #include "sim/trace/trace.h"
 
-/* The metrics a measurements file may hold, and their statistics. */
-static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90", "p99"};
+/* The metrics a measurements file may hold, the head's metric that predicts
+ * each (sim_results_head), and their statistics. */
+static const char *const metrics[][2] = {
+    {"e2e_ms", "e2e_ms"}, {"ttft_ms", "ttft_ms"}, {"itl_ms", "ntpot_ms"}, {"tpot_ms", "itl_ms"}};
+static const char *const stats[] = {"mean", "p50", "p90", "p99"};
 enum { NMETRICS = sizeof metrics / sizeof metrics[0], NSTATS = sizeof stats / sizeof stats[0] };
 
-static bool known_metric(const char *name)
+/* The head's name for measured metric name; NULL: not one kvsim predicts. */
+static const char *predictor(const char *name)
 {
     for (int m = 0; m < NMETRICS; m++)
-        if (!strcmp(name, metrics[m])) return true;
-    return false;
+        if (!strcmp(name, metrics[m][0])) return metrics[m][1];
+    return NULL;
 }
 
 /* The generated workload in a temporary file; its path in path. */
-static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
+static int write_trace(const vexp *e, int64_t requests, char *path, size_t n, sim_err *err)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(path, n, "%s/kvsim-validate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -44,7 +56,9 @@ static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
     if (fd < 0) return sim_errf(err, "%s: cannot create a temporary trace: %s", path, strerror(errno));
     FILE *f = fdopen(fd, "w");
     int64_t written = 0;
-    int rc = sim_tracegen_sp_write(&e->gen, f, path, &written, err);
+    sim_tracegen_sp_opts gen = e->gen;
+    gen.requests = requests;
+    int rc = sim_tracegen_sp_write(&gen, f, path, &written, err);
     if (fclose(f) && !rc) rc = sim_errf(err, "%s: %s", path, strerror(errno));
     if (!rc && written < e->requests)
         rc = sim_errf(err,
@@ -54,44 +68,125 @@ static int write_trace(const vexp *e, char *path, size_t n, sim_err *err)
     return rc;
 }
 
-/* Replay e into db; *summary is the run's. */
-static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t **summary, sim_err *err)
+/* One replay of an experiment: its requests, the run's summary, its
+ * measured requests' latencies (sim_results_head), when the last of them
+ * left and when the last request arrived. */
+typedef struct vrun {
+    int64_t requests;
+    json_t *summary, *head;
+    double left_ms, last_ms;
+} vrun;
+
+static void vrun_clear(vrun *r)
 {
-    char path[4096], set[4200];
-    if (write_trace(e, path, sizeof path, err)) return -1;
-    int n = e->nsets + o->nsets + 1;
+    json_decref(r->summary);
+    json_decref(r->head);
+    r->summary = r->head = NULL;
+}
+
+/* The config of e replaying r->requests requests from the trace at path. */
+static int load_config(const vexp *e, const sim_validate_opts *o, const char *path, int64_t requests, sim_config *cfg,
+                       sim_err *err)
+{
+    char trace[4200], limit[64];
+    int n = e->nsets + o->nsets + 2;
     char **sets = sim_xcalloc((size_t)n, sizeof *sets);
     memcpy(sets, e->sets, (size_t)e->nsets * sizeof *sets);
     memcpy(sets + e->nsets, o->sets, (size_t)o->nsets * sizeof *sets);
     json_t *p = json_string(path);
     char *quoted = json_dumps(p, JSON_ENCODE_ANY);
-    snprintf(set, sizeof set, "trace.path=%s", quoted);
+    snprintf(trace, sizeof trace, "trace.path=%s", quoted);
     free(quoted);
     json_decref(p);
-    sets[n - 1] = set;
-    sim_config cfg;
-    int rc = sim_config_load(&cfg, NULL, sets, n, err);
+    snprintf(limit, sizeof limit, "trace.limit=%lld", (long long)requests);
+    sets[n - 2] = trace;
+    sets[n - 1] = limit;
+    int rc = sim_config_load(cfg, NULL, sets, n, err);
     free(sets);
+    return rc;
+}
+
+/* Replay r->requests requests of e into db. */
+static int replay_once(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, sim_err *err)
+{
+    char path[4096];
+    if (write_trace(e, r->requests, path, sizeof path, err)) return -1;
+    sim_config cfg;
+    int rc = load_config(e, o, path, r->requests, &cfg, err);
     if (!rc) {
-        uint64_t fp = 0;
         char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
-        sim_run_info info = {config_json, cfg.hash, e->id, fp, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
+        sim_run_info info = {config_json, cfg.hash, e->id, 0, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
         rc = sim_serving_check(&cfg, err) || sim_trace_fingerprint(path, &info.trace_fingerprint, err) ||
-             sim_results_begin_run(db, &info, &(int64_t){0}, err) || sim_serving_replay(&cfg, db, summary, err) ||
-             sim_results_finish_run(db, *summary, 0, err);
+             sim_results_begin_run(db, &info, &(int64_t){0}, err) || sim_serving_replay(&cfg, db, &r->summary, err) ||
+             sim_results_head(db, &r->head, &r->left_ms, &r->last_ms, err) ||
+             sim_results_finish_run(db, r->summary, 0, err);
         free(config_json);
         sim_config_free(&cfg);
     }
     unlink(path);
+    return rc;
+}
+
+/* Whether e's generator accepts n requests (multi-turn prompts grow with
+ * the requests sent: sim_tracegen_sp_check). */
+static bool generates(const vexp *e, int64_t n)
+{
+    sim_tracegen_sp_opts gen = e->gen;
+    gen.requests = n;
+    sim_err quiet = {0};
+    return sim_tracegen_sp_check(&gen, &quiet) == 0;
+}
+
+/* The most requests the replay may send: every request e's load stages
+ * send, fewer when the generator refuses that many (the largest count it
+ * accepts, by bisection; the measured requests themselves it accepts, or
+ * writing their trace says why not). */
+static int64_t stage_requests(const vexp *e)
+{
+    int64_t total = 0;
+    for (int k = 0; k < e->gen.nstages; k++) total += sim_tracegen_sp_stage_requests(&e->gen.stages[k]);
+    if (total <= e->requests || generates(e, total)) return total;
+    int64_t lo = e->requests, hi = total; /* generates(lo) is assumed, generates(hi) is false */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        *(generates(e, mid) ? &lo : &hi) = mid;
+    }
+    return lo;
+}
+
+/* Replay e, the load running on past its measured requests (the file's
+ * comment) into a scratch database, then, when the user keeps the runs
+ * (--db), the last of those replays once more into theirs: one run per
+ * experiment there. */
+static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, sim_err *err)
+{
+    sim_results *scratch = NULL;
+    int64_t total = stage_requests(e), extra = e->requests / 2 > 64 ? e->requests / 2 : 64;
+    int rc = o->db ? sim_results_open(&scratch, NULL, err) : 0;
+    sim_results *at = o->db ? scratch : db;
+    if (!rc) sim_results_keep_head(at, e->requests);
+    while (!rc) {
+        r->requests = e->requests + extra < total ? e->requests + extra : total;
+        if ((rc = replay_once(e, o, at, r, err)) || r->left_ms <= r->last_ms || r->requests == total) break;
+        vrun_clear(r);
+        extra *= 2;
+    }
+    sim_results_close(scratch);
+    if (!rc && o->db) {
+        vrun_clear(r);
+        sim_results_keep_head(db, e->requests);
+        rc = replay_once(e, o, db, r, err);
+    }
     if (!rc) return 0;
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
     return sim_errf(err, "experiment '%s': %s", e->id, msg);
 }
 
-/* predicted, ape and mpe of every statistic measured; a metric or
- * statistic the summary does not have is an error naming it. */
-static int compare(const vexp *e, const json_t *summary, json_t *row, sim_err *err)
+/* predicted, ape and mpe of every statistic measured, from the head of the
+ * run (its measured requests); a metric or statistic kvsim does not give
+ * is an error naming it. */
+static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
 {
     json_t *pred = json_object(), *ape = json_object(), *mpe = json_object();
     json_object_set_new(row, "predicted", pred);
@@ -102,10 +197,11 @@ static int compare(const vexp *e, const json_t *summary, json_t *row, sim_err *e
     json_object_foreach((json_t *)e->measured, metric, m)
     {
         if (!json_is_object(m)) continue; /* "requests" */
-        const json_t *have = json_object_get(summary, metric);
-        if (!json_is_object(have) || !known_metric(metric))
-            return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms and itl_ms", e->file,
-                            e->id, metric);
+        const char *by = predictor(metric);
+        const json_t *have = by ? json_object_get(head, by) : NULL;
+        if (!json_is_object(have))
+            return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms, itl_ms and tpot_ms",
+                            e->file, e->id, metric);
         json_t *p = json_object(), *a = json_object(), *s = json_object();
         json_object_set_new(pred, metric, p);
         json_object_set_new(ape, metric, a);
@@ -142,16 +238,20 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         return 0;
     }
     json_object_set_new(row, "status", json_string("ok"));
-    json_t *summary = NULL;
-    int rc = replay(e, o, db, &summary, err) || compare(e, summary, row, err);
+    vrun r = {0};
+    int rc = replay(e, o, db, &r, err) || compare(e, r.head, row, err);
     if (!rc) {
-        json_t *d = json_object_get(summary, "diagnosis");
+        char limit[64];
+        snprintf(limit, sizeof limit, "trace.limit=%lld", (long long)r.requests);
+        json_array_append_new(cfg, json_string(limit));
+        json_object_set_new(row, "replayed", json_integer((json_int_t)r.requests));
+        json_t *d = json_object_get(r.summary, "diagnosis");
         json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
-        json_object_set_new(row, "preemptions", json_incref(json_object_get(summary, "preemptions")));
-        json_t *jit = json_object_get(summary, "moe_compiles"); /* absent when nothing compiled */
+        json_object_set_new(row, "preemptions", json_incref(json_object_get(r.summary, "preemptions")));
+        json_t *jit = json_object_get(r.summary, "moe_compiles"); /* absent when nothing compiled */
         if (jit) json_object_set(row, "moe_compiles", jit);
     }
-    json_decref(summary);
+    vrun_clear(&r);
     return rc;
 }
 

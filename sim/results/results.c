@@ -17,6 +17,7 @@
  * and the steady-state window is found online (sim_steady_acc), which the
  * summary's "streamed" key says. */
 #include "sim/results/results.h"
+#include "sim/results/results_int.h"
 #include "sim/results/dynamics.h"
 #include "sim/results/spill.h"
 
@@ -30,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <gsl/gsl_statistics_double.h>
 #include <sqlite3.h>
 
 #ifndef KVSIM_GIT
@@ -115,6 +115,7 @@ struct sim_results {
     int64_t rows;                     /* rows this run wrote */
     int64_t memory_ids;               /* requests the summary keeps in memory (SIM_RESULTS_MEMORY_IDS) */
     tally t;
+    sim_head head; /* the first requests' latencies, when asked for (results_int.h) */
 };
 
 /* ---- the tally ------------------------------------------------------------------- */
@@ -457,6 +458,7 @@ int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run
     r->keep_samples = !r->temp && !info->no_sample_rows;
     r->rows = 0;
     tally_reset(&r->t);
+    sim_head_reset(&r->head);
     return 0;
 }
 
@@ -486,7 +488,20 @@ int64_t sim_results_rows(const sim_results *r) { return r->rows; }
 
 void sim_results_set_memory_ids(sim_results *r, int64_t ids) { r->memory_ids = ids < 1024 ? 1024 : ids; }
 
-void sim_results_arrival(sim_results *r, double arrival_ms) { sim_steady_change(&r->t.steady, arrival_ms, +1); }
+void sim_results_arrival(sim_results *r, double arrival_ms)
+{
+    sim_steady_change(&r->t.steady, arrival_ms, +1);
+    sim_head_arrival(&r->head, arrival_ms);
+}
+
+void sim_results_keep_head(sim_results *r, int64_t n) { sim_head_init(&r->head, n); }
+
+int sim_results_head(sim_results *r, json_t **out, double *left_ms, double *last_arrival_ms, sim_err *err)
+{
+    *left_ms = r->head.left_ms;
+    *last_arrival_ms = r->head.last_arrival;
+    return sim_head_json(&r->head, out, err);
+}
 
 /* Mean TTFT (ms) of the requests with one among ids [lo, hi); NAN if none. */
 static double ttft_mean(const tally *t, int64_t lo, int64_t hi)
@@ -534,6 +549,7 @@ void sim_results_ttft_trend(sim_results *r, double *first_ms, double *last_ms)
 int sim_results_add_request(sim_results *r, const sim_request_row *w, sim_err *err)
 {
     if (tally_add(&r->t, w, r->memory_ids, err)) return -1;
+    sim_head_add(&r->head, w);
     if (!r->keep_requests) return 0;
     sqlite3_stmt *st = r->ins_request;
     sqlite3_bind_int64(st, 1, r->run_id);
@@ -722,38 +738,8 @@ struct sqlite3 *sim_results_handle(sim_results *r) { return r->db; }
 
 /* ---- summary ---------------------------------------------------------------- */
 
-/* Mean (values added in id order), p50, p90, p99 of the values present.
- * Quantile q interpolates between the order statistics around q·(n−1)
- * (GSL's definition); each order statistic is found by selection
- * (gsl_stats_select, O(n)) rather than by sorting every value; a streamed
- * run selects the same order statistics from its column (sim_spill_select).
- * With no value present (no request completed) each is null: undefined,
- * not 0. */
-static const double quantiles[3] = {0.5, 0.9, 0.99};
-
-static json_t *dist_json(int64_t n, double sum, const double *at)
-{
-    if (n == 0) return json_pack("{s:n, s:n, s:n, s:n}", "mean", "p50", "p90", "p99");
-    return json_pack("{s:f, s:f, s:f, s:f}", "mean", sum / (double)n, "p50", at[0], "p90", at[1], "p99", at[2]);
-}
-
-static json_t *dist(const tally *t, const by_id *c)
-{
-    double *v = sim_xmalloc((size_t)(t->cap ? t->cap : 1) * sizeof *v), sum = 0;
-    int64_t n = 0;
-    for (int64_t i = 0; i < t->cap; i++)
-        if (!isnan(c->v[i])) sum += (v[n++] = c->v[i]);
-    double at[3] = {0, 0, 0};
-    for (int k = 0; k < 3 && n > 0; k++) {
-        double pos = quantiles[k] * (double)(n - 1);
-        int64_t lo = (int64_t)floor(pos);
-        double lo_v = gsl_stats_select(v, 1, (size_t)n, (size_t)lo);
-        double hi_v = lo + 1 < n ? gsl_stats_select(v, 1, (size_t)n, (size_t)lo + 1) : lo_v;
-        at[k] = lo_v + (hi_v - lo_v) * (pos - (double)lo);
-    }
-    free(v);
-    return dist_json(n, sum, at);
-}
+/* The per-request latencies' {mean, p50, p90, p99}: sim/results/dist.c. */
+static json_t *dist(const tally *t, const by_id *c) { return sim_results_dist(c->v, t->cap); }
 
 /* dist() of a streamed column: the six order statistics in one selection. */
 static json_t *dist_streamed(sim_spill *col, sim_err *err)
@@ -761,13 +747,13 @@ static json_t *dist_streamed(sim_spill *col, sim_err *err)
     int64_t n = col->n, ranks[6];
     double pos[3], v[6], at[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) {
-        pos[k] = quantiles[k] * (double)(n - 1);
+        pos[k] = sim_results_quantiles[k] * (double)(n - 1);
         ranks[2 * k] = (int64_t)floor(pos[k]);
         ranks[2 * k + 1] = ranks[2 * k] + 1 < n ? ranks[2 * k] + 1 : ranks[2 * k];
     }
     if (n > 0 && sim_spill_select(col, ranks, 6, v, err)) return NULL;
     for (int k = 0; k < 3 && n > 0; k++) at[k] = v[2 * k] + (v[2 * k + 1] - v[2 * k]) * (pos[k] - (double)ranks[2 * k]);
-    return dist_json(n, col->sum, at);
+    return sim_results_dist_json(n, col->sum, at);
 }
 
 /* Mean of the values present, added in id order; null when none is. */
@@ -937,6 +923,7 @@ void sim_results_close(sim_results *r)
     free(unland);
     free(r->part);
     tally_reset(&r->t);
+    sim_head_free(&r->head);
     free(r);
 }
 

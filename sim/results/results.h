@@ -172,6 +172,17 @@ void sim_results_set_memory_ids(sim_results *r, int64_t ids);
  * window (sim/results/dynamics.h) counts it in the system from then on.
  * Called in time order with the rows' departures (the replay loop). */
 void sim_results_arrival(sim_results *r, double arrival_ms);
+/* Keep the latencies of the requests with id < n (trace order) of the runs
+ * begun after this call (0 = none): the head of a longer load, which a
+ * measurement reports (sim/results/results_int.h; `kvsim validate`). */
+void sim_results_keep_head(sim_results *r, int64_t n);
+/* After a run's replay, before sim_results_finish_run: its first n
+ * requests' {"e2e_ms", "ttft_ms", "itl_ms", "ntpot_ms"}, each {mean, p50,
+ * p90, p99} as the summary gives them, ntpot_ms being end-to-end latency
+ * over output tokens per request (inference-perf's normalized time per
+ * output token); *left_ms when the last of them left, *last_arrival_ms the
+ * run's last arrival. An error when the run had fewer than n requests. */
+int sim_results_head(sim_results *r, json_t **out, double *left_ms, double *last_arrival_ms, sim_err *err);
 
 /* Every leaf of the JSON object node into out, keyed by its dotted path
  * below prefix ("" at the top): "cluster.prefill" -> 4. Objects are walked,
