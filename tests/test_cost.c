@@ -216,8 +216,9 @@ static void test_decode_legacy_hardware(void **state)
 }
 
 /* A forward pass reads every weight: a prefill of 10 uncached tokens takes
- * the memory floor 141.2 GB / 14.6808 TB/s = 9.618 ms, not its 1.26 ms of
- * FLOPs; from about 77 tokens on the FLOPs dominate (Eq. 1 unchanged). */
+ * the memory floor 141.2 GB / 14.6808 TB/s = 9.618 ms, not its ~1.05 ms of
+ * FLOPs; from 92 tokens on the FLOPs dominate (`kvsim cost --prefill 92`:
+ * 9.694 ms; Eq. 1 unchanged). */
 static void test_prefill_floor(void **state)
 {
     sim_config cfg;
