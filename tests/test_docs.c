@@ -179,6 +179,12 @@ static bool is_fence(const char *s)
 
 static bool starts_cmd(const char *s) { return !strncmp(s, "$ ", 2); }
 
+/* A prose check (docs/doc-test.md): an HTML comment opened by this line and
+ * closed by a line "-->", holding a transcript whose output the prose
+ * above it must quote. */
+static bool is_prose_open(const char *s) { return !strcmp(s, "<!-- doc-test: prose"); }
+static bool is_prose_close(const char *s) { return !strcmp(s, "-->"); }
+
 /* The skip reason of the block whose fence is at line i, or NULL. */
 static const char *skip_reason(const doc *d, int i)
 {
@@ -253,18 +259,62 @@ static int block_cmds(const doc *d, int b, int e, const char *skip, cmd *out, in
     return n;
 }
 
+/* The line closing the block opened at line i (a fence or a prose check),
+ * or d->n when it is never closed. */
+static int block_end(const doc *d, int i)
+{
+    bool prose = is_prose_open(d->lines[i]);
+    int e = i + 1;
+    while (e < d->n && !(prose ? is_prose_close(d->lines[e]) : is_fence(d->lines[e]))) e++;
+    return e;
+}
+
 static int find_cmds(const doc *d, cmd *out, int max)
 {
     int n = 0;
     for (int i = 0; i < d->n; i++) {
-        if (!is_fence(d->lines[i])) continue;
-        int e = i + 1;
-        while (e < d->n && !is_fence(d->lines[e])) e++;
+        if (!is_fence(d->lines[i]) && !is_prose_open(d->lines[i])) continue;
+        int e = block_end(d, i);
         if (e < d->n && e > i + 1 && starts_cmd(d->lines[i + 1]))
-            n = block_cmds(d, i + 1, e, skip_reason(d, i), out, max, n);
+            n = block_cmds(d, i + 1, e, is_fence(d->lines[i]) ? skip_reason(d, i) : NULL, out, max, n);
         i = e;
     }
     return n;
+}
+
+/* The prose a check at line i stands under: the lines above it back to the
+ * nearest heading or block, at most 40, joined by spaces into buf. */
+static void prose_above(const doc *d, int i, char *buf, size_t n)
+{
+    int b = i;
+    while (b > 0 && i - b < 40 && d->lines[b - 1][0] != '#' && !is_fence(d->lines[b - 1]) &&
+           !is_prose_close(d->lines[b - 1]))
+        b--;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = b; k < i && used < n; k++) used += (size_t)snprintf(buf + used, n - used, "%s ", d->lines[k]);
+}
+
+/* The first output line of a prose check that the prose above it does not
+ * quote (its line, 1-based, in *line), or NULL: the check keeps a number
+ * in a sentence as honest as a transcript keeps its own. */
+static const char *uncited(const doc *d, int *line)
+{
+    static char prose[65536];
+    for (int i = 0; i < d->n; i++) {
+        if (is_fence(d->lines[i])) i = block_end(d, i); /* a page showing the syntax */
+        if (i >= d->n || !is_prose_open(d->lines[i])) continue;
+        int e = block_end(d, i);
+        prose_above(d, i, prose, sizeof prose);
+        for (int k = i + 1; k < e; k++) {
+            const char *l = d->lines[k];
+            if (starts_cmd(l) || !l[0] || !strcmp(l, "...") || strstr(prose, l)) continue;
+            *line = k + 1;
+            return l;
+        }
+        i = e;
+    }
+    return NULL;
 }
 
 /* ---- the scratch folder and running a command -------------------------- */
@@ -470,11 +520,30 @@ static int check_cmd(doc *d, cmd *c, const char *scratch, bool update)
 
 /* Check every transcript of the document at path (in its own scratch
  * folder); returns the number of commands whose output differed. */
+/* The first line (1-based) of d that shows a command no one runs: a "$ "
+ * line outside every fenced block, or a fence left open; 0 when none. A
+ * lost fence once hid traces/README.md's error example and the transcript
+ * after it from this suite. */
+static int stray_line(const doc *d)
+{
+    for (int i = 0; i < d->n; i++) {
+        if (is_fence(d->lines[i]) || is_prose_open(d->lines[i])) {
+            int e = block_end(d, i);
+            if (e == d->n) return i + 1;
+            i = e;
+        } else if (starts_cmd(d->lines[i])) return i + 1;
+    }
+    return 0;
+}
+
 static int check_doc(const char *path, bool update)
 {
     static doc d;
     static cmd cmds[1024];
     doc_read(&d, path);
+    int stray = stray_line(&d);
+    if (stray)
+        fail_msg("%s:%d: a command outside a closed ``` block is never run: fence it with its output", path, stray);
     char scratch[PATH_MAX];
     scratch_make(scratch, sizeof scratch);
     int n = find_cmds(&d, cmds, 1024), bad = 0;
@@ -491,6 +560,12 @@ static int check_doc(const char *path, bool update)
     }
     if (bad && update) doc_write(&d);
     scratch_remove(scratch);
+    int line = 0;
+    const char *missing = bad ? NULL : uncited(&d, &line);
+    if (missing)
+        fail_msg("%s:%d: the prose above this check does not quote '%s', which its command prints now: update the "
+                 "prose",
+                 path, line, missing);
     doc_free(&d);
     return bad;
 }
@@ -538,6 +613,55 @@ static void test_edited_number_fails(void **state)
     doc_free(&d);
     tu_remove_temp(ok);
     tu_remove_temp(bad);
+}
+
+/* A "$ " line outside a fence, or a fence left open, fails the page
+ * (stray_line); fenced, the same command is a transcript. */
+static void test_stray_command_fails(void **state)
+{
+    (void)state;
+    doc d;
+    char *outside = tu_write_temp("text\n$ echo hi\n```\n$ echo hi\nhi\n```\n");
+    char *unclosed = tu_write_temp("text\n```\n$ echo hi\nhi\n");
+    char *fine = tu_write_temp("text $ 5\n```\n$ echo hi\nhi\n```\n");
+    doc_read(&d, outside);
+    assert_int_equal(stray_line(&d), 2);
+    doc_free(&d);
+    doc_read(&d, unclosed);
+    assert_int_equal(stray_line(&d), 2);
+    doc_free(&d);
+    doc_read(&d, fine);
+    assert_int_equal(stray_line(&d), 0);
+    doc_free(&d);
+    tu_remove_temp(outside);
+    tu_remove_temp(unclosed);
+    tu_remove_temp(fine);
+}
+
+/* A prose check: its transcript runs like any other, and the prose above
+ * must quote what it prints. A stale check fails as a transcript does; once
+ * `make doc-update` has rewritten it, the prose still quoting the old
+ * number fails (uncited) until it is updated too. */
+static void test_prose_check(void **state)
+{
+    (void)state;
+    doc d;
+    int line = 0;
+    char *good = tu_write_temp("# T\nThe mean is 42 ms.\n<!-- doc-test: prose\n$ echo 42\n42\n-->\n");
+    char *stale = tu_write_temp("# T\nThe mean is 41 ms.\n<!-- doc-test: prose\n$ echo 42\n41\n-->\n");
+    assert_int_equal(check_doc(good, false), 0);
+    doc_read(&d, good);
+    assert_int_equal(stray_line(&d), 0);
+    assert_null(uncited(&d, &line));
+    doc_free(&d);
+    assert_int_equal(check_doc(stale, false), 1);
+    assert_int_equal(check_doc(stale, true), 1);
+    doc_read(&d, stale);
+    assert_string_equal(uncited(&d, &line), "42");
+    assert_int_equal(line, 5);
+    doc_free(&d);
+    tu_remove_temp(good);
+    tu_remove_temp(stale);
 }
 
 /* docs/kvsim.1 is what mk/man.sh writes from the --help texts now. */
@@ -750,12 +874,14 @@ int main(void)
 {
     norm_init();
     char **paths = all_paths;
-    static struct CMUnitTest tests[68];
+    static struct CMUnitTest tests[72];
     const char *only = getenv("KVSIM_DOC_ONLY"); /* one document, e.g. docs/trace.md */
     int n = 0, np = all_np = doc_paths(paths, 64), shard[64], mine;
     shard_of(paths, np, shard, &mine);
     if (mine == 0) {
         tests[n++] = (struct CMUnitTest){"edited_number_fails", test_edited_number_fails, NULL, NULL, NULL};
+        tests[n++] = (struct CMUnitTest){"stray_command_fails", test_stray_command_fails, NULL, NULL, NULL};
+        tests[n++] = (struct CMUnitTest){"prose_check", test_prose_check, NULL, NULL, NULL};
         tests[n++] = (struct CMUnitTest){"man_page_is_the_help", test_man_page_is_the_help, NULL, NULL, NULL};
         tests[n++] = (struct CMUnitTest){"shards_balanced", test_shards_balanced, NULL, NULL, NULL};
         if (!only) tests[n++] = (struct CMUnitTest){"fidelity_table", test_fidelity_table_is_current, NULL, NULL, NULL};
