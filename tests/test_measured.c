@@ -184,7 +184,7 @@ static void test_interpolation_by_hand(void **state)
     sim_optable *t;
     sim_err err = {0};
     make_tiny();
-    if (sim_optable_load(tiny_dir, &t, &err)) fail_msg("%s", err.msg);
+    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, 100, 100), 1.0, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 100, 100), 2.0, 1e-12); /* along m */
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, 150, 100), 1.5, 1e-12); /* along n */
@@ -216,6 +216,69 @@ static void test_interpolation_by_hand(void **state)
     sim_optable_free(t);
 }
 
+/* Glitches (sim/cost/optable_glitch.c), by hand on two GEMM curves:
+ * n = 100: 1 2 [9] 4 5 [2] 7 [20 20] 10 11 over m = 1..11 — a spike (9 is
+ *   2.25 times 4), a dip (2 is 2.5 times under 5), a pair (20 and 20 are
+ *   twice the 10 after them); the curve left is y = m.
+ * n = 200: 0.2 0.61 [4.41] 1.21 2.06 3.0 — the spike makes 1.21 look like
+ *   a dip (4.41 and 2.06 are 1.7 times it) until it is gone. */
+static void write_glitchy(void)
+{
+    char p[512];
+    make_tiny();
+    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
+    write_file(p, "gemm_dtype,m,n,k,latency\n"
+                  "bfloat16,1,100,100,1\nbfloat16,2,100,100,2\nbfloat16,3,100,100,9\nbfloat16,4,100,100,4\n"
+                  "bfloat16,5,100,100,5\nbfloat16,6,100,100,2\nbfloat16,7,100,100,7\nbfloat16,8,100,100,20\n"
+                  "bfloat16,9,100,100,20\nbfloat16,10,100,100,10\nbfloat16,11,100,100,11\n"
+                  "bfloat16,1,200,100,0.2\nbfloat16,2,200,100,0.61\nbfloat16,3,200,100,4.41\n"
+                  "bfloat16,4,200,100,1.21\nbfloat16,5,200,100,2.06\nbfloat16,6,200,100,3.0\n");
+}
+
+static void test_glitches_by_hand(void **state)
+{
+    sim_optable *t;
+    sim_err err = {0};
+    long dropped, points;
+    int n;
+    write_glitchy();
+    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(dropped, 5);             /* 3, 6, 8, 9 at n 100; 3 at n 200 */
+    assert_int_equal(points, 11 + 6 + 6 + 2); /* gemm, context and generation attention */
+    for (int m = 1; m <= 11; m++) assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", m, 100, 100), m, 1e-12);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 8.5, 100, 100), 8.5, 1e-12);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 4, 200, 100), 1.21, 1e-12); /* kept */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 200, 100), (0.61 + 1.21) / 2, 1e-12);
+    /* each dropped point a lookup was priced across is said once, as a glitch */
+    const char *const *notes = sim_optable_notes(t, &n);
+    assert_int_equal(n, 4); /* a pair is said by its first point */
+    for (int i = 0; i < n; i++) assert_true(sim_optable_note_is_glitch(t, i));
+    assert_non_null(strstr(notes[0], "gemm m=3 n=100 k=100 (bfloat16) on tiny: the measurement at m=3 (9 ms)"));
+    assert_non_null(strstr(notes[0], "engine.measured.glitch_ratio = 1.5"));
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 100, 100), 3, 1e-12); /* said already */
+    sim_optable_notes(t, &n);
+    assert_int_equal(n, 4);
+    sim_optable_free(t);
+    /* 0 keeps every point as measured */
+    if (sim_optable_load(tiny_dir, 0, &t, &err)) fail_msg("%s", err.msg);
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(dropped, 0);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 100, 100), 9, 1e-12);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 4, 200, 100), 1.21, 1e-12);
+    sim_optable_notes(t, &n);
+    assert_int_equal(n, 0);
+    sim_optable_free(t);
+    /* a larger ratio keeps the spike of 2.25 and the pair of 2, drops the dip of 2.5 and the spike of 3.6 */
+    if (sim_optable_load(tiny_dir, 2.4, &t, &err)) fail_msg("%s", err.msg);
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(dropped, 2);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 100, 100), 9, 1e-12);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 6, 100, 100), 6, 1e-12);
+    sim_optable_free(t);
+    make_tiny();
+}
+
 static void test_bad_tables(void **state)
 {
     sim_optable *t = NULL;
@@ -224,12 +287,12 @@ static void test_bad_tables(void **state)
     make_tiny();
     snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
     write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,fast\n");
-    assert_int_equal(sim_optable_load(tiny_dir, &t, &err), -1);
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
     assert_non_null(strstr(err.msg, "gemm.csv:2:"));
     write_file(p, "framework,gemm_dtype,m,n,latency\n");
-    assert_int_equal(sim_optable_load(tiny_dir, &t, &err), -1);
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
     assert_non_null(strstr(err.msg, "no column 'k'"));
-    assert_int_equal(sim_optable_load("/nonexistent-optables", &t, &err), -1);
+    assert_int_equal(sim_optable_load("/nonexistent-optables", 1.5, &t, &err), -1);
     assert_non_null(strstr(err.msg, "meta.json"));
 }
 
@@ -362,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_decode_is_the_sum_of_rows),
         cmocka_unit_test(test_prefill_chunk_rule),
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_moe_jit_by_hand),

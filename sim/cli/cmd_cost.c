@@ -82,6 +82,11 @@ static void print_measured(const sim_cost *c, const cost_args *a)
         const sim_optable *t = sim_measured_tables(c->measured);
         printf("compute: measured (tables %s, %s, %s; docs/measured.md)\n", c->hw->optables, sim_optable_system(t),
                sim_optable_engine(t));
+        long dropped, points;
+        sim_optable_glitches(t, &dropped, &points);
+        printf("  %ld of the tables' %ld measured points dropped as glitches (engine.measured.glitch_ratio %g; "
+               "docs/measured.md §2)\n",
+               dropped, points, sim_optable_glitch_ratio(t));
     }
     print_ops("decode", &d, a->json);
     if (a->prefill > 0 && sim_cost_prefill_ops(c, (int32_t)a->prefill, (int32_t)a->cached, &p))

@@ -248,6 +248,7 @@ static const num_field config_nums[] = {
     {"engine.measured.seq_overhead_ms", CF(m_seq_overhead_s), 1e-3},
     {"engine.measured.frontend_ms", CF(m_frontend_s), 1e-3},
     {"engine.measured.moe_jit_compile_ms", CF(moe_jit_compile_s), 1e-3},
+    {"engine.measured.glitch_ratio", CF(glitch_ratio), 1},
     {"cost.noise", CF(noise), 1},
     {"cost.expert_imbalance", CF(expert_imbalance), 1},
     {"kvstore.pic_cacheblend_ratio", CF(pic_cacheblend_ratio), 1},

@@ -142,9 +142,11 @@ typedef struct sim_config {
     double iter_overhead_s, seq_overhead_s, frontend_s;
     /* engine.measured.*: the same CPU constants for cost.compute =
      * "measured" (fitted beside the measured GPU times, docs/measured.md),
-     * the largest pass vLLM runs as a captured CUDA graph, and the MoE
-     * token distribution the fused-MoE table is read at. */
-    double m_iter_overhead_s, m_seq_overhead_s, m_frontend_s, moe_jit_compile_s;
+     * the largest pass vLLM runs as a captured CUDA graph, the MoE
+     * token distribution the fused-MoE table is read at, and how far
+     * outside both neighbours a measured point is dropped as a glitch
+     * (0 = never). */
+    double m_iter_overhead_s, m_seq_overhead_s, m_frontend_s, moe_jit_compile_s, glitch_ratio;
     int cuda_graph_max_tokens; /* resolved: vLLM's default when the key is 0 */
     char moe_distribution[24];
     bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */

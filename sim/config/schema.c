@@ -225,6 +225,10 @@ static const sim_config_key keys[] = {
         "cost.compute = measured, a mixture of experts on an aggregated instance: the stall while Triton compiles "
         "one fused-MoE kernel variant the first time a pass above the CUDA-graph limit needs it (docs/measured.md "
         "§4); 0 = a warm kernel cache"),
+    OFF_OR("engine.measured.glitch_ratio", "", 1.1, 1e6,
+           "cost.compute = measured: a measured point more than this many times above both of its neighbours on its "
+           "curve, or below both, is a glitch of the collection and dropped: lookups are priced between its "
+           "neighbours, and a run that prices across one says so (docs/measured.md §2); 0 = every point as measured"),
     CHOICE("engine.measured.moe_distribution", "balanced|power_law_1.01|power_law_1.2",
            "cost.compute = measured: how tokens spread over experts where the fused-MoE table is read "
            "(AIConfigurator's measured distributions; its default and the only ones every bundled system has: "

@@ -26,6 +26,7 @@ typedef struct measured_key {
     int tp, graph_max;
     bool ep;
     char dist[24];
+    double glitch_ratio;
 } measured_key;
 
 /* How a model with MLA is priced: not MLA, from the attention backend's
@@ -50,6 +51,7 @@ struct sim_measured {
 
 typedef struct loaded_tables {
     char dir[PATH_MAX];
+    double glitch_ratio;
     sim_optable *t;
     struct loaded_tables *next;
 } loaded_tables;
@@ -86,17 +88,18 @@ static void tables_path(const char *name, char *buf, size_t n)
     if (len >= 7 && !strcmp(dir + len - 7, "configs")) snprintf(buf, n, "%.*s%s", (int)(len - 7), dir, name);
 }
 
-static sim_optable *tables_get(const char *name, sim_err *err)
+static sim_optable *tables_get(const char *name, double glitch_ratio, sim_err *err)
 {
     char dir[PATH_MAX];
     tables_path(name, dir, sizeof dir);
     for (loaded_tables *l = all_tables; l; l = l->next)
-        if (!strcmp(l->dir, dir)) return l->t;
+        if (!strcmp(l->dir, dir) && l->glitch_ratio == glitch_ratio) return l->t;
     sim_optable *t;
-    if (sim_optable_load(dir, &t, err)) return NULL;
+    if (sim_optable_load(dir, glitch_ratio, &t, err)) return NULL;
     if (!all_tables && !all_measured) atexit(free_all);
     loaded_tables *l = calloc(1, sizeof *l);
     snprintf(l->dir, sizeof l->dir, "%s", dir);
+    l->glitch_ratio = glitch_ratio;
     l->t = t, l->next = all_tables, all_tables = l;
     return t;
 }
@@ -407,7 +410,9 @@ json_t *sim_measured_caveats(void)
         int n;
         const char *const *notes = sim_optable_notes(l->t, &n);
         for (int k = 0; k < n; k++)
-            json_array_append_new(a, json_pack("{s:s, s:s}", "name", "not_measured", "text", notes[k]));
+            json_array_append_new(a, json_pack("{s:s, s:s}", "name",
+                                               sim_optable_note_is_glitch(l->t, k) ? "measured_glitch" : "not_measured",
+                                               "text", notes[k]));
     }
     return a;
 }
@@ -534,9 +539,10 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
     key.graph_max = cfg->cuda_graph_max_tokens;
     key.ep = cfg->expert_parallel && key.tp > 1;
     snprintf(key.dist, sizeof key.dist, "%s", cfg->moe_distribution);
+    key.glitch_ratio = cfg->glitch_ratio;
     for (sim_measured *m = all_measured; m; m = m->next)
         if (!memcmp(&m->key, &key, sizeof key)) return m;
-    sim_optable *t = tables_get(hw->optables, err);
+    sim_optable *t = tables_get(hw->optables, key.glitch_ratio, err);
     if (!t) return NULL;
     sim_measured *m = malloc(sizeof *m);
     memset(m, 0, offsetof(sim_measured, lin));

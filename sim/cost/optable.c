@@ -10,16 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/cost/optable_int.h"
 #include "sim/infile.h"
 
 enum { MAX_KEY = 8, MAX_BRACKET = 2, MAX_NOTES = 32 };
-
-/* One curve: the points of the rows that share every key column. */
-typedef struct curve {
-    char *key;
-    double *x, *y;
-    int n, cap;
-} curve;
 
 /* How one CSV becomes curves: the key columns, the x column (and one more
  * column added to it: generation attention's context is isl + step), and
@@ -67,7 +61,7 @@ static const table_spec specs[T_N] = {
      {-1, -1},
      NULL},
     {"custom_allreduce", {"num_gpus", "backend"}, "message_size", NULL, {-1, -1}, NULL},
-    {"nccl", {"op_name", "num_gpus"}, "message_size", NULL, {-1, -1}, NULL},
+    {"nccl", {"op_name", "nccl_dtype", "num_gpus"}, "message_size", NULL, {-1, -1}, NULL},
     {"gemm_fp8_block", {"gemm_dtype", "n", "k"}, "m", NULL, {1, 2}, NULL},
     {"moe_fp8_block",
      {"moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution"},
@@ -135,8 +129,11 @@ struct sim_optable {
     table t[T_N];
     char *notes[MAX_NOTES];
     char *note_kinds[MAX_NOTES];
+    bool note_glitch[MAX_NOTES]; /* a dropped glitch, not a lookup outside the grid */
     int nnotes;
     bool quiet;
+    double glitch_ratio;  /* engine.measured.glitch_ratio the curves were cleaned at */
+    long points, dropped; /* measured points loaded, and dropped as glitches */
 };
 
 /* ---- curves and tables ---------------------------------------------------- */
@@ -221,7 +218,10 @@ static void table_finish(table *t)
 
 static void table_free(table *t)
 {
-    for (int i = 0; i < t->n; i++) free(t->c[i].key), free(t->c[i].x), free(t->c[i].y);
+    for (int i = 0; i < t->n; i++) {
+        curve *c = &t->c[i];
+        free(c->key), free(c->x), free(c->y), free(c->gx), free(c->gy), free(c->gv);
+    }
     free(t->c);
     for (int s = 0; s < MAX_BRACKET; s++) free(t->vals[s]);
 }
@@ -377,13 +377,18 @@ static int load_tables(sim_optable *t, const char *dir, json_t *meta, sim_err *e
         snprintf(path, sizeof path, "%s/%s", dir, file ? file : "");
         if (file && load_csv(&t->t[i], path, err)) return -1;
         table_finish(&t->t[i]);
+        for (int j = 0; j < t->t[i].n; j++) {
+            t->points += t->t[i].c[j].n;
+            t->dropped += sim_optable_curve_clean(&t->t[i].c[j], t->glitch_ratio);
+        }
     }
     return 0;
 }
 
-int sim_optable_load(const char *dir, sim_optable **out, sim_err *err)
+int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, sim_err *err)
 {
     sim_optable *t = calloc(1, sizeof *t);
+    t->glitch_ratio = glitch_ratio;
     json_t *meta = NULL;
     int rc = read_meta(t, dir, &meta, err) || load_tables(t, dir, meta, err) ? -1 : 0;
     json_decref(meta);
@@ -421,6 +426,15 @@ double sim_optable_mem_s(const sim_optable *t, double bytes)
 
 void sim_optable_quiet(sim_optable *t, bool quiet) { t->quiet = quiet; }
 
+void sim_optable_glitches(const sim_optable *t, long *dropped, long *points)
+{
+    *dropped = t->dropped, *points = t->points;
+}
+
+double sim_optable_glitch_ratio(const sim_optable *t) { return t->glitch_ratio; }
+
+bool sim_optable_note_is_glitch(const sim_optable *t, int i) { return i >= 0 && i < t->nnotes && t->note_glitch[i]; }
+
 const char *const *sim_optable_notes(const sim_optable *t, int *n)
 {
     *n = t->nnotes;
@@ -443,6 +457,7 @@ static void note(sim_optable *t, const char *kind, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     t->note_kinds[t->nnotes] = strdup(kind);
+    t->note_glitch[t->nnotes] = !strncmp(kind, "glitch|", 7);
     t->notes[t->nnotes++] = strdup(buf);
 }
 
@@ -467,15 +482,44 @@ static span bracket(const double *v, int n, double q)
     return (span){lo, hi, (q - v[lo]) / (v[hi] - v[lo]), 0};
 }
 
+/* What lookups along curves met: the side of the grid one left by (0
+ * inside, 1 above the largest, -1 below the smallest), and a point dropped
+ * as a glitch that one priced across (gc NULL: none). */
+typedef struct probe {
+    int side;
+    const curve *gc;
+    int gi;
+} probe;
+
 /* Above the last point: the last segment extended (power 1), or the last
  * point scaled by (x / x_last)^power (prefill attention: causal work grows
  * with the square of the sequence). */
-static double curve_at(const curve *c, double x, int *side, double power)
+static double curve_at(const curve *c, double x, probe *p, double power)
 {
     span s = bracket(c->x, c->n, x);
-    if (s.side) *side = s.side;
+    if (s.side) p->side = s.side;
     if (s.side > 0 && power != 1) return c->y[c->n - 1] * pow(x / c->x[c->n - 1], power);
+    if (c->gn && !p->gc && s.hi > s.lo && s.w > 0 && (s.w < 1 || s.side > 0)) {
+        int g = sim_optable_curve_glitch_in(c, s.lo, s.hi);
+        if (g >= 0) p->gc = c, p->gi = g;
+    }
     return (1 - s.w) * c->y[s.lo] + s.w * c->y[s.hi];
+}
+
+/* Say once per dropped point that a lookup (`what`: the op and its shape)
+ * was priced across it. */
+static void glitch_note(sim_optable *t, const char *what, const char *axis, const probe *p)
+{
+    if (!p->gc || t->quiet) return;
+    const curve *c = p->gc;
+    int g = p->gi;
+    char kind[600];
+    snprintf(kind, sizeof kind, "glitch|%s|%.10g", c->key, c->gx[g]);
+    note(t, kind,
+         "%s on %s: the measurement at %s=%.10g (%.4g ms) lies %.1f times outside both its neighbours on its curve "
+         "(engine.measured.glitch_ratio = %g), a glitch of the collection: dropped, priced between its neighbours "
+         "(docs/measured.md §2)",
+         what, t->system, axis, c->gx[g], c->gy[g], c->gv[g], t->glitch_ratio);
 }
 
 static const curve *find_fmt(const table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -514,23 +558,28 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
     if (!g->nvals[0]) return -1;
     span sn = bracket(g->vals[0], g->nvals[0], n), sk = bracket(g->vals[1], g->nvals[1], k);
     double sum = 0, wsum = 0;
-    int side_m = 0;
+    probe pm = {0};
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
             double w = (a ? sn.w : 1 - sn.w) * (b ? sk.w : 1 - sk.w);
             if (w == 0) continue;
             const curve *c =
                 find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
-            if (c) sum += w * curve_at(c, m, &side_m, 1), wsum += w;
+            if (c) sum += w * curve_at(c, m, &pm, 1), wsum += w;
         }
     if (wsum == 0) return -1;
     char shape[96];
     snprintf(shape, sizeof shape, "m=%.0f n=%.0f k=%.0f (%s)", m, n, k, dtype);
     note_side(t, "gemm", "n", sn.side, n, g->vals[0], g->nvals[0], shape);
     note_side(t, "gemm", "k", sk.side, k, g->vals[1], g->nvals[1], shape);
-    if (side_m)
-        note(t, side_m > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
-             t->system, side_m > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (pm.side)
+        note(t, pm.side > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
+             t->system, pm.side > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (pm.gc) {
+        char what[128];
+        snprintf(what, sizeof what, "gemm %s", shape);
+        glitch_note(t, what, "m", &pm);
+    }
     return sum / wsum;
 }
 
@@ -611,6 +660,12 @@ static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, i
     return m;
 }
 
+static void attn_shape(char *shape, size_t n, const attn_memo *m, int which, double batch, double x)
+{
+    snprintf(shape, n, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, which == T_CTX ? "isl" : "context", x, m->heads,
+             m->kv_heads, m->head_dim);
+}
+
 /* Say once per shape and kind that a lookup left the grid. */
 static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side_x, double batch, double x)
 {
@@ -621,8 +676,7 @@ static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side
     const char *op = which == T_CTX ? "context attention" : "generation attention";
     const char *axis = which == T_CTX ? "isl" : "context";
     char shape[128], kind[64];
-    snprintf(shape, sizeof shape, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, axis, x, m->heads, m->kv_heads,
-             m->head_dim);
+    attn_shape(shape, sizeof shape, m, which, batch, x);
     note_side(t, op, "batch", sb.side, batch, a->vals[0], a->nvals[0], shape);
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
     if (side_x)
@@ -640,17 +694,23 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
     attn_memo *m = attn_curves(t, which, kv_dtype, heads, kv_heads, head_dim);
     span sb = bracket(a->vals[0], a->nvals[0], batch);
     double sum = 0, wsum = 0;
-    int side_x = 0;
+    probe px = {0};
     for (int h = 0; h < 2; h++) {
         double wh = h ? m->w : 1 - m->w;
         for (int i = 0; wh != 0 && i < 2; i++) {
             double w = wh * (i ? sb.w : 1 - sb.w);
             const curve *c = m->by_batch[h][i ? sb.hi : sb.lo];
-            if (w != 0 && c) sum += w * curve_at(c, x, &side_x, which == T_CTX ? 2 : 1), wsum += w;
+            if (w != 0 && c) sum += w * curve_at(c, x, &px, which == T_CTX ? 2 : 1), wsum += w;
         }
     }
     if (wsum == 0) return -1;
-    if ((sb.side || side_x) && !t->quiet) attn_note(t, m, which, sb, side_x, batch, x);
+    if ((sb.side || px.side) && !t->quiet) attn_note(t, m, which, sb, px.side, batch, x);
+    if (px.gc && !t->quiet) {
+        char what[160], shape[128];
+        attn_shape(shape, sizeof shape, m, which, batch, x);
+        snprintf(what, sizeof what, "%s attention %s", which == T_CTX ? "context" : "generation", shape);
+        glitch_note(t, what, which == T_CTX ? "isl" : "context", &px);
+    }
     return m->scale * sum / wsum;
 }
 
@@ -670,13 +730,18 @@ double sim_optable_gen_attn_ms(sim_optable *t, const char *kv_dtype, int heads, 
 static double one_curve(sim_optable *t, const curve *c, const char *op, const char *shape, double x)
 {
     if (!c) return -1;
-    int side = 0;
-    double v = curve_at(c, x, &side, 1);
+    probe p = {0};
+    double v = curve_at(c, x, &p, 1);
     char kind[96];
-    snprintf(kind, sizeof kind, "%s %d", op, side);
-    if (side)
+    snprintf(kind, sizeof kind, "%s %d", op, p.side);
+    if (p.side)
         note(t, kind, "%s %s: %.10g outside the measured %.10g..%.10g on %s, %s", op, shape, x, c->x[0], c->x[c->n - 1],
-             t->system, side > 0 ? "extrapolated linearly" : "taken at the smallest");
+             t->system, p.side > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (p.gc) {
+        char what[128];
+        snprintf(what, sizeof what, "%s of %.10g %s", op, x, shape);
+        glitch_note(t, what, shape, &p);
+    }
     return v;
 }
 
@@ -696,7 +761,7 @@ double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double ele
 
 double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elements)
 {
-    const curve *c = find_fmt(&t->t[T_NCCL], "%s|%d", op, gpus);
+    const curve *c = find_fmt(&t->t[T_NCCL], "%s|half|%d", op, gpus); /* the int8 rows are for int8 messages */
     return one_curve(t, c, op, "elements", elements);
 }
 
@@ -750,13 +815,19 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
     const mla_memo *m = mla_curves(t, which, q);
     span sb = bracket(a->vals[0], a->nvals[0], batch);
     double sum = 0, wsum = 0;
-    int side_x = 0;
+    probe px = {0};
     for (int i = 0; i < 2; i++) {
         double w = i ? sb.w : 1 - sb.w;
         const curve *c = w == 0 ? NULL : m->by_batch[i ? sb.hi : sb.lo];
-        if (c) sum += w * curve_at(c, x, &side_x, q->context ? 2 : 1), wsum += w;
+        if (c) sum += w * curve_at(c, x, &px, q->context ? 2 : 1), wsum += w;
     }
     if (wsum == 0) return -1;
-    if ((sb.side || side_x) && !t->quiet) mla_note(t, q, sb, side_x, batch, x);
+    if ((sb.side || px.side) && !t->quiet) mla_note(t, q, sb, px.side, batch, x);
+    if (px.gc && !t->quiet) {
+        char what[160];
+        snprintf(what, sizeof what, "%s MLA%s batch=%.0f %s=%.0f heads=%d", q->context ? "context" : "generation",
+                 q->module ? " module" : "", batch, q->context ? "isl" : "context", x, q->heads);
+        glitch_note(t, what, q->context ? "isl" : "context", &px);
+    }
     return sum / wsum;
 }

@@ -30,8 +30,15 @@
 typedef struct sim_optable sim_optable;
 
 /* Load the tables of one system from dir (meta.json and its CSVs, plain or
- * gzip). Errors name the file, line and column. */
-int sim_optable_load(const char *dir, sim_optable **out, sim_err *err);
+ * gzip), dropping each curve's isolated glitches: a point more than
+ * glitch_ratio times above both of its neighbours, or below both by that
+ * factor (sim/cost/optable_glitch.c; 0 keeps every point). Errors name the
+ * file, line and column. */
+int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, sim_err *err);
+/* How many measured points the tables hold, and how many of them were
+ * dropped as glitches. */
+void sim_optable_glitches(const sim_optable *t, long *dropped, long *points);
+double sim_optable_glitch_ratio(const sim_optable *t);
 void sim_optable_free(sim_optable *t);
 
 /* meta.json's system name and engine ("vLLM 0.14.0"). */
@@ -94,6 +101,9 @@ double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elem
  * shape ("gemm m=12000 n=6144 k=4096 (bfloat16): m beyond the largest
  * measured 8192, extrapolated linearly"), in first-seen order; *n set. */
 const char *const *sim_optable_notes(const sim_optable *t, int *n);
+/* Whether note i says a lookup was priced across a dropped glitch (else it
+ * left the grid). */
+bool sim_optable_note_is_glitch(const sim_optable *t, int i);
 /* While quiet, lookups outside the grid are not recorded (a caller's probe
  * of whether a shape family exists at all). */
 void sim_optable_quiet(sim_optable *t, bool quiet);
