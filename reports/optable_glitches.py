@@ -8,7 +8,7 @@ how far the collector's own repeated measurements disagree.
 SYSTEM_DIR: folders of configs/optables/ (default: every one). For each
 system it prints the measured points (one per shape, the first row of a
 repeated shape, as kvsim's loader keeps), how many of them kvsim drops as
-glitches at --ratio (engine.measured.glitch_ratio, default 1.5), and the
+glitches at --ratio (engine.measured.glitch_ratio, default 2), and the
 shapes the tables measure twice with how far the two rows disagree (the
 larger over the smaller: median, 90th and 99th percentile, and the share
 beyond the ratio). `kvsim cost --set hardware=...` prints the same
@@ -129,7 +129,7 @@ def system(d, ratio):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ratio", type=float, default=1.5, help="engine.measured.glitch_ratio (default 1.5)")
+    ap.add_argument("--ratio", type=float, default=2, help="engine.measured.glitch_ratio (default 2)")
     ap.add_argument("dirs", nargs="*", help="configs/optables/SYSTEM folders (default: all)")
     a = ap.parse_args()
     dirs = a.dirs or sorted(os.path.dirname(p) for p in glob.glob("configs/optables/*/meta.json"))

@@ -2,15 +2,17 @@
  *
  * An operation's latency along its curve's axis (tokens, sequence length,
  * context, message size) grows with the work, give or take the choice of
- * kernel. A point more than `ratio` (engine.measured.glitch_ratio, 1.5 by
+ * kernel. A point more than `ratio` (engine.measured.glitch_ratio, 2 by
  * default) times above both of its neighbours stands above even the
  * neighbour that does more work; one below both by that factor stands
- * below even the one that does less. Neither is noise: where the collector
- * measured one shape twice, the two agree within 16% 99 times in 100 on
- * the H100, and a repeat that is off by 1.5 times is a measurement that
- * failed (docs/measured.md §2, reports/optable_glitches.py). Such a point
- * is dropped from its curve, and lookups interpolate across it as between
- * any two measured points (the linear rule of sim/cost/optable.h).
+ * below even the one that does less. That is not noise: where the
+ * collector measured one shape twice, the two agree within 16% 99 times in
+ * 100 on the H100, and the one repeat that is twice the other is a
+ * measurement that failed (docs/measured.md §2, reports/optable_glitches.py).
+ * Nor is it the kernel choice a size can really cost, which moves a curve
+ * by less or as a step that stays. Such a point is dropped from its curve,
+ * and lookups interpolate across it as between any two measured points
+ * (the linear rule of sim/cost/optable.h).
  *
  * Two neighbouring points that both stand that far outside the points
  * around them are dropped together (0.16, 0.91, 0.69, 0.16 ms); a longer
