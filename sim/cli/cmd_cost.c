@@ -78,12 +78,13 @@ static void print_measured(const sim_cost *c, const cost_args *a)
 {
     sim_op_times d, p;
     if (!sim_cost_decode_ops(c, (int)a->batch, a->batch * a->context, &d)) return;
-    if (!a->json) {
-        const sim_optable *t = sim_measured_tables(c->measured);
+    const sim_optable *t = sim_measured_tables(c->measured);
+    long dropped, points;
+    sim_optable_glitches(t, &dropped, &points);
+    if (a->json) printf("\"measured_points\": %ld, \"glitches_dropped\": %ld, ", points, dropped);
+    else {
         printf("compute: measured (tables %s, %s, %s; docs/measured.md)\n", c->hw->optables, sim_optable_system(t),
                sim_optable_engine(t));
-        long dropped, points;
-        sim_optable_glitches(t, &dropped, &points);
         printf("  %ld of the tables' %ld measured points dropped as glitches (engine.measured.glitch_ratio %g; "
                "docs/measured.md §2)\n",
                dropped, points, sim_optable_glitch_ratio(t));

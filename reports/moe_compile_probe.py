@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""reports/moe_compile_probe.py — how long Triton takes to compile a
+fused-MoE kernel variant on a GPU host: the one input of the Mixtral
+validation run that no table measures (engine.measured.moe_jit_compile_ms,
+docs/validation.md §1, docs/measured.md §4).
+
+    python3 reports/moe_compile_probe.py [--out FILE]
+
+Run it on a machine with an NVIDIA GPU, PyTorch and Triton (the device
+machine of the tool library has them; nothing else is needed). It writes
+one JSON object (to FILE, default stdout): the host, the GPU, the versions,
+and for each launch config and kernel, the first launch's wall time less a
+warm launch's, per token count, in a fresh Triton cache (a trivial kernel
+is compiled first, so that Triton's one-time start is not in the first
+row). Run it again for another pass.
+
+What it compiles: a grouped GEMM over tokens sorted by expert, written
+here (not vLLM's code) to the same plan as vLLM's fused-MoE Triton kernel:
+a block of sorted token ids and its expert, a tiled product over K with
+tl.dot, the routing weight multiplied in on the second GEMM, integer
+arguments N, K, EM (the padded sorted length) and the count of valid
+tokens, which Triton specializes on divisibility by 16. The shapes are
+Mixtral-8x7B's on two GPUs (8 experts, top 2, hidden 4096, intermediate
+7168 per GPU: the gate-up GEMM N = 14336, K = 4096; the down GEMM
+N = 4096, K = 7168). Token counts 300, 301 and 304 fall in the three
+alignment classes kvsim counts (sim_measured_moe_variant: tokens ≡ 4,
+≡ other, ≡ 0 mod 8).
+
+What it does not measure: vLLM's own kernel (its code has more branches;
+the compile of a GEMM is mostly its tiling and software pipeline, which
+these configs fix), nor vLLM's other first-use costs. A figure from it is
+"a fused-MoE-shaped Triton kernel on this host", to be cited as such.
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+# A fresh cache before Triton is imported: every first launch compiles.
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-probe-")
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except ImportError:  # --help still answers; main() says what is missing
+    torch = triton = None
+
+    class tl:  # noqa: N801 — only so that the kernel's annotations evaluate
+        constexpr = None
+
+E, TOPK, HIDDEN, INTER = 8, 2, 4096, 7168
+CONFIGS = [  # tile shapes of the kind the tuned configs choose, small to large batches
+    {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 4},
+]
+TOKENS = [300, 301, 304]
+
+
+if triton:
+    @triton.jit
+    def warm_up(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def _moe_gemm(a_ptr, b_ptr, c_ptr, w_ptr, sorted_ptr, expert_ptr, N, K, EM, num_valid,
+             stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+             TOP_K: tl.constexpr, MUL_W: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_ms, pid_ns = tl.cdiv(EM, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * pid_ns
+    first = (pid // group) * GROUP_M
+    size = tl.minimum(pid_ms - first, GROUP_M)
+    pid_m = first + (pid % group) % size
+    pid_n = (pid % group) // size
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    tok = tl.load(sorted_ptr + offs_m, mask=offs_m < EM, other=num_valid)
+    valid = tok < num_valid
+    e = tl.load(expert_ptr + pid_m)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a = a_ptr + (tok[:, None] // TOP_K) * stride_am + offs_k[None, :] * stride_ak
+    b = b_ptr + e * stride_be + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        kk = k * BLOCK_K + offs_k
+        x = tl.load(a, mask=valid[:, None] & (kk[None, :] < K), other=0.0)
+        y = tl.load(b, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc += tl.dot(x, y)
+        a += BLOCK_K * stride_ak
+        b += BLOCK_K * stride_bk
+    if MUL_W:
+        w = tl.load(w_ptr + tok, mask=valid, other=0.0)
+        acc = acc * w[:, None]
+    c = c_ptr + tok[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=valid[:, None] & (offs_n[None, :] < N))
+
+
+moe_gemm = triton.jit(_moe_gemm) if triton else None
+
+
+def routed(tokens, block_m, dev):
+    """Token-expert pairs sorted by expert, each expert's run padded to a
+    whole block (padding ids = the count of pairs), and each block's expert."""
+    experts = torch.randint(0, E, (tokens * TOPK,), device=dev)
+    ids, blocks = [], []
+    for x in range(E):
+        mine = (experts == x).nonzero().flatten().tolist()
+        pad = (-len(mine)) % block_m
+        ids += mine + [tokens * TOPK] * pad
+        blocks += [x] * ((len(mine) + pad) // block_m)
+    em = tokens * TOPK + E * (block_m - 1)  # the padded length's bound, as the launch sizes it
+    ids += [tokens * TOPK] * (em - len(ids))
+    blocks += [0] * (-(-em // block_m) - len(blocks))  # blocks of padding only: every row masked
+    return torch.tensor(ids, device=dev, dtype=torch.int32), torch.tensor(blocks, device=dev, dtype=torch.int32), em
+
+
+def launch(cfg, gemm, tokens, dev):
+    n, k = (2 * INTER, HIDDEN) if gemm == "gate_up" else (HIDDEN, INTER)
+    top_k, mul = (TOPK, False) if gemm == "gate_up" else (1, True)
+    rows = tokens if gemm == "gate_up" else tokens * TOPK
+    a = torch.randn(rows, k, device=dev, dtype=torch.float16)
+    b = torch.randn(E, n, k, device=dev, dtype=torch.float16)
+    c = torch.empty(tokens * TOPK, n, device=dev, dtype=torch.float16)
+    w = torch.rand(tokens * TOPK, device=dev, dtype=torch.float32)
+    ids, blocks, em = routed(tokens, cfg["BLOCK_M"], dev)
+    grid = (triton.cdiv(em, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
+    meta = {key: v for key, v in cfg.items() if key not in ("num_warps", "num_stages")}
+
+    def run():
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        moe_gemm[grid](a, b, c, w, ids, blocks, n, k, em, tokens * TOPK, a.stride(0), a.stride(1), b.stride(0),
+                       b.stride(1), b.stride(2), c.stride(0), c.stride(1), TOP_K=top_k, MUL_W=mul,
+                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **meta)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+    first = run()
+    warm = min(run() for _ in range(3))
+    return 1e3 * (first - warm)
+
+
+def host():
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu or platform.processor(), "cores": os.cpu_count(), "gpu": torch.cuda.get_device_name(0),
+            "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="write the JSON object here (default: stdout)")
+    a = ap.parse_args()
+    if not triton:
+        print("reports/moe_compile_probe.py: needs PyTorch and Triton (pip packages torch, triton; the device "
+              "machine has them)", file=sys.stderr)
+        sys.exit(2)
+    if not torch.cuda.is_available():
+        sys.exit("reports/moe_compile_probe.py: no CUDA GPU: run it on a GPU host (the tool library's device)")
+    dev = torch.device("cuda", 0)
+    x = torch.zeros(16, device=dev)
+    warm_up[(1,)](x, 16, BLOCK=16)
+    torch.cuda.synchronize()
+    rows = []
+    for i, cfg in enumerate(CONFIGS):
+        for gemm in ("gate_up", "down"):
+            for tokens in TOKENS:
+                ms = launch(cfg, gemm, tokens, dev)
+                rows.append({"config": i, "gemm": gemm, "tokens": tokens, "first_less_warm_ms": ms})
+                print("config %d %-7s tokens %d: %.1f ms" % (i, gemm, tokens, ms), file=sys.stderr)
+    out = {"about": "first launch less a warm launch of a fused-MoE-shaped Triton GEMM (reports/moe_compile_probe.py)",
+           "host": host(), "configs": CONFIGS, "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN,
+                                                            "inter_per_gpu": INTER}, "rows": rows}
+    text = json.dumps(out, indent=1)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
