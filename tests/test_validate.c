@@ -138,11 +138,25 @@ static cli_result edited(const char *sed)
     return tu_shell(cmd);
 }
 
+typedef struct edit_case {
+    const char *sed, *want;
+} edit_case;
+
+/* Each edited fixture exits with status, saying want (on stdout when it
+ * succeeds, else on stderr). */
+static void expect_edits(const edit_case *cases, size_t n, int status)
+{
+    for (size_t i = 0; i < n; i++) {
+        cli_result r = edited(cases[i].sed);
+        if (r.status != status || !strstr(status ? r.err : r.out, cases[i].want))
+            fail_msg("case %zu: exit %d, stdout: %s, stderr: %s (want: %s)", i, r.status, r.out, r.err, cases[i].want);
+        tu_free(&r);
+    }
+}
+
 static void test_errors(void **state)
 {
-    static const struct {
-        const char *sed, *want;
-    } cases[] = {
+    static const edit_case cases[] = {
         {"0,/\"max_num_seqs\"/s/\"max_num_seqs\"/\"max_num_sequences\"/",
          "experiment 'a': unknown engine key 'max_num_sequences'"},
         {"0,/model.json/s|tests/fixtures/validate/model.json|nosuch-model|", "model 'nosuch-model' has no preset"},
@@ -154,16 +168,31 @@ static void test_errors(void **state)
          "measured.tbt_ms: kvsim predicts e2e_ms, ttft_ms, itl_ms and tpot_ms"},
         {"1s/^/x/", "m.json:1: '[' or '{' expected near 'x' (docs/validation.md has the format)"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cli_result r = edited(cases[i].sed);
-        if (r.status != 2 || !strstr(r.err, cases[i].want))
-            fail_msg("case %zu: exit %d, stderr: %s (want: %s)", i, r.status, r.err, cases[i].want);
-        tu_free(&r);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0], 2);
     cli_result r = tu_kvsim("validate");
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "--measurements FILE is required"));
     tu_free(&r);
+}
+
+/* A model name that is no preset is read as the one preset it means:
+ * the same name without case and separators, else the preset whose about
+ * names the file's hf_model; the run says which. An id no preset's about
+ * names is no match. */
+static void test_model_names(void **state)
+{
+    static const edit_case found[] = {
+        {"0,/model.json/s|tests/fixtures/validate/model.json|Qwen3_14B|",
+         "model 'Qwen3_14B' read as the preset qwen3-14b (the same name without case, '-', '_' and '.')"},
+        {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen3-14B\"|",
+         "model 'q14' read as the preset qwen3-14b (its about names the Hugging Face id)"},
+    };
+    static const edit_case none[] = {
+        {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen9\"|",
+         "model 'q14' has no preset"},
+    };
+    expect_edits(found, sizeof found / sizeof found[0], 0);
+    expect_edits(none, 1, 2);
 }
 
 /* Degenerate files (issue 40 item 7) used to pass: an empty experiments
@@ -354,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_median_helper),
         cmocka_unit_test(test_only_and_text),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_model_names),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_gate),

@@ -217,17 +217,24 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
 static int read_target(vexp *e, const json_t *x, sim_err *err)
 {
     const char *model = json_string_value(json_object_get(x, "model"));
+    const char *hf = json_string_value(json_object_get(x, "hf_model"));
     const json_t *hw = json_object_get(x, "hardware");
     double tp = 1;
-    char path[4096];
+    char path[4096], preset[64];
+    bool by_hf;
     e->block = "experiment";
     if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
     if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
-    if (sim_preset_path("models", model, path, sizeof path, err))
-        return sim_errf(err,
-                        "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
-                        "CONFIG.json writes one from a Hugging Face config)",
-                        e->file, e->id, model);
+    if (sim_preset_path("models", model, path, sizeof path, err)) {
+        if (sim_model_preset_match(model, hf, preset, sizeof preset, &by_hf))
+            return sim_errf(err,
+                            "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
+                            "CONFIG.json writes one from a Hugging Face config)",
+                            e->file, e->id, model);
+        snprintf(e->model_via, sizeof e->model_via, "model '%s' read as the preset %s (%s)", model, preset,
+                 by_hf ? "its about names the Hugging Face id" : "the same name without case, '-', '_' and '.'");
+        model = preset;
+    }
     char hwname[64];
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
     if (!hwname[0]) snprintf(hwname, sizeof hwname, "h100x%d", (int)tp);

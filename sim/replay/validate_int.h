@@ -22,6 +22,7 @@ typedef struct vexp {
      * parallel degree and the workload's shape ("shared_prefix 547 in, 248 out") */
     char model[64], workload[128];
     int tp;
+    char model_via[256]; /* how a model name that is no preset was read as one; "" = it is one */
 } vexp;
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
