@@ -287,17 +287,26 @@ static void write_glitchy(void)
                   "bfloat16,4,200,100,1.21\nbfloat16,5,200,100,2.06\nbfloat16,6,200,100,3.0\n");
 }
 
-static void test_glitches_by_hand(void **state)
+/* The glitchy tables loaded at ratio, having dropped want points of the
+ * *points they hold. */
+static sim_optable *load_glitchy(double ratio, long want, long *points)
 {
     sim_optable *t;
     sim_err err = {0};
-    long dropped, points;
+    long dropped;
+    if (sim_optable_load(tiny_dir, ratio, &t, &err)) fail_msg("%s", err.msg);
+    sim_optable_glitches(t, &dropped, points);
+    assert_int_equal(dropped, want);
+    return t;
+}
+
+static void test_glitches_by_hand(void **state)
+{
+    long points;
     int n;
     write_glitchy();
-    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(dropped, 5);             /* 3, 6, 8, 9 at n 100; 3 at n 200 */
-    assert_int_equal(points, 11 + 6 + 6 + 2); /* gemm, context and generation attention */
+    sim_optable *t = load_glitchy(1.5, 5, &points); /* 3, 6, 8, 9 at n 100; 3 at n 200 */
+    assert_int_equal(points, 11 + 6 + 6 + 2);       /* gemm, context and generation attention */
     for (int m = 1; m <= 11; m++) assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", m, 100, 100), m, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 8.5, 100, 100), 8.5, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 4, 200, 100), 1.21, 1e-12); /* kept */
@@ -313,18 +322,14 @@ static void test_glitches_by_hand(void **state)
     assert_int_equal(n, 4);
     sim_optable_free(t);
     /* 0 keeps every point as measured */
-    if (sim_optable_load(tiny_dir, 0, &t, &err)) fail_msg("%s", err.msg);
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(dropped, 0);
+    t = load_glitchy(0, 0, &points);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 100, 100), 9, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 4, 200, 100), 1.21, 1e-12);
     sim_optable_notes(t, &n);
     assert_int_equal(n, 0);
     sim_optable_free(t);
     /* a larger ratio keeps the spike of 2.25 and the pair of 2, drops the dip of 2.5 and the spike of 3.6 */
-    if (sim_optable_load(tiny_dir, 2.4, &t, &err)) fail_msg("%s", err.msg);
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(dropped, 2);
+    t = load_glitchy(2.4, 2, &points);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 3, 100, 100), 9, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 6, 100, 100), 6, 1e-12);
     sim_optable_free(t);
