@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "sim/config/model.h"
 #include "sim/replay/validate.h"
 #include "tests/testutil.h"
 
@@ -154,16 +155,65 @@ static void expect_edits(const edit_case *cases, size_t n, int status)
     }
 }
 
+/* What kvsim cannot express is a row saying why, not the end of the file:
+ * a key it does not read, a model or hardware without a preset, a workload
+ * or load it does not generate. */
+static void test_not_expressible_rows(void **state)
+{
+    static const edit_case cases[] = {
+        {"0,/\"cpu_offload_gib\"/s/\"cpu_offload_gib\"/\"cpu_offload_gb\"/",
+         "a: not expressible: unknown engine key 'cpu_offload_gb': kvsim does not read it"},
+        {"0,/model.json/s|tests/fixtures/validate/model.json|nosuch-model|",
+         "a: not expressible: model 'nosuch-model' has no preset in configs/models/ (kvsim model import"},
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|tpu-v5|",
+         "a: not expressible: no hardware preset 'tpu-v5' for tp = 1"},
+        {"0,/inference-perf shared_prefix/s/inference-perf shared_prefix/sharegpt/",
+         "a: not expressible: workload.kind 'sharegpt' is not a workload kvsim generates"},
+        {"0,/\"type\": \"constant\"/s/constant/bursty/",
+         "a: not expressible: workload.load.type 'bursty': kvsim generates constant and poisson loads"},
+        {"0,/\"id\": \"a\",/s//\"id\": \"a\", \"pp\": 2,/", "a: not expressible: unknown experiment key 'pp'"},
+        {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/", "a: not replayed: " /* the file's path, then */},
+        {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/",
+         "experiment 'a': its load stages send 1 requests, fewer than measured.requests (5)"},
+    };
+    expect_edits(cases, sizeof cases / sizeof cases[0], 0);
+}
+
+/* The rest of the file runs past one experiment kvsim cannot express or
+ * replay: a model no preset names, then one too large for its hardware
+ * (its replay fails inside the results database's transaction, which used
+ * to leave the next run unable to begin). */
+static void test_file_runs_past_an_experiment(void **state)
+{
+    static const char *const seds[] = {
+        "0,/model.json/s|tests/fixtures/validate/model.json|nosuch-model|",
+        "0,/model.json/s|tests/fixtures/validate/model.json|llama3-70b|",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "(d=$(mktemp -d) && sed '%s' " MEAS " > $d/m.json && %s validate --measurements $d/m.json " SETS
+                 " --json; rc=$?; rm -rf $d; exit $rc)",
+                 seds[i], tu_kvsim_bin());
+        cli_result r = tu_shell(cmd);
+        assert_int_equal(r.status, 0);
+        json_t *j = json_loads(r.out, 0, NULL);
+        const json_t *xs = json_object_get(j, "experiments");
+        assert_int_equal(json_array_size(xs), 4);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(xs, 0), "status")),
+                            i ? "not replayed" : "not expressible");
+        for (size_t k = 1; k < 3; k++)
+            assert_string_equal(json_string_value(json_object_get(json_array_get(xs, k), "status")), "ok");
+        if (i) assert_non_null(strstr(r.err, "experiment 'a': model 'llama3-70b' ("));
+        if (i) assert_non_null(strstr(r.err, "does not fit in hardware"));
+        json_decref(j);
+        tu_free(&r);
+    }
+}
+
 static void test_errors(void **state)
 {
     static const edit_case cases[] = {
-        {"0,/\"max_num_seqs\"/s/\"max_num_seqs\"/\"max_num_sequences\"/",
-         "experiment 'a': unknown engine key 'max_num_sequences'"},
-        {"0,/model.json/s|tests/fixtures/validate/model.json|nosuch-model|", "model 'nosuch-model' has no preset"},
-        {"0,/inference-perf shared_prefix/s/inference-perf shared_prefix/sharegpt/",
-         "workload.kind: 'sharegpt' is not a workload kvsim generates"},
-        {"0,/\"type\": \"constant\"/s/constant/bursty/", "workload.load.type: 'bursty' is not constant or poisson"},
-        {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/", "fewer than measured.requests (5)"},
         {"0,/\"ttft_ms\"/s/\"ttft_ms\"/\"tbt_ms\"/",
          "measured.tbt_ms: kvsim predicts e2e_ms, ttft_ms, itl_ms and tpot_ms"},
         {"1s/^/x/", "m.json:1: '[' or '{' expected near 'x' (docs/validation.md has the format)"},
@@ -183,16 +233,47 @@ static void test_model_names(void **state)
 {
     static const edit_case found[] = {
         {"0,/model.json/s|tests/fixtures/validate/model.json|Qwen3_14B|",
-         "model 'Qwen3_14B' read as the preset qwen3-14b (the same name without case, '-', '_' and '.')"},
+         "model 'Qwen3_14B' read as the preset qwen3-14b (the same name without case, separators and fine-tune "
+         "suffixes)"},
         {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen3-14B\"|",
-         "model 'q14' read as the preset qwen3-14b (its about names the Hugging Face id)"},
+         "model 'q14' read as the preset qwen3-14b (its Hugging Face id, fine-tune suffixes aside)"},
     };
     static const edit_case none[] = {
         {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen9\"|",
-         "model 'q14' has no preset"},
+         "a: not expressible: model 'q14' has no preset"},
     };
     expect_edits(found, sizeof found / sizeof found[0], 0);
-    expect_edits(none, 1, 2);
+    expect_edits(none, 1, 0);
+}
+
+/* Fine-tune suffixes name the same shape: each name or id against the
+ * preset read by hand from configs/models/ (NULL: none, or two). */
+static void test_model_keys(void **state)
+{
+    static const struct {
+        const char *name, *hf, *want;
+        bool by_hf;
+    } cases[] = {
+        {"Llama-3.1-8B-Instruct", NULL, "llama3.1-8b", false},
+        {"mixtral_8x7b_instruct_v0.1", NULL, "mixtral-8x7b", false},
+        {"m", "mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b", true},
+        {"m", "meta-llama/Meta-Llama-3-70B-Instruct", "llama3-70b", true},
+        {"m", "meta-llama/Llama-2-70b-chat-hf", "llama-2-70b", true},
+        {"m", "codellama/CodeLlama-34b-Instruct-hf", "codellama-34b", true},
+        {"m", "Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", true},
+        {"m", "Qwen/Qwen2.5-32B-Instruct", "qwen2.5-32b", true},
+        {"Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", NULL, false}, /* 3.1 is not 3 */
+        {"Instruct", NULL, NULL, false}, /* a name is never reduced to nothing */
+        {"mixtral", NULL, NULL, false},  /* a family is no preset */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64] = "";
+        bool by_hf = false;
+        int rc = sim_model_preset_match(cases[i].name, cases[i].hf, out, sizeof out, &by_hf);
+        if (!cases[i].want ? rc != -1 : rc || strcmp(out, cases[i].want) || by_hf != cases[i].by_hf)
+            fail_msg("case %zu (%s, %s): rc %d, %s, by_hf %d", i, cases[i].name, cases[i].hf ? cases[i].hf : "-", rc,
+                     out, by_hf);
+    }
 }
 
 /* Degenerate files (issue 40 item 7) used to pass: an empty experiments
@@ -382,8 +463,11 @@ int main(void)
         cmocka_unit_test(test_median_and_not_expressible),
         cmocka_unit_test(test_median_helper),
         cmocka_unit_test(test_only_and_text),
+        cmocka_unit_test(test_not_expressible_rows),
+        cmocka_unit_test(test_file_runs_past_an_experiment),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_model_names),
+        cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_gate),

@@ -43,9 +43,13 @@ static const char validate_usage[] =
     "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
-    "An experiment kvsim cannot express is listed as \"not expressible\" with the\n"
-    "reason. Exit status: 0 ok; 2 a bad file, experiment, model, knob or metric\n"
-    "(the message names it); 3 the --max-error gate failed.\n";
+    "An experiment kvsim cannot express (a model or hardware without a preset, a\n"
+    "key it does not read, a workload it does not generate) is listed as \"not\n"
+    "expressible\" with the reason, one whose replay fails (a model that does not\n"
+    "fit) as \"not replayed\" with the error; the other experiments still run.\n"
+    "Exit status: 0 ok; 2 a file kvsim cannot read (a value of the wrong type or\n"
+    "out of range, a metric kvsim does not predict; the message names it) or a bad\n"
+    "option; 3 the --max-error gate failed.\n";
 
 /* --max-error PCT: a percentage >= 0; exit status 2 naming it otherwise. */
 static int max_error_arg(const char *s, double *out)
@@ -70,7 +74,8 @@ static void print_row(const json_t *row)
 {
     printf("%s", json_string_value(json_object_get(row, "id")));
     if (strcmp(json_string_value(json_object_get(row, "status")), "ok")) {
-        printf(": not expressible: %s\n\n", json_string_value(json_object_get(row, "why")));
+        printf(": %s: %s\n\n", json_string_value(json_object_get(row, "status")),
+               json_string_value(json_object_get(row, "why")));
         return;
     }
     printf("%s\n", json_is_true(json_object_get(row, "overloaded")) ? " (kvsim: overloaded)" : "");
@@ -137,8 +142,9 @@ static int gate(json_t *report, double max_pct, char **metrics, int n, bool json
     json_array_foreach(fails, i, f)
     {
         if (json_object_get(f, "why"))
-            fprintf(stderr, "kvsim validate: %s: not expressible (%s): the gate counts it as failed\n",
-                    json_string_value(json_object_get(f, "id")), json_string_value(json_object_get(f, "why")));
+            fprintf(stderr, "kvsim validate: %s: %s (%s): the gate counts it as failed\n",
+                    json_string_value(json_object_get(f, "id")), json_string_value(json_object_get(f, "status")),
+                    json_string_value(json_object_get(f, "why")));
         else
             fprintf(stderr, "kvsim validate: %s: %s error %+.1f%% exceeds --max-error %g%%\n",
                     json_string_value(json_object_get(f, "id")), json_string_value(json_object_get(f, "metric")),

@@ -132,10 +132,11 @@ int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim
 /* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
 void sim_preset_names(const char *kind, char *out, size_t n);
 /* The one model preset a name that is no preset means (sim/config/
- * preset_match.c): the same name once case and '-', '_', '.', ' ' are
- * dropped, else the preset whose `about` names the Hugging Face id hf_id
- * (may be NULL). Writes it into out and whether the id decided (*by_hf);
- * -1 when none or more than one matches. */
+ * preset_match.c): the same name once fine-tune suffixes ("Instruct",
+ * "v0.1"), case and '-', '_', '.', ' ' are dropped, else the preset whose
+ * `about` names the Hugging Face id hf_id (may be NULL) read the same way.
+ * Writes it into out and whether the id decided (*by_hf); -1 when none or
+ * more than one matches. */
 int sim_model_preset_match(const char *name, const char *hf_id, char *out, size_t n, bool *by_hf);
 
 #endif

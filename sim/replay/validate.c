@@ -2,11 +2,14 @@
  * configuration and workload (sim/replay/validate.h, docs/validation.md).
  *
  * Each knob of the engine block maps to one config key, and each field of
- * the workload to one generator option; a knob or field not in these tables
- * is an error naming it, so a file from a newer study never runs with a
- * setting silently dropped. A knob kvsim reads but cannot honour (prefix
- * caching off, chunked prefill off, a dtype other than 16-bit) marks the
- * experiment "not expressible" with the reason. */
+ * the workload to one generator option. What kvsim cannot express marks the
+ * experiment "not expressible" with the reason, and the file's other
+ * experiments still run: a key not in these tables (so a file from a newer
+ * study never runs with a setting silently dropped), a model or hardware
+ * with no preset, a workload kind or load kvsim does not generate, a knob
+ * it reads but cannot honour (prefix caching off, chunked prefill off, a
+ * dtype other than 16-bit). A value of the wrong type or out of range is
+ * a broken file: an error naming it. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,8 +62,9 @@ static int bool_at(const vexp *e, const json_t *obj, const char *key, bool *out,
     return 0;
 }
 
-/* Every key of obj is one of `known` (NULL-terminated). */
-static int known_keys(const vexp *e, const json_t *obj, const char *const *known, const char *next, sim_err *err)
+/* Every key of obj is one of `known` (NULL-terminated); the experiment is
+ * not expressible otherwise (a knob kvsim does not read is never dropped). */
+static void known_keys(vexp *e, const json_t *obj, const char *const *known, const char *next)
 {
     const char *k;
     const json_t *v;
@@ -68,10 +72,9 @@ static int known_keys(const vexp *e, const json_t *obj, const char *const *known
     {
         int i = 0;
         while (known[i] && strcmp(known[i], k)) i++;
-        if (!known[i])
-            return sim_errf(err, "%s: experiment '%s': unknown %s key '%s' (%s)", e->file, e->id, e->block, k, next);
+        if (!known[i] && !e->why[0])
+            snprintf(e->why, sizeof e->why, "unknown %s key '%.64s': kvsim does not read it (%s)", e->block, k, next);
     }
-    return 0;
 }
 
 /* ---- engine ------------------------------------------------------------------ */
@@ -107,8 +110,8 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
     bool prefix = true, chunked = true;
     e->block = "engine";
     if (!json_is_object(eng)) return sim_errf(err, "%s: experiment '%s': engine: expected an object", e->file, e->id);
-    if (known_keys(e, eng, engine_keys, "docs/validation.md lists the knobs kvsim reads", err) ||
-        num_at(e, eng, "max_num_batched_tokens", true, 1, 1 << 24, &budget, err) ||
+    known_keys(e, eng, engine_keys, "docs/validation.md lists the knobs kvsim reads");
+    if (num_at(e, eng, "max_num_batched_tokens", true, 1, 1 << 24, &budget, err) ||
         num_at(e, eng, "max_num_seqs", true, 1, 1 << 20, &seqs, err) ||
         num_at(e, eng, "max_model_len", false, 1, 1 << 24, &len, err) ||
         num_at(e, eng, "gpu_memory_utilization", false, 0.01, 1, &util, err) ||
@@ -159,10 +162,15 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     if (!json_is_object(load)) /* found by tests/fuzz/fuzz_validate.c: this said nothing */
         return sim_errf(err, "%s: experiment '%s': workload.load: expected an object with type and stages", e->file,
                         e->id);
-    if (known_keys(e, load, load_keys, "type and stages", err)) return -1;
-    if (!type || (strcmp(type, "constant") && strcmp(type, "poisson")))
-        return sim_errf(err, "%s: experiment '%s': workload.load.type: '%s' is not constant or poisson", e->file, e->id,
-                        type ? type : "(missing)");
+    known_keys(e, load, load_keys, "type and stages");
+    if (!type)
+        return sim_errf(err, "%s: experiment '%s': workload.load.type: missing (constant or poisson)", e->file, e->id);
+    if (strcmp(type, "constant") && strcmp(type, "poisson")) {
+        char why[160];
+        snprintf(why, sizeof why, "workload.load.type '%.64s': kvsim generates constant and poisson loads", type);
+        not_expressible(e, why);
+        return 0;
+    }
     if (!json_is_array(st) || json_array_size(st) == 0 || json_array_size(st) > SIM_SP_MAX_STAGES)
         return sim_errf(err, "%s: experiment '%s': workload.load.stages: expected 1 to %d stages", e->file, e->id,
                         SIM_SP_MAX_STAGES);
@@ -187,14 +195,21 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
     double sys = 0, q = 0, out = 0, prompts = 0, users = 0;
     e->block = "workload";
     if (!json_is_object(w)) return sim_errf(err, "%s: experiment '%s': workload: expected an object", e->file, e->id);
-    if (!kind || (strcmp(kind, "inference-perf shared_prefix") && strcmp(kind, "shared_prefix") &&
-                  strcmp(kind, "shared-prefix")))
-        return sim_errf(err,
-                        "%s: experiment '%s': workload.kind: '%s' is not a workload kvsim generates (\"inference-perf "
-                        "shared_prefix\")",
-                        e->file, e->id, kind ? kind : "(missing)");
-    if (known_keys(e, w, workload_keys, "docs/validation.md lists the fields", err) ||
-        num_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
+    if (!kind)
+        return sim_errf(err, "%s: experiment '%s': workload.kind: missing (\"inference-perf shared_prefix\")", e->file,
+                        e->id);
+    if (strcmp(kind, "inference-perf shared_prefix") && strcmp(kind, "shared_prefix") &&
+        strcmp(kind, "shared-prefix")) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "workload.kind '%.64s' is not a workload kvsim generates (\"inference-perf "
+                 "shared_prefix\")",
+                 kind);
+        not_expressible(e, why);
+        return 0; /* its other fields are another generator's */
+    }
+    known_keys(e, w, workload_keys, "docs/validation.md lists the fields");
+    if (num_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
         num_at(e, w, "question_len", true, 1, 1 << 24, &q, err) ||
         num_at(e, w, "output_len", true, 1, 1 << 24, &out, err) ||
         num_at(e, w, "num_unique_system_prompts", true, 1, 1 << 20, &prompts, err) ||
@@ -214,43 +229,58 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
 
 /* ---- model, hardware, measured ------------------------------------------------------ */
 
+/* The preset a model name means: itself, else the one it is read as
+ * (preset_match.c, said in model_via); false when none. */
+static bool model_preset(vexp *e, const char *model, const char *hf, char *out, size_t n)
+{
+    char path[4096];
+    bool by_hf;
+    sim_err ignored;
+    snprintf(out, n, "%s", model);
+    if (!sim_preset_path("models", model, path, sizeof path, &ignored)) return true;
+    if (sim_model_preset_match(model, hf, out, n, &by_hf)) return false;
+    snprintf(e->model_via, sizeof e->model_via, "model '%.64s' read as the preset %s (%s)", model, out,
+             by_hf ? "its Hugging Face id, fine-tune suffixes aside"
+                   : "the same name without case, separators and "
+                     "fine-tune suffixes");
+    return true;
+}
+
 static int read_target(vexp *e, const json_t *x, sim_err *err)
 {
     const char *model = json_string_value(json_object_get(x, "model"));
     const char *hf = json_string_value(json_object_get(x, "hf_model"));
     const json_t *hw = json_object_get(x, "hardware");
     double tp = 1;
-    char path[4096], preset[64];
-    bool by_hf;
+    char path[4096], preset[64], why[256];
     e->block = "experiment";
     if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
     if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
-    if (sim_preset_path("models", model, path, sizeof path, err)) {
-        if (sim_model_preset_match(model, hf, preset, sizeof preset, &by_hf))
-            return sim_errf(err,
-                            "%s: experiment '%s': model '%s' has no preset in configs/models/ (kvsim model import "
-                            "CONFIG.json writes one from a Hugging Face config)",
-                            e->file, e->id, model);
-        snprintf(e->model_via, sizeof e->model_via, "model '%s' read as the preset %s (%s)", model, preset,
-                 by_hf ? "its about names the Hugging Face id" : "the same name without case, '-', '_' and '.'");
-        model = preset;
+    e->tp = (int)tp;
+    snprintf(e->model, sizeof e->model, "%s", model);
+    if (!model_preset(e, model, hf, preset, sizeof preset)) {
+        snprintf(why, sizeof why,
+                 "model '%.64s' has no preset in configs/models/ (kvsim model import CONFIG.json writes one from a "
+                 "Hugging Face config)",
+                 model);
+        return not_expressible(e, why), 0;
     }
     char hwname[64];
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
     if (!hwname[0]) snprintf(hwname, sizeof hwname, "h100x%d", (int)tp);
-    if (sim_preset_path("hardware", hwname, path, sizeof path, err))
-        return sim_errf(err, "%s: experiment '%s': no hardware preset '%s' for tp = %d (configs/hardware/)", e->file,
-                        e->id, hwname, (int)tp);
+    if (sim_preset_path("hardware", hwname, path, sizeof path, err)) {
+        snprintf(why, sizeof why, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp);
+        return not_expressible(e, why), 0;
+    }
     sim_model m;
-    if (sim_model_load(model, &m, err)) {
+    if (sim_model_load(preset, &m, err)) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
-        return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, model, msg);
+        return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, preset, msg);
     }
-    add_set(e, "model=%s", model);
+    add_set(e, "model=%s", preset);
     add_set(e, "hardware=%s", hwname);
-    snprintf(e->model, sizeof e->model, "%s", model);
-    e->tp = (int)tp;
+    snprintf(e->model, sizeof e->model, "%s", preset);
     return 0;
 }
 
@@ -279,9 +309,9 @@ int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
     add_set(e, "cluster.instances=1");
     add_set(e, "cost.compute=auto");            /* measured where the preset names tables, else engine */
     add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.12 (vllm-project/vllm#27614) */
-    if (known_keys(e, x, keys, "docs/validation.md lists the fields", err) || read_target(e, x, err) ||
-        read_engine(e, json_object_get(x, "engine"), err) || read_workload(e, json_object_get(x, "workload"), err) ||
-        read_measured(e, json_object_get(x, "measured"), err))
+    known_keys(e, x, keys, "docs/validation.md lists the fields");
+    if (read_target(e, x, err) || read_engine(e, json_object_get(x, "engine"), err) ||
+        read_workload(e, json_object_get(x, "workload"), err) || read_measured(e, json_object_get(x, "measured"), err))
         return -1;
     e->gen.block_tokens = e->block_tokens;
     e->gen.requests = e->requests; /* the replay sends more (validate_run.c) */
@@ -334,8 +364,8 @@ int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics
     }
     json_array_foreach(json_object_get(report, "experiments"), i,
                        row) if (strcmp(json_string_value(json_object_get(row, "status")), "ok"))
-        json_array_append_new(
-            fails, json_pack("{s:O, s:O}", "id", json_object_get(row, "id"), "why", json_object_get(row, "why")));
+        json_array_append_new(fails, json_pack("{s:O, s:O, s:O}", "id", json_object_get(row, "id"), "status",
+                                               json_object_get(row, "status"), "why", json_object_get(row, "why")));
     *out = fails;
     return 0;
 }

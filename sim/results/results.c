@@ -910,6 +910,11 @@ int sim_results_finish_run(sim_results *r, const json_t *summary, double wall_se
     return 0;
 }
 
+void sim_results_abandon_run(sim_results *r)
+{
+    if (r && r->db && !sqlite3_get_autocommit(r->db)) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 void sim_results_close(sim_results *r)
 {
     if (!r) return;

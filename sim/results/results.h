@@ -149,6 +149,9 @@ struct sqlite3;
 const char *sim_results_errmsg(struct sqlite3 *db, char *buf, size_t n);
 /* Start a run: inserts its runs row and opens the transaction. */
 int sim_results_begin_run(sim_results *r, const sim_run_info *info, int64_t *run_id, sim_err *err);
+/* Roll back a run begun and not finished (its replay failed): the database
+ * is as before sim_results_begin_run and takes the next run. */
+void sim_results_abandon_run(sim_results *r);
 int sim_results_add_request(sim_results *r, const sim_request_row *row, sim_err *err);
 int sim_results_add_sample(sim_results *r, const sim_sample_row *row, sim_err *err);
 /* Whether this run keeps sample and replica rows (a results file, rows not
