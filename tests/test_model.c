@@ -164,6 +164,56 @@ static void test_import_study_models(void **state)
     }
 }
 
+/* The presets added for the model families a measurement may name: each
+ * shipped preset has the shape `kvsim model import` reads from the model's
+ * published config.json (the architecture keys, tests/fixtures/hf/) and
+ * the params of the per-layer sum of test_derived_params, worked out
+ * separately (per layer × layers + V·d·2 + d):
+ *   Llama-3.1/3.3-70B 855,654,400 × 80 + 128,256·8,192·2 + 8,192 = 70,553,706,496
+ *   Qwen2.5-7B   233,053,184 × 28 + 152,064·3,584·2 + 3,584 = 7,615,487,488
+ *   Qwen2.5-14B  275,261,440 × 48 + 152,064·5,120·2 + 5,120 = 14,769,689,600
+ *   Qwen2.5-72B  877,674,496 × 80 + 152,064·8,192·2 + 8,192 = 72,705,384,448
+ *   Qwen3-32B    487,598,080 × 64 + 151,936·5,120·2 + 5,120 = 32,762,106,880
+ *   Qwen3-8B     192,946,176 × 36 + 151,936·4,096·2 + 4,096 = 8,190,726,144
+ *   Mistral-7B   218,112,000 × 32 + 32,768·4,096·2 + 4,096 = 7,248,023,552
+ *   Llama-2-7B   202,383,360 × 32 + 32,000·4,096·2 + 4,096 = 6,738,415,616
+ *   Llama-2-13B  317,204,480 × 40 + 32,000·5,120·2 + 5,120 = 13,015,864,320
+ * (Llama-2-7B's and -13B's are their published exact counts.) */
+static void test_family_presets(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *preset, *file;
+        double params;
+    } want[] = {
+        {"llama3.1-70b", "Llama-3.3-70B-Instruct.json", 70553706496.0},
+        {"qwen2.5-7b", "Qwen2.5-7B-Instruct.json", 7615487488.0},
+        {"qwen2.5-14b", "Qwen2.5-14B-Instruct.json", 14769689600.0},
+        {"qwen2.5-72b", "Qwen2.5-72B-Instruct.json", 72705384448.0},
+        {"qwen3-32b", "Qwen3-32B.json", 32762106880.0},
+        {"qwen3-8b", "Qwen3-8B.json", 8190726144.0},
+        {"mistral-7b", "Mistral-7B-Instruct-v0.3.json", 7248023552.0},
+        {"llama-2-7b", "Llama-2-7b-hf.json", 6738415616.0},
+        {"llama-2-13b", "Llama-2-13b-hf.json", 13015864320.0},
+    };
+    static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        sim_model m;
+        sim_err err = {{0}};
+        if (sim_model_load(want[i].preset, &m, &err)) fail_msg("%s: %s", want[i].preset, err.msg);
+        assert_double_equal(m.params, want[i].params, 0);
+        json_t *o = import_json(want[i].file);
+        const int have[] = {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate, m.vocab};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+            if (tu_int_field(o, fields[k]) != have[k])
+                fail_msg("%s: %s %d, its config.json %lld", want[i].preset, fields[k], have[k],
+                         (long long)tu_int_field(o, fields[k]));
+        assert_int_equal(json_is_true(json_object_get(o, "tied_embeddings")), m.tied_embeddings);
+        assert_double_equal((double)tu_int_field(o, "params"), want[i].params, 0);
+        json_decref(o);
+    }
+}
+
 /* Written with -o, the preset loads with --set model=FILE and costs exactly
  * what the shipped qwen3-14b preset costs; its folder names it when the file
  * is called config.json. */
@@ -438,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
         cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
         cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
+        cmocka_unit_test(test_family_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

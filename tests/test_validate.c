@@ -262,7 +262,10 @@ static void test_model_keys(void **state)
         {"m", "codellama/CodeLlama-34b-Instruct-hf", "codellama-34b", true},
         {"m", "Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", true},
         {"m", "Qwen/Qwen2.5-32B-Instruct", "qwen2.5-32b", true},
-        {"Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", NULL, false}, /* 3.1 is not 3 */
+        {"m", "meta-llama/Llama-3.1-70B-Instruct", "llama3.1-70b", true}, /* the preset's own name */
+        {"m", "meta-llama/Llama-3.3-70B-Instruct", "llama3.1-70b", true}, /* the id its about names */
+        {"Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-405B-Instruct", NULL, false},
+        {"m", "meta-llama/Meta-Llama-3.1-8B-Instruct", "llama3.1-8b", true},
         {"Instruct", NULL, NULL, false}, /* a name is never reduced to nothing */
         {"mixtral", NULL, NULL, false},  /* a family is no preset */
     };

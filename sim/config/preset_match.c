@@ -8,10 +8,10 @@
  * "hf", "it", "Base", "v0.1", "2507"; a base model and its instruct tune share one
  * config.json), without a leading "Meta", then without case and the
  * separators '-', '_', '.' and ' '. A name that is no preset is read as the
- * one preset with the same key; failing that, as the one preset whose
- * `about` names a Hugging Face id ("… meta-llama/Llama-2-70b-hf config.json",
- * as `kvsim model import` and the bundled presets write it) with the same
- * key as hf_id. Two matches are no match: the caller then refuses the name. */
+ * one preset with the same key; failing that, as the one preset whose name,
+ * or the Hugging Face id its `about` names ("… meta-llama/Llama-2-70b-hf
+ * config.json", as the bundled presets write it), has the same key as
+ * hf_id. Two matches are no match: the caller then refuses the name. */
 #include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -79,11 +79,12 @@ static void match_one(const char *dir, const char *file, const char *key, const 
     model_key(preset, cand, sizeof cand);
     if (key[0] && !strcmp(cand, key)) ++*names, snprintf(by_name, 128, "%s", preset);
     if (!hf_key[0]) return;
+    bool same = !strcmp(cand, hf_key); /* the id is the preset's name */
     snprintf(path, sizeof path, "%s/%s", dir, file);
     json_t *o = json_load_file(path, 0, NULL);
-    if (about_key(json_string_value(json_object_get(o, "about")), cand, sizeof cand) && !strcmp(cand, hf_key))
-        ++*ids, snprintf(by_id, 128, "%s", preset);
+    same |= about_key(json_string_value(json_object_get(o, "about")), cand, sizeof cand) && !strcmp(cand, hf_key);
     json_decref(o);
+    if (same) ++*ids, snprintf(by_id, 128, "%s", preset);
 }
 
 int sim_model_preset_match(const char *name, const char *hf_id, char *out, size_t n, bool *by_hf)

@@ -28,9 +28,9 @@
 static const sim_config_key keys[] = {
     OTHER("about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     OTHER("model", SIM_KEY_PRESET,
-          "preset in `configs/models/` (`llama3-70b`, `llama3.1-8b`, `qwen2.5-32b`, `qwen3-14b`, `codellama-34b`, "
-          "`llama-2-70b`; `kvsim model import` writes one from a Hugging Face config.json) or an inline object with "
-          "the `model.*` keys below"),
+          "preset in `configs/models/` (Llama 2, 3 and 3.1, CodeLlama, Mistral, Mixtral, Qwen2.5, Qwen3 and "
+          "DeepSeek-V3: docs/models.md lists them; `kvsim model import` writes one from a Hugging Face config.json) "
+          "or an inline object with the `model.*` keys below"),
     OTHER("model.name", SIM_KEY_STRING, "the model's name in output", .optional = true),
     OTHER("model.about", SIM_KEY_STRING, "a comment; ignored", .optional = true),
     INT("model.layers", "", 1, 4096, "transformer layers"),
