@@ -377,6 +377,69 @@ static void test_db(void **state)
     tu_free(&r);
 }
 
+/* `kvsim validate` of the training measurements with extra args, its --json
+ * report and --db kept in a fresh folder: the report, the database's path
+ * in db (600 bytes) and the folder in dir (512), for rm_dir. */
+static json_t *train_into_dir(const char *args, char *db, char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "d=$(mktemp -d) && %s validate --measurements validation/vllm-h100-train.json %s --json --db $d/v.db "
+             "> $d/out.json && echo $d",
+             tu_kvsim_bin(), args);
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 0);
+    r.out[strcspn(r.out, "\n")] = 0;
+    char out[600];
+    snprintf(dir, 512, "%s", r.out);
+    snprintf(db, 600, "%s/v.db", r.out);
+    snprintf(out, sizeof out, "%s/out.json", r.out);
+    tu_free(&r);
+    json_t *j = json_load_file(out, 0, NULL);
+    assert_non_null(j);
+    return j;
+}
+
+static void rm_dir(const char *dir)
+{
+    char rm[700];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    assert_int_equal(system(rm), 0);
+}
+
+/* The fit range the CPU constants carry (sim_cost_fit_seqs: 44 for the
+ * engine mode, fitted on the three dense runs, 92 for the measured mode,
+ * on all four) is the most requests between prefill start and last token
+ * at once in the training replays, recomputed here by SQL from their rows:
+ * at each request's prefill start, the requests started and not done. The
+ * training runs stay inside it (no fit_range in their rows); a long-output
+ * load at max_num_seqs 128 goes beyond it and says so. */
+static void test_fit_seqs(void **state)
+{
+    char db[600], dir[512], cmd[512];
+    json_t *j = train_into_dir("", db, dir), *row;
+    char *peaks = tu_sql_text(db, "SELECT group_concat(c, ',') FROM (SELECT run_id, MAX(c) AS c FROM (SELECT a.run_id, "
+                                  "(SELECT COUNT(*) FROM requests b WHERE b.run_id = a.run_id AND b.prefill_start_ms "
+                                  "<= a.prefill_start_ms AND b.done_ms > a.prefill_start_ms) AS c FROM requests a) "
+                                  "GROUP BY run_id ORDER BY run_id)");
+    assert_string_equal(peaks, "31,31,44,92");
+    free(peaks);
+    size_t i;
+    json_array_foreach(json_object_get(j, "experiments"), i, row) assert_null(json_object_get(row, "fit_range"));
+    json_decref(j);
+    rm_dir(dir);
+    snprintf(cmd, sizeof cmd,
+             "(d=$(mktemp -d) && sed 's/\"output_len\": 248/\"output_len\": 1500/' "
+             "validation/vllm-h100-train.json > $d/m.json && %s validate --measurements $d/m.json --only "
+             "llama3.1-8b-tp1-general-mnbt2048-run16; rc=$?; rm -rf $d; exit $rc)",
+             tu_kvsim_bin());
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "kvsim's iterations reached 128 sequences, beyond the 92 its CPU constants were "
+                                  "fitted on; they make "));
+    tu_free(&r);
+}
+
 /* The measured requests are the head of a load that goes on: the replay
  * sends more (the Llama run: 300 measured, 450 replayed, all in --db), the
  * last measured request leaves before the last arrival, and each prediction
@@ -386,18 +449,8 @@ static void test_db(void **state)
  * e2e / output tokens. */
 static void test_load_runs_on(void **state)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "d=$(mktemp -d) && %s validate --measurements validation/vllm-h100-train.json --only "
-             "llama3.1-8b-tp1-general-mnbt2048-run16 --json --db $d/v.db > $d/out.json && echo $d",
-             tu_kvsim_bin());
-    cli_result r = tu_shell(cmd);
-    assert_int_equal(r.status, 0);
-    r.out[strcspn(r.out, "\n")] = 0;
-    char db[600], out[600];
-    snprintf(db, sizeof db, "%s/v.db", r.out);
-    snprintf(out, sizeof out, "%s/out.json", r.out);
-    json_t *j = json_load_file(out, 0, NULL);
+    char db[600], dir[512];
+    json_t *j = train_into_dir("--only llama3.1-8b-tp1-general-mnbt2048-run16", db, dir);
     const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
     assert_int_equal(json_integer_value(json_object_get(row, "replayed")), 450);
     char *got = tu_sql_text(db, "SELECT COUNT(*) || ',' || (SELECT COUNT(*) FROM requests) || ',' || "
@@ -413,10 +466,7 @@ static void test_load_runs_on(void **state)
                         e2e * 1e-9); /* --json prints 10 significant digits */
     assert_double_equal(at(row, "predicted", "itl_ms", "mean"), ntpot, ntpot * 1e-9);
     json_decref(j);
-    char rm[700];
-    snprintf(rm, sizeof rm, "rm -rf %s", r.out);
-    assert_int_equal(system(rm), 0);
-    tu_free(&r);
+    rm_dir(dir);
 }
 
 /* --by: experiment c's question shortened to 60 tokens makes it a
@@ -473,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
+        cmocka_unit_test(test_fit_seqs),
         cmocka_unit_test(test_gate),
         cmocka_unit_test(test_by_groups),
         cmocka_unit_test(test_degenerate_files),

@@ -33,14 +33,15 @@ static const char validate_usage[] =
     "                       model (preset), tp (tensor-parallel GPUs) or workload\n"
     "  --max-error PCT      a gate for CI: exit 3 when an experiment's |error| on a\n"
     "                       --metric exceeds PCT percent, or an experiment is not\n"
-    "                       expressible; stderr names each (the report is printed\n"
-    "                       as always)\n"
+    "                       expressible or not replayed; stderr names each (the\n"
+    "                       report is printed as always)\n"
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
-    "                       status, replayed, predicted, measured, ape, mpe) and\n"
-    "                       median_ape; with --by also by: {by, groups[]}; with\n"
-    "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
+    "                       status, replayed, predicted, measured, ape, mpe; moe_compiles\n"
+    "                       and fit_range when they happened) and median_ape; with\n"
+    "                       --by also by: {by, groups[]}; with --max-error also\n"
+    "                       gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
     "An experiment kvsim cannot express (a model or hardware without a preset, a\n"
@@ -93,6 +94,13 @@ static void print_row(const json_t *row)
         printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
                json_number_value(json_object_get(jit, "stall_s")),
                (long long)json_integer_value(json_object_get(jit, "variants")));
+    const json_t *fit = json_object_get(row, "fit_range");
+    if (fit)
+        printf("  kvsim's iterations reached %lld sequences, beyond the %lld its CPU constants were fitted on; "
+               "they make %.0f%% of such a step (extrapolated)\n",
+               (long long)json_integer_value(json_object_get(fit, "peak_seqs")),
+               (long long)json_integer_value(json_object_get(fit, "fitted_seqs")),
+               100 * json_number_value(json_object_get(fit, "overhead_share")));
     putchar('\n');
 }
 

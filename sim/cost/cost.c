@@ -479,6 +479,24 @@ double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
     return sim_cost_decode_terms(c, batch, ctx_tokens).total_s;
 }
 
+double sim_cost_iter_overhead_s(const sim_cost *c, int seqs)
+{
+    return c->engine ? c->iter_overhead_s + c->seq_overhead_s * seqs : 0;
+}
+
+/* The engine mode's constants were fitted on the three dense training runs
+ * of validation/vllm-h100-train.json, the measured mode's on all four. The
+ * most requests between prefill start and last token at once in their
+ * replays: 31, 31 and 44 (dense), 92 (Mixtral-8x7B); tests/test_validate.c
+ * (test_fit_seqs) recomputes them from `kvsim validate --db`. */
+enum { FIT_SEQS_ENGINE = 44, FIT_SEQS_MEASURED = 92 };
+
+int sim_cost_fit_seqs(const sim_cost *c)
+{
+    if (!c->engine) return 0;
+    return c->measured ? FIT_SEQS_MEASURED : FIT_SEQS_ENGINE;
+}
+
 double sim_cost_moe_jit_s(const sim_cost *c, double tokens, uint64_t *seen)
 {
     if (!c->measured || c->moe_jit_s <= 0 || tokens <= c->graph_max) return 0;

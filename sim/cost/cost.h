@@ -170,6 +170,15 @@ sim_decode_terms sim_cost_decode_terms(const sim_cost *c, int batch, int64_t ctx
 double sim_cost_allreduce_s(const sim_cost *c, double tokens);
 double sim_cost_h2d_s(const sim_cost *c, double bytes);
 double sim_cost_d2h_s(const sim_cost *c, double bytes);
+/* The CPU constants' share of an iteration of `seqs` sequences:
+ * engine.iter_overhead_ms + engine.seq_overhead_ms × seqs (the measured
+ * mode's engine.measured.* ones), 0 outside the engine and measured modes.
+ * sim_cost_fit_seqs: the most sequences in flight at once in the training
+ * replays those constants were fitted on (docs/validation.md §4), 0 for a
+ * mode without them; an iteration of more extrapolates the per-sequence
+ * term, which a run says (sim/serving/agg/agg.c). */
+double sim_cost_iter_overhead_s(const sim_cost *c, int seqs);
+int sim_cost_fit_seqs(const sim_cost *c);
 /* Measured mode, a mixture of experts: the time a pass of `tokens` tokens
  * waits while Triton compiles the fused-MoE variants it needs for the
  * first time on this instance (two kernels, gate-up and down, per variant:

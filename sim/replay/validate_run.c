@@ -254,8 +254,10 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_t *d = json_object_get(r.summary, "diagnosis");
         json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
         json_object_set_new(row, "preemptions", json_incref(json_object_get(r.summary, "preemptions")));
-        json_t *jit = json_object_get(r.summary, "moe_compiles"); /* absent when nothing compiled */
-        if (jit) json_object_set(row, "moe_compiles", jit);
+        static const char *const found[] = {"moe_compiles", "fit_range"}; /* absent when they did not happen */
+        for (size_t k = 0; k < 2; k++)
+            if (json_object_get(r.summary, found[k]))
+                json_object_set(row, found[k], json_object_get(r.summary, found[k]));
     }
     vrun_clear(&r);
     return rc;

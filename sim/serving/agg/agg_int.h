@@ -116,6 +116,10 @@ typedef struct agg {
         double s;                  /* the stalls they cost, in all */
         int64_t first_ns, last_ns; /* when the first and the last began */
     } moe_compiles;
+    struct {
+        int seqs;     /* the most sequences (decodes + prefill chunks) in one iteration */
+        double share; /* of that iteration's time (the first with that many), the CPU constants' */
+    } peak;
 } agg;
 
 /* ---- lmcache.c ---- */

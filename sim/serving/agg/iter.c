@@ -235,6 +235,10 @@ void agg_iterate(agg *a, ainst *in)
                           b.decode_ctx};
     double jit = sim_cost_moe_jit_s(&a->cost, b.decodes + b.chunk_tokens, &in->moe_jit);
     double t = sim_cost_mixed_iter_s(&a->cost, &mb) + jit;
+    if (b.decodes + b.chunks > a->peak.seqs) { /* for the fit-range finding (agg.c) */
+        a->peak.seqs = b.decodes + b.chunks;
+        a->peak.share = sim_cost_iter_overhead_s(&a->cost, a->peak.seqs) / (t - jit);
+    }
     if (jit > 0) {
         if (a->moe_compiles.n++ == 0) a->moe_compiles.first_ns = a->eng->now;
         a->moe_compiles.last_ns = a->eng->now;
