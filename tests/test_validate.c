@@ -172,6 +172,8 @@ static void test_not_expressible_rows(void **state)
         {"0,/\"type\": \"constant\"/s/constant/bursty/",
          "a: not expressible: workload.load.type 'bursty': kvsim generates constant and poisson loads"},
         {"0,/\"id\": \"a\",/s//\"id\": \"a\", \"pp\": 2,/", "a: not expressible: unknown experiment key 'pp'"},
+        {"0,/\"id\": \"a\",/s//\"id\": \"a\", \"notes\": \"x\",/", "a\n  metric"}, /* free text is no setting */
+        {"0,/\"name\": \"hand\",/s//\"name\": \"hand\", \"comment\": \"x\",/", "a\n  metric"},
         {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/", "a: not replayed: " /* the file's path, then */},
         {"0,/\"requests\": 1/s/\"requests\": 1/\"requests\": 5/",
          "experiment 'a': its load stages send 1 requests, fewer than measured.requests (5)"},

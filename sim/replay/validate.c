@@ -62,8 +62,18 @@ static int bool_at(const vexp *e, const json_t *obj, const char *key, bool *out,
     return 0;
 }
 
-/* Every key of obj is one of `known` (NULL-terminated); the experiment is
- * not expressible otherwise (a knob kvsim does not read is never dropped). */
+/* Whether k names free text, which any block may carry and no setting is. */
+static bool comment_key(const char *k)
+{
+    static const char *const names[] = {"about", "source", "notes", "note", "comment", "description", NULL};
+    int i = 0;
+    while (names[i] && strcmp(names[i], k)) i++;
+    return names[i] != NULL;
+}
+
+/* Every key of obj is one of `known` (NULL-terminated) or free text; the
+ * experiment is not expressible otherwise (a knob kvsim does not read is
+ * never dropped). */
 static void known_keys(vexp *e, const json_t *obj, const char *const *known, const char *next)
 {
     const char *k;
@@ -72,7 +82,7 @@ static void known_keys(vexp *e, const json_t *obj, const char *const *known, con
     {
         int i = 0;
         while (known[i] && strcmp(known[i], k)) i++;
-        if (!known[i] && !e->why[0])
+        if (!known[i] && !comment_key(k) && !e->why[0])
             snprintf(e->why, sizeof e->why, "unknown %s key '%.64s': kvsim does not read it (%s)", e->block, k, next);
     }
 }
