@@ -240,6 +240,15 @@ static void test_model_names(void **state)
         {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen3-14B\"|",
          "model 'q14' read as the preset qwen3-14b (its Hugging Face id, fine-tune suffixes aside)"},
     };
+    static const edit_case hw[] = {
+        /* a GPU's name is its preset at the experiment's tp; h200 is no h20 */
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|NVIDIA H100 80GB HBM3|",
+         "hardware 'NVIDIA H100 80GB HBM3' read as the preset h100x1 (its GPU, tp = 1)"},
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|H200-SXM|", "read as the preset h200x1"},
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|H20|",
+         "a: not expressible: no hardware preset 'H20' for tp = 1"},
+    };
+    expect_edits(hw, sizeof hw / sizeof hw[0], 0);
     static const edit_case none[] = {
         {"0,/model.json/s|\"tests/fixtures/validate/model.json\"|\"q14\", \"hf_model\": \"Qwen/Qwen9\"|",
          "a: not expressible: model 'q14' has no preset"},

@@ -80,7 +80,9 @@ static void print_row(const json_t *row)
         return;
     }
     printf("%s\n", json_is_true(json_object_get(row, "overloaded")) ? " (kvsim: overloaded)" : "");
-    if (json_object_get(row, "model_via")) printf("  %s\n", json_string_value(json_object_get(row, "model_via")));
+    static const char *const via[] = {"model_via", "hardware_via"};
+    for (size_t k = 0; k < 2; k++)
+        if (json_object_get(row, via[k])) printf("  %s\n", json_string_value(json_object_get(row, via[k])));
     printf("  %-8s %-5s %12s %12s %11s %9s\n", "metric", "stat", "measured", "kvsim", "error", "error %");
     const char *metric, *stat;
     const json_t *m, *v;

@@ -10,11 +10,13 @@
  * it reads but cannot honour (prefix caching off, chunked prefill off, a
  * dtype other than 16-bit). A value of the wrong type or out of range is
  * a broken file: an error naming it. */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sim/config/model.h"
 #include "sim/replay/validate_int.h"
@@ -256,6 +258,38 @@ static bool model_preset(vexp *e, const char *model, const char *hf, char *out, 
     return true;
 }
 
+/* Whether s holds word w (case aside) with no letter or digit either side. */
+static bool has_word(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = s; (p = strcasestr(p, w)); p++)
+        if ((p == s || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n])) return true;
+    return false;
+}
+
+/* A hardware name that is no preset ("H100", "NVIDIA H100 80GB HBM3") read
+ * as its GPU's preset at the experiment's tp: the longest family of
+ * configs/hardware/ (h100, gb200, …: a preset's name less "x<GPUs>") that
+ * the name holds as a word, then "x" tp. Said in hw_via; false when none. */
+static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t n)
+{
+    char names[4096], best[32] = "", path[4096];
+    sim_err ignored;
+    sim_preset_names("hardware", names, sizeof names);
+    for (char *tok = strtok(names, ", "); tok; tok = strtok(NULL, ", ")) {
+        char *x = strrchr(tok, 'x');
+        if (!x || x == tok || !isdigit((unsigned char)x[1])) continue;
+        *x = 0; /* the family */
+        if (strlen(tok) > strlen(best) && strlen(tok) < sizeof best && has_word(name, tok))
+            snprintf(best, sizeof best, "%s", tok);
+    }
+    if (!best[0]) return false;
+    snprintf(out, n, "%sx%d", best, tp);
+    if (sim_preset_path("hardware", out, path, sizeof path, &ignored)) return false;
+    snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU, tp = %d)", name, out, tp);
+    return true;
+}
+
 static int read_target(vexp *e, const json_t *x, sim_err *err)
 {
     const char *model = json_string_value(json_object_get(x, "model"));
@@ -279,8 +313,12 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
     if (!hwname[0]) snprintf(hwname, sizeof hwname, "h100x%d", (int)tp);
     if (sim_preset_path("hardware", hwname, path, sizeof path, err)) {
-        snprintf(why, sizeof why, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp);
-        return not_expressible(e, why), 0;
+        char family[64];
+        if (!hardware_family(e, hwname, (int)tp, family, sizeof family)) {
+            snprintf(why, sizeof why, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp);
+            return not_expressible(e, why), 0;
+        }
+        snprintf(hwname, sizeof hwname, "%s", family);
     }
     sim_model m;
     if (sim_model_load(preset, &m, err)) {

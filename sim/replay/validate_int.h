@@ -23,6 +23,7 @@ typedef struct vexp {
     char model[64], workload[128];
     int tp;
     char model_via[256]; /* how a model name that is no preset was read as one; "" = it is one */
+    char hw_via[256];    /* the same for a hardware name */
 } vexp;
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
