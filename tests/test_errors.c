@@ -37,6 +37,23 @@ static void test_unknown_preset_lists_presets(void **state)
     tu_expect_exit("run --set model=llama3", 2, "llama3-70b, llama3.1-70b, llama3.1-8b");
 }
 
+/* A tensor-parallel degree that does not split the heads evenly is one
+ * vLLM refuses (Qwen2.5-7B's 28 heads on 8 GPUs); KV heads fewer than the
+ * GPUs are replicated when they divide them (Qwen3-30B-A3B's 4 on 8), and
+ * more KV heads than GPUs must split evenly too (6 on 4 do not). */
+static void test_tp_must_split_heads(void **state)
+{
+    (void)state;
+    tu_expect_exit("cost --set model=qwen2.5-7b --set hardware=h100x8", 2,
+                   "model 'qwen2.5-7b' has 28 attention heads and 4 KV heads, which 8-way tensor parallelism "
+                   "(hardware 'h100x8') cannot split evenly: vLLM refuses it");
+    tu_expect_stdout("cost --set model=qwen2.5-7b --set hardware=h100x4", "model qwen2.5-7b on h100x4");
+    tu_expect_stdout("cost --set model=qwen3-30b-a3b --set hardware=h100x8", "model qwen3-30b-a3b on h100x8");
+    tu_expect_exit("cost --set model=llama3.1-8b --set model.heads=24 --set model.kv_heads=6 --set hardware=h100x4", 2,
+                   "24 attention heads and 6 KV heads, which 4-way tensor parallelism");
+    tu_expect_stdout("run --set model=qwen2.5-7b --set hardware=h100x8 --set cluster.gpus_per_instance=4", NULL);
+}
+
 static void test_foreign_trace_suggests_import(void **state)
 {
     (void)state;
@@ -206,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_missing_trace_points_at_bundled),
         cmocka_unit_test(test_unknown_preset_lists_presets),
         cmocka_unit_test(test_foreign_trace_suggests_import),
+        cmocka_unit_test(test_tp_must_split_heads),
         cmocka_unit_test(test_usage_lists_trace_tools),
         cmocka_unit_test(test_empty_report_says_what_writes_one),
         cmocka_unit_test(test_stray_argument_suggests_option),

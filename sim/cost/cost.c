@@ -216,6 +216,25 @@ int sim_cost_setup(sim_cost *c, const sim_config *cfg, sim_err *err)
     return sim_cost_setup_on(c, cfg, &cfg->hw, err);
 }
 
+/* vLLM splits the attention heads evenly over the tensor-parallel GPUs and
+ * refuses a degree that does not divide them; KV heads are split the same
+ * way, or replicated when there are fewer of them than GPUs, whose count
+ * they must then divide (vllm/model_executor/models/llama.py,
+ * LlamaAttention; Qwen2 and Mixtral alike). MLA keeps one latent per token
+ * whatever the split. */
+static int check_tp(const sim_model *m, const sim_hw *hw, sim_err *err)
+{
+    int tp = tp_of(hw);
+    if (tp <= 1 || m->heads <= 0 || m->kv_heads <= 0) return 0;
+    bool kv = m->kv_lora_rank > 0 || (m->kv_heads >= tp ? m->kv_heads % tp == 0 : tp % m->kv_heads == 0);
+    if (m->heads % tp == 0 && kv) return 0;
+    return sim_errf(err,
+                    "model '%s' has %d attention heads and %d KV heads, which %d-way tensor parallelism (hardware "
+                    "'%s') cannot split evenly: vLLM refuses it; choose hardware or cluster.gpus_per_instance with a "
+                    "GPU count that divides %d",
+                    m->name, m->heads, m->kv_heads, tp, hw->name, m->heads);
+}
+
 int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     *c = (sim_cost){
@@ -234,6 +253,7 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
                    hw->ssd_read_Bps, hw->ssd_latency_s, hw->ssd_write_Bps, false, 0, 0},
     };
     c->pass_weight_bytes = c->weight_bytes;
+    if (check_tp(&cfg->model, hw, err)) return -1;
     if (hw->calibration[0] && load_calibration(c, hw->calibration, err)) return -1;
     int compute = compute_mode(cfg);
     if (compute == SIM_COMPUTE_PROFILE && !c->profiled)
