@@ -277,8 +277,10 @@ static void test_model_keys(void **state)
         {"m", "meta-llama/Llama-3.3-70B-Instruct", "llama3.1-70b", true}, /* the id its about names */
         {"Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-405B-Instruct", NULL, false},
         {"m", "meta-llama/Meta-Llama-3.1-8B-Instruct", "llama3.1-8b", true},
-        {"Instruct", NULL, NULL, false}, /* a name is never reduced to nothing */
-        {"mixtral", NULL, NULL, false},  /* a family is no preset */
+        {"Instruct", NULL, NULL, false},                         /* a name is never reduced to nothing */
+        {"mixtral", NULL, NULL, false},                          /* a family is no preset */
+        {"DeepSeek-V2", "deepseek-ai/DeepSeek-V2", NULL, false}, /* a generation is no release */
+        {"m", "deepseek-ai/DeepSeek-V3-0324", "deepseek-v3", true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64] = "";

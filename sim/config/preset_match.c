@@ -5,8 +5,10 @@
  * "Mixtral-8x7B-Instruct-v0.1") beside a Hugging Face id. Both are read as a
  * key: the part after the last '/', without the trailing tokens that name a
  * fine-tune or a release of the same weights' shape ("Instruct", "Chat",
- * "hf", "it", "Base", "v0.1", "2507"; a base model and its instruct tune share one
- * config.json), without a leading "Meta", then without case and the
+ * "hf", "it", "Base", a dotted version "v0.1", a release month "2507"; a
+ * base model and its instruct tune share one config.json, while DeepSeek's
+ * "V2" and "V3" are other models), without a leading "Meta", then without
+ * case and the
  * separators '-', '_', '.' and ' '. A name that is no preset is read as the
  * one preset with the same key; failing that, as the one preset whose name,
  * or the Hugging Face id its `about` names ("… meta-llama/Llama-2-70b-hf
@@ -32,10 +34,13 @@ static bool tune_token(const char *s, size_t n)
     bool digits = n == 4;
     for (size_t i = 0; i < n; i++) digits &= isdigit((unsigned char)s[i]) != 0;
     if (digits) return true; /* a release month: Qwen3-30B-A3B-Instruct-2507 */
-    if (n < 2 || tolower((unsigned char)s[0]) != 'v' || !isdigit((unsigned char)s[1])) return false;
+    /* a release of one shape (Mistral's v0.1, v0.3), not a generation
+     * (DeepSeek's V2 and V3 are other models): a dotted version only */
+    if (n < 4 || tolower((unsigned char)s[0]) != 'v' || !isdigit((unsigned char)s[1]) || !memchr(s, '.', n))
+        return false;
     for (size_t i = 1; i < n; i++)
         if (!isdigit((unsigned char)s[i]) && s[i] != '.') return false;
-    return true; /* v0.1, v2 */
+    return true;
 }
 
 static bool sep(char c) { return c == '-' || c == '_' || c == ' '; }
