@@ -20,8 +20,12 @@
  *               (Mixtral-8x7B on 2 × H100) is outside the 10% the dense
  *               runs meet, kvsim faster than the engine;
  *   pipeline  — an instance spans nodes: no micro-batch interleaving, so
- *               its throughput is a lower bound (docs/hardware.md §3). */
+ *               its throughput is a lower bound (docs/hardware.md §3);
+ *   tensor_parallel — a dense model on a tensor-parallel aggregated
+ *               instance: the fitted CPU constants saw no dense run on
+ *               more than one GPU (docs/validation.md). */
 #include <stdio.h>
+#include <string.h>
 
 #include "sim/cost/measured.h"
 #include "sim/serving/serving.h"
@@ -59,9 +63,32 @@ static void pipeline_say(const sim_config *cfg, char *buf, size_t n)
              pp);
 }
 
+/* A dense model on a tensor-parallel aggregated instance, priced with the
+ * fitted CPU constants (the engine and measured modes): its kernels and
+ * all-reduces are measured or modelled per GPU, but vLLM's multi-process
+ * executor (a worker process per GPU, the scheduler's output broadcast to
+ * them each step) is in no dense run the constants were fitted on. */
+static bool tensor_parallel_applies(const sim_config *cfg)
+{
+    bool fitted =
+        cfg->compute == SIM_COMPUTE_AUTO || cfg->compute == SIM_COMPUTE_ENGINE || cfg->compute == SIM_COMPUTE_MEASURED;
+    return fitted && !strcmp(cfg->mode, "aggregated") && cfg->hw.tp > 1 && cfg->hw.pp <= 1 && cfg->model.experts <= 1;
+}
+
+static void tensor_parallel_say(const sim_config *cfg, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "%s runs on %d GPUs with tensor parallelism: its kernels and all-reduces are priced per GPU, but the "
+             "CPU constants were fitted on dense runs of one GPU and one mixture of experts on two, so vLLM's "
+             "multi-process executor (a worker per GPU, each step broadcast to them) is unchecked for a dense "
+             "model (docs/validation.md)",
+             cfg->model.name, cfg->hw.tp);
+}
+
 static const caveat caveats[] = {
     {"moe", moe_applies, moe_say},
     {"pipeline", pipeline_applies, pipeline_say},
+    {"tensor_parallel", tensor_parallel_applies, tensor_parallel_say},
 };
 
 json_t *sim_serving_caveats(const sim_config *cfg)
