@@ -257,6 +257,41 @@ static void test_model_names(void **state)
     expect_edits(none, 1, 0);
 }
 
+/* An experiment's tp on a hardware preset of larger nodes is tensor
+ * parallelism over tp of a node's GPUs (cluster.gpus_per_instance): the
+ * Llama run at tp 2 on h100x8 predicts what it predicts on h100x2; a tp
+ * that does not divide the node's GPUs is not expressible. */
+static void test_tp_on_larger_node(void **state)
+{
+    static const char *const hw[] = {"h100x8", "h100x2", "h100x8"};
+    static const int tp[] = {2, 2, 3};
+    double itl[2] = {0};
+    for (int i = 0; i < 3; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "(d=$(mktemp -d) && sed '0,/\"tp\": 1,/s//\"tp\": %d, \"hardware\": \"%s\",/' "
+                 "validation/vllm-h100-train.json > $d/m.json && %s validate --measurements $d/m.json --only "
+                 "llama3.1-8b-tp1-general-mnbt2048-run16 --json; rc=$?; rm -rf $d; exit $rc)",
+                 tp[i], hw[i], tu_kvsim_bin());
+        cli_result r = tu_shell(cmd);
+        assert_int_equal(r.status, 0);
+        json_t *j = json_loads(r.out, 0, NULL);
+        const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
+        char *cfg = json_dumps(json_object_get(row, "config"), 0);
+        if (i < 2) {
+            itl[i] = at(row, "predicted", "itl_ms", "mean");
+            assert_true((strstr(cfg, "cluster.gpus_per_instance=2") != NULL) == (i == 0));
+        } else
+            assert_string_equal(json_string_value(json_object_get(row, "why")),
+                                "tp = 3 does not split hardware 'h100x8''s nodes of 8 GPUs evenly: give a tp that "
+                                "divides 8");
+        free(cfg);
+        json_decref(j);
+        tu_free(&r);
+    }
+    assert_double_equal(itl[0], itl[1], 0);
+}
+
 /* Fine-tune suffixes name the same shape: each name or id against the
  * preset read by hand from configs/models/ (NULL: none, or two). */
 static void test_model_keys(void **state)
@@ -534,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_model_names),
         cmocka_unit_test(test_model_keys),
+        cmocka_unit_test(test_tp_on_larger_node),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_fit_seqs),

@@ -290,6 +290,27 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
     return true;
 }
 
+/* The experiment's tp on a hardware preset of another node size: vLLM's
+ * tensor parallelism over tp of the node's GPUs (cluster.gpus_per_instance);
+ * false (why written) when tp does not divide the node's GPUs. */
+static bool tp_on_node(vexp *e, const char *hwname, int tp, char *why, size_t n)
+{
+    char path[4096];
+    sim_err ignored;
+    if (sim_preset_path("hardware", hwname, path, sizeof path, &ignored)) return true;
+    json_t *o = json_load_file(path, 0, NULL);
+    int node = (int)json_integer_value(json_object_get(o, "gpus_per_node"));
+    json_decref(o);
+    if (node <= 0 || node == tp) return true;
+    if (node % tp) {
+        snprintf(why, n, "tp = %d does not split hardware '%s''s nodes of %d GPUs evenly: give a tp that divides %d",
+                 tp, hwname, node, node);
+        return false;
+    }
+    add_set(e, "cluster.gpus_per_instance=%d", tp);
+    return true;
+}
+
 static int read_target(vexp *e, const json_t *x, sim_err *err)
 {
     const char *model = json_string_value(json_object_get(x, "model"));
@@ -326,6 +347,7 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
         snprintf(msg, sizeof msg, "%s", err->msg);
         return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, preset, msg);
     }
+    if (json_object_get(x, "tp") && !tp_on_node(e, hwname, (int)tp, why, sizeof why)) return not_expressible(e, why), 0;
     add_set(e, "model=%s", preset);
     add_set(e, "hardware=%s", hwname);
     snprintf(e->model, sizeof e->model, "%s", preset);
