@@ -38,8 +38,8 @@ static const char validate_usage[] =
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
-    "                       status, replayed, predicted, measured, ape, mpe; moe_compiles\n"
-    "                       and fit_range when they happened) and median_ape; with\n"
+    "                       status, replayed, predicted, measured, ape, mpe; caveats,\n"
+    "                       moe_compiles and fit_range when there are) and median_ape; with\n"
     "                       --by also by: {by, groups[]}; with --max-error also\n"
     "                       gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
@@ -96,6 +96,10 @@ static void print_row(const json_t *row)
         printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
                json_number_value(json_object_get(jit, "stall_s")),
                (long long)json_integer_value(json_object_get(jit, "variants")));
+    const json_t *cv = json_object_get(row, "caveats"), *name;
+    size_t k;
+    json_array_foreach(cv, k, name) printf("%s%s", k ? ", " : "  caveats: ", json_string_value(name));
+    if (json_array_size(cv)) printf(" (the run's summary has their text; docs/validation.md)\n");
     const json_t *fit = json_object_get(row, "fit_range");
     if (fit)
         printf("  kvsim's iterations reached %lld sequences, beyond the %lld its CPU constants were fitted on; "

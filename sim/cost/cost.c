@@ -499,6 +499,11 @@ double sim_cost_decode_iter_s(const sim_cost *c, int batch, int64_t ctx_tokens)
     return sim_cost_decode_terms(c, batch, ctx_tokens).total_s;
 }
 
+void sim_cost_quiet(const sim_cost *c, bool quiet)
+{
+    if (c->measured) sim_measured_quiet(c->measured, quiet);
+}
+
 double sim_cost_iter_overhead_s(const sim_cost *c, int seqs)
 {
     return c->engine ? c->iter_overhead_s + c->seq_overhead_s * seqs : 0;

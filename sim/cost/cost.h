@@ -178,6 +178,10 @@ double sim_cost_d2h_s(const sim_cost *c, double bytes);
  * mode without them; an iteration of more extrapolates the per-sequence
  * term, which a run says (sim/serving/agg/agg.c). */
 double sim_cost_iter_overhead_s(const sim_cost *c, int seqs);
+/* Probes of the cost model that price no request of the run leave no
+ * not_measured caveat while quiet (sim_measured_quiet); a no-op outside the
+ * measured mode. */
+void sim_cost_quiet(const sim_cost *c, bool quiet);
 int sim_cost_fit_seqs(const sim_cost *c);
 /* Measured mode, a mixture of experts: the time a pass of `tokens` tokens
  * waits while Triton compiles the fused-MoE variants it needs for the

@@ -38,6 +38,7 @@ int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int 
     e->cost = e->decode_cost = cost;
     gsl_matrix *X = gsl_matrix_alloc((size_t)samples, 3);
     gsl_vector *y = gsl_vector_alloc((size_t)samples), *w = gsl_vector_alloc((size_t)samples);
+    sim_cost_quiet(cost, true); /* its samples are no request of the run: no caveat */
     for (int i = 0; i < samples; i++) {
         int32_t n = 1 + (int32_t)gsl_rng_uniform_int(rng, (unsigned long)max_tokens);
         int32_t p = (int32_t)gsl_rng_uniform_int(rng, (unsigned long)n);
@@ -48,6 +49,7 @@ int sim_estimator_fit(sim_estimator *e, const sim_cost *cost, gsl_rng *rng, int 
         gsl_vector_set(y, (size_t)i, t);
         gsl_vector_set(w, (size_t)i, 1.0 / (t * t + 1e-12));
     }
+    sim_cost_quiet(cost, false);
     int rc = fit(e, X, y, w, err);
     gsl_matrix_free(X);
     gsl_vector_free(y);

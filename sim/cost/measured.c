@@ -522,6 +522,8 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     return rc;
 }
 
+void sim_measured_quiet(sim_measured *m, bool quiet) { sim_optable_quiet(m->t, quiet); }
+
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (!hw->optables[0]) {

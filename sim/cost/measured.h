@@ -86,6 +86,10 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
 double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);
 const sim_optable *sim_measured_tables(const sim_measured *m);
+/* While quiet, shapes outside the tables are priced as always but not
+ * noted: a probe of the cost model that prices no request of the run (the
+ * conductor's prefill estimator, sim/cost/estimator.c) leaves no caveat. */
+void sim_measured_quiet(sim_measured *m, bool quiet);
 /* vLLM's fused-MoE Triton kernel (docs/measured.md §4): the variant a pass
  * of `tokens` tokens compiles, as a bit of a 64-bit set — the tuned
  * config vLLM picks (the key of its config files nearest to the token

@@ -219,6 +219,21 @@ static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
     return 0;
 }
 
+/* The names of a run's caveats, each once, in the summary's order. */
+static json_t *caveat_names(const json_t *summary)
+{
+    json_t *names = json_array(), *cv, *seen;
+    size_t i, j;
+    json_array_foreach(json_object_get(summary, "caveats"), i, cv)
+    {
+        json_t *name = json_object_get(cv, "name");
+        bool again = false;
+        json_array_foreach(names, j, seen) again |= json_equal(seen, name);
+        if (!again) json_array_append(names, name);
+    }
+    return names;
+}
+
 /* One experiment's row of the report. */
 static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t *row, sim_err *err)
 {
@@ -255,6 +270,9 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_t *d = json_object_get(r.summary, "diagnosis");
         json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
         json_object_set_new(row, "preemptions", json_incref(json_object_get(r.summary, "preemptions")));
+        json_t *names = caveat_names(r.summary); /* what no measurement checked */
+        if (json_array_size(names)) json_object_set(row, "caveats", names);
+        json_decref(names);
         static const char *const found[] = {"moe_compiles", "fit_range"}; /* absent when they did not happen */
         for (size_t k = 0; k < 2; k++)
             if (json_object_get(r.summary, found[k]))
