@@ -292,6 +292,28 @@ static void test_tp_on_larger_node(void **state)
     assert_double_equal(itl[0], itl[1], 0);
 }
 
+/* Each row names its own replay's caveats: Mixtral's (its MoE, its compiles,
+ * the router GEMM no table holds), and none for the Llama run after it in
+ * the same process, whose notes used to carry Mixtral's over. */
+static void test_caveats_per_experiment(void **state)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "(d=$(mktemp -d) && jq '.experiments |= [.[3], .[0]]' validation/vllm-h100-train.json > $d/m.json && "
+             "%s validate --measurements $d/m.json --json; rc=$?; rm -rf $d; exit $rc)",
+             tu_kvsim_bin());
+    cli_result r = tu_shell(cmd);
+    assert_int_equal(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    const json_t *xs = json_object_get(j, "experiments");
+    char *mixtral = json_dumps(json_object_get(json_array_get(xs, 0), "caveats"), JSON_COMPACT);
+    assert_string_equal(mixtral, "[\"moe\",\"moe_compiles\",\"not_measured\"]");
+    assert_null(json_object_get(json_array_get(xs, 1), "caveats"));
+    free(mixtral);
+    json_decref(j);
+    tu_free(&r);
+}
+
 /* Fine-tune suffixes name the same shape: each name or id against the
  * preset read by hand from configs/models/ (NULL: none, or two). */
 static void test_model_keys(void **state)
@@ -570,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_model_names),
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_tp_on_larger_node),
+        cmocka_unit_test(test_caveats_per_experiment),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_fit_seqs),

@@ -417,6 +417,12 @@ json_t *sim_measured_caveats(void)
     return a;
 }
 
+void sim_measured_reset_notes(void)
+{
+    if (fallbacks) json_array_clear(fallbacks);
+    for (loaded_tables *l = all_tables; l; l = l->next) sim_optable_clear_notes(l->t);
+}
+
 const char *const *sim_measured_notes(const sim_measured *m, int *n) { return sim_optable_notes(m->t, n); }
 
 /* ---- set-up -------------------------------------------------------------------- */

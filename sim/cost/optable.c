@@ -411,6 +411,13 @@ void sim_optable_free(sim_optable *t)
     free(t);
 }
 
+void sim_optable_clear_notes(sim_optable *t)
+{
+    for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
+    t->nnotes = 0;
+    for (int i = 0; i < 2; i++) t->memo[i].said = 0;
+}
+
 const char *sim_optable_system(const sim_optable *t) { return t->system; }
 
 double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus)

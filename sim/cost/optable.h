@@ -101,6 +101,8 @@ double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elem
  * shape ("gemm m=12000 n=6144 k=4096 (bfloat16): m beyond the largest
  * measured 8192, extrapolated linearly"), in first-seen order; *n set. */
 const char *const *sim_optable_notes(const sim_optable *t, int *n);
+/* Forget the notes (a new run begins: it says what it priced itself). */
+void sim_optable_clear_notes(sim_optable *t);
 /* Whether note i says a lookup was priced across a dropped glitch (else it
  * left the grid). */
 bool sim_optable_note_is_glitch(const sim_optable *t, int i);

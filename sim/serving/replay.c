@@ -14,6 +14,7 @@
  * is held or moved); a session's later turn is scheduled when the turn
  * before it finishes, and when that turn's successor is not read yet the
  * loop reads ahead to it after the event. */
+#include "sim/cost/measured.h"
 #include "sim/serving/serving.h"
 
 /* Read the next trace request and schedule its arrival: at its recorded
@@ -201,6 +202,7 @@ int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary,
 
 int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **summary, bool engine_bound, sim_err *err)
 {
+    sim_measured_reset_notes(); /* an earlier run's in this process are not this one's */
     if (sim_serving_check(cfg, err)) return -1;
     const sim_serving_ops *m = sim_serving_lookup(cfg->mode);
     sim_serving_run run = {.cfg = cfg, .db = db, .err = err};
