@@ -257,6 +257,18 @@ static void test_model_names(void **state)
     expect_edits(none, 1, 0);
 }
 
+/* `kvsim validate --json` of the training measurements as the jq filter
+ * leaves them (no single quote in it), parsed. */
+static json_t *validate_jq(const char *filter)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "(d=$(mktemp -d) && jq '%s' validation/vllm-h100-train.json > $d/m.json && %s validate --measurements "
+             "$d/m.json --json; rc=$?; rm -rf $d; exit $rc)",
+             filter, tu_kvsim_bin());
+    return tu_shell_json(cmd);
+}
+
 /* An experiment's tp on a hardware preset of larger nodes is tensor
  * parallelism over tp of a node's GPUs (cluster.gpus_per_instance): the
  * Llama run at tp 2 on h100x8 predicts what it predicts on h100x2; a tp
@@ -267,15 +279,10 @@ static void test_tp_on_larger_node(void **state)
     static const int tp[] = {2, 2, 3};
     double itl[2] = {0};
     for (int i = 0; i < 3; i++) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd,
-                 "(d=$(mktemp -d) && sed '0,/\"tp\": 1,/s//\"tp\": %d, \"hardware\": \"%s\",/' "
-                 "validation/vllm-h100-train.json > $d/m.json && %s validate --measurements $d/m.json --only "
-                 "llama3.1-8b-tp1-general-mnbt2048-run16 --json; rc=$?; rm -rf $d; exit $rc)",
-                 tp[i], hw[i], tu_kvsim_bin());
-        cli_result r = tu_shell(cmd);
-        assert_int_equal(r.status, 0);
-        json_t *j = json_loads(r.out, 0, NULL);
+        char filter[256];
+        snprintf(filter, sizeof filter,
+                 ".experiments[0].tp = %d | .experiments[0].hardware = \"%s\" | .experiments |= .[0:1]", tp[i], hw[i]);
+        json_t *j = validate_jq(filter);
         const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
         char *cfg = json_dumps(json_object_get(row, "config"), 0);
         if (i < 2) {
@@ -287,9 +294,31 @@ static void test_tp_on_larger_node(void **state)
                                 "divides 8");
         free(cfg);
         json_decref(j);
-        tu_free(&r);
     }
     assert_double_equal(itl[0], itl[1], 0);
+}
+
+/* engine.kv_cache_dtype: fp8 is model.kv_dtype=fp8, whose KV reads are half
+ * the bytes (the Llama run's decode steps get shorter); auto keeps the
+ * weights' type; fp8_inc is not expressible. */
+static void test_kv_cache_dtype(void **state)
+{
+    static const char *const kv[] = {"auto", "fp8", "fp8_inc"};
+    double itl[2] = {0};
+    for (int i = 0; i < 3; i++) {
+        char filter[256];
+        snprintf(filter, sizeof filter, ".experiments[0].engine.kv_cache_dtype = \"%s\" | .experiments |= .[0:1]",
+                 kv[i]);
+        json_t *j = validate_jq(filter);
+        const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
+        char *cfg = json_dumps(json_object_get(row, "config"), 0);
+        assert_true((strstr(cfg, "\"model.kv_dtype=fp8\"") != NULL) == (i == 1));
+        if (i < 2) itl[i] = at(row, "predicted", "itl_ms", "mean");
+        else assert_non_null(strstr(json_string_value(json_object_get(row, "why")), "engine.kv_cache_dtype"));
+        free(cfg);
+        json_decref(j);
+    }
+    assert_true(itl[1] < itl[0]);
 }
 
 /* Each row names its own replay's caveats: Mixtral's (its MoE, its compiles,
@@ -297,21 +326,13 @@ static void test_tp_on_larger_node(void **state)
  * the same process, whose notes used to carry Mixtral's over. */
 static void test_caveats_per_experiment(void **state)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "(d=$(mktemp -d) && jq '.experiments |= [.[3], .[0]]' validation/vllm-h100-train.json > $d/m.json && "
-             "%s validate --measurements $d/m.json --json; rc=$?; rm -rf $d; exit $rc)",
-             tu_kvsim_bin());
-    cli_result r = tu_shell(cmd);
-    assert_int_equal(r.status, 0);
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = validate_jq(".experiments |= [.[3], .[0]]");
     const json_t *xs = json_object_get(j, "experiments");
     char *mixtral = json_dumps(json_object_get(json_array_get(xs, 0), "caveats"), JSON_COMPACT);
     assert_string_equal(mixtral, "[\"moe\",\"moe_compiles\",\"not_measured\"]");
     assert_null(json_object_get(json_array_get(xs, 1), "caveats"));
     free(mixtral);
     json_decref(j);
-    tu_free(&r);
 }
 
 /* Fine-tune suffixes name the same shape: each name or id against the
@@ -593,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_tp_on_larger_node),
         cmocka_unit_test(test_caveats_per_experiment),
+        cmocka_unit_test(test_kv_cache_dtype),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_fit_seqs),

@@ -195,6 +195,17 @@ static inline json_t *tu_kvsim_json_status(const char *args, int status)
     return j;
 }
 
+/* A shell command's stdout as JSON; the test fails unless it exits 0. */
+static inline json_t *tu_shell_json(const char *cmd)
+{
+    cli_result r = tu_shell(cmd);
+    if (r.status != 0) fail_msg("%s: exit %d: %s", cmd, r.status, r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    if (!j) fail_msg("%s: not JSON: %s", cmd, r.out);
+    tu_free(&r);
+    return j;
+}
+
 /* tu_kvsim_json_status expecting exit 0. */
 static inline json_t *tu_kvsim_json(const char *args) { return tu_kvsim_json_status(args, 0); }
 

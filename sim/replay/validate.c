@@ -54,6 +54,17 @@ static int num_at(const vexp *e, const json_t *obj, const char *key, bool requir
     return 0;
 }
 
+/* An optional string field: *out stays NULL when absent. */
+static int string_at(const vexp *e, const json_t *obj, const char *key, const char **out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_string(v))
+        return sim_errf(err, "%s: experiment '%s': %s.%s: expected a string", e->file, e->id, e->block, key);
+    *out = json_string_value(v);
+    return 0;
+}
+
 static int bool_at(const vexp *e, const json_t *obj, const char *key, bool *out, sim_err *err)
 {
     const json_t *v = json_object_get(obj, key);
@@ -92,18 +103,39 @@ static void known_keys(vexp *e, const json_t *obj, const char *const *known, con
 /* ---- engine ------------------------------------------------------------------ */
 
 static const char *const engine_keys[] = {
-    "name",       "max_num_batched_tokens", "max_num_seqs",           "max_model_len", "gpu_memory_utilization",
-    "block_size", "enable_prefix_caching",  "enable_chunked_prefill", "dtype",         "cpu_offload_gib",
+    "name",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "block_size",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "dtype",
+    "cpu_offload_gib",
+    "kv_cache_dtype",
     NULL,
 };
 
+/* vLLM's --kv-cache-dtype: auto (and the 16-bit types) keep the weights'
+ * element type; the FP8 ones are model.kv_dtype; another (fp8_inc,
+ * fp8_ds_mla) is not expressible. */
+static int engine_kv_dtype(vexp *e, const json_t *eng, sim_err *err)
+{
+    const char *s = NULL;
+    if (string_at(e, eng, "kv_cache_dtype", &s, err)) return -1;
+    if (!s) return 0;
+    if (!strcmp(s, "auto") || !strcmp(s, "bfloat16") || !strcmp(s, "float16") || !strcmp(s, "half")) return 0;
+    if (!strcmp(s, "fp8") || !strcmp(s, "fp8_e4m3") || !strcmp(s, "fp8_e5m2")) add_set(e, "model.kv_dtype=%s", s);
+    else not_expressible(e, "engine.kv_cache_dtype is not auto, a 16-bit type, fp8, fp8_e4m3 or fp8_e5m2");
+    return 0;
+}
+
 static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
 {
-    const json_t *d = json_object_get(eng, "dtype");
-    if (!d) return 0;
-    if (!json_is_string(d))
-        return sim_errf(err, "%s: experiment '%s': engine.dtype: expected a string", e->file, e->id);
-    const char *s = json_string_value(d);
+    const char *s = NULL;
+    if (string_at(e, eng, "dtype", &s, err)) return -1;
+    if (!s) return 0;
     static const char *const known[] = {"auto", "half", "float16", "bfloat16", "float", "float32"}; /* vLLM's */
     size_t k = 0;
     while (k < sizeof known / sizeof *known && strcmp(s, known[k])) k++;
@@ -130,7 +162,8 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
         num_at(e, eng, "block_size", false, 1, 4096, &block, err) ||
         num_at(e, eng, "cpu_offload_gib", false, 0, 1e6, &offload, err) ||
         bool_at(e, eng, "enable_prefix_caching", &prefix, err) ||
-        bool_at(e, eng, "enable_chunked_prefill", &chunked, err) || engine_dtype(e, eng, err))
+        bool_at(e, eng, "enable_chunked_prefill", &chunked, err) || engine_dtype(e, eng, err) ||
+        engine_kv_dtype(e, eng, err))
         return -1;
     if (!prefix) not_expressible(e, "engine.enable_prefix_caching = false: kvsim's aggregated instance always caches");
     if (!chunked) not_expressible(e, "engine.enable_chunked_prefill = false: kvsim's aggregated instance chunks");
