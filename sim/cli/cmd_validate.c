@@ -39,18 +39,19 @@ static const char validate_usage[] =
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
     "                       status, replayed, predicted, measured, ape, mpe; caveats,\n"
-    "                       moe_compiles and fit_range when there are) and median_ape; with\n"
-    "                       --by also by: {by, groups[]}; with --max-error also\n"
-    "                       gate: {max_error_pct, metrics, failures[]}\n"
+    "                       not_predicted, moe_compiles and fit_range when there are)\n"
+    "                       and median_ape; with --by also by: {by, groups[]}; with\n"
+    "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
     "An experiment kvsim cannot express (a model or hardware without a preset, a\n"
     "key it does not read, a workload it does not generate) is listed as \"not\n"
     "expressible\" with the reason, one whose replay fails (a model that does not\n"
-    "fit) as \"not replayed\" with the error; the other experiments still run.\n"
+    "fit) as \"not replayed\" with the error; the other experiments still run. A\n"
+    "measured metric or statistic kvsim does not predict is listed, not judged.\n"
     "Exit status: 0 ok; 2 a file kvsim cannot read (a value of the wrong type or\n"
-    "out of range, a metric kvsim does not predict; the message names it) or a bad\n"
-    "option; 3 the --max-error gate failed.\n";
+    "out of range; the message names it) or a bad option; 3 the --max-error gate\n"
+    "failed.\n";
 
 /* --max-error PCT: a percentage >= 0; exit status 2 naming it otherwise. */
 static int max_error_arg(const char *s, double *out)
@@ -89,14 +90,19 @@ static void print_row(const json_t *row)
     json_object_foreach(json_object_get(row, "measured"), metric, m)
     {
         if (!json_is_object(m)) continue;
-        json_object_foreach((json_t *)m, stat, v) print_metric(metric, stat, row);
+        const json_t *pred = json_object_get(json_object_get(row, "predicted"), metric);
+        json_object_foreach((json_t *)m, stat, v) if (json_object_get(pred, stat)) print_metric(metric, stat, row);
     }
     const json_t *jit = json_object_get(row, "moe_compiles");
     if (jit)
         printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
                json_number_value(json_object_get(jit, "stall_s")),
                (long long)json_integer_value(json_object_get(jit, "variants")));
-    const json_t *cv = json_object_get(row, "caveats"), *name;
+    const json_t *skip = json_object_get(row, "not_predicted"), *cv = json_object_get(row, "caveats"), *name;
+    size_t s;
+    json_array_foreach(skip, s, name)
+        printf("%s%s", s ? ", " : "  measured, not predicted by kvsim: ", json_string_value(name));
+    if (json_array_size(skip)) printf(" (kvsim predicts e2e_ms, ttft_ms, itl_ms, tpot_ms: mean, p50, p90, p99)\n");
     size_t k;
     json_array_foreach(cv, k, name) printf("%s%s", k ? ", " : "  caveats: ", json_string_value(name));
     if (json_array_size(cv)) printf(" (the run's summary has their text; docs/validation.md)\n");

@@ -181,42 +181,60 @@ static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, vr
     return rc;
 }
 
+/* One measured statistic against the prediction x of it: its predicted,
+ * ape and mpe entries; a measured value that is no positive number is an
+ * error naming it. */
+static int compare_stat(const vexp *e, const char *metric, const char *stat, const json_t *v, double got, json_t **p,
+                        sim_err *err)
+{
+    if (!json_is_number(v) || json_number_value(v) <= 0)
+        return sim_errf(err, "%s: experiment '%s': measured.%s.%s: expected a positive number", e->file, e->id, metric,
+                        stat);
+    double meas = json_number_value(v), signed_pct = (got - meas) / meas * 100;
+    json_object_set_new(p[0], stat, json_real(got));
+    json_object_set_new(p[1], stat, json_real(fabs(signed_pct)));
+    json_object_set_new(p[2], stat, json_real(signed_pct));
+    return 0;
+}
+
 /* predicted, ape and mpe of every statistic measured, from the head of the
  * run (its measured requests); a metric or statistic kvsim does not give
- * is an error naming it. */
+ * (a file of another study may measure more) is listed in not_predicted. */
 static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
 {
-    json_t *pred = json_object(), *ape = json_object(), *mpe = json_object();
+    json_t *pred = json_object(), *ape = json_object(), *mpe = json_object(), *skipped = json_array();
     json_object_set_new(row, "predicted", pred);
     json_object_set_new(row, "ape", ape);
     json_object_set_new(row, "mpe", mpe);
     const char *metric, *stat;
     const json_t *m, *v;
+    char name[160];
+    int rc = 0;
     json_object_foreach((json_t *)e->measured, metric, m)
     {
         if (!json_is_object(m)) continue; /* "requests" */
         const char *by = predictor(metric);
         const json_t *have = by ? json_object_get(head, by) : NULL;
-        if (!json_is_object(have))
-            return sim_errf(err, "%s: experiment '%s': measured.%s: kvsim predicts e2e_ms, ttft_ms, itl_ms and tpot_ms",
-                            e->file, e->id, metric);
-        json_t *p = json_object(), *a = json_object(), *s = json_object();
-        json_object_set_new(pred, metric, p);
-        json_object_set_new(ape, metric, a);
-        json_object_set_new(mpe, metric, s);
+        if (!json_is_object(have)) {
+            json_array_append_new(skipped, json_string(metric));
+            continue;
+        }
+        json_t *p[3] = {json_object(), json_object(), json_object()};
+        json_object_set_new(pred, metric, p[0]);
+        json_object_set_new(ape, metric, p[1]);
+        json_object_set_new(mpe, metric, p[2]);
         json_object_foreach((json_t *)m, stat, v)
         {
             const json_t *x = json_object_get(have, stat);
-            if (!json_is_number(v) || json_number_value(v) <= 0 || !json_is_number(x))
-                return sim_errf(err, "%s: experiment '%s': measured.%s.%s: %s", e->file, e->id, metric, stat,
-                                json_is_number(x) ? "expected a positive number" : "kvsim gives mean, p50, p90, p99");
-            double meas = json_number_value(v), got = json_number_value(x), signed_pct = (got - meas) / meas * 100;
-            json_object_set_new(p, stat, json_real(got));
-            json_object_set_new(a, stat, json_real(fabs(signed_pct)));
-            json_object_set_new(s, stat, json_real(signed_pct));
+            if (!json_is_number(x)) {
+                snprintf(name, sizeof name, "%.64s.%.64s", metric, stat);
+                json_array_append_new(skipped, json_string(name));
+            } else if (!rc) rc = compare_stat(e, metric, stat, v, json_number_value(x), p, err);
         }
     }
-    return 0;
+    if (json_array_size(skipped)) json_object_set(row, "not_predicted", skipped);
+    json_decref(skipped);
+    return rc;
 }
 
 /* The names of a run's caveats, each once, in the summary's order. */
