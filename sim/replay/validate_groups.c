@@ -18,7 +18,8 @@ double sim_validate_median(double *v, int n)
     return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
-static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms"}, *const stats[] = {"mean", "p50", "p90", "p99"};
+static const char *const metrics[] = {"e2e_ms", "ttft_ms", "itl_ms", "tpot_ms"}, *const stats[] = {"mean", "p50", "p90",
+                                                                                                   "p99"};
 enum { NMETRICS = sizeof metrics / sizeof metrics[0], NSTATS = sizeof stats / sizeof stats[0] };
 
 /* median_ape: per metric and statistic, over the rows that have it. */
