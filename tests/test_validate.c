@@ -324,6 +324,20 @@ static void test_kv_cache_dtype(void **state)
     assert_true(itl[1] < itl[0]);
 }
 
+/* engine.enable_expert_parallel (vLLM's --enable-expert-parallel) is
+ * cost.expert_parallel: the Mixtral run with it replays with the experts
+ * split across its two GPUs. */
+static void test_expert_parallel(void **state)
+{
+    json_t *j = validate_jq(".experiments[3].engine.enable_expert_parallel = true | .experiments |= [.[3]]");
+    const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
+    char *cfg = json_dumps(json_object_get(row, "config"), 0);
+    assert_non_null(strstr(cfg, "\"cost.expert_parallel=true\""));
+    assert_string_equal(json_string_value(json_object_get(row, "status")), "ok");
+    free(cfg);
+    json_decref(j);
+}
+
 /* Each row names its own replay's caveats: Mixtral's (its MoE, its compiles,
  * the router GEMM no table holds), and none for the Llama run after it in
  * the same process, whose notes used to carry Mixtral's over. */
@@ -619,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_tp_on_larger_node),
         cmocka_unit_test(test_caveats_per_experiment),
         cmocka_unit_test(test_kv_cache_dtype),
+        cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_load_runs_on),
         cmocka_unit_test(test_fit_seqs),

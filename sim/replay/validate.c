@@ -114,6 +114,7 @@ static const char *const engine_keys[] = {
     "dtype",
     "cpu_offload_gib",
     "kv_cache_dtype",
+    "enable_expert_parallel",
     NULL,
 };
 
@@ -151,7 +152,7 @@ static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
 static int read_engine(vexp *e, const json_t *eng, sim_err *err)
 {
     double budget = 8192, seqs = 256, len = 0, util = 0.9, block = 16, offload = 0;
-    bool prefix = true, chunked = true;
+    bool prefix = true, chunked = true, ep = false;
     e->block = "engine";
     if (!json_is_object(eng)) return sim_errf(err, "%s: experiment '%s': engine: expected an object", e->file, e->id);
     known_keys(e, eng, engine_keys, "docs/validation.md lists the knobs kvsim reads");
@@ -162,11 +163,13 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
         num_at(e, eng, "block_size", false, 1, 4096, &block, err) ||
         num_at(e, eng, "cpu_offload_gib", false, 0, 1e6, &offload, err) ||
         bool_at(e, eng, "enable_prefix_caching", &prefix, err) ||
-        bool_at(e, eng, "enable_chunked_prefill", &chunked, err) || engine_dtype(e, eng, err) ||
+        bool_at(e, eng, "enable_chunked_prefill", &chunked, err) ||
+        bool_at(e, eng, "enable_expert_parallel", &ep, err) || engine_dtype(e, eng, err) ||
         engine_kv_dtype(e, eng, err))
         return -1;
     if (!prefix) not_expressible(e, "engine.enable_prefix_caching = false: kvsim's aggregated instance always caches");
     if (!chunked) not_expressible(e, "engine.enable_chunked_prefill = false: kvsim's aggregated instance chunks");
+    if (ep) add_set(e, "cost.expert_parallel=true"); /* vLLM's --enable-expert-parallel */
     add_set(e, "engine.max_num_batched_tokens=%d", (int)budget);
     add_set(e, "cluster.decode_max_batch=%d", (int)seqs);
     add_set(e, "cluster.decode_hbm_frac=%.17g", util);
