@@ -33,9 +33,23 @@ static void add_set(vexp *e, const char *fmt, ...)
     e->sets[e->nsets++] = sim_xstrdup(buf);
 }
 
-static void not_expressible(vexp *e, const char *why)
+/* The first reason kvsim cannot express e, printf-style; later ones are
+ * dropped. */
+static void not_expressible(vexp *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void not_expressible(vexp *e, const char *fmt, ...)
 {
-    if (!e->why[0]) snprintf(e->why, sizeof e->why, "%s", why);
+    if (e->why[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->why, sizeof e->why, fmt, ap);
+    va_end(ap);
+}
+
+/* Whether s is one of list (NULL-terminated). */
+static bool one_of(const char *s, const char *const *list)
+{
+    while (*list && strcmp(*list, s)) list++;
+    return *list != NULL;
 }
 
 /* A number field; `what` names it in errors. */
@@ -79,9 +93,7 @@ static int bool_at(const vexp *e, const json_t *obj, const char *key, bool *out,
 static bool comment_key(const char *k)
 {
     static const char *const names[] = {"about", "source", "notes", "note", "comment", "description", NULL};
-    int i = 0;
-    while (names[i] && strcmp(names[i], k)) i++;
-    return names[i] != NULL;
+    return one_of(k, names);
 }
 
 /* Every key of obj is one of `known` (NULL-terminated) or free text; the
@@ -91,13 +103,8 @@ static void known_keys(vexp *e, const json_t *obj, const char *const *known, con
 {
     const char *k;
     const json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
-        int i = 0;
-        while (known[i] && strcmp(known[i], k)) i++;
-        if (!known[i] && !comment_key(k) && !e->why[0])
-            snprintf(e->why, sizeof e->why, "unknown %s key '%.64s': kvsim does not read it (%s)", e->block, k, next);
-    }
+    json_object_foreach((json_t *)obj, k, v) if (!one_of(k, known) && !comment_key(k))
+        not_expressible(e, "unknown %s key '%.64s': kvsim does not read it (%s)", e->block, k, next);
 }
 
 /* ---- engine ------------------------------------------------------------------ */
@@ -126,8 +133,10 @@ static int engine_kv_dtype(vexp *e, const json_t *eng, sim_err *err)
     const char *s = NULL;
     if (string_at(e, eng, "kv_cache_dtype", &s, err)) return -1;
     if (!s) return 0;
-    if (!strcmp(s, "auto") || !strcmp(s, "bfloat16") || !strcmp(s, "float16") || !strcmp(s, "half")) return 0;
-    if (!strcmp(s, "fp8") || !strcmp(s, "fp8_e4m3") || !strcmp(s, "fp8_e5m2")) add_set(e, "model.kv_dtype=%s", s);
+    static const char *const same[] = {"auto", "bfloat16", "float16", "half", NULL};
+    static const char *const fp8[] = {"fp8", "fp8_e4m3", "fp8_e5m2", NULL};
+    if (one_of(s, same)) return 0;
+    if (one_of(s, fp8)) add_set(e, "model.kv_dtype=%s", s);
     else not_expressible(e, "engine.kv_cache_dtype is not auto, a 16-bit type, fp8, fp8_e4m3 or fp8_e5m2");
     return 0;
 }
@@ -213,12 +222,8 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     known_keys(e, load, load_keys, "type and stages");
     if (!type)
         return sim_errf(err, "%s: experiment '%s': workload.load.type: missing (constant or poisson)", e->file, e->id);
-    if (strcmp(type, "constant") && strcmp(type, "poisson")) {
-        char why[160];
-        snprintf(why, sizeof why, "workload.load.type '%.64s': kvsim generates constant and poisson loads", type);
-        not_expressible(e, why);
-        return 0;
-    }
+    if (strcmp(type, "constant") && strcmp(type, "poisson"))
+        return not_expressible(e, "workload.load.type '%.64s': kvsim generates constant and poisson loads", type), 0;
     if (!json_is_array(st) || json_array_size(st) == 0 || json_array_size(st) > SIM_SP_MAX_STAGES)
         return sim_errf(err, "%s: experiment '%s': workload.load.stages: expected 1 to %d stages", e->file, e->id,
                         SIM_SP_MAX_STAGES);
@@ -246,16 +251,13 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
     if (!kind)
         return sim_errf(err, "%s: experiment '%s': workload.kind: missing (\"inference-perf shared_prefix\")", e->file,
                         e->id);
-    if (strcmp(kind, "inference-perf shared_prefix") && strcmp(kind, "shared_prefix") &&
-        strcmp(kind, "shared-prefix")) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "workload.kind '%.64s' is not a workload kvsim generates (\"inference-perf "
-                 "shared_prefix\")",
-                 kind);
-        not_expressible(e, why);
-        return 0; /* its other fields are another generator's */
-    }
+    static const char *const kinds[] = {"inference-perf shared_prefix", "shared_prefix", "shared-prefix", NULL};
+    if (!one_of(kind, kinds)) /* its other fields are another generator's: not read */
+        return not_expressible(e,
+                               "workload.kind '%.64s' is not a workload kvsim generates (\"inference-perf "
+                               "shared_prefix\")",
+                               kind),
+               0;
     known_keys(e, w, workload_keys, "docs/validation.md lists the fields");
     if (num_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
         num_at(e, w, "question_len", true, 1, 1 << 24, &q, err) ||
@@ -328,8 +330,8 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
 
 /* The experiment's tp on a hardware preset of another node size: vLLM's
  * tensor parallelism over tp of the node's GPUs (cluster.gpus_per_instance);
- * false (why written) when tp does not divide the node's GPUs. */
-static bool tp_on_node(vexp *e, const char *hwname, int tp, char *why, size_t n)
+ * false (not expressible) when tp does not divide the node's GPUs. */
+static bool tp_on_node(vexp *e, const char *hwname, int tp)
 {
     char path[4096];
     sim_err ignored;
@@ -338,11 +340,12 @@ static bool tp_on_node(vexp *e, const char *hwname, int tp, char *why, size_t n)
     int node = (int)json_integer_value(json_object_get(o, "gpus_per_node"));
     json_decref(o);
     if (node <= 0 || node == tp) return true;
-    if (node % tp) {
-        snprintf(why, n, "tp = %d does not split hardware '%s''s nodes of %d GPUs evenly: give a tp that divides %d",
-                 tp, hwname, node, node);
-        return false;
-    }
+    if (node % tp)
+        return not_expressible(e,
+                               "tp = %d does not split hardware '%s''s nodes of %d GPUs evenly: give a tp that "
+                               "divides %d",
+                               tp, hwname, node, node),
+               false;
     add_set(e, "cluster.gpus_per_instance=%d", tp);
     return true;
 }
@@ -353,18 +356,18 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     const char *hf = json_string_value(json_object_get(x, "hf_model"));
     const json_t *hw = json_object_get(x, "hardware");
     double tp = 1;
-    char path[4096], preset[64], why[256];
+    char path[4096], preset[64];
     e->block = "experiment";
     if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
     if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
     e->tp = (int)tp;
     snprintf(e->model, sizeof e->model, "%s", model);
     if (!model_preset(e, model, hf, preset, sizeof preset)) {
-        snprintf(why, sizeof why,
-                 "model '%.64s' has no preset in configs/models/ (kvsim model import CONFIG.json writes one from a "
-                 "Hugging Face config)",
-                 model);
-        return not_expressible(e, why), 0;
+        return not_expressible(e,
+                               "model '%.64s' has no preset in configs/models/ (kvsim model import CONFIG.json writes "
+                               "one from a Hugging Face config)",
+                               model),
+               0;
     }
     char hwname[64];
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
@@ -372,8 +375,7 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     if (sim_preset_path("hardware", hwname, path, sizeof path, err)) {
         char family[64];
         if (!hardware_family(e, hwname, (int)tp, family, sizeof family)) {
-            snprintf(why, sizeof why, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp);
-            return not_expressible(e, why), 0;
+            return not_expressible(e, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp), 0;
         }
         snprintf(hwname, sizeof hwname, "%s", family);
     }
@@ -383,7 +385,7 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
         snprintf(msg, sizeof msg, "%s", err->msg);
         return sim_errf(err, "%s: experiment '%s': model '%s': %s", e->file, e->id, preset, msg);
     }
-    if (json_object_get(x, "tp") && !tp_on_node(e, hwname, (int)tp, why, sizeof why)) return not_expressible(e, why), 0;
+    if (json_object_get(x, "tp") && !tp_on_node(e, hwname, (int)tp)) return 0;
     add_set(e, "model=%s", preset);
     add_set(e, "hardware=%s", hwname);
     snprintf(e->model, sizeof e->model, "%s", preset);
