@@ -77,8 +77,9 @@ static char *group_identity(const json_t *config)
     return s;
 }
 
-/* The summaries of a group's runs without wall-clock fields: equal for
- * groups with identical results. */
+/* The summaries of a group's runs without wall-clock fields and caveats
+ * (which name the hardware and model, not a result): equal for groups
+ * with identical results. */
 static char *result_identity(const rep *r, const rep_group *g)
 {
     json_t *all = json_array();
@@ -86,6 +87,7 @@ static char *result_identity(const rep *r, const rep_group *g)
         json_t *s = json_deep_copy(r->runs[g->runs[i]].summary);
         json_object_del(s, "wall_seconds");
         json_object_del(s, "run_id");
+        json_object_del(s, "caveats");
         json_array_append_new(all, s);
     }
     char *text = json_dumps(all, JSON_SORT_KEYS | JSON_COMPACT);

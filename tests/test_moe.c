@@ -261,12 +261,37 @@ static void test_caveats(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "pipeline");
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")), "spans 2 nodes"));
     json_decref(o);
+    /* the default a800x8 has no measurement of its kernels: the roofline
+     * caveat alone, said as "not measured" */
     r = tu_kvsim("run --json");
     o = json_loads(r.out, 0, NULL);
-    assert_null(json_object_get(o, "caveats"));
+    c = json_object_get(o, "caveats");
+    assert_int_equal(json_array_size(c), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
+    assert_non_null(strstr(r.err, "kvsim run: warning: not measured: hardware 'a800x8' has no measured tables or "
+                                  "profile of llama3-70b"));
     assert_null(strstr(r.err, "not validated"));
     json_decref(o);
     tu_free(&r);
+    /* with the calibration's profile of the model, no caveat; with tables,
+     * none about the roofline (the bundled trace's longest prompt is
+     * outside them: not_measured) */
+    o = tu_kvsim_json("run --set hardware=h100x1 --set model=llama3.1-8b --json");
+    assert_null(json_object_get(o, "caveats"));
+    json_decref(o);
+    o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 --json");
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(o, "caveats"), i, v)
+        assert_string_not_equal(json_string_value(json_object_get(v, "name")), "roofline");
+    json_decref(o);
+    /* one side without tables is named: the prefill side here */
+    o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 "
+                      "--set cluster.prefill_hardware=h800x8 --json");
+    c = json_object_get(o, "caveats");
+    assert_int_equal(json_array_size(c), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")), "hardware 'h800x8'"));
+    json_decref(o);
 }
 
 int main(void)

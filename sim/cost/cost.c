@@ -317,6 +317,14 @@ const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg)
     return sim_cost_setup(&c, cfg, &err) == 0 && c.profiled ? profiled : analytic;
 }
 
+bool sim_cost_spec_sheet_only(const sim_config *cfg, const sim_hw *hw)
+{
+    if (hw->optables[0] || cfg->compute == SIM_COMPUTE_MEASURED || cfg->compute == SIM_COMPUTE_PROFILE) return false;
+    sim_cost c;
+    sim_err err;
+    return sim_cost_setup_on(&c, cfg, hw, &err) == 0 && !c.profiled;
+}
+
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err) { return sim_cost_init_on(c, cfg, &cfg->hw, err); }
 
 int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)

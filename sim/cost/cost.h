@@ -112,6 +112,11 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
  * hardware.hbm_efficiency; in the engine mode cost.decode_overhead_ms and
  * cost.prefill_chunk_overhead_ms; outside it engine.*_ms. */
 const sim_idle_key *sim_cost_idle_keys(const sim_config *cfg);
+/* Whether an instance on hw has its kernels priced by the roofline of its
+ * spec sheet alone: the hardware names no measured tables, its calibration
+ * (if any) has no profile of this model on its GPUs, and cost.compute
+ * does not insist on a measurement (set-up would refuse that). */
+bool sim_cost_spec_sheet_only(const sim_config *cfg, const sim_hw *hw);
 /* The GPU time of one forward pass of new_tokens after `cached` cached
  * ones, unchunked and without overheads: the profile's when profiled, else
  * max(Eq. 1 FLOPs at G · mfu, weights over HBM bandwidth). */

@@ -23,10 +23,15 @@
  *               its throughput is a lower bound (docs/hardware.md §3);
  *   tensor_parallel — a dense model on a tensor-parallel aggregated
  *               instance: the fitted CPU constants saw no dense run on
- *               more than one GPU (docs/validation.md). */
+ *               more than one GPU (docs/validation.md);
+ *   roofline  — hardware with no measurement of its kernels (no tables,
+ *               no profile of the model): priced from its spec sheet,
+ *               a roofline whose error against the GPUs that have tables
+ *               reports/roofline_check.py measures (docs/hardware.md). */
 #include <stdio.h>
 #include <string.h>
 
+#include "sim/cost/cost.h"
 #include "sim/cost/measured.h"
 #include "sim/serving/serving.h"
 
@@ -85,10 +90,31 @@ static void tensor_parallel_say(const sim_config *cfg, char *buf, size_t n)
              cfg->model.name, cfg->hw.tp);
 }
 
+/* The hardware a run prices its instances on without a measurement of
+ * their kernels: one side's of a disaggregated cluster, or the one
+ * instance kind's (the first such, which names it). */
+static const sim_hw *spec_sheet_hw(const sim_config *cfg)
+{
+    if (!strcmp(cfg->mode, "aggregated")) return sim_cost_spec_sheet_only(cfg, &cfg->hw) ? &cfg->hw : NULL;
+    if (sim_cost_spec_sheet_only(cfg, &cfg->prefill_hw)) return &cfg->prefill_hw;
+    return sim_cost_spec_sheet_only(cfg, &cfg->decode_hw) ? &cfg->decode_hw : NULL;
+}
+
+static bool roofline_applies(const sim_config *cfg) { return spec_sheet_hw(cfg) != NULL; }
+
+static void roofline_say(const sim_config *cfg, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "hardware '%s' has no measured tables or profile of %s: its kernels are priced by a spec-sheet "
+             "roofline, mostly optimistic against the GPUs that have tables (docs/hardware.md §6)",
+             spec_sheet_hw(cfg)->name, cfg->model.name);
+}
+
 static const caveat caveats[] = {
     {"moe", moe_applies, moe_say},
     {"pipeline", pipeline_applies, pipeline_say},
     {"tensor_parallel", tensor_parallel_applies, tensor_parallel_say},
+    {"roofline", roofline_applies, roofline_say},
 };
 
 json_t *sim_serving_caveats(const sim_config *cfg)
