@@ -18,16 +18,26 @@ The tables are vLLM's own kernels measured per operation (configs/optables,
 docs/measured.md), so the error is the roofline's, not the engine's: CPU
 time between kernels is out of both sides.
 
-Usage: python3 reports/roofline_check.py [--kvsim build/kvsim] [--eta X] [--gpus h100,l40s]
+With --transfer it checks the other way of pricing a GPU without tables:
+another GPU's tables scaled by each operation's roofline ratio
+(hardware.optables_transfer, sim/cost/measured.c). Leave-one-out: each
+GPU's grid is priced from each other GPU's tables and compared with its
+own tables; a row per (GPU, tables).
+
+Usage: python3 reports/roofline_check.py [--kvsim build/kvsim] [--eta X] [--gpus h100,l40s] [--transfer]
   --eta X   price the roofline with hardware.hbm_efficiency = X instead of
             each preset's own (0.9 is what the tableless presets assume)
   --gpus L  only these GPU families (default: all six)
+  --transfer  price each GPU from the other GPUs' tables instead of the roofline
 """
 import argparse
 import json
 import statistics
 import subprocess
 import sys
+
+TABLES = {"h100": "h100_sxm", "h200": "h200_sxm", "a100": "a100_sxm", "b200": "b200_sxm", "gb200": "gb200",
+          "l40s": "l40s"}
 
 # (hardware preset, model): one GPU where the model fits, else the fewest
 # that hold it; every family that has tables.
@@ -47,32 +57,52 @@ MEASURED = ["--set", "cost.compute=measured", "--set", "engine.measured.iter_ove
             "--set", "engine.measured.seq_overhead_ms=0"]
 
 
-def cost(kvsim, hw, model, mode, batch, context, prefill, eta):
+_priced = {}
+
+
+def cost(kvsim, hw, model, mode, batch, context, prefill, extra=()):
+    """`kvsim cost --json` of one point (each asked once)."""
+    key = (hw, model, tuple(mode), batch, context, prefill, tuple(extra))
+    if key not in _priced:
+        _priced[key] = run_cost(kvsim, hw, model, mode, batch, context, prefill, extra)
+    return _priced[key]
+
+
+def run_cost(kvsim, hw, model, mode, batch, context, prefill, extra):
     cmd = [kvsim, "cost", "--set", "model=" + model, "--set", "hardware=" + hw, "--json",
-           "--batch", str(batch), "--context", str(context)] + mode
+           "--batch", str(batch), "--context", str(context)] + mode + list(extra)
     if prefill:
         cmd += ["--prefill", str(prefill)]
-    if eta and mode is ANALYTIC:
-        cmd += ["--set", "hardware.hbm_efficiency=%g" % eta]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("roofline_check: %s failed: %s" % (" ".join(cmd), out.stderr.strip()))
     return json.loads(out.stdout)
 
 
-def errors(kvsim, hw, model, eta):
-    """Roofline over measured, minus 1, for every decode and prefill point."""
+def errors(kvsim, hw, model, mode, extra):
+    """The candidate pricing over the measured one, minus 1, at every decode
+    and prefill point of the grid."""
     dec, pre = [], []
     for i, (b, c) in enumerate((b, c) for b in BATCHES for c in CONTEXTS):
         p = PREFILLS[i] if i < len(PREFILLS) else 0
-        a = cost(kvsim, hw, model, ANALYTIC, b, c, p, eta)
-        m = cost(kvsim, hw, model, MEASURED, b, c, p, eta)
+        a = cost(kvsim, hw, model, mode, b, c, p, extra)
+        m = cost(kvsim, hw, model, MEASURED, b, c, p)
         if not (a["fits"] and m["fits"]):
             continue
         dec.append((a["decode_ms"] / m["decode_ms"] - 1, "%s %s decode %dx%d" % (hw, model, b, c)))
         if p:
             pre.append((a["prefill_ms"] / m["prefill_ms"] - 1, "%s %s prefill %d" % (hw, model, p)))
     return dec, pre
+
+
+def candidates(args, gpu):
+    """(row label, mode, extra --set args) of the pricings checked on gpu."""
+    if not args.transfer:
+        eta = ["--set", "hardware.hbm_efficiency=%g" % args.eta] if args.eta else []
+        return [(gpu, ANALYTIC, eta)]
+    return [("%s from %s" % (gpu, src), MEASURED,
+             ["--set", "hardware.optables=configs/optables/" + TABLES[src], "--set", "hardware.optables_transfer=true"])
+            for src in TABLES if src != gpu]
 
 
 def fmt(pts):
@@ -87,23 +117,26 @@ def main():
     ap.add_argument("--kvsim", default="build/kvsim")
     ap.add_argument("--eta", type=float, default=0)
     ap.add_argument("--gpus", default="")
+    ap.add_argument("--transfer", action="store_true")
     args = ap.parse_args()
     only = set(g for g in args.gpus.split(",") if g)
-    by_gpu, all_dec, all_pre = {}, [], []
+    rows, all_dec, all_pre = {}, [], []
     for hw, model in PAIRS:
-        if only and hw.split("x")[0] not in only:
-            continue
-        dec, pre = errors(args.kvsim, hw, model, args.eta)
         gpu = hw.split("x")[0]
-        d, p = by_gpu.setdefault(gpu, ([], []))
-        d += dec
-        p += pre
-        all_dec += dec
-        all_pre += pre
-    print("| GPU | decode: median | least | most | prefill: median | least | most |")
+        if only and gpu not in only:
+            continue
+        for label, mode, extra in candidates(args, gpu):
+            dec, pre = errors(args.kvsim, hw, model, mode, extra)
+            d, p = rows.setdefault(label, ([], []))
+            d += dec
+            p += pre
+            all_dec += dec
+            all_pre += pre
+    print("| %s | decode: median | least | most | prefill: median | least | most |"
+          % ("GPU from tables" if args.transfer else "GPU"))
     print("|---|---|---|---|---|---|---|")
-    for gpu, (d, p) in by_gpu.items():
-        print("| %s %s %s" % (gpu, fmt(d), fmt(p)[2:]))
+    for label, (d, p) in rows.items():
+        print("| %s %s %s" % (label, fmt(d), fmt(p)[2:]))
     print("| all %s %s" % (fmt(all_dec), fmt(all_pre)[2:]))
     absd = [abs(x) for x, _ in all_dec]
     absp = [abs(x) for x, _ in all_pre]

@@ -54,6 +54,16 @@ static void test_tp_must_split_heads(void **state)
     tu_expect_stdout("run --set model=qwen2.5-7b --set hardware=h100x8 --set cluster.gpus_per_instance=4", NULL);
 }
 
+/* Scaling another GPU's tables needs the tables; the key is typed. */
+static void test_transfer_needs_tables(void **state)
+{
+    (void)state;
+    tu_expect_exit("cost --set hardware=h20x8 --set hardware.optables_transfer=true", 2,
+                   "config key 'hardware.optables_transfer': true needs hardware.optables, the folder of another "
+                   "GPU's measured tables to scale to this hardware (docs/hardware.md §6)");
+    tu_expect_exit("cost --set hardware=h20x8 --set hardware.optables_transfer=2", 2, "hardware.optables_transfer");
+}
+
 static void test_foreign_trace_suggests_import(void **state)
 {
     (void)state;
@@ -224,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_unknown_preset_lists_presets),
         cmocka_unit_test(test_foreign_trace_suggests_import),
         cmocka_unit_test(test_tp_must_split_heads),
+        cmocka_unit_test(test_transfer_needs_tables),
         cmocka_unit_test(test_usage_lists_trace_tools),
         cmocka_unit_test(test_empty_report_says_what_writes_one),
         cmocka_unit_test(test_stray_argument_suggests_option),

@@ -102,6 +102,86 @@ static void test_decode_is_the_sum_of_rows(void **state)
     sim_config_free(&cfg);
 }
 
+/* hardware.optables_transfer, by hand: the H100's rows priced for a GPU
+ * of twice its HBM bandwidth and half its FLOP/s. Each operation is its
+ * row times the ratio of its roofline there to here (sim/cost/measured.c):
+ * 3 µs (the tables' memory latency) plus the slower of its bytes over HBM
+ * and its FLOPs over the tensor cores, the H100's as meta.json states
+ * them (3.35e12 B/s, 989e12 FLOP/s). The same decode step as above. */
+static double roof_ratio(double bytes, double flops)
+{
+    double here = 3e-6 + fmax(bytes / 3.35e12, flops / 989e12);
+    return (3e-6 + fmax(bytes / 6.7e12, flops / 494.5e12)) / here;
+}
+
+/* A GEMM row of m × n × k in bf16, scaled: A and C move m·(k + n)
+ * elements, B n·k, 2 bytes each; 2·m·n·k FLOPs. */
+static double gemm_scaled(const char *m, const char *n, const char *k)
+{
+    double M = atof(m), N = atof(n), K = atof(k);
+    return gemm_row(m, n, k) * roof_ratio(2 * (M * (K + N) + N * K), 2 * M * N * K);
+}
+
+static double mem_scaled(double bytes) { return mem_s(bytes) * roof_ratio(bytes, 0); }
+
+static void test_transfer_by_hand(void **state)
+{
+    char *sets[] = {GRID_MODEL,
+                    "hardware=h100x1",
+                    "hardware.optables=" H100,
+                    "cost.compute=measured",
+                    "cluster.mode=aggregated",
+                    "hardware.optables_transfer=true",
+                    "hardware.hbm_GBps_per_gpu=6700",
+                    "hardware.tflops_per_gpu=494.5"};
+    sim_config cfg;
+    sim_cost c;
+    sim_err err = {0};
+    if (sim_config_load(&cfg, NULL, sets, 8, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    const char *attn[] = {"attn_dtype=bfloat16",
+                          "kv_cache_dtype=bfloat16",
+                          "batch_size=32",
+                          "num_heads=32",
+                          "num_key_value_heads=8",
+                          "head_dim=128",
+                          "step=1023",
+                          NULL};
+    /* generation attention over 1024 tokens of context: K and V of 8 heads
+     * of 128 read, q and the output of 32 heads moved; 4 · 32 · 128 · 1024
+     * FLOPs a sequence */
+    double m = 32, d = 4096, s = 2, x = 1024;
+    double gen = row_latency("generation_attention.csv.gz", attn) *
+                 roof_ratio(m * (x * 2 * 8 * 128 * s + 2 * 32 * 128 * s), 4 * m * 32 * 128 * x);
+    double gemms = gemm_scaled("32", "6144", "4096") + gemm_scaled("32", "4096", "4096") +
+                   gemm_scaled("32", "16384", "4096") + gemm_scaled("32", "4096", "8192");
+    double elem = 2 * mem_scaled(4 * m * d * s) + mem_scaled(2 * m * (32 + 8) * 128 * s) +
+                  mem_scaled(2 * m * 8 * 128 * (s + s)) + mem_scaled(3 * m * 8192 * s);
+    double want = 2 * (gemms + gen) * 1e-3 + 2 * elem + mem_scaled(2 * m * d * s) + mem_scaled(3 * m * d * s) +
+                  gemm_scaled("32", "65536", "4096") * 1e-3;
+    sim_op_times t;
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
+    assert_double_equal(t.total_s, want, 1e-12);
+    assert_double_equal(t.s[SIM_OP_ATTN_GEN], 2 * gen * 1e-3, 1e-15);
+    sim_config_free(&cfg);
+    /* onto the tables' own GPU, the transfer changes nothing (but the last
+     * bit: the preset's 10 µs link latency is 10 × 1e-6, meta.json's 1e-05) */
+    sim_config own, same;
+    sim_cost co, cs;
+    char *own_sets[] = {"model=llama3.1-8b", "hardware=h100x2", "cost.compute=measured", "cluster.mode=aggregated"};
+    char *same_sets[] = {"model=llama3.1-8b", "hardware=h100x2", "cost.compute=measured", "cluster.mode=aggregated",
+                         "hardware.optables_transfer=true"};
+    if (sim_config_load(&own, NULL, own_sets, 4, &err) || sim_cost_setup(&co, &own, &err) ||
+        sim_config_load(&same, NULL, same_sets, 5, &err) || sim_cost_setup(&cs, &same, &err))
+        fail_msg("%s", err.msg);
+    sim_op_times a, b;
+    assert_true(sim_cost_decode_ops(&co, 48, 48 * 3000, &a) && sim_cost_decode_ops(&cs, 48, 48 * 3000, &b));
+    for (int i = 0; i < SIM_OP_N; i++) assert_double_equal(a.s[i], b.s[i], 1e-12 * a.s[i]);
+    assert_true(sim_cost_prefill_ops(&co, 5000, 1000, &a) && sim_cost_prefill_ops(&cs, 5000, 1000, &b));
+    for (int i = 0; i < SIM_OP_N; i++) assert_double_equal(a.s[i], b.s[i], 1e-12 * a.s[i]);
+    sim_config_free(&own);
+    sim_config_free(&same);
+}
+
 /* A prefill chunk of 1024 new tokens after none: context attention
  * (batch 1, isl 1024) and GEMMs at m = 1024; with 1024 cached before it,
  * the attention is T(2048) − T(1024) (measured.c's rule) where that is
@@ -526,6 +606,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_is_the_sum_of_rows),
         cmocka_unit_test(test_prefill_chunk_rule),
+        cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_glitch_on_bundled_tables),

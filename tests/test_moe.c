@@ -285,6 +285,17 @@ static void test_caveats(void **state)
     json_array_foreach(json_object_get(o, "caveats"), i, v)
         assert_string_not_equal(json_string_value(json_object_get(v, "name")), "roofline");
     json_decref(o);
+    /* another GPU's tables, scaled: said as transferred, not roofline */
+    o = tu_kvsim_json(
+        "run --set trace.limit=50 --set hardware=h800x8 --set hardware.optables=configs/optables/h100_sxm "
+        "--set hardware.optables_transfer=true --json");
+    c = json_object_get(o, "caveats");
+    assert_int_equal(json_array_size(c), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "transferred");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")),
+               "hardware 'h800x8' is priced from another GPU's measured tables (configs/optables/h100_sxm)"));
+    json_decref(o);
     /* one side without tables is named: the prefill side here */
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 "
                       "--set cluster.prefill_hardware=h800x8 --json");

@@ -61,6 +61,12 @@ const char *sim_cli_num(const json_t *v, const char *fmt, int width, char *buf, 
     return buf;
 }
 
+/* The caveats that say a price rests on no measurement of this GPU. */
+static bool sim_cli_not_measured(const char *name)
+{
+    return name && (!strcmp(name, "not_measured") || !strcmp(name, "roofline") || !strcmp(name, "transferred"));
+}
+
 void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
 {
     const json_t *c, *t;
@@ -72,10 +78,10 @@ void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
         json_array_foreach(said, j, t) old |= !strcmp(json_string_value(t), text);
         if (old) continue;
         const char *name = json_string_value(json_object_get(c, "name"));
-        const char *what = json_is_true(json_object_get(c, "found"))                              ? ""
-                           : name && (!strcmp(name, "not_measured") || !strcmp(name, "roofline")) ? "not measured: "
-                           : name && !strcmp(name, "measured_glitch")                             ? "measured glitch: "
-                                                                                                  : "not validated: ";
+        const char *what = json_is_true(json_object_get(c, "found"))  ? ""
+                           : sim_cli_not_measured(name)               ? "not measured: "
+                           : name && !strcmp(name, "measured_glitch") ? "measured glitch: "
+                                                                      : "not validated: ";
         fprintf(stderr, "kvsim %s: warning: %s%s\n", cmd, what, text);
         if (said) json_array_append_new(said, json_string(text));
     }

@@ -305,7 +305,8 @@ static double hw_opt(const json_t *h, const char *key, double def)
 static int read_hw_optional(const json_t *h, sim_hw *hw, sim_err *err)
 {
     hw->hbm_efficiency = hw_opt(h, "hbm_efficiency", 1);
-    hw->link_Bps = hw_opt(h, "nvlink_GBps_per_gpu", 0) * 1e9 * hw_opt(h, "nvlink_efficiency", 1);
+    hw->link_peak_Bps = hw_opt(h, "nvlink_GBps_per_gpu", 0) * 1e9;
+    hw->link_Bps = hw->link_peak_Bps * hw_opt(h, "nvlink_efficiency", 1);
     hw->allreduce_latency_s = hw_opt(h, "allreduce_latency_us", 0) * 1e-6;
     if (hw->hbm_efficiency <= 0 || hw->hbm_efficiency > 1)
         return sim_errf(err, "config key 'hardware.hbm_efficiency': %g is out of range (0, 1]", hw->hbm_efficiency);
@@ -340,6 +341,10 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
         if (!json_is_string(tab)) return sim_errf(err, "config key 'hardware.optables': expected a folder path");
         snprintf(hw->optables, sizeof hw->optables, "%s", json_string_value(tab));
     }
+    hw->optables_transfer = json_is_true(json_object_get(h, "optables_transfer"));
+    if (hw->optables_transfer && !hw->optables[0])
+        return sim_errf(err, "config key 'hardware.optables_transfer': true needs hardware.optables, the folder of "
+                             "another GPU's measured tables to scale to this hardware (docs/hardware.md §6)");
     return 0;
 }
 

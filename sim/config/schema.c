@@ -126,6 +126,10 @@ static const sim_config_key keys[] = {
           "folder of measured per-operation latency tables for this GPU (`configs/optables/SYSTEM/`, "
           "docs/measured.md): what `cost.compute = measured` prices an iteration from; absent or \"\" = none",
           .optional = true),
+    ROW("hardware.optables_transfer", SIM_KEY_BOOL, "", 0, 0, .optional = true,
+        .meaning = "true: `hardware.optables` were measured on another GPU; each operation is scaled by the "
+                   "ratio of its roofline on this hardware (`hbm_GBps_per_gpu`, `tflops_per_gpu`, "
+                   "`nvlink_GBps_per_gpu`) to that on the tables' GPU (docs/hardware.md §6); absent = false"),
     CHOICE("cluster.mode", "",
            "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "
            "instances that prefill and decode"),

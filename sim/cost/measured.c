@@ -27,6 +27,7 @@ typedef struct measured_key {
     bool ep;
     char dist[24];
     double glitch_ratio;
+    sim_gpu_roof to; /* hardware.optables_transfer: this GPU's roofline; zero = the tables' own GPU */
 } measured_key;
 
 /* How a model with MLA is priced: not MLA, from the attention backend's
@@ -42,6 +43,7 @@ struct sim_measured {
     int heads, kv_heads;     /* per GPU */
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;
+    sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
     double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
     struct sim_measured *next;
@@ -104,6 +106,46 @@ static sim_optable *tables_get(const char *name, double glitch_ratio, sim_err *e
     return t;
 }
 
+/* ---- another GPU's tables (hardware.optables_transfer) -------------------------- */
+
+/* Tables measured on one GPU price another by keeping each operation's
+ * measured fraction of its roofline (Williams, Waterman and Patterson,
+ * "Roofline", CACM 2009): an operation that moves `bytes` and does
+ * `flops` takes, at a GPU's roofline, a fixed latency and then the slower
+ * of the two; its time on this hardware is the tables' time times the
+ * ratio of that roofline time here to there. A memory-bound kernel thus
+ * scales with HBM bandwidth, a compute-bound one with FLOP/s, and one
+ * that turns compute-bound on a GPU of little compute (the H20) pays for
+ * it. Each operation's bytes and FLOPs are per GPU; the fixed latency is
+ * the tables' (gpu.mem_empirical_constant_latency) on both sides. How far
+ * this is from a GPU's own tables, leave-one-out across the six that
+ * have them: reports/roofline_check.py --transfer (docs/hardware.md §6). */
+static double roof_s(const sim_gpu_roof *g, double lat, double bytes, double flops)
+{
+    return lat + fmax(bytes / g->mem_Bps, flops / g->flops);
+}
+
+static double xfer(const sim_measured *m, double bytes, double flops)
+{
+    if (!(m->key.to.mem_Bps > 0)) return 1;
+    double lat = m->from.mem_lat_s;
+    return roof_s(&m->key.to, lat, bytes, flops) / roof_s(&m->from, lat, bytes, flops);
+}
+
+/* A memory-bound op of the tables' analytic memory model, scaled. */
+static double mem_s(const sim_measured *m, double bytes) { return sim_optable_mem_s(m->t, bytes) * xfer(m, bytes, 0); }
+
+/* A ring all-reduce moves 2(g − 1)/g of the message over each GPU's link;
+ * it scales by the link's roofline (latency + bytes / bandwidth) here to
+ * there. Hardware without a link figure keeps the tables' time. */
+static double xfer_allreduce(const sim_measured *m, double bytes, int gpus)
+{
+    const sim_gpu_roof *a = &m->from, *b = &m->key.to;
+    if (!(b->mem_Bps > 0) || !(b->link_Bps > 0) || !(a->link_Bps > 0)) return 1;
+    double wire = 2.0 * (gpus - 1) / gpus * bytes;
+    return (b->link_lat_s + wire / b->link_Bps) / (a->link_lat_s + wire / a->link_Bps);
+}
+
 /* ---- one pass ----------------------------------------------------------------- */
 
 /* A GEMM of tokens × n × k. One wider (n) or taller (m) than the tables
@@ -123,7 +165,9 @@ static double gemm_of(sim_measured *m, const char *dtype, double tokens, double 
         double pieces = ceil(tokens / max_m);
         return pieces * gemm_of(m, dtype, tokens / pieces, n, k);
     }
-    return sim_optable_gemm_ms(m->t, dtype, tokens, n, k) * 1e-3;
+    double w = strcmp(dtype, "bfloat16") ? 1 : 2, a = m->act_bytes;
+    return sim_optable_gemm_ms(m->t, dtype, tokens, n, k) * 1e-3 *
+           xfer(m, tokens * (k + n) * a + n * k * w, 2 * tokens * n * k);
 }
 
 /* A GEMM of the model's weights (their dtype's rows). */
@@ -133,7 +177,21 @@ static double allreduce_s(sim_measured *m, double tokens, double count)
 {
     if (m->key.tp < 2 || tokens <= 0) return 0;
     bool graph = tokens <= m->key.graph_max;
-    return count * sim_optable_allreduce_ms(m->t, m->key.tp, graph, tokens * m->key.model.hidden) * 1e-3;
+    double elements = tokens * m->key.model.hidden;
+    return count * sim_optable_allreduce_ms(m->t, m->key.tp, graph, elements) * 1e-3 *
+           xfer_allreduce(m, elements * m->act_bytes, m->key.tp);
+}
+
+/* The fused MoE's roofline per GPU: the experts the tokens touch (of
+ * this GPU's 1/ep) read once, 3 · d · i_shard weights each, and the
+ * tokens' k copies through them at 6 · d · i_shard FLOPs a copy. */
+static double moe_xfer(const sim_measured *m, double tokens, double i_shard, int ep)
+{
+    const sim_model *md = &m->key.model;
+    double w = md->dtype_bytes, d = md->hidden, k = md->experts_per_token;
+    double bytes =
+        sim_model_experts_touched(md, tokens) / ep * 3 * d * i_shard * w + tokens * (k + 1) * d * m->act_bytes;
+    return xfer(m, bytes, 6 * tokens * k / ep * d * i_shard);
 }
 
 /* The MLP of one layer: dense, or routed (router GEMM + fused MoE) with its
@@ -152,11 +210,11 @@ static void mlp_s(sim_measured *m, double tokens, bool routed, double *dense_s, 
     /* the router: its GEMM, then the top-k softmax over E fp32 logits (a
      * memory op: read them, write k ids and weights); the fused-MoE table
      * times fused_experts alone (AIConfigurator's collect_moe.py) */
-    *moe_s += sim_optable_mem_s(m->t, tokens * (4.0 * md->experts + 8.0 * md->experts_per_token));
+    *moe_s += mem_s(m, tokens * (4.0 * md->experts + 8.0 * md->experts_per_token));
     *moe_s += gemm_of(m, m->plain_dtype, tokens, md->experts, md->hidden) +
               sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,
                                  m->key.dist, tokens) *
-                  1e-3;
+                  1e-3 * moe_xfer(m, tokens, (double)ie / moe_tp, moe_ep);
     if (md->shared_experts > 0)
         *dense_s += gemm_s(m, tokens, 2.0 * md->shared_experts * ie / tp, md->hidden) +
                     gemm_s(m, tokens, md->hidden, (double)md->shared_experts * ie / tp);
@@ -170,10 +228,9 @@ static double elementwise_s(sim_measured *m, double tokens, bool routed)
 {
     const sim_model *md = &m->key.model;
     double s = md->dtype_bytes, e = md->head_dim, tp = m->key.tp;
-    double t = 2 * sim_optable_mem_s(m->t, 4 * tokens * md->hidden * s) +
-               sim_optable_mem_s(m->t, 2 * tokens * (m->heads + m->kv_heads) * e * s) +
-               sim_optable_mem_s(m->t, 2 * tokens * m->kv_heads * e * (s + md->kv_dtype_bytes));
-    if (!routed) t += sim_optable_mem_s(m->t, 3 * tokens * md->intermediate / tp * s);
+    double t = 2 * mem_s(m, 4 * tokens * md->hidden * s) + mem_s(m, 2 * tokens * (m->heads + m->kv_heads) * e * s) +
+               mem_s(m, 2 * tokens * m->kv_heads * e * (s + md->kv_dtype_bytes));
+    if (!routed) t += mem_s(m, 3 * tokens * md->intermediate / tp * s);
     return t;
 }
 
@@ -188,12 +245,10 @@ static double mla_elementwise_s(sim_measured *m, double tokens, bool routed)
     const sim_model *md = &m->key.model;
     double s = m->act_bytes, tp = m->key.tp;
     double inter = routed ? (double)md->shared_experts * md->moe_intermediate : md->intermediate;
-    double t =
-        2 * sim_optable_mem_s(m->t, 4 * tokens * md->hidden * s) + sim_optable_mem_s(m->t, 3 * tokens * inter / tp * s);
+    double t = 2 * mem_s(m, 4 * tokens * md->hidden * s) + mem_s(m, 3 * tokens * inter / tp * s);
     if (m->mla == MLA_BACKEND)
-        t += sim_optable_mem_s(m->t, 2 * tokens * md->q_lora_rank * s) +
-             sim_optable_mem_s(m->t, 2 * tokens * md->kv_lora_rank * s) +
-             sim_optable_mem_s(m->t, 2 * tokens * (m->heads + 1.0) * md->qk_rope_head_dim * s);
+        t += mem_s(m, 2 * tokens * md->q_lora_rank * s) + mem_s(m, 2 * tokens * md->kv_lora_rank * s) +
+             mem_s(m, 2 * tokens * (m->heads + 1.0) * md->qk_rope_head_dim * s);
     return t;
 }
 
@@ -235,7 +290,7 @@ static void linear_parts(sim_measured *m, double tokens, double *op)
     double d = md->hidden, qkv, o;
     int moe_layers = sim_model_moe_layers(md), dense_layers = md->layers - moe_layers;
     memset(op, 0, SIM_OP_N * sizeof *op);
-    op[SIM_OP_EMBED] = sim_optable_mem_s(m->t, 2 * tokens * d * m->act_bytes) + allreduce_s(m, tokens, 1);
+    op[SIM_OP_EMBED] = mem_s(m, 2 * tokens * d * m->act_bytes) + allreduce_s(m, tokens, 1);
     attn_proj_s(m, tokens, &qkv, &o);
     op[SIM_OP_QKV] = md->layers * qkv;
     op[SIM_OP_O] = md->layers * o;
@@ -272,11 +327,27 @@ static double lm_head_s(sim_measured *m, double seqs)
     long i = lround(seqs);
     bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
     if (cache && !isnan(m->head[i])) return m->head[i];
-    double t = seqs > 0 ? sim_optable_mem_s(m->t, 3 * seqs * md->hidden * m->act_bytes) +
+    double t = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
                               gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
                         : 0;
     if (cache) m->head[i] = t;
     return t;
+}
+
+/* One layer's attention roofline per GPU (FlashAttention's work: Dao et
+ * al. 2022, §3): a prompt of x tokens, causal, does 2 · h · e · x² FLOPs
+ * (QKᵀ and PV over half the square) and moves q, k, v and the output
+ * once; a decode step over x tokens of context reads their K and V and
+ * does 4 · h · e · x. Under MLA, e is the latent (kv_lora_rank) plus the
+ * rope part, the cache one latent a token. */
+static double attn_xfer(const sim_measured *m, bool context, double batch, double x)
+{
+    const sim_model *md = &m->key.model;
+    double h = m->heads, s = m->act_bytes, kv = md->kv_dtype_bytes;
+    double e = m->mla ? md->kv_lora_rank + md->qk_rope_head_dim : md->head_dim;
+    double hk = m->mla ? 0.5 : m->kv_heads; /* MLA: K and V are one latent */
+    if (context) return xfer(m, batch * x * e * (2 * h * s + 2 * hk * kv), 2 * batch * h * e * x * x);
+    return xfer(m, batch * (x * 2 * hk * e * kv + 2 * h * e * s), 4 * batch * h * e * x);
 }
 
 /* One layer's attention lookup, context (prefill, x = isl) or generation
@@ -286,11 +357,12 @@ static double attn_ms(sim_measured *m, bool context, double batch, double x)
     if (m->mla) {
         sim_mla_query q = m->mla_q;
         q.context = context;
-        return sim_optable_mla_ms(m->t, &q, batch, x);
+        return sim_optable_mla_ms(m->t, &q, batch, x) * attn_xfer(m, context, batch, x);
     }
     int hd = m->key.model.head_dim;
-    return context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)
-                   : sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x);
+    return (context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)
+                    : sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)) *
+           attn_xfer(m, context, batch, x);
 }
 
 static double ctx_ms(sim_measured *m, double batch, double isl) { return attn_ms(m, true, batch, isl); }
@@ -548,6 +620,9 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
     key.ep = cfg->expert_parallel && key.tp > 1;
     snprintf(key.dist, sizeof key.dist, "%s", cfg->moe_distribution);
     key.glitch_ratio = cfg->glitch_ratio;
+    if (hw->optables_transfer)
+        key.to =
+            (sim_gpu_roof){hw->hbm_Bps / key.tp, hw->flops / key.tp, 0, hw->link_peak_Bps, hw->allreduce_latency_s};
     for (sim_measured *m = all_measured; m; m = m->next)
         if (!memcmp(&m->key, &key, sizeof key)) return m;
     sim_optable *t = tables_get(hw->optables, key.glitch_ratio, err);
@@ -555,6 +630,7 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
     sim_measured *m = malloc(sizeof *m);
     memset(m, 0, offsetof(sim_measured, lin));
     m->key = key, m->t = t;
+    sim_optable_roof(t, &m->from);
     if (fill(m, hw, err)) {
         free(m);
         return NULL;

@@ -124,6 +124,7 @@ struct sim_optable {
     attn_memo memo[2]; /* context, generation */
     mla_memo mla[4];   /* T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM */
     double mem_Bps, mem_latency_s;
+    sim_gpu_roof roof;
     double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
     double gemm_max_m[2], gemm_max_n[2]; /* sim_optable_gemm_limits of gemm and gemm_fp8_block, found at load */
     table t[T_N];
@@ -355,6 +356,10 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
     snprintf(t->engine, sizeof t->engine, "%s", eng);
     t->mem_Bps = bw * scale;
     t->mem_latency_s = json_number_value(json_object_get(gpu, "mem_empirical_constant_latency"));
+    const json_t *node = json_object_get(*meta, "node");
+    t->roof = (sim_gpu_roof){bw, json_number_value(json_object_get(gpu, "bfloat16_tc_flops")), t->mem_latency_s,
+                             json_number_value(json_object_get(node, "intra_node_bw")),
+                             json_number_value(json_object_get(node, "p2p_latency"))};
     const json_t *nccl = json_object_get(json_object_get(*meta, "misc"), "nccl_mem");
     for (int g = 1; g <= 8; g++) {
         char k[16];
@@ -425,6 +430,8 @@ double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus)
     return gpus >= 1 && gpus <= 8 ? t->nccl_mem[gpus] : 0;
 }
 const char *sim_optable_engine(const sim_optable *t) { return t->engine; }
+
+void sim_optable_roof(const sim_optable *t, sim_gpu_roof *out) { *out = t->roof; }
 
 double sim_optable_mem_s(const sim_optable *t, double bytes)
 {

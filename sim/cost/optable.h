@@ -48,6 +48,17 @@ const char *sim_optable_engine(const sim_optable *t);
  * states them: bytes / (mem_bw × mem_bw_empirical_scaling_factor) +
  * mem_empirical_constant_latency (seconds). */
 double sim_optable_mem_s(const sim_optable *t, double bytes);
+/* The GPU the tables were measured on, per GPU as its system file states
+ * it (meta.json): HBM bandwidth (gpu.mem_bw) and bf16 tensor FLOP/s
+ * (gpu.bfloat16_tc_flops) at their datasheet peaks, the fixed latency of a
+ * memory op (gpu.mem_empirical_constant_latency), the link to the other
+ * GPUs of its node per direction (node.intra_node_bw) and its latency
+ * (node.p2p_latency). What scales the tables to another GPU's roofline
+ * (hardware.optables_transfer, sim/cost/measured.c). */
+typedef struct sim_gpu_roof {
+    double mem_Bps, flops, mem_lat_s, link_Bps, link_lat_s;
+} sim_gpu_roof;
+void sim_optable_roof(const sim_optable *t, sim_gpu_roof *out);
 /* The memory NCCL takes on each GPU of a gpus-way group, as the system file
  * states it (misc.nccl_mem: an empirical correction); 0 when not given. */
 double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus);

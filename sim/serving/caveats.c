@@ -27,7 +27,11 @@
  *   roofline  — hardware with no measurement of its kernels (no tables,
  *               no profile of the model): priced from its spec sheet,
  *               a roofline whose error against the GPUs that have tables
- *               reports/roofline_check.py measures (docs/hardware.md). */
+ *               reports/roofline_check.py measures (docs/hardware.md);
+ *   transferred — hardware priced from another GPU's tables scaled by
+ *               each operation's roofline ratio (hardware.optables_transfer),
+ *               checked leave-one-out by reports/roofline_check.py
+ *               --transfer. */
 #include <stdio.h>
 #include <string.h>
 
@@ -110,11 +114,35 @@ static void roofline_say(const sim_config *cfg, char *buf, size_t n)
              spec_sheet_hw(cfg)->name, cfg->model.name);
 }
 
+/* The hardware a run prices from another GPU's tables (the first such). */
+static const sim_hw *transfer_hw(const sim_config *cfg)
+{
+    if (!strcmp(cfg->mode, "aggregated")) return cfg->hw.optables_transfer ? &cfg->hw : NULL;
+    if (cfg->prefill_hw.optables_transfer) return &cfg->prefill_hw;
+    return cfg->decode_hw.optables_transfer ? &cfg->decode_hw : NULL;
+}
+
+static bool transferred_applies(const sim_config *cfg)
+{
+    return cfg->compute != SIM_COMPUTE_ANALYTIC && cfg->compute != SIM_COMPUTE_ENGINE && transfer_hw(cfg) != NULL;
+}
+
+static void transferred_say(const sim_config *cfg, char *buf, size_t n)
+{
+    const sim_hw *hw = transfer_hw(cfg);
+    snprintf(buf, n,
+             "hardware '%s' is priced from another GPU's measured tables (%s), each operation scaled by the ratio "
+             "of its rooflines on the two GPUs, checked leave-one-out on the GPUs that have tables: closest within "
+             "one architecture and interconnect (docs/hardware.md §6)",
+             hw->name, hw->optables);
+}
+
 static const caveat caveats[] = {
     {"moe", moe_applies, moe_say},
     {"pipeline", pipeline_applies, pipeline_say},
     {"tensor_parallel", tensor_parallel_applies, tensor_parallel_say},
     {"roofline", roofline_applies, roofline_say},
+    {"transferred", transferred_applies, transferred_say},
 };
 
 json_t *sim_serving_caveats(const sim_config *cfg)
