@@ -67,6 +67,16 @@ static void load_grid(sim_config *cfg, sim_cost *c)
 /* Memory ops as meta.json states them: bytes / (3.35e12 × 0.8) + 3 µs. */
 static double mem_s(double bytes) { return 3e-6 + bytes / (3350e9 * 0.8); }
 
+/* The generation-attention row of the grid model's decode step below. */
+static const char *GEN_32x1023[] = {"attn_dtype=bfloat16",
+                                    "kv_cache_dtype=bfloat16",
+                                    "batch_size=32",
+                                    "num_heads=32",
+                                    "num_key_value_heads=8",
+                                    "head_dim=128",
+                                    "step=1023",
+                                    NULL};
+
 /* A decode step of 32 sequences holding 1023 tokens each (context 1024
  * with the new token: generation attention's isl 1 + step 1023). */
 static void test_decode_is_the_sum_of_rows(void **state)
@@ -75,15 +85,7 @@ static void test_decode_is_the_sum_of_rows(void **state)
     sim_cost c;
     load_grid(&cfg, &c);
     double L = 2, m = 32, d = 4096, s = 2;
-    const char *attn[] = {"attn_dtype=bfloat16",
-                          "kv_cache_dtype=bfloat16",
-                          "batch_size=32",
-                          "num_heads=32",
-                          "num_key_value_heads=8",
-                          "head_dim=128",
-                          "step=1023",
-                          NULL};
-    double gen = row_latency("generation_attention.csv.gz", attn);
+    double gen = row_latency("generation_attention.csv.gz", GEN_32x1023);
     assert_true(gen > 0);
     double gemms = gemm_row("32", "6144", "4096") + gemm_row("32", "4096", "4096") + gemm_row("32", "16384", "4096") +
                    gemm_row("32", "4096", "8192");
@@ -138,19 +140,11 @@ static void test_transfer_by_hand(void **state)
     sim_cost c;
     sim_err err = {0};
     if (sim_config_load(&cfg, NULL, sets, 8, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
-    const char *attn[] = {"attn_dtype=bfloat16",
-                          "kv_cache_dtype=bfloat16",
-                          "batch_size=32",
-                          "num_heads=32",
-                          "num_key_value_heads=8",
-                          "head_dim=128",
-                          "step=1023",
-                          NULL};
     /* generation attention over 1024 tokens of context: K and V of 8 heads
      * of 128 read, q and the output of 32 heads moved; 4 · 32 · 128 · 1024
      * FLOPs a sequence */
     double m = 32, d = 4096, s = 2, x = 1024;
-    double gen = row_latency("generation_attention.csv.gz", attn) *
+    double gen = row_latency("generation_attention.csv.gz", GEN_32x1023) *
                  roof_ratio(m * (x * 2 * 8 * 128 * s + 2 * 32 * 128 * s), 4 * m * 32 * 128 * x);
     double gemms = gemm_scaled("32", "6144", "4096") + gemm_scaled("32", "4096", "4096") +
                    gemm_scaled("32", "16384", "4096") + gemm_scaled("32", "4096", "8192");
