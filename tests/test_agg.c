@@ -115,6 +115,45 @@ static void test_prefix_cache_hit(void **state)
     json_decref(j);
 }
 
+/* engine.prefix_caching = false: the same two requests share nothing, and
+ * each computes its 1,000 tokens. */
+static void test_prefix_caching_off(void **state)
+{
+    json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                        "{\"timestamp\": 100, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
+                        1e10, "--set engine.prefix_caching=false");
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), iter_s(flops(1000), 0, 1000) * 1e3, 1e-6);
+    assert_double_equal(summary_num(j, "recompute_fraction", NULL), 1, 1e-12);
+    assert_double_equal(summary_num(j, "hit_rate_tokens", NULL), 0, 0);
+    json_decref(j);
+}
+
+/* engine.chunked_prefill = false under a budget of 1,000: A's 900-token
+ * prompt takes step 1; B (1,000 tokens, sent 0.5 ms in) does not fit
+ * beside A's decodes (999 left) and waits through steps 2 and 3, then
+ * goes whole in step 4; C's 1,200 tokens exceed the budget: rejected. */
+static void test_chunked_prefill_off(void **state)
+{
+    json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 900, \"output_length\": 3, \"hash_ids\": [1]}\n"
+                        "{\"timestamp\": 0.5, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [2]}\n"
+                        "{\"timestamp\": 0.6, \"input_length\": 1200, \"output_length\": 1, \"hash_ids\": [3]}\n",
+                        1e10, "--set engine.chunked_prefill=false --set engine.max_num_batched_tokens=1000");
+    double t1 = iter_s(flops(900), 0, 900), t2 = iter_s(0, 1, 901), t3 = iter_s(0, 1, 902),
+           t4 = iter_s(flops(1000), 0, 1000);
+    double ttft_b = t1 + t2 + t3 + t4 - 0.5e-3;
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), (t1 + ttft_b) / 2 * 1e3, 1e-6);
+    assert_int_equal(summary_num(j, "rejected", "at_arrival"), 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 4);
+    json_decref(j);
+    /* with chunking B starts in step 2, beside A's decode */
+    j = run_toy("{\"timestamp\": 0, \"input_length\": 900, \"output_length\": 3, \"hash_ids\": [1]}\n"
+                "{\"timestamp\": 0.5, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [2]}\n",
+                1e10, "--set engine.max_num_batched_tokens=1000");
+    double c2 = iter_s(flops(999), 1, 901 + 999), c3 = iter_s(flops(1000) - flops(999), 1, 902 + 1000);
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), (t1 + t1 + c2 + c3 - 0.5e-3) / 2 * 1e3, 1e-6);
+    json_decref(j);
+}
+
 /* HBM for 80 pages (0.9·hbm − 2e8 = 1,280 tokens of KV): two 600-token
  * prompts (38 pages each) fit, but their decodes outgrow the rest and the
  * later one is preempted and recomputed; both finish. A 2,000-token prompt
@@ -639,6 +678,8 @@ int main(void)
         cmocka_unit_test(test_one_request_exact_ttft),
         cmocka_unit_test(test_chunked_prefill_budget),
         cmocka_unit_test(test_prefix_cache_hit),
+        cmocka_unit_test(test_prefix_caching_off),
+        cmocka_unit_test(test_chunked_prefill_off),
         cmocka_unit_test(test_preemption_and_reject),
         cmocka_unit_test(test_aggregated_config_errors),
         cmocka_unit_test(test_lmcache_cpu_offload),

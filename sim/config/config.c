@@ -616,6 +616,8 @@ static int read_typed(sim_config *c, sim_err *err)
         get_bool(root, "metrics.request_rows", &c->request_rows, err) ||
         get_bool(root, "metrics.sample_rows", &c->sample_rows, err) ||
         get_bool(root, "engine.async_scheduling", &c->async_scheduling, err) ||
+        get_bool(root, "engine.chunked_prefill", &c->chunked_prefill, err) ||
+        get_bool(root, "engine.prefix_caching", &c->prefix_caching, err) ||
         get_bool(root, "cost.expert_parallel", &c->expert_parallel, err))
         return -1;
     if (sim_json_size(root, "kvstore.hbm_bytes", &c->hbm_bytes, err) ||

@@ -152,6 +152,8 @@ typedef struct sim_config {
     int cuda_graph_max_tokens; /* resolved: vLLM's default when the key is 0 */
     char moe_distribution[24];
     bool async_scheduling; /* engine.async_scheduling: step N+1 is scheduled while step N runs */
+    bool chunked_prefill;  /* engine.chunked_prefill: false = a prompt is prefilled whole in one step */
+    bool prefix_caching;   /* engine.prefix_caching: false = no request reuses another's KV blocks */
     double noise, estimator_noise;
     int estimator_samples;
     double sample_period_s;

@@ -206,6 +206,14 @@ static const sim_config_key keys[] = {
     BOOL("engine.async_scheduling",
          "aggregated instances schedule step N+1 while step N runs (vLLM's async scheduling, the default since "
          "v0.12, vllm-project/vllm#27614): a request that arrives during a step joins the step after the next"),
+    BOOL("engine.chunked_prefill",
+         "aggregated instances split a prompt across steps to fill the token budget (vLLM's "
+         "--enable-chunked-prefill); false: a prompt is prefilled whole in one step, waiting for one with room, "
+         "and a prompt longer than `engine.max_num_batched_tokens` is rejected (vLLM then requires "
+         "max_model_len ≤ max_num_batched_tokens)"),
+    BOOL("engine.prefix_caching",
+         "aggregated instances reuse the KV blocks of a prompt prefix seen before (vLLM's "
+         "--enable-prefix-caching); false: every request's blocks are its own, computed in full"),
     NUM("engine.iter_overhead_ms", "ms", 0, 1e6,
         "cost.compute = engine: CPU time per iteration (scheduling, input preparation, sampling launch); fitted "
         "on vLLM runs (docs/validation.md)"),

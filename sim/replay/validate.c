@@ -176,8 +176,8 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
         bool_at(e, eng, "enable_expert_parallel", &ep, err) || engine_dtype(e, eng, err) ||
         engine_kv_dtype(e, eng, err))
         return -1;
-    if (!prefix) not_expressible(e, "engine.enable_prefix_caching = false: kvsim's aggregated instance always caches");
-    if (!chunked) not_expressible(e, "engine.enable_chunked_prefill = false: kvsim's aggregated instance chunks");
+    if (!prefix) add_set(e, "engine.prefix_caching=false");
+    if (!chunked) add_set(e, "engine.chunked_prefill=false");
     if (ep) add_set(e, "cost.expert_parallel=true"); /* vLLM's --enable-expert-parallel */
     add_set(e, "engine.max_num_batched_tokens=%d", (int)budget);
     add_set(e, "cluster.decode_max_batch=%d", (int)seqs);

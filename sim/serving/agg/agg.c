@@ -14,6 +14,7 @@
  * refused with a message: PD-ratio control, faults, CPP. */
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "sched/registry.h"
 #include "sim/serving/agg/agg_int.h"
@@ -206,6 +207,8 @@ static void conduct(agg *a, sim_request *req)
                 .first_token = -1,
                 .prefetch_at = -1,
                 .last_token = -1};
+    if (verdict == SIM_STAGE_NONE && !a->cfg->chunked_prefill && req->input_len > a->cfg->max_num_batched_tokens)
+        verdict = SIM_STAGE_AT_ARRIVAL; /* vLLM requires max_model_len <= max_num_batched_tokens without chunking */
     if (verdict != SIM_STAGE_NONE) {
         a->tot.rejected++;
         agg_reject(a, q, verdict);
@@ -220,9 +223,20 @@ static void conduct(agg *a, sim_request *req)
 /* A request reaches the scheduler engine.frontend_ms after it was sent
  * (cost.compute = "engine"): the API server's share of TTFT and end-to-end
  * latency, which the client measures from its send. */
+/* Without engine.prefix_caching no block is shared: each of the request's
+ * chained keys is mixed with its index, so no other request's match and
+ * the store holds its pages as its own (vLLM without
+ * --enable-prefix-caching computes every prompt in full). */
+static void own_blocks(sim_request *req)
+{
+    for (int32_t i = 0; i < req->nblocks; i++)
+        req->keys[i] = XXH3_64bits_withSeed(&req->keys[i], sizeof req->keys[i], (uint64_t)req->index + 1);
+}
+
 static void arrive(void *state, sim_request *req)
 {
     agg *a = state;
+    if (!a->cfg->prefix_caching) own_blocks(req);
     if (a->cost.engine && a->cost.frontend_s > 0)
         sim_engine_push(a->eng, a->eng->now + sim_s_to_ns(a->cost.frontend_s), EV_FRONT, 0, 0, req);
     else conduct(a, req);

@@ -22,7 +22,14 @@
  * v0.12) step N+1 is scheduled while step N runs, so a request that arrives
  * during step N is first admitted into step N+2 (into the next step when
  * nothing runs); decodes are unaffected, their next token being scheduled
- * ahead as a placeholder. */
+ * ahead as a placeholder.
+ *
+ * Without engine.chunked_prefill a prompt's uncached tokens go in one
+ * step: one that does not fit what is left of the budget waits, admitted,
+ * for a step with room, and the queue behind it goes on (vLLM's
+ * Scheduler.schedule skips such a waiting request and tries the next,
+ * vllm/v1/core/sched/scheduler.py); a prompt longer than the whole budget
+ * is rejected on arrival (agg.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -173,6 +180,7 @@ static void take_chunk(agg *a, areq *q, batch *b)
     if (q->done == q->hole_from && q->hole_to > q->hole_from) q->done = q->hole_to;
     if (q->done >= q->hole_to && q->ready_at > a->eng->now) return;
     int32_t left = (q->done < q->hole_from ? q->hole_from : q->target) - q->done;
+    if (!a->cfg->chunked_prefill && left > b->budget) return; /* whole, in a step with room (vLLM skips it) */
     q->chunk = left < b->budget ? left : b->budget;
     if (q->chunk <= 0) return;
     b->budget -= q->chunk;
