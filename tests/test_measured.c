@@ -176,6 +176,48 @@ static void test_transfer_by_hand(void **state)
     sim_config_free(&same);
 }
 
+/* Attention of a shape the tables lack, folded by hand: the grid model
+ * with a KV head per query head (32 and 32, as Llama-2-7B) has no
+ * generation-attention rows; 32 sequences of it are the work of 128 of 8
+ * heads and 8 KV heads, a row the tables hold (batch 128, step 1023). */
+static void test_attention_fold_by_hand(void **state)
+{
+    char *sets[] = {GRID_MODEL,
+                    "model.kv_heads=32",
+                    "hardware=h100x1",
+                    "hardware.optables=" H100,
+                    "cost.compute=measured",
+                    "cluster.mode=aggregated"};
+    sim_config cfg;
+    sim_cost c;
+    sim_err err = {0};
+    if (sim_config_load(&cfg, NULL, sets, 6, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    const char *row[] = {"attn_dtype=bfloat16",
+                         "kv_cache_dtype=bfloat16",
+                         "batch_size=128",
+                         "num_heads=8",
+                         "num_key_value_heads=8",
+                         "head_dim=128",
+                         "step=1023",
+                         NULL};
+    double folded = row_latency("generation_attention.csv.gz", row);
+    assert_true(folded > 0);
+    sim_op_times t;
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
+    assert_double_equal(t.s[SIM_OP_ATTN_GEN], 2 * folded * 1e-3, 1e-15);
+    json_t *notes = sim_measured_caveats();
+    bool said = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(notes, i, v) said |= strstr(json_string_value(json_object_get(v, "text")),
+                                                   "generation attention of 32 heads, 32 KV heads of 128 on h100_sxm: "
+                                                   "the tables hold no such shape; priced as 4 times the batch of "
+                                                   "their 8 heads, 8 KV heads") != NULL;
+    assert_true(said);
+    json_decref(notes);
+    sim_config_free(&cfg);
+}
+
 /* A prefill chunk of 1024 new tokens after none: context attention
  * (batch 1, isl 1024) and GEMMs at m = 1024; with 1024 cached before it,
  * the attention is T(2048) − T(1024) (measured.c's rule) where that is
@@ -601,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_decode_is_the_sum_of_rows),
         cmocka_unit_test(test_prefill_chunk_rule),
         cmocka_unit_test(test_transfer_by_hand),
+        cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_glitch_on_bundled_tables),

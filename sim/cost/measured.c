@@ -41,6 +41,8 @@ struct sim_measured {
     const char *plain_dtype; /* the router's and LM head's GEMMs: unquantized under fp8_block, else wdtype */
     double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
     int heads, kv_heads;     /* per GPU */
+    int fold[2];             /* attention looked up as fold × the batch of heads / fold: generation, context */
+    bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;
     sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
@@ -359,9 +361,9 @@ static double attn_ms(sim_measured *m, bool context, double batch, double x)
         q.context = context;
         return sim_optable_mla_ms(m->t, &q, batch, x) * attn_xfer(m, context, batch, x);
     }
-    int hd = m->key.model.head_dim;
-    return (context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)
-                    : sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, hd, batch, x)) *
+    int hd = m->key.model.head_dim, f = m->fold[context], h = m->heads / f, hk = m->kv_heads / f;
+    return (context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, batch * f, x)
+                    : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, batch * f, x)) *
            attn_xfer(m, context, batch, x);
 }
 
@@ -413,6 +415,7 @@ static void module_one_launch(sim_measured *m, const sim_pass_shape *p, double *
 
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out)
 {
+    m->used = true;
     double tokens = p->decodes + p->chunk_tokens, scratch[SIM_OP_N];
     const double *lin = linear_cached(m, tokens, scratch);
     memcpy(out->s, lin, sizeof out->s);
@@ -471,9 +474,36 @@ void sim_measured_fallback(const char *why)
     json_array_append_new(fallbacks, json_string(why));
 }
 
+/* A pricing that looked attention up folded (attn_fold) says so, once per
+ * shape, when it priced a pass since the notes were last reset. */
+static void fold_notes(json_t *a)
+{
+    for (const sim_measured *m = all_measured; m; m = m->next) {
+        if (!m->used || m->mla) continue;
+        for (int c = 0; c < 2; c++) {
+            int f = m->fold[c];
+            if (f <= 1) continue;
+            char text[400];
+            snprintf(text, sizeof text,
+                     "%s attention of %d heads, %d KV heads of %d on %s: the tables hold no such shape; priced as "
+                     "%d times the batch of their %d heads, %d KV heads (the same work; docs/measured.md §2)",
+                     c ? "context" : "generation", m->heads, m->kv_heads, m->key.model.head_dim,
+                     sim_optable_system(m->t), f, m->heads / f, m->kv_heads / f);
+            json_t *n = json_pack("{s:s, s:s}", "name", "not_measured", "text", text);
+            size_t i;
+            const json_t *v;
+            bool seen = false;
+            json_array_foreach(a, i, v) seen |= json_equal(v, n);
+            if (seen) json_decref(n);
+            else json_array_append_new(a, n);
+        }
+    }
+}
+
 json_t *sim_measured_caveats(void)
 {
     json_t *a = json_array();
+    fold_notes(a);
     size_t i;
     const json_t *v;
     json_array_foreach(fallbacks, i, v)
@@ -491,6 +521,7 @@ json_t *sim_measured_caveats(void)
 
 void sim_measured_reset_notes(void)
 {
+    for (sim_measured *m = all_measured; m; m = m->next) m->used = false;
     if (fallbacks) json_array_clear(fallbacks);
     for (loaded_tables *l = all_tables; l; l = l->next) sim_optable_clear_notes(l->t);
 }
@@ -501,6 +532,26 @@ const char *const *sim_measured_notes(const sim_measured *m, int *n) { return si
 
 /* The tables must hold every shape family the model needs at this TP: a
  * first lookup of each (one token) tells. */
+/* Attention of a head shape the tables lack, as the same work in one they
+ * hold: FlashAttention runs every (sequence, KV head) of a batch as its own
+ * blocks of one grid (Dao, "FlashAttention-2", 2023, §3.2), so h heads and
+ * h_kv KV heads over b sequences are the work of h/f and h_kv/f heads over
+ * f·b sequences. The smallest f > 1 dividing both whose shape the tables
+ * hold; 1 when they hold the model's own, 0 when none. Checked where both
+ * shapes are measured: reports/attention_fold_check.py (docs/measured.md §2). */
+static int attn_fold(sim_measured *m, bool context)
+{
+    int hd = m->key.model.head_dim;
+    for (int f = 1; f <= m->kv_heads; f++) {
+        if (m->heads % f || m->kv_heads % f) continue;
+        int h = m->heads / f, hk = m->kv_heads / f;
+        double t = context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 16)
+                           : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 1);
+        if (t >= 0) return f;
+    }
+    return 0;
+}
+
 static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
@@ -510,8 +561,8 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
     if (sim_optable_gemm_ms(m->t, m->wdtype, 1, n, md->hidden) < 0)
         return sim_errf(err, "hardware '%s': the measured tables (%s) have no %s GEMMs: use cost.compute=engine",
                         hw->name, sys, m->wdtype);
-    if (!m->mla && (sim_optable_gen_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 1) < 0 ||
-                    sim_optable_ctx_attn_ms(m->t, m->kvdtype, m->heads, m->kv_heads, md->head_dim, 1, 16) < 0))
+    m->fold[0] = m->fold[1] = 1;
+    if (!m->mla && (!(m->fold[0] = attn_fold(m, false)) || !(m->fold[1] = attn_fold(m, true))))
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no attention of %d heads, %d KV heads of %d "
                         "(model '%s' on %d GPUs, KV %s): use cost.compute=engine",
