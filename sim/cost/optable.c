@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "sim/cost/optable_int.h"
+#include "sim/index/keymap.h"
 #include "sim/infile.h"
 
 enum { MAX_KEY = 8, MAX_BRACKET = 2, MAX_NOTES = 32 };
@@ -32,6 +34,7 @@ typedef struct table {
     int n, cap;
     double *vals[MAX_BRACKET]; /* distinct values of each bracket column, ascending */
     int nvals[MAX_BRACKET];
+    sim_keymap index; /* while loading: XXH3 of a curve's key → its index in c */
 } table;
 
 /* The tables after T_NCCL are optional: fp8_block GEMM and MoE rows kept in
@@ -148,14 +151,18 @@ static curve *table_find(const table *t, const char *key)
     return bsearch(&probe, t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
 }
 
-/* During loading curves are appended unsorted; a linear scan of the last
- * few finds the row's curve (rows of one curve are mostly adjacent). */
+/* During loading curves are appended unsorted and found by the hash of
+ * their key; two keys of one hash (never seen: 64 bits) fall back to a
+ * scan, the later one unindexed. */
 static curve *table_get(table *t, const char *key)
 {
-    for (int i = t->n - 1; i >= 0 && i >= t->n - 64; i--)
+    uint64_t h = XXH3_64bits(key, strlen(key));
+    if (!t->index.e) sim_keymap_init(&t->index, 1024);
+    int64_t at = sim_keymap_get(&t->index, h);
+    if (at >= 0 && !strcmp(t->c[at].key, key)) return &t->c[at];
+    for (int i = t->n - 1; at >= 0 && i >= 0; i--)
         if (!strcmp(t->c[i].key, key)) return &t->c[i];
-    for (int i = t->n - 65; i >= 0; i--)
-        if (!strcmp(t->c[i].key, key)) return &t->c[i];
+    if (at < 0) sim_keymap_put(&t->index, h, t->n);
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 64;
         t->c = realloc(t->c, (size_t)t->cap * sizeof *t->c);
@@ -211,6 +218,7 @@ static void collect_vals(table *t, int slot, int col)
 
 static void table_finish(table *t)
 {
+    sim_keymap_free(&t->index); /* indices change below */
     for (int i = 0; i < t->n; i++) curve_sort(&t->c[i]);
     if (t->n) qsort(t->c, (size_t)t->n, sizeof *t->c, curve_cmp);
     for (int s = 0; s < MAX_BRACKET; s++)
@@ -225,6 +233,7 @@ static void table_free(table *t)
     }
     free(t->c);
     for (int s = 0; s < MAX_BRACKET; s++) free(t->vals[s]);
+    sim_keymap_free(&t->index);
 }
 
 /* ---- CSV ------------------------------------------------------------------ */
@@ -233,6 +242,11 @@ static void table_free(table *t)
  * "4096" and "4096.0" are one key), text as it is. */
 static void key_part(char *out, size_t n, const char *field)
 {
+    size_t d = strspn(field, "0123456789");
+    if (d && !field[d] && d <= 10 && (field[0] != '0' || d == 1) && d < n) { /* an integer: %.10g spells it so */
+        memcpy(out, field, d + 1);
+        return;
+    }
     char *end;
     double v = strtod(field, &end);
     if (end != field && *end == '\0') snprintf(out, n, "%.10g", v);
