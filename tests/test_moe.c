@@ -285,6 +285,15 @@ static void test_caveats(void **state)
     json_array_foreach(json_object_get(o, "caveats"), i, v)
         assert_string_not_equal(json_string_value(json_object_get(v, "name")), "roofline");
     json_decref(o);
+    /* kvsim cost --json carries them too, and none where there is none */
+    o = tu_kvsim_json("cost --set hardware=h20x8 --json");
+    c = json_object_get(o, "caveats");
+    assert_int_equal(json_array_size(c), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
+    json_decref(o);
+    o = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --json");
+    assert_null(json_object_get(o, "caveats"));
+    json_decref(o);
     /* another GPU's tables, scaled: said as transferred, not roofline */
     o = tu_kvsim_json(
         "run --set trace.limit=50 --set hardware=h800x8 --set hardware.optables=configs/optables/h100_sxm "

@@ -29,7 +29,8 @@ static const char cost_usage[] =
     "  --context C        context tokens per request in the batch (default 0)\n"
     "  --prefill N        prompt tokens (default 0: no prefill line)\n"
     "  --cached P         of which cached (default 0)\n"
-    "  --json             one JSON object instead of text\n"
+    "  --json             one JSON object instead of text; its \"caveats\" array (absent when\n"
+    "                     there is none) holds the warnings stderr also gets\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments or config (message on stderr).\n";
@@ -94,7 +95,23 @@ static void print_measured(const sim_cost *c, const cost_args *a)
         print_ops("prefill", &p, a->json);
 }
 
-static void print_cost(const sim_cost *c, const cost_args *a)
+/* The caveats of the figures as one JSON array (`, "caveats": [...]`,
+ * nothing when there is none): the config's, then the shapes the pricing
+ * just looked up outside the tables. */
+static void print_json_caveats(const json_t *config_caveats)
+{
+    json_t *all = json_deep_copy(config_caveats), *notes = sim_measured_caveats();
+    json_array_extend(all, notes);
+    if (json_array_size(all)) {
+        char *text = json_dumps(all, JSON_COMPACT);
+        printf(", \"caveats\": %s", text);
+        free(text);
+    }
+    json_decref(notes);
+    json_decref(all);
+}
+
+static void print_cost(const sim_cost *c, const cost_args *a, const json_t *caveats)
 {
     int64_t ctx = a->batch * a->context;
     sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, ctx);
@@ -108,7 +125,7 @@ static void print_cost(const sim_cost *c, const cost_args *a)
         print_measured(c, a);
         printf("\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
-               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s}\n",
+               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
                1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
                c->measured   ? "measured"
@@ -116,6 +133,8 @@ static void print_cost(const sim_cost *c, const cost_args *a)
                : c->engine   ? "engine"
                              : "analytic",
                fits ? "true" : "false");
+        print_json_caveats(caveats);
+        printf("}\n");
         return;
     }
     print_model(c, a->batch);
@@ -170,8 +189,8 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     else {
         json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */
         sim_cli_warn_caveats("cost", caveats, NULL);
+        print_cost(&c, a, caveats);
         json_decref(caveats);
-        print_cost(&c, a);
         json_t *notes = sim_measured_caveats(); /* the shapes the figures above looked up outside the tables */
         sim_cli_warn_caveats("cost", notes, NULL);
         json_decref(notes);
