@@ -252,8 +252,10 @@ static void test_model_names(void **state)
         {"0,/hw.json/s|tests/fixtures/validate/hw.json|NVIDIA H100 80GB HBM3|",
          "hardware 'NVIDIA H100 80GB HBM3' read as the preset h100x1 (its GPU, tp = 1)"},
         {"0,/hw.json/s|tests/fixtures/validate/hw.json|H200-SXM|", "read as the preset h200x1"},
-        {"0,/hw.json/s|tests/fixtures/validate/hw.json|H20|",
-         "a: not expressible: no hardware preset 'H20' for tp = 1"},
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|H20|", /* only h20x8: one of its GPUs */
+         "hardware 'H20' read as the preset h20x8 (its GPU), tp = 1 of its 8"},
+        {"0,/hw.json/s|tests/fixtures/validate/hw.json|TPU v5e|",
+         "a: not expressible: no hardware preset 'TPU v5e' for tp = 1"},
     };
     expect_edits(hw, sizeof hw / sizeof hw[0], 0);
     static const edit_case none[] = {

@@ -323,9 +323,20 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
     }
     if (!best[0]) return false;
     snprintf(out, n, "%sx%d", best, tp);
-    if (sim_preset_path("hardware", out, path, sizeof path, &ignored)) return false;
-    snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU, tp = %d)", name, out, tp);
-    return true;
+    if (!sim_preset_path("hardware", out, path, sizeof path, &ignored)) {
+        snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU, tp = %d)", name, out,
+                 tp);
+        return true;
+    }
+    /* no preset of tp GPUs: tp of a larger node's (tp_on_node), 8 GPUs first */
+    for (int node = 8; node > tp; node /= 2) {
+        snprintf(out, n, "%sx%d", best, node);
+        if (node % tp || sim_preset_path("hardware", out, path, sizeof path, &ignored)) continue;
+        snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU), tp = %d of its %d",
+                 name, out, tp, node);
+        return true;
+    }
+    return false;
 }
 
 /* The experiment's tp on a hardware preset of another node size: vLLM's
