@@ -344,6 +344,7 @@ static double lm_head_s(sim_measured *m, double seqs)
  * rope part, the cache one latent a token. */
 static double attn_xfer(const sim_measured *m, bool context, double batch, double x)
 {
+    if (!(m->key.to.mem_Bps > 0)) return 1; /* the tables' own GPU: no work per lookup */
     const sim_model *md = &m->key.model;
     double h = m->heads, s = m->act_bytes, kv = md->kv_dtype_bytes;
     double e = m->mla ? md->kv_lora_rank + md->qk_rope_head_dim : md->head_dim;
