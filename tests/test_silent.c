@@ -248,6 +248,13 @@ static void test_idle_keys_warned(void **state)
     char *e = run_stderr("--set cluster.mode='\"aggregated\"' --set cost.noise=0.1");
     assert_int_equal(count(e, "kvsim run: warning: cost.noise = 0.1 has no effect here: the aggregated model"), 1);
     free(e);
+    /* vLLM's prefix caching and chunked prefill are an aggregated instance's */
+    e = run_stderr("--set engine.chunked_prefill=false --set engine.prefix_caching=false");
+    assert_int_equal(count(e, "warning: engine.chunked_prefill = false has no effect here: chunked prefill is an "
+                              "aggregated instance's"),
+                     1);
+    assert_int_equal(count(e, "warning: engine.prefix_caching = false has no effect here"), 1);
+    free(e);
     /* it truly has none: the summaries with and without it are the same */
     json_t *a = tu_kvsim_json("run --json --set trace.limit=50 --set cluster.mode='\"aggregated\"'"),
            *b = tu_kvsim_json(

@@ -244,6 +244,10 @@ static void summarize(void *state, json_t *summary)
 static const sim_idle_key idle_keys[] = {
     {"engine.frontend_ms", "the API server's latency is an aggregated instance's (cluster.mode = \"aggregated\")"},
     {"engine.async_scheduling", "async scheduling is an aggregated instance's (cluster.mode = \"aggregated\")"},
+    {"engine.chunked_prefill", "chunked prefill is an aggregated instance's (cluster.mode = \"aggregated\"); a "
+                               "prefill instance chunks above cluster.prefill_chunk"},
+    {"engine.prefix_caching", "prefix caching is an aggregated instance's (cluster.mode = \"aggregated\"); here "
+                              "the KV store's pages are shared by kvstore.* and cluster.scope"},
     {"engine.max_num_batched_tokens", "the token budget is an aggregated instance's; prefill chunks are "
                                       "cluster.prefill_chunk here"},
     {NULL, NULL},
