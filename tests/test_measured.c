@@ -54,13 +54,18 @@ static double gemm_row(const char *m, const char *n, const char *k)
     "model={\"name\":\"grid\",\"layers\":2,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"head_dim\":128,"              \
     "\"intermediate\":8192,\"vocab\":65536,\"tied_embeddings\":false,\"dtype_bytes\":2}"
 
+/* A config of n --set lines over the defaults, and its cost model. */
+static void setup(char **sets, int n, sim_config *cfg, sim_cost *c)
+{
+    sim_err err = {0};
+    if (sim_config_load(cfg, NULL, sets, n, &err) || sim_cost_setup(c, cfg, &err)) fail_msg("%s", err.msg);
+}
+
 static void load_grid(sim_config *cfg, sim_cost *c)
 {
     char *sets[] = {GRID_MODEL, "hardware=h100x1", "hardware.optables=" H100, "cost.compute=measured",
                     "cluster.mode=aggregated"};
-    sim_err err = {0};
-    if (sim_config_load(cfg, NULL, sets, 5, &err)) fail_msg("%s", err.msg);
-    if (sim_cost_setup(c, cfg, &err)) fail_msg("%s", err.msg);
+    setup(sets, 5, cfg, c);
     assert_non_null(c->measured);
 }
 
@@ -138,8 +143,7 @@ static void test_transfer_by_hand(void **state)
                     "hardware.tflops_per_gpu=494.5"};
     sim_config cfg;
     sim_cost c;
-    sim_err err = {0};
-    if (sim_config_load(&cfg, NULL, sets, 8, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    setup(sets, 8, &cfg, &c);
     /* generation attention over 1024 tokens of context: K and V of 8 heads
      * of 128 read, q and the output of 32 heads moved; 4 · 32 · 128 · 1024
      * FLOPs a sequence */
@@ -164,9 +168,8 @@ static void test_transfer_by_hand(void **state)
     char *own_sets[] = {"model=llama3.1-8b", "hardware=h100x2", "cost.compute=measured", "cluster.mode=aggregated"};
     char *same_sets[] = {"model=llama3.1-8b", "hardware=h100x2", "cost.compute=measured", "cluster.mode=aggregated",
                          "hardware.optables_transfer=true"};
-    if (sim_config_load(&own, NULL, own_sets, 4, &err) || sim_cost_setup(&co, &own, &err) ||
-        sim_config_load(&same, NULL, same_sets, 5, &err) || sim_cost_setup(&cs, &same, &err))
-        fail_msg("%s", err.msg);
+    setup(own_sets, 4, &own, &co);
+    setup(same_sets, 5, &same, &cs);
     sim_op_times a, b;
     assert_true(sim_cost_decode_ops(&co, 48, 48 * 3000, &a) && sim_cost_decode_ops(&cs, 48, 48 * 3000, &b));
     for (int i = 0; i < SIM_OP_N; i++) assert_double_equal(a.s[i], b.s[i], 1e-12 * a.s[i]);
@@ -190,8 +193,7 @@ static void test_attention_fold_by_hand(void **state)
                     "cluster.mode=aggregated"};
     sim_config cfg;
     sim_cost c;
-    sim_err err = {0};
-    if (sim_config_load(&cfg, NULL, sets, 6, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    setup(sets, 6, &cfg, &c);
     const char *row[] = {"attn_dtype=bfloat16",
                          "kv_cache_dtype=bfloat16",
                          "batch_size=128",
@@ -552,14 +554,13 @@ static void test_moe_jit_by_hand(void **state)
 {
     sim_config cfg;
     sim_cost c;
-    sim_err err = {0};
     char *sets[] = {"model=mixtral-8x7b",
                     "hardware=h100x2",
                     "cluster.mode=aggregated",
                     "cluster.decode_max_batch=128",
                     "engine.max_num_batched_tokens=2048",
                     "engine.measured.moe_jit_compile_ms=300"};
-    if (sim_config_load(&cfg, NULL, sets, 6, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    setup(sets, 6, &cfg, &c);
     assert_non_null(c.measured);
     assert_int_equal(c.graph_max, 256);
     /* KV as vLLM sizes it: less NCCL's buffers on each of the 2 GPUs, the
@@ -572,7 +573,7 @@ static void test_moe_jit_by_hand(void **state)
                            "engine.max_num_batched_tokens=2048",
                            "cost.compute=engine"};
     sim_config ecfg;
-    if (sim_config_load(&ecfg, NULL, engine_sets, 6, &err) || sim_cost_setup(&e, &ecfg, &err)) fail_msg("%s", err.msg);
+    setup(engine_sets, 6, &ecfg, &e);
     assert_double_equal(e.hbm_kv_bytes - c.hbm_kv_bytes, 2 * 358612992.0, 1e-3);
     sim_config_free(&ecfg);
     uint64_t seen = sim_cost_moe_jit_warm(&c, 2048);
@@ -589,7 +590,7 @@ static void test_moe_jit_by_hand(void **state)
     sim_config_free(&cfg);
     /* a dense model compiles nothing at run time (its GEMMs are cuBLAS) */
     char *dense[] = {"model=llama3.1-8b", "hardware=h100x1", "cluster.mode=aggregated"};
-    if (sim_config_load(&cfg, NULL, dense, 3, &err) || sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    setup(dense, 3, &cfg, &c);
     seen = 0;
     assert_double_equal(sim_cost_moe_jit_s(&c, 1000, &seen), 0, 0);
     sim_config_free(&cfg);

@@ -94,15 +94,18 @@ static void tensor_parallel_say(const sim_config *cfg, char *buf, size_t n)
              cfg->model.name, cfg->hw.tp);
 }
 
-/* The hardware a run prices its instances on without a measurement of
- * their kernels: one side's of a disaggregated cluster, or the one
- * instance kind's (the first such, which names it). */
-static const sim_hw *spec_sheet_hw(const sim_config *cfg)
+/* The first hardware a run's instances are priced on that meets `is`:
+ * the one instance kind's, or a disaggregated cluster's prefill then
+ * decode side's (it names the caveat); NULL when none does. */
+static const sim_hw *first_hw(const sim_config *cfg, bool (*is)(const sim_config *, const sim_hw *))
 {
-    if (!strcmp(cfg->mode, "aggregated")) return sim_cost_spec_sheet_only(cfg, &cfg->hw) ? &cfg->hw : NULL;
-    if (sim_cost_spec_sheet_only(cfg, &cfg->prefill_hw)) return &cfg->prefill_hw;
-    return sim_cost_spec_sheet_only(cfg, &cfg->decode_hw) ? &cfg->decode_hw : NULL;
+    if (!strcmp(cfg->mode, "aggregated")) return is(cfg, &cfg->hw) ? &cfg->hw : NULL;
+    if (is(cfg, &cfg->prefill_hw)) return &cfg->prefill_hw;
+    return is(cfg, &cfg->decode_hw) ? &cfg->decode_hw : NULL;
 }
+
+/* Priced without a measurement of its kernels (sim/cost/cost.h). */
+static const sim_hw *spec_sheet_hw(const sim_config *cfg) { return first_hw(cfg, sim_cost_spec_sheet_only); }
 
 static bool roofline_applies(const sim_config *cfg) { return spec_sheet_hw(cfg) != NULL; }
 
@@ -114,13 +117,10 @@ static void roofline_say(const sim_config *cfg, char *buf, size_t n)
              spec_sheet_hw(cfg)->name, cfg->model.name);
 }
 
-/* The hardware a run prices from another GPU's tables (the first such). */
-static const sim_hw *transfer_hw(const sim_config *cfg)
-{
-    if (!strcmp(cfg->mode, "aggregated")) return cfg->hw.optables_transfer ? &cfg->hw : NULL;
-    if (cfg->prefill_hw.optables_transfer) return &cfg->prefill_hw;
-    return cfg->decode_hw.optables_transfer ? &cfg->decode_hw : NULL;
-}
+static bool is_transferred(const sim_config *cfg, const sim_hw *hw) { return hw->optables_transfer; }
+
+/* Priced from another GPU's tables (hardware.optables_transfer). */
+static const sim_hw *transfer_hw(const sim_config *cfg) { return first_hw(cfg, is_transferred); }
 
 static bool transferred_applies(const sim_config *cfg)
 {
