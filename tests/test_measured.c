@@ -397,6 +397,32 @@ static void test_interpolation_by_hand(void **state)
     sim_optable_free(t);
 }
 
+/* A collective the tables have no NCCL rows for (gb200's) is priced by a
+ * ring's roofline over the node's link, as gb200's meta.json states it
+ * (p2p_latency 10 µs, intra_node_bw 900 GB/s): an all-gather of 1e6 bf16
+ * elements over 2 GPUs moves half of its 2 MB, an all-reduce twice that;
+ * said once per collective, not silent. h100_sxm has the rows. */
+static void test_nccl_roofline_by_hand(void **state)
+{
+    sim_optable *t;
+    sim_err err = {0};
+    if (sim_optable_load("configs/optables/gb200", 0, &t, &err)) fail_msg("%s", err.msg);
+    assert_double_equal(sim_optable_nccl_ms(t, "all_gather", 2, 1e6), (1e-5 + 0.5 * 2e6 / 900e9) * 1e3, 1e-12);
+    assert_double_equal(sim_optable_nccl_ms(t, "all_gather", 2, 2e6), (1e-5 + 0.5 * 4e6 / 900e9) * 1e3, 1e-12);
+    assert_double_equal(sim_optable_nccl_ms(t, "all_reduce", 4, 1e6), (1e-5 + 1.5 * 2e6 / 900e9) * 1e3, 1e-12);
+    int n;
+    const char *const *notes = sim_optable_notes(t, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(notes[0], "all_gather over 2 GPUs: no NCCL rows on gb200, priced by the link's roofline");
+    sim_optable_free(t);
+    if (sim_optable_load("configs/optables/h100_sxm", 0, &t, &err)) fail_msg("%s", err.msg);
+    const char *match[] = {"op_name=all_gather", "nccl_dtype=half", "num_gpus=2", "message_size=1048576", NULL};
+    assert_double_equal(sim_optable_nccl_ms(t, "all_gather", 2, 1048576), row_latency("nccl.csv.gz", match), 1e-12);
+    sim_optable_notes(t, &n);
+    assert_int_equal(n, 0);
+    sim_optable_free(t);
+}
+
 /* Glitches (sim/cost/optable_glitch.c), by hand on two GEMM curves:
  * n = 100: 1 2 [9] 4 5 [2] 7 [20 20] 10 11 over m = 1..11 — a spike (9 is
  *   2.25 times 4), a dip (2 is 2.5 times under 5), a pair (20 and 20 are
@@ -646,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_nccl_roofline_by_hand),
         cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_glitch_on_bundled_tables),
         cmocka_unit_test(test_every_preset_monotone),

@@ -97,6 +97,13 @@ static double allreduce_row(bool graph, double elements)
     return lookup(H200, "custom_allreduce.csv.gz", match, "message_size", NULL, elements);
 }
 
+/* NCCL's all-gather on 8 GPUs (ms) of `elements` gathered half elements. */
+static double all_gather_row(double elements)
+{
+    const char *match[] = {"op_name=all_gather", "nccl_dtype=half", "num_gpus=8", NULL};
+    return lookup(H200, "nccl.csv.gz", match, "message_size", NULL, elements);
+}
+
 static double moe_row(double tokens)
 {
     const char *match[] = {"moe_dtype=fp8_block",
@@ -153,7 +160,9 @@ static double elementwise(double m)
 /* Everything of a pass but attention: the router (a bf16 GEMM of 256
  * experts and its top-8 softmax) and the fused MoE in the 58 MoE layers,
  * two all-reduces a layer and the embedding's, the LM head (bf16, n =
- * 129280 / 8 = 16160, between 12288 and 16384) for `seqs` sequences. */
+ * 129280 / 8 = 16160, between 12288 and 16384) for `seqs` sequences, then
+ * the all-gather of their seqs · 129280 bf16 logits and its copy (a read
+ * and a write of them). */
 static void rest(double m, double seqs, bool graph, sim_op_times *want)
 {
     double qkv, o, mlp;
@@ -168,7 +177,9 @@ static void rest(double m, double seqs, bool graph, sim_op_times *want)
     double w = (16160.0 - 12288) / (16384 - 12288);
     double head = (1 - w) * gemm_row("gemm.csv.gz", "bfloat16", seqs, 12288, 7168) +
                   w * gemm_row("gemm.csv.gz", "bfloat16", seqs, 16384, 7168);
-    want->s[SIM_OP_LM_HEAD] = mem_s(3 * seqs * 7168 * 2) + head * 1e-3;
+    double logits = seqs * 129280;
+    want->s[SIM_OP_LM_HEAD] =
+        mem_s(3 * seqs * 7168 * 2) + head * 1e-3 + all_gather_row(logits) * 1e-3 + mem_s(2 * logits * 2);
 }
 
 static void expect_ops(const sim_op_times *got, const sim_op_times *want)

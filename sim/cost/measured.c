@@ -137,14 +137,14 @@ static double xfer(const sim_measured *m, double bytes, double flops)
 /* A memory-bound op of the tables' analytic memory model, scaled. */
 static double mem_s(const sim_measured *m, double bytes) { return sim_optable_mem_s(m->t, bytes) * xfer(m, bytes, 0); }
 
-/* A ring all-reduce moves 2(g − 1)/g of the message over each GPU's link;
- * it scales by the link's roofline (latency + bytes / bandwidth) here to
- * there. Hardware without a link figure keeps the tables' time. */
-static double xfer_allreduce(const sim_measured *m, double bytes, int gpus)
+/* A collective that moves `wire` bytes over each GPU's link (a ring
+ * all-reduce 2(g − 1)/g of its message, an all-gather (g − 1)/g of its
+ * output) scales by the link's roofline (latency + wire / bandwidth) here
+ * to there. Hardware without a link figure keeps the tables' time. */
+static double xfer_link(const sim_measured *m, double wire)
 {
     const sim_gpu_roof *a = &m->from, *b = &m->key.to;
     if (!(b->mem_Bps > 0) || !(b->link_Bps > 0) || !(a->link_Bps > 0)) return 1;
-    double wire = 2.0 * (gpus - 1) / gpus * bytes;
     return (b->link_lat_s + wire / b->link_Bps) / (a->link_lat_s + wire / a->link_Bps);
 }
 
@@ -180,8 +180,9 @@ static double allreduce_s(sim_measured *m, double tokens, double count)
     if (m->key.tp < 2 || tokens <= 0) return 0;
     bool graph = tokens <= m->key.graph_max;
     double elements = tokens * m->key.model.hidden;
-    return count * sim_optable_allreduce_ms(m->t, m->key.tp, graph, elements) * 1e-3 *
-           xfer_allreduce(m, elements * m->act_bytes, m->key.tp);
+    int g = m->key.tp;
+    return count * sim_optable_allreduce_ms(m->t, g, graph, elements) * 1e-3 *
+           xfer_link(m, 2.0 * (g - 1) / g * (elements * m->act_bytes));
 }
 
 /* The fused MoE's roofline per GPU: the experts the tokens touch (of
@@ -323,6 +324,23 @@ static const double *linear_cached(sim_measured *m, double tokens, double *scrat
     return m->lin[i];
 }
 
+/* Under TP each GPU holds the logits of V/tp of the vocabulary; vLLM V1
+ * gathers them to every GPU, as each runs the sampler
+ * (LogitsProcessor._gather_logits: an all-gather where the platform's
+ * use_all_gather() holds, as it does under V1; vllm-project/vllm PR 9856),
+ * outside the CUDA graph, by NCCL into a (tp, seqs, V/tp) buffer that
+ * GroupCoordinator.all_gather then copies into (seqs, V): the collective
+ * of seqs · V bf16 elements from the NCCL table, and that copy's read and
+ * write as a memory op. */
+static double logits_gather_s(sim_measured *m, double seqs)
+{
+    int g = m->key.tp;
+    double elements = seqs * m->key.model.vocab, bytes = 2 * elements;
+    if (g < 2 || seqs <= 0) return 0;
+    double ms = sim_optable_nccl_ms(m->t, "all_gather", g, elements);
+    return (ms > 0 ? ms * 1e-3 * xfer_link(m, (g - 1.0) / g * bytes) : 0) + mem_s(m, 2 * bytes);
+}
+
 static double lm_head_s(sim_measured *m, double seqs)
 {
     const sim_model *md = &m->key.model;
@@ -330,7 +348,8 @@ static double lm_head_s(sim_measured *m, double seqs)
     bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
     if (cache && !isnan(m->head[i])) return m->head[i];
     double t = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
-                              gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
+                              gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden) +
+                              logits_gather_s(m, seqs)
                         : 0;
     if (cache) m->head[i] = t;
     return t;

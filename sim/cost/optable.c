@@ -787,10 +787,20 @@ double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double ele
     return one_curve(t, c, "all-reduce", "elements", elements);
 }
 
+/* NCCL by its measured curve; a system without one (gb200's tables have
+ * no NCCL rows) by a ring's roofline over the node's link: the link's
+ * latency, then (g − 1)/g of the message per GPU, twice for an all-reduce
+ * (AIConfigurator's own speed-of-light for these collectives), said once. */
 double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elements)
 {
     const curve *c = find_fmt(&t->t[T_NCCL], "%s|half|%d", op, gpus); /* the int8 rows are for int8 messages */
-    return one_curve(t, c, op, "elements", elements);
+    if (c) return one_curve(t, c, op, "elements", elements);
+    if (!(t->roof.link_Bps > 0) || elements <= 0) return -1;
+    char kind[96];
+    snprintf(kind, sizeof kind, "nccl|%s|%d", op, gpus);
+    note(t, kind, "%s over %d GPUs: no NCCL rows on %s, priced by the link's roofline", op, gpus, t->system);
+    double wire = (strcmp(op, "all_reduce") ? 1.0 : 2.0) * (gpus - 1) / gpus * 2 * elements;
+    return (t->roof.link_lat_s + wire / t->roof.link_Bps) * 1e3;
 }
 
 /* MLA (docs/measured-mla.md): linear across the batch curves that bracket

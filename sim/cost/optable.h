@@ -104,8 +104,10 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
  * graph = captured in a CUDA graph (decode) or eager. */
 double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double elements);
 /* NCCL collectives ("all_reduce", "all_gather", "reduce_scatter",
- * "alltoall") of `elements` half elements across gpus GPUs; <0 when the
- * system has no NCCL table. */
+ * "alltoall") of `elements` half elements across gpus GPUs (for
+ * all_gather, the gathered output's: AIConfigurator's message_size); a
+ * system without NCCL rows is priced by its link's roofline, noted; <0
+ * when it states no link either. */
 double sim_optable_nccl_ms(sim_optable *t, const char *op, int gpus, double elements);
 
 /* What was looked up outside the measured grid, one line per kind of
