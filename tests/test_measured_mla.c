@@ -5,7 +5,8 @@
  * strtok and a linear interpolation between the two rows that bracket a
  * size); b200x8's whole-module rows, and its mixed passes projecting
  * once; a shape beyond the tables said, not
- * silent; h100x8 refused for its HBM. */
+ * silent; h100x8 refused for its HBM; gb200x4, whose tables lack MLA, told
+ * which bundled tables hold it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -332,12 +333,42 @@ static void test_h100_refused(void **state)
                    "the measured tables (h100_sxm) have no fp8_block GEMMs");
 }
 
+/* Tables that lack a shape the model needs name the nearest bundled ones
+ * (by HBM and link) that hold it, and how to price from them scaled: gb200
+ * has no MLA rows, b200_sxm (Blackwell, same NVLink) has; the line it
+ * gives prices the model, saying it is transferred. */
+static void test_donor_suggested(void **state)
+{
+    const char *hint = "; or price it from the nearest tables that hold it, scaled to this GPU (docs/hardware.md "
+                       "§6): --set hardware.optables='\"configs/optables/b200_sxm\"' --set "
+                       "hardware.optables_transfer=true";
+    tu_expect_exit("cost --set model=deepseek-v3 --set hardware=gb200x4 --set cost.compute=measured", 2, hint);
+    sim_config cfg;
+    sim_cost c;
+    char *sets[] = {"model=deepseek-v3",
+                    "hardware=gb200x4",
+                    "cost.compute=measured",
+                    "cluster.mode=aggregated",
+                    "hardware.optables=\"configs/optables/b200_sxm\"",
+                    "hardware.optables_transfer=true"};
+    sim_err err = {0};
+    if (sim_config_load(&cfg, NULL, sets, 6, &err)) fail_msg("%s", err.msg);
+    if (sim_cost_setup(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_non_null(c.measured);
+    sim_config_free(&cfg);
+    tu_expect_exit(
+        "cost --set model=deepseek-v3 --set hardware=gb200x4 --set hardware.optables="
+        "'\"configs/optables/b200_sxm\"' --set hardware.optables_transfer=true --set cluster.mode=aggregated",
+        0, "priced from another GPU's measured tables (configs/optables/b200_sxm)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_is_the_sum_of_rows), cmocka_unit_test(test_prefill_chunk_is_the_sum_of_rows),
         cmocka_unit_test(test_b200_module_rows),          cmocka_unit_test(test_b200_mixed_pass_projects_once),
         cmocka_unit_test(test_out_of_grid_said),          cmocka_unit_test(test_h100_refused),
+        cmocka_unit_test(test_donor_suggested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

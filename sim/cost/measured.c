@@ -3,6 +3,8 @@
  * each term's source). */
 #include "sim/cost/measured.h"
 
+#include <dirent.h>
+#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -673,6 +675,89 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 
 void sim_measured_quiet(sim_measured *m, bool quiet) { sim_optable_quiet(m->t, quiet); }
 
+/* ---- when the tables lack a shape: which bundled ones could price it ----------- */
+
+/* How far a system's GPU is from this hardware's, by the two rates the
+ * transfer scales with (docs/hardware.md §6: HBM and the node's link),
+ * read from its meta.json; INFINITY when it states them not. */
+static double roof_distance(const char *dir, const sim_hw *hw, int tp)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    double bw = json_number_value(json_object_get(json_object_get(meta, "gpu"), "mem_bw"));
+    double link = json_number_value(json_object_get(json_object_get(meta, "node"), "intra_node_bw"));
+    json_decref(meta);
+    if (!(bw > 0) || !(link > 0) || !(hw->hbm_Bps > 0) || !(hw->link_peak_Bps > 0)) return INFINITY;
+    return fabs(log(bw / (hw->hbm_Bps / tp))) + fabs(log(link / hw->link_peak_Bps));
+}
+
+typedef struct donor {
+    char dir[PATH_MAX];
+    double dist;
+} donor;
+
+static int by_distance(const void *a, const void *b)
+{
+    double x = ((const donor *)a)->dist, y = ((const donor *)b)->dist;
+    return (x > y) - (x < y);
+}
+
+/* Whether the tables in dir, scaled to hw (hardware.optables_transfer),
+ * hold every shape of this pricing. */
+static bool can_price(const measured_key *key, const char *dir, const sim_hw *hw)
+{
+    sim_err scratch = {0};
+    sim_optable *t = tables_get(dir, key->glitch_ratio, &scratch);
+    if (!t) return false;
+    sim_measured *m = malloc(sizeof *m);
+    memset(m, 0, offsetof(sim_measured, lin));
+    m->key = *key, m->t = t;
+    bool ok = fill(m, hw, &scratch) == 0;
+    free(m);
+    return ok;
+}
+
+/* The tables a preset names lack a shape of the model: say which other
+ * system beside them (configs/optables/) holds it, nearest in HBM and link
+ * first, and how to price from it scaled. Only on this failing path. */
+static void suggest_donor(const measured_key *key, const sim_hw *hw, sim_err *err)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", key->tables);
+    dirname(parent);
+    struct dirent **ents = NULL;
+    int n = scandir(parent, &ents, NULL, alphasort), nd = 0;
+    donor *d = calloc(n > 0 ? (size_t)n : 1, sizeof *d);
+    for (int i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        int len = snprintf(dir, sizeof dir, "%s/%s", parent, ents[i]->d_name);
+        if (ents[i]->d_name[0] != '.' && len < (int)sizeof dir && strcmp(dir, key->tables)) {
+            snprintf(d[nd].dir, sizeof d[nd].dir, "%s", dir);
+            d[nd].dist = roof_distance(dir, hw, key->tp);
+            if (isfinite(d[nd].dist)) nd++;
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    qsort(d, (size_t)nd, sizeof *d, by_distance);
+    for (int i = 0; i < nd; i++) {
+        measured_key k = *key;
+        snprintf(k.tables, sizeof k.tables, "%s", d[i].dir);
+        k.to = (sim_gpu_roof){hw->hbm_Bps / k.tp, hw->flops / k.tp, 0, hw->link_peak_Bps, hw->allreduce_latency_s};
+        if (!can_price(&k, d[i].dir, hw)) continue;
+        /* a bundled folder as the presets name it (tables_path finds it beside the configs) */
+        size_t used = strlen(err->msg), pl = strlen(parent);
+        bool bundled = pl >= 16 && !strcmp(parent + pl - 16, "configs/optables");
+        snprintf(err->msg + used, sizeof err->msg - used,
+                 "; or price it from the nearest tables that hold it, scaled to this GPU (docs/hardware.md §6): "
+                 "--set hardware.optables='\"%s%s\"' --set hardware.optables_transfer=true",
+                 bundled ? "configs/optables/" : "", bundled ? basename(d[i].dir) : d[i].dir);
+        break;
+    }
+    free(d);
+}
+
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (!hw->optables[0]) {
@@ -704,6 +789,7 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
     sim_optable_roof(t, &m->from);
     if (fill(m, hw, err)) {
         free(m);
+        if (err && hw->pp <= 1 && !hw->optables_transfer) suggest_donor(&key, hw, err);
         return NULL;
     }
     m->next = all_measured, all_measured = m;
