@@ -299,6 +299,37 @@ static void test_cost_command(void **state)
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
 }
 
+/* A batch whose KV the HBM cannot hold is priced but said (`kv_overflow`):
+ * 1,024 requests of 100,000 tokens are 102,400,000 KV tokens; the HBM's
+ * count is the command's own `hbm_kv_tokens` (more than one such request,
+ * far fewer than all), so floor(kv / 100,000) of them fit. A batch that
+ * fits says nothing; a prompt longer than the HBM holds is said too. */
+static void test_cost_kv_overflow(void **state)
+{
+    const char *hw = "cost --set model=llama3.1-8b --set hardware=h100x1 --set cluster.mode=aggregated";
+    char args[256], want[256];
+    snprintf(args, sizeof args, "%s --batch 1024 --context 100000 --json", hw);
+    json_t *o = tu_kvsim_json(args);
+    long long kv = json_integer_value(json_object_get(o, "hbm_kv_tokens"));
+    assert_true(kv > 100000 && kv < 102400000);
+    json_t *cav = json_object_get(o, "caveats");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cav, 0), "name")), "kv_overflow");
+    json_decref(o);
+    snprintf(args, sizeof args, "%s --batch 1024 --context 100000", hw);
+    snprintf(want, sizeof want,
+             "warning: does not fit: 1024 requests of 100000 tokens of context are 102400000 KV tokens, more than "
+             "the %lld the HBM holds (%lld such requests)",
+             kv, kv / 100000);
+    tu_expect_exit(args, 0, want);
+    snprintf(args, sizeof args, "%s --batch 4 --context 1000", hw);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "does not fit"));
+    tu_free(&r);
+    snprintf(args, sizeof args, "%s --prefill 5000000", hw);
+    tu_expect_exit(args, 0, "warning: does not fit: a prompt of 5000000 tokens needs more KV than the");
+}
+
 /* A recomputed chunk costs what it adds to the prefill pass that computes
  * it (issue 32 item 1), pass(P, s) − pass(P − C, s). The toy (1 layer,
  * d = 100, 1e8 params, 1e12 FLOP/s at MFU 0.5, 1e12 B/s of HBM):
@@ -387,7 +418,7 @@ int main(void)
         cmocka_unit_test(test_estimator_fit),          cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
         cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
-        cmocka_unit_test(test_cost_command),
+        cmocka_unit_test(test_cost_command),           cmocka_unit_test(test_cost_kv_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

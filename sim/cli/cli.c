@@ -81,6 +81,7 @@ void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
         const char *what = json_is_true(json_object_get(c, "found"))  ? ""
                            : sim_cli_not_measured(name)               ? "not measured: "
                            : name && !strcmp(name, "measured_glitch") ? "measured glitch: "
+                           : name && !strcmp(name, "kv_overflow")     ? "does not fit: "
                                                                       : "not validated: ";
         fprintf(stderr, "kvsim %s: warning: %s%s\n", cmd, what, text);
         if (said) json_array_append_new(said, json_string(text));

@@ -178,6 +178,28 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
 }
 
+/* The figures asked for may hold more KV than the HBM does (the times
+ * still print, priced as if it fit): said as the caveat `kv_overflow`. */
+static void add_overflow_caveat(const sim_cost *c, const cost_args *a, json_t *caveats)
+{
+    if (c->hbm_kv_bytes <= 0) return; /* the weights alone do not fit: said under the figures */
+    long long kv = (long long)sim_cost_decode_kv_tokens(c), decode = (long long)a->batch * a->context;
+    long long prefill = (long long)a->prefill;
+    if (decode <= kv && prefill <= kv) return;
+    char text[512];
+    if (decode > kv)
+        snprintf(text, sizeof text,
+                 "%ld requests of %ld tokens of context are %lld KV tokens, more than the %lld the HBM holds (%lld "
+                 "such requests): the decode step is priced as if they fit; a run would queue or preempt the rest",
+                 a->batch, a->context, decode, kv, a->context > 0 ? kv / a->context : 0LL);
+    else
+        snprintf(text, sizeof text,
+                 "a prompt of %lld tokens needs more KV than the %lld tokens the HBM holds: the prefill is priced "
+                 "as if it fit; a run would reject the request",
+                 prefill, kv);
+    json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "kv_overflow", "text", text));
+}
+
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
 {
     sim_config cfg;
@@ -188,6 +210,7 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     if (rc) rc = sim_usage_error("cost", err.msg);
     else {
         json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */
+        add_overflow_caveat(&c, a, caveats);
         sim_cli_warn_caveats("cost", caveats, NULL);
         print_cost(&c, a, caveats);
         json_decref(caveats);
