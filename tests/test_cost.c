@@ -322,10 +322,7 @@ static void test_cost_kv_overflow(void **state)
              kv, kv / 100000);
     tu_expect_exit(args, 0, want);
     snprintf(args, sizeof args, "%s --batch 4 --context 1000", hw);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    assert_null(strstr(r.err, "does not fit"));
-    tu_free(&r);
+    tu_expect_ok_without(args, NULL, "does not fit");
     snprintf(args, sizeof args, "%s --prefill 5000000", hw);
     tu_expect_exit(args, 0, "warning: does not fit: a prompt of 5000000 tokens needs more KV than the");
 }

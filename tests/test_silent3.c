@@ -261,10 +261,7 @@ static void test_export_neutralises_formulas(void **state)
     snprintf(args, sizeof args, "run --db %s --set trace.limit=5 --set cost.noise=0", db);
     tu_expect_exit(args, 0, NULL);
     snprintf(args, sizeof args, "export --db %s --table requests", db);
-    cli_result r = tu_kvsim(args);
-    assert_int_equal(r.status, 0);
-    assert_null(strstr(r.out, ",'"));
-    tu_free(&r);
+    tu_expect_ok_without(args, ",'", NULL);
     tu_remove_temp(db);
 }
 

@@ -183,6 +183,17 @@ static inline void tu_expect_stdout(const char *args, const char *needle)
     tu_free(&r);
 }
 
+/* Run `$KVSIM_BIN args`; fail the test unless it exits 0 and neither its
+ * stdout holds out_absent nor its stderr err_absent (NULL = not checked). */
+static inline void tu_expect_ok_without(const char *args, const char *out_absent, const char *err_absent)
+{
+    cli_result r = tu_kvsim(args);
+    if (r.status != 0 || (out_absent && strstr(r.out, out_absent)) || (err_absent && strstr(r.err, err_absent)))
+        fail_msg("kvsim %s: exit %d, stdout '%s', stderr '%s' (want 0, without '%s' / '%s')", args, r.status, r.out,
+                 r.err, out_absent ? out_absent : "", err_absent ? err_absent : "");
+    tu_free(&r);
+}
+
 /* Run `$KVSIM_BIN args`; fail the test unless it exits with `status` and
  * prints a JSON value on stdout, which is returned (caller decrefs). */
 static inline json_t *tu_kvsim_json_status(const char *args, int status)
