@@ -723,9 +723,9 @@ static bool can_price(const measured_key *key, const char *dir, const sim_hw *hw
  * first, and how to price from it scaled. Only on this failing path. */
 static void suggest_donor(const measured_key *key, const sim_hw *hw, sim_err *err)
 {
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", key->tables);
-    dirname(parent);
+    char buf[PATH_MAX], parent[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", key->tables);
+    snprintf(parent, sizeof parent, "%s", dirname(buf)); /* "." for a bare folder name */
     struct dirent **ents = NULL;
     int n = scandir(parent, &ents, NULL, alphasort), nd = 0;
     donor *d = calloc(n > 0 ? (size_t)n : 1, sizeof *d);
