@@ -22,9 +22,13 @@ arguments N, K, EM (the padded sorted length) and the count of valid
 tokens, which Triton specializes on divisibility by 16. The shapes are
 Mixtral-8x7B's on two GPUs (8 experts, top 2, hidden 4096, intermediate
 7168 per GPU: the gate-up GEMM N = 14336, K = 4096; the down GEMM
-N = 4096, K = 7168). Token counts 300, 301 and 304 fall in the three
-alignment classes kvsim counts (sim_measured_moe_variant: tokens ≡ 4,
-≡ other, ≡ 0 mod 8).
+N = 4096, K = 7168), with the tile configs vLLM's tuned table for that
+shape on an H100 gives the batches the validation run compiles at run
+time (CONFIGS), each at token counts in the three alignment classes
+kvsim counts (sim_measured_moe_variant: tokens ≡ 4, ≡ other, ≡ 0 mod 8).
+Twenty-four compiles in all, each a row: kvsim charges two kernels a
+variant at engine.measured.moe_jit_compile_ms each, so the rows' median
+is the figure to set, and their spread says how much one value covers.
 
 What it does not measure: vLLM's own kernel (its code has more branches;
 the compile of a GEMM is mostly its tiling and software pipeline, which
@@ -53,12 +57,24 @@ except ImportError:  # --help still answers; main() says what is missing
         constexpr = None
 
 E, TOPK, HIDDEN, INTER = 8, 2, 4096, 7168
-CONFIGS = [  # tile shapes of the kind the tuned configs choose, small to large batches
-    {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4},
-    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
-    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 4},
+# The tuned configs vLLM takes for Mixtral-8x7B at TP 2 on an H100
+# (vllm/model_executor/layers/fused_moe/configs/E=8,N=7168,device_name=
+# NVIDIA_H100_80GB_HBM3.json) at the batch keys of the passes that run
+# outside the CUDA graphs (above 512 tokens, up to the 2,048-token budget):
+# the variants the validation run compiles while it serves. Each with
+# token counts of that key in the three alignment classes kvsim counts
+# (sim_measured_moe_variant: tokens ≡ 4, ≡ other, ≡ 0 mod 8).
+CONFIGS = [
+    {"key": 512, "BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 32, "num_warps": 4, "num_stages": 4,
+     "tokens": [516, 517, 520]},
+    {"key": 1024, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 4,
+     "tokens": [1020, 1021, 1016]},
+    {"key": 1536, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 64, "num_warps": 8, "num_stages": 4,
+     "tokens": [1532, 1533, 1528]},
+    {"key": 2048, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 32, "num_warps": 8, "num_stages": 4,
+     "tokens": [2044, 2045, 2040]},
 ]
-TOKENS = [300, 301, 304]
+TUNING = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 
 
 if triton:
@@ -131,7 +147,7 @@ def launch(cfg, gemm, tokens, dev):
     w = torch.rand(tokens * TOPK, device=dev, dtype=torch.float32)
     ids, blocks, em = routed(tokens, cfg["BLOCK_M"], dev)
     grid = (triton.cdiv(em, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
-    meta = {key: v for key, v in cfg.items() if key not in ("num_warps", "num_stages")}
+    meta = {key: cfg[key] for key in TUNING}
 
     def run():
         torch.cuda.synchronize()
@@ -171,12 +187,12 @@ def main():
     warm_up[(1,)](x, 16, BLOCK=16)
     torch.cuda.synchronize()
     rows = []
-    for i, cfg in enumerate(CONFIGS):
+    for cfg in CONFIGS:
         for gemm in ("gate_up", "down"):
-            for tokens in TOKENS:
+            for tokens in cfg["tokens"]:
                 ms = launch(cfg, gemm, tokens, dev)
-                rows.append({"config": i, "gemm": gemm, "tokens": tokens, "first_less_warm_ms": ms})
-                print("config %d %-7s tokens %d: %.1f ms" % (i, gemm, tokens, ms), file=sys.stderr)
+                rows.append({"key": cfg["key"], "gemm": gemm, "tokens": tokens, "first_less_warm_ms": ms})
+                print("key %4d %-7s tokens %d: %.1f ms" % (cfg["key"], gemm, tokens, ms), file=sys.stderr)
     out = {"about": "first launch less a warm launch of a fused-MoE-shaped Triton GEMM (reports/moe_compile_probe.py)",
            "host": host(), "configs": CONFIGS, "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN,
                                                             "inter_per_gpu": INTER}, "rows": rows}
