@@ -26,7 +26,7 @@ N = 4096, K = 7168), with the tile configs vLLM's tuned table for that
 shape on an H100 gives the batches the validation run compiles at run
 time (CONFIGS), each at token counts in the three alignment classes
 kvsim counts (sim_measured_moe_variant: tokens ≡ 4, ≡ other, ≡ 0 mod 8).
-Twenty-four compiles in all, each a row: kvsim charges two kernels a
+Thirty compiles in all, each a row: kvsim charges two kernels a
 variant at engine.measured.moe_jit_compile_ms each, so the rows' median
 is the figure to set, and their spread says how much one value covers.
 
@@ -60,11 +60,15 @@ E, TOPK, HIDDEN, INTER = 8, 2, 4096, 7168
 # The tuned configs vLLM takes for Mixtral-8x7B at TP 2 on an H100
 # (vllm/model_executor/layers/fused_moe/configs/E=8,N=7168,device_name=
 # NVIDIA_H100_80GB_HBM3.json) at the batch keys of the passes that run
-# outside the CUDA graphs (above 512 tokens, up to the 2,048-token budget):
-# the variants the validation run compiles while it serves. Each with
-# token counts of that key in the three alignment classes kvsim counts
-# (sim_measured_moe_variant: tokens ≡ 4, ≡ other, ≡ 0 mod 8).
+# outside the CUDA graphs (above 256 tokens, vLLM's capture limit
+# min(2 × max_num_seqs, 512) at the run's max_num_seqs 128, up to its
+# 2,048-token budget): the variants the validation run compiles while it
+# serves. Each with token counts of that key in the three alignment
+# classes kvsim counts (sim_measured_moe_variant: tokens ≡ 4, ≡ other,
+# ≡ 0 mod 8).
 CONFIGS = [
+    {"key": 256, "BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 64, "num_warps": 4, "num_stages": 4,
+     "tokens": [260, 261, 264]},
     {"key": 512, "BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 32, "num_warps": 4, "num_stages": 4,
      "tokens": [516, 517, 520]},
     {"key": 1024, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 16, "num_warps": 8, "num_stages": 4,
