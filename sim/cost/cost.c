@@ -188,6 +188,7 @@ static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, i
     c->graph_max = cfg->cuda_graph_max_tokens;
     c->moe_jit_s = cfg->moe_jit_compile_s;
     if (c->measured) return 0;
+    sim_measured_suggest(cfg, hw, &why);
     if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
     snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
     char text[sizeof why.msg + 160];

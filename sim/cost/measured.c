@@ -2,9 +2,8 @@
  * (see sim/cost/measured.h for the decomposition and docs/measured.md for
  * each term's source). */
 #include "sim/cost/measured.h"
+#include "sim/cost/measured_int.h"
 
-#include <dirent.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -16,41 +15,6 @@
 const char *const sim_op_names[SIM_OP_N] = {
     "embed",    "qkv_gemm", "attn_context", "attn_generation", "o_gemm",
     "mlp_gemm", "moe",      "allreduce",    "elementwise",     "lm_head",
-};
-
-enum { LIN_CACHE = 16384, HEAD_CACHE = 4096 };
-
-/* What decides a pass's price besides its shape: every field is compared
- * when a later config asks for the same pricing (sim_measured_get). */
-typedef struct measured_key {
-    char tables[PATH_MAX];
-    sim_model model;
-    int tp, graph_max;
-    bool ep;
-    char dist[24];
-    double glitch_ratio;
-    sim_gpu_roof to; /* hardware.optables_transfer: this GPU's roofline; zero = the tables' own GPU */
-} measured_key;
-
-/* How a model with MLA is priced: not MLA, from the attention backend's
- * tables (projections as GEMMs), or from the whole module's. */
-enum { MLA_NONE, MLA_BACKEND, MLA_MODULE };
-
-struct sim_measured {
-    measured_key key;
-    sim_optable *t;
-    const char *wdtype, *kvdtype;
-    const char *plain_dtype; /* the router's and LM head's GEMMs: unquantized under fp8_block, else wdtype */
-    double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
-    int heads, kv_heads;     /* per GPU */
-    int fold[2];             /* attention looked up as fold × the batch of heads / fold: generation, context */
-    bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
-    int mla;                 /* MLA_* */
-    sim_mla_query mla_q;
-    sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
-    double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
-    double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
-    struct sim_measured *next;
 };
 
 /* ---- the process's tables and pricings (loaded once, freed at exit) -------- */
@@ -94,7 +58,7 @@ static void tables_path(const char *name, char *buf, size_t n)
     if (len >= 7 && !strcmp(dir + len - 7, "configs")) snprintf(buf, n, "%.*s%s", (int)(len - 7), dir, name);
 }
 
-static sim_optable *tables_get(const char *name, double glitch_ratio, sim_err *err)
+sim_optable *sim_measured_tables_get(const char *name, double glitch_ratio, sim_err *err)
 {
     char dir[PATH_MAX];
     tables_path(name, dir, sizeof dir);
@@ -649,7 +613,7 @@ static int mla_setup(sim_measured *m, const sim_hw *hw, sim_err *err)
                     hw->name, sim_optable_system(m->t), m->heads, m->key.tp, m->kvdtype, md->name);
 }
 
-static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
+int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
     if (hw->pp > 1)
@@ -675,87 +639,23 @@ static int fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 
 void sim_measured_quiet(sim_measured *m, bool quiet) { sim_optable_quiet(m->t, quiet); }
 
-/* ---- when the tables lack a shape: which bundled ones could price it ----------- */
-
-/* How far a system's GPU is from this hardware's, by the two rates the
- * transfer scales with (docs/hardware.md §6: HBM and the node's link),
- * read from its meta.json; INFINITY when it states them not. */
-static double roof_distance(const char *dir, const sim_hw *hw, int tp)
+void sim_measured_key_of(const sim_config *cfg, const sim_hw *hw, measured_key *key)
 {
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    json_t *meta = json_load_file(path, 0, NULL);
-    double bw = json_number_value(json_object_get(json_object_get(meta, "gpu"), "mem_bw"));
-    double link = json_number_value(json_object_get(json_object_get(meta, "node"), "intra_node_bw"));
-    json_decref(meta);
-    if (!(bw > 0) || !(link > 0) || !(hw->hbm_Bps > 0) || !(hw->link_peak_Bps > 0)) return INFINITY;
-    return fabs(log(bw / (hw->hbm_Bps / tp))) + fabs(log(link / hw->link_peak_Bps));
+    memset(key, 0, sizeof *key);
+    tables_path(hw->optables, key->tables, sizeof key->tables);
+    key->model = cfg->model;
+    key->tp = hw->tp > 0 ? hw->tp : hw->gpus;
+    key->graph_max = cfg->cuda_graph_max_tokens;
+    key->ep = cfg->expert_parallel && key->tp > 1;
+    snprintf(key->dist, sizeof key->dist, "%s", cfg->moe_distribution);
+    key->glitch_ratio = cfg->glitch_ratio;
+    if (hw->optables_transfer) sim_measured_roof_of(hw, key->tp, &key->to);
 }
 
-typedef struct donor {
-    char dir[PATH_MAX];
-    double dist;
-} donor;
-
-static int by_distance(const void *a, const void *b)
+/* This hardware's roofline per GPU, as a transfer scales to it. */
+void sim_measured_roof_of(const sim_hw *hw, int tp, sim_gpu_roof *out)
 {
-    double x = ((const donor *)a)->dist, y = ((const donor *)b)->dist;
-    return (x > y) - (x < y);
-}
-
-/* Whether the tables in dir, scaled to hw (hardware.optables_transfer),
- * hold every shape of this pricing. */
-static bool can_price(const measured_key *key, const char *dir, const sim_hw *hw)
-{
-    sim_err scratch = {0};
-    sim_optable *t = tables_get(dir, key->glitch_ratio, &scratch);
-    if (!t) return false;
-    sim_measured *m = malloc(sizeof *m);
-    memset(m, 0, offsetof(sim_measured, lin));
-    m->key = *key, m->t = t;
-    bool ok = fill(m, hw, &scratch) == 0;
-    free(m);
-    return ok;
-}
-
-/* The tables a preset names lack a shape of the model: say which other
- * system beside them (configs/optables/) holds it, nearest in HBM and link
- * first, and how to price from it scaled. Only on this failing path. */
-static void suggest_donor(const measured_key *key, const sim_hw *hw, sim_err *err)
-{
-    char buf[PATH_MAX], parent[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", key->tables);
-    snprintf(parent, sizeof parent, "%s", dirname(buf)); /* "." for a bare folder name */
-    struct dirent **ents = NULL;
-    int n = scandir(parent, &ents, NULL, alphasort), nd = 0;
-    donor *d = calloc(n > 0 ? (size_t)n : 1, sizeof *d);
-    for (int i = 0; i < n; i++) {
-        char dir[PATH_MAX];
-        int len = snprintf(dir, sizeof dir, "%s/%s", parent, ents[i]->d_name);
-        if (ents[i]->d_name[0] != '.' && len < (int)sizeof dir && strcmp(dir, key->tables)) {
-            snprintf(d[nd].dir, sizeof d[nd].dir, "%s", dir);
-            d[nd].dist = roof_distance(dir, hw, key->tp);
-            if (isfinite(d[nd].dist)) nd++;
-        }
-        free(ents[i]);
-    }
-    free(ents);
-    qsort(d, (size_t)nd, sizeof *d, by_distance);
-    for (int i = 0; i < nd; i++) {
-        measured_key k = *key;
-        snprintf(k.tables, sizeof k.tables, "%s", d[i].dir);
-        k.to = (sim_gpu_roof){hw->hbm_Bps / k.tp, hw->flops / k.tp, 0, hw->link_peak_Bps, hw->allreduce_latency_s};
-        if (!can_price(&k, d[i].dir, hw)) continue;
-        /* a bundled folder as the presets name it (tables_path finds it beside the configs) */
-        size_t used = strlen(err->msg), pl = strlen(parent);
-        bool bundled = pl >= 16 && !strcmp(parent + pl - 16, "configs/optables");
-        snprintf(err->msg + used, sizeof err->msg - used,
-                 "; or price it from the nearest tables that hold it, scaled to this GPU (docs/hardware.md §6): "
-                 "--set hardware.optables='\"%s%s\"' --set hardware.optables_transfer=true",
-                 bundled ? "configs/optables/" : "", bundled ? basename(d[i].dir) : d[i].dir);
-        break;
-    }
-    free(d);
+    *out = (sim_gpu_roof){hw->hbm_Bps / tp, hw->flops / tp, 0, hw->link_peak_Bps, hw->allreduce_latency_s};
 }
 
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err)
@@ -768,28 +668,17 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
         return NULL;
     }
     measured_key key;
-    memset(&key, 0, sizeof key);
-    tables_path(hw->optables, key.tables, sizeof key.tables);
-    key.model = cfg->model;
-    key.tp = hw->tp > 0 ? hw->tp : hw->gpus;
-    key.graph_max = cfg->cuda_graph_max_tokens;
-    key.ep = cfg->expert_parallel && key.tp > 1;
-    snprintf(key.dist, sizeof key.dist, "%s", cfg->moe_distribution);
-    key.glitch_ratio = cfg->glitch_ratio;
-    if (hw->optables_transfer)
-        key.to =
-            (sim_gpu_roof){hw->hbm_Bps / key.tp, hw->flops / key.tp, 0, hw->link_peak_Bps, hw->allreduce_latency_s};
+    sim_measured_key_of(cfg, hw, &key);
     for (sim_measured *m = all_measured; m; m = m->next)
         if (!memcmp(&m->key, &key, sizeof key)) return m;
-    sim_optable *t = tables_get(hw->optables, key.glitch_ratio, err);
+    sim_optable *t = sim_measured_tables_get(hw->optables, key.glitch_ratio, err);
     if (!t) return NULL;
     sim_measured *m = malloc(sizeof *m);
     memset(m, 0, offsetof(sim_measured, lin));
     m->key = key, m->t = t;
     sim_optable_roof(t, &m->from);
-    if (fill(m, hw, err)) {
+    if (sim_measured_fill(m, hw, err)) {
         free(m);
-        if (err && hw->pp <= 1 && !hw->optables_transfer) suggest_donor(&key, hw, err);
         return NULL;
     }
     m->next = all_measured, all_measured = m;

@@ -83,6 +83,11 @@ typedef struct sim_measured sim_measured;
  * MLA shape other than DeepSeek-V3's, pipeline parallelism). MLA and
  * fp8_block weights: docs/measured-mla.md. */
 sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err *err);
+/* After sim_measured_get failed: when hw's own tables load but lack a
+ * shape of the model, append to err the nearest other bundled tables
+ * that hold them all and the --set that price the run from them scaled
+ * (measured_donor.c); nothing otherwise. Loads the candidates' tables. */
+void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err);
 /* One pass's GPU time by operation. */
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
 double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);

@@ -1,0 +1,61 @@
+/* sim/cost/measured_int.h — what the files of the measured mode share and
+ * nothing above them calls (sim/cost/measured.h is the public side):
+ *
+ *   measured.c         the process's tables, one pass as a sum of operations
+ *   measured_donor.c   which other bundled tables could price a refused run */
+#ifndef SIM_MEASURED_INT_H
+#define SIM_MEASURED_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "sim/cost/measured.h"
+#include "sim/util.h"
+
+enum { LIN_CACHE = 16384, HEAD_CACHE = 4096 };
+
+/* What decides a pass's price besides its shape: every field is compared
+ * when a later config asks for the same pricing (sim_measured_get). */
+typedef struct measured_key {
+    char tables[PATH_MAX];
+    sim_model model;
+    int tp, graph_max;
+    bool ep;
+    char dist[24];
+    double glitch_ratio;
+    sim_gpu_roof to; /* hardware.optables_transfer: this GPU's roofline; zero = the tables' own GPU */
+} measured_key;
+
+/* How a model with MLA is priced: not MLA, from the attention backend's
+ * tables (projections as GEMMs), or from the whole module's. */
+enum { MLA_NONE, MLA_BACKEND, MLA_MODULE };
+
+struct sim_measured {
+    measured_key key;
+    sim_optable *t;
+    const char *wdtype, *kvdtype;
+    const char *plain_dtype; /* the router's and LM head's GEMMs: unquantized under fp8_block, else wdtype */
+    double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
+    int heads, kv_heads;     /* per GPU */
+    int fold[2];             /* attention looked up as fold × the batch of heads / fold: generation, context */
+    bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
+    int mla;                 /* MLA_* */
+    sim_mla_query mla_q;
+    sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
+    double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
+    double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
+    struct sim_measured *next;
+};
+
+/* The tables in folder `name` (as a preset names it, or a path), loaded
+ * once per process and glitch ratio; NULL with err set when they cannot be. */
+sim_optable *sim_measured_tables_get(const char *name, double glitch_ratio, sim_err *err);
+/* Set a pricing's per-model fields and check that its tables hold every
+ * shape it will look up; -1 with err naming the first they lack. */
+int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err);
+/* What decides a pricing of cfg on hw (sim_measured_get compares it). */
+void sim_measured_key_of(const sim_config *cfg, const sim_hw *hw, measured_key *key);
+/* hw's roofline per GPU of tp, as a transfer scales the tables to it. */
+void sim_measured_roof_of(const sim_hw *hw, int tp, sim_gpu_roof *out);
+
+#endif
