@@ -299,6 +299,18 @@ static void test_cost_command(void **state)
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
 }
 
+/* `kvsim cost HW REST --json`, whose first caveat must be `name`; the
+ * caller reads the figures and frees the object. */
+static json_t *cost_with_caveat(const char *hw, const char *rest, const char *name)
+{
+    char args[256];
+    snprintf(args, sizeof args, "%s %s --json", hw, rest);
+    json_t *o = tu_kvsim_json(args);
+    json_t *cav = json_object_get(o, "caveats");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cav, 0), "name")), name);
+    return o;
+}
+
 /* A batch whose KV the HBM cannot hold is priced but said (`kv_overflow`):
  * 1,024 requests of 100,000 tokens are 102,400,000 KV tokens; the HBM's
  * count is the command's own `hbm_kv_tokens` (more than one such request,
@@ -308,12 +320,9 @@ static void test_cost_kv_overflow(void **state)
 {
     const char *hw = "cost --set model=llama3.1-8b --set hardware=h100x1 --set cluster.mode=aggregated";
     char args[256], want[256];
-    snprintf(args, sizeof args, "%s --batch 1024 --context 100000 --json", hw);
-    json_t *o = tu_kvsim_json(args);
+    json_t *o = cost_with_caveat(hw, "--batch 1024 --context 100000", "kv_overflow");
     long long kv = json_integer_value(json_object_get(o, "hbm_kv_tokens"));
     assert_true(kv > 100000 && kv < 102400000);
-    json_t *cav = json_object_get(o, "caveats");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(cav, 0), "name")), "kv_overflow");
     json_decref(o);
     snprintf(args, sizeof args, "%s --batch 1024 --context 100000", hw);
     snprintf(want, sizeof want,
@@ -325,6 +334,29 @@ static void test_cost_kv_overflow(void **state)
     tu_expect_ok_without(args, NULL, "does not fit");
     snprintf(args, sizeof args, "%s --prefill 5000000", hw);
     tu_expect_exit(args, 0, "warning: does not fit: a prompt of 5000000 tokens needs more KV than the");
+}
+
+/* A decode batch beyond the sequences the CPU constants were fitted on
+ * (92 at once in the measured mode: docs/validation.md §4) is said
+ * (`fit_range`), with the constants' share of the step, recomputed here
+ * from the command's own overhead_ms / decode_ms; 92 itself is not. */
+static void test_cost_fit_range(void **state)
+{
+    const char *hw = "cost --set model=llama3.1-8b --set hardware=h100x1 --set cluster.mode=aggregated";
+    char args[256], want[256];
+    json_t *o = cost_with_caveat(hw, "--batch 128 --context 1000", "fit_range");
+    double share =
+        100 * json_number_value(json_object_get(o, "overhead_ms")) / json_number_value(json_object_get(o, "decode_ms"));
+    json_decref(o);
+    snprintf(args, sizeof args, "%s --batch 128 --context 1000", hw);
+    snprintf(want, sizeof want,
+             "warning: not validated: a batch of 128 sequences is beyond the 92 at once of the training runs the CPU "
+             "constants (engine.measured.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term "
+             "is extrapolated, %.0f%% of this step",
+             share);
+    tu_expect_exit(args, 0, want);
+    snprintf(args, sizeof args, "%s --batch 92 --context 1000", hw);
+    tu_expect_ok_without(args, NULL, "sequences is beyond the");
 }
 
 /* A recomputed chunk costs what it adds to the prefill pass that computes
@@ -416,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
         cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
         cmocka_unit_test(test_cost_command),           cmocka_unit_test(test_cost_kv_overflow),
+        cmocka_unit_test(test_cost_fit_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

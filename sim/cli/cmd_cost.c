@@ -200,6 +200,23 @@ static void add_overflow_caveat(const sim_cost *c, const cost_args *a, json_t *c
     json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "kv_overflow", "text", text));
 }
 
+/* A decode batch beyond the sequences the CPU constants were fitted on
+ * extrapolates their per-sequence term (agg.c's fit_range of a run). */
+static void add_fit_range_caveat(const sim_cost *c, const cost_args *a, json_t *caveats)
+{
+    int fit = sim_cost_fit_seqs(c);
+    if (!fit || a->batch <= fit) return;
+    sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, (int64_t)a->batch * a->context);
+    char text[640];
+    snprintf(text, sizeof text,
+             "a batch of %ld sequences is beyond the %d at once of the training runs the CPU constants "
+             "(engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term is extrapolated, "
+             "%.0f%% of this step; if vLLM hides more of that CPU work behind the GPU than the fit saw, the step is "
+             "shorter by up to that share (docs/validation.md, section 4)",
+             a->batch, fit, c->measured ? ".measured" : "", t.total_s > 0 ? 100 * t.overhead_s / t.total_s : 0);
+    json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "fit_range", "text", text));
+}
+
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
 {
     sim_config cfg;
@@ -211,6 +228,7 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     else {
         json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */
         add_overflow_caveat(&c, a, caveats);
+        add_fit_range_caveat(&c, a, caveats);
         sim_cli_warn_caveats("cost", caveats, NULL);
         print_cost(&c, a, caveats);
         json_decref(caveats);

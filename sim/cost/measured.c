@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 const char *const sim_op_names[SIM_OP_N] = {
-    "embed",    "qkv_gemm", "attn_context", "attn_generation", "o_gemm",
-    "mlp_gemm", "moe",      "allreduce",    "elementwise",     "lm_head",
+    "embed", "qkv_gemm",  "attn_context", "attn_generation", "o_gemm",        "mlp_gemm",
+    "moe",   "allreduce", "elementwise",  "lm_head",         "logits_gather",
 };
 
 /* ---- the process's tables and pricings (loaded once, freed at exit) -------- */
@@ -307,17 +307,19 @@ static double logits_gather_s(sim_measured *m, double seqs)
     return (ms > 0 ? ms * 1e-3 * xfer_link(m, (g - 1.0) / g * bytes) : 0) + mem_s(m, 2 * bytes);
 }
 
-static double lm_head_s(sim_measured *m, double seqs)
+/* The LM head of `seqs` sampling sequences (head[0]) and, under TP, the
+ * gather of their logits (head[1]), cached by seqs. */
+static const double *lm_head_s(sim_measured *m, double seqs, double *scratch)
 {
     const sim_model *md = &m->key.model;
     long i = lround(seqs);
     bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
-    if (cache && !isnan(m->head[i])) return m->head[i];
-    double t = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
-                              gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden) +
-                              logits_gather_s(m, seqs)
-                        : 0;
-    if (cache) m->head[i] = t;
+    if (cache && !isnan(m->head[i][0])) return m->head[i];
+    double *t = cache ? m->head[i] : scratch;
+    t[0] = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
+                          gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
+                    : 0;
+    t[1] = logits_gather_s(m, seqs);
     return t;
 }
 
@@ -408,7 +410,9 @@ void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *o
     double n = p->chunks > 0 ? p->chunk_tokens / p->chunks : 0;
     out->s[SIM_OP_ATTN_CTX] = ctx_attn_s(m, p->chunks, n, p->chunk_cached);
     out->s[SIM_OP_ATTN_GEN] = gen_attn_s(m, p->decodes, p->decode_ctx + 1);
-    out->s[SIM_OP_LM_HEAD] = lm_head_s(m, p->decodes + p->chunks);
+    double hs[2];
+    const double *head = lm_head_s(m, p->decodes + p->chunks, hs);
+    out->s[SIM_OP_LM_HEAD] = head[0], out->s[SIM_OP_LOGITS_GATHER] = head[1];
     if (m->mla == MLA_MODULE && p->chunks > 0 && p->decodes > 0) module_one_launch(m, p, out->s);
     out->total_s = 0;
     for (int i = 0; i < SIM_OP_N; i++) out->total_s += out->s[i];
@@ -629,7 +633,7 @@ int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     m->heads = md->heads / m->key.tp;
     m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
     for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
-    for (int i = 0; i < HEAD_CACHE; i++) m->head[i] = NAN;
+    for (int i = 0; i < HEAD_CACHE; i++) m->head[i][0] = NAN;
     sim_optable_quiet(m->t, true);
     int rc =
         (md->kv_lora_rank > 0 && mla_setup(m, hw, err)) || check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;

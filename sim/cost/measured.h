@@ -23,8 +23,9 @@
  *              (dense) SiLU-and-mul, each a memory op: bytes over the
  *              system's effective bandwidth plus its constant latency
  *   lm_head  the final norm and GEMM seqs × V/tp × d, seqs = the sequences
- *            that sample a token this pass; under TP, NCCL's all-gather of
- *            their seqs · V logits to every GPU and its reshaping copy
+ *            that sample a token this pass
+ *   logits_gather  under TP, NCCL's all-gather of their seqs · V logits to
+ *            every GPU and its reshaping copy
  *
  * A model with multi-head latent attention (DeepSeek-V3) takes MLA's
  * tables for attn, and for qkv and o its projections (q_a + kv_a, q_b; o)
@@ -56,6 +57,7 @@ enum {
     SIM_OP_ALLREDUCE,
     SIM_OP_ELEMENTWISE,
     SIM_OP_LM_HEAD,
+    SIM_OP_LOGITS_GATHER,
     SIM_OP_N
 };
 /* The operations' names in output, by SIM_OP_*. */

@@ -43,7 +43,7 @@ struct sim_measured {
     sim_mla_query mla_q;
     sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
-    double head[HEAD_CACHE];         /* lm_head by sampling sequences; NaN = not yet */
+    double head[HEAD_CACHE][2];      /* lm_head, logits_gather by sampling sequences; NaN = not yet */
     struct sim_measured *next;
 };
 
