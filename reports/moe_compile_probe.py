@@ -38,10 +38,11 @@ these configs fix), nor vLLM's other first-use costs. A figure from it is
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
+
+from gpu_host import host
 
 # A fresh cache before Triton is imported: every first launch compiles.
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-probe-")
@@ -166,16 +167,6 @@ def launch(cfg, gemm, tokens, dev):
     return 1e3 * (first - warm)
 
 
-def host():
-    cpu = ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu or platform.processor(), "cores": os.cpu_count(), "gpu": torch.cuda.get_device_name(0),
-            "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
@@ -198,8 +189,8 @@ def main():
                 rows.append({"key": cfg["key"], "gemm": gemm, "tokens": tokens, "first_less_warm_ms": ms})
                 print("key %4d %-7s tokens %d: %.1f ms" % (cfg["key"], gemm, tokens, ms), file=sys.stderr)
     out = {"about": "first launch less a warm launch of a fused-MoE-shaped Triton GEMM (reports/moe_compile_probe.py)",
-           "host": host(), "configs": CONFIGS, "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN,
-                                                            "inter_per_gpu": INTER}, "rows": rows}
+           "host": host(torch, triton=triton.__version__), "configs": CONFIGS,
+           "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN, "inter_per_gpu": INTER}, "rows": rows}
     text = json.dumps(out, indent=1)
     if a.out:
         with open(a.out, "w") as f:

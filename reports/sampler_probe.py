@@ -34,9 +34,9 @@ GPU", to be cited as such.
 """
 import argparse
 import json
-import os
-import platform
 import sys
+
+from gpu_host import host
 
 try:
     import torch
@@ -110,16 +110,6 @@ def time_ms(mode, vocab, batch, dev):
     return times[len(times) // 2], times[0], times[-1]
 
 
-def host():
-    cpu = ""
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu or platform.processor(), "cores": os.cpu_count(), "gpu": torch.cuda.get_device_name(0),
-            "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version()}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
@@ -142,7 +132,7 @@ def main():
                 print("%-6s V %6d batch %3d: %.3f ms (%.3f..%.3f)" % (mode, vocab, batch, med, lo, hi),
                       file=sys.stderr)
     out = {"about": "GPU time of PyTorch sampler operations over bf16 logits (reports/sampler_probe.py)",
-           "host": host(), "temperature": TEMPERATURE, "top_p": TOP_P, "reps": REPS, "rows": rows}
+           "host": host(torch, cuda=torch.version.cuda), "temperature": TEMPERATURE, "top_p": TOP_P, "reps": REPS, "rows": rows}
     text = json.dumps(out, indent=1)
     if a.out:
         with open(a.out, "w") as f:
