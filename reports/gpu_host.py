@@ -1,7 +1,9 @@
-"""reports/gpu_host.py — what a GPU probe's JSON says of the machine it ran
-on (reports/moe_compile_probe.py, reports/sampler_probe.py): the CPU model
-and core count, the GPU's name, PyTorch's and Python's versions, and
-whatever else the probe adds (its own libraries' versions)."""
+"""reports/gpu_host.py — what the GPU probes (reports/moe_compile_probe.py,
+reports/sampler_probe.py) share: what their JSON says of the machine it ran
+on (the CPU model and core count, the GPU's name, PyTorch's and Python's
+versions, and whatever else the probe adds: its own libraries' versions),
+and writing that JSON."""
+import json
 import os
 import platform
 
@@ -17,3 +19,13 @@ def host(torch, **extra):
            "torch": torch.__version__, "python": platform.python_version()}
     out.update(extra)
     return out
+
+
+def emit(out, path):
+    """The probe's JSON object to the file at path, or to stdout without one."""
+    text = json.dumps(out, indent=1)
+    if path:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)

@@ -36,13 +36,12 @@ these configs fix), nor vLLM's other first-use costs. A figure from it is
 "a fused-MoE-shaped Triton kernel on this host", to be cited as such.
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
 
-from gpu_host import host
+from gpu_host import emit, host
 
 # A fresh cache before Triton is imported: every first launch compiles.
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-probe-")
@@ -191,12 +190,7 @@ def main():
     out = {"about": "first launch less a warm launch of a fused-MoE-shaped Triton GEMM (reports/moe_compile_probe.py)",
            "host": host(torch, triton=triton.__version__), "configs": CONFIGS,
            "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN, "inter_per_gpu": INTER}, "rows": rows}
-    text = json.dumps(out, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    emit(out, a.out)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,9 @@ side of sampling. A figure from it is "PyTorch's sampler operations on that
 GPU", to be cited as such.
 """
 import argparse
-import json
 import sys
 
-from gpu_host import host
+from gpu_host import emit, host
 
 try:
     import torch
@@ -132,13 +131,9 @@ def main():
                 print("%-6s V %6d batch %3d: %.3f ms (%.3f..%.3f)" % (mode, vocab, batch, med, lo, hi),
                       file=sys.stderr)
     out = {"about": "GPU time of PyTorch sampler operations over bf16 logits (reports/sampler_probe.py)",
-           "host": host(torch, cuda=torch.version.cuda), "temperature": TEMPERATURE, "top_p": TOP_P, "reps": REPS, "rows": rows}
-    text = json.dumps(out, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+           "host": host(torch, cuda=torch.version.cuda), "temperature": TEMPERATURE, "top_p": TOP_P, "reps": REPS,
+           "rows": rows}
+    emit(out, a.out)
 
 
 if __name__ == "__main__":

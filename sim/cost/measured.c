@@ -520,8 +520,6 @@ const char *const *sim_measured_notes(const sim_measured *m, int *n) { return si
 
 /* ---- set-up -------------------------------------------------------------------- */
 
-/* The tables must hold every shape family the model needs at this TP: a
- * first lookup of each (one token) tells. */
 /* Attention of a head shape the tables lack, as the same work in one they
  * hold: FlashAttention runs every (sequence, KV head) of a batch as its own
  * blocks of one grid (Dao, "FlashAttention-2", 2023, §3.2), so h heads and
@@ -542,6 +540,8 @@ static int attn_fold(sim_measured *m, bool context)
     return 0;
 }
 
+/* The tables must hold every shape family the model needs at this TP: a
+ * first lookup of each (one token) tells. */
 static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;

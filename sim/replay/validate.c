@@ -222,7 +222,8 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     known_keys(e, load, load_keys, "type and stages");
     if (!type)
         return sim_errf(err, "%s: experiment '%s': workload.load.type: missing (constant or poisson)", e->file, e->id);
-    if (strcmp(type, "constant") && strcmp(type, "poisson"))
+    static const char *const types[] = {"constant", "poisson", NULL};
+    if (!one_of(type, types))
         return not_expressible(e, "workload.load.type '%.64s': kvsim generates constant and poisson loads", type), 0;
     if (!json_is_array(st) || json_array_size(st) == 0 || json_array_size(st) > SIM_SP_MAX_STAGES)
         return sim_errf(err, "%s: experiment '%s': workload.load.stages: expected 1 to %d stages", e->file, e->id,

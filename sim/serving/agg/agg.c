@@ -220,9 +220,6 @@ static void conduct(agg *a, sim_request *req)
     agg_iterate(a, in);
 }
 
-/* A request reaches the scheduler engine.frontend_ms after it was sent
- * (cost.compute = "engine"): the API server's share of TTFT and end-to-end
- * latency, which the client measures from its send. */
 /* Without engine.prefix_caching no block is shared: each of the request's
  * chained keys is mixed with its index, so no other request's match and
  * the store holds its pages as its own (vLLM without
@@ -233,6 +230,10 @@ static void own_blocks(sim_request *req)
         req->keys[i] = XXH3_64bits_withSeed(&req->keys[i], sizeof req->keys[i], (uint64_t)req->index + 1);
 }
 
+/* A request reaches the scheduler engine.frontend_ms after it was sent
+ * (cost.compute = "engine"): the API server's share of TTFT and end-to-end
+ * latency, which the client measures from its send. Without prefix
+ * caching its blocks are made its own first (own_blocks). */
 static void arrive(void *state, sim_request *req)
 {
     agg *a = state;
