@@ -362,13 +362,32 @@ static void test_donor_suggested(void **state)
         0, "priced from another GPU's measured tables (configs/optables/b200_sxm)");
 }
 
+/* Qwen3-30B-A3B's experts at TP 8 are in no table (AIConfigurator
+ * measures them at TP 1 to 4 and EP 2 to 128): the refusal names the
+ * expert-parallel deployment those tables do measure, and that --set
+ * prices it from them; DeepSeek-V3 on gb200 lacks MLA, which no expert
+ * split mends, so its refusal does not say it. */
+static void test_expert_parallel_suggested(void **state)
+{
+    const char *hint = "; or split the experts across the 8 GPUs, as these tables measure them (vLLM's "
+                       "--enable-expert-parallel): --set cost.expert_parallel=true";
+    tu_expect_exit("cost --set model=qwen3-30b-a3b --set hardware=h100x8 --set cost.compute=measured", 2, hint);
+    tu_expect_ok_without("cost --set model=qwen3-30b-a3b --set hardware=h100x8 --set cost.compute=measured --set "
+                         "cost.expert_parallel=true --batch 32 --context 1000",
+                         NULL, "not measured");
+    cli_result r = tu_kvsim("cost --set model=deepseek-v3 --set hardware=gb200x4 --set cost.compute=measured");
+    assert_int_equal(r.status, 2);
+    assert_null(strstr(r.err, "split the experts"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_is_the_sum_of_rows), cmocka_unit_test(test_prefill_chunk_is_the_sum_of_rows),
         cmocka_unit_test(test_b200_module_rows),          cmocka_unit_test(test_b200_mixed_pass_projects_once),
         cmocka_unit_test(test_out_of_grid_said),          cmocka_unit_test(test_h100_refused),
-        cmocka_unit_test(test_donor_suggested),
+        cmocka_unit_test(test_donor_suggested),           cmocka_unit_test(test_expert_parallel_suggested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,24 @@ static void suggest_donor(const measured_key *key, const sim_hw *hw, sim_err *er
     free(d);
 }
 
+/* A mixture of experts whose fused MoE the own tables lack at this TP may
+ * be measured split by experts instead (AIConfigurator measures
+ * Qwen3-30B-A3B's experts at TP 1 to 4 and EP 2 to 128): say so, with the
+ * --set that prices it so. vLLM's --enable-expert-parallel is a choice of
+ * the deployment, not a price of the same one, hence a suggestion. */
+static void suggest_expert_parallel(const measured_key *key, const sim_hw *hw, sim_err *err)
+{
+    if (key->ep || key->tp < 2 || sim_model_moe_layers(&key->model) == 0) return;
+    measured_key k = *key;
+    k.ep = true;
+    if (!can_price(&k, k.tables, hw)) return;
+    size_t used = strlen(err->msg);
+    snprintf(err->msg + used, sizeof err->msg - used,
+             "; or split the experts across the %d GPUs, as these tables measure them (vLLM's "
+             "--enable-expert-parallel): --set cost.expert_parallel=true",
+             key->tp);
+}
+
 void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (!err || !hw->optables[0] || hw->pp > 1 || hw->optables_transfer) return;
@@ -104,5 +122,6 @@ void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
     sim_err scratch = {0};
     /* only when the own tables load and lack a shape: a broken file is its own error */
     if (!sim_measured_tables_get(key.tables, key.glitch_ratio, &scratch) || can_price(&key, key.tables, hw)) return;
+    suggest_expert_parallel(&key, hw, err);
     suggest_donor(&key, hw, err);
 }
