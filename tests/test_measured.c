@@ -575,7 +575,8 @@ static void test_refusals(void **state)
  * tokens takes config key 512 (nearest of 512 and 1024), 600 ≡ 0 mod 8:
  * a cold variant, two kernels of 0.3 s each; again, nothing. 604 ≡ 4 and
  * 601 (odd) are two more variants, 602 is 601's. 2048 ≡ 0 was compiled by
- * the profiling pass; 2047 was not. 200 runs in a graph. */
+ * the profiling pass; 2047 was not. 200 runs in a graph. Then a router of
+ * another top-k and expert count. */
 static void test_moe_jit_by_hand(void **state)
 {
     sim_config cfg;
@@ -613,6 +614,19 @@ static void test_moe_jit_by_hand(void **state)
     assert_double_equal(sim_cost_moe_jit_s(&c, 2048, &seen), 0, 0);
     assert_double_equal(sim_cost_moe_jit_s(&c, 2047, &seen), 0.6, 1e-12);
     assert_double_equal(sim_cost_moe_jit_s(&c, 1000, &seen), 0.6, 1e-12); /* key 1024 */
+    sim_config_free(&cfg);
+    /* top-8 of 128 experts (Qwen3-30B-A3B): num_valid_tokens = 8t and
+     * EM = 8t + 128 (BLOCK_SIZE_M − 1) divide by 16 together, when t is
+     * even: 600 and 604 are one variant, 601 and 603 the other */
+    char *qwen[] = {"model=qwen3-30b-a3b", "hardware=h100x1", "cluster.mode=aggregated", "cluster.decode_max_batch=128",
+                    "engine.max_num_batched_tokens=2048"};
+    setup(qwen, 5, &cfg, &c);
+    seen = sim_cost_moe_jit_warm(&c, 2048);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 600, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 604, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 601, &seen), 0.6, 1e-12);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 603, &seen), 0, 0);
+    assert_double_equal(sim_cost_moe_jit_s(&c, 2046, &seen), 0, 0); /* the profiling pass's, 2048 */
     sim_config_free(&cfg);
     /* a dense model compiles nothing at run time (its GEMMs are cuBLAS) */
     char *dense[] = {"model=llama3.1-8b", "hardware=h100x1", "cluster.mode=aggregated"};

@@ -432,15 +432,29 @@ double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p)
 static const int moe_keys[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096};
 enum { N_MOE_KEYS = sizeof moe_keys / sizeof moe_keys[0] };
 
+/* How Triton specializes the kernel's two token-count arguments for a pass
+ * of t tokens: num_valid_tokens = k·t and EM = k·t + E·(BLOCK_SIZE_M − 1),
+ * the length moe_align_block_size pads the sorted ids to
+ * (vllm/model_executor/layers/fused_moe/moe_align_block_size.py), each
+ * divisible by 16 or not. Every BLOCK_SIZE_M the configs use is a multiple
+ * of 16, so EM ≡ k·t − E (mod 16) whatever the config: class 0 when k·t is
+ * divisible by 16, 1 when EM is instead, 2 when neither. Mixtral (top-2 of
+ * 8) has all three (t ≡ 0, ≡ 4, otherwise mod 8); a top-8 router over a
+ * multiple of 16 experts (Qwen3-30B-A3B, DeepSeek-V3) has two, as both
+ * arguments divide by 16 together (t even) or not at all. */
+static int moe_alignment(const sim_model *md, long t)
+{
+    long kt = (long)md->experts_per_token * t;
+    return kt % 16 == 0 ? 0 : ((kt - md->experts) % 16 + 16) % 16 == 0 ? 1 : 2;
+}
+
 uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens)
 {
     if (sim_model_moe_layers(&m->key.model) == 0 || tokens < 1) return 0;
     int best = 0;
     for (int i = 1; i < N_MOE_KEYS; i++)
         if (fabs(moe_keys[i] - tokens) < fabs(moe_keys[best] - tokens)) best = i;
-    long t = lround(tokens);
-    int cls = t % 8 == 0 ? 0 : t % 8 == 4 ? 1 : 2;
-    return (uint64_t)1 << (best * 3 + cls);
+    return (uint64_t)1 << (best * 3 + moe_alignment(&m->key.model, lround(tokens)));
 }
 
 uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)

@@ -102,9 +102,10 @@ void sim_measured_quiet(sim_measured *m, bool quiet);
  * of `tokens` tokens compiles, as a bit of a 64-bit set — the tuned
  * config vLLM picks (the key of its config files nearest to the token
  * count: 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536,
- * 2048, 3072, 4096) times the three ways Triton specializes the kernel's
- * integer arguments EM and num_valid_tokens on divisibility by 16 for
- * top-2 routing (tokens ≡ 0, ≡ 4, or otherwise mod 8). 0 for a dense model. */
+ * 2048, 3072, 4096) times the ways Triton specializes the kernel's
+ * integer arguments EM and num_valid_tokens on divisibility by 16 (three
+ * for top-2 of 8 experts: tokens ≡ 0, ≡ 4, or otherwise mod 8; two for
+ * top-8 of a multiple of 16: tokens even or odd). 0 for a dense model. */
 uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens);
 /* The variants vLLM compiles before serving: every CUDA-graph capture size
  * up to graph_max (1, 2, 4, then multiples of 8) and the profiling pass of
