@@ -273,10 +273,10 @@ static void test_caveats(void **state)
     assert_null(strstr(r.err, "not validated"));
     json_decref(o);
     tu_free(&r);
-    /* with the calibration's profile of the model, no caveat; with tables,
-     * none about the roofline (the bundled trace's longest prompt is
-     * outside them: not_measured) */
-    o = tu_kvsim_json("run --set hardware=h100x1 --set model=llama3.1-8b --json");
+    /* with the calibration's profile of the model (asked for by name), no
+     * caveat; with tables, none about the roofline (the bundled trace's
+     * longest prompt is outside them: not_measured) */
+    o = tu_kvsim_json("run --set hardware=h100x1 --set model=llama3.1-8b --set cost.compute=profile --json");
     assert_null(json_object_get(o, "caveats"));
     json_decref(o);
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 --json");
@@ -291,7 +291,7 @@ static void test_caveats(void **state)
     assert_int_equal(json_array_size(c), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
     json_decref(o);
-    o = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --json");
+    o = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --batch 16 --context 1000 --json");
     assert_null(json_object_get(o, "caveats"));
     json_decref(o);
     /* another GPU's tables, scaled: said as transferred, not roofline */

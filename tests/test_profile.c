@@ -146,16 +146,18 @@ static void test_decode_line_second_implementation(void **state)
     json_decref(cal);
 }
 
-/* The H100 preset uses the tables: a one-chunk prefill is the measured
- * grid point, a two-chunk one the sum of its two passes plus two chunk
- * overheads, a decode step the table plus cost.decode_overhead_ms. */
+/* The H100 preset's profile, asked for by name: a one-chunk prefill is
+ * the measured grid point, a two-chunk one the sum of its two passes plus
+ * two chunk overheads, a decode step the table plus
+ * cost.decode_overhead_ms. Under auto the preset's measured tables price
+ * the same disaggregated run instead (docs/measured.md). */
 static void test_cost_uses_profile_on_h100(void **state)
 {
-    char *sets[] = {"hardware=h100x1", "model=llama3.1-8b"};
+    char *sets[] = {"hardware=h100x1", "model=llama3.1-8b", "cost.compute=profile"};
     sim_config cfg;
     sim_cost c;
     sim_err err;
-    if (sim_config_load(&cfg, NULL, sets, 2, &err) || sim_cost_init(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    if (sim_config_load(&cfg, NULL, sets, 3, &err) || sim_cost_init(&c, &cfg, &err)) fail_msg("%s", err.msg);
     assert_true(c.profiled);
     json_error_t je;
     json_t *doc = json_load_file(H100_LAYERS, 0, &je);
@@ -169,23 +171,33 @@ static void test_cost_uses_profile_on_h100(void **state)
     assert_rel(t.total_s, sim_profile_decode_s(&c.profile, 16, 16 * 2048.0) + cfg.decode_overhead_s, 1e-12);
     json_decref(doc);
     sim_config_free(&cfg);
+    if (sim_config_load(&cfg, NULL, sets, 2, &err) || sim_cost_init(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    assert_false(c.profiled);
+    assert_non_null(c.measured);
+    sim_config_free(&cfg);
 }
 
-/* Measured on one GPU, the tables do not apply to an 8-GPU node: analytic,
- * and `kvsim cost` says why. */
+/* Measured on one GPU, the tables do not apply to an 8-GPU node: analytic
+ * (when the measured tables are not asked for), and `kvsim cost` says
+ * why; under auto the preset's measured tables price it, and the profile
+ * is not mentioned. */
 static void test_profile_not_used_on_other_gpu_count(void **state)
 {
-    char *sets[] = {"hardware=h100x8", "model=llama3.1-8b", "hardware.calibration=\"configs/calibration/h100.json\""};
+    char *sets[] = {"hardware=h100x8", "model=llama3.1-8b", "hardware.calibration=\"configs/calibration/h100.json\"",
+                    "cost.compute=analytic"};
     sim_config cfg;
     sim_cost c;
     sim_err err;
-    if (sim_config_load(&cfg, NULL, sets, 3, &err) || sim_cost_init(&c, &cfg, &err)) fail_msg("%s", err.msg);
+    if (sim_config_load(&cfg, NULL, sets, 4, &err) || sim_cost_init(&c, &cfg, &err)) fail_msg("%s", err.msg);
     assert_false(c.profiled);
     assert_true(c.profile_gpus_mismatch);
     sim_config_free(&cfg);
     tu_expect_stdout("cost --set hardware=h100x8 --set model=llama3.1-8b "
-                     "--set 'hardware.calibration=\"configs/calibration/h100.json\"'",
+                     "--set 'hardware.calibration=\"configs/calibration/h100.json\"' --set cost.compute=analytic",
                      "compute: analytic (configs/calibration/h100.json was measured on 1 GPU, this hardware has 8)");
+    tu_expect_ok_without("cost --set hardware=h100x8 --set model=llama3.1-8b "
+                         "--set 'hardware.calibration=\"configs/calibration/h100.json\"'",
+                         "compute: analytic", NULL);
 }
 
 /* Page copies: t = copies × a + bytes / beta refitted here by the 2×2

@@ -273,8 +273,8 @@ static void test_idle_keys_warned(void **state)
         if (strstr(e, "has no effect")) fail_msg("%s: %s", quiet[i], e);
         free(e);
     }
-    e = run_stderr("--set hardware=h100x1 --set model=llama3.1-8b --set cost.prefill_mfu=0.6 "
-                   "--set hardware.hbm_efficiency=0.8");
+    e = run_stderr("--set hardware=h100x1 --set model=llama3.1-8b --set cost.compute=profile "
+                   "--set cost.prefill_mfu=0.6 --set hardware.hbm_efficiency=0.8");
     assert_int_equal(count(e, "warning: cost.prefill_mfu = 0.6 has no effect here: the hardware's calibration file "
                               "gives this model's prefill and decode times measured on its GPUs"),
                      1);

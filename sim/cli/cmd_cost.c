@@ -144,7 +144,7 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
         printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
                "docs/validation.md)\n",
                (c->weight_bytes - c->pass_weight_bytes) / 1e9);
-    else if (c->profile_gpus_mismatch)
+    else if (c->profile_gpus_mismatch && !c->measured)
         printf("compute: analytic (%s was measured on %d GPU, this hardware has %d)\n", c->hw->calibration,
                c->profile.gpus, c->hw->gpus);
     if (t.profiled) {

@@ -272,8 +272,9 @@ static const sim_config_key keys[] = {
     CHOICE("cost.compute", "auto|analytic|profile|engine|measured",
            "compute-time model: `analytic` (Mooncake Eq. 1 and the HBM roofline), `profile` (the hardware "
            "calibration's measured tables), `engine` (a production engine with CUDA graphs: roofline over the "
-           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (engine for aggregated "
-           "instances; else profile when the tables exist, else analytic), `measured` (the sum over layers of measured "
+           "bytes a pass reads + `engine.*` overheads, docs/validation.md), `auto` (`measured` where the hardware "
+           "names tables that price the model; else engine for aggregated instances, profile where the calibration "
+           "has the model, analytic otherwise), `measured` (the sum over layers of measured "
            "per-operation latencies, `hardware.optables`, plus the `engine.*` CPU overheads; docs/measured.md)"),
     BOOL("cost.expert_parallel",
          "mixture of experts: the routed experts are split across the instance's GPUs, exchanged by a dispatch and "

@@ -175,13 +175,11 @@ static void engine_init(sim_cost *c, const sim_config *cfg)
  * prices the run. */
 static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, int compute, sim_err *err)
 {
-    /* auto: an aggregated (vLLM-style) instance takes the tables (they
-     * are vLLM's kernels); a disaggregated one the calibration's own
-     * profile of this model on these GPUs first (a measurement of the
-     * whole model), then the tables */
+    /* auto: any instance on hardware with tables takes them (vLLM's
+     * kernels, fused and CUDA-graphed as a serving engine runs them); the
+     * calibration's eager per-layer profile is asked for by name */
     bool agg = !strcmp(cfg->mode, "aggregated");
-    bool want =
-        compute == SIM_COMPUTE_MEASURED || (compute == SIM_COMPUTE_AUTO && hw->optables[0] && (agg || !c->profiled));
+    bool want = compute == SIM_COMPUTE_MEASURED || (compute == SIM_COMPUTE_AUTO && hw->optables[0]);
     if (!want) return 0;
     sim_err why;
     c->measured = sim_measured_get(cfg, hw, &why);
