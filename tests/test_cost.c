@@ -359,6 +359,41 @@ static void test_cost_fit_range(void **state)
     tu_expect_ok_without(args, NULL, "sequences is beyond the");
 }
 
+/* A disaggregated run says it too (sim_serving_note_fit_range, from the
+ * decode instances' largest batch): the bundled trace at 4x on 2P1D
+ * h100x1, whose measured decode steps carry the fitted constants. With at
+ * most 64 sequences a step nothing is said; with 128 the peak lies in
+ * (92, 128], and its step, recovered from the share as the constants by
+ * hand (0.336 + 0.070 · peak ms) over that share, lies between the same
+ * batch's step at no context and at 32,768 tokens each (`kvsim cost`).
+ * The profile prices without the constants: nothing said. */
+static void test_run_fit_range_disaggregated(void **state)
+{
+    const char *run = "run --set model=llama3.1-8b --set hardware=h100x1 --set cluster.prefill=2 --set "
+                      "cluster.decode=1 --speed 4 --json";
+    json_t *o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=64", run);
+    assert_null(json_object_get(o, "fit_range"));
+    json_decref(o);
+    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=128 --set cost.compute=profile", run);
+    assert_null(json_object_get(o, "fit_range"));
+    json_decref(o);
+    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=128", run);
+    const json_t *fit = json_object_get(o, "fit_range");
+    assert_non_null(fit);
+    int peak = (int)json_integer_value(json_object_get(fit, "peak_seqs"));
+    double share = json_number_value(json_object_get(fit, "overhead_share"));
+    assert_true(peak > 92 && peak <= 128);
+    assert_int_equal(json_integer_value(json_object_get(fit, "fitted_seqs")), 92);
+    double step_ms = (0.336 + 0.070 * peak) / share;
+    json_decref(o);
+    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h100x1 --batch %d --context 0 --json", peak);
+    assert_true(step_ms > tu_num_at(o, "decode_ms", NULL));
+    json_decref(o);
+    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h100x1 --batch %d --context 32768 --json", peak);
+    assert_true(step_ms < tu_num_at(o, "decode_ms", NULL));
+    json_decref(o);
+}
+
 /* A recomputed chunk costs what it adds to the prefill pass that computes
  * it (issue 32 item 1), pass(P, s) − pass(P − C, s). The toy (1 layer,
  * d = 100, 1e8 params, 1e12 FLOP/s at MFU 0.5, 1e12 B/s of HBM):
@@ -448,7 +483,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
         cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
         cmocka_unit_test(test_cost_command),           cmocka_unit_test(test_cost_kv_overflow),
-        cmocka_unit_test(test_cost_fit_range),
+        cmocka_unit_test(test_cost_fit_range),         cmocka_unit_test(test_run_fit_range_disaggregated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,3 +173,20 @@ void sim_serving_add_finding(json_t *summary, const char *name, const char *text
     if (!a) json_object_set_new(summary, "caveats", a = json_array());
     json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", name, "text", text, "found", 1));
 }
+
+void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share)
+{
+    int fit = sim_cost_fit_seqs(cost);
+    if (!fit || peak_seqs <= fit) return;
+    char text[640];
+    snprintf(text, sizeof text,
+             "%s reached %d sequences, beyond the %d at once of the training runs the CPU constants "
+             "(engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term is extrapolated, "
+             "%.0f%% of such an iteration; if vLLM hides more of that CPU work behind the GPU than the fit saw, "
+             "steps are shorter by up to that share (docs/validation.md, section 4)",
+             what, peak_seqs, fit, cost->measured ? ".measured" : "", 100 * share);
+    sim_serving_add_finding(summary, "fit_range", text);
+    json_object_set_new(
+        summary, "fit_range",
+        json_pack("{s:i, s:i, s:f}", "peak_seqs", peak_seqs, "fitted_seqs", fit, "overhead_share", share));
+}

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "sim/config/config.h"
+#include "sim/cost/cost.h"
 #include "sim/engine/engine.h"
 #include "sim/results/results.h"
 #include "sim/trace/sessions.h"
@@ -139,6 +140,13 @@ void sim_serving_add_caveats(const sim_config *cfg, json_t *summary);
  * summary's "caveats" as {name, text, found: true}; `kvsim run` prints it
  * as a plain warning (issue 40 items 2 and 6). */
 void sim_serving_add_finding(json_t *summary, const char *name, const char *text);
+/* The fit-range finding: the CPU constants of `cost` (engine or measured
+ * mode) are fitted on runs of at most sim_cost_fit_seqs sequences at once;
+ * when `what` (an instance kind's iterations) reached peak_seqs beyond
+ * that, the per-sequence term was extrapolated, `share` of such an
+ * iteration. Said as a finding and as the summary's "fit_range"; nothing
+ * when within the fit or outside those modes. */
+void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 

@@ -169,28 +169,6 @@ static void note_moe_compiles(const agg *a, json_t *summary)
         json_pack("{s:I, s:f}", "variants", (json_int_t)a->moe_compiles.n, "stall_s", a->moe_compiles.s));
 }
 
-/* The CPU constants are fitted on runs of at most sim_cost_fit_seqs
- * sequences at once; an iteration of more extrapolates the per-sequence
- * term linearly. Said with its share of that iteration: if vLLM hides more
- * of that CPU work behind the GPU (async scheduling) than the fit saw, the
- * steps are shorter by up to that share. */
-static void note_fit_range(const agg *a, json_t *summary)
-{
-    int fit = sim_cost_fit_seqs(&a->cost);
-    if (!fit || a->peak.seqs <= fit) return;
-    char text[640];
-    snprintf(text, sizeof text,
-             "iterations reached %d sequences, beyond the %d at once of the training runs the CPU constants "
-             "(engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term is extrapolated, "
-             "%.0f%% of such an iteration; if vLLM hides more of that CPU work behind the GPU than the fit saw, "
-             "steps are shorter by up to that share (docs/validation.md, section 4)",
-             a->peak.seqs, fit, a->cost.measured ? ".measured" : "", 100 * a->peak.share);
-    sim_serving_add_finding(summary, "fit_range", text);
-    json_object_set_new(
-        summary, "fit_range",
-        json_pack("{s:i, s:i, s:f}", "peak_seqs", a->peak.seqs, "fitted_seqs", fit, "overhead_share", a->peak.share));
-}
-
 static void conduct(agg *a, sim_request *req)
 {
     count_too_large(a, req);
@@ -312,7 +290,7 @@ static void summarize(void *state, json_t *summary)
     lmc_summarize(a, summary);
     note_too_large(a, summary);
     note_moe_compiles(a, summary);
-    note_fit_range(a, summary);
+    sim_serving_note_fit_range(summary, &a->cost, "iterations", a->peak.seqs, a->peak.share);
 }
 
 /* Keys the aggregated model accepts but never reads (kvsim run warns when set). */

@@ -181,6 +181,10 @@ typedef struct cluster {
         int64_t preemptions, recomputed_tokens;
         double swapped_bytes;
     } preempt; /* decode.kv_allocation = incremental (flow.c) */
+    struct {
+        int seqs;     /* the largest decode batch of the run */
+        double share; /* the CPU constants' share of its step (the fit-range finding) */
+    } peak_decode;
     /* samples rows (control.c), every stride-th period: each instance's
      * row at the last tick written, at the last tick held back since (the
      * same values) and at this tick */

@@ -412,7 +412,10 @@ static void start_iteration(cluster *c, instance *d)
         extra += join_batch(c, d);
     d->iterating = d->nbatch > 0;
     if (!d->iterating) return sim_cluster_check_drained(c, d);
-    double dt = sim_cost_decode_iter_s(&c->dcost, d->nbatch, d->ctx_tokens) * sim_cluster_noise(c) + extra;
+    double step = sim_cost_decode_iter_s(&c->dcost, d->nbatch, d->ctx_tokens);
+    double dt = step * sim_cluster_noise(c) + extra;
+    if (d->nbatch > c->peak_decode.seqs) /* the fit-range finding (cluster.c) */
+        c->peak_decode.seqs = d->nbatch, c->peak_decode.share = sim_cost_iter_overhead_s(&c->dcost, d->nbatch) / step;
     d->iter_start = c->eng->now;
     sim_engine_push(c->eng, c->eng->now + sim_s_to_ns(dt), EV_DECODE_STEP, d->id, d->gen, NULL);
     /* decode load while iterating: the iteration against the TBT SLO, or the
