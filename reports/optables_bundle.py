@@ -257,7 +257,7 @@ def bundle_system(src, out, system, ref_heads):
     shutil.copyfile(os.path.join(sysdir, system + ".yaml"), os.path.join(outdir, system + ".yaml"))
 
     files, rows_kept, dropped, notes = {}, {}, [], []
-    devices, engines, csv_versions = set(), set(), {}
+    devices, engines, csv_versions, row_versions = set(), set(), {}, {}
     nccl = None
     for op, fw, ver, table, path in find_tables(sysdir):
         if (op, table) not in TABLES:
@@ -313,8 +313,11 @@ def bundle_system(src, out, system, ref_heads):
         dcol, vcol = header.index("device"), header.index("version")
         devices.update(r[dcol] for r in kept)
         vs = sorted({r[vcol] for r in kept})
-        if fw != "nccl" and vs != [ver]:
-            csv_versions[name] = vs
+        if fw != "nccl":
+            for r in kept:
+                row_versions[r[vcol]] = row_versions.get(r[vcol], 0) + 1
+            if vs != [ver]:
+                csv_versions[name] = vs
 
     for stale in sorted(os.listdir(outdir)):
         if stale.endswith(".csv.gz") and stale not in files.values():
@@ -324,8 +327,15 @@ def bundle_system(src, out, system, ref_heads):
     for need in ("gemm", "context_attention", "generation_attention", "moe", "custom_allreduce"):
         if need not in files:
             raise SystemExit(f"{system}: no {need} table")
+    engines_meta = next(iter(engines)) if len(engines) == 1 else ", ".join(sorted(engines))
+    engine = engines.pop()
     if csv_versions:
-        notes.append("engine is the runtime of collection_meta.yaml; the CSVs' version column reads " +
+        # the engine the rows were measured with, by their version column
+        # (most rows first), where it differs from collection_meta.yaml's
+        framework = engine.split(" ")[0]
+        engine = framework + " " + ", ".join(sorted(row_versions, key=lambda v: (-row_versions[v], v)))
+        notes.append("engine is the version column of the rows, most rows first (collection_meta.yaml's runtime "
+                     "says " + engines_meta + "); by table: " +
                      "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(csv_versions.items())))
     yaml_nccl = desc.get("misc", {}).get("nccl_version")
     if nccl and yaml_nccl is not None and str(yaml_nccl) != nccl:
@@ -342,7 +352,7 @@ def bundle_system(src, out, system, ref_heads):
     meta = {
         "system": system,
         "device": devices.pop(),
-        "engine": engines.pop(),
+        "engine": engine,
         "nccl": nccl,
         "gpu": gpu,
         "node": node,
