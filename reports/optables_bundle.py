@@ -327,8 +327,7 @@ def bundle_system(src, out, system, ref_heads):
     for need in ("gemm", "context_attention", "generation_attention", "moe", "custom_allreduce"):
         if need not in files:
             raise SystemExit(f"{system}: no {need} table")
-    engines_meta = next(iter(engines)) if len(engines) == 1 else ", ".join(sorted(engines))
-    engine = engines.pop()
+    engine = engines_meta = engines.pop()  # one, checked above
     if csv_versions:
         # the engine the rows were measured with, by their version column
         # (most rows first), where it differs from collection_meta.yaml's

@@ -207,13 +207,10 @@ static void add_fit_range_caveat(const sim_cost *c, const cost_args *a, json_t *
     int fit = sim_cost_fit_seqs(c);
     if (!fit || a->batch <= fit) return;
     sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, (int64_t)a->batch * a->context);
-    char text[640];
-    snprintf(text, sizeof text,
-             "a batch of %ld sequences is beyond the %d at once of the training runs the CPU constants "
-             "(engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term is extrapolated, "
-             "%.0f%% of this step; if vLLM hides more of that CPU work behind the GPU than the fit saw, the step is "
-             "shorter by up to that share (docs/validation.md, section 4)",
-             a->batch, fit, c->measured ? ".measured" : "", t.total_s > 0 ? 100 * t.overhead_s / t.total_s : 0);
+    char tail[560], text[640];
+    sim_serving_fit_range_tail(tail, sizeof tail, c, t.total_s > 0 ? t.overhead_s / t.total_s : 0, "this step",
+                               "the step is");
+    snprintf(text, sizeof text, "a batch of %ld sequences is beyond %s", a->batch, tail);
     json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "fit_range", "text", text));
 }
 

@@ -174,17 +174,23 @@ void sim_serving_add_finding(json_t *summary, const char *name, const char *text
     json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", name, "text", text, "found", 1));
 }
 
+void sim_serving_fit_range_tail(char *buf, size_t n, const sim_cost *cost, double share, const char *one,
+                                const char *steps)
+{
+    snprintf(buf, n,
+             "the %d at once of the training runs the CPU constants (engine%s.iter_overhead_ms, seq_overhead_ms) "
+             "were fitted on: their per-sequence term is extrapolated, %.0f%% of %s; if vLLM hides more of that CPU "
+             "work behind the GPU than the fit saw, %s shorter by up to that share (docs/validation.md, section 4)",
+             sim_cost_fit_seqs(cost), cost->measured ? ".measured" : "", 100 * share, one, steps);
+}
+
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share)
 {
     int fit = sim_cost_fit_seqs(cost);
     if (!fit || peak_seqs <= fit) return;
-    char text[640];
-    snprintf(text, sizeof text,
-             "%s reached %d sequences, beyond the %d at once of the training runs the CPU constants "
-             "(engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term is extrapolated, "
-             "%.0f%% of such an iteration; if vLLM hides more of that CPU work behind the GPU than the fit saw, "
-             "steps are shorter by up to that share (docs/validation.md, section 4)",
-             what, peak_seqs, fit, cost->measured ? ".measured" : "", 100 * share);
+    char tail[560], text[640];
+    sim_serving_fit_range_tail(tail, sizeof tail, cost, share, "such an iteration", "steps are");
+    snprintf(text, sizeof text, "%s reached %d sequences, beyond %s", what, peak_seqs, tail);
     sim_serving_add_finding(summary, "fit_range", text);
     json_object_set_new(
         summary, "fit_range",

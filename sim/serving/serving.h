@@ -147,6 +147,11 @@ void sim_serving_add_finding(json_t *summary, const char *name, const char *text
  * iteration. Said as a finding and as the summary's "fit_range"; nothing
  * when within the fit or outside those modes. */
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share);
+/* The sentence's part after "beyond", shared by runs and `kvsim cost`:
+ * the fit, the extrapolated share of `one` ("this step", "such an
+ * iteration") and what follows for `steps` ("the step is", "steps are"). */
+void sim_serving_fit_range_tail(char *buf, size_t n, const sim_cost *cost, double share, const char *one,
+                                const char *steps);
 
 /* ---- registry (sim/serving/registry.c) ------------------------------------ */
 
