@@ -175,7 +175,14 @@ static void test_not_expressible_rows(void **state)
          "a: not expressible: workload.load.type 'bursty': kvsim generates constant and poisson loads"},
         {"0,/\"id\": \"a\",/s//\"id\": \"a\", \"pp\": 2,/", "a: not expressible: unknown experiment key 'pp'"},
         {"0,/\"id\": \"a\",/s//\"id\": \"a\", \"notes\": \"x\",/", "a\n  metric"}, /* free text is no setting */
-        {"0,/\"name\": \"hand\",/s//\"name\": \"hand\", \"comment\": \"x\",/", "a\n  metric"},
+        {"0,/\"name\": \"vLLM 0.15.1 (hand-computed)\",/s//&  \"comment\": \"x\",/", "a\n  metric"},
+        /* kvsim models vLLM: another engine is not expressible, another
+         * vLLM release is replayed and said (its CPU work may differ) */
+        {"0,/\"vLLM 0.15.1 (hand-computed)\"/s//\"SGLang 0.5.2\"/",
+         "a: not expressible: engine.name 'SGLang 0.5.2' is not vLLM: kvsim models vLLM's engine"},
+        {"0,/\"vLLM 0.15.1 (hand-computed)\"/s//\"vLLM 0.16.0\"/",
+         "a\n  engine 'vLLM 0.16.0' is not the vLLM 0.15 its CPU constants were fitted on"},
+        {"0,/\"vLLM 0.15.1 (hand-computed)\"/s||\"vllm/vllm-openai:v0.15.1\"|", "a\n  metric"},
         /* vLLM without prefix caching or chunked prefill: expressed
          * (engine.prefix_caching, engine.chunked_prefill; tests/test_agg.c) */
         {"0,/\"enable_prefix_caching\": true/s//\"enable_prefix_caching\": false/", "a\n  metric"},

@@ -39,15 +39,18 @@ static const char validate_usage[] =
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
     "                       status, replayed, predicted, measured, ape, mpe; caveats,\n"
-    "                       not_predicted, moe_compiles and fit_range when there are)\n"
+    "                       not_predicted, moe_compiles, fit_range, model_via,\n"
+    "                       hardware_via and engine_note when there are)\n"
     "                       and median_ape; with --by also by: {by, groups[]}; with\n"
     "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
     "\n"
-    "An experiment kvsim cannot express (a model or hardware without a preset, a\n"
-    "key it does not read, a workload it does not generate) is listed as \"not\n"
-    "expressible\" with the reason, one whose replay fails (a model that does not\n"
-    "fit) as \"not replayed\" with the error; the other experiments still run. A\n"
+    "An experiment kvsim cannot express (an engine other than vLLM, a model or\n"
+    "hardware without a preset, a key it does not read, a workload it does not\n"
+    "generate) is listed as \"not expressible\" with the reason, one whose replay\n"
+    "fails (a model that does not fit) as \"not replayed\" with the error; the\n"
+    "other experiments still run. A vLLM release other than the one the CPU\n"
+    "constants were fitted on (0.15) is replayed with a line saying so. A\n"
     "measured metric or statistic kvsim does not predict is listed, not judged.\n"
     "Exit status: 0 ok; 2 a file kvsim cannot read (a value of the wrong type or\n"
     "out of range; the message names it) or a bad option; 3 the --max-error gate\n"
@@ -81,8 +84,8 @@ static void print_row(const json_t *row)
         return;
     }
     printf("%s\n", json_is_true(json_object_get(row, "overloaded")) ? " (kvsim: overloaded)" : "");
-    static const char *const via[] = {"model_via", "hardware_via"};
-    for (size_t k = 0; k < 2; k++)
+    static const char *const via[] = {"model_via", "hardware_via", "engine_note"};
+    for (size_t k = 0; k < 3; k++)
         if (json_object_get(row, via[k])) printf("  %s\n", json_string_value(json_object_get(row, via[k])));
     printf("  %-8s %-5s %12s %12s %11s %9s\n", "metric", "stat", "measured", "kvsim", "error", "error %");
     const char *metric, *stat;

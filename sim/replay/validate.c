@@ -5,11 +5,11 @@
  * the workload to one generator option. What kvsim cannot express marks the
  * experiment "not expressible" with the reason, and the file's other
  * experiments still run: a key not in these tables (so a file from a newer
- * study never runs with a setting silently dropped), a model or hardware
- * with no preset, a workload kind or load kvsim does not generate, a knob
- * it reads but cannot honour (prefix caching off, chunked prefill off, a
- * dtype other than 16-bit). A value of the wrong type or out of range is
- * a broken file: an error naming it. */
+ * study never runs with a setting silently dropped), an engine other than
+ * vLLM, a model or hardware with no preset, a workload kind or load kvsim
+ * does not generate, a knob it reads but cannot honour (a dtype other than
+ * 16-bit, a KV-cache dtype other than 16-bit or FP8). A value of the wrong
+ * type or out of range is a broken file: an error naming it. */
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -158,6 +158,37 @@ static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
     return 0;
 }
 
+/* The engine kvsim models is vLLM's V1 engine as the training runs ran it
+ * (vLLM 0.15.1, validation/vllm-h100-train.json): its scheduler, CUDA
+ * graphs and fused-MoE compiles, with CPU constants (engine.measured.*)
+ * fitted on those runs. Another engine is not expressible; another vLLM
+ * release is replayed and said, as its per-step CPU work may differ. */
+enum { FITTED_VLLM_MAJOR = 0, FITTED_VLLM_MINOR = 15 };
+
+static int engine_name(vexp *e, const json_t *eng, sim_err *err)
+{
+    const char *s = NULL;
+    if (string_at(e, eng, "name", &s, err)) return -1;
+    if (!s) return 0;
+    const char *v = strcasestr(s, "vllm");
+    if (!v) {
+        not_expressible(e,
+                        "engine.name '%.64s' is not vLLM: kvsim models vLLM's engine (its scheduler, CUDA graphs, "
+                        "fused-MoE compiles and CPU constants fitted on vLLM %d.%d runs)",
+                        s, FITTED_VLLM_MAJOR, FITTED_VLLM_MINOR);
+        return 0;
+    }
+    v += 4;
+    while (*v && !isdigit((unsigned char)*v)) v++;
+    int major, minor;
+    if (sscanf(v, "%d.%d", &major, &minor) == 2 && (major != FITTED_VLLM_MAJOR || minor != FITTED_VLLM_MINOR))
+        snprintf(e->engine_note, sizeof e->engine_note,
+                 "engine '%.64s' is not the vLLM %d.%d its CPU constants were fitted on (engine.measured.*, "
+                 "docs/validation.md section 4): its per-step CPU work may differ",
+                 s, FITTED_VLLM_MAJOR, FITTED_VLLM_MINOR);
+    return 0;
+}
+
 static int read_engine(vexp *e, const json_t *eng, sim_err *err)
 {
     double budget = 8192, seqs = 256, len = 0, util = 0.9, block = 16, offload = 0;
@@ -174,7 +205,7 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
         bool_at(e, eng, "enable_prefix_caching", &prefix, err) ||
         bool_at(e, eng, "enable_chunked_prefill", &chunked, err) ||
         bool_at(e, eng, "enable_expert_parallel", &ep, err) || engine_dtype(e, eng, err) ||
-        engine_kv_dtype(e, eng, err))
+        engine_kv_dtype(e, eng, err) || engine_name(e, eng, err))
         return -1;
     if (!prefix) add_set(e, "engine.prefix_caching=false");
     if (!chunked) add_set(e, "engine.chunked_prefill=false");

@@ -22,8 +22,9 @@ typedef struct vexp {
      * parallel degree and the workload's shape ("shared_prefix 547 in, 248 out") */
     char model[64], workload[128];
     int tp;
-    char model_via[256]; /* how a model name that is no preset was read as one; "" = it is one */
-    char hw_via[256];    /* the same for a hardware name */
+    char model_via[256];   /* how a model name that is no preset was read as one; "" = it is one */
+    char hw_via[256];      /* the same for a hardware name */
+    char engine_note[256]; /* a vLLM release other than the one the constants were fitted on; "" = none */
 } vexp;
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
