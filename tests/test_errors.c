@@ -136,10 +136,17 @@ static void test_mismatch_says_which_to_change(void **state)
                    "config keys 'kvstore.block_tokens' (512) and 'trace.block_tokens' (32) must agree: set "
                    "kvstore.block_tokens to the trace's (--set kvstore.block_tokens=32)");
     tu_expect_exit("run --trace traces/default.jsonl --set model=llama3-70b --set hardware=h100x1", 2,
-                   "does not fit in hardware 'h100x1' (80 GB HBM × 0.90): choose hardware with more HBM (--set "
-                   "hardware=NAME: a100x1, a100x2, a100x4, a100x8, a800x8, b200x1, b200x2, b200x4, b200x8, "
-                   "cpu-local, gb200x1, gb200x2, gb200x4, h100x1, h100x2, h100x4, h100x8, h200x1, h200x2, h200x4, "
-                   "h200x8, h20x8, h800x8, l40sx1, l40sx2, l40sx4, l40sx8) or a smaller model");
+                   "does not fit in hardware 'h100x1' (80 GB HBM × 0.90): choose a preset with room for it at that "
+                   "share (--set hardware=NAME: a100x2, a100x4, a100x8, a800x8, b200x1, b200x2, b200x4, b200x8, "
+                   "cpu-local, gb200x1, gb200x2, gb200x4, h100x2, h100x4, h100x8, h200x2, h200x4, h200x8, h20x8, "
+                   "h800x8, l40sx4, l40sx8) or a smaller model");
+    /* 141 GB of weights: not h200x1 (141 GB x 0.9), nor l40sx2 (2 x 48 GB);
+     * at a share no preset meets, the other ways out */
+    tu_expect_exit("run --trace traces/default.jsonl --set model=llama3-70b --set hardware=h100x1 "
+                   "--set cluster.decode_hbm_frac=0.05",
+                   2,
+                   "(80 GB HBM × 0.05): no hardware preset has room for it at that share: raise "
+                   "cluster.decode_hbm_frac, give a hardware file with more HBM, or a smaller model");
     char *db = tu_temp_path(), args[512], want[512];
     snprintf(args, sizeof args, "run --trace traces/default.jsonl --set trace.sample=0.02 --db %s", db);
     tu_expect_stdout(args, "simulated");

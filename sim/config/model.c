@@ -288,7 +288,8 @@ const char *sim_config_dir(void)
     return snprintf(dir, sizeof dir, "configs"), dir;
 }
 
-void sim_preset_names(const char *kind, char *out, size_t n)
+void sim_preset_names_where(const char *kind, bool (*keep)(const json_t *preset, void *ctx), void *ctx, char *out,
+                            size_t n)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%s", sim_config_dir(), kind);
@@ -298,12 +299,22 @@ void sim_preset_names(const char *kind, char *out, size_t n)
     out[0] = 0;
     for (int i = 0; i < k; i++) {
         size_t len = strlen(ents[i]->d_name);
-        if (len > 5 && !strcmp(ents[i]->d_name + len - 5, ".json") && used < n)
+        bool kept = len > 5 && !strcmp(ents[i]->d_name + len - 5, ".json") && used < n;
+        if (kept && keep) {
+            char path[PATH_MAX + 256];
+            snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
+            json_t *preset = json_load_file(path, 0, NULL);
+            kept = preset && keep(preset, ctx);
+            json_decref(preset);
+        }
+        if (kept)
             used += (size_t)snprintf(out + used, n - used, "%s%.*s", used ? ", " : "", (int)(len - 5), ents[i]->d_name);
         free(ents[i]);
     }
     free(ents);
 }
+
+void sim_preset_names(const char *kind, char *out, size_t n) { sim_preset_names_where(kind, NULL, NULL, out, n); }
 
 int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err)
 {

@@ -131,6 +131,9 @@ const char *sim_config_dir(void);
 int sim_preset_path(const char *kind, const char *name, char *buf, size_t n, sim_err *err);
 /* The names of a kind's presets ("a, b, c"), sorted, for error messages. */
 void sim_preset_names(const char *kind, char *out, size_t n);
+/* The same, of the presets keep(preset JSON, ctx) holds true of. */
+void sim_preset_names_where(const char *kind, bool (*keep)(const json_t *preset, void *ctx), void *ctx, char *out,
+                            size_t n);
 /* The one model preset a name that is no preset means (sim/config/
  * preset_match.c): the same name once fine-tune suffixes ("Instruct",
  * "v0.1"), case and '-', '_', '.', ' ' are dropped, else the preset whose

@@ -326,17 +326,34 @@ bool sim_cost_spec_sheet_only(const sim_config *cfg, const sim_hw *hw)
 
 int sim_cost_init(sim_cost *c, const sim_config *cfg, sim_err *err) { return sim_cost_init_on(c, cfg, &cfg->hw, err); }
 
+/* A hardware preset whose node's HBM, at the run's share, holds `need`
+ * bytes (the model's weights and activation reserve). */
+static bool preset_holds(const json_t *preset, void *need)
+{
+    const double *n = need;
+    double per_gpu = 0, gpus = 0;
+    sim_err err;
+    if (sim_json_size(preset, "hbm_bytes_per_gpu", &per_gpu, &err) ||
+        sim_json_size(preset, "gpus_per_node", &gpus, &err))
+        return false;
+    return per_gpu * gpus * n[1] > n[0];
+}
+
 int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (sim_cost_setup_on(c, cfg, hw, err)) return -1;
     char names[1024];
     if (c->hbm_kv_bytes <= 0) {
-        sim_preset_names("hardware", names, sizeof names);
+        double need[2] = {c->weight_bytes + c->activation_bytes, cfg->decode_hbm_frac};
+        sim_preset_names_where("hardware", preset_holds, need, names, sizeof names);
         return sim_errf(err,
-                        "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f): choose "
-                        "hardware with more HBM (--set hardware=NAME: %s) or a smaller model",
+                        "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f): %s%s%s "
+                        "or a smaller model",
                         cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac,
-                        names);
+                        names[0] ? "choose a preset with room for it at that share (--set hardware=NAME: "
+                                 : "no hardware preset has room for it at that share: raise "
+                                   "cluster.decode_hbm_frac, give a hardware file with more HBM,",
+                        names, names[0] ? ")" : "");
     }
     return 0;
 }
