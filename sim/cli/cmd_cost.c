@@ -47,7 +47,7 @@ static void print_model(const sim_cost *c, long batch)
     if (c->hw->pp > 1)
         printf("model %s on %s (%d GPUs: tensor parallel %d within a node x pipeline parallel %d nodes)\n",
                c->model->name, c->hw->name, c->hw->gpus, c->hw->tp, c->hw->pp);
-    else printf("model %s on %s (%d GPUs)\n", c->model->name, c->hw->name, c->hw->gpus);
+    else printf("model %s on %s (%d GPU%s)\n", c->model->name, c->hw->name, c->hw->gpus, c->hw->gpus == 1 ? "" : "s");
     if (sim_model_moe_layers(c->model) > 0)
         printf("mixture of experts: %.2fe9 parameters in HBM, %.2fe9 active per token (%d of %d experts); batch %ld "
                "touches %.2f experts per layer, %.2f GB of weights a step%s\n",
@@ -111,6 +111,20 @@ static void print_json_caveats(const json_t *config_caveats)
     json_decref(all);
 }
 
+/* What prices the step where the measured tables do not (their own line
+ * is print_measured's). */
+static void print_compute_mode(const sim_cost *c)
+{
+    if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
+    if (c->engine && !c->measured)
+        printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
+               "docs/validation.md)\n",
+               (c->weight_bytes - c->pass_weight_bytes) / 1e9);
+    else if (c->profile_gpus_mismatch && !c->measured)
+        printf("compute: analytic (%s was measured on %d GPU, this hardware has %d)\n", c->hw->calibration,
+               c->profile.gpus, c->hw->gpus);
+}
+
 static void print_cost(const sim_cost *c, const cost_args *a, const json_t *caveats)
 {
     int64_t ctx = a->batch * a->context;
@@ -139,14 +153,7 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     }
     print_model(c, a->batch);
     print_measured(c, a);
-    if (c->profiled) printf("compute: profile tables measured on %d GPU (%s)\n", c->profile.gpus, c->hw->calibration);
-    if (c->engine && !c->measured)
-        printf("compute: engine (cost.compute = engine: weights less the %.2f GB input embedding stream once a step; "
-               "docs/validation.md)\n",
-               (c->weight_bytes - c->pass_weight_bytes) / 1e9);
-    else if (c->profile_gpus_mismatch && !c->measured)
-        printf("compute: analytic (%s was measured on %d GPU, this hardware has %d)\n", c->hw->calibration,
-               c->profile.gpus, c->hw->gpus);
+    print_compute_mode(c);
     if (t.profiled) {
         printf("decode iteration, batch %ld x %ld context tokens: %.3f ms\n", a->batch, a->context, 1e3 * t.total_s);
         printf("  measured   %9.3f ms  (%s)\n", 1e3 * t.mem_s,
@@ -172,8 +179,10 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
         printf("weights (%.0f GB) do not fit in %s's HBM (%.0f GB x cluster.decode_hbm_frac): a run refuses this "
                "pairing; pick larger hardware\n",
                c->weight_bytes / 1e9, c->hw->name, c->hw->hbm_bytes / 1e9);
-    printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
-           a->context > 0 ? (long long)(kv / a->context) : 0LL, a->context, bpt);
+    if (a->context > 0)
+        printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
+               (long long)(kv / a->context), a->context, bpt);
+    else printf("HBM holds %lld KV tokens, %.0f bytes each\n", (long long)kv, bpt);
     if (a->cached > 0)
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
 }
