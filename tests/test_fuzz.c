@@ -49,7 +49,7 @@
 #include <sanitizer/asan_interface.h>
 #define FZ_ON_DEATH(fn) __asan_set_death_callback(fn)
 #else
-#define FZ_ON_DEATH(fn) ((void)0)
+#define FZ_ON_DEATH(fn) ((void)(fn))
 #endif
 
 #define FZ_MAX   16384 /* bytes of one case at most */

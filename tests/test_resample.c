@@ -237,6 +237,7 @@ static void test_sessions_bootstrap(void **state)
         }
     }
     assert_true(renamed > 0);
+    assert_true(kept > 0); /* and the ids two sessions share stay as they were */
     free(o_start), free(r_start), free(o_count), free(src), free(count), free(uses), free(by);
     reqs_free(&orig), reqs_free(&r);
 }

@@ -148,7 +148,8 @@ static void check_prefix_relation(const req *v, int n, int64_t block)
             assert_true(r->input > p->input + p->output);
             keep = (size_t)(p->input / block);
             for (size_t j = 0; j < keep; j++)
-                if (r->ids[j] != p->ids[j]) fail_msg("line %d: id %zu is %" PRId64 ", not the previous round's", i, j);
+                if (r->ids[j] != p->ids[j])
+                    fail_msg("line %d: id %zu is %" PRId64 ", not the previous round's", i, j, r->ids[j]);
             if (keep < p->n) assert_true(r->ids[keep] != p->ids[keep]); /* the partial block changed */
         }
         for (size_t j = prev[i] >= 0 ? keep : r->n; j < r->n; j++) {

@@ -106,7 +106,7 @@ static inline cli_result tu_kvsim(const char *args)
 static inline char *tu_sql_text(const char *path, const char *query)
 {
     sqlite3 *db;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, query, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s: %s", path, query, sqlite3_errmsg(db));

@@ -32,12 +32,11 @@
 #include "sim/serving/serving.h"
 #include "sim/trace/trace.h"
 
-/* The metrics a measurements file may hold, the head's metric that predicts
- * each (sim_results_head), and their statistics. */
+/* The metrics a measurements file may hold and the head's metric that
+ * predicts each (sim_results_head). */
 static const char *const metrics[][2] = {
     {"e2e_ms", "e2e_ms"}, {"ttft_ms", "ttft_ms"}, {"itl_ms", "ntpot_ms"}, {"tpot_ms", "itl_ms"}};
-static const char *const stats[] = {"mean", "p50", "p90", "p99"};
-enum { NMETRICS = sizeof metrics / sizeof metrics[0], NSTATS = sizeof stats / sizeof stats[0] };
+enum { NMETRICS = sizeof metrics / sizeof metrics[0] };
 
 /* The head's name for measured metric name; NULL: not one kvsim predicts. */
 static const char *predictor(const char *name)
