@@ -219,8 +219,8 @@ static void note_block_sizes(kv_ladder *l)
 static int routed_rung(const kv_ladder_opts *o, const char *router, int64_t input_tokens, kv_rung *g, sim_err *err)
 {
     sim_config cfg;
-    char extra[64];
-    snprintf(extra, sizeof extra, "policy.router=%s", router);
+    char extra[64] = "";
+    if (router) snprintf(extra, sizeof extra, "policy.router=%s", router); /* no %s of NULL */
     if (load_config(o, router ? extra : NULL, &cfg, err)) return -1;
     json_t *s = NULL;
     int rc = sim_check_run_config(&cfg, &s, err);
