@@ -199,20 +199,14 @@ static void table_free(rp_table *t)
 
 /* ---- session names --------------------------------------------------------- */
 
-/* Interned session_id strings: open addressing, FNV-1a, at most half full. */
+/* Interned session_id strings: open addressing on their XXH3 hash, at most
+ * half full. */
 typedef struct rp_names {
     char **s;
     size_t *slen;
     int64_t *id; /* order of first appearance in the file; −1: empty bucket */
     size_t cap, n;
 } rp_names;
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
 
 static void names_resize(rp_names *t, size_t cap)
 {
@@ -224,7 +218,7 @@ static void names_resize(rp_names *t, size_t cap)
     for (size_t b = 0; b < cap; b++) t->id[b] = -1;
     for (size_t b = 0; b < old.cap; b++) {
         if (old.id[b] < 0) continue;
-        size_t nb = fnv1a(old.s[b], old.slen[b]) & (cap - 1);
+        size_t nb = XXH3_64bits(old.s[b], old.slen[b]) & (cap - 1);
         while (t->id[nb] >= 0) nb = (nb + 1) & (cap - 1);
         t->s[nb] = old.s[b], t->slen[nb] = old.slen[b], t->id[nb] = old.id[b];
     }
@@ -235,7 +229,7 @@ static void names_resize(rp_names *t, size_t cap)
 static int64_t names_intern(rp_names *t, const char *s, size_t n)
 {
     if (2 * (t->n + 1) > t->cap) names_resize(t, t->cap ? 2 * t->cap : 1024);
-    size_t b = fnv1a(s, n) & (t->cap - 1);
+    size_t b = XXH3_64bits(s, n) & (t->cap - 1);
     for (; t->id[b] >= 0; b = (b + 1) & (t->cap - 1))
         if (t->slen[b] == n && !memcmp(t->s[b], s, n)) return t->id[b];
     t->s[b] = sim_xmalloc(n + 1);
