@@ -569,8 +569,9 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
     if (!m->mla && (!(m->fold[0] = attn_fold(m, false)) || !(m->fold[1] = attn_fold(m, true))))
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no attention of %d heads, %d KV heads of %d "
-                        "(model '%s' on %d GPUs, KV %s): use cost.compute=engine",
-                        hw->name, sys, m->heads, m->kv_heads, md->head_dim, md->name, m->key.tp, m->kvdtype);
+                        "(model '%s' on %d GPU%s, KV %s): use cost.compute=engine",
+                        hw->name, sys, m->heads, m->kv_heads, md->head_dim, md->name, m->key.tp,
+                        m->key.tp == 1 ? "" : "s", m->kvdtype);
     if (m->key.tp > 1 && sim_optable_allreduce_ms(m->t, m->key.tp, true, md->hidden) < 0)
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no all-reduce on %d GPUs: use "
