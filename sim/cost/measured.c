@@ -279,10 +279,14 @@ static void linear_parts(sim_measured *m, double tokens, double *op)
     }
 }
 
+/* The cache slot of a count: a whole number in [0, n); −1 otherwise. A
+ * cast, not lround: this runs on every pass. */
+static long cache_slot(double x, long n) { return x >= 0 && x < (double)n && x == (double)(long)x ? (long)x : -1; }
+
 static const double *linear_cached(sim_measured *m, double tokens, double *scratch)
 {
-    long i = lround(tokens);
-    if (i != tokens || i < 0 || i >= LIN_CACHE) {
+    long i = cache_slot(tokens, LIN_CACHE);
+    if (i < 0) {
         linear_parts(m, tokens, scratch);
         return scratch;
     }
@@ -312,8 +316,8 @@ static double logits_gather_s(sim_measured *m, double seqs)
 static const double *lm_head_s(sim_measured *m, double seqs, double *scratch)
 {
     const sim_model *md = &m->key.model;
-    long i = lround(seqs);
-    bool cache = i == seqs && i >= 0 && i < HEAD_CACHE;
+    long i = cache_slot(seqs, HEAD_CACHE);
+    bool cache = i >= 0;
     if (cache && !isnan(m->head[i][0])) return m->head[i];
     double *t = cache ? m->head[i] : scratch;
     t[0] = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
