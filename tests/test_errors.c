@@ -34,7 +34,8 @@ static void test_unknown_preset_lists_presets(void **state)
     tu_expect_exit("run --set hardware=h100", 2,
                    "unknown hardware preset 'h100': the presets are a100x1, a100x2, a100x4, a100x8, a800x8, b200x1");
     tu_expect_exit("run --set model=llama3", 2, "unknown model preset 'llama3': the presets are ");
-    tu_expect_exit("run --set model=llama3", 2, "llama3-70b, llama3-8b, llama3.1-70b, llama3.1-8b, llama3.2-1b, llama3.2-3b");
+    tu_expect_exit("run --set model=llama3", 2,
+                   "llama3-70b, llama3-8b, llama3.1-70b, llama3.1-8b, llama3.2-1b, llama3.2-3b");
 }
 
 /* A tensor-parallel degree that does not split the heads evenly is one
