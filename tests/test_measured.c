@@ -525,6 +525,36 @@ static void test_glitch_on_bundled_tables(void **state)
     tu_free(&r);
 }
 
+/* A number is one key however the row spells it ("100", "100.0",
+ * "0100"), and an x or latency reads the same as an integer or not ("3",
+ * "3.0", "3e0"): the loader reads whole numbers digit by digit and the
+ * rest by strtod, and spells integer keys without formatting them. */
+static void test_numbers_as_written(void **state)
+{
+    sim_optable *t = NULL;
+    sim_err err = {0};
+    char p[512];
+    make_tiny();
+    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\n"
+                  "VLLM,bfloat16,1,100,100,1\nVLLM,bfloat16,3.0,100.0,100,3e0\n"
+                  "VLLM,bfloat16,1,200,0100,2.0\nVLLM,bfloat16,3,200,100.00,6\n");
+    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 100, 100), 2.0, 1e-12); /* (1 + 3) / 2: one curve */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 200, 100), 4.0, 1e-12); /* (2 + 6) / 2 */
+    assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 150, 100), 3.0, 1e-12); /* between the two */
+    sim_optable_free(t);
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,12a,100,100,1\n");
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "gemm.csv:2: '12a' or its latency '1' is not a number"));
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,-1\n");
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "(milliseconds, >= 0)"));
+    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100\n");
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
+    assert_non_null(strstr(err.msg, "gemm.csv:2: 4 fields, fewer than the header's"));
+}
+
 static void test_bad_tables(void **state)
 {
     sim_optable *t = NULL;
@@ -690,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_glitch_on_bundled_tables),
         cmocka_unit_test(test_every_preset_monotone),
+        cmocka_unit_test(test_numbers_as_written),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_moe_jit_by_hand),

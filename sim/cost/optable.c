@@ -238,19 +238,26 @@ static void table_free(table *t)
 
 /* ---- CSV ------------------------------------------------------------------ */
 
-/* A key column's value as the lookups spell it: numbers as %.10g (so
- * "4096" and "4096.0" are one key), text as it is. */
-static void key_part(char *out, size_t n, const char *field)
+/* A key column's value as the lookups spell it, appended to out at *used
+ * (n bytes in all): numbers as %.10g (so "4096" and "4096.0" are one key),
+ * text as it is. Integers and text are copied, not formatted: a table's
+ * every row passes here. */
+static void key_part(char *out, size_t n, size_t *used, const char *field)
 {
-    size_t d = strspn(field, "0123456789");
-    if (d && !field[d] && d <= 10 && (field[0] != '0' || d == 1) && d < n) { /* an integer: %.10g spells it so */
-        memcpy(out, field, d + 1);
+    size_t d = strspn(field, "0123456789"), len = strlen(field);
+    char *end;
+    double v;
+    bool copy = (d == len && d && d <= 10 && (field[0] != '0' || d == 1)) || /* an integer: %.10g spells it so */
+                ((v = strtod(field, &end)), end == field || *end != '\0');   /* text */
+    if (!copy) {
+        *used += (size_t)snprintf(out + *used, n - *used, "%.10g", v);
+        if (*used >= n) *used = n - 1;
         return;
     }
-    char *end;
-    double v = strtod(field, &end);
-    if (end != field && *end == '\0') snprintf(out, n, "%.10g", v);
-    else snprintf(out, n, "%s", field);
+    if (len > n - 1 - *used) len = n - 1 - *used;
+    memcpy(out + *used, field, len);
+    *used += len;
+    out[*used] = '\0';
 }
 
 static int split_fields(char *line, char **f, int max)
@@ -296,8 +303,18 @@ static int header_cols(const table_spec *s, char **f, int n, csv_cols *c, const 
     return 0;
 }
 
+/* A number field. Whole numbers of up to 15 digits, most of the tables'
+ * x values, are read digit by digit (exact, as strtod would give them);
+ * the rest by strtod. */
 static int parse_num(const char *s, double *v)
 {
+    size_t d = strspn(s, "0123456789");
+    if (d && d <= 15 && !s[d]) {
+        int64_t i = 0;
+        for (size_t k = 0; k < d; k++) i = 10 * i + (s[k] - '0');
+        *v = (double)i;
+        return 0;
+    }
     char *end;
     *v = strtod(s, &end);
     return end != s && *end == '\0' && isfinite(*v) ? 0 : -1;
@@ -305,7 +322,8 @@ static int parse_num(const char *s, double *v)
 
 static int add_row(table *t, const csv_cols *c, char **f, int nf, const char *path, long line, sim_err *err)
 {
-    char key[512] = "", part[128];
+    char key[512] = "";
+    size_t used = 0;
     double x, plus = 0, y;
     int need = c->latency;
     for (int k = 0; k < c->nkeys; k++) need = c->key[k] > need ? c->key[k] : need;
@@ -317,9 +335,8 @@ static int add_row(table *t, const csv_cols *c, char **f, int nf, const char *pa
         return sim_errf(err, "%s:%ld: '%s' or its latency '%s' is not a number (milliseconds, >= 0)", path, line,
                         f[c->x], f[c->latency]);
     for (int k = 0; k < c->nkeys; k++) {
-        key_part(part, sizeof part, f[c->key[k]]);
-        if (k) strncat(key, "|", sizeof key - strlen(key) - 1);
-        strncat(key, part, sizeof key - strlen(key) - 1);
+        if (k && used < sizeof key - 1) key[used++] = '|', key[used] = '\0';
+        key_part(key, sizeof key, &used, f[c->key[k]]);
     }
     curve_add(table_get(t, key), x + plus, y);
     return 0;
