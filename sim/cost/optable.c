@@ -245,16 +245,15 @@ static void table_free(table *t)
 static void key_part(char *out, size_t n, size_t *used, const char *field)
 {
     size_t d = strspn(field, "0123456789"), len = strlen(field);
-    char *end;
-    double v;
-    bool copy = (d == len && d && d <= 10 && (field[0] != '0' || d == 1)) || /* an integer: %.10g spells it so */
-                ((v = strtod(field, &end)), end == field || *end != '\0');   /* text */
-    if (!copy) {
+    bool integer = d == len && d && d <= 10 && (field[0] != '0' || d == 1); /* %.10g spells it so */
+    char *end = (char *)field;
+    double v = integer ? 0 : strtod(field, &end);
+    if (!integer && end != field && *end == '\0') { /* another number */
         *used += (size_t)snprintf(out + *used, n - *used, "%.10g", v);
         if (*used >= n) *used = n - 1;
         return;
     }
-    if (len > n - 1 - *used) len = n - 1 - *used;
+    if (len > n - 1 - *used) len = n - 1 - *used; /* an integer or text, as it is */
     memcpy(out + *used, field, len);
     *used += len;
     out[*used] = '\0';
