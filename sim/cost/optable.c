@@ -98,6 +98,18 @@ static const table_spec specs[T_N] = {
      NULL},
 };
 
+/* Where a query falls among a curve's points or a key's values: see
+ * bracket. */
+typedef struct span {
+    int lo, hi;
+    double w; /* value = (1 − w) · at(lo) + w · at(hi) */
+    int side; /* 0 inside, 1 above the largest, -1 below the smallest */
+} span;
+
+/* The batches whose place among the measured ones an attention memo keeps
+ * (a decode step asks with its count of sequences, every pass). */
+enum { BATCH_MEMO = 1024 };
+
 /* The curves of one attention shape by batch (a memo: a run asks for one
  * model's heads again and again, so the keys are formatted and searched
  * once per shape, not per lookup). */
@@ -110,7 +122,9 @@ typedef struct attn_memo {
      * (≠ 1 only past the measured head counts: time ∝ query heads) */
     const curve **by_batch[2];
     double w, scale;
-    unsigned said; /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
+    unsigned said;             /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
+    span batch_at[BATCH_MEMO]; /* bracket of a whole batch b among the measured ones, once known */
+    bool batch_known[BATCH_MEMO];
 } attn_memo;
 
 /* The curves of one MLA query, by the table's batch values (NULL where
@@ -505,12 +519,6 @@ static void note(sim_optable *t, const char *kind, const char *fmt, ...)
     t->notes[t->nnotes++] = strdup(buf);
 }
 
-typedef struct span {
-    int lo, hi;
-    double w; /* value = (1 − w) · at(lo) + w · at(hi) */
-    int side; /* 0 inside, 1 above the largest, -1 below the smallest */
-} span;
-
 /* Where q falls among n ascending values: the bracketing pair, or the last
  * pair (extended) above them, or the first value alone below them. */
 static span bracket(const double *v, int n, double q)
@@ -730,13 +738,24 @@ static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side
                               : "extrapolated linearly");
 }
 
+/* bracket of a batch among the table's batch values, kept for whole
+ * batches below BATCH_MEMO (the same inputs, the same span). */
+static span batch_span(attn_memo *m, const table *a, double batch)
+{
+    int b = batch >= 0 && batch < BATCH_MEMO && batch == (double)(int)batch ? (int)batch : -1;
+    if (b >= 0 && m->batch_known[b]) return m->batch_at[b];
+    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    if (b >= 0) m->batch_at[b] = sb, m->batch_known[b] = true;
+    return sb;
+}
+
 static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads, int kv_heads, int head_dim,
                       double batch, double x)
 {
     const table *a = &t->t[which];
     if (!a->nvals[0]) return -1;
     attn_memo *m = attn_curves(t, which, kv_dtype, heads, kv_heads, head_dim);
-    span sb = bracket(a->vals[0], a->nvals[0], batch);
+    span sb = batch_span(m, a, batch);
     double sum = 0, wsum = 0;
     probe px = {0};
     for (int h = 0; h < 2; h++) {
