@@ -525,6 +525,19 @@ static void test_glitch_on_bundled_tables(void **state)
     tu_free(&r);
 }
 
+/* A gemm table of these rows fails to load, naming what is wrong. */
+static void expect_bad_gemm(const char *csv, const char *want)
+{
+    sim_optable *t = NULL;
+    sim_err err = {0};
+    char p[512];
+    make_tiny();
+    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
+    write_file(p, csv);
+    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
+    if (!strstr(err.msg, want)) fail_msg("'%s' lacks '%s'", err.msg, want);
+}
+
 /* A number is one key however the row spells it ("100", "100.0",
  * "0100"), and an x or latency reads the same as an integer or not ("3",
  * "3.0", "3e0"): the loader reads whole numbers digit by digit and the
@@ -544,30 +557,19 @@ static void test_numbers_as_written(void **state)
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 200, 100), 4.0, 1e-12); /* (2 + 6) / 2 */
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 2, 150, 100), 3.0, 1e-12); /* between the two */
     sim_optable_free(t);
-    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,12a,100,100,1\n");
-    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
-    assert_non_null(strstr(err.msg, "gemm.csv:2: '12a' or its latency '1' is not a number"));
-    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,-1\n");
-    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
-    assert_non_null(strstr(err.msg, "(milliseconds, >= 0)"));
-    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100\n");
-    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
-    assert_non_null(strstr(err.msg, "gemm.csv:2: 4 fields, fewer than the header's"));
+    expect_bad_gemm("framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,12a,100,100,1\n",
+                    "gemm.csv:2: '12a' or its latency '1' is not a number");
+    expect_bad_gemm("framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,-1\n", "(milliseconds, >= 0)");
+    expect_bad_gemm("framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100\n",
+                    "gemm.csv:2: 4 fields, fewer than the header's");
 }
 
 static void test_bad_tables(void **state)
 {
     sim_optable *t = NULL;
     sim_err err = {0};
-    char p[512];
-    make_tiny();
-    snprintf(p, sizeof p, "%s/gemm.csv", tiny_dir);
-    write_file(p, "framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,fast\n");
-    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
-    assert_non_null(strstr(err.msg, "gemm.csv:2:"));
-    write_file(p, "framework,gemm_dtype,m,n,latency\n");
-    assert_int_equal(sim_optable_load(tiny_dir, 1.5, &t, &err), -1);
-    assert_non_null(strstr(err.msg, "no column 'k'"));
+    expect_bad_gemm("framework,gemm_dtype,m,n,k,latency\nVLLM,bfloat16,1,100,100,fast\n", "gemm.csv:2:");
+    expect_bad_gemm("framework,gemm_dtype,m,n,latency\n", "no column 'k'");
     assert_int_equal(sim_optable_load("/nonexistent-optables", 1.5, &t, &err), -1);
     assert_non_null(strstr(err.msg, "meta.json"));
 }
