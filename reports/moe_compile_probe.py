@@ -184,13 +184,21 @@ def main():
     for cfg in CONFIGS:
         for gemm in ("gate_up", "down"):
             for tokens in cfg["tokens"]:
-                ms = launch(cfg, gemm, tokens, dev)
-                rows.append({"key": cfg["key"], "gemm": gemm, "tokens": tokens, "first_less_warm_ms": ms})
-                print("key %4d %-7s tokens %d: %.1f ms" % (cfg["key"], gemm, tokens, ms), file=sys.stderr)
+                row = {"key": cfg["key"], "gemm": gemm, "tokens": tokens}
+                try:  # one config the GPU cannot run (shared memory) must not lose the other rows
+                    row["first_less_warm_ms"] = launch(cfg, gemm, tokens, dev)
+                    print("key %4d %-7s tokens %d: %.1f ms" % (cfg["key"], gemm, tokens, row["first_less_warm_ms"]),
+                          file=sys.stderr)
+                except Exception as e:  # noqa: BLE001 — recorded in the row and the log
+                    row["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                    print("key %4d %-7s tokens %d: %s" % (cfg["key"], gemm, tokens, row["error"]), file=sys.stderr)
+                rows.append(row)
     out = {"about": "first launch less a warm launch of a fused-MoE-shaped Triton GEMM (reports/moe_compile_probe.py)",
            "host": host(torch, triton=triton.__version__), "configs": CONFIGS,
            "shapes": {"experts": E, "top_k": TOPK, "hidden": HIDDEN, "inter_per_gpu": INTER}, "rows": rows}
     emit(out, a.out)
+    if all("error" in r for r in rows):
+        sys.exit("reports/moe_compile_probe.py: no config compiled and ran (the rows' errors say why)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""reports/gemm_check.py — kvsim's measured-mode GEMM prices for
+Llama-3.1-8B on h200x1 (the bundled tables, configs/optables/h200_sxm,
+measured by AIConfigurator on another H200) against the same GEMMs timed on
+a lent H200 by reports/gemm_probe.py (configs/calibration/h200.gemm.json):
+docs/measured.md §3.
+
+    python3 reports/gemm_check.py [--probe FILE] [--kvsim build/kvsim]
+
+For each token count m of the probe, `kvsim cost --batch m --json` gives
+one decode step's operations summed over the 32 layers; this prints, per
+layer, kvsim's price and the probe's (its `rotated` time: each launch reads
+weights not in L2, as in a model) of the QKV, O, MLP (gate-up + down) and
+LM-head GEMMs, with kvsim's error, then the median and largest absolute
+error. Standard library only; needs build/kvsim (make).
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+LAYERS = 32  # Llama-3.1-8B (configs/models/llama3.1-8b.json): the probe's shapes are its
+OPS = (("qkv", "qkv_gemm", ("qkv",), LAYERS), ("o", "o_gemm", ("o",), LAYERS),
+       ("mlp", "mlp_gemm", ("gate_up", "down"), LAYERS), ("lm_head", "lm_head", ("lm_head",), 1))
+
+
+def kvsim_ops(kvsim, m):
+    cmd = [kvsim, "cost", "--set", "model=llama3.1-8b", "--set", "hardware=h200x1", "--batch", str(m),
+           "--context", "16", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("gemm_check.py: %s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+    return json.loads(r.stdout)["decode_ops_ms"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--probe", default="configs/calibration/h200.gemm.json",
+                    help="reports/gemm_probe.py's output (default: %(default)s)")
+    ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    a = ap.parse_args()
+    try:
+        with open(a.probe, encoding="utf-8") as f:
+            probe = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("gemm_check.py: %s: %s (make it with reports/gemm_probe.py on a GPU)" % (a.probe, e))
+    lent = {(r["gemm"], r["m"]): r["rotated_ms"] for r in probe["rows"]}
+    tokens = sorted({m for _, m in lent})
+    print("per layer, ms: kvsim (tables) / %s (reports/gemm_probe.py), kvsim's error" % probe["host"]["gpu"])
+    print("%5s  %-24s %-24s %-24s %-24s" % ("m", "qkv", "o", "mlp", "lm_head"))
+    errors = []
+    for m in tokens:
+        ops = kvsim_ops(a.kvsim, m)
+        cells = []
+        for _, key, parts, layers in OPS:
+            ours, theirs = ops[key] / layers, sum(lent[(p, m)] for p in parts)
+            errors.append(100 * (ours / theirs - 1))
+            cells.append("%.4f/%.4f %+5.1f%%" % (ours, theirs, errors[-1]))
+        print("%5d  %-24s %-24s %-24s %-24s" % ((m,) + tuple(cells)))
+    abs_err = [abs(e) for e in errors]
+    print("median |error| %.1f%%, largest %.1f%% (%d GEMM prices)" % (statistics.median(abs_err), max(abs_err),
+                                                                     len(errors)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""reports/gemm_probe.py — bf16 GEMM times on a lent GPU at the shapes
+kvsim's measured mode prices Llama-3.1-8B with, to check the bundled tables
+(configs/optables/CARD/gemm.csv.gz, measured elsewhere by AIConfigurator)
+against the card at hand: docs/measured.md §3.
+
+    python3 reports/gemm_probe.py [--out FILE]
+
+Run it on a machine with an NVIDIA GPU and PyTorch (the tool library's
+device machine has them). It writes one JSON object (to FILE, default
+stdout): the host, the GPU, the versions, and for each GEMM and token count
+m, the time of one product of an m × k bf16 activation by the transpose of
+an n × k weight (torch.mm into a preallocated output: the cuBLAS GEMM that
+torch.nn.functional.linear, which vLLM's unquantized linear layers call,
+runs), two ways:
+
+  rotated   each launch reads another of several weight copies that
+            together exceed the L2 cache, as a layer in a model does
+            (the next layer's weights are never in L2);
+  hot       the same weight every launch: what a benchmark that repeats one
+            operation measures once the weight fits in L2.
+
+Each is timed as a CUDA graph of L launches replayed (the launch gaps out,
+as in vLLM's captured decode), CUDA events around each replay, the median
+of 9 replays after 3 warm-ups, divided by L. A short table goes to stderr.
+
+Shapes: Llama-3.1-8B at TP 1 (hidden 4096, 32 query and 8 KV heads of 128,
+intermediate 14336, vocabulary 128256): qkv 6144 × 4096, o 4096 × 4096,
+gate_up 28672 × 4096, down 4096 × 14336, lm_head 128256 × 4096. The tables
+hold the first two exactly and bracket the others (docs/measured.md §2).
+
+What it does not measure: vLLM's process (its custom ops, torch.compile's
+fusions), nor any other operation. A figure from it is "cuBLAS bf16 GEMMs
+through PyTorch on that GPU", to be cited as such.
+"""
+import argparse
+import sys
+
+from gpu_host import emit, host
+
+try:
+    import torch
+except ImportError:  # --help still answers; main() says what is missing
+    torch = None
+
+SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336),
+          "lm_head": (128256, 4096)}
+TOKENS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+L2_BYTES_COVER = 4 * 60 << 20  # weight copies rotated: at least 4 × an H100/H200's 50-60 MB L2
+LAUNCHES, REPS, WARM = 16, 9, 3
+
+
+def check(dev):
+    """The timed product (torch.mm by a transposed weight) against a float64
+    reference on the CPU (bf16 operands: a relative error between 1e-3 and
+    1e-2 is rounding)."""
+    x = torch.randn(64, 4096, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(512, 4096, device=dev, dtype=torch.bfloat16)
+    got = torch.mm(x, w.t()).double().cpu()
+    ref = x.double().cpu() @ w.double().cpu().T
+    err = float((got - ref).norm() / ref.norm())
+    if not err < 1e-2:
+        sys.exit("reports/gemm_probe.py: the product's relative error is %g, want < 1e-2" % err)
+    return err
+
+
+def graph_ms(x, weights, dev):
+    """One launch's time: a graph of LAUNCHES launches cycling over weights."""
+    outs = [torch.empty(x.shape[0], weights[0].shape[0], device=dev, dtype=torch.bfloat16) for _ in range(2)]
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm cuBLAS (handle, workspace) outside the capture
+        for i in range(2):
+            torch.mm(x, weights[i % len(weights)].t(), out=outs[i % 2])
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(LAUNCHES):
+            torch.mm(x, weights[i % len(weights)].t(), out=outs[i % 2])
+    for _ in range(WARM):
+        g.replay()
+    times = []
+    for _ in range(REPS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / LAUNCHES)
+    times.sort()
+    return times[REPS // 2], times[0], times[-1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="write the JSON object here (default: stdout)")
+    a = ap.parse_args()
+    if torch is None:
+        print("reports/gemm_probe.py: needs PyTorch (the device machine has it)", file=sys.stderr)
+        sys.exit(2)
+    if not torch.cuda.is_available():
+        sys.exit("reports/gemm_probe.py: no CUDA GPU: run it on a GPU host (the tool library's device)")
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    err = check(dev)
+    rows = []
+    for name, (n, k) in SHAPES.items():
+        copies = max(2, -(-L2_BYTES_COVER // (2 * n * k)))
+        weights = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
+        for m in TOKENS:
+            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            row = {"gemm": name, "m": m, "n": n, "k": k, "copies": copies}
+            for how, ws in (("rotated", weights), ("hot", weights[:1])):
+                med, lo, hi = graph_ms(x, ws, dev)
+                row[how + "_ms"], row[how + "_min_ms"], row[how + "_max_ms"] = med, lo, hi
+            rows.append(row)
+            print("%-7s m %4d (n %6d k %5d): rotated %.4f ms, hot %.4f ms" % (name, m, n, k, row["rotated_ms"],
+                                                                              row["hot_ms"]), file=sys.stderr)
+        del weights
+        torch.cuda.empty_cache()
+    out = {"about": "cuBLAS bf16 GEMMs through PyTorch, CUDA-graph replays (reports/gemm_probe.py)",
+           "host": host(torch, cuda=torch.version.cuda), "check_rel_err": err, "launches_per_graph": LAUNCHES,
+           "reps": REPS, "rows": rows}
+    emit(out, a.out)
+
+
+if __name__ == "__main__":
+    main()
