@@ -11,8 +11,9 @@ For each token count m of the probe, `kvsim cost --batch m --json` gives
 one decode step's operations summed over the 32 layers; this prints, per
 layer, kvsim's price and the probe's (its `rotated` time: each launch reads
 weights not in L2, as in a model) of the QKV, O, MLP (gate-up + down) and
-LM-head GEMMs, with kvsim's error, then the median and largest absolute
-error. Standard library only; needs build/kvsim (make).
+LM-head GEMMs, with kvsim's error, and the error of the step's GEMMs
+together (32 layers and the LM head); then the median and largest
+absolute error of each. Standard library only; needs build/kvsim (make).
 """
 import argparse
 import json
@@ -48,19 +49,22 @@ def main():
     lent = {(r["gemm"], r["m"]): r["rotated_ms"] for r in probe["rows"]}
     tokens = sorted({m for _, m in lent})
     print("per layer, ms: kvsim (tables) / %s (reports/gemm_probe.py), kvsim's error" % probe["host"]["gpu"])
-    print("%5s  %-24s %-24s %-24s %-24s" % ("m", "qkv", "o", "mlp", "lm_head"))
-    errors = []
+    print("%5s  %-22s %-22s %-22s %-22s %s" % ("m", "qkv", "o", "mlp", "lm_head", "step"))
+    errors, steps = [], []
     for m in tokens:
         ops = kvsim_ops(a.kvsim, m)
-        cells = []
+        cells, ours_step, theirs_step = [], 0.0, 0.0
         for _, key, parts, layers in OPS:
             ours, theirs = ops[key] / layers, sum(lent[(p, m)] for p in parts)
+            ours_step, theirs_step = ours_step + ours * layers, theirs_step + theirs * layers
             errors.append(100 * (ours / theirs - 1))
             cells.append("%.4f/%.4f %+5.1f%%" % (ours, theirs, errors[-1]))
-        print("%5d  %-24s %-24s %-24s %-24s" % ((m,) + tuple(cells)))
-    abs_err = [abs(e) for e in errors]
-    print("median |error| %.1f%%, largest %.1f%% (%d GEMM prices)" % (statistics.median(abs_err), max(abs_err),
-                                                                     len(errors)))
+        steps.append(100 * (ours_step / theirs_step - 1))
+        print("%5d  %-22s %-22s %-22s %-22s %+5.1f%%" % ((m,) + tuple(cells) + (steps[-1],)))
+    for what, e in (("GEMM prices", errors), ("steps", steps)):
+        abs_err = [abs(x) for x in e]
+        print("%s: median |error| %.1f%%, largest %.1f%% (%d)" % (what, statistics.median(abs_err), max(abs_err),
+                                                                 len(e)))
 
 
 if __name__ == "__main__":

@@ -337,9 +337,9 @@ static void test_cost_kv_overflow(void **state)
 }
 
 /* A decode batch beyond the sequences the CPU constants were fitted on
- * (92 at once in the measured mode: docs/validation.md §4) is said
+ * (121 at once in the measured mode: docs/validation.md §4) is said
  * (`fit_range`), with the constants' share of the step, recomputed here
- * from the command's own overhead_ms / decode_ms; 92 itself is not. */
+ * from the command's own overhead_ms / decode_ms; 121 itself is not. */
 static void test_cost_fit_range(void **state)
 {
     const char *hw = "cost --set model=llama3.1-8b --set hardware=h100x1 --set cluster.mode=aggregated";
@@ -350,46 +350,46 @@ static void test_cost_fit_range(void **state)
     json_decref(o);
     snprintf(args, sizeof args, "%s --batch 128 --context 1000", hw);
     snprintf(want, sizeof want,
-             "warning: not validated: a batch of 128 sequences is beyond the 92 at once of the training runs the CPU "
+             "warning: not validated: a batch of 128 sequences is beyond the 121 at once of the training runs the CPU "
              "constants (engine.measured.iter_overhead_ms, seq_overhead_ms) were fitted on: their per-sequence term "
              "is extrapolated, %.0f%% of this step",
              share);
     tu_expect_exit(args, 0, want);
-    snprintf(args, sizeof args, "%s --batch 92 --context 1000", hw);
+    snprintf(args, sizeof args, "%s --batch 121 --context 1000", hw);
     tu_expect_ok_without(args, NULL, "sequences is beyond the");
 }
 
 /* A disaggregated run says it too (sim_serving_note_fit_range, from the
- * decode instances' largest batch): the bundled trace at 4x on 2P1D
- * h100x1, whose measured decode steps carry the fitted constants. With at
- * most 64 sequences a step nothing is said; with 128 the peak lies in
- * (92, 128], and its step, recovered from the share as the constants by
- * hand (0.336 + 0.070 · peak ms) over that share, lies between the same
+ * decode instances' largest batch): the bundled trace at 8x on 2P1D
+ * h200x1, whose measured decode steps carry the fitted constants. With at
+ * most 64 sequences a step nothing is said; with 256 the peak lies in
+ * (121, 256], and its step, recovered from the share as the constants by
+ * hand (0.169 + 0.070 · peak ms) over that share, lies between the same
  * batch's step at no context and at 32,768 tokens each (`kvsim cost`).
  * The profile prices without the constants: nothing said. */
 static void test_run_fit_range_disaggregated(void **state)
 {
-    const char *run = "run --set model=llama3.1-8b --set hardware=h100x1 --set cluster.prefill=2 --set "
-                      "cluster.decode=1 --speed 4 --json";
+    const char *run = "run --set model=llama3.1-8b --set hardware=h200x1 --set cluster.prefill=2 --set "
+                      "cluster.decode=1 --speed 8 --json";
     json_t *o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=64", run);
     assert_null(json_object_get(o, "fit_range"));
     json_decref(o);
-    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=128 --set cost.compute=profile", run);
+    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=256 --set cost.compute=profile", run);
     assert_null(json_object_get(o, "fit_range"));
     json_decref(o);
-    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=128", run);
+    o = tu_kvsim_jsonf("%s --set cluster.decode_max_batch=256", run);
     const json_t *fit = json_object_get(o, "fit_range");
     assert_non_null(fit);
     int peak = (int)json_integer_value(json_object_get(fit, "peak_seqs"));
     double share = json_number_value(json_object_get(fit, "overhead_share"));
-    assert_true(peak > 92 && peak <= 128);
-    assert_int_equal(json_integer_value(json_object_get(fit, "fitted_seqs")), 92);
-    double step_ms = (0.336 + 0.070 * peak) / share;
+    assert_true(peak > 121 && peak <= 256);
+    assert_int_equal(json_integer_value(json_object_get(fit, "fitted_seqs")), 121);
+    double step_ms = (0.169 + 0.070 * peak) / share;
     json_decref(o);
-    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h100x1 --batch %d --context 0 --json", peak);
+    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h200x1 --batch %d --context 0 --json", peak);
     assert_true(step_ms > tu_num_at(o, "decode_ms", NULL));
     json_decref(o);
-    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h100x1 --batch %d --context 32768 --json", peak);
+    o = tu_kvsim_jsonf("cost --set model=llama3.1-8b --set hardware=h200x1 --batch %d --context 32768 --json", peak);
     assert_true(step_ms < tu_num_at(o, "decode_ms", NULL));
     json_decref(o);
 }

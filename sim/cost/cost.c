@@ -536,9 +536,9 @@ double sim_cost_iter_overhead_s(const sim_cost *c, int seqs)
 /* The engine mode's constants were fitted on the three dense training runs
  * of validation/vllm-h100-train.json, the measured mode's on all four. The
  * most requests between prefill start and last token at once in their
- * replays: 31, 31 and 44 (dense), 92 (Mixtral-8x7B); tests/test_validate.c
+ * replays: 29, 29 and 44 (dense), 121 (Mixtral-8x7B); tests/test_validate.c
  * (test_fit_seqs) recomputes them from `kvsim validate --db`. */
-enum { FIT_SEQS_ENGINE = 44, FIT_SEQS_MEASURED = 92 };
+enum { FIT_SEQS_ENGINE = 44, FIT_SEQS_MEASURED = 121 };
 
 int sim_cost_fit_seqs(const sim_cost *c)
 {
