@@ -6,6 +6,13 @@ a lent H200 by reports/gemm_probe.py (configs/calibration/h200.gemm.json):
 docs/measured.md §3.
 
     python3 reports/gemm_check.py [--probe FILE] [--kvsim build/kvsim]
+    python3 reports/gemm_check.py --points FILE
+
+With --points, FILE is reports/gemm_probe.py's output at the tables' own
+shapes (`--shapes table_points`): each of its times beside the h200_sxm
+table's bf16 row at the same m, n and k, as the table holds it (before
+kvsim's glitch rule), so that the tables' transfer to the lent card is
+seen apart from kvsim's interpolation between their shapes.
 
 For each token count m of the probe, `kvsim cost --batch m --json` gives
 one decode step's operations summed over the 32 layers; this prints, per
@@ -16,6 +23,8 @@ together (32 layers and the LM head); then the median and largest
 absolute error of each. Standard library only; needs build/kvsim (make).
 """
 import argparse
+import csv
+import gzip
 import json
 import statistics
 import subprocess
@@ -35,17 +44,53 @@ def kvsim_ops(kvsim, m):
     return json.loads(r.stdout)["decode_ops_ms"]
 
 
+def table_rows(path="configs/optables/h200_sxm/gemm.csv.gz"):
+    """{(m, n, k): ms} of the table's bf16 GEMM rows."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return {(int(r["m"]), int(r["n"]), int(r["k"])): float(r["latency"]) for r in csv.DictReader(f)
+                if r["gemm_dtype"] == "bfloat16"}
+
+
+def points(probe):
+    """Each probed time beside the table's own row at that shape."""
+    table = table_rows()
+    print("ms: h200_sxm table / %s (reports/gemm_probe.py), the table's error" % probe["host"]["gpu"])
+    names = list(dict.fromkeys(r["gemm"] for r in probe["rows"]))
+    shape = {r["gemm"]: "%dx%d" % (r["n"], r["k"]) for r in probe["rows"]}
+    print("%5s  " % "m" + " ".join("%-22s" % ("%s %s" % (n, shape[n])) for n in names))
+    errors = []
+    for m in sorted({r["m"] for r in probe["rows"]}):
+        cells = []
+        for name in names:
+            r = next(x for x in probe["rows"] if x["gemm"] == name and x["m"] == m)
+            t = table.get((m, r["n"], r["k"]))
+            if t is None:
+                cells.append("%-22s" % "not in the table")
+                continue
+            errors.append(100 * (t / r["rotated_ms"] - 1))
+            cells.append("%-22s" % ("%.4f/%.4f %+5.1f%%" % (t, r["rotated_ms"], errors[-1])))
+        print("%5d  " % m + " ".join(cells))
+    abs_err = sorted(abs(x) for x in errors)
+    print("table points: median |error| %.1f%%, largest %.1f%% (%d)" % (statistics.median(abs_err), abs_err[-1],
+                                                                       len(errors)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--probe", default="configs/calibration/h200.gemm.json",
                     help="reports/gemm_probe.py's output (default: %(default)s)")
     ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    ap.add_argument("--points", metavar="FILE", help="compare the probe's times at the tables' own shapes (above)")
     a = ap.parse_args()
+    path = a.points or a.probe
     try:
-        with open(a.probe, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             probe = json.load(f)
     except (OSError, ValueError) as e:
-        sys.exit("gemm_check.py: %s: %s (make it with reports/gemm_probe.py on a GPU)" % (a.probe, e))
+        sys.exit("gemm_check.py: %s: %s (make it with reports/gemm_probe.py on a GPU)" % (path, e))
+    if a.points:
+        points(probe)
+        return
     lent = {(r["gemm"], r["m"]): r["rotated_ms"] for r in probe["rows"]}
     tokens = sorted({m for _, m in lent})
     print("per layer, ms: kvsim (tables) / %s (reports/gemm_probe.py), kvsim's error" % probe["host"]["gpu"])

@@ -4,7 +4,7 @@ kvsim's measured mode prices Llama-3.1-8B with, to check the bundled tables
 (configs/optables/CARD/gemm.csv.gz, measured elsewhere by AIConfigurator)
 against the card at hand: docs/measured.md §3.
 
-    python3 reports/gemm_probe.py [--out FILE]
+    python3 reports/gemm_probe.py [--shapes NAME=NxK,...] [--out FILE]
 
 Run it on a machine with an NVIDIA GPU and PyTorch (the tool library's
 device machine has them). It writes one JSON object (to FILE, default
@@ -28,6 +28,9 @@ Shapes: Llama-3.1-8B at TP 1 (hidden 4096, 32 query and 8 KV heads of 128,
 intermediate 14336, vocabulary 128256): qkv 6144 × 4096, o 4096 × 4096,
 gate_up 28672 × 4096, down 4096 × 14336, lm_head 128256 × 4096. The tables
 hold the first two exactly and bracket the others (docs/measured.md §2).
+--shapes times others instead (`table_points` names the measured shapes
+that bracket them: reports/gemm_check.py --points compares those with the
+tables' own rows).
 
 What it does not measure: vLLM's process (its custom ops, torch.compile's
 fusions), nor any other operation. A figure from it is "cuBLAS bf16 GEMMs
@@ -45,9 +48,28 @@ except ImportError:  # --help still answers; main() says what is missing
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336),
           "lm_head": (128256, 4096)}
+# The tables' measured shapes around gate_up (n 16384 and 51200), down
+# (k 12288 and 16384) and the LM head (n 65536, its largest), and qkv's own.
+TABLE_POINTS = "n16384=16384x4096,n51200=51200x4096,n65536=65536x4096,k12288=4096x12288,k16384=4096x16384,qkv=6144x4096"
 TOKENS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 L2_BYTES_COVER = 4 * 60 << 20  # weight copies rotated: at least 4 × an H100/H200's 50-60 MB L2
 LAUNCHES, REPS, WARM = 16, 9, 3
+
+
+def parse_shapes(text):
+    """NAME=NxK,... into {NAME: (N, K)}; exit 2 naming a bad item."""
+    out = {}
+    for item in text.split(","):
+        try:
+            name, dims = item.split("=")
+            n, k = (int(x) for x in dims.split("x"))
+            if n <= 0 or k <= 0:
+                raise ValueError
+        except ValueError:
+            print("reports/gemm_probe.py: --shapes: '%s' is not NAME=NxK with N, K > 0" % item, file=sys.stderr)
+            sys.exit(2)
+        out[name] = (n, k)
+    return out
 
 
 def check(dev):
@@ -94,7 +116,10 @@ def graph_ms(x, weights, dev):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
+    ap.add_argument("--shapes", help="NAME=NxK,... instead of Llama-3.1-8B's (table_points: the tables' bracketing "
+                    "shapes)")
     a = ap.parse_args()
+    shapes = SHAPES if not a.shapes else parse_shapes(TABLE_POINTS if a.shapes == "table_points" else a.shapes)
     if torch is None:
         print("reports/gemm_probe.py: needs PyTorch (the device machine has it)", file=sys.stderr)
         sys.exit(2)
@@ -104,7 +129,7 @@ def main():
     torch.manual_seed(0)
     err = check(dev)
     rows = []
-    for name, (n, k) in SHAPES.items():
+    for name, (n, k) in shapes.items():
         copies = max(2, -(-L2_BYTES_COVER // (2 * n * k)))
         weights = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
         for m in TOKENS:
