@@ -196,6 +196,30 @@ static void test_validate_mixtral(void **state)
     json_int_t n = json_integer_value(json_object_get(jit, "variants"));
     assert_true(n > 0);
     assert_double_equal(json_number_value(json_object_get(jit, "stall_s")), 1.372 * (double)n, 1e-9);
+    /* and its errors at the probe's fastest and slowest compile: each the
+     * same as a replay with that compile time set, run on its own */
+    const json_t *band = json_object_get(x, "compile_band");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(band, "kernel_ms"), 0)), 460);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(band, "kernel_ms"), 1)), 980);
+    for (int end = 0; end < 2; end++) {
+        json_t *alone = tu_kvsim_jsonf("validate --measurements validation/vllm-h100-train.json --only "
+                                       "mixtral-8x7b-tp2-general-mnbt2048-run56 --json --set "
+                                       "engine.measured.moe_jit_compile_ms=%d",
+                                       end ? 980 : 460);
+        const json_t *mpe = json_object_get(json_array_get(json_object_get(alone, "experiments"), 0), "mpe");
+        static const char *const means[] = {"e2e_ms", "ttft_ms", "itl_ms"};
+        for (int k = 0; k < 3; k++)
+            assert_double_equal(
+                json_number_value(json_array_get(
+                    json_object_get(json_object_get(json_object_get(band, "mpe"), means[k]), "mean"), (size_t)end)),
+                json_number_value(json_object_get(json_object_get(mpe, means[k]), "mean")), 1e-9);
+        json_decref(alone);
+    }
+    json_decref(o);
+    /* a dense run compiles nothing: no band */
+    o = tu_kvsim_json("validate --measurements validation/vllm-h100-train.json --only "
+                      "llama3.1-8b-tp1-general-mnbt2048-run16 --json");
+    assert_null(json_object_get(json_array_get(json_object_get(o, "experiments"), 0), "compile_band"));
     json_decref(o);
     char line[160];
     snprintf(line, sizeof line,

@@ -39,8 +39,8 @@ static const char validate_usage[] =
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
     "                       status, replayed, predicted, measured, ape, mpe; caveats,\n"
-    "                       not_predicted, moe_compiles, fit_range, model_via,\n"
-    "                       hardware_via and engine_note when there are)\n"
+    "                       not_predicted, moe_compiles, compile_band, fit_range,\n"
+    "                       model_via, hardware_via and engine_note when there are)\n"
     "                       and median_ape; with --by also by: {by, groups[]}; with\n"
     "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
@@ -52,6 +52,9 @@ static const char validate_usage[] =
     "other experiments still run. A vLLM release other than the one the CPU\n"
     "constants were fitted on (0.15) is replayed with a line saying so. A\n"
     "measured metric or statistic kvsim does not predict is listed, not judged.\n"
+    "A replay that stalled on fused-MoE compiles is replayed again at the fastest\n"
+    "and slowest compile a lent H200 host measured (460 and 980 ms), and the\n"
+    "errors of its means at both are printed (compile_band; docs/validation.md).\n"
     "Exit status: 0 ok; 2 a file kvsim cannot read (a value of the wrong type or\n"
     "out of range; the message names it) or a bad option; 3 the --max-error gate\n"
     "failed.\n";
@@ -73,6 +76,24 @@ static void print_metric(const char *metric, const char *stat, const json_t *row
     double p = json_number_value(json_object_get(json_object_get(json_object_get(row, "predicted"), metric), stat));
     double e = json_number_value(json_object_get(json_object_get(json_object_get(row, "mpe"), metric), stat));
     printf("  %-8s %-5s %12.2f %12.2f %+11.2f %+8.1f%%\n", metric, stat, m, p, p - m, e);
+}
+
+/* A MoE replay's errors at the probe's fastest and slowest compile. */
+static void print_band(const json_t *band)
+{
+    if (!band) return;
+    const json_t *ms = json_object_get(band, "kernel_ms"), *m;
+    const char *metric;
+    printf("  at %lld and %lld ms a compile (a lent H200 host's fastest and slowest):",
+           (long long)json_integer_value(json_array_get(ms, 0)), (long long)json_integer_value(json_array_get(ms, 1)));
+    size_t k = 0;
+    json_object_foreach(json_object_get(band, "mpe"), metric, m)
+    {
+        const json_t *mean = json_object_get(m, "mean");
+        printf("%s %s mean %+.1f%% and %+.1f%%", k++ ? "," : "", metric, json_number_value(json_array_get(mean, 0)),
+               json_number_value(json_array_get(mean, 1)));
+    }
+    putchar('\n');
 }
 
 static void print_row(const json_t *row)
@@ -101,6 +122,7 @@ static void print_row(const json_t *row)
         printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
                json_number_value(json_object_get(jit, "stall_s")),
                (long long)json_integer_value(json_object_get(jit, "variants")));
+    print_band(json_object_get(row, "compile_band"));
     const json_t *skip = json_object_get(row, "not_predicted"), *cv = json_object_get(row, "caveats"), *name;
     size_t s;
     json_array_foreach(skip, s, name)

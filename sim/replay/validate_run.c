@@ -236,6 +236,58 @@ static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
     return rc;
 }
 
+/* The mpe of e replayed with every fused-MoE compile taking ms, into a
+ * scratch database (--db keeps the experiment's own replay only). */
+static int band_end(const vexp *e, const sim_validate_opts *o, int ms, json_t **mpe, sim_err *err)
+{
+    char set[96];
+    snprintf(set, sizeof set, "engine.measured.moe_jit_compile_ms=%d", ms);
+    char **sets = sim_xcalloc((size_t)o->nsets + 1, sizeof *sets);
+    memcpy(sets, o->sets, (size_t)o->nsets * sizeof *sets);
+    sets[o->nsets] = set; /* after the user's: the band is the probe's */
+    sim_validate_opts b = *o;
+    b.sets = sets;
+    b.nsets = o->nsets + 1;
+    b.db = NULL;
+    sim_results *scratch = NULL;
+    vrun r = {0};
+    json_t *row = json_object();
+    int rc = sim_results_open(&scratch, NULL, err) || replay(e, &b, scratch, &r, err) || compare(e, r.head, row, err);
+    if (!rc) *mpe = json_incref(json_object_get(row, "mpe"));
+    json_decref(row);
+    vrun_clear(&r);
+    sim_results_close(scratch);
+    free(sets);
+    return rc;
+}
+
+/* A replay that stalled on fused-MoE compiles, replayed again at the
+ * fastest and slowest compile a lent H200 host measured
+ * (SIM_MOE_COMPILE_PROBE_*): each measured mean's error at both ends, so
+ * the report says how much the one input no table measures moves it
+ * (docs/validation.md §1). */
+static int compile_band(const vexp *e, const sim_validate_opts *o, json_t *row, sim_err *err)
+{
+    const int ms[2] = {SIM_MOE_COMPILE_PROBE_LO_MS, SIM_MOE_COMPILE_PROBE_HI_MS};
+    json_t *end[2] = {NULL, NULL};
+    int rc = band_end(e, o, ms[0], &end[0], err) || band_end(e, o, ms[1], &end[1], err);
+    if (!rc) {
+        json_t *mpe = json_object();
+        const char *metric;
+        json_t *m;
+        json_object_foreach(end[0], metric, m)
+        {
+            const json_t *lo = json_object_get(m, "mean"),
+                         *hi = json_object_get(json_object_get(end[1], metric), "mean");
+            if (lo && hi) json_object_set_new(mpe, metric, json_pack("{s:[O,O]}", "mean", lo, hi));
+        }
+        json_object_set_new(row, "compile_band", json_pack("{s:[i,i], s:o}", "kernel_ms", ms[0], ms[1], "mpe", mpe));
+    }
+    json_decref(end[0]);
+    json_decref(end[1]);
+    return rc;
+}
+
 /* The names of a run's caveats, each once, in the summary's order. */
 static json_t *caveat_names(const json_t *summary)
 {
@@ -295,6 +347,7 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         for (size_t k = 0; k < 2; k++)
             if (json_object_get(r.summary, found[k]))
                 json_object_set(row, found[k], json_object_get(r.summary, found[k]));
+        if (json_object_get(r.summary, "moe_compiles")) rc = compile_band(e, o, row, err);
     }
     vrun_clear(&r);
     return rc;

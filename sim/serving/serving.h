@@ -219,4 +219,13 @@ void sim_serving_row(const sim_config *cfg, const sim_request *r, sim_stage stag
                      int64_t last_token, sim_topk *topk, sim_request_row *row);
 void sim_topk_free(sim_topk *t);
 
+/* The band of a fused-MoE compile that a lent H200 host measured: the
+ * fastest and slowest of 60 compiles of a fused-MoE-shaped Triton kernel
+ * (462 and 973 ms, configs/calibration/h200.moe-compile-*.json), rounded
+ * outward; their median is engine.measured.moe_jit_compile_ms's default
+ * (docs/validation.md §1). A run's moe_compiles finding and `kvsim
+ * validate`'s compile_band use it. */
+#define SIM_MOE_COMPILE_PROBE_LO_MS 460
+#define SIM_MOE_COMPILE_PROBE_HI_MS 980
+
 #endif

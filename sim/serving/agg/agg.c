@@ -147,13 +147,12 @@ static void note_too_large(const agg *a, json_t *summary)
 
 /* Fused-MoE compiles on first use (docs/measured.md §4) stall an instance
  * for a time no table measures. A fused-MoE-shaped Triton kernel took
- * 0.46 to 0.97 s to compile on one lent H200 host (60 compiles, median
- * 0.686 s: configs/calibration/h200.moe-compile-*.json); the public figures
- * put it anywhere in 0.2–2 s a kernel (docs/validation.md §1). Said, with
- * how much of the run they took, so the early latencies are read with
- * that uncertainty. */
-#define MOE_COMPILE_LO_S 0.46 /* the probe's fastest compile, rounded down */
-#define MOE_COMPILE_HI_S 0.98 /* its slowest, rounded up */
+ * SIM_MOE_COMPILE_PROBE_LO_MS to _HI_MS to compile on one lent H200 host;
+ * the public figures put it anywhere in 0.2–2 s a kernel
+ * (docs/validation.md §1). Said, with how much of the run they took, so the
+ * early latencies are read with that uncertainty. */
+#define MOE_COMPILE_LO_S (SIM_MOE_COMPILE_PROBE_LO_MS / 1e3)
+#define MOE_COMPILE_HI_S (SIM_MOE_COMPILE_PROBE_HI_MS / 1e3)
 static void note_moe_compiles(const agg *a, json_t *summary)
 {
     if (!a->moe_compiles.n) return;
