@@ -236,7 +236,7 @@ static const sim_config_key keys[] = {
     NUM("engine.measured.moe_jit_compile_ms", "ms", 0, 1e6,
         "cost.compute = measured, a mixture of experts on an aggregated instance: the stall while Triton compiles "
         "one fused-MoE kernel variant the first time a pass above the CUDA-graph limit needs it (docs/measured.md "
-        "§4); 0 = a warm kernel cache"),
+        "§4; the default is the median of 60 compiles timed on a lent H200 host); 0 = a warm kernel cache"),
     OFF_OR("engine.measured.glitch_ratio", "", 1.1, 1e6,
            "cost.compute = measured: a measured point more than this many times above both of its neighbours on its "
            "curve, or below both, is a glitch of the collection and dropped: lookups are priced between its "
