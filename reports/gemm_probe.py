@@ -39,7 +39,7 @@ through PyTorch on that GPU", to be cited as such.
 import argparse
 import sys
 
-from gpu_host import emit, host
+from gpu_host import cuda_device, emit, host
 
 try:
     import torch
@@ -120,12 +120,7 @@ def main():
                     "shapes)")
     a = ap.parse_args()
     shapes = SHAPES if not a.shapes else parse_shapes(TABLE_POINTS if a.shapes == "table_points" else a.shapes)
-    if torch is None:
-        print("reports/gemm_probe.py: needs PyTorch (the device machine has it)", file=sys.stderr)
-        sys.exit(2)
-    if not torch.cuda.is_available():
-        sys.exit("reports/gemm_probe.py: no CUDA GPU: run it on a GPU host (the tool library's device)")
-    dev = torch.device("cuda", 0)
+    dev = cuda_device(torch, "reports/gemm_probe.py")
     torch.manual_seed(0)
     err = check(dev)
     rows = []

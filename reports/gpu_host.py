@@ -1,11 +1,24 @@
 """reports/gpu_host.py — what the GPU probes (reports/moe_compile_probe.py,
-reports/sampler_probe.py) share: what their JSON says of the machine it ran
+reports/gemm_probe.py, reports/sampler_probe.py) share: the CUDA device or
+an exit saying what is missing, what their JSON says of the machine it ran
 on (the CPU model and core count, the GPU's name, PyTorch's and Python's
 versions, and whatever else the probe adds: its own libraries' versions),
 and writing that JSON."""
 import json
 import os
 import platform
+import sys
+
+
+def cuda_device(torch, script, needs="PyTorch (the device machine has it)"):
+    """CUDA device 0 for script; without torch (None: an import failed) exit
+    2 saying what it needs, without a CUDA GPU exit 1 saying where to run."""
+    if torch is None:
+        print("%s: needs %s" % (script, needs), file=sys.stderr)
+        sys.exit(2)
+    if not torch.cuda.is_available():
+        sys.exit("%s: no CUDA GPU: run it on a GPU host (the tool library's device)" % script)
+    return torch.device("cuda", 0)
 
 
 def host(torch, **extra):

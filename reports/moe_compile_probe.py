@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from gpu_host import emit, host
+from gpu_host import cuda_device, emit, host
 
 # A fresh cache before Triton is imported: every first launch compiles.
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-probe-")
@@ -170,13 +170,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
     a = ap.parse_args()
-    if not triton:
-        print("reports/moe_compile_probe.py: needs PyTorch and Triton (pip packages torch, triton; the device "
-              "machine has them)", file=sys.stderr)
-        sys.exit(2)
-    if not torch.cuda.is_available():
-        sys.exit("reports/moe_compile_probe.py: no CUDA GPU: run it on a GPU host (the tool library's device)")
-    dev = torch.device("cuda", 0)
+    dev = cuda_device(torch if triton else None, "reports/moe_compile_probe.py",
+                      "PyTorch and Triton (pip packages torch, triton; the device machine has them)")
     x = torch.zeros(16, device=dev)
     warm_up[(1,)](x, 16, BLOCK=16)
     torch.cuda.synchronize()

@@ -35,7 +35,7 @@ GPU", to be cited as such.
 import argparse
 import sys
 
-from gpu_host import emit, host
+from gpu_host import cuda_device, emit, host
 
 try:
     import torch
@@ -113,12 +113,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
     a = ap.parse_args()
-    if torch is None:
-        print("reports/sampler_probe.py: needs PyTorch (the device machine has it)", file=sys.stderr)
-        sys.exit(2)
-    if not torch.cuda.is_available():
-        sys.exit("reports/sampler_probe.py: no CUDA GPU: run it on a GPU host (the tool library's device)")
-    dev = torch.device("cuda", 0)
+    dev = cuda_device(torch, "reports/sampler_probe.py")
     torch.manual_seed(0)
     check(dev)
     rows = []
