@@ -273,16 +273,25 @@ static void test_model_names(void **state)
     expect_edits(none, 1, 0);
 }
 
+/* The shell command that runs `kvsim validate ARGS` on measurements file
+ * src as the command edit (sed or jq with its script) leaves it, in a
+ * scratch folder removed after; into cmd (n bytes). */
+static const char *edited_cmd(char *cmd, size_t n, const char *edit, const char *src, const char *args)
+{
+    snprintf(cmd, n,
+             "(d=$(mktemp -d) && %s %s > $d/m.json && %s validate --measurements $d/m.json %s; rc=$?; rm -rf $d; "
+             "exit $rc)",
+             edit, src, tu_kvsim_bin(), args);
+    return cmd;
+}
+
 /* `kvsim validate --json` of the training measurements as the jq filter
  * leaves them (no single quote in it), parsed. */
 static json_t *validate_jq(const char *filter)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "(d=$(mktemp -d) && jq '%s' validation/vllm-h100-train.json > $d/m.json && %s validate --measurements "
-             "$d/m.json --json; rc=$?; rm -rf $d; exit $rc)",
-             filter, tu_kvsim_bin());
-    return tu_shell_json(cmd);
+    char cmd[1024], edit[512];
+    snprintf(edit, sizeof edit, "jq '%s'", filter);
+    return tu_shell_json(edited_cmd(cmd, sizeof cmd, edit, "validation/vllm-h100-train.json", "--json"));
 }
 
 /* An experiment's tp on a hardware preset of larger nodes is tensor
@@ -448,12 +457,20 @@ static void test_gate(void **state)
     (void)state;
     const char *v = "validate --measurements validation/vllm-h100-train.json";
     char args[512];
-    snprintf(args, sizeof args, "%s --max-error 10", v);
+    snprintf(args, sizeof args, "%s --max-error 20", v);
     tu_expect_stdout(args, "median absolute error");
-    snprintf(args, sizeof args, "%s --max-error 20 --metric ttft_ms.mean", v);
+    snprintf(args, sizeof args, "%s --max-error 10", v);
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 3);
-    assert_string_equal(r.err, "kvsim validate: mixtral-8x7b-tp2-general-mnbt2048-run56: ttft_ms.mean error -33.9% "
+    assert_string_equal(r.err, "kvsim validate: mixtral-8x7b-tp2-general-mnbt2048-run56: e2e_ms.mean error -16.2% "
+                               "exceeds --max-error 10%\n"
+                               "kvsim validate: mixtral-8x7b-tp2-general-mnbt2048-run56: itl_ms.mean error -10.6% "
+                               "exceeds --max-error 10%\n");
+    tu_free(&r);
+    snprintf(args, sizeof args, "%s --max-error 20 --metric ttft_ms.mean", v);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 3);
+    assert_string_equal(r.err, "kvsim validate: mixtral-8x7b-tp2-general-mnbt2048-run56: ttft_ms.mean error -55.4% "
                                "exceeds --max-error 20%\n");
     assert_non_null(strstr(r.out, "median absolute error")); /* the report as always */
     tu_free(&r);
@@ -475,21 +492,23 @@ static void test_gate(void **state)
     tu_expect_exit(args, 2, "--max-error '-1': give a percentage >= 0");
 }
 
-/* The runs go into --db, one per experiment replayed, with their requests. */
+/* The runs go into --db, one per draw of each experiment replayed, with
+ * their requests; each run carries its draw's workload seed. */
 static void test_db(void **state)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "d=$(mktemp -d) && %s validate --measurements " MEAS " --db $d/v.db > /dev/null && "
+             "d=$(mktemp -d) && %s validate --measurements " MEAS " --draws 2 --db $d/v.db > /dev/null && "
              "echo $d",
              tu_kvsim_bin());
     cli_result r = tu_shell(cmd);
     assert_int_equal(r.status, 0);
     r.out[strcspn(r.out, "\n")] = 0;
-    char db[600], q[] = "SELECT COUNT(*) || ',' || (SELECT COUNT(*) FROM requests) FROM runs";
+    char db[600], q[] = "SELECT COUNT(*) || ',' || (SELECT COUNT(*) FROM requests) || ',' || group_concat(seed, ' ') "
+                        "FROM runs";
     snprintf(db, sizeof db, "%s/v.db", r.out);
     char *got = tu_sql_text(db, q);
-    assert_string_equal(got, "3,3");
+    assert_string_equal(got, "6,6,1 2 1 2 1 2");
     free(got);
     char rm[700];
     snprintf(rm, sizeof rm, "rm -rf %s", r.out);
@@ -530,30 +549,29 @@ static void rm_dir(const char *dir)
 /* The fit range the CPU constants carry (sim_cost_fit_seqs: 44 for the
  * engine mode, fitted on the three dense runs, 121 for the measured mode,
  * on all four) is the most requests between prefill start and last token
- * at once in the training replays, recomputed here by SQL from their rows:
- * at each request's prefill start, the requests started and not done. The
- * training runs stay inside it (no fit_range in their rows); a long-output
- * load at max_num_seqs 128 goes beyond it and says so. */
+ * at once in the training replays (every draw of each: the fit sees them
+ * all), recomputed here by SQL from their rows: at each request's prefill
+ * start, the requests started and not done. The training runs stay inside
+ * it (no fit_range in their rows); a long-output load at max_num_seqs 128
+ * goes beyond it and says so. */
 static void test_fit_seqs(void **state)
 {
-    char db[600], dir[512], cmd[512];
+    char db[600], dir[512], cmd[1024];
     json_t *j = train_into_dir("", db, dir), *row;
-    char *peaks = tu_sql_text(db, "SELECT group_concat(c, ',') FROM (SELECT run_id, MAX(c) AS c FROM (SELECT a.run_id, "
-                                  "(SELECT COUNT(*) FROM requests b WHERE b.run_id = a.run_id AND b.prefill_start_ms "
-                                  "<= a.prefill_start_ms AND b.done_ms > a.prefill_start_ms) AS c FROM requests a) "
-                                  "GROUP BY run_id ORDER BY run_id)");
-    assert_string_equal(peaks, "29,29,44,121");
+    char *peaks = tu_sql_text(db, "SELECT group_concat(c, ',') FROM (SELECT MAX(c) AS c, MIN(r.id) AS first FROM "
+                                  "(SELECT a.run_id, (SELECT COUNT(*) FROM requests b WHERE b.run_id = a.run_id AND "
+                                  "b.prefill_start_ms <= a.prefill_start_ms AND b.done_ms > a.prefill_start_ms) AS c "
+                                  "FROM requests a) x JOIN runs r ON r.id = x.run_id GROUP BY r.trace_path ORDER BY "
+                                  "first)");
+    assert_string_equal(peaks, "37,37,50,121");
     free(peaks);
     size_t i;
     json_array_foreach(json_object_get(j, "experiments"), i, row) assert_null(json_object_get(row, "fit_range"));
     json_decref(j);
     rm_dir(dir);
-    snprintf(cmd, sizeof cmd,
-             "(d=$(mktemp -d) && sed 's/\"output_len\": 248/\"output_len\": 1500/' "
-             "validation/vllm-h100-train.json > $d/m.json && %s validate --measurements $d/m.json --only "
-             "llama3.1-8b-tp1-general-mnbt2048-run16; rc=$?; rm -rf $d; exit $rc)",
-             tu_kvsim_bin());
-    cli_result r = tu_shell(cmd);
+    cli_result r = tu_shell(edited_cmd(cmd, sizeof cmd, "sed 's/\"output_len\": 248/\"output_len\": 1500/'",
+                                       "validation/vllm-h100-train.json",
+                                       "--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 2"));
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "kvsim's iterations reached 128 sequences, beyond the 121 its CPU constants were "
                                   "fitted on; they make "));
@@ -570,7 +588,7 @@ static void test_fit_seqs(void **state)
 static void test_load_runs_on(void **state)
 {
     char db[600], dir[512];
-    json_t *j = train_into_dir("--only llama3.1-8b-tp1-general-mnbt2048-run16", db, dir);
+    json_t *j = train_into_dir("--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 1", db, dir);
     const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
     assert_int_equal(json_integer_value(json_object_get(row, "replayed")), 450);
     char *got = tu_sql_text(db, "SELECT COUNT(*) || ',' || (SELECT COUNT(*) FROM requests) || ',' || "
@@ -587,6 +605,60 @@ static void test_load_runs_on(void **state)
     assert_double_equal(at(row, "predicted", "itl_ms", "mean"), ntpot, ntpot * 1e-9);
     json_decref(j);
     rm_dir(dir);
+}
+
+/* Draws: the Llama run at --draws 3 predicts each statistic as the mean of
+ * its three runs' (seeds 1, 2, 3 in --db), recomputed here by SQL from their
+ * measured requests' rows, and gives the range of the three runs' own
+ * errors; workload.seed moves the first draw (seed 2 alone is the second
+ * run); --draws and workload.seed out of range are errors naming them. */
+static void test_draws(void **state)
+{
+    char db[600], dir[512];
+    json_t *j = train_into_dir("--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 3", db, dir);
+    const json_t *row = json_array_get(json_object_get(j, "experiments"), 0);
+    char *got = tu_sql_text(db, "SELECT group_concat(seed || ' ' || e2e || ' ' || ttft, ' ') FROM (SELECT r.seed, "
+                                "AVG(q.e2e_ms) AS e2e, AVG(q.ttft_ms) AS ttft FROM requests q JOIN runs r ON r.id = "
+                                "q.run_id WHERE q.id < 300 GROUP BY r.id ORDER BY r.id)");
+    double seed[3], e2e[3], ttft[3], sum = 0, lo = INFINITY, hi = -INFINITY, meas = 2118.61;
+    assert_int_equal(sscanf(got, "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &seed[0], &e2e[0], &ttft[0], &seed[1], &e2e[1],
+                            &ttft[1], &seed[2], &e2e[2], &ttft[2]),
+                     9);
+    free(got);
+    for (int k = 0; k < 3; k++) {
+        assert_double_equal(seed[k], k + 1, 0);
+        double pct = (e2e[k] - meas) / meas * 100;
+        sum += e2e[k], lo = fmin(lo, pct), hi = fmax(hi, pct);
+    }
+    assert_true(lo < hi); /* the draws differ */
+    assert_double_equal(at(row, "predicted", "e2e_ms", "mean"), sum / 3, sum / 3 * 1e-9);
+    assert_double_equal(at(row, "predicted", "ttft_ms", "mean"), (ttft[0] + ttft[1] + ttft[2]) / 3, 1e-6);
+    const json_t *d = json_object_get(row, "draws"),
+                 *range = json_object_get(json_object_get(json_object_get(d, "mpe"), "e2e_ms"), "mean");
+    assert_int_equal(json_integer_value(json_object_get(d, "n")), 3);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(d, "seeds"), 1)), 3);
+    assert_double_equal(json_number_value(json_array_get(range, 0)), lo, 1e-6);
+    assert_double_equal(json_number_value(json_array_get(range, 1)), hi, 1e-6);
+    json_decref(j);
+    rm_dir(dir);
+    char cmd[1024];
+    cli_result r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[0].workload.seed = 2'",
+                                       "validation/vllm-h100-train.json",
+                                       "--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 1 --json"));
+    assert_int_equal(r.status, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_double_equal(at(json_array_get(json_object_get(j, "experiments"), 0), "predicted", "e2e_ms", "mean"), e2e[1],
+                        e2e[1] * 1e-9);
+    json_decref(j);
+    tu_free(&r);
+    tu_expect_exit("validate --measurements " MEAS " --draws 0", 2,
+                   "--draws '0': give a whole number from 1 to 1000, e.g. --draws 8");
+    tu_expect_exit("validate --measurements " MEAS " --draws 2x", 2, "--draws '2x': give a whole number");
+    r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[0].workload.seed = 1.5'", MEAS, ""));
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "experiment 'a': workload.seed: 1.5 is not a whole number"));
+    tu_free(&r);
 }
 
 /* --by: experiment c's question shortened to 60 tokens makes it a
@@ -633,6 +705,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_predictions_by_hand),
+        cmocka_unit_test(test_draws),
         cmocka_unit_test(test_median_and_not_expressible),
         cmocka_unit_test(test_median_helper),
         cmocka_unit_test(test_only_and_text),

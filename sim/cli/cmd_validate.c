@@ -11,7 +11,7 @@
 #include "sim/replay/validate.h"
 
 static const char validate_usage[] =
-    "usage: kvsim validate --measurements FILE [--only ID] [--db FILE] [--set key=value]...\n"
+    "usage: kvsim validate --measurements FILE [--only ID] [--draws N] [--db FILE] [--set key=value]...\n"
     "                      [--by model|tp|workload] [--max-error PCT [--metric NAME.STAT]...] [--json]\n"
     "\n"
     "Replay each experiment of a measurements file (measured runs of a real serving\n"
@@ -21,12 +21,18 @@ static const char validate_usage[] =
     "model), and print predicted beside measured with the error of every measured\n"
     "metric, then the median absolute error per metric. The measured requests are\n"
     "the first of a load that goes on: the replay sends more and predicts from them.\n"
+    "A measured run is one draw of its load generator (its shuffle and arrival\n"
+    "gaps; the seed is not public): kvsim replays N draws of each workload (seeds\n"
+    "1..N), predicts each statistic as their mean and prints the range of the\n"
+    "draws' own errors beside it.\n"
     "itl_ms is inference-perf's normalized time per output token (end-to-end latency\n"
     "over output tokens), tpot_ms the mean gap between a request's tokens.\n"
     "\n"
     "  --measurements FILE  the measurements (e.g. validation/vllm-h100-train.json)\n"
     "  --only ID            just this experiment\n"
-    "  --db FILE            keep the runs in this results database (kvsim report reads it)\n"
+    "  --draws N            workload draws per experiment (default 8; 1 = seed 1 alone)\n"
+    "  --db FILE            keep the runs in this results database (kvsim report reads\n"
+    "                       it): each experiment's first draw\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
     "                       --set engine.seq_overhead_ms=0)\n"
     "  --by KEY             also the median absolute error per group of experiments:\n"
@@ -38,9 +44,10 @@ static const char validate_usage[] =
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
     "                       default e2e_ms.mean and itl_ms.mean)\n"
     "  --json               the report as JSON: experiments[] (id, model, tp, workload,\n"
-    "                       status, replayed, predicted, measured, ape, mpe; caveats,\n"
-    "                       not_predicted, moe_compiles, compile_band, fit_range,\n"
-    "                       model_via, hardware_via and engine_note when there are)\n"
+    "                       status, replayed, predicted, measured, ape, mpe, draws;\n"
+    "                       caveats, not_predicted, moe_compiles, compile_band,\n"
+    "                       fit_range, model_via, hardware_via and engine_note when\n"
+    "                       there are)\n"
     "                       and median_ape; with --by also by: {by, groups[]}; with\n"
     "                       --max-error also gate: {max_error_pct, metrics, failures[]}\n"
     "  -h, --help           this help\n"
@@ -70,12 +77,46 @@ static int max_error_arg(const char *s, double *out)
     return sim_usage_error("validate", msg);
 }
 
+/* --draws N: an integer in [1, SIM_VALIDATE_MAX_DRAWS]; exit status 2 naming it otherwise. */
+static int draws_arg(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s && !*end && v >= 1 && v <= SIM_VALIDATE_MAX_DRAWS) return *out = (int)v, SIM_EXIT_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "--draws '%.100s': give a whole number from 1 to %d, e.g. --draws 8", s,
+             SIM_VALIDATE_MAX_DRAWS);
+    return sim_usage_error("validate", msg);
+}
+
 static void print_metric(const char *metric, const char *stat, const json_t *row)
 {
     double m = json_number_value(json_object_get(json_object_get(json_object_get(row, "measured"), metric), stat));
     double p = json_number_value(json_object_get(json_object_get(json_object_get(row, "predicted"), metric), stat));
     double e = json_number_value(json_object_get(json_object_get(json_object_get(row, "mpe"), metric), stat));
-    printf("  %-8s %-5s %12.2f %12.2f %+11.2f %+8.1f%%\n", metric, stat, m, p, p - m, e);
+    const json_t *r =
+        json_object_get(json_object_get(json_object_get(json_object_get(row, "draws"), "mpe"), metric), stat);
+    printf("  %-8s %-5s %12.2f %12.2f %+11.2f %+8.1f%%  %+7.1f to %+.1f%%\n", metric, stat, m, p, p - m, e,
+           json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)));
+}
+
+/* A MoE replay's fused-MoE compiles: their means over the draws and the
+ * fewest and most one draw compiled. */
+static void print_moe(const json_t *jit)
+{
+    long long lo = -1, hi = -1;
+    size_t k;
+    const json_t *d;
+    json_array_foreach(json_object_get(jit, "by_draw"), k, d)
+    {
+        long long v = (long long)json_integer_value(json_object_get(d, "variants"));
+        if (lo < 0 || v < lo) lo = v;
+        if (v > hi) hi = v;
+    }
+    printf("  kvsim stalled %.1f s a draw for %.1f fused-MoE compile variants (%lld to %lld; "
+           "engine.measured.moe_jit_compile_ms)\n",
+           json_number_value(json_object_get(jit, "stall_s")), json_number_value(json_object_get(jit, "variants")), lo,
+           hi);
 }
 
 /* A MoE replay's errors at the probe's fastest and slowest compile. */
@@ -108,7 +149,8 @@ static void print_row(const json_t *row)
     static const char *const via[] = {"model_via", "hardware_via", "engine_note"};
     for (size_t k = 0; k < 3; k++)
         if (json_object_get(row, via[k])) printf("  %s\n", json_string_value(json_object_get(row, via[k])));
-    printf("  %-8s %-5s %12s %12s %11s %9s\n", "metric", "stat", "measured", "kvsim", "error", "error %");
+    printf("  %-8s %-5s %12s %12s %11s %9s  %s\n", "metric", "stat", "measured", "kvsim", "error", "error %",
+           "draws' error");
     const char *metric, *stat;
     const json_t *m, *v;
     json_object_foreach(json_object_get(row, "measured"), metric, m)
@@ -118,10 +160,7 @@ static void print_row(const json_t *row)
         json_object_foreach((json_t *)m, stat, v) if (json_object_get(pred, stat)) print_metric(metric, stat, row);
     }
     const json_t *jit = json_object_get(row, "moe_compiles");
-    if (jit)
-        printf("  kvsim stalled %.1f s for %lld fused-MoE compiles (engine.measured.moe_jit_compile_ms)\n",
-               json_number_value(json_object_get(jit, "stall_s")),
-               (long long)json_integer_value(json_object_get(jit, "variants")));
+    if (jit) print_moe(jit);
     print_band(json_object_get(row, "compile_band"));
     const json_t *skip = json_object_get(row, "not_predicted"), *cv = json_object_get(row, "caveats"), *name;
     size_t s;
@@ -168,7 +207,18 @@ static void print_report(const json_t *r)
 {
     size_t i;
     const json_t *row;
-    json_array_foreach(json_object_get(r, "experiments"), i, row) print_row(row);
+    long long n = 0;
+    json_array_foreach(json_object_get(r, "experiments"), i, row)
+    {
+        print_row(row);
+        if (json_object_get(row, "draws"))
+            n = (long long)json_integer_value(json_object_get(json_object_get(row, "draws"), "n"));
+    }
+    if (n)
+        printf(
+            "kvsim: the mean over %lld draw%s of each workload (generator seeds 1 to %lld); draws' error: the range\n"
+            "of the draws' own errors (one measured run is one draw: docs/validation.md, section 2)\n\n",
+            n, n == 1 ? "" : "s", n);
     printf("median absolute error over the experiments:\n");
     print_medians(json_object_get(r, "median_ape"));
     if (json_object_get(r, "by")) print_groups(json_object_get(r, "by"));
@@ -211,6 +261,7 @@ int cmd_validate(int argc, char **argv)
     static const struct option opts[] = {
         {"measurements", required_argument, 0, 'm'},
         {"only", required_argument, 0, 'o'},
+        {"draws", required_argument, 0, 'n'},
         {"db", required_argument, 0, 'd'},
         {"set", required_argument, 0, 's'},
         {"json", no_argument, 0, 'j'},
@@ -233,6 +284,7 @@ int cmd_validate(int argc, char **argv)
     for (int ch; rc == SIM_EXIT_OK && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         if (ch == 'm') o.measurements = optarg;
         else if (ch == 'o') o.only = optarg;
+        else if (ch == 'n') rc = draws_arg(optarg, &o.draws);
         else if (ch == 'd') o.db = optarg;
         else if (ch == 's') sets[o.nsets++] = optarg;
         else if (ch == 'j') json = true;

@@ -238,6 +238,7 @@ static const char *const workload_keys[] = {
     "request_order",
     "multi_turn",
     "load",
+    "seed",
     NULL,
 };
 
@@ -277,7 +278,7 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
 static int read_workload(vexp *e, const json_t *w, sim_err *err)
 {
     const char *kind = json_string_value(json_object_get(w, "kind"));
-    double sys = 0, q = 0, out = 0, prompts = 0, users = 0;
+    double sys = 0, q = 0, out = 0, prompts = 0, users = 0, seed = 1;
     e->block = "workload";
     if (!json_is_object(w)) return sim_errf(err, "%s: experiment '%s': workload: expected an object", e->file, e->id);
     if (!kind)
@@ -296,8 +297,12 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
         num_at(e, w, "output_len", true, 1, 1 << 24, &out, err) ||
         num_at(e, w, "num_unique_system_prompts", true, 1, 1 << 20, &prompts, err) ||
         num_at(e, w, "num_users_per_system_prompt", true, 1, 1 << 20, &users, err) ||
-        bool_at(e, w, "multi_turn", &e->gen.multi_turn, err) || read_stages(e, json_object_get(w, "load"), err))
+        bool_at(e, w, "multi_turn", &e->gen.multi_turn, err) || num_at(e, w, "seed", false, 0, 0x1p53, &seed, err) ||
+        read_stages(e, json_object_get(w, "load"), err))
         return -1;
+    if (seed != floor(seed))
+        return sim_errf(err, "%s: experiment '%s': workload.seed: %g is not a whole number", e->file, e->id, seed);
+    e->gen.seed = (uint64_t)seed; /* the first draw's (validate_draws.c) */
     e->gen.system_tokens = (int)sys;
     e->gen.question_tokens = (int)q;
     e->gen.output_tokens = (int)out;

@@ -26,7 +26,15 @@ typedef struct sim_validate_opts {
     const char *db;           /* results database to keep the runs in, or NULL */
     char *const *sets;        /* extra --set overrides applied to every experiment */
     int nsets;
+    int draws; /* workloads generated per experiment, seeds 1..draws (0 = SIM_VALIDATE_DRAWS) */
 } sim_validate_opts;
+
+/* The draws of each experiment's workload by default: the measured run is
+ * one draw of its load generator (the prompt pool's shuffle, the arrival
+ * gaps), whose seed is not public, so kvsim predicts the mean over draws
+ * and states the range of their errors (docs/validation.md §2). */
+#define SIM_VALIDATE_DRAWS     8
+#define SIM_VALIDATE_MAX_DRAWS 1000
 
 /* The report: {"experiments": [{"id", "model", "tp", "workload", "status": "ok" | "not expressible",
  * "why" (when not), "config": [the --set list], "replayed": requests sent,

@@ -1,7 +1,9 @@
 /* sim/replay/validate_int.h — private to sim/replay/validate*.c.
  *
  *   validate_run.c   sim_validate: each experiment generated, replayed and compared
- *     validate.c     vexp_read: an experiment as --set overrides and generator options */
+ *     validate.c     vexp_read: an experiment as --set overrides and generator options
+ *     validate_draws.c  the draws of a workload: their mean prediction, error range
+ *                    and what their runs found */
 #ifndef SIM_VALIDATE_INT_H
 #define SIM_VALIDATE_INT_H
 
@@ -26,6 +28,29 @@ typedef struct vexp {
     char hw_via[256];      /* the same for a hardware name */
     char engine_note[256]; /* a vLLM release other than the one the constants were fitted on; "" = none */
 } vexp;
+
+/* One replay of an experiment: its requests, the run's summary, its
+ * measured requests' latencies (sim_results_head), when the last of them
+ * left and when the last request arrived. */
+typedef struct vrun {
+    int64_t requests;
+    json_t *summary, *head;
+    double left_ms, last_ms;
+} vrun;
+
+void vrun_clear(vrun *r);
+
+/* The prediction from n draws of a workload (validate_draws.c): each
+ * statistic of the heads' metrics averaged over the draws, the expected
+ * value of what one run of the load measures. */
+json_t *vdraw_mean_head(const vrun *r, int n);
+/* Widen range ({metric: {stat: [min, max]}}) by one draw's mpe. */
+void vdraw_range_add(json_t *range, const json_t *mpe);
+/* What the draws' runs found, into row: overloaded (any draw), preemptions
+ * (their mean), caveats (the names of every draw's, each once),
+ * moe_compiles (the mean variants and stall over the draws, and each
+ * draw's) and fit_range (the draw whose iterations went furthest). */
+void vdraw_findings(const vrun *r, int n, json_t *row);
 
 int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err);
 void vexp_free(vexp *e);

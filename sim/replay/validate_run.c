@@ -67,22 +67,6 @@ static int write_trace(const vexp *e, int64_t requests, char *path, size_t n, si
     return rc;
 }
 
-/* One replay of an experiment: its requests, the run's summary, its
- * measured requests' latencies (sim_results_head), when the last of them
- * left and when the last request arrived. */
-typedef struct vrun {
-    int64_t requests;
-    json_t *summary, *head;
-    double left_ms, last_ms;
-} vrun;
-
-static void vrun_clear(vrun *r)
-{
-    json_decref(r->summary);
-    json_decref(r->head);
-    r->summary = r->head = NULL;
-}
-
 /* The config of e replaying r->requests requests from the trace at path. */
 static int load_config(const vexp *e, const sim_validate_opts *o, const char *path, int64_t requests, sim_config *cfg,
                        sim_err *err)
@@ -114,7 +98,7 @@ static int replay_once(const vexp *e, const sim_validate_opts *o, sim_results *d
     int rc = load_config(e, o, path, r->requests, &cfg, err);
     if (!rc) {
         char *config_json = json_dumps(cfg.root, JSON_SORT_KEYS | JSON_COMPACT);
-        sim_run_info info = {config_json, cfg.hash, e->id, 0, cfg.seed, !cfg.request_rows, !cfg.sample_rows};
+        sim_run_info info = {config_json, cfg.hash, e->id, 0, e->gen.seed, !cfg.request_rows, !cfg.sample_rows};
         rc = sim_serving_check(&cfg, err) || sim_trace_fingerprint(path, &info.trace_fingerprint, err) ||
              sim_results_begin_run(db, &info, &(int64_t){0}, err) || sim_serving_replay(&cfg, db, &r->summary, err) ||
              sim_results_head(db, &r->head, &r->left_ms, &r->last_ms, err) ||
@@ -180,6 +164,22 @@ static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, vr
     return rc;
 }
 
+/* The draws of e's workload (validate_draws.c), each replayed as replay()
+ * does into db: draw k generates it with seed e's + k, the seed its run
+ * carries (--db keeps a run per draw). */
+static int draws_of(const sim_validate_opts *o) { return o->draws > 0 ? o->draws : SIM_VALIDATE_DRAWS; }
+
+static int replay_draws(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, sim_err *err)
+{
+    int rc = 0;
+    for (int k = 0; k < draws_of(o) && !rc; k++) {
+        vexp ek = *e;
+        ek.gen.seed = e->gen.seed + (uint64_t)k;
+        rc = replay(&ek, o, db, &r[k], err);
+    }
+    return rc;
+}
+
 /* One measured statistic against the prediction x of it: its predicted,
  * ape and mpe entries; a measured value that is no positive number is an
  * error naming it. */
@@ -236,8 +236,30 @@ static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
     return rc;
 }
 
-/* The mpe of e replayed with every fused-MoE compile taking ms, into a
- * scratch database (--db keeps the experiment's own replay only). */
+/* e's draws replayed (r, o->draws of them) and compared: predicted, ape
+ * and mpe of their mean (vdraw_mean_head), and "draws": {"n", "seeds":
+ * [first, last], "mpe": {metric: {stat: [min, max]}}}, the range of the
+ * draws' own errors. */
+static int predict(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, int n, json_t *row,
+                   sim_err *err)
+{
+    if (replay_draws(e, o, db, r, err)) return -1;
+    json_t *head = vdraw_mean_head(r, n), *range = json_object();
+    int rc = compare(e, head, row, err);
+    for (int k = 0; k < n && !rc; k++) {
+        json_t *one_row = json_object();
+        if (!(rc = compare(e, r[k].head, one_row, err))) vdraw_range_add(range, json_object_get(one_row, "mpe"));
+        json_decref(one_row);
+    }
+    json_object_set_new(row, "draws",
+                        json_pack("{s:i, s:[I,I], s:o}", "n", n, "seeds", (json_int_t)e->gen.seed,
+                                  (json_int_t)(e->gen.seed + (uint64_t)n - 1), "mpe", range));
+    json_decref(head);
+    return rc;
+}
+
+/* The mpe of e's draws replayed with every fused-MoE compile taking ms,
+ * into a scratch database (--db keeps the experiment's own replay only). */
 static int band_end(const vexp *e, const sim_validate_opts *o, int ms, json_t **mpe, sim_err *err)
 {
     char set[96];
@@ -250,12 +272,14 @@ static int band_end(const vexp *e, const sim_validate_opts *o, int ms, json_t **
     b.nsets = o->nsets + 1;
     b.db = NULL;
     sim_results *scratch = NULL;
-    vrun r = {0};
+    int n = draws_of(o);
+    vrun *r = sim_xcalloc((size_t)n, sizeof *r);
     json_t *row = json_object();
-    int rc = sim_results_open(&scratch, NULL, err) || replay(e, &b, scratch, &r, err) || compare(e, r.head, row, err);
+    int rc = sim_results_open(&scratch, NULL, err) || predict(e, &b, scratch, r, n, row, err);
     if (!rc) *mpe = json_incref(json_object_get(row, "mpe"));
     json_decref(row);
-    vrun_clear(&r);
+    for (int k = 0; k < n; k++) vrun_clear(&r[k]);
+    free(r);
     sim_results_close(scratch);
     free(sets);
     return rc;
@@ -288,21 +312,6 @@ static int compile_band(const vexp *e, const sim_validate_opts *o, json_t *row, 
     return rc;
 }
 
-/* The names of a run's caveats, each once, in the summary's order. */
-static json_t *caveat_names(const json_t *summary)
-{
-    json_t *names = json_array(), *cv, *seen;
-    size_t i, j;
-    json_array_foreach(json_object_get(summary, "caveats"), i, cv)
-    {
-        json_t *name = json_object_get(cv, "name");
-        bool again = false;
-        json_array_foreach(names, j, seen) again |= json_equal(seen, name);
-        if (!again) json_array_append(names, name);
-    }
-    return names;
-}
-
 /* One experiment's row of the report. */
 static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t *row, sim_err *err)
 {
@@ -322,34 +331,28 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_object_set_new(row, "why", json_string(e->why));
         return 0;
     }
-    vrun r = {0};
-    if (replay(e, o, db, &r, err)) { /* this experiment's config: the others still run */
+    int n = draws_of(o);
+    vrun *r = sim_xcalloc((size_t)n, sizeof *r);
+    json_t *pred = json_object();
+    int rc = 0;
+    if (predict(e, o, db, r, n, pred, err)) { /* this experiment's config: the others still run */
         fprintf(stderr, "kvsim validate: experiment '%s': %s\n", e->id, err->msg);
         json_object_set_new(row, "status", json_string("not replayed"));
         json_object_set_new(row, "why", json_string(err->msg));
         err->msg[0] = 0;
-        return vrun_clear(&r), 0;
-    }
-    json_object_set_new(row, "status", json_string("ok"));
-    int rc = compare(e, r.head, row, err);
-    if (!rc) {
+    } else {
         char limit[64];
-        snprintf(limit, sizeof limit, "trace.limit=%lld", (long long)r.requests);
-        json_array_append_new(cfg, json_string(limit));
-        json_object_set_new(row, "replayed", json_integer((json_int_t)r.requests));
-        json_t *d = json_object_get(r.summary, "diagnosis");
-        json_object_set_new(row, "overloaded", json_boolean(json_is_true(json_object_get(d, "overloaded"))));
-        json_object_set_new(row, "preemptions", json_incref(json_object_get(r.summary, "preemptions")));
-        json_t *names = caveat_names(r.summary); /* what no measurement checked */
-        if (json_array_size(names)) json_object_set(row, "caveats", names);
-        json_decref(names);
-        static const char *const found[] = {"moe_compiles", "fit_range"}; /* absent when they did not happen */
-        for (size_t k = 0; k < 2; k++)
-            if (json_object_get(r.summary, found[k]))
-                json_object_set(row, found[k], json_object_get(r.summary, found[k]));
-        if (json_object_get(r.summary, "moe_compiles")) rc = compile_band(e, o, row, err);
+        snprintf(limit, sizeof limit, "trace.limit=%lld", (long long)r[0].requests);
+        json_array_append_new(cfg, json_string(limit)); /* the first draw's */
+        json_object_set_new(row, "status", json_string("ok"));
+        json_object_set_new(row, "replayed", json_integer((json_int_t)r[0].requests));
+        json_object_update(row, pred);
+        vdraw_findings(r, n, row);
+        if (json_object_get(row, "moe_compiles")) rc = compile_band(e, o, row, err);
     }
-    vrun_clear(&r);
+    json_decref(pred);
+    for (int k = 0; k < n; k++) vrun_clear(&r[k]);
+    free(r);
     return rc;
 }
 
