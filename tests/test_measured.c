@@ -21,6 +21,7 @@
 #include "sim/config/config.h"
 #include "sim/cost/cost.h"
 #include "sim/cost/measured.h"
+#include "sim/cost/measured_int.h"
 #include "sim/cost/optable.h"
 #include "tests/optable_testutil.h"
 #include "tests/testutil.h"
@@ -601,6 +602,85 @@ static void test_refusals(void **state)
     sim_config_free(&cfg);
 }
 
+/* Which of vLLM's tuned configs a pass runs with, by hand from vLLM's
+ * files. Mixtral on 4 H100s reads E=8,N=3584,device_name=NVIDIA_H100_80GB_HBM3.json
+ * (configs/vllm/fused_moe_configs.json), where key 256's config is key
+ * 4096's and keys 1536, 2048 and 3072 share one. With an 8192-token budget
+ * (CUDA graphs still up to 256 tokens) the profiling pass of 8192 tokens
+ * takes key 4096, ≡ 0 mod 8: the config and alignment of the capture
+ * sizes near 256. So 4000 tokens (key 4096, ≡ 0) compile nothing; 300
+ * (key 256, ≡ 4) a variant whose kernels 4004 (key 4096, ≡ 4) reuses; 1600
+ * (≡ 0) one that 2048 and 3000 reuse; 1000 (key 1024) its own. On two B200s
+ * vLLM has no E=8 file and takes get_default_config's: one config up to
+ * 8 tokens (the experts), another above, so every pass above the graphs
+ * shares the profiling pass's config: 1000 (≡ 0) is warm, 300 (≡ 4) and
+ * 1001 (odd) compile, 3004 and 3001 reuse them. */
+static void test_moe_configs_by_hand(void **state)
+{
+    sim_config cfg;
+    sim_cost c;
+    char *sets[] = {"model=mixtral-8x7b",
+                    "hardware=h100x4",
+                    "cluster.mode=aggregated",
+                    "cluster.decode_max_batch=128",
+                    "engine.max_num_batched_tokens=8192",
+                    "engine.measured.moe_jit_compile_ms=300"};
+    setup(sets, 6, &cfg, &c);
+    assert_int_equal(c.graph_max, 256);
+    uint64_t seen = sim_cost_moe_jit_warm(&c, 8192);
+    static const struct {
+        double tokens, s;
+    } h100[] = {{4000, 0}, {300, 0.6}, {4004, 0}, {1600, 0.6}, {2048, 0}, {3000, 0}, {1000, 0.6}, {1000, 0}};
+    for (size_t i = 0; i < sizeof h100 / sizeof h100[0]; i++)
+        assert_double_equal(sim_cost_moe_jit_s(&c, h100[i].tokens, &seen), h100[i].s, 1e-12);
+    sim_config_free(&cfg);
+    sets[1] = "hardware=b200x2";
+    sets[4] = "engine.max_num_batched_tokens=2048";
+    setup(sets, 6, &cfg, &c);
+    seen = sim_cost_moe_jit_warm(&c, 2048);
+    static const struct {
+        double tokens, s;
+    } b200[] = {{1000, 0}, {300, 0.6}, {1001, 0.6}, {3004, 0}, {3001, 0}};
+    for (size_t i = 0; i < sizeof b200 / sizeof b200[0]; i++)
+        assert_double_equal(sim_cost_moe_jit_s(&c, b200[i].tokens, &seen), b200[i].s, 1e-12);
+    sim_config_free(&cfg);
+}
+
+/* The bundled map's reader: a missing file and a malformed entry are
+ * errors naming the file; a (device, E, N) it lacks is vLLM's default rule
+ * (n = 0); quantized weights count every key as a config of its own. */
+static void test_moe_configs_file(void **state)
+{
+    moe_cfgmap m;
+    sim_err err = {{0}};
+    assert_int_equal(moe_cfgmap_find("no/such/file.json", "NVIDIA H100 80GB HBM3", 8, 7168, false, &m, &err), -1);
+    assert_non_null(strstr(err.msg, "no/such/file.json"));
+    char path[] = "/tmp/kvsim-moecfg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"files\": [{\"device\": \"D\", \"E\": 8, \"N\": 64, \"keys\": [1, 4, 2], \"config\": [0, 1, 2]},"
+          " {\"device\": \"D\", \"E\": 8, \"N\": 32, \"keys\": [1, 4, 16], \"config\": [0, 0, 2]}]}",
+          f);
+    fclose(f);
+    err.msg[0] = 0;
+    assert_int_equal(moe_cfgmap_find(path, "D", 8, 64, false, &m, &err), -1);
+    assert_non_null(strstr(err.msg, "entry D E=8 N=64: keys must ascend"));
+    assert_int_equal(moe_cfgmap_find(path, "D", 8, 32, false, &m, &err), 0);
+    assert_int_equal(m.n, 3);
+    assert_int_equal(moe_cfgmap_config(&m, 3), 0);  /* nearest 4, which shares key 1's config */
+    assert_int_equal(moe_cfgmap_config(&m, 10), 0); /* 4 and 16 tie: the lower key */
+    assert_int_equal(moe_cfgmap_config(&m, 11), 2);
+    assert_int_equal(moe_cfgmap_find(path, "D", 8, 16, false, &m, &err), 0);
+    assert_int_equal(m.n, 0);
+    assert_int_equal(moe_cfgmap_config(&m, 8), 0);
+    assert_int_equal(moe_cfgmap_config(&m, 9), 1);
+    assert_int_equal(moe_cfgmap_find(path, "D", 8, 32, true, &m, &err), 0);
+    assert_int_equal(m.n, 18);
+    assert_int_equal(moe_cfgmap_config(&m, 4096), 17);
+    unlink(path);
+}
+
 /* Fused-MoE compiles (sim_cost_moe_jit_s), by hand: Mixtral on 2 H100s, an
  * aggregated vLLM instance with max_num_seqs 128 and a 2048-token budget:
  * CUDA graphs up to min(2 · 128, 512, 2048) = 256 tokens. A pass of 600
@@ -674,19 +754,20 @@ static void test_moe_jit_by_hand(void **state)
 
 /* A run says what the compiles cost (agg.c, note_moe_compiles): one
  * Mixtral instance, three prompts 100 s apart with nothing in common. The
- * first's prefill, 1,000 tokens (key 1024, ≡ 0 mod 8), compiles a variant
- * (2 × 0.686 s, the default); the second's, 1,000 again, finds it; the
- * third's, 1,004 (≡ 4), compiles another; their decodes (one token) run in
- * CUDA graphs. Two first uses, 2.744 s; the bands as multiples of a
+ * first's prefill, 1,600 tokens (key 1536, ≡ 0 mod 8; the default budget's
+ * profiling pass of 8,192 tokens took key 4096, whose config is key 1024's
+ * on two H100s), compiles a variant (2 × 0.686 s, the default); the
+ * second's, 1,600 again, finds it; the third's, 1,604 (≡ 4), compiles
+ * another; their decodes (one token) run in CUDA graphs. Two first uses, 2.744 s; the bands as multiples of a
  * kernel's 0.686 s: 0.46 / 0.686 = 0.67, 0.98 / 0.686 = 1.4, 0.2 / 0.686 =
  * 0.29, 2 / 0.686 = 2.9. None at a compile time of 0, none for a dense
  * model. */
 static void test_moe_compiles_said(void **state)
 {
     char *trace =
-        tu_write_temp("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 2, \"hash_ids\": [1, 2]}\n"
-                      "{\"timestamp\": 100000, \"input_length\": 1000, \"output_length\": 2, \"hash_ids\": [3, 4]}\n"
-                      "{\"timestamp\": 200000, \"input_length\": 1004, \"output_length\": 2, \"hash_ids\": [5, 6]}\n");
+        tu_write_temp("{\"timestamp\": 0, \"input_length\": 1600, \"output_length\": 2, \"hash_ids\": [1, 2]}\n"
+                      "{\"timestamp\": 100000, \"input_length\": 1600, \"output_length\": 2, \"hash_ids\": [3, 4]}\n"
+                      "{\"timestamp\": 200000, \"input_length\": 1604, \"output_length\": 2, \"hash_ids\": [5, 6]}\n");
     const char *want = "\"2 first uses of a fused-MoE kernel variant (over all instances) stalled an instance while "
                        "Triton compiled it: 2.7 s in all, 0.0 to 200.0 s into the run, at "
                        "engine.measured.moe_jit_compile_ms = 686 a kernel (two a variant); such a kernel compiled in "
@@ -733,6 +814,8 @@ int main(void)
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_moe_jit_by_hand),
+        cmocka_unit_test(test_moe_configs_by_hand),
+        cmocka_unit_test(test_moe_configs_file),
         cmocka_unit_test(test_moe_compiles_said),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

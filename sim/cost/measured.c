@@ -429,13 +429,6 @@ double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p)
     return t.total_s;
 }
 
-/* The batch sizes vLLM's fused-MoE configs are tuned at
- * (vllm/model_executor/layers/fused_moe/configs/E=8,N=7168,...json and
- * benchmarks/kernels/benchmark_moe.py); try_get_optimal_moe_config takes
- * the nearest. */
-static const int moe_keys[] = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096};
-enum { N_MOE_KEYS = sizeof moe_keys / sizeof moe_keys[0] };
-
 /* How Triton specializes the kernel's two token-count arguments for a pass
  * of t tokens: num_valid_tokens = k·t and EM = k·t + E·(BLOCK_SIZE_M − 1),
  * the length moe_align_block_size pads the sorted ids to
@@ -455,10 +448,7 @@ static int moe_alignment(const sim_model *md, long t)
 uint64_t sim_measured_moe_variant(const sim_measured *m, double tokens)
 {
     if (sim_model_moe_layers(&m->key.model) == 0 || tokens < 1) return 0;
-    int best = 0;
-    for (int i = 1; i < N_MOE_KEYS; i++)
-        if (fabs(moe_keys[i] - tokens) < fabs(moe_keys[best] - tokens)) best = i;
-    return (uint64_t)1 << (best * 3 + moe_alignment(&m->key.model, lround(tokens)));
+    return (uint64_t)1 << (moe_cfgmap_config(&m->moe_cfg, tokens) * 3 + moe_alignment(&m->key.model, lround(tokens)));
 }
 
 uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
@@ -584,10 +574,26 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
     return 0;
 }
 
+/* vLLM's fused-MoE configs for this model on the tables' GPU: E and N as
+ * one GPU holds them (all experts of a TP shard, or E / tp whole experts
+ * under expert parallelism). The bundled file is relative to the project
+ * root, as a tables folder is. */
+static int moe_configs(sim_measured *m, sim_err *err)
+{
+    const sim_model *md = &m->key.model;
+    int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
+    int e = m->key.ep ? md->experts / m->key.tp : md->experts, n = m->key.ep ? ie : ie / m->key.tp;
+    char path[PATH_MAX];
+    tables_path("configs/vllm/fused_moe_configs.json", path, sizeof path);
+    return moe_cfgmap_find(path, sim_optable_device(m->t), e, n, md->fp8_block || md->dtype_bytes == 1, &m->moe_cfg,
+                           err);
+}
+
 static int check_moe(sim_measured *m, const sim_hw *hw, sim_err *err)
 {
     const sim_model *md = &m->key.model;
     if (sim_model_moe_layers(md) == 0) return 0;
+    if (moe_configs(m, err)) return -1;
     int ie = md->moe_intermediate > 0 ? md->moe_intermediate : md->intermediate;
     int moe_tp = m->key.ep ? 1 : m->key.tp, moe_ep = m->key.ep ? m->key.tp : 1;
     if (sim_optable_moe_ms(m->t, m->wdtype, md->hidden, ie, md->experts_per_token, md->experts, moe_tp, moe_ep,

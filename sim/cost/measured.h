@@ -100,9 +100,10 @@ const sim_optable *sim_measured_tables(const sim_measured *m);
 void sim_measured_quiet(sim_measured *m, bool quiet);
 /* vLLM's fused-MoE Triton kernel (docs/measured.md §4): the variant a pass
  * of `tokens` tokens compiles, as a bit of a 64-bit set — the tuned
- * config vLLM picks (the key of its config files nearest to the token
- * count: 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536,
- * 2048, 3072, 4096) times the ways Triton specializes the kernel's
+ * config vLLM picks (that of the key of its config file nearest to the
+ * token count, one config for keys whose configs are identical, or its
+ * default config where it has no file: sim/cost/moe_configs.c) times the
+ * ways Triton specializes the kernel's
  * integer arguments EM and num_valid_tokens on divisibility by 16 (three
  * for top-2 of 8 experts: tokens ≡ 0, ≡ 4, or otherwise mod 8; two for
  * top-8 of a multiple of 16: tokens even or odd). 0 for a dense model. */

@@ -2,7 +2,8 @@
  * nothing above them calls (sim/cost/measured.h is the public side):
  *
  *   measured.c         the process's tables, one pass as a sum of operations
- *   measured_donor.c   which other bundled tables could price a refused run */
+ *   measured_donor.c   which other bundled tables could price a refused run
+ *   moe_configs.c      which of vLLM's tuned fused-MoE configs a pass runs with */
 #ifndef SIM_MEASURED_INT_H
 #define SIM_MEASURED_INT_H
 
@@ -26,6 +27,27 @@ typedef struct measured_key {
     sim_gpu_roof to; /* hardware.optables_transfer: this GPU's roofline; zero = the tables' own GPU */
 } measured_key;
 
+/* Which keys of vLLM's tuned fused-MoE configs for one (device, E, N)
+ * share a config (moe_configs.c): keys ascending, config[i] the index of
+ * the first key with key i's config; n = 0 when vLLM has no file for it
+ * and takes get_default_config's (one config up to `experts` tokens,
+ * another above). */
+enum { MOE_MAX_KEYS = 21 }; /* 21 configs × 3 alignments fit a 64-bit set */
+typedef struct moe_cfgmap {
+    int n, experts;
+    int keys[MOE_MAX_KEYS], config[MOE_MAX_KEYS];
+} moe_cfgmap;
+
+/* The map of device (torch's name, "NVIDIA H100 80GB HBM3"), E experts
+ * on a GPU and N intermediate per GPU from the bundled file at path;
+ * quantized weights get every key of vLLM's tuning script as a config of
+ * its own (their files are not bundled). -1 with err when the file cannot
+ * be read. */
+int moe_cfgmap_find(const char *path, const char *device, int experts, int n, bool quantized, moe_cfgmap *out,
+                    sim_err *err);
+/* The config a pass of `tokens` tokens runs with, as an index < MOE_MAX_KEYS. */
+int moe_cfgmap_config(const moe_cfgmap *m, double tokens);
+
 /* How a model with MLA is priced: not MLA, from the attention backend's
  * tables (projections as GEMMs), or from the whole module's. */
 enum { MLA_NONE, MLA_BACKEND, MLA_MODULE };
@@ -42,6 +64,7 @@ struct sim_measured {
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;
     sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
+    moe_cfgmap moe_cfg;              /* vLLM's fused-MoE configs on the tables' GPU (a MoE model) */
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
     double head[HEAD_CACHE][2];      /* lm_head, logits_gather by sampling sequences; NaN = not yet */
     struct sim_measured *next;

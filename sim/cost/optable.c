@@ -137,9 +137,9 @@ typedef struct mla_memo {
 } mla_memo;
 
 struct sim_optable {
-    char system[64], engine[64];
-    attn_memo memo[2]; /* context, generation */
-    mla_memo mla[4];   /* T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM */
+    char system[64], engine[64], device[64]; /* device: meta.json's, "" when absent */
+    attn_memo memo[2];                       /* context, generation */
+    mla_memo mla[4];                         /* T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM */
     double mem_Bps, mem_latency_s;
     sim_gpu_roof roof;
     double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
@@ -398,6 +398,8 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
                         path);
     snprintf(t->system, sizeof t->system, "%s", sys);
     snprintf(t->engine, sizeof t->engine, "%s", eng);
+    const char *dev = json_string_value(json_object_get(*meta, "device"));
+    snprintf(t->device, sizeof t->device, "%s", dev ? dev : "");
     t->mem_Bps = bw * scale;
     t->mem_latency_s = json_number_value(json_object_get(gpu, "mem_empirical_constant_latency"));
     const json_t *node = json_object_get(*meta, "node");
@@ -466,6 +468,8 @@ void sim_optable_clear_notes(sim_optable *t)
     t->nnotes = 0;
     for (int i = 0; i < 2; i++) t->memo[i].said = 0;
 }
+
+const char *sim_optable_device(const sim_optable *t) { return t->device; }
 
 const char *sim_optable_system(const sim_optable *t) { return t->system; }
 

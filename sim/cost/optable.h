@@ -44,6 +44,9 @@ void sim_optable_free(sim_optable *t);
 /* meta.json's system name and engine ("vLLM 0.14.0"). */
 const char *sim_optable_system(const sim_optable *t);
 const char *sim_optable_engine(const sim_optable *t);
+/* meta.json's device, as torch.cuda.get_device_name() names it ("NVIDIA
+ * H100 80GB HBM3"); "" when the file has none. */
+const char *sim_optable_device(const sim_optable *t);
 /* Memory-bound elementwise ops, priced as AIConfigurator's system file
  * states them: bytes / (mem_bw × mem_bw_empirical_scaling_factor) +
  * mem_empirical_constant_latency (seconds). */
