@@ -12,7 +12,8 @@ file by default (Mixtral included).
 The objective is the sum over the named experiments of the squared relative
 errors of mean end-to-end latency, mean inter-token latency and mean TTFT,
 each prediction made by `kvsim validate` itself (so the fit sees the same
-simulation the users do). Gauss-Newton with a finite-difference Jacobian,
+simulation the users do): the mean over its draws of each workload (8 by
+default, --draws N; docs/validation.md section 2). Gauss-Newton with a finite-difference Jacobian,
 parameters kept >= 0; a handful of steps converge since the model is close
 to linear in these constants (each step is halved until it lowers the cost). Prints the fitted values, the residuals per
 run and metric, and the `--set` line that reproduces them.
@@ -20,6 +21,7 @@ run and metric, and the `--set` line that reproduces them.
 usage: python3 reports/validate_fit.py [--kvsim build/kvsim]
            [--measurements validation/vllm-h100-train.json] [--ids ID,ID,...]
            [--start ITER,SEQ,FRONT] [--steps N] [--mode engine|measured] [--loss l2|l1]
+           [--draws N]
 Standard library only.
 """
 import argparse
@@ -39,6 +41,8 @@ def predict(args, theta, ident):
     for k, v in zip(args.keys, theta):
         sets += ["--set", f"{k}={v:.6f}"]
     cmd = [args.kvsim, "validate", "--measurements", args.measurements, "--only", ident, "--json"] + sets
+    if args.draws:
+        cmd += ["--draws", str(args.draws)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     row = json.loads(out)["experiments"][0]
     if row["status"] != "ok":
@@ -127,6 +131,7 @@ def main():
     ap.add_argument("--loss", choices=("l2", "l1"), default=None, help="default: l2 (engine), l1 (measured)")
     ap.add_argument("--start", default="1,0.05,20")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--draws", type=int, default=0, help="workload draws per prediction (default: kvsim validate's)")
     args = ap.parse_args()
     args.keys = KEYS if args.mode == "engine" else MEASURED_KEYS
     args.loss = args.loss or ("l2" if args.mode == "engine" else "l1")
