@@ -61,7 +61,8 @@ static const char validate_usage[] =
     "measured metric or statistic kvsim does not predict is listed, not judged.\n"
     "A replay that stalled on fused-MoE compiles is replayed again at the fastest\n"
     "and slowest compile a lent H200 host measured (460 and 980 ms), and the\n"
-    "errors of its means at both are printed (compile_band; docs/validation.md).\n"
+    "errors of its means at both are printed (compile_band; docs/validation.md),\n"
+    "unless --set gives engine.measured.moe_jit_compile_ms.\n"
     "Exit status: 0 ok; 2 a file kvsim cannot read (a value of the wrong type or\n"
     "out of range; the message names it) or a bad option; 3 the --max-error gate\n"
     "failed.\n";

@@ -534,11 +534,13 @@ double sim_cost_iter_overhead_s(const sim_cost *c, int seqs)
 }
 
 /* The engine mode's constants were fitted on the three dense training runs
- * of validation/vllm-h100-train.json, the measured mode's on all four. The
- * most requests between prefill start and last token at once in their
- * replays: 29, 29 and 44 (dense), 121 (Mixtral-8x7B); tests/test_validate.c
+ * of validation/vllm-h100-train.json, the measured mode's on all four, each
+ * prediction the mean over kvsim validate's 8 draws of the workload. The
+ * most requests between prefill start and last token at once in those
+ * replays: 37, 37 and 51 (dense, engine mode); 37, 37, 50 and 121
+ * (measured mode, Mixtral-8x7B's the most); tests/test_validate.c
  * (test_fit_seqs) recomputes them from `kvsim validate --db`. */
-enum { FIT_SEQS_ENGINE = 44, FIT_SEQS_MEASURED = 121 };
+enum { FIT_SEQS_ENGINE = 51, FIT_SEQS_MEASURED = 121 };
 
 int sim_cost_fit_seqs(const sim_cost *c)
 {

@@ -312,6 +312,17 @@ static int compile_band(const vexp *e, const sim_validate_opts *o, json_t *row, 
     return rc;
 }
 
+/* Whether the user set the compile time (--set engine.measured.
+ * moe_jit_compile_ms=...): then the band, the default's uncertainty, is
+ * theirs to sweep, and not replayed. */
+static bool sets_compile_time(const sim_validate_opts *o)
+{
+    static const char key[] = "engine.measured.moe_jit_compile_ms=";
+    for (int i = 0; i < o->nsets; i++)
+        if (!strncmp(o->sets[i], key, sizeof key - 1)) return true;
+    return false;
+}
+
 /* One experiment's row of the report. */
 static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_t *row, sim_err *err)
 {
@@ -348,7 +359,7 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_object_set_new(row, "replayed", json_integer((json_int_t)r[0].requests));
         json_object_update(row, pred);
         vdraw_findings(r, n, row);
-        if (json_object_get(row, "moe_compiles")) rc = compile_band(e, o, row, err);
+        if (json_object_get(row, "moe_compiles") && !sets_compile_time(o)) rc = compile_band(e, o, row, err);
     }
     json_decref(pred);
     for (int k = 0; k < n; k++) vrun_clear(&r[k]);
