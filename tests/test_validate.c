@@ -626,7 +626,8 @@ static void test_load_runs_on(void **state)
  * its three runs' (seeds 1, 2, 3 in --db), recomputed here by SQL from their
  * measured requests' rows, and gives the range of the three runs' own
  * errors; workload.seed moves the first draw (seed 2 alone is the second
- * run); --draws and workload.seed out of range are errors naming them. */
+ * run), and the text says when experiments' seeds differ; --draws and
+ * workload.seed out of range are errors naming them. */
 static void test_draws(void **state)
 {
     char db[600], dir[512];
@@ -670,6 +671,11 @@ static void test_draws(void **state)
     tu_expect_exit("validate --measurements " MEAS " --draws 0", 2,
                    "--draws '0': give a whole number from 1 to 1000, e.g. --draws 8");
     tu_expect_exit("validate --measurements " MEAS " --draws 2x", 2, "--draws '2x': give a whole number");
+    r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[0].workload.seed = 7'", MEAS, SETS " --draws 2"));
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "kvsim: the mean over 2 draws of each workload (generator seeds per experiment: "
+                                  "--json, draws.seeds)"));
+    tu_free(&r);
     r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[0].workload.seed = 1.5'", MEAS, ""));
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "experiment 'a': workload.seed: 1.5 is not a whole number"));

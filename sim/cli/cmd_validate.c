@@ -23,14 +23,14 @@ static const char validate_usage[] =
     "the first of a load that goes on: the replay sends more and predicts from them.\n"
     "A measured run is one draw of its load generator (its shuffle and arrival\n"
     "gaps; the seed is not public): kvsim replays N draws of each workload (seeds\n"
-    "1..N), predicts each statistic as their mean and prints the range of the\n"
-    "draws' own errors beside it.\n"
+    "1..N, or from the experiment's workload.seed), predicts each statistic as\n"
+    "their mean and prints the range of the draws' own errors beside it.\n"
     "itl_ms is inference-perf's normalized time per output token (end-to-end latency\n"
     "over output tokens), tpot_ms the mean gap between a request's tokens.\n"
     "\n"
     "  --measurements FILE  the measurements (e.g. validation/vllm-h100-train.json)\n"
     "  --only ID            just this experiment\n"
-    "  --draws N            workload draws per experiment (default 8; 1 = seed 1 alone)\n"
+    "  --draws N            workload draws per experiment (default 8; 1 = the first draw alone)\n"
     "  --db FILE            keep the runs in this results database (kvsim report reads\n"
     "                       it): each experiment's first draw\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
@@ -204,22 +204,38 @@ static void print_groups(const json_t *by)
     }
 }
 
+/* The draws' footer: their count and seeds, when every experiment replayed
+ * the same (else --json has each experiment's). */
+static void print_draws(const json_t *rows)
+{
+    size_t i;
+    const json_t *row, *first = NULL;
+    bool same = true;
+    json_array_foreach(rows, i, row)
+    {
+        const json_t *d = json_object_get(row, "draws");
+        if (!d) continue;
+        if (!first) first = d;
+        same &= json_equal(json_object_get(d, "seeds"), json_object_get(first, "seeds"));
+    }
+    if (!first) return;
+    long long n = (long long)json_integer_value(json_object_get(first, "n"));
+    const json_t *seeds = json_object_get(first, "seeds");
+    printf("kvsim: the mean over %lld draw%s of each workload", n, n == 1 ? "" : "s");
+    if (same)
+        printf(" (generator seeds %lld to %lld)", (long long)json_integer_value(json_array_get(seeds, 0)),
+               (long long)json_integer_value(json_array_get(seeds, 1)));
+    else printf(" (generator seeds per experiment: --json, draws.seeds)");
+    printf("; draws' error: the range\nof the draws' own errors (one measured run is one draw: docs/validation.md, "
+           "section 2)\n\n");
+}
+
 static void print_report(const json_t *r)
 {
     size_t i;
     const json_t *row;
-    long long n = 0;
-    json_array_foreach(json_object_get(r, "experiments"), i, row)
-    {
-        print_row(row);
-        if (json_object_get(row, "draws"))
-            n = (long long)json_integer_value(json_object_get(json_object_get(row, "draws"), "n"));
-    }
-    if (n)
-        printf(
-            "kvsim: the mean over %lld draw%s of each workload (generator seeds 1 to %lld); draws' error: the range\n"
-            "of the draws' own errors (one measured run is one draw: docs/validation.md, section 2)\n\n",
-            n, n == 1 ? "" : "s", n);
+    json_array_foreach(json_object_get(r, "experiments"), i, row) print_row(row);
+    print_draws(json_object_get(r, "experiments"));
     printf("median absolute error over the experiments:\n");
     print_medians(json_object_get(r, "median_ape"));
     if (json_object_get(r, "by")) print_groups(json_object_get(r, "by"));
