@@ -167,14 +167,16 @@ run: all
 # that the nproc + 1 at a time that tests/run.sh runs end together and no
 # long one starts last. The order is the wall times tests/run.sh printed
 # in two `make test` runs on the 2-core machine (2026-11-29, under load,
-# averaged; KVSIM_TEST_SLOWEST=100 prints every binary's); the rest follow
+# averaged; KVSIM_TEST_SLOWEST=100 prints every binary's; test_validate
+# joined them on 2026-11-30 at 23 s, when validate began replaying 8 draws
+# of each workload); the rest follow
 # in name order. Re-order when a test's time moves much. tests/slurm.sh
 # comes first, in the slot beyond the cores: it mostly waits on Slurm's
 # scheduler (20.7 s wall, 1.5 s of CPU), and in a core's slot it left that
 # core idle for most of its time (make test: 3 min 6 s against 3 min 14-24
 # s with a built tree).
 SLOW_TESTS = tests/slurm.sh $(addprefix $(SAN)/tests/,test_docs test_docs_b test_plan_slo) \
-  $(addprefix $(SAN)/tests/,test_holders test_conductor test_moe test_report test_parallel test_stream test_run \
+  $(addprefix $(SAN)/tests/,test_holders test_conductor test_validate test_moe test_report test_parallel test_stream test_run \
   test_summaries test_sweep test_faults test_report_render test_pic test_fuzz test_ladder test_hitrate)
 SLOW_FIRST = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
 test: deps
