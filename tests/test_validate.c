@@ -586,7 +586,7 @@ static void test_fit_seqs(void **state)
     rm_dir(dir);
     r = tu_shell(edited_cmd(cmd, sizeof cmd, "sed 's/\"output_len\": 248/\"output_len\": 1500/'",
                             "validation/vllm-h100-train.json",
-                            "--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 2"));
+                            "--only llama3.1-8b-tp1-general-mnbt2048-run16 --draws 1"));
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "kvsim's iterations reached 128 sequences, beyond the 121 its CPU constants were "
                                   "fitted on; they make "));
