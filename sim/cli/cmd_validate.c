@@ -32,7 +32,7 @@ static const char validate_usage[] =
     "  --only ID            just this experiment\n"
     "  --draws N            workload draws per experiment (default 8; 1 = the first draw alone)\n"
     "  --db FILE            keep the runs in this results database (kvsim report reads\n"
-    "                       it): each experiment's first draw\n"
+    "                       it): a run per draw of each experiment, with its seed\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
     "                       --set engine.seq_overhead_ms=0)\n"
     "  --by KEY             also the median absolute error per group of experiments:\n"

@@ -11,6 +11,7 @@
  * of what one run measures), and reports the range of the draws' errors
  * beside it (docs/validation.md §2). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "sim/replay/validate_int.h"
 
@@ -19,6 +20,12 @@ void vrun_clear(vrun *r)
     json_decref(r->summary);
     json_decref(r->head);
     r->summary = r->head = NULL;
+}
+
+void vruns_free(vrun *r, int n)
+{
+    for (int k = 0; k < n; k++) vrun_clear(&r[k]);
+    free(r);
 }
 
 json_t *vdraw_mean_head(const vrun *r, int n)

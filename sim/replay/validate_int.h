@@ -39,6 +39,8 @@ typedef struct vrun {
 } vrun;
 
 void vrun_clear(vrun *r);
+/* Clear n runs and free the array (sim_xcalloc'd) that holds them. */
+void vruns_free(vrun *r, int n);
 
 /* The prediction from n draws of a workload (validate_draws.c): each
  * statistic of the heads' metrics averaged over the draws, the expected

@@ -169,10 +169,10 @@ static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, vr
  * carries (--db keeps a run per draw). */
 static int draws_of(const sim_validate_opts *o) { return o->draws > 0 ? o->draws : SIM_VALIDATE_DRAWS; }
 
-static int replay_draws(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, sim_err *err)
+static int replay_draws(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, int n, sim_err *err)
 {
     int rc = 0;
-    for (int k = 0; k < draws_of(o) && !rc; k++) {
+    for (int k = 0; k < n && !rc; k++) {
         vexp ek = *e;
         ek.gen.seed = e->gen.seed + (uint64_t)k;
         rc = replay(&ek, o, db, &r[k], err);
@@ -243,7 +243,7 @@ static int compare(const vexp *e, const json_t *head, json_t *row, sim_err *err)
 static int predict(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, int n, json_t *row,
                    sim_err *err)
 {
-    if (replay_draws(e, o, db, r, err)) return -1;
+    if (replay_draws(e, o, db, r, n, err)) return -1;
     json_t *head = vdraw_mean_head(r, n), *range = json_object();
     int rc = compare(e, head, row, err);
     for (int k = 0; k < n && !rc; k++) {
@@ -278,8 +278,7 @@ static int band_end(const vexp *e, const sim_validate_opts *o, int ms, json_t **
     int rc = sim_results_open(&scratch, NULL, err) || predict(e, &b, scratch, r, n, row, err);
     if (!rc) *mpe = json_incref(json_object_get(row, "mpe"));
     json_decref(row);
-    for (int k = 0; k < n; k++) vrun_clear(&r[k]);
-    free(r);
+    vruns_free(r, n);
     sim_results_close(scratch);
     free(sets);
     return rc;
@@ -362,8 +361,7 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         if (json_object_get(row, "moe_compiles") && !sets_compile_time(o)) rc = compile_band(e, o, row, err);
     }
     json_decref(pred);
-    for (int k = 0; k < n; k++) vrun_clear(&r[k]);
-    free(r);
+    vruns_free(r, n);
     return rc;
 }
 
