@@ -424,6 +424,39 @@ static void test_nccl_roofline_by_hand(void **state)
     sim_optable_free(t);
 }
 
+/* An attention curve remembers the pair of points its last lookup fell
+ * between and tries it first (bracket_hint in sim/cost/optable.c): what a
+ * lookup returns must not depend on the lookups before it. Two copies of
+ * the H100 tables, asked the same (batch, context) points of Llama-3.1-8B's
+ * generation attention — one in ascending order, where the remembered pair
+ * mostly holds, one alternating between the two ends of the sweep, where
+ * it never does — give the same bits, at measured points, between them,
+ * below the first and past the last. */
+static void test_attn_lookup_order(void **state)
+{
+    sim_optable *up, *alt;
+    sim_err err = {0};
+    if (sim_optable_load("configs/optables/h100_sxm", 0, &up, &err)) fail_msg("%s", err.msg);
+    if (sim_optable_load("configs/optables/h100_sxm", 0, &alt, &err)) fail_msg("%s", err.msg);
+    sim_optable_quiet(up, true), sim_optable_quiet(alt, true);
+    enum { N = 400 };
+    static const double batches[] = {1, 7, 16, 64, 300};
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
+        double ctx[N], a[N], c[N];
+        for (int i = 0; i < N; i++) ctx[i] = i < 2 ? i : 1.0 + (i - 1) * (i - 1) * 0.83; /* 0 to ~132k */
+        for (int i = 0; i < N; i++) a[i] = sim_optable_gen_attn_ms(up, "bfloat16", 32, 8, 128, batches[b], ctx[i]);
+        for (int i = 0; i < N; i++) {
+            int j = i % 2 ? N - 1 - i / 2 : i / 2;
+            c[j] = sim_optable_gen_attn_ms(alt, "bfloat16", 32, 8, 128, batches[b], ctx[j]);
+        }
+        for (int i = 0; i < N; i++)
+            if (memcmp(&a[i], &c[i], sizeof a[i]))
+                fail_msg("batch %g context %g: %.17g ascending, %.17g alternating", batches[b], ctx[i], a[i], c[i]);
+        assert_true(a[N - 1] > a[N / 2] && a[N / 2] > 0);
+    }
+    sim_optable_free(up), sim_optable_free(alt);
+}
+
 /* Glitches (sim/cost/optable_glitch.c), by hand on two GEMM curves:
  * n = 100: 1 2 [9] 4 5 [2] 7 [20 20] 10 11 over m = 1..11 — a spike (9 is
  *   2.25 times 4), a dip (2 is 2.5 times under 5), a pair (20 and 20 are
@@ -813,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_numbers_as_written),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_attn_lookup_order),
         cmocka_unit_test(test_moe_jit_by_hand),
         cmocka_unit_test(test_moe_configs_by_hand),
         cmocka_unit_test(test_moe_configs_file),

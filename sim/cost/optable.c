@@ -121,6 +121,7 @@ typedef struct attn_memo {
      * it is measured), blended (1 − w) : w; scale multiplies the result
      * (≠ 1 only past the measured head counts: time ∝ query heads) */
     const curve **by_batch[2];
+    int *hint[2]; /* [nvals] each: the pair each curve's last lookup found (bracket_hint) */
     double w, scale;
     unsigned said;             /* the notes already recorded for this shape: bit (axis · 3 + side + 1) */
     span batch_at[BATCH_MEMO]; /* bracket of a whole batch b among the measured ones, once known */
@@ -456,7 +457,8 @@ void sim_optable_free(sim_optable *t)
 {
     if (!t) return;
     for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
-    for (int i = 0; i < 2; i++) free(t->memo[i].by_batch[0]), free(t->memo[i].by_batch[1]);
+    for (int i = 0; i < 2; i++)
+        free(t->memo[i].by_batch[0]), free(t->memo[i].by_batch[1]), free(t->memo[i].hint[0]), free(t->memo[i].hint[1]);
     for (int i = 0; i < 4; i++) free(t->mla[i].by_batch);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
     free(t);
@@ -538,6 +540,21 @@ static span bracket(const double *v, int n, double q)
     return (span){lo, hi, (q - v[lo]) / (v[hi] - v[lo]), 0};
 }
 
+/* bracket, trying first the pair a previous lookup found (*hint, updated):
+ * a run's decode steps ask one curve for a context a token longer each
+ * time, so the pair mostly still holds. Where v[h] <= q < v[h + 1] inside
+ * the curve, h is the only such index of an ascending array, the one the
+ * search would find: the same span, bit for bit. */
+static span bracket_hint(const double *v, int n, double q, int *hint)
+{
+    int h = *hint;
+    if (h >= 0 && h + 1 < n && q > v[0] && q < v[n - 1] && v[h] <= q && q < v[h + 1])
+        return (span){h, h + 1, (q - v[h]) / (v[h + 1] - v[h]), 0};
+    span s = bracket(v, n, q);
+    *hint = s.lo;
+    return s;
+}
+
 /* What lookups along curves met: the side of the grid one left by (0
  * inside, 1 above the largest, -1 below the smallest), and a point dropped
  * as a glitch that one priced across (gc NULL: none). */
@@ -549,10 +566,10 @@ typedef struct probe {
 
 /* Above the last point: the last segment extended (power 1), or the last
  * point scaled by (x / x_last)^power (prefill attention: causal work grows
- * with the square of the sequence). */
-static double curve_at(const curve *c, double x, probe *p, double power)
+ * with the square of the sequence). hint: see bracket_hint (NULL: none). */
+static double curve_at(const curve *c, double x, probe *p, double power, int *hint)
 {
-    span s = bracket(c->x, c->n, x);
+    span s = hint ? bracket_hint(c->x, c->n, x, hint) : bracket(c->x, c->n, x);
     if (s.side) p->side = s.side;
     if (s.side > 0 && power != 1) return c->y[c->n - 1] * pow(x / c->x[c->n - 1], power);
     if (c->gn && !p->gc && s.hi > s.lo && s.w > 0 && (s.w < 1 || s.side > 0)) {
@@ -621,7 +638,7 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
             if (w == 0) continue;
             const curve *c =
                 find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
-            if (c) sum += w * curve_at(c, m, &pm, 1), wsum += w;
+            if (c) sum += w * curve_at(c, m, &pm, 1, NULL), wsum += w;
         }
     if (wsum == 0) return -1;
     char shape[96];
@@ -695,7 +712,7 @@ static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, i
         !strcmp(m->kv_dtype, kv_dtype))
         return m;
     const table *a = &t->t[which];
-    free(m->by_batch[0]), free(m->by_batch[1]);
+    free(m->by_batch[0]), free(m->by_batch[1]), free(m->hint[0]), free(m->hint[1]);
     *m = (attn_memo){.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .scale = 1};
     snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", kv_dtype);
     int lo, hi;
@@ -713,6 +730,7 @@ static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, i
     m->w = hi > lo ? (double)(heads - lo) / (hi - lo) : 0;
     m->by_batch[0] = curves_at(a, kv_dtype, lo, kv_heads, head_dim);
     m->by_batch[1] = curves_at(a, kv_dtype, hi, kv_heads, head_dim);
+    for (int h = 0; h < 2; h++) m->hint[h] = calloc((size_t)a->nvals[0] + 1, sizeof *m->hint[h]);
     return m;
 }
 
@@ -767,7 +785,8 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
         for (int i = 0; wh != 0 && i < 2; i++) {
             double w = wh * (i ? sb.w : 1 - sb.w);
             const curve *c = m->by_batch[h][i ? sb.hi : sb.lo];
-            if (w != 0 && c) sum += w * curve_at(c, x, &px, which == T_CTX ? 2 : 1), wsum += w;
+            if (w != 0 && c)
+                sum += w * curve_at(c, x, &px, which == T_CTX ? 2 : 1, &m->hint[h][i ? sb.hi : sb.lo]), wsum += w;
         }
     }
     if (wsum == 0) return -1;
@@ -798,7 +817,7 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
 {
     if (!c) return -1;
     probe p = {0};
-    double v = curve_at(c, x, &p, 1);
+    double v = curve_at(c, x, &p, 1, NULL);
     char kind[96];
     snprintf(kind, sizeof kind, "%s %d", op, p.side);
     if (p.side)
@@ -896,7 +915,7 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
     for (int i = 0; i < 2; i++) {
         double w = i ? sb.w : 1 - sb.w;
         const curve *c = w == 0 ? NULL : m->by_batch[i ? sb.hi : sb.lo];
-        if (c) sum += w * curve_at(c, x, &px, q->context ? 2 : 1), wsum += w;
+        if (c) sum += w * curve_at(c, x, &px, q->context ? 2 : 1, NULL), wsum += w;
     }
     if (wsum == 0) return -1;
     if ((sb.side || px.side) && !t->quiet) mla_note(t, q, sb, px.side, batch, x);
