@@ -453,12 +453,17 @@ int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, si
     return 0;
 }
 
+/* What an attention memo owns: its curves by batch and their hints. */
+static void attn_memo_clear(attn_memo *m)
+{
+    for (int h = 0; h < 2; h++) free(m->by_batch[h]), free(m->hint[h]);
+}
+
 void sim_optable_free(sim_optable *t)
 {
     if (!t) return;
     for (int i = 0; i < T_N; i++) table_free(&t->t[i]);
-    for (int i = 0; i < 2; i++)
-        free(t->memo[i].by_batch[0]), free(t->memo[i].by_batch[1]), free(t->memo[i].hint[0]), free(t->memo[i].hint[1]);
+    for (int i = 0; i < 2; i++) attn_memo_clear(&t->memo[i]);
     for (int i = 0; i < 4; i++) free(t->mla[i].by_batch);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
     free(t);
@@ -542,13 +547,14 @@ static span bracket(const double *v, int n, double q)
 
 /* bracket, trying first the pair a previous lookup found (*hint, updated):
  * a run's decode steps ask one curve for a context a token longer each
- * time, so the pair mostly still holds. Where v[h] <= q < v[h + 1] inside
- * the curve, h is the only such index of an ascending array, the one the
- * search would find: the same span, bit for bit. */
+ * time, so the pair mostly still holds. Where v[0] < q and v[h] <= q <
+ * v[h + 1], h is the only such index of an ascending array, the one the
+ * search would find: the same span, bit for bit (q = v[0] is bracket's
+ * own case, left to it). */
 static span bracket_hint(const double *v, int n, double q, int *hint)
 {
     int h = *hint;
-    if (h >= 0 && h + 1 < n && q > v[0] && q < v[n - 1] && v[h] <= q && q < v[h + 1])
+    if (h >= 0 && h + 1 < n && q > v[0] && v[h] <= q && q < v[h + 1])
         return (span){h, h + 1, (q - v[h]) / (v[h + 1] - v[h]), 0};
     span s = bracket(v, n, q);
     *hint = s.lo;
@@ -712,7 +718,7 @@ static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, i
         !strcmp(m->kv_dtype, kv_dtype))
         return m;
     const table *a = &t->t[which];
-    free(m->by_batch[0]), free(m->by_batch[1]), free(m->hint[0]), free(m->hint[1]);
+    attn_memo_clear(m);
     *m = (attn_memo){.heads = heads, .kv_heads = kv_heads, .head_dim = head_dim, .scale = 1};
     snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", kv_dtype);
     int lo, hi;
