@@ -217,6 +217,25 @@ static void test_jittered_stages(void **state)
     sp_free(&t);
 }
 
+/* A batch (vllm bench latency's): the stages' ⌊rate × s⌋ requests, every
+ * one at time 0; 8 users of one empty system prompt are 8 distinct
+ * 32-token prompts of two 16-token blocks each, no block shared. */
+static void test_batch_arrivals(void **state)
+{
+    sp_trace t = gen("--arrivals batch --stages 4:5,10:2");
+    assert_int_equal(t.n, 40);
+    for (int i = 0; i < 40; i++) assert_double_equal(t.lines[i].ts, 0, 0);
+    sp_free(&t);
+    t = gen("--arrivals batch --stages 8:1 --system-prompts 1 --users-per-prompt 8 --system-tokens 0 "
+            "--question-tokens 32 --output-tokens 128");
+    assert_int_equal(t.n, 8);
+    assert_int_equal(t.nids, 16);
+    for (size_t i = 0; i < t.nids; i++)
+        for (size_t j = 0; j < i; j++) assert_true(t.ids[i] != t.ids[j]);
+    for (int i = 0; i < 8; i++) assert_true(t.lines[i].input == 32 && t.lines[i].output == 128 && t.lines[i].n == 2);
+    sp_free(&t);
+}
+
 /* Poisson: 50/s for 400 s = 20000 requests; the mean gap is 20 ms (the
  * standard error of 20000 exponential gaps is 0.14 ms: ±0.4 ms is ~3
  * sigma) and the coefficient of variation ~1; the second stage starts at
@@ -393,7 +412,8 @@ static void test_help(void **state)
         "--output-tokens N          output tokens of every request (default 248)",
         "--multi-turn               a user's prompt grows with its earlier questions and answers (default off)",
         "--stages R:S,...           load stages, requests/s for seconds each (default 8:600)",
-        "--arrivals KIND            constant, poisson or jittered (inference-perf's timer) (default constant)",
+        "--arrivals KIND            constant, poisson, jittered (inference-perf's timer) or batch (all at time 0, as "
+        "vllm bench latency) (default constant)",
         "--block-tokens N           tokens per hash block (default 16)",
     };
     tu_expect_all("trace gen --help", want, sizeof want / sizeof want[0]);
@@ -407,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_shared_blocks),
         cmocka_unit_test(test_constant_stages),
         cmocka_unit_test(test_jittered_stages),
+        cmocka_unit_test(test_batch_arrivals),
         cmocka_unit_test(test_poisson_stages),
         cmocka_unit_test(test_multi_turn_by_hand),
         cmocka_unit_test(test_multi_turn_growth),

@@ -719,12 +719,76 @@ static void test_by_groups(void **state)
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "median absolute error, model tests/fixtures/validate/model.json (3 experiments):"));
     tu_free(&r);
-    tu_expect_exit("validate --measurements " MEAS " --by gpu", 2, "--by 'gpu': group by model, tp or workload");
+    r = tu_kvsim("validate --measurements " MEAS " " SETS " --by gpu");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "median absolute error, gpu hw (3 experiments):"));
+    tu_free(&r);
+    tu_expect_exit("validate --measurements " MEAS " --by cpu", 2, "--by 'cpu': group by model, gpu, tp or workload");
+}
+
+/* validation/vllm-ci-latency.json, vLLM's CI latency benchmark (one batch
+ * of 8 prompts at once, docs/validation.md section 5): every experiment is
+ * expressible and replays its batch whole (8 requests, no load behind it),
+ * and the figures the caveats quote (sim/serving/caveats.c) are the ones
+ * this replay gives: Llama-3-70B's error on each GPU, rounded, and a bound
+ * on Mixtral's. */
+static void test_ci_latency_in_the_caveats(void **state)
+{
+    json_t *j = tu_kvsim_json("validate --measurements validation/vllm-ci-latency.json --draws 1 --json");
+    const json_t *xs = json_object_get(j, "experiments"), *x;
+    char want[256], gpu[3][8] = {"", "", ""};
+    int dense[3] = {0, 0, 0}, nd = 0;
+    double moe = 0;
+    size_t i;
+    assert_int_equal(json_array_size(xs), 9);
+    json_array_foreach(xs, i, x)
+    {
+        assert_string_equal(json_string_value(json_object_get(x, "status")), "ok");
+        assert_int_equal(json_integer_value(json_object_get(x, "replayed")), 8);
+        double e = at(x, "mpe", "e2e_ms", "mean");
+        const char *model = json_string_value(json_object_get(x, "model"));
+        if (!strcmp(model, "mixtral-8x7b")) moe = fmax(moe, fabs(e));
+        if (strcmp(model, "llama3-70b")) continue;
+        assert_true(e < 0); /* "kvsim is fast" */
+        dense[nd] = (int)lround(-e);
+        snprintf(gpu[nd++], sizeof gpu[0], "%s", json_string_value(json_object_get(x, "gpu")));
+    }
+    assert_int_equal(nd, 3);
+    assert_string_equal(gpu[0], "h100"), assert_string_equal(gpu[1], "h200"), assert_string_equal(gpu[2], "a100");
+    cli_result r = tu_kvsim("cost --set model=llama3-70b --set hardware=h100x4 --set cluster.mode=aggregated");
+    snprintf(want, sizeof want, "by %d%% on H100, %d%% on H200 and %d%% on A100", dense[0], dense[1], dense[2]);
+    if (!strstr(r.err, want)) fail_msg("the tensor_parallel caveat lacks '%s': %s", want, r.err);
+    tu_free(&r);
+    r = tu_kvsim("cost --set model=mixtral-8x7b --set hardware=h100x2 --set cluster.mode=aggregated");
+    snprintf(want, sizeof want, "is within %d%% on two H100s, H200s and A100s", (int)ceil(moe));
+    if (!strstr(r.err, want)) fail_msg("the moe caveat lacks '%s': %s", want, r.err);
+    tu_free(&r);
+    json_decref(j);
+}
+
+/* The workload kind `vllm bench latency` names what it lacks and what it
+ * does not read, as every block does. */
+static void test_latency_kind_errors(void **state)
+{
+    char cmd[1024];
+    const char *file = "validation/vllm-ci-latency.json";
+    cli_result r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq 'del(.experiments[0].workload.batch_size)'", file, ""));
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "experiment 'latency_llama8B_tp1-h100-build9555': workload.batch_size: missing"));
+    tu_free(&r);
+    r = tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[0].workload.n = 2'", file,
+                            "--only latency_llama8B_tp1-h100-build9555"));
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "not expressible: unknown workload key 'n': kvsim does not read it (batch_size, "
+                                  "input_len and output_len)"));
+    tu_free(&r);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ci_latency_in_the_caveats),
+        cmocka_unit_test(test_latency_kind_errors),
         cmocka_unit_test(test_predictions_by_hand),
         cmocka_unit_test(test_draws),
         cmocka_unit_test(test_median_and_not_expressible),

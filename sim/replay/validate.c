@@ -20,6 +20,7 @@
 
 #include "sim/config/model.h"
 #include "sim/replay/validate_int.h"
+#include "sim/trace/trace.h"
 
 static void add_set(vexp *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_set(vexp *e, const char *fmt, ...)
@@ -181,7 +182,13 @@ static int engine_name(vexp *e, const json_t *eng, sim_err *err)
     v += 4;
     while (*v && !isdigit((unsigned char)*v)) v++;
     int major, minor;
-    if (sscanf(v, "%d.%d", &major, &minor) == 2 && (major != FITTED_VLLM_MAJOR || minor != FITTED_VLLM_MINOR))
+    if (sscanf(v, "%d.%d", &major, &minor) != 2)
+        snprintf(e->engine_note, sizeof e->engine_note,
+                 "engine '%.64s' names no vLLM release: its CPU constants were fitted on vLLM %d.%d "
+                 "(engine.measured.*, docs/validation.md section 4), and another release's per-step CPU work may "
+                 "differ",
+                 s, FITTED_VLLM_MAJOR, FITTED_VLLM_MINOR);
+    else if (major != FITTED_VLLM_MAJOR || minor != FITTED_VLLM_MINOR)
         snprintf(e->engine_note, sizeof e->engine_note,
                  "engine '%.64s' is not the vLLM %d.%d its CPU constants were fitted on (engine.measured.*, "
                  "docs/validation.md section 4): its per-step CPU work may differ",
@@ -275,6 +282,38 @@ static int read_stages(vexp *e, const json_t *load, sim_err *err)
     return 0;
 }
 
+/* vLLM's `vllm bench latency` (vllm/benchmarks/latency.py): one batch of
+ * batch_size prompts of input_len token ids, each generating output_len
+ * tokens, handed to the LLM class at once and timed to the last token,
+ * after warm-up iterations of the same batch. Replayed as that batch at
+ * time 0 (--arrivals batch), with no API server in front
+ * (engine.measured.frontend_ms = 0: token ids in, no HTTP, no streaming)
+ * and no fused-MoE compile (the warm-up met every kernel variant the
+ * timed batch meets). measured.requests is the batch; its e2e_ms is the
+ * batch's latency (all of its requests end at the same step). */
+static int read_latency(vexp *e, const json_t *w, sim_err *err)
+{
+    static const char *const keys[] = {"kind", "batch_size", "input_len", "output_len", NULL};
+    double batch = 0, in = 0, out = 0;
+    known_keys(e, w, keys, "batch_size, input_len and output_len");
+    if (num_at(e, w, "batch_size", true, 1, 1 << 20, &batch, err) ||
+        num_at(e, w, "input_len", true, 1, SIM_TRACE_MAX_TOKENS, &in, err) ||
+        num_at(e, w, "output_len", true, 1, SIM_TRACE_MAX_TOKENS, &out, err))
+        return -1;
+    e->gen.system_prompts = 1;
+    e->gen.users_per_prompt = (int)batch;
+    e->gen.system_tokens = 0;
+    e->gen.question_tokens = (int)in;
+    e->gen.output_tokens = (int)out;
+    e->gen.batch = true;
+    e->gen.nstages = 1;
+    e->gen.stages[0] = (sim_sp_stage){.rate_rps = batch, .duration_s = 1};
+    add_set(e, "engine.measured.frontend_ms=0");
+    add_set(e, "engine.measured.moe_jit_compile_ms=0");
+    snprintf(e->workload, sizeof e->workload, "vllm bench latency, batch %.0f: %.0f in, %.0f out", batch, in, out);
+    return 0;
+}
+
 static int read_workload(vexp *e, const json_t *w, sim_err *err)
 {
     const char *kind = json_string_value(json_object_get(w, "kind"));
@@ -282,13 +321,16 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
     e->block = "workload";
     if (!json_is_object(w)) return sim_errf(err, "%s: experiment '%s': workload: expected an object", e->file, e->id);
     if (!kind)
-        return sim_errf(err, "%s: experiment '%s': workload.kind: missing (\"inference-perf shared_prefix\")", e->file,
-                        e->id);
+        return sim_errf(err,
+                        "%s: experiment '%s': workload.kind: missing (\"inference-perf shared_prefix\" or \"vllm "
+                        "bench latency\")",
+                        e->file, e->id);
+    if (!strcmp(kind, "vllm bench latency")) return read_latency(e, w, err);
     static const char *const kinds[] = {"inference-perf shared_prefix", "shared_prefix", "shared-prefix", NULL};
     if (!one_of(kind, kinds)) /* its other fields are another generator's: not read */
         return not_expressible(e,
                                "workload.kind '%.64s' is not a workload kvsim generates (\"inference-perf "
-                               "shared_prefix\")",
+                               "shared_prefix\" or \"vllm bench latency\")",
                                kind),
                0;
     known_keys(e, w, workload_keys, "docs/validation.md lists the fields");
@@ -398,6 +440,18 @@ static bool tp_on_node(vexp *e, const char *hwname, int tp)
     return true;
 }
 
+/* The GPU of a hardware preset, for `--by gpu`: its name (a path's file
+ * name, less ".json") less a trailing "x<GPUs>": h100x2 is "h100". */
+static void gpu_family(const char *hwname, char *out, size_t n)
+{
+    const char *base = strrchr(hwname, '/') ? strrchr(hwname, '/') + 1 : hwname;
+    size_t len = strcspn(base, ".");
+    const char *x = base + len;
+    while (x > base && isdigit((unsigned char)x[-1])) x--;
+    if (x > base + 1 && x < base + len && x[-1] == 'x') len = (size_t)(x - 1 - base);
+    snprintf(out, n, "%.*s", (int)len, base);
+}
+
 static int read_target(vexp *e, const json_t *x, sim_err *err)
 {
     const char *model = json_string_value(json_object_get(x, "model"));
@@ -436,6 +490,7 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     if (json_object_get(x, "tp") && !tp_on_node(e, hwname, (int)tp)) return 0;
     add_set(e, "model=%s", preset);
     add_set(e, "hardware=%s", hwname);
+    gpu_family(hwname, e->gpu, sizeof e->gpu);
     snprintf(e->model, sizeof e->model, "%s", preset);
     return 0;
 }

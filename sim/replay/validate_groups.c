@@ -1,7 +1,7 @@
 /* sim/replay/validate_groups.c — the median errors of a `kvsim validate`
  * report, over all its experiments ("median_ape") and per group of them
- * (`--by model|tp|workload`): where a model family, a parallelism or a
- * workload is off, the overall median hides it. */
+ * (`--by model|gpu|tp|workload`): where a model family, a GPU, a
+ * parallelism or a workload is off, the overall median hides it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,8 +73,8 @@ static json_t *members(const json_t *rows, const char *by, const char *g)
 
 int sim_validate_by_check(const char *by, sim_err *err)
 {
-    if (strcmp(by, "model") && strcmp(by, "tp") && strcmp(by, "workload"))
-        return sim_errf(err, "--by '%.64s': group by model, tp or workload", by);
+    if (strcmp(by, "model") && strcmp(by, "gpu") && strcmp(by, "tp") && strcmp(by, "workload"))
+        return sim_errf(err, "--by '%.64s': group by model, gpu, tp or workload", by);
     return 0;
 }
 

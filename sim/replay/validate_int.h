@@ -20,9 +20,11 @@ typedef struct vexp {
     const json_t *measured;
     int64_t requests, max_model_len;
     int block_tokens;
-    /* what `kvsim validate --by` groups on: the model preset, the tensor-
-     * parallel degree and the workload's shape ("shared_prefix 547 in, 248 out") */
+    /* what `kvsim validate --by` groups on: the model preset, the GPU, the
+     * tensor-parallel degree and the workload's shape ("shared_prefix 547
+     * in, 248 out") */
     char model[64], workload[128];
+    char gpu[32]; /* the hardware preset's GPU family: "h100" of h100x2 */
     int tp;
     char model_via[256];   /* how a model name that is no preset was read as one; "" = it is one */
     char hw_via[256];      /* the same for a hardware name */

@@ -332,6 +332,7 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
     if (e->model_via[0]) json_object_set_new(row, "model_via", json_string(e->model_via));
     if (e->hw_via[0]) json_object_set_new(row, "hardware_via", json_string(e->hw_via));
     if (e->engine_note[0]) json_object_set_new(row, "engine_note", json_string(e->engine_note));
+    json_object_set_new(row, "gpu", json_string(e->gpu));
     json_object_set_new(row, "tp", json_integer(e->tp));
     json_object_set_new(row, "workload", json_string(e->workload));
     json_object_set_new(row, "config", cfg);

@@ -89,15 +89,16 @@ static int sp_parse_arrivals(const char *arg, void *opts, sim_err *err)
     sim_tracegen_sp_opts *o = opts;
     o->poisson = !strcmp(arg, "poisson");
     o->jittered = !strcmp(arg, "jittered");
-    if (!o->poisson && !o->jittered && strcmp(arg, "constant"))
-        return sim_errf(err, "--arrivals: '%s' is not an arrival process (constant, poisson, jittered)", arg);
+    o->batch = !strcmp(arg, "batch");
+    if (!o->poisson && !o->jittered && !o->batch && strcmp(arg, "constant"))
+        return sim_errf(err, "--arrivals: '%s' is not an arrival process (constant, poisson, jittered, batch)", arg);
     return 0;
 }
 
 static void sp_format_arrivals(const void *opts, char *buf, size_t n)
 {
     const sim_tracegen_sp_opts *o = opts;
-    snprintf(buf, n, "%s", o->poisson ? "poisson" : o->jittered ? "jittered" : "constant");
+    snprintf(buf, n, "%s", o->poisson ? "poisson" : o->jittered ? "jittered" : o->batch ? "batch" : "constant");
 }
 
 static int sp_parse_stages(const char *arg, void *opts, sim_err *err)
@@ -130,7 +131,8 @@ static const sim_gen_opt sp_opts[] = {
     {"output-tokens", SIM_GEN_INT, SP_FIELD(output_tokens), "output tokens of every request"},
     {"multi-turn", SIM_GEN_FLAG, SP_FIELD(multi_turn), "a user's prompt grows with its earlier questions and answers"},
     {"stages", SIM_GEN_FN, FN_SP_STAGES, "load stages, requests/s for seconds each"},
-    {"arrivals", SIM_GEN_FN, FN_SP_ARRIVALS, "constant, poisson or jittered (inference-perf's timer)"},
+    {"arrivals", SIM_GEN_FN, FN_SP_ARRIVALS,
+     "constant, poisson, jittered (inference-perf's timer) or batch (all at time 0, as vllm bench latency)"},
     {"requests", SIM_GEN_I64, SP_FIELD(requests), "stop after N requests (0 = when the stages end)"},
     {"block-tokens", SIM_GEN_INT, SP_FIELD(block_tokens), "tokens per hash block"},
     {"seed", SIM_GEN_SEED, SP_FIELD(seed), "RNG seed (same seed, same bytes)"},

@@ -27,7 +27,9 @@
  *     num_requests); stage k starts when stage k−1 ends. Arrivals are
  *     constant (request j at start + j/rate), Poisson (exponential gaps) or
  *     jittered (inference-perf's own constant timer: exponential gaps scaled
- *     to sum to the stage's duration, so its last request lands on its end).
+ *     to sum to the stage's duration, so its last request lands on its end)
+ *     or a batch (every request at time 0, an offline batch as `vllm bench
+ *     latency` sends it to vLLM's LLM class).
  *     The request number restarts at 0 every stage, as inference-perf's
  *     run_stage numbers them.
  * One GSL mt19937 stream drives every draw in a fixed order (the shuffle;
@@ -166,7 +168,8 @@ int sim_tracegen_sp_check(const sim_tracegen_sp_opts *o, sim_err *err)
     if (o->output_tokens < 1 || o->output_tokens > SIM_TRACE_MAX_TOKENS)
         return sim_errf(err, "--output-tokens must be in [1, %d]", SIM_TRACE_MAX_TOKENS);
     if (o->block_tokens < 1 || o->block_tokens > 1 << 30) return sim_errf(err, "--block-tokens must be in [1, 2^30]");
-    if (o->poisson && o->jittered) return sim_errf(err, "--arrivals: poisson and jittered exclude each other");
+    if (o->poisson + o->jittered + o->batch > 1)
+        return sim_errf(err, "--arrivals: poisson, jittered and batch exclude each other");
     if (o->requests < 0) return sim_errf(err, "--requests must not be negative (0 = until the stages end)");
     if (check_stages(o, err)) return -1;
     return o->multi_turn ? check_growth(o, err) : 0;
@@ -200,11 +203,13 @@ static void clock_stage(sp_clock *c, const sim_sp_stage *s, int64_t n, bool jitt
     for (int64_t j = 0; j < n; j++) c->sum += gsl_ran_exponential(rng, 1.0);
 }
 
-/* Request j's arrival in ms, rounded to the microsecond. */
+/* Request j's arrival in ms, rounded to the microsecond (a batch's: 0). */
 static double clock_next(sp_clock *c, int64_t j, const sim_tracegen_sp_opts *o, gsl_rng *rng)
 {
     const sim_sp_stage *s = c->stage;
-    if (o->poisson) {
+    if (o->batch) {
+        c->now_ms = 0;
+    } else if (o->poisson) {
         c->now_ms += gsl_ran_exponential(rng, 1000.0 / s->rate_rps);
     } else if (o->jittered) {
         c->acc += gsl_ran_exponential(c->replay, 1.0);

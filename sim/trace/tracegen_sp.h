@@ -40,6 +40,8 @@ typedef struct sim_tracegen_sp_opts {
     bool poisson;         /* --arrivals poisson: exponential gaps within each stage */
     bool jittered;        /* --arrivals jittered: inference-perf's own constant timer (exponential
                            * gaps scaled so a stage's last request lands on its end) */
+    bool batch;           /* --arrivals batch: every request at time 0, an offline batch (vLLM's
+                           * `vllm bench latency`); the stages say only how many */
     int nstages;
     sim_sp_stage stages[SIM_SP_MAX_STAGES]; /* --stages RATE:SECONDS,... */
     int64_t requests;                       /* --requests N: stop after N (0 = until the stages end) */

@@ -174,6 +174,30 @@ static void note_moe_compiles(const agg *a, json_t *summary)
         json_pack("{s:I, s:f}", "variants", (json_int_t)a->moe_compiles.n, "stall_s", a->moe_compiles.s));
 }
 
+/* An event that brings a request to a scheduler: a trace arrival or the
+ * API server's hand-over. */
+static bool brings_request(const sim_event *ev) { return ev->kind == SIM_EV_ARRIVAL || ev->kind == EV_FRONT; }
+
+/* Start in's next iteration, after every request that reaches the
+ * scheduler at this same instant: vLLM's engine core drains its whole input
+ * queue before it schedules (vllm/v1/engine/core.py,
+ * EngineCoreProc._process_input_queue), so requests that come together (an
+ * offline batch, a trace's equal timestamps) share the first step. An idle
+ * instance with such a request still due waits for it behind an EV_WAKE at
+ * the same time, and again behind the next (the replay reads one arrival
+ * ahead); the heap is scanned only when its earliest event is due now. */
+static void kick(agg *a, ainst *in)
+{
+    sim_engine *e = a->eng;
+    if (in->iterating || sim_engine_next_time(e) != e->now || sim_engine_next_time_of(e, brings_request) != e->now) {
+        agg_iterate(a, in);
+        return;
+    }
+    if (in->wake_pending) return;
+    in->wake_pending = true;
+    sim_engine_push(e, e->now, EV_WAKE, in->id, 0, NULL);
+}
+
 static void conduct(agg *a, sim_request *req)
 {
     count_too_large(a, req);
@@ -200,7 +224,7 @@ static void conduct(agg *a, sim_request *req)
     ainst *in = &a->inst[inst];
     agg_enqueue(a, in, q);
     a->cache->admit(a->cache_st, in->id, req, req->nblocks, 0, false);
-    agg_iterate(a, in);
+    kick(a, in);
 }
 
 /* Without engine.prefix_caching no block is shared: each of the request's
@@ -230,8 +254,10 @@ static void handle(void *state, const sim_event *ev)
 {
     agg *a = state;
     if (ev->kind == EV_ITER) agg_on_iter(a, ev);
-    else if (ev->kind == EV_WAKE) agg_iterate(a, &a->inst[ev->target]);
-    else if (ev->kind == EV_FRONT) conduct(a, ev->data);
+    else if (ev->kind == EV_WAKE) {
+        a->inst[ev->target].wake_pending = false;
+        kick(a, &a->inst[ev->target]); /* the trace's next request may be due now too: after it */
+    } else if (ev->kind == EV_FRONT) conduct(a, ev->data);
 }
 
 static void discard(void *state, const sim_event *ev)

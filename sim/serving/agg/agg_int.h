@@ -70,10 +70,11 @@ typedef struct ainst {
     areq **run; /* admitted, in admission order (the last is preempted first) */
     int nrun, caprun;
     bool iterating;
-    int64_t started;  /* iterations started */
-    kv_pic *pages;    /* HBM pages and the GPU prefix cache */
-    double queued_s;  /* estimated prefill time of the waiting requests */
-    uint64_t moe_jit; /* fused-MoE kernel variants compiled (sim_cost_moe_jit_s) */
+    bool wake_pending; /* an EV_WAKE is due now: requests arriving at this instant join its step (agg.c kick) */
+    int64_t started;   /* iterations started */
+    kv_pic *pages;     /* HBM pages and the GPU prefix cache */
+    double queued_s;   /* estimated prefill time of the waiting requests */
+    uint64_t moe_jit;  /* fused-MoE kernel variants compiled (sim_cost_moe_jit_s) */
 } ainst;
 
 typedef struct lmc lmc;
