@@ -384,6 +384,23 @@ static bool has_word(const char *s, const char *w)
     return false;
 }
 
+/* The length of a preset name's family: name[0..len) less a trailing
+ * "x<GPUs>" (h100x2: 4, "h100"); len itself when it has none (cpu-local). */
+static size_t family_len(const char *name, size_t len)
+{
+    const char *x = name + len;
+    while (x > name && isdigit((unsigned char)x[-1])) x--;
+    return x > name + 1 && x < name + len && x[-1] == 'x' ? (size_t)(x - 1 - name) : len;
+}
+
+/* The GPU of a hardware preset, for `--by gpu`: its name (a path's file
+ * name, less ".json") less its "x<GPUs>": h100x2 is "h100". */
+static void gpu_family(const char *hwname, char *out, size_t n)
+{
+    const char *base = strrchr(hwname, '/') ? strrchr(hwname, '/') + 1 : hwname;
+    snprintf(out, n, "%.*s", (int)family_len(base, strcspn(base, ".")), base);
+}
+
 /* A hardware name that is no preset ("H100", "NVIDIA H100 80GB HBM3") read
  * as its GPU's preset at the experiment's tp: the longest family of
  * configs/hardware/ (h100, gb200, …: a preset's name less "x<GPUs>") that
@@ -394,9 +411,9 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
     sim_err ignored;
     sim_preset_names("hardware", names, sizeof names);
     for (char *tok = strtok(names, ", "); tok; tok = strtok(NULL, ", ")) {
-        char *x = strrchr(tok, 'x');
-        if (!x || x == tok || !isdigit((unsigned char)x[1])) continue;
-        *x = 0; /* the family */
+        size_t len = strlen(tok), k = family_len(tok, len);
+        if (k == len) continue;
+        tok[k] = 0; /* the family */
         if (strlen(tok) > strlen(best) && strlen(tok) < sizeof best && has_word(name, tok))
             snprintf(best, sizeof best, "%s", tok);
     }
@@ -438,18 +455,6 @@ static bool tp_on_node(vexp *e, const char *hwname, int tp)
                false;
     add_set(e, "cluster.gpus_per_instance=%d", tp);
     return true;
-}
-
-/* The GPU of a hardware preset, for `--by gpu`: its name (a path's file
- * name, less ".json") less a trailing "x<GPUs>": h100x2 is "h100". */
-static void gpu_family(const char *hwname, char *out, size_t n)
-{
-    const char *base = strrchr(hwname, '/') ? strrchr(hwname, '/') + 1 : hwname;
-    size_t len = strcspn(base, ".");
-    const char *x = base + len;
-    while (x > base && isdigit((unsigned char)x[-1])) x--;
-    if (x > base + 1 && x < base + len && x[-1] == 'x') len = (size_t)(x - 1 - base);
-    snprintf(out, n, "%.*s", (int)len, base);
 }
 
 static int read_target(vexp *e, const json_t *x, sim_err *err)
