@@ -68,6 +68,30 @@ static void test_keymap_probe_put_at(void **state)
     sim_keymap_free(&m);
 }
 
+/* A table of 2 MiB or more comes from sim_xmalloc_huge, aligned to 2 MiB:
+ * 40,000 keys need 4 × 40,000 = 160,000 buckets, the next power of two is
+ * 2^18 = 262,144, of 16 bytes each = 4 MiB. Growing into it from 16
+ * buckets and the dense mode over 600,000 keys (4 bytes each = 2.4 MB) keep
+ * every value, and every bucket starts empty (the fill the huge pages take). */
+static void test_keymap_huge_tables(void **state)
+{
+    sim_keymap m;
+    sim_keymap_init(&m, 1);
+    for (uint64_t k = 0; k < 40000; k++) sim_keymap_put(&m, k * 2654435761u, (int64_t)k);
+    assert_int_equal(m.mask + 1, 1 << 18);
+    assert_int_equal((uintptr_t)m.e % (2u << 20), 0);
+    for (uint64_t k = 0; k < 40000; k++) assert_int_equal(sim_keymap_get(&m, k * 2654435761u), (int64_t)k);
+    assert_int_equal(sim_keymap_get(&m, 1), SIM_KEYMAP_ABSENT);
+    sim_keymap_free(&m);
+    sim_keymap_init_dense(&m, 600000);
+    assert_int_equal((uintptr_t)m.dense % (2u << 20), 0);
+    for (uint64_t k = 0; k < 600000; k++) assert_int_equal(sim_keymap_get(&m, k), SIM_KEYMAP_ABSENT);
+    for (uint64_t k = 0; k < 600000; k += 7) sim_keymap_put(&m, k, (int64_t)(k / 7));
+    for (uint64_t k = 0; k < 600000; k++)
+        assert_int_equal(sim_keymap_get(&m, k), k % 7 ? SIM_KEYMAP_ABSENT : (int64_t)(k / 7));
+    sim_keymap_free(&m);
+}
+
 /* sim_keyset_add is true only the first time; key 0 counts like any other.
  * Keys 0..4999 added twice: 5000 adds true, 5000 false, count 5000; 5000 and
  * above absent. */
@@ -194,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_keymap_probe_put_at), cmocka_unit_test(test_keyset),
         cmocka_unit_test(test_keyset_plain),        cmocka_unit_test(test_keymap_dense),
         cmocka_unit_test(test_keymap_replace_at),   cmocka_unit_test(test_keyset_numbering),
+        cmocka_unit_test(test_keymap_huge_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@
 static void alloc_buckets(sim_keymap *m, int log2n)
 {
     size_t n = (size_t)1 << log2n;
-    m->e = sim_xmalloc(n * sizeof *m->e);
+    m->e = sim_xmalloc_huge(n * sizeof *m->e);
     memset(m->e, 0xff, n * sizeof *m->e);
     m->mask = n - 1;
     m->shift = 64 - log2n;
@@ -39,7 +39,7 @@ void sim_keymap_init_dense(sim_keymap *m, int64_t universe)
 {
     assert(universe >= 0 && universe <= INT32_MAX);
     size_t n = universe > 0 ? (size_t)universe : 1;
-    *m = (sim_keymap){.dense = sim_xmalloc(n * sizeof *m->dense), .universe = (uint64_t)universe};
+    *m = (sim_keymap){.dense = sim_xmalloc_huge(n * sizeof *m->dense), .universe = (uint64_t)universe};
     memset(m->dense, 0xff, n * sizeof *m->dense);
 }
 
