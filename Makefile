@@ -43,12 +43,9 @@ SANFLAGS:= -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recove
 # How the sanitizer binaries link: UBSan's runtime static (libgcc-12-dev's
 # libubsan.a, beside the shared ASan runtime) and the executable not
 # position-independent, so that a start neither loads libubsan.so nor
-# relocates a PIE's instrumented data. Measured 2026-11-30 on the 2-core
-# machine: `perf stat -r 10 build/san/kvsim --version`, 4,748 page faults
-# and 69 to 73 ms before, 2,576 and 43 ms after; tests/test_run, which
-# starts about 170 kvsim processes, 21.4 to 26.6 s of CPU before and 17.2 to
-# 19.9 s after (three runs each, alternated).
-# The whole make test hardly moves (927 s of CPU before, 916 after): most
+# relocates a PIE's instrumented data: one start of build/san/kvsim takes
+# about 2,600 page faults instead of about 4,800 (make bench's
+# section_faults rows, 2026-11-30). The whole make test hardly moves: most
 # of its time is the replays themselves. The same checks, the same reports.
 SANLD   := -static-libubsan -no-pie
 LDLIBS  := $(PKG_LIBS) -lm -lpthread

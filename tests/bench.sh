@@ -460,7 +460,32 @@ section_ladder() {
   record ladder "1M-request ladder peak RSS" "$BEST_RSS" MiB "${cmd[*]}"
 }
 
-sections=(section_run section_scale section_cluster section_pic section_stream section_measured section_hitrate section_ladder section_datapath section_sweep section_slurm)
+# Page faults (issue 46's follow-up, docs/store-internals.md): the `plan slo`
+# search of docs/planning.md on one worker, its minor page faults and system
+# time (a fault costs microseconds in a virtual machine; hash-map tables of
+# 2 MiB or more are on transparent huge pages), and one start of the
+# sanitizer build when it is built (make test starts it some hundreds of
+# times). Faults are counted, not timed: the same on every run of the same
+# binary, give or take a few hundred.
+section_faults() {
+  echo "== page faults: plan slo on one worker, a sanitizer start"
+  command -v /usr/bin/time >/dev/null || { echo "  skipped: needs GNU time (/usr/bin/time)"; return 0; }
+  local f=build/bench/faults.time cmd=("$KVSIM" plan slo --trace traces/mooncake/conversation_trace.jsonl.gz
+    --set model=llama3.1-8b --set hardware=h100x1 --ttft-p90-ms 2000 --max-instances 8 --dram 250GB
+    --scopes global --cpp 1 --jobs 1)
+  /usr/bin/time -f '%R %S %e' -o "$f" "${cmd[@]}" >/dev/null 2>&1
+  read -r r s e <"$f"
+  record faults "plan slo minor faults" "$r" faults "${cmd[*]}"
+  record faults "plan slo system time" "$s" s "${cmd[*]}"
+  record faults "plan slo wall" "$e" s "${cmd[*]}"
+  [ -x build/san/kvsim ] || { echo "  sanitizer start: skipped (build/san/kvsim not built: make build-test)"; return 0; }
+  /usr/bin/time -f '%R %e' -o "$f" build/san/kvsim --version >/dev/null 2>&1
+  read -r r e <"$f"
+  record faults "sanitizer start minor faults" "$r" faults "build/san/kvsim --version"
+  record faults "sanitizer start wall" "$e" s "build/san/kvsim --version"
+}
+
+sections=(section_run section_scale section_cluster section_pic section_stream section_measured section_hitrate section_ladder section_datapath section_sweep section_slurm section_faults)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done
