@@ -460,6 +460,28 @@ section_ladder() {
   record ladder "1M-request ladder peak RSS" "$BEST_RSS" MiB "${cmd[*]}"
 }
 
+# What one replay costs before its first event: a one-request run, as
+# every sweep point and plan probe pays it (each is a process of its own,
+# docs/run.md "Sweeps"). The measured mode reads its tables there: the
+# GEMM, attention and collective tables always, the fused-MoE and MLA ones
+# only for a model that has them (docs/measured.md §7). Best of 5, wall
+# time (GNU time's CPU figures are in hundredths: too coarse here).
+section_start() {
+  echo "== one replay's start: a one-request run, engine and measured"
+  command -v /usr/bin/time >/dev/null || { echo "  skipped: needs GNU time (/usr/bin/time)"; return 0; }
+  local one=build/bench/one-request.jsonl name label base mode
+  [ -f "$one" ] || $KVSIM trace gen --requests 1 --rate 1 --seed 7 -o "$one" >/dev/null
+  for name in "llama3.1-8b h100x1|--set model=llama3.1-8b --set hardware=h100x1" \
+    "mixtral-8x7b h100x2|--set model=mixtral-8x7b --set hardware=h100x2"; do
+    IFS='|' read -r label base <<<"$name"
+    for mode in engine measured; do
+      local cmd=("$KVSIM" run --trace "$one" $base --set cost.compute=$mode)
+      BENCH_SCALE_REPEATS=5 best_of "${cmd[@]}"
+      record start "$label $mode start wall" "$BEST_WALL" s "${cmd[*]}"
+    done
+  done
+}
+
 # Page faults (issue 46's follow-up, docs/store-internals.md): the `plan slo`
 # search of docs/planning.md on one worker, its minor page faults and system
 # time (a fault costs microseconds in a virtual machine; hash-map tables of
@@ -485,7 +507,7 @@ section_faults() {
   record faults "sanitizer start wall" "$e" s "build/san/kvsim --version"
 }
 
-sections=(section_run section_scale section_cluster section_pic section_stream section_measured section_hitrate section_ladder section_datapath section_sweep section_slurm section_faults)
+sections=(section_run section_scale section_cluster section_pic section_stream section_measured section_hitrate section_ladder section_datapath section_sweep section_slurm section_start section_faults)
 # BENCH_SECTIONS="section_hitrate" tests/bench.sh runs a subset.
 read -r -a sections <<<"${BENCH_SECTIONS:-${sections[*]}}"
 for s in "${sections[@]}"; do "$s"; done

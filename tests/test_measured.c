@@ -598,6 +598,61 @@ static void test_numbers_as_written(void **state)
                     "gemm.csv:2: 4 fields, fewer than the header's");
 }
 
+/* The fused-MoE and MLA tables are read only when a model needs them
+ * (sim_optable_need): the tiny tables' 16 core rows load alone (gemm 8,
+ * context 6, generation 2; glitch ratio 0 keeps every point), the 3 MoE
+ * rows join when asked for, once however often asked; a broken MoE row
+ * does not stop the core tables loading, and fails the need that reads it,
+ * naming file and line. */
+static void test_families_loaded_when_needed(void **state)
+{
+    char dir[] = "/tmp/kvsim-optable-fam-XXXXXX", p[512], src[512];
+    sim_optable *t = NULL;
+    sim_err err = {0};
+    long dropped, points;
+    make_tiny();
+    assert_non_null(mkdtemp(dir));
+    const char *core[] = {"gemm.csv", "ctx.csv", "gen.csv"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(src, sizeof src, "%s/%s", tiny_dir, core[i]);
+        snprintf(p, sizeof p, "%s/%s", dir, core[i]);
+        assert_int_equal(symlink(src, p), 0);
+    }
+    snprintf(p, sizeof p, "%s/meta.json", dir);
+    write_file(p, "{\"system\":\"tiny\",\"engine\":\"vLLM 0\",\"gpu\":{\"mem_bw\":1e12,"
+                  "\"mem_bw_empirical_scaling_factor\":0.5},\"files\":{\"gemm\":\"gemm.csv\","
+                  "\"context_attention\":\"ctx.csv\",\"generation_attention\":\"gen.csv\",\"moe\":\"moe.csv\"}}");
+    const char *head = "moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,"
+                       "distribution,latency\n";
+    char csv[1024];
+    snprintf(csv, sizeof csv,
+             "%sbfloat16,1,64,32,2,8,1,1,uniform,1.0\nbfloat16,4,64,32,2,8,1,1,uniform,2.5\n"
+             "bfloat16,8,64,32,2,8,1,1,uniform,4.0\n",
+             head);
+    snprintf(p, sizeof p, "%s/moe.csv", dir);
+    write_file(p, csv);
+    if (sim_optable_load(dir, 0, &t, &err)) fail_msg("%s", err.msg);
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(points, 16);
+    assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), 0);
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(points, 19);
+    assert_int_equal(sim_optable_need(t, SIM_OPT_MOE | SIM_OPT_MLA, &err), 0); /* MoE not read again; no MLA file */
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(points, 19);
+    /* tokens 2: a third of the way from 1 to 4 */
+    assert_double_equal(sim_optable_moe_ms(t, "bfloat16", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.5, 1e-12);
+    sim_optable_free(t);
+    snprintf(csv, sizeof csv, "%sbfloat16,1,64,32,2,8,1,1,uniform,1.0\nbfloat16,4,64,32,2,8,1,1,uniform,slow\n", head);
+    write_file(p, csv);
+    if (sim_optable_load(dir, 0, &t, &err)) fail_msg("a broken MoE table stopped the core ones: %s", err.msg);
+    assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), -1);
+    if (!strstr(err.msg, "moe.csv:3: '4' or its latency 'slow' is not a number")) fail_msg("%s", err.msg);
+    sim_optable_free(t);
+    snprintf(src, sizeof src, "rm -rf '%s'", dir);
+    assert_int_equal(system(src), 0);
+}
+
 static void test_bad_tables(void **state)
 {
     sim_optable *t = NULL;
@@ -839,6 +894,7 @@ int main(void)
         cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_families_loaded_when_needed),
         cmocka_unit_test(test_nccl_roofline_by_hand),
         cmocka_unit_test(test_glitches_by_hand),
         cmocka_unit_test(test_glitch_on_bundled_tables),

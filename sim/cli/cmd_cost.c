@@ -230,6 +230,8 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     sim_err err = {0};
     if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("cost", err.msg);
     int rc = sim_cost_setup(&c, &cfg, &err); /* a model too large still gets its times and KV bytes */
+    /* the glitch count is over every table of the system, the model's or not */
+    if (!rc && c.measured) rc = sim_measured_load_all(c.measured, &err);
     if (rc) rc = sim_usage_error("cost", err.msg);
     else {
         json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */

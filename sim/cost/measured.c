@@ -460,6 +460,11 @@ uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
 
 const sim_optable *sim_measured_tables(const sim_measured *m) { return m->t; }
 
+int sim_measured_load_all(sim_measured *m, sim_err *err)
+{
+    return sim_optable_need(m->t, SIM_OPT_MOE | SIM_OPT_MLA, err);
+}
+
 void sim_measured_fallback(const char *why)
 {
     size_t i;
@@ -659,6 +664,8 @@ int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
     for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
     for (int i = 0; i < HEAD_CACHE; i++) m->head[i][0] = NAN;
+    unsigned families = (md->kv_lora_rank > 0 ? SIM_OPT_MLA : 0) | (sim_model_moe_layers(md) > 0 ? SIM_OPT_MOE : 0);
+    if (sim_optable_need(m->t, families, err)) return -1;
     sim_optable_quiet(m->t, true);
     int rc =
         (md->kv_lora_rank > 0 && mla_setup(m, hw, err)) || check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;

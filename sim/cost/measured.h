@@ -94,6 +94,9 @@ void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
 double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);
 const sim_optable *sim_measured_tables(const sim_measured *m);
+/* Every family of m's tables loaded, the model's or not (kvsim cost
+ * counts the points of them all). */
+int sim_measured_load_all(sim_measured *m, sim_err *err);
 /* While quiet, shapes outside the tables are priced as always but not
  * noted: a probe of the cost model that prices no request of the run (the
  * conductor's prefill estimator, sim/cost/estimator.c) leaves no caveat. */

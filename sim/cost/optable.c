@@ -153,6 +153,9 @@ struct sim_optable {
     bool quiet;
     double glitch_ratio;  /* engine.measured.glitch_ratio the curves were cleaned at */
     long points, dropped; /* measured points loaded, and dropped as glitches */
+    char dir[PATH_MAX];   /* the folder, and meta.json's "files", for the families loaded later */
+    json_t *files;
+    unsigned loaded; /* the optional families loaded (SIM_OPT_MOE, SIM_OPT_MLA) */
 };
 
 /* ---- curves and tables ---------------------------------------------------- */
@@ -416,17 +419,26 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
     return 0;
 }
 
-static int load_tables(sim_optable *t, const char *dir, json_t *meta, sim_err *err)
+/* The family a table belongs to: 0 for those every model prices with
+ * (GEMMs, attention, collectives), loaded with the tables; the fused-MoE
+ * and MLA tables (45% of an H100's rows) only when a model has them
+ * (sim_optable_need): a dense model's run skips parsing them. */
+static unsigned family_of(int i) { return i == T_MOE || i == T_MOEB ? SIM_OPT_MOE : i >= T_CTX_MLA ? SIM_OPT_MLA : 0; }
+
+/* Load the tables of the families in `want` (0: the core ones) not loaded
+ * yet, then clean their curves. */
+static int load_tables(sim_optable *t, unsigned want, sim_err *err)
 {
-    json_t *files = json_object_get(meta, "files");
     for (int i = 0; i < T_N; i++) {
+        unsigned fam = family_of(i);
+        if (fam ? !(want & fam) || (t->loaded & fam) : want != 0) continue;
         t->t[i].spec = &specs[i];
-        const char *file = json_string_value(json_object_get(files, specs[i].name));
+        const char *file = json_string_value(json_object_get(t->files, specs[i].name));
         if (!file && i < T_AR && i != T_MOE)
             return sim_errf(err, "%s/meta.json: files.%s is missing: the measured mode needs GEMM and attention tables",
-                            dir, specs[i].name);
+                            t->dir, specs[i].name);
         char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, file ? file : "");
+        snprintf(path, sizeof path, "%s/%s", t->dir, file ? file : "");
         if (file && load_csv(&t->t[i], path, err)) return -1;
         table_finish(&t->t[i]);
         for (int j = 0; j < t->t[i].n; j++) {
@@ -434,6 +446,7 @@ static int load_tables(sim_optable *t, const char *dir, json_t *meta, sim_err *e
             t->dropped += sim_optable_curve_clean(&t->t[i].c[j], t->glitch_ratio);
         }
     }
+    t->loaded |= want;
     return 0;
 }
 
@@ -441,9 +454,12 @@ int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, si
 {
     sim_optable *t = calloc(1, sizeof *t);
     t->glitch_ratio = glitch_ratio;
+    snprintf(t->dir, sizeof t->dir, "%s", dir);
     json_t *meta = NULL;
-    int rc = read_meta(t, dir, &meta, err) || load_tables(t, dir, meta, err) ? -1 : 0;
+    int rc = read_meta(t, dir, &meta, err);
+    if (!rc) t->files = json_incref(json_object_get(meta, "files"));
     json_decref(meta);
+    if (!rc) rc = load_tables(t, 0, err);
     if (!rc) find_gemm_limits(t);
     if (rc) {
         sim_optable_free(t);
@@ -451,6 +467,22 @@ int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, si
     }
     *out = t;
     return 0;
+}
+
+int sim_optable_need(sim_optable *t, unsigned families, sim_err *err)
+{
+    families &= (SIM_OPT_MOE | SIM_OPT_MLA) & ~t->loaded;
+    return families ? load_tables(t, families, err) : 0;
+}
+
+/* A lookup in a family never loaded is a caller's bug, not a shape the
+ * tables lack: say so rather than price it as unmeasured. */
+static void need_loaded(const sim_optable *t, unsigned fam)
+{
+    if (t->loaded & fam) return;
+    fprintf(stderr, "kvsim: internal error: %s tables of %s looked up before sim_optable_need\n",
+            fam == SIM_OPT_MOE ? "fused-MoE" : "MLA", t->dir);
+    abort();
 }
 
 /* What an attention memo owns: its curves by batch and their hints. */
@@ -466,6 +498,7 @@ void sim_optable_free(sim_optable *t)
     for (int i = 0; i < 2; i++) attn_memo_clear(&t->memo[i]);
     for (int i = 0; i < 4; i++) free(t->mla[i].by_batch);
     for (int i = 0; i < t->nnotes; i++) free(t->notes[i]), free(t->note_kinds[i]);
+    json_decref(t->files);
     free(t);
 }
 
@@ -840,6 +873,7 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
 double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int inter, int topk, int experts, int tp,
                           int ep, const char *dist, double tokens)
 {
+    need_loaded(t, SIM_OPT_MOE);
     const curve *c = find_fmt(&t->t[strcmp(dtype, "fp8_block") ? T_MOE : T_MOEB], "%s|%d|%d|%d|%d|%d|%d|%s", dtype,
                               hidden, inter, topk, experts, tp, ep, dist);
     return one_curve(t, c, "moe", "tokens", tokens);
@@ -911,6 +945,7 @@ static void mla_note(sim_optable *t, const sim_mla_query *q, span sb, int side_x
 
 double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x)
 {
+    need_loaded(t, SIM_OPT_MLA);
     int which = q->module ? (q->context ? T_CTX_MLAM : T_GEN_MLAM) : (q->context ? T_CTX_MLA : T_GEN_MLA);
     const table *a = &t->t[which];
     if (!a->nvals[0]) return -1;

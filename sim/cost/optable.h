@@ -35,8 +35,15 @@ typedef struct sim_optable sim_optable;
  * factor (sim/cost/optable_glitch.c; 0 keeps every point). Errors name the
  * file, line and column. */
 int sim_optable_load(const char *dir, double glitch_ratio, sim_optable **out, sim_err *err);
-/* How many measured points the tables hold, and how many of them were
- * dropped as glitches. */
+/* The optional families of tables: sim_optable_load reads the GEMM,
+ * attention and collective tables every model is priced with; a model with
+ * fused MoE or MLA has those read by sim_optable_need before its first
+ * lookup (a lookup in a family not loaded aborts: a caller's bug). Errors
+ * as sim_optable_load's; a family already loaded is not read again. */
+enum { SIM_OPT_MOE = 1, SIM_OPT_MLA = 2 };
+int sim_optable_need(sim_optable *t, unsigned families, sim_err *err);
+/* How many measured points the tables loaded so far hold, and how many of
+ * them were dropped as glitches. */
 void sim_optable_glitches(const sim_optable *t, long *dropped, long *points);
 double sim_optable_glitch_ratio(const sim_optable *t);
 void sim_optable_free(sim_optable *t);
