@@ -600,16 +600,38 @@ static void test_numbers_as_written(void **state)
 
 /* The fused-MoE and MLA tables are read only when a model needs them
  * (sim_optable_need): the tiny tables' 16 core rows load alone (gemm 8,
- * context 6, generation 2; glitch ratio 0 keeps every point), the 3 MoE
- * rows join when asked for, once however often asked; a broken MoE row
- * does not stop the core tables loading, and fails the need that reads it,
- * naming file and line. */
+ * context 6, generation 2; glitch ratio 0 keeps every point), the 5 MoE
+ * rows (3 bf16, 2 fp8_block) join when asked for, once however often
+ * asked. A broken fp8_block MoE row does not stop the core tables loading,
+ * fails the need that reads it, naming file and line, and leaves nothing
+ * of the family behind (the bf16 MoE table read before it included):
+ * mended, the next need reads the family whole. */
+static void write_moe(const char *dir, const char *name, const char *rows)
+{
+    char p[512], csv[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    snprintf(csv, sizeof csv,
+             "moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,"
+             "latency\n%s",
+             rows);
+    write_file(p, csv);
+}
+
+static void expect_points(const sim_optable *t, long want)
+{
+    long dropped, points;
+    sim_optable_glitches(t, &dropped, &points);
+    assert_int_equal(points, want);
+}
+
 static void test_families_loaded_when_needed(void **state)
 {
     char dir[] = "/tmp/kvsim-optable-fam-XXXXXX", p[512], src[512];
+    const char *bf16 = "bfloat16,1,64,32,2,8,1,1,uniform,1.0\nbfloat16,4,64,32,2,8,1,1,uniform,2.5\n"
+                       "bfloat16,8,64,32,2,8,1,1,uniform,4.0\n",
+               *fp8 = "fp8_block,1,64,32,2,8,1,1,uniform,0.5\nfp8_block,4,64,32,2,8,1,1,uniform,2.0\n";
     sim_optable *t = NULL;
     sim_err err = {0};
-    long dropped, points;
     make_tiny();
     assert_non_null(mkdtemp(dir));
     const char *core[] = {"gemm.csv", "ctx.csv", "gen.csv"};
@@ -621,33 +643,29 @@ static void test_families_loaded_when_needed(void **state)
     snprintf(p, sizeof p, "%s/meta.json", dir);
     write_file(p, "{\"system\":\"tiny\",\"engine\":\"vLLM 0\",\"gpu\":{\"mem_bw\":1e12,"
                   "\"mem_bw_empirical_scaling_factor\":0.5},\"files\":{\"gemm\":\"gemm.csv\","
-                  "\"context_attention\":\"ctx.csv\",\"generation_attention\":\"gen.csv\",\"moe\":\"moe.csv\"}}");
-    const char *head = "moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,"
-                       "distribution,latency\n";
-    char csv[1024];
-    snprintf(csv, sizeof csv,
-             "%sbfloat16,1,64,32,2,8,1,1,uniform,1.0\nbfloat16,4,64,32,2,8,1,1,uniform,2.5\n"
-             "bfloat16,8,64,32,2,8,1,1,uniform,4.0\n",
-             head);
-    snprintf(p, sizeof p, "%s/moe.csv", dir);
-    write_file(p, csv);
+                  "\"context_attention\":\"ctx.csv\",\"generation_attention\":\"gen.csv\",\"moe\":\"moe.csv\","
+                  "\"moe_fp8_block\":\"moeb.csv\"}}");
+    write_moe(dir, "moe.csv", bf16);
+    write_moe(dir, "moeb.csv", fp8);
     if (sim_optable_load(dir, 0, &t, &err)) fail_msg("%s", err.msg);
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(points, 16);
+    expect_points(t, 16);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), 0);
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(points, 19);
+    expect_points(t, 21);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE | SIM_OPT_MLA, &err), 0); /* MoE not read again; no MLA file */
-    sim_optable_glitches(t, &dropped, &points);
-    assert_int_equal(points, 19);
-    /* tokens 2: a third of the way from 1 to 4 */
+    expect_points(t, 21);
+    /* tokens 2: a third of the way from 1 to 4 on each */
     assert_double_equal(sim_optable_moe_ms(t, "bfloat16", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.5, 1e-12);
+    assert_double_equal(sim_optable_moe_ms(t, "fp8_block", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.0, 1e-12);
     sim_optable_free(t);
-    snprintf(csv, sizeof csv, "%sbfloat16,1,64,32,2,8,1,1,uniform,1.0\nbfloat16,4,64,32,2,8,1,1,uniform,slow\n", head);
-    write_file(p, csv);
+    write_moe(dir, "moeb.csv", "fp8_block,1,64,32,2,8,1,1,uniform,0.5\nfp8_block,4,64,32,2,8,1,1,uniform,slow\n");
     if (sim_optable_load(dir, 0, &t, &err)) fail_msg("a broken MoE table stopped the core ones: %s", err.msg);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), -1);
-    if (!strstr(err.msg, "moe.csv:3: '4' or its latency 'slow' is not a number")) fail_msg("%s", err.msg);
+    if (!strstr(err.msg, "moeb.csv:3: '4' or its latency 'slow' is not a number")) fail_msg("%s", err.msg);
+    expect_points(t, 16);
+    write_moe(dir, "moeb.csv", fp8);
+    assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), 0);
+    expect_points(t, 21);
+    assert_double_equal(sim_optable_moe_ms(t, "bfloat16", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.5, 1e-12);
     sim_optable_free(t);
     snprintf(src, sizeof src, "rm -rf '%s'", dir);
     assert_int_equal(system(src), 0);

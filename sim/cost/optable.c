@@ -425,13 +425,31 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
  * (sim_optable_need): a dense model's run skips parsing them. */
 static unsigned family_of(int i) { return i == T_MOE || i == T_MOEB ? SIM_OPT_MOE : i >= T_CTX_MLA ? SIM_OPT_MLA : 0; }
 
+/* Whether table i is among the families in `want` not loaded yet (want 0:
+ * the core tables). */
+static bool wanted(const sim_optable *t, int i, unsigned want)
+{
+    unsigned fam = family_of(i);
+    return fam ? (want & fam) && !(t->loaded & fam) : want == 0;
+}
+
+/* A family that failed to load is left as if never asked for, so that
+ * asking again reads it afresh (and fails the same way). */
+static int unload(sim_optable *t, unsigned want, long points, long dropped)
+{
+    for (int i = 0; i < T_N; i++)
+        if (wanted(t, i, want)) table_free(&t->t[i]), memset(&t->t[i], 0, sizeof t->t[i]);
+    t->points = points, t->dropped = dropped;
+    return -1;
+}
+
 /* Load the tables of the families in `want` (0: the core ones) not loaded
  * yet, then clean their curves. */
 static int load_tables(sim_optable *t, unsigned want, sim_err *err)
 {
+    long points = t->points, dropped = t->dropped;
     for (int i = 0; i < T_N; i++) {
-        unsigned fam = family_of(i);
-        if (fam ? !(want & fam) || (t->loaded & fam) : want != 0) continue;
+        if (!wanted(t, i, want)) continue;
         t->t[i].spec = &specs[i];
         const char *file = json_string_value(json_object_get(t->files, specs[i].name));
         if (!file && i < T_AR && i != T_MOE)
@@ -439,7 +457,7 @@ static int load_tables(sim_optable *t, unsigned want, sim_err *err)
                             t->dir, specs[i].name);
         char path[PATH_MAX + 256];
         snprintf(path, sizeof path, "%s/%s", t->dir, file ? file : "");
-        if (file && load_csv(&t->t[i], path, err)) return -1;
+        if (file && load_csv(&t->t[i], path, err)) return unload(t, want, points, dropped);
         table_finish(&t->t[i]);
         for (int j = 0; j < t->t[i].n; j++) {
             t->points += t->t[i].c[j].n;
