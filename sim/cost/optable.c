@@ -421,7 +421,7 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
 
 /* The family a table belongs to: 0 for those every model prices with
  * (GEMMs, attention, collectives), loaded with the tables; the fused-MoE
- * and MLA tables (45% of an H100's rows) only when a model has them
+ * and MLA tables (44% of an H100's rows) only when a model has them
  * (sim_optable_need): a dense model's run skips parsing them. */
 static unsigned family_of(int i) { return i == T_MOE || i == T_MOEB ? SIM_OPT_MOE : i >= T_CTX_MLA ? SIM_OPT_MLA : 0; }
 
