@@ -3,6 +3,7 @@
 #   make          build build/kvsim (and CUDA kernels when nvcc exists)
 #   make run      install missing packages, build, replay the bundled trace
 #   make test     install missing packages, build with ASan+UBSan, run every test
+#   make test-san the same, every kvsim command line the tests start under ASan+UBSan too (CI)
 #   make bench    benchmarks (timings live here, never in tests)
 #   make probe    build/kvsim-probe alone (libc + CUDA runtime; no packages needed)
 #   make lab      check then time every data-path method (the probe in lab mode)
@@ -29,6 +30,7 @@ ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 endif
 
 CC      ?= cc
+FUZZ_CC ?= clang
 BUILD   := build
 SAN     := build/san
 PKGS    := jansson gsl sqlite3 libxxhash zlib
@@ -102,7 +104,7 @@ PROBE_OBJS:= $(patsubst %.c,$(BUILD)/%.o,$(wildcard datapath/probe/*.c) $(PROBE_
 # Non-sanitized test binaries that drive the GPU (skip with a reason without one).
 GPU_TESTS := $(if $(CU_OBJS),$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/gpu_*.c)))
 
-.PHONY: all deps run test bench clean build-main build-test probe lab check-layout format-check format
+.PHONY: all deps run test test-san bench clean build-main build-test probe lab check-layout format-check check-clang format
 # The public targets check packages first, then build in a sub-make so that
 # pkg-config is asked again after an install.
 all: deps
@@ -172,26 +174,37 @@ run: all
 	$(BUILD)/kvsim run
 
 # The longest test binaries start first (longest-first list scheduling), so
-# that the nproc + 1 at a time that tests/run.sh runs end together and no
-# long one starts last. The order is the wall times tests/run.sh printed
-# in two `make test` runs on the 2-core machine (2026-11-29, under load,
-# averaged; KVSIM_TEST_SLOWEST=100 prints every binary's; test_validate
-# joined them on 2026-11-30 at 23 s, when validate began replaying 8 draws
-# of each workload); the rest follow
-# in name order. Re-order when a test's time moves much. tests/slurm.sh
-# comes first, in the slot beyond the cores: it mostly waits on Slurm's
-# scheduler (20.7 s wall, 1.5 s of CPU), and in a core's slot it left that
-# core idle for most of its time (make test: 3 min 6 s against 3 min 14-24
-# s with a built tree).
-SLOW_TESTS = tests/slurm.sh $(addprefix $(SAN)/tests/,test_docs test_docs_b test_plan_slo) \
-  $(addprefix $(SAN)/tests/,test_holders test_conductor test_validate test_moe test_report test_parallel test_stream test_run \
-  test_summaries test_sweep test_faults test_report_render test_pic test_fuzz test_ladder test_hitrate)
+# that the nproc at a time that tests/run.sh runs end together and no long
+# one starts last: the two doc shards, then the others by the CPU seconds
+# each took alone (2026-11-30, /usr/bin/time, the tests starting the
+# optimized kvsim; KVSIM_TEST_SLOWEST=100 prints every binary's wall time);
+# the rest follow in name order. Re-order when a test's time moves much.
+# tests/slurm.sh comes first, beside the nproc (KVSIM_TEST_WAITING): it
+# mostly waits on Slurm's scheduler (20-25 s wall, 1.5 s of CPU). nproc at a
+# time, not nproc + 1: on the 2-core machine three at a time took 535 s of
+# CPU where two took 455 (make test 4 min 29-41 s against 4 min 11 s).
+SLOW_TESTS = tests/slurm.sh $(addprefix $(SAN)/tests/,test_docs test_docs_b test_fuzz test_stream test_conductor \
+  test_report test_holders test_layout test_report_render test_validate test_run test_faults test_plan_slo test_sweep \
+  test_cost_presets test_measured test_ladder test_report_groups test_summaries test_trace_import test_silent)
 SLOW_FIRST = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
+# Which kvsim the tests start (TEST_CLI, their $$KVSIM_BIN). The test
+# binaries themselves are the sanitizer build, and the fuzz corpus's command
+# lines always start the sanitizer kvsim ($$KVSIM_SAN_BIN): a signal or a
+# sanitizer report is what they look for. The other 2,500-odd command lines
+# the tests start (replays, sweeps, plans, error messages) start the
+# optimized build, the one users run, as the doc transcripts do: under
+# ASan+UBSan they took about 400 s of the suite's 800 s of CPU, against
+# about 90 s optimized (2026-11-30, each start timed under /usr/bin/time).
+# `make test-san` starts the sanitizer build for all of them: what CI runs
+# (.ci/run), so no change lands without every command line under ASan+UBSan.
+TEST_CLI ?= $(BUILD)/kvsim
 test: deps
 	@$(MAKE) --no-print-directory build-test check-layout format-check check-clang
-	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(($$(nproc) + 1))} KVSIM_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe KVSIM_DOC_SHARD=0/2 \
-	  tests/run.sh $(SLOW_FIRST) $(GPU_TESTS)
-build-test: $(SAN)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
+	@KVSIM_TEST_JOBS=$${KVSIM_TEST_JOBS:-$$(nproc)} KVSIM_TEST_WAITING=slurm.sh KVSIM_BIN=$(TEST_CLI) \
+	  KVSIM_SAN_BIN=$(SAN)/kvsim KVSIM_PROBE=$(BUILD)/kvsim-probe KVSIM_DOC_SHARD=0/2 tests/run.sh $(SLOW_FIRST) $(GPU_TESTS)
+test-san:
+	@$(MAKE) --no-print-directory test TEST_CLI=$(SAN)/kvsim
+build-test: $(SAN)/kvsim $(BUILD)/kvsim $(TEST_BINS) $(BUILD)/kvsim-probe $(GPU_TESTS)
 
 # Layers and circles, read from the objects of the optimized build.
 check-layout: $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DP_OBJS) $(CU_OBJS)
@@ -210,12 +223,23 @@ format:
 # clang found a fail_msg short of an argument in a test), so every C file
 # goes through clang's front end with the build's flags (the tests' too).
 # -Wno-string-concatenation: the tests join literals with macros on purpose.
+# Each file leaves a stamp ($(BUILD)/clang/FILE.ok) and clang's list of the
+# headers it read, so a file is checked again only when it, a header it
+# includes or this Makefile changed: on a built tree the check costs nothing
+# (all 262 files: about 50 s of CPU on the 2-core machine).
 CLANG_SRCS = $(filter %.c,$(FMT_SRCS))
+CLANG_OKS  = $(CLANG_SRCS:%.c=$(BUILD)/clang/%.ok)
+HAVE_CLANG := $(shell command -v $(FUZZ_CC) 2>/dev/null)
+ifneq ($(HAVE_CLANG),)
+check-clang: $(CLANG_OKS)
+	@echo "clang: $(words $(CLANG_SRCS)) C files without a warning"
+else
 check-clang:
-	@if command -v $(FUZZ_CC) >/dev/null; then \
-	  printf '%s\n' $(CLANG_SRCS) | xargs -P$(NPROC) -n16 $(FUZZ_CC) $(BASE) -DKVSIM_TEST_FAULTS -Wno-string-concatenation -fsyntax-only && \
-	  echo "clang: $(words $(CLANG_SRCS)) C files without a warning"; \
-	else echo "check-clang: clang not installed (apt-get install clang): skipped"; fi
+	@echo "check-clang: clang not installed (apt-get install clang): skipped"
+endif
+$(BUILD)/clang/%.ok: %.c Makefile
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(BASE) -DKVSIM_TEST_FAULTS -Wno-string-concatenation -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@ $< && touch $@
 
 bench: all
 	@tests/bench.sh
@@ -258,7 +282,6 @@ man: $(BUILD)/kvsim
 # undefined, the library compiled by clang with coverage into $(BUILD)/fuzz/;
 # without clang or its libFuzzer runtime (Debian: libclang-rt-14-dev, pulled in
 # by clang) it says which and succeeds.
-FUZZ_CC    ?= clang
 FUZZ_NAMES := trace config set ragpulse csv validate model
 FUZZ_BINS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o)

@@ -5,6 +5,9 @@
 # binaries ("tests: N passed, N failed, N skipped") and exits non-zero when any
 # test failed or any binary crashed. KVSIM_TEST_JOBS=N runs N binaries at a
 # time (default 1); reports are still printed whole and in the given order.
+# A test named in KVSIM_TEST_WAITING (space-separated base names) mostly
+# waits (tests/slurm.sh waits on Slurm's scheduler): it runs beside the N,
+# not in one of their slots.
 # The ten slowest binaries (KVSIM_TEST_SLOWEST=N: N) are printed with their
 # wall times at the end, so that a slow suite shows where its time goes.
 # Under CI (CI set, not "false"), a test that skips because a package is
@@ -44,11 +47,19 @@ report() {
   done
 }
 
+waiting=" ${KVSIM_TEST_WAITING:-} "
+waiters=() # pids of the waiting tests, outside the count
+running() {
+  local n; n=$(jobs -rp | wc -l)
+  for p in "${waiters[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n - 1)); done
+  echo "$n"
+}
 for i in "${!bins[@]}"; do
   ( t0=$(date +%s.%N); "${bins[$i]}" >"$tmp/$i.out" 2>&1; rc=$?
     echo "$(date +%s.%N) $t0 $(basename "${bins[$i]}")" | awk '{ printf "%8.1f s  %s\n", $1 - $2, $3 }' >"$tmp/$i.time"
     echo $rc >"$tmp/$i.rc.tmp"; mv "$tmp/$i.rc.tmp" "$tmp/$i.rc" ) &
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; report; done
+  case $waiting in *" $(basename "${bins[$i]}") "*) waiters+=($!) ;; esac
+  while [ "$(running)" -ge "$jobs" ]; do wait -n; report; done
   report
 done
 wait

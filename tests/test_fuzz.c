@@ -511,7 +511,7 @@ static void test_mutations_through_cli(void **state)
 {
     const char *bin = getenv("KVSIM_BIN");
     char *saved = bin ? strdup(bin) : NULL, wrapped[1024];
-    snprintf(wrapped, sizeof wrapped, "timeout -k 5 %d %s", FZ_CLI_TIMEOUT, saved ? saved : "build/san/kvsim");
+    snprintf(wrapped, sizeof wrapped, "timeout -k 5 %d %s", FZ_CLI_TIMEOUT, tu_kvsim_san_bin());
     setenv("KVSIM_BIN", wrapped, 1);
     fz_case *c = malloc(sizeof *c);
     int runs = 0, exit0 = 0, bad = 0;

@@ -85,10 +85,19 @@ static inline cli_result tu_shell(const char *cmdline)
     return r;
 }
 
-/* The kvsim binary under test: $KVSIM_BIN, else the sanitizer build's. */
+/* The kvsim binary under test: $KVSIM_BIN, else the sanitizer build's
+ * (make test sets the optimized build; make test-san the sanitizer's). */
 static inline const char *tu_kvsim_bin(void)
 {
     const char *bin = getenv("KVSIM_BIN");
+    return bin ? bin : "build/san/kvsim";
+}
+
+/* The sanitizer build's kvsim, for command lines whose point is a memory
+ * error or a crash (the fuzz corpus): $KVSIM_SAN_BIN, else build/san/kvsim. */
+static inline const char *tu_kvsim_san_bin(void)
+{
+    const char *bin = getenv("KVSIM_SAN_BIN");
     return bin ? bin : "build/san/kvsim";
 }
 

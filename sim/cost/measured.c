@@ -290,7 +290,7 @@ static const double *linear_cached(sim_measured *m, double tokens, double *scrat
         linear_parts(m, tokens, scratch);
         return scratch;
     }
-    if (isnan(m->lin[i][0])) linear_parts(m, tokens, m->lin[i]);
+    if (!m->lin_set[i]) linear_parts(m, tokens, m->lin[i]), m->lin_set[i] = 1;
     return m->lin[i];
 }
 
@@ -318,7 +318,8 @@ static const double *lm_head_s(sim_measured *m, double seqs, double *scratch)
     const sim_model *md = &m->key.model;
     long i = cache_slot(seqs, HEAD_CACHE);
     bool cache = i >= 0;
-    if (cache && !isnan(m->head[i][0])) return m->head[i];
+    if (cache && m->head_set[i]) return m->head[i];
+    if (cache) m->head_set[i] = 1;
     double *t = cache ? m->head[i] : scratch;
     t[0] = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
                           gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
@@ -662,8 +663,8 @@ int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     m->kvdtype = md->kv_dtype_bytes == 1 ? "fp8" : "bfloat16";
     m->heads = md->heads / m->key.tp;
     m->kv_heads = md->kv_heads / m->key.tp > 0 ? md->kv_heads / m->key.tp : 1;
-    for (int i = 0; i < LIN_CACHE; i++) m->lin[i][0] = NAN;
-    for (int i = 0; i < HEAD_CACHE; i++) m->head[i][0] = NAN;
+    memset(m->lin_set, 0, sizeof m->lin_set);
+    memset(m->head_set, 0, sizeof m->head_set);
     unsigned families = (md->kv_lora_rank > 0 ? SIM_OPT_MLA : 0) | (sim_model_moe_layers(md) > 0 ? SIM_OPT_MOE : 0);
     if (sim_optable_need(m->t, families, err)) return -1;
     sim_optable_quiet(m->t, true);

@@ -63,10 +63,15 @@ struct sim_measured {
     bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;
-    sim_gpu_roof from;               /* the tables' GPU (when key.to is set) */
-    moe_cfgmap moe_cfg;              /* vLLM's fused-MoE configs on the tables' GPU (a MoE model) */
-    double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone; NaN = not yet */
-    double head[HEAD_CACHE][2];      /* lm_head, logits_gather by sampling sequences; NaN = not yet */
+    sim_gpu_roof from;  /* the tables' GPU (when key.to is set) */
+    moe_cfgmap moe_cfg; /* vLLM's fused-MoE configs on the tables' GPU (a MoE model) */
+    /* Which slots of lin and head hold a value: flags, zeroed with the
+     * struct's head, so that a new pricing touches 20 KB, not the 1.4 MB of
+     * the caches (a NaN in each row faulted in every page of them: a
+     * quarter of test_cost_presets' CPU, about 350 page faults a process). */
+    unsigned char lin_set[LIN_CACHE], head_set[HEAD_CACHE];
+    double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone (lin_set) */
+    double head[HEAD_CACHE][2];      /* lm_head, logits_gather by sampling sequences (head_set) */
     struct sim_measured *next;
 };
 
