@@ -15,27 +15,15 @@
 #include "sim/index/keymap.h"
 #include "sim/infile.h"
 
-enum { MAX_KEY = 8, MAX_BRACKET = 2, MAX_NOTES = 32 };
+enum { MAX_NOTES = 32 };
 
-/* How one CSV becomes curves: the key columns, the x column (and one more
- * column added to it: generation attention's context is isl + step), and
- * the key columns whose distinct values the lookups bracket. */
-typedef struct table_spec {
-    const char *name;
-    const char *keys[MAX_KEY];
-    const char *x, *x_plus;
-    int bracket[MAX_BRACKET]; /* indices into keys, -1 = none */
-    const char *zero;         /* a column that, where the table has it, must be 0 (sliding window) */
-} table_spec;
-
-typedef struct table {
-    const table_spec *spec;
-    curve *c;
-    int n, cap;
-    double *vals[MAX_BRACKET]; /* distinct values of each bracket column, ascending */
-    int nvals[MAX_BRACKET];
-    sim_keymap index; /* while loading: XXH3 of a curve's key → its index in c */
-} table;
+#ifndef KVSIM_GIT
+#define KVSIM_GIT "unknown"
+#endif
+/* This parser's identity, for the cache (optable_cache.c): the build's
+ * revision and when this file was compiled, so that a changed parser or
+ * table spec never reads files an older one wrote. */
+static const char PARSER[] = KVSIM_GIT " " __DATE__ " " __TIME__;
 
 /* The tables after T_NCCL are optional: fp8_block GEMM and MoE rows kept in
  * files of their own (configs/optables/README.md), and MLA, measured as the
@@ -156,6 +144,7 @@ struct sim_optable {
     char dir[PATH_MAX];   /* the folder, and meta.json's "files", for the families loaded later */
     json_t *files;
     unsigned loaded; /* the optional families loaded (SIM_OPT_MOE, SIM_OPT_MLA) */
+    int cached;      /* tables read from the cache (optable_cache.c), not parsed */
 };
 
 /* ---- curves and tables ---------------------------------------------------- */
@@ -448,6 +437,7 @@ static int unload(sim_optable *t, unsigned want, long points, long dropped)
 static int load_tables(sim_optable *t, unsigned want, sim_err *err)
 {
     long points = t->points, dropped = t->dropped;
+    int cached0 = t->cached;
     for (int i = 0; i < T_N; i++) {
         if (!wanted(t, i, want)) continue;
         t->t[i].spec = &specs[i];
@@ -455,10 +445,17 @@ static int load_tables(sim_optable *t, unsigned want, sim_err *err)
         if (!file && i < T_AR && i != T_MOE)
             return sim_errf(err, "%s/meta.json: files.%s is missing: the measured mode needs GEMM and attention tables",
                             t->dir, specs[i].name);
-        char path[PATH_MAX + 256];
+        char path[PATH_MAX + 256], slot[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", t->dir, file ? file : "");
-        if (file && load_csv(&t->t[i], path, err)) return unload(t, want, points, dropped);
-        table_finish(&t->t[i]);
+        bool cache = file && sim_optable_cache_slot(path, specs[i].name, PARSER, slot, sizeof slot);
+        bool cached = cache && sim_optable_cache_read(&t->t[i], slot);
+        t->cached += cached;
+        if (!cached && file && load_csv(&t->t[i], path, err)) {
+            t->cached = cached0;
+            return unload(t, want, points, dropped);
+        }
+        if (!cached) table_finish(&t->t[i]);
+        if (cache && !cached) sim_optable_cache_write(&t->t[i], slot);
         for (int j = 0; j < t->t[i].n; j++) {
             t->points += t->t[i].c[j].n;
             t->dropped += sim_optable_curve_clean(&t->t[i].c[j], t->glitch_ratio);
@@ -528,6 +525,8 @@ void sim_optable_clear_notes(sim_optable *t)
 }
 
 const char *sim_optable_device(const sim_optable *t) { return t->device; }
+
+int sim_optable_cached(const sim_optable *t) { return t->cached; }
 
 const char *sim_optable_system(const sim_optable *t) { return t->system; }
 

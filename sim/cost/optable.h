@@ -54,6 +54,10 @@ const char *sim_optable_engine(const sim_optable *t);
 /* meta.json's device, as torch.cuda.get_device_name() names it ("NVIDIA
  * H100 80GB HBM3"); "" when the file has none. */
 const char *sim_optable_device(const sim_optable *t);
+/* How many of the loaded tables were read from the cache of parsed tables
+ * ($KVSIM_CACHE_DIR, else $XDG_CACHE_HOME/kvsim or ~/.cache/kvsim; set
+ * empty: off) rather than parsed from their CSVs: the same curves. */
+int sim_optable_cached(const sim_optable *t);
 /* Memory-bound elementwise ops, priced as AIConfigurator's system file
  * states them: bytes / (mem_bw × mem_bw_empirical_scaling_factor) +
  * mem_empirical_constant_latency (seconds). */
