@@ -41,5 +41,7 @@ commands=$("$KVSIM" --help | awk '/^commands:/ { on = 1; next } on && NF { print
   done
   printf '.SH EXIT STATUS\n0 ok; 2 bad arguments, config or input (the message names the file, line, key or value); 1 internal error; 3 a\n.B kvsim check\nregression.\n'
   printf '.SH FILES\nPresets in configs/ beside the binary, or PREFIX/share/kvsim/configs after make install; bundled traces in traces/.\n'
+  printf 'Parsed measured tables (configs/optables) are cached in $KVSIM_CACHE_DIR, else $XDG_CACHE_HOME/kvsim, else ~/.cache/kvsim; files untouched for a week are removed.\n'
+  printf '.SH ENVIRONMENT\n.TP\n.B KVSIM_CACHE_DIR\nWhere parsed measured tables are kept between runs; set empty, none are kept (docs/measured.md section 7).\n'
   printf '.SH SEE ALSO\nThe documentation pages in docs/ of the source tree, starting with README.md.\n'
 } >"$out"
