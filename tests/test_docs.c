@@ -555,6 +555,35 @@ static int stray_line(const doc *d)
     return 0;
 }
 
+/* The first file git tracks whose modification time is at or after t0
+ * (NULL: none, or not a git checkout). A transcript that writes through the
+ * scratch folder's links (`-o traces/x`) writes into the repository: an
+ * output that happened to be the same bytes went unseen (traces/README.md
+ * once regenerated traces/default.jsonl in place, docs/calibration.md the
+ * shipped calibration). */
+static const char *tracked_written_since(const struct timespec *t0)
+{
+    static char *list;
+    static bool asked;
+    if (!asked) {
+        asked = true;
+        FILE *p = popen("git ls-files 2>/dev/null", "r");
+        list = p ? tu_slurp(p) : NULL;
+        if (p && pclose(p) != 0) free(list), list = NULL;
+    }
+    static char name[PATH_MAX];
+    for (const char *at = list; at && *at;) {
+        size_t len = strcspn(at, "\n");
+        struct stat st;
+        snprintf(name, sizeof name, "%.*s", (int)len, at);
+        if (!lstat(name, &st) &&
+            (st.st_mtim.tv_sec > t0->tv_sec || (st.st_mtim.tv_sec == t0->tv_sec && st.st_mtim.tv_nsec >= t0->tv_nsec)))
+            return name;
+        at += len + (at[len] == '\n');
+    }
+    return NULL;
+}
+
 static int check_doc(const char *path, bool update)
 {
     static doc d;
@@ -564,6 +593,8 @@ static int check_doc(const char *path, bool update)
     if (stray)
         fail_msg("%s:%d: a command outside a closed ``` block is never run: fence it with its output", path, stray);
     char scratch[PATH_MAX];
+    struct timespec t0;
+    clock_gettime(CLOCK_REALTIME, &t0);
     scratch_make(scratch, sizeof scratch);
     int n = find_cmds(&d, cmds, 1024), bad = 0;
     /* Commands run in order; a rewrite shifts the lines after it, so the
@@ -579,6 +610,12 @@ static int check_doc(const char *path, bool update)
     }
     if (bad && update) doc_write(&d);
     scratch_remove(scratch);
+    const char *wrote = update ? NULL : tracked_written_since(&t0);
+    if (wrote)
+        fail_msg("%s: %s, which git tracks, was written while this page's commands ran: a command writes through the "
+                 "scratch folder's links into the repository (write into the scratch folder itself), or another "
+                 "test running beside it does",
+                 path, wrote);
     int line = 0;
     const char *missing = bad ? NULL : uncited(&d, &line);
     if (missing)
