@@ -338,25 +338,33 @@ static const char *uncited(const doc *d, int *line)
 
 /* ---- the scratch folder and running a command -------------------------- */
 
+/* What `git ls-files` prints, a path a line, read once; NULL outside a
+ * git checkout (an unpacked tarball) or in an empty one. */
+static const char *tracked_files(void)
+{
+    static char *list;
+    static bool asked;
+    if (!asked) {
+        asked = true;
+        FILE *p = popen("git ls-files 2>/dev/null", "r");
+        list = p ? tu_slurp(p) : NULL;
+        if (p && pclose(p) != 0) free(list), list = NULL;
+        if (list && !list[0]) free(list), list = NULL;
+    }
+    return list;
+}
+
 /* Whether a top-level entry is the project's: in a git checkout, the
  * entries git tracks (so a results DB or trace a tutorial left in the
  * clone's root is not seen by the transcripts, which would find their runs
  * "already recorded"); outside one (an unpacked tarball), every entry. */
 static bool project_entry(const char *name)
 {
-    static char *tracked;
-    static bool asked;
-    if (!asked) {
-        asked = true;
-        FILE *p = popen("git ls-files 2>/dev/null | cut -d/ -f1 | sort -u", "r");
-        tracked = p ? tu_slurp(p) : NULL;
-        if (p && pclose(p) != 0) free(tracked), tracked = NULL;
-        if (tracked && !tracked[0]) free(tracked), tracked = NULL;
-    }
+    const char *tracked = tracked_files();
     if (!tracked) return true;
     size_t len = strlen(name);
     for (const char *at = tracked; (at = strstr(at, name)) != NULL; at += len)
-        if ((at == tracked || at[-1] == '\n') && (at[len] == '\n' || at[len] == '\0')) return true;
+        if ((at == tracked || at[-1] == '\n') && (at[len] == '\n' || at[len] == '/' || at[len] == '\0')) return true;
     return false;
 }
 
@@ -563,16 +571,8 @@ static int stray_line(const doc *d)
  * shipped calibration). */
 static const char *tracked_written_since(const struct timespec *t0)
 {
-    static char *list;
-    static bool asked;
-    if (!asked) {
-        asked = true;
-        FILE *p = popen("git ls-files 2>/dev/null", "r");
-        list = p ? tu_slurp(p) : NULL;
-        if (p && pclose(p) != 0) free(list), list = NULL;
-    }
     static char name[PATH_MAX];
-    for (const char *at = list; at && *at;) {
+    for (const char *at = tracked_files(); at && *at;) {
         size_t len = strcspn(at, "\n");
         struct stat st;
         snprintf(name, sizeof name, "%.*s", (int)len, at);

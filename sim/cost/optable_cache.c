@@ -88,13 +88,8 @@ bool sim_optable_cache_slot(const char *path, const char *spec, const char *pars
     if (!cache_dir(dir, sizeof dir)) return false;
     unsigned char *csv = slurp(path, &len);
     if (!csv) return false;
-    XXH3_state_t *st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, parser, strlen(parser) + 1);
-    XXH3_64bits_update(st, spec, strlen(spec) + 1);
-    XXH3_64bits_update(st, csv, len);
-    uint64_t h = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
+    uint64_t seed = XXH3_64bits_withSeed(spec, strlen(spec), XXH3_64bits(parser, strlen(parser)));
+    uint64_t h = XXH3_64bits_withSeed(csv, len, seed);
     free(csv);
     return snprintf(slot, n, "%s/%s-%016llx%s", dir, spec, (unsigned long long)h, SUFFIX) < (int)n;
 }
