@@ -297,6 +297,11 @@ static void test_cost_command(void **state)
     tu_expect_stdout("cost --batch 256 --context 1000", "(compute-bound)");
     tu_expect_exit("cost --batch 0", 2, "--batch");
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
+    /* one hardware a command: a split cluster's sides were once ignored and
+     * the step priced on `hardware`, the sides unnamed */
+    tu_expect_exit("cost --set cluster.prefill_hardware=h800x8 --set cluster.decode_hardware=h20x8", 2,
+                   "kvsim cost: prices one hardware, and cluster.prefill_hardware (h800x8) and "
+                   "cluster.decode_hardware (h20x8) split this cluster");
 }
 
 /* `kvsim cost HW REST --json`, whose first caveat must be `name`; the
@@ -334,6 +339,35 @@ static void test_cost_kv_overflow(void **state)
     tu_expect_ok_without(args, NULL, "does not fit");
     snprintf(args, sizeof args, "%s --prefill 5000000", hw);
     tu_expect_exit(args, 0, "warning: does not fit: a prompt of 5000000 tokens needs more KV than the");
+    /* both at once, both said (the prompt's was once dropped) */
+    snprintf(args, sizeof args, "%s --batch 1024 --context 100000 --prefill 5000000", hw);
+    tu_expect_exit(args, 0,
+                   "such requests): the decode step is priced as if they fit; a run would queue or preempt "
+                   "the rest; a prompt of 5000000 tokens needs more KV than the");
+}
+
+/* A chunked prefill's total is its passes' operations plus
+ * cost.prefill_chunk_overhead_ms a chunk (1 ms, two 8,192-token chunks
+ * here), and both say so (the total once exceeded the breakdown unsaid);
+ * the JSON names its model and hardware. */
+static void test_cost_prefill_parts(void **state)
+{
+    (void)state;
+    json_t *o = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --prefill 16384 --json");
+    double ops = 0;
+    const char *k;
+    const json_t *v;
+    json_object_foreach(json_object_get(o, "prefill_ops_ms"), k, v) ops += json_number_value(v);
+    assert_double_equal(tu_num_at(o, "prefill_overhead_ms", NULL), 2 * 1.0, 1e-9);
+    assert_double_equal(tu_num_at(o, "prefill_ms", NULL), ops + 2.0, 1e-3); /* 4-decimal printing */
+    assert_string_equal(json_string_value(json_object_get(o, "model")), "llama3.1-8b");
+    assert_string_equal(json_string_value(json_object_get(o, "hardware")), "h100x1");
+    json_decref(o);
+    cli_result r = tu_kvsim("cost --set model=llama3.1-8b --set hardware=h100x1 --prefill 16384");
+    assert_int_equal(r.status, 0);
+    assert_non_null(
+        strstr(r.out, "  chunks         2.000 ms  (cost.prefill_chunk_overhead_ms for each of its 8192-token chunks)"));
+    tu_free(&r);
 }
 
 /* A decode batch beyond the sequences the CPU constants were fitted on
@@ -475,15 +509,25 @@ static void test_recompute_models_agree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_recompute_pricing),      cmocka_unit_test(test_recompute_models_agree),
-        cmocka_unit_test(test_kv_bytes_per_token),     cmocka_unit_test(test_prefill_flops),
-        cmocka_unit_test(test_eq2_thresholds),         cmocka_unit_test(test_prefill_time),
-        cmocka_unit_test(test_decode_iteration),       cmocka_unit_test(test_transfers),
-        cmocka_unit_test(test_estimator_fit),          cmocka_unit_test(test_allreduce),
-        cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
-        cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
-        cmocka_unit_test(test_cost_command),           cmocka_unit_test(test_cost_kv_overflow),
-        cmocka_unit_test(test_cost_fit_range),         cmocka_unit_test(test_run_fit_range_disaggregated),
+        cmocka_unit_test(test_recompute_pricing),
+        cmocka_unit_test(test_recompute_models_agree),
+        cmocka_unit_test(test_kv_bytes_per_token),
+        cmocka_unit_test(test_prefill_flops),
+        cmocka_unit_test(test_eq2_thresholds),
+        cmocka_unit_test(test_prefill_time),
+        cmocka_unit_test(test_decode_iteration),
+        cmocka_unit_test(test_transfers),
+        cmocka_unit_test(test_estimator_fit),
+        cmocka_unit_test(test_allreduce),
+        cmocka_unit_test(test_allreduce_tp_presets),
+        cmocka_unit_test(test_decode_invariants),
+        cmocka_unit_test(test_decode_legacy_hardware),
+        cmocka_unit_test(test_prefill_floor),
+        cmocka_unit_test(test_cost_command),
+        cmocka_unit_test(test_cost_kv_overflow),
+        cmocka_unit_test(test_cost_fit_range),
+        cmocka_unit_test(test_cost_prefill_parts),
+        cmocka_unit_test(test_run_fit_range_disaggregated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,6 +73,25 @@ static void test_foreign_trace_suggests_import(void **state)
                    "convert it with `kvsim trace import ragpulse|azure|burstgpt`");
 }
 
+/* Values a user gave that were once taken silently or written unreadable
+ * (a review's findings): each exits 2 naming it. */
+static void test_silent_values_refused(void **state)
+{
+    (void)state;
+    tu_expect_exit("hitrate --trace traces/default.jsonl --tiers dram=1e6,dram=2e6", 2,
+                   "tiers: dram given twice in 'dram=1e6,dram=2e6'");
+    tu_expect_exit("plan --trace traces/default.jsonl --tiers dram=0", 2,
+                   "plan searches the DRAM capacity: --tiers dram= does not apply");
+    tu_expect_exit("trace gen --rate 1e-300 --requests 3 -o -", 2,
+                   "--rate 1e-300: 3 requests at that rate span about 3e+300 s");
+    tu_expect_exit("trace gen --workload rag --rate 1e-300 --requests 3 -o -", 2, "--rate 1e-300");
+    tu_expect_exit("trace gen --workload multiround-qa --rate 1e-300 --requests 3 -o -", 2, "--rate 1e-300");
+    tu_expect_exit("trace gen --max-input 100000000 --requests 2 -o -", 2,
+                   "--max-input and --max-output must be at most 16777216");
+    tu_expect_exit("trace gen --workload rag --max-passage 9000000 --k 2 -o -", 2,
+                   "--system-tokens + --k x --max-passage at most 16744448");
+}
+
 static void test_usage_lists_trace_tools(void **state)
 {
     (void)state;
@@ -244,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_tp_must_split_heads),
         cmocka_unit_test(test_transfer_needs_tables),
         cmocka_unit_test(test_usage_lists_trace_tools),
+        cmocka_unit_test(test_silent_values_refused),
         cmocka_unit_test(test_empty_report_says_what_writes_one),
         cmocka_unit_test(test_stray_argument_suggests_option),
         cmocka_unit_test(test_missing_results_db_says_what_writes_one),

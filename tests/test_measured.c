@@ -358,7 +358,56 @@ static void make_tiny(void)
                   "bfloat16,bfloat16,1,16,8,2,16,1.0\nbfloat16,bfloat16,1,32,8,2,16,3.0\n");
     snprintf(p, sizeof p, "%s/gen.csv", tiny_dir);
     write_file(p, "attn_dtype,kv_cache_dtype,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,latency\n"
-                  "bfloat16,bfloat16,1,1,15,4,2,16,0.25\nbfloat16,bfloat16,1,1,31,4,2,16,0.75\n");
+                  "bfloat16,bfloat16,1,1,15,4,2,16,0.25\nbfloat16,bfloat16,1,1,31,4,2,16,0.75\n"
+                  "bfloat16,bfloat16,4,1,7,4,2,16,0.4\nbfloat16,bfloat16,4,1,15,4,2,16,0.41\n");
+}
+
+/* Decode attention past a batch's measured contexts (docs/measured.md §2).
+ * The tiny table's batch-4 curve stops at context 16, nearly flat (a
+ * launch's fixed cost, as the real tables' large batches are); batch 1
+ * reaches 32. Extending batch 4's last segment once priced large batches
+ * below smaller ones, and past the grid negative. By hand: */
+static void test_generation_beyond_curves(void **state)
+{
+    (void)state;
+    sim_optable *t;
+    sim_err err = {0};
+    make_tiny();
+    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
+    double b1_24 = 0.25 + 0.5 * (0.75 - 0.25); /* batch 1 at context 24 */
+    /* inside batch 4's curve: its own points */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 12), 0.405, 1e-12);
+    int n;
+    sim_optable_notes(t, &n);
+    assert_int_equal(n, 0);
+    /* past it: its last point (0.41 at 16) plus what batch 1 (the largest
+     * batch measured at 24) adds from 16 to 24, times 4 / 1 */
+    double b4_24 = 0.41 + (b1_24 - 0.25) * 4;
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 24), b4_24, 1e-12);
+    const char *const *notes = sim_optable_notes(t, &n);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(notes[0], "its largest measured plus what the largest batch measured there adds, scaled "
+                                     "by the batch"));
+    /* batch 2: a third of the way from batch 1's curve to batch 4's */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 2, 24), (2.0 / 3) * b1_24 + (1.0 / 3) * b4_24,
+                        1e-12);
+    /* past the largest batch: batch 4's price times 8 / 4 */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 8, 24), 2 * b4_24, 1e-12);
+    notes = sim_optable_notes(t, &n);
+    assert_non_null(strstr(notes[n - 1], "batch=8 beyond the largest measured 4 on tiny, the largest measured scaled "
+                                         "in proportion"));
+    /* past every curve's contexts: batch 4's last point times 64 / 16 */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 64), 0.41 * 64 / 16, 1e-12);
+    notes = sim_optable_notes(t, &n);
+    assert_non_null(strstr(notes[n - 1], "the largest measured scaled in proportion to the context"));
+    /* and so the price never falls as the batch grows */
+    double last = 0;
+    for (int b = 1; b <= 16; b++) {
+        double v = sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, b, 24);
+        assert_true(v >= last);
+        last = v;
+    }
+    sim_optable_free(t);
 }
 
 static void test_interpolation_by_hand(void **state)
@@ -495,7 +544,7 @@ static void test_glitches_by_hand(void **state)
     int n;
     write_glitchy();
     sim_optable *t = load_glitchy(1.5, 5, &points); /* 3, 6, 8, 9 at n 100; 3 at n 200 */
-    assert_int_equal(points, 11 + 6 + 6 + 2);       /* gemm, context and generation attention */
+    assert_int_equal(points, 11 + 6 + 6 + 4);       /* gemm, context and generation attention */
     for (int m = 1; m <= 11; m++) assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", m, 100, 100), m, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 8.5, 100, 100), 8.5, 1e-12);
     assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 4, 200, 100), 1.21, 1e-12); /* kept */
@@ -648,11 +697,11 @@ static void test_families_loaded_when_needed(void **state)
     write_moe(dir, "moe.csv", bf16);
     write_moe(dir, "moeb.csv", fp8);
     if (sim_optable_load(dir, 0, &t, &err)) fail_msg("%s", err.msg);
-    expect_points(t, 16);
+    expect_points(t, 18);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), 0);
-    expect_points(t, 21);
+    expect_points(t, 23);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE | SIM_OPT_MLA, &err), 0); /* MoE not read again; no MLA file */
-    expect_points(t, 21);
+    expect_points(t, 23);
     /* tokens 2: a third of the way from 1 to 4 on each */
     assert_double_equal(sim_optable_moe_ms(t, "bfloat16", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.5, 1e-12);
     assert_double_equal(sim_optable_moe_ms(t, "fp8_block", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.0, 1e-12);
@@ -661,10 +710,10 @@ static void test_families_loaded_when_needed(void **state)
     if (sim_optable_load(dir, 0, &t, &err)) fail_msg("a broken MoE table stopped the core ones: %s", err.msg);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), -1);
     if (!strstr(err.msg, "moeb.csv:3: '4' or its latency 'slow' is not a number")) fail_msg("%s", err.msg);
-    expect_points(t, 16);
+    expect_points(t, 18);
     write_moe(dir, "moeb.csv", fp8);
     assert_int_equal(sim_optable_need(t, SIM_OPT_MOE, &err), 0);
-    expect_points(t, 21);
+    expect_points(t, 23);
     assert_double_equal(sim_optable_moe_ms(t, "bfloat16", 64, 32, 2, 8, 1, 1, "uniform", 2), 1.5, 1e-12);
     sim_optable_free(t);
     snprintf(src, sizeof src, "rm -rf '%s'", dir);
@@ -912,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_generation_beyond_curves),
         cmocka_unit_test(test_families_loaded_when_needed),
         cmocka_unit_test(test_nccl_roofline_by_hand),
         cmocka_unit_test(test_glitches_by_hand),

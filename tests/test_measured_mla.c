@@ -294,15 +294,16 @@ static void test_b200_mixed_pass_projects_once(void **state)
     sim_config_free(&cfg);
 }
 
-/* A context beyond the tables' 131,072 tokens is extended linearly and
- * said: on stderr as `warning: not measured` and in the run's caveats. */
+/* A context beyond the tables' 131,072 tokens is the largest measured in
+ * proportion to the context (no batch reaches it) and said: on stderr as
+ * `warning: not measured` and in the run's caveats. */
 static void test_out_of_grid_said(void **state)
 {
     cli_result r = tu_kvsim("cost --set model=deepseek-v3 --set hardware=h200x8 --set cluster.mode=aggregated "
                             "--batch 4 --context 200000");
     if (r.status != 0 ||
         !strstr(r.err, "warning: not measured: generation MLA batch=4 context=200001 heads=16: context outside "
-                       "the measured on h200_sxm, extrapolated linearly"))
+                       "the measured on h200_sxm, the largest measured scaled in proportion to the context"))
         fail_msg("exit %d, stderr '%s'", r.status, r.err);
     tu_free(&r);
     sim_config cfg;

@@ -146,6 +146,20 @@ static void test_infeasible_floor(void **state)
     assert_int_equal(r.status, 3);
     assert_non_null(strstr(r.out, "infeasible: TTFT p90 cannot go below"));
     tu_free(&r);
+    /* prompts too short to pipeline: the reason ends its sentence (it once
+     * stopped at "would") */
+    char *shorts =
+        tu_write_temp("{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [1]}\n"
+                      "{\"timestamp\": 1, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [2]}\n");
+    snprintf(args, sizeof args, "plan slo --trace %s --ttft-p90-ms 0.001 --json", shorts);
+    j = json_with_status(args, 3);
+    const char *why = json_string_value(json_object_get(j, "reason"));
+    assert_non_null(strstr(why, "Chunked pipeline parallelism would not lower it"));
+    const char *end = "would reach it";
+    size_t len = strlen(why), tail = strlen(end);
+    assert_true(len > tail && !strcmp(why + len - tail, end));
+    json_decref(j);
+    tu_remove_temp(shorts);
 }
 
 /* ---- a reachable target ------------------------------------------------------ */

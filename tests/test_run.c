@@ -471,6 +471,44 @@ static void test_overload_diagnosis(void **state)
     tu_free(&r);
 }
 
+/* What is not overload (sim/serving/diagnose.c): a burst of 8 prompts
+ * arriving at once keeps the prefill instance busy until it drains (its
+ * utilisation is 1 by construction) but meets its SLOs: not overloaded (it
+ * once was, and `kvsim plan slo` sized it 9P1D). An SLO below a request's
+ * own service time, missed on a cluster 8% busy, is said to be that, not
+ * load; and a run whose every request was rejected says so instead of
+ * quoting percentiles of no requests. */
+static void test_not_overload(void **state)
+{
+    (void)state;
+    char *text = tu_gen_text("--workload shared-prefix --arrivals batch --requests 8 --output-tokens 1 "
+                             "--block-tokens 512"),
+         *burst = tu_write_temp(text), args[1024];
+    free(text);
+    snprintf(args, sizeof args, "run --json --trace %s --set cluster.prefill=1 --set cluster.decode=1", burst);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "overloaded"));
+    json_t *j = json_loads(r.out, 0, NULL), *d = json_object_get(j, "diagnosis");
+    assert_true(json_is_true(json_object_get(d, "burst")));
+    assert_false(json_is_true(json_object_get(d, "overloaded")));
+    assert_true(tu_num_at(j, "utilisation", "prefill") > 0.95); /* busy, as any burst is */
+    json_decref(j);
+    tu_free(&r);
+    r = tu_kvsim("run --trace traces/default.jsonl --set slo.ttft_ms=0.4 --set slo.tbt_ms=0.3");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "overloaded"));
+    assert_non_null(strstr(r.out, "SLO        TTFT ≤ 0.4 ms, TBT ≤ 0.3 ms:")); /* not "≤ 0 ms" */
+    assert_non_null(strstr(r.out, "not load: the SLO is below these requests' own service time"));
+    tu_free(&r);
+    r = tu_kvsim("run --trace traces/default.jsonl --set slo.ttft_ms=0.001 --set policy.admission=early_reject");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no request completed; 1500 of 1500 requests rejected by policy.admission = "
+                                  "early_reject (at arrival 1500, after prefill 0, on the TTFT SLO 0)"));
+    tu_free(&r);
+    tu_remove_temp(burst);
+}
+
 /* Names the user typed: a slip gets a suggestion, a parameter no policy
  * declares is an error (it used to be ignored), --version answers. */
 static void test_did_you_mean(void **state)
@@ -647,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help_and_summary_fields),
         cmocka_unit_test(test_overload_diagnosis),
+        cmocka_unit_test(test_not_overload),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_skipped_lines_reported),
         cmocka_unit_test(test_sample_ticks),

@@ -78,8 +78,13 @@ static void test_grid_expansion(void **state)
 static void test_grid_syntax_errors(void **state)
 {
     static const char *const bad[][2] = {
-        {"policy.router", "is not key=v1,v2"}, {"a=", "empty value"},   {"=1,2", "bad key"}, {"a=1,,2", "empty value"},
-        {"a=1;a=2", "appears twice"},          {" ; ", "names no key"},
+        {"policy.router", "is not key=v1,v2"},
+        {"a=", "empty value"},
+        {"=1,2", "bad key"},
+        {"a=1,,2", "empty value"},
+        {"a=1;a=2", "appears twice"},
+        {" ; ", "names no key"},
+        {"a=1,2,1", "value '1' appears twice in 'a=1,2,1'"}, /* it ran the point twice */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sim_grid g;

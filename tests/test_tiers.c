@@ -164,6 +164,19 @@ static void test_plan_tiers(void **state)
     snprintf(args, sizeof args, "plan tiers --config configs/clusters/lmcache-cpu-offload.json --trace %s --max 1TB",
              trace);
     tu_expect_exit(args, 2, "--max: 1000 GB of DRAM is more than the 500 GB a h100x1 node has (hardware.dram_bytes)");
+    /* a800x8 has no price: no price, not $0.00 an hour (it once read free) */
+    snprintf(args, sizeof args, "plan tiers --trace %s --max 1GB --points 1 --jobs 1 --json", trace);
+    j = tu_kvsim_json(args);
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(j, "points"), i, p) assert_null(json_object_get(p, "price_per_hour"));
+    json_decref(j);
+    snprintf(args, sizeof args, "plan tiers --trace %s --max 1GB --points 1 --jobs 1", trace);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "      \u2014          \u2014"));
+    assert_null(strstr(r.out, " 0.00 "));
+    tu_free(&r);
     tu_remove_temp(trace);
 }
 

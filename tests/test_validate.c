@@ -784,11 +784,53 @@ static void test_latency_kind_errors(void **state)
     tu_free(&r);
 }
 
+/* What a user got wrong exits 2 naming it, before any replay: a --set no
+ * experiment can take (it once failed every replay and exited 0), a
+ * measured value that is no positive number (the same). The gate judges
+ * the default metrics a file measures: vLLM's CI latency file has no ITL,
+ * and the gate once failed naming a --metric no one gave. */
+static void test_user_errors(void **state)
+{
+    char cmd[1024];
+    const char *ci = "validation/vllm-ci-latency.json";
+    tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set nosuch.key=1", 2,
+                   "kvsim validate: --set: unknown config key 'nosuch.key'");
+    tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set engine.measured.iter_overhead_ms=-1",
+                   2, "config key 'engine.measured.iter_overhead_ms': -1 is out of range");
+    cli_result r =
+        tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[1].measured.e2e_ms.mean = \"fast\"'", ci, ""));
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "experiment 'latency_mixtral8x7B_tp2-h100-build9555': measured.e2e_ms.mean: "
+                                  "expected a positive number"));
+    tu_free(&r);
+    r = tu_kvsim("validate --measurements validation/vllm-ci-latency.json --draws 1 --max-error 10 --json");
+    assert_int_equal(r.status, 3);
+    assert_null(strstr(r.err, "--metric"));
+    json_t *j = json_loads(r.out, 0, NULL);
+    tu_free(&r);
+    const json_t *g = json_object_get(j, "gate");
+    assert_int_equal(json_array_size(json_object_get(g, "metrics")), 1);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g, "metrics"), 0)), "e2e_ms.mean");
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(g, "failures"), i, f) /* the experiments over 10%, each */
+    {
+        const char *id = json_string_value(json_object_get(f, "id"));
+        const json_t *x, *xs = json_object_get(j, "experiments");
+        size_t k;
+        json_array_foreach(xs, k, x) if (!strcmp(json_string_value(json_object_get(x, "id")), id))
+            assert_true(fabs(at(x, "mpe", "e2e_ms", "mean")) > 10);
+    }
+    assert_true(json_array_size(json_object_get(g, "failures")) > 0);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ci_latency_in_the_caveats),
         cmocka_unit_test(test_latency_kind_errors),
+        cmocka_unit_test(test_user_errors),
         cmocka_unit_test(test_predictions_by_hand),
         cmocka_unit_test(test_draws),
         cmocka_unit_test(test_median_and_not_expressible),

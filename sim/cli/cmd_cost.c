@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/cli/cli.h"
 #include "sim/config/config.h"
@@ -30,7 +31,11 @@ static const char cost_usage[] =
     "  --prefill N        prompt tokens (default 0: no prefill line)\n"
     "  --cached P         of which cached (default 0)\n"
     "  --json             one JSON object instead of text; its \"caveats\" array (absent when\n"
-    "                     there is none) holds the warnings stderr also gets\n"
+    "                     there is none) holds the warnings stderr also gets. Under\n"
+    "                     compute_model \"measured\" the tables price each operation\n"
+    "                     (decode_ops_ms, prefill_ops_ms), not a roofline's terms:\n"
+    "                     memory_ms and compute_ms are both their sum, all-reduces\n"
+    "                     included, and allreduce_ms is 0\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments or config (message on stderr).\n";
@@ -129,7 +134,8 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
 {
     int64_t ctx = a->batch * a->context;
     sim_decode_terms t = sim_cost_decode_terms(c, (int)a->batch, ctx);
-    double pre = a->prefill > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0;
+    double pre = a->prefill > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0,
+           pre_over = a->prefill > 0 ? sim_cost_prefill_overhead_s(c, (int32_t)a->prefill, (int32_t)a->cached) : 0;
     bool fits = c->hbm_kv_bytes > 0; /* else the times still print; a run refuses the pairing */
     int64_t kv = fits ? sim_cost_decode_kv_tokens(c) : 0;
     double bpt = sim_model_kv_bytes_per_token(c->model);
@@ -137,11 +143,18 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     if (a->json) {
         printf("{");
         print_measured(c, a);
+        json_t *names = json_pack("{s:s, s:s}", "model", c->model->name, "hardware", c->hw->name);
+        char *text = json_dumps(names, JSON_COMPACT | JSON_PRESERVE_ORDER); /* {"model": ..., "hardware": ...} */
+        text[strlen(text) - 1] = 0;
+        printf("%s, ", text + 1);
+        free(text);
+        json_decref(names);
         printf("\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
-               "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"hbm_kv_tokens\": %lld, "
+               "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"prefill_overhead_ms\": %.4f, "
+               "\"hbm_kv_tokens\": %lld, "
                "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
-               1e3 * t.overhead_s, 1e3 * pre, (long long)kv, bpt, eq2,
+               1e3 * t.overhead_s, 1e3 * pre, 1e3 * pre_over, (long long)kv, bpt, eq2,
                c->measured   ? "measured"
                : c->profiled ? "profile"
                : c->engine   ? "engine"
@@ -175,6 +188,9 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
                1e3 * t.overhead_s, c->measured ? "measured." : "", c->measured ? "measured." : "");
     else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
+    if (pre_over > 0) /* the breakdown above is the passes' (it once summed short of this line, unsaid) */
+        printf("  chunks     %9.3f ms  (cost.prefill_chunk_overhead_ms for each of its %d-token chunks)\n",
+               1e3 * pre_over, c->prefill_chunk);
     if (!fits)
         printf("weights (%.0f GB) do not fit in %s's HBM (%.0f GB x cluster.decode_hbm_frac): a run refuses this "
                "pairing; pick larger hardware\n",
@@ -195,17 +211,19 @@ static void add_overflow_caveat(const sim_cost *c, const cost_args *a, json_t *c
     long long kv = (long long)sim_cost_decode_kv_tokens(c), decode = (long long)a->batch * a->context;
     long long prefill = (long long)a->prefill;
     if (decode <= kv && prefill <= kv) return;
-    char text[512];
+    char text[1024];
+    int u = 0;
     if (decode > kv)
-        snprintf(text, sizeof text,
-                 "%ld requests of %ld tokens of context are %lld KV tokens, more than the %lld the HBM holds (%lld "
-                 "such requests): the decode step is priced as if they fit; a run would queue or preempt the rest",
-                 a->batch, a->context, decode, kv, a->context > 0 ? kv / a->context : 0LL);
-    else
-        snprintf(text, sizeof text,
-                 "a prompt of %lld tokens needs more KV than the %lld tokens the HBM holds: the prefill is priced "
+        u = snprintf(text, sizeof text,
+                     "%ld requests of %ld tokens of context are %lld KV tokens, more than the %lld the HBM holds "
+                     "(%lld such requests): the decode step is priced as if they fit; a run would queue or preempt "
+                     "the rest",
+                     a->batch, a->context, decode, kv, a->context > 0 ? kv / a->context : 0LL);
+    if (prefill > kv) /* both, when both overflow (the prefill's was once dropped) */
+        snprintf(text + u, sizeof text - (size_t)u,
+                 "%sa prompt of %lld tokens needs more KV than the %lld tokens the HBM holds: the prefill is priced "
                  "as if it fit; a run would reject the request",
-                 prefill, kv);
+                 u ? "; " : "", prefill, kv);
     json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "kv_overflow", "text", text));
 }
 
@@ -229,6 +247,14 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     sim_cost c;
     sim_err err = {0};
     if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("cost", err.msg);
+    if (cfg.hetero) { /* one hardware a command: it once priced `hardware` and named neither side */
+        snprintf(err.msg, sizeof err.msg,
+                 "prices one hardware, and cluster.prefill_hardware (%s) and cluster.decode_hardware (%s) split "
+                 "this cluster: price each side with --set hardware=NAME (its prefill figures with --prefill)",
+                 cfg.prefill_hw.name, cfg.decode_hw.name);
+        sim_config_free(&cfg);
+        return sim_usage_error("cost", err.msg);
+    }
     int rc = sim_cost_setup(&c, &cfg, &err); /* a model too large still gets its times and KV bytes */
     /* the glitch count is over every table of the system, the model's or not */
     if (!rc && c.measured) rc = sim_measured_load_all(c.measured, &err);

@@ -145,6 +145,8 @@ static int parse_args(int argc, char **argv, kv_hitrate_spec *spec, plan_args *a
     char msg[1024];
     if (rc == 0 && optind < argc)
         rc = sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "plan", argv[optind], "--trace"));
+    if (rc == 0 && spec->dram_in_tiers) /* it was once ignored: the search sets the DRAM tier */
+        return sim_errf(err, "plan searches the DRAM capacity: --tiers dram= does not apply (give hbm= and ssd= only)");
     return rc ? rc : kv_hitrate_finish(spec, err);
 }
 

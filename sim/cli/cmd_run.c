@@ -179,7 +179,7 @@ static void print_summary(const sim_config *cfg, const json_t *s)
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
     } else if (json_object_get(s, "pic")) /* MEPIC's own latency metric, beside TTFT */
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
-    printf("SLO        TTFT ≤ %.0f ms, TBT ≤ %.0f ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
+    printf("SLO        TTFT ≤ %.10g ms, TBT ≤ %.10g ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
     char gpu[32];
     sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim/cli/cli.h"
+#include "sim/config/config.h"
 #include "sim/replay/validate.h"
 
 static const char validate_usage[] =
@@ -43,7 +44,8 @@ static const char validate_usage[] =
     "                       expressible or not replayed; stderr names each (the\n"
     "                       report is printed as always)\n"
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
-    "                       default e2e_ms.mean and itl_ms.mean)\n"
+    "                       default e2e_ms.mean and itl_ms.mean, those the file\n"
+    "                       measures)\n"
     "  --json               the report as JSON: experiments[] (id, model, gpu, tp, workload,\n"
     "                       status, replayed, predicted, measured, ape, mpe, draws;\n"
     "                       caveats, not_predicted, moe_compiles, compile_band,\n"
@@ -246,11 +248,20 @@ static void print_report(const json_t *r)
  * exit status. */
 static int gate(json_t *report, double max_pct, char **metrics, int n, bool json)
 {
+    /* the defaults a file measures (vLLM's CI latency file has no ITL: it
+     * once failed the gate naming a --metric no one gave); a --metric
+     * no experiment has is an error */
     static char *const fallback[] = {"e2e_ms.mean", "itl_ms.mean"};
-    char *const *m = n ? metrics : fallback;
+    char *kept[2];
+    char *const *m = n ? metrics : kept;
+    for (int k = 0; !n && k < 2; k++)
+        if (sim_validate_has_metric(report, fallback[k])) kept[n++] = fallback[k];
+    if (m == kept && !n)
+        return sim_usage_error("validate", "--max-error: no experiment measures e2e_ms.mean or "
+                                           "itl_ms.mean: name what to judge with --metric");
     json_t *fails = NULL, *f;
     sim_err err = {{0}};
-    if (sim_validate_gate(report, max_pct, m, n ? n : 2, &fails, &err)) return sim_usage_error("validate", err.msg);
+    if (sim_validate_gate(report, max_pct, m, n, &fails, &err)) return sim_usage_error("validate", err.msg);
     size_t i;
     json_array_foreach(fails, i, f)
     {
@@ -264,7 +275,7 @@ static int gate(json_t *report, double max_pct, char **metrics, int n, bool json
                     json_number_value(json_object_get(f, "error_pct")), max_pct);
     }
     json_t *names = json_array();
-    for (int k = 0; k < (n ? n : 2); k++) json_array_append_new(names, json_string(m[k]));
+    for (int k = 0; k < n; k++) json_array_append_new(names, json_string(m[k]));
     int rc = json_array_size(fails) ? SIM_EXIT_CHECK : SIM_EXIT_OK;
     if (json)
         json_object_set_new(
@@ -272,6 +283,25 @@ static int gate(json_t *report, double max_pct, char **metrics, int n, bool json
             json_pack("{s:f, s:o, s:o}", "max_error_pct", max_pct, "metrics", names, "failures", fails));
     else json_decref(names), json_decref(fails);
     return rc;
+}
+
+/* A --set no experiment could take (an unknown key, a wrong type, a value
+ * out of range) exits 2 naming it, checked once on the default config: it
+ * once failed every replay ("not replayed") and exited 0. Only an error
+ * that names a key being set counts; the rest is each experiment's. */
+static int check_sets(char **sets, int n)
+{
+    if (!n) return SIM_EXIT_OK;
+    sim_config cfg;
+    sim_err err = {{0}};
+    if (!sim_config_load(&cfg, NULL, sets, n, &err)) return sim_config_free(&cfg), SIM_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        char key[256], quoted[260];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(sets[i], "="), sets[i]);
+        snprintf(quoted, sizeof quoted, "'%s'", key);
+        if (strstr(err.msg, quoted)) return sim_usage_error("validate", err.msg);
+    }
+    return SIM_EXIT_OK;
 }
 
 int cmd_validate(int argc, char **argv)
@@ -317,6 +347,7 @@ int cmd_validate(int argc, char **argv)
         rc = sim_usage_error("validate", "--measurements FILE is required (e.g. validation/vllm-h100-train.json)");
     if (rc == SIM_EXIT_OK && nmetrics && max_pct < 0)
         rc = sim_usage_error("validate", "--metric names what --max-error PCT judges: give --max-error too");
+    if (rc == SIM_EXIT_OK) rc = check_sets(sets, o.nsets);
     o.sets = sets;
     json_t *report = NULL;
     sim_err err = {{0}};

@@ -20,6 +20,8 @@ static int parse_values(sim_grid_axis *a, char *list, const char *entry, sim_err
     for (char *v; (v = strsep(&list, ",")) != NULL;) {
         v = trim(v);
         if (!*v) return sim_errf(err, "--grid: empty value in '%s'", entry);
+        for (int i = 0; i < a->nvalues; i++) /* it once ran the point twice and listed its run twice */
+            if (!strcmp(a->values[i], v)) return sim_errf(err, "--grid: value '%s' appears twice in '%s'", v, entry);
         a->values = sim_xrealloc(a->values, (size_t)(a->nvalues + 1) * sizeof *a->values);
         a->values[a->nvalues++] = sim_xstrdup(v);
     }

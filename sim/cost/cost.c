@@ -408,11 +408,18 @@ static double profiled_prefill_s(const sim_cost *c, int32_t n, int32_t p)
     return t;
 }
 
-double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
+double sim_cost_prefill_overhead_s(const sim_cost *c, int32_t n, int32_t p)
 {
     if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
     int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
-    double overhead = (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+    return (chunks > 1 ? chunks : 0) * c->chunk_overhead_s;
+}
+
+double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p)
+{
+    double overhead = sim_cost_prefill_overhead_s(c, n, p);
+    if (p >= n) p = n > 0 ? n - 1 : 0; /* the last token is always computed */
+    int32_t chunks = (n - p + c->prefill_chunk - 1) / c->prefill_chunk;
     if (c->profiled || c->measured) return profiled_prefill_s(c, n, p) + overhead;
     double flops = sim_cost_prefill_flops(c, p, n - p);
     return prefill_compute_s(c, flops, chunks > 1 ? chunks : 1, n - p) + overhead;

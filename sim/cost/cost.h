@@ -131,6 +131,9 @@ double sim_prefill_flops(const sim_model *m, double n);
 double sim_cost_prefill_flops(const sim_cost *c, double cached, double new_tokens);
 /* Compute time of a prefill of n tokens whose first p are cached. */
 double sim_cost_prefill_s(const sim_cost *c, int32_t n, int32_t p);
+/* Of it, the chunks' own cost: cost.prefill_chunk_overhead_ms for each
+ * chunk when there are two or more (Mooncake's chunked prefill). */
+double sim_cost_prefill_overhead_s(const sim_cost *c, int32_t n, int32_t p);
 /* One prefill chunk of len tokens after the first o on one node:
  * (flops(o + len) − flops(o)) / (G · mfu) + the per-chunk overhead. */
 double sim_cost_chunk_s(const sim_cost *c, int32_t o, int32_t len);

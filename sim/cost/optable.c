@@ -620,14 +620,16 @@ typedef struct probe {
     int gi;
 } probe;
 
-/* Above the last point: the last segment extended (power 1), or the last
- * point scaled by (x / x_last)^power (prefill attention: causal work grows
- * with the square of the sequence). hint: see bracket_hint (NULL: none). */
+/* The curve at x: piecewise linear inside; past its last point the last
+ * segment extended (power 0) or the last point times (x / x_last)^power
+ * (prefill attention: causal work grows with the square of the sequence;
+ * docs/measured.md §2); below its first, the first. hint: see
+ * bracket_hint (NULL: none). */
 static double curve_at(const curve *c, double x, probe *p, double power, int *hint)
 {
     span s = hint ? bracket_hint(c->x, c->n, x, hint) : bracket(c->x, c->n, x);
     if (s.side) p->side = s.side;
-    if (s.side > 0 && power != 1) return c->y[c->n - 1] * pow(x / c->x[c->n - 1], power);
+    if (s.side > 0 && power > 0) return c->y[c->n - 1] * pow(x / c->x[c->n - 1], power);
     if (c->gn && !p->gc && s.hi > s.lo && s.w > 0 && (s.w < 1 || s.side > 0)) {
         int g = sim_optable_curve_glitch_in(c, s.lo, s.hi);
         if (g >= 0) p->gc = c, p->gi = g;
@@ -668,9 +670,10 @@ static void note_side(sim_optable *t, const char *op, const char *axis, int side
     char kind[96];
     if (!side) return;
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side);
+    bool attn = !strcmp(axis, "batch"); /* attention's batch: in proportion (beyond_batch) */
     if (side > 0)
-        note(t, kind, "%s %s: %s=%.10g beyond the largest measured %.10g on %s, extrapolated linearly", op, shape, axis,
-             q, v[n - 1], t->system);
+        note(t, kind, "%s %s: %s=%.10g beyond the largest measured %.10g on %s, %s", op, shape, axis, q, v[n - 1],
+             t->system, attn ? "the largest measured scaled in proportion" : "extrapolated linearly");
     else
         note(t, kind, "%s %s: %s=%.10g below the smallest measured %.10g on %s, taken at %.10g", op, shape, axis, q,
              v[0], t->system, v[0]);
@@ -694,7 +697,7 @@ double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n
             if (w == 0) continue;
             const curve *c =
                 find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
-            if (c) sum += w * curve_at(c, m, &pm, 1, NULL), wsum += w;
+            if (c) sum += w * curve_at(c, m, &pm, 0, NULL), wsum += w;
         }
     if (wsum == 0) return -1;
     char shape[96];
@@ -796,6 +799,15 @@ static void attn_shape(char *shape, size_t n, const attn_memo *m, int which, dou
              m->kv_heads, m->head_dim);
 }
 
+/* How an attention lookup outside its curve was priced (probe.side). */
+static const char *beyond_text(int side, bool context)
+{
+    if (side < 0) return "taken at the smallest";
+    if (context) return "the largest measured scaled by the square of the length";
+    return side == 2 ? "its largest measured plus what the largest batch measured there adds, scaled by the batch"
+                     : "the largest measured scaled in proportion to the context";
+}
+
 /* Say once per shape and kind that a lookup left the grid. */
 static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side_x, double batch, double x)
 {
@@ -811,9 +823,47 @@ static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side
     snprintf(kind, sizeof kind, "%s %s %d", op, axis, side_x);
     if (side_x)
         note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, axis, t->system,
-             side_x < 0       ? "taken at the smallest"
-             : which == T_CTX ? "the largest measured scaled by the square of the length"
-                              : "extrapolated linearly");
+             beyond_text(side_x, which == T_CTX));
+}
+
+/* Decode attention at context x from the curve of batch bv[i]: inside its
+ * measured contexts, the curve. The tables stop each batch's curve at a
+ * batch x context of about 262,000 tokens, so a large batch's curve ends
+ * at a short context, where a launch's fixed cost is most of its time, and
+ * its last segment is nearly flat: extended, it once priced 3,000
+ * sequences of 1,000 tokens below 2,048 of them, and negative. Past it,
+ * the curve's last point plus what the largest smaller batch bv[j] whose
+ * curve reaches x adds from there to x, times bv[i] / bv[j]: the fixed
+ * cost is this batch's own, and each sequence reads its own KV (every
+ * sequence is its own blocks of the kernel's grid: FlashAttention-2,
+ * §3.2). Past every curve, the last point in proportion to the context
+ * (the KV bytes read). hints: bracket_hint's, per curve (NULL: none). */
+static double gen_at(const curve *const *by_batch, int *hints, const double *bv, int i, double x, probe *px)
+{
+    const curve *c = by_batch[i];
+    double last = c->x[c->n - 1];
+    for (int j = i; x > last && j-- > 0;) {
+        const curve *d = by_batch[j];
+        if (!d || x > d->x[d->n - 1] || last < d->x[0]) continue;
+        probe in = {0};
+        double more = curve_at(d, x, px, 1, hints ? &hints[j] : NULL) - curve_at(d, last, &in, 1, NULL);
+        px->side = 2; /* said as priced from another batch (attn_note) */
+        return c->y[c->n - 1] + fmax(more, 0) * bv[i] / bv[j];
+    }
+    return curve_at(c, x, px, 1, hints ? &hints[i] : NULL);
+}
+
+/* Past the largest measured batch, attention is that batch's curve times
+ * batch / its batch: every sequence of a batch is its own blocks of the
+ * kernel's grid, the same work each (docs/measured.md §2). Extending the
+ * last two batch curves linearly instead once priced decode attention
+ * negative (a100, 3,000 sequences of 1,000 tokens). Returns the factor
+ * and points *sb at the largest curve alone; 1 inside the grid. */
+static double beyond_batch(span *sb, const double *vals, double batch)
+{
+    if (sb->side <= 0) return 1;
+    sb->lo = sb->hi, sb->w = 0;
+    return batch / vals[sb->hi];
 }
 
 /* bracket of a batch among the table's batch values, kept for whole
@@ -834,15 +884,18 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
     if (!a->nvals[0]) return -1;
     attn_memo *m = attn_curves(t, which, kv_dtype, heads, kv_heads, head_dim);
     span sb = batch_span(m, a, batch);
-    double sum = 0, wsum = 0;
+    double scale = beyond_batch(&sb, a->vals[0], batch), sum = 0, wsum = 0;
     probe px = {0};
     for (int h = 0; h < 2; h++) {
         double wh = h ? m->w : 1 - m->w;
         for (int i = 0; wh != 0 && i < 2; i++) {
             double w = wh * (i ? sb.w : 1 - sb.w);
-            const curve *c = m->by_batch[h][i ? sb.hi : sb.lo];
-            if (w != 0 && c)
-                sum += w * curve_at(c, x, &px, which == T_CTX ? 2 : 1, &m->hint[h][i ? sb.hi : sb.lo]), wsum += w;
+            int k = i ? sb.hi : sb.lo;
+            const curve *c = m->by_batch[h][k];
+            if (w == 0 || !c) continue;
+            sum += w * (which == T_CTX ? curve_at(c, x, &px, 2, &m->hint[h][k])
+                                       : gen_at(m->by_batch[h], m->hint[h], a->vals[0], k, x, &px));
+            wsum += w;
         }
     }
     if (wsum == 0) return -1;
@@ -853,7 +906,7 @@ static double attn_ms(sim_optable *t, int which, const char *kv_dtype, int heads
         snprintf(what, sizeof what, "%s attention %s", which == T_CTX ? "context" : "generation", shape);
         glitch_note(t, what, which == T_CTX ? "isl" : "context", &px);
     }
-    return m->scale * sum / wsum;
+    return m->scale * scale * sum / wsum;
 }
 
 double sim_optable_ctx_attn_ms(sim_optable *t, const char *kv_dtype, int heads, int kv_heads, int head_dim,
@@ -873,7 +926,7 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
 {
     if (!c) return -1;
     probe p = {0};
-    double v = curve_at(c, x, &p, 1, NULL);
+    double v = curve_at(c, x, &p, 0, NULL);
     char kind[96];
     snprintf(kind, sizeof kind, "%s %d", op, p.side);
     if (p.side)
@@ -955,9 +1008,7 @@ static void mla_note(sim_optable *t, const sim_mla_query *q, span sb, int side_x
     snprintf(kind, sizeof kind, "%s x %d", op, side_x);
     if (side_x)
         note(t, kind, "%s %s: %s outside the measured on %s, %s", op, shape, q->context ? "isl" : "context", t->system,
-             side_x < 0   ? "taken at the smallest"
-             : q->context ? "the largest measured scaled by the square of the length"
-                          : "extrapolated linearly");
+             beyond_text(side_x, q->context));
 }
 
 double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, double x)
@@ -968,12 +1019,15 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
     if (!a->nvals[0]) return -1;
     const mla_memo *m = mla_curves(t, which, q);
     span sb = bracket(a->vals[0], a->nvals[0], batch);
-    double sum = 0, wsum = 0;
+    double scale = beyond_batch(&sb, a->vals[0], batch), sum = 0, wsum = 0;
     probe px = {0};
     for (int i = 0; i < 2; i++) {
         double w = i ? sb.w : 1 - sb.w;
-        const curve *c = w == 0 ? NULL : m->by_batch[i ? sb.hi : sb.lo];
-        if (c) sum += w * curve_at(c, x, &px, q->context ? 2 : 1, NULL), wsum += w;
+        int k = i ? sb.hi : sb.lo;
+        const curve *c = w == 0 ? NULL : m->by_batch[k];
+        if (c)
+            sum += w * (q->context ? curve_at(c, x, &px, 2, NULL) : gen_at(m->by_batch, NULL, a->vals[0], k, x, &px)),
+                wsum += w;
     }
     if (wsum == 0) return -1;
     if ((sb.side || px.side) && !t->quiet) mla_note(t, q, sb, px.side, batch, x);
@@ -983,5 +1037,5 @@ double sim_optable_mla_ms(sim_optable *t, const sim_mla_query *q, double batch, 
                  q->module ? " module" : "", batch, q->context ? "isl" : "context", x, q->heads);
         glitch_note(t, what, q->context ? "isl" : "context", &px);
     }
-    return sum / wsum;
+    return scale * sum / wsum;
 }

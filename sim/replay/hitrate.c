@@ -342,6 +342,7 @@ static int set_tiers(kv_hitrate_spec *s, const char *key, const char *v, sim_err
     static const char *const names[KV_NTIERS] = {"hbm", "dram", "ssd"};
     char *copy = sim_xstrdup(v), *save = NULL;
     int rc = 0;
+    unsigned seen = 0; /* a tier named twice once kept the last silently */
     for (char *item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
         kv_tier t = 0;
@@ -352,7 +353,9 @@ static int set_tiers(kv_hitrate_spec *s, const char *key, const char *v, sim_err
         if (!eq || t == KV_NTIERS)
             rc = sim_errf(err, "%s: '%s' is not TIER=TOKENS with TIER hbm, dram or ssd (e.g. dram=3e6,ssd=30e6)", key,
                           item);
+        else if (seen & (1u << t)) rc = sim_errf(err, "%s: %s given twice in '%s'", key, item, v);
         else rc = sim_parse_count(eq + 1, what, &s->tier_tokens[t], err);
+        seen |= 1u << t;
         if (rc == 0 && t == KV_TIER_DRAM) s->dram_in_tiers = true;
     }
     free(copy);

@@ -508,6 +508,20 @@ static int read_measured(vexp *e, const json_t *m, sim_err *err)
     if (num_at(e, m, "requests", true, 1, 1e9, &n, err)) return -1;
     e->requests = (int64_t)n;
     e->measured = m;
+    /* every statistic a positive number, checked with the file (it once
+     * failed only the replay, exit 0, as "not replayed") */
+    const char *metric, *stat;
+    const json_t *stats, *v;
+    json_object_foreach((json_t *)m, metric, stats)
+    {
+        if (!json_is_object(stats)) continue; /* requests */
+        json_object_foreach((json_t *)stats, stat, v) if (
+            !json_is_number(v) ||
+            json_number_value(v) <=
+                0) return sim_errf(err,
+                                   "%s: experiment '%s': measured.%s.%s: expected a positive number (milliseconds)",
+                                   e->file, e->id, metric, stat);
+    }
     return 0;
 }
 
@@ -551,6 +565,15 @@ static const json_t *metric_value(const json_t *row, const char *what, const cha
     if (!dot || dot - metric >= (long)sizeof name) return NULL;
     snprintf(name, sizeof name, "%.*s", (int)(dot - metric), metric);
     return json_object_get(json_object_get(json_object_get(row, what), name), dot + 1);
+}
+
+bool sim_validate_has_metric(const json_t *report, const char *metric)
+{
+    const json_t *row;
+    size_t i;
+    json_array_foreach(json_object_get(report, "experiments"), i,
+                       row) if (metric_value(row, "mpe", metric)) return true;
+    return false;
 }
 
 int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err)

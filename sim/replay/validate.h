@@ -60,6 +60,10 @@ int sim_validate_read(const char *path, int *n, sim_err *err);
  * (a misspelt name). */
 int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err);
 
+/* Whether some experiment of the report has the metric ("itl_ms.mean")
+ * both measured and predicted. */
+bool sim_validate_has_metric(const json_t *report, const char *metric);
+
 /* `kvsim validate --by model|tp|workload`: the report's expressible
  * experiments grouped by their model preset, tensor-parallel degree or
  * workload shape (in first-seen order), each group's median absolute error

@@ -989,6 +989,27 @@ static int parse_id(const char *s, const char *end, int64_t *out)
     return 0;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A run named twice (`--runs 1,1`, `1-3,2`) is an error naming it: a
+ * report once failed writing its config file a second time. */
+static int no_repeat(const char *spec, int64_t *ids, int n, sim_err *err)
+{
+    int64_t *sorted = sim_xmalloc((size_t)n * sizeof *sorted);
+    memcpy(sorted, ids, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_id);
+    int64_t twice = 0;
+    for (int i = 1; i < n && !twice; i++)
+        if (sorted[i] == sorted[i - 1]) twice = sorted[i];
+    free(sorted);
+    if (!twice) return 0;
+    return sim_errf(err, "--runs '%s': run %lld is named twice", spec, (long long)twice);
+}
+
 int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err)
 {
     *out = NULL;
@@ -1007,6 +1028,11 @@ int sim_results_parse_ids(const char *spec, int64_t **out, int *n, sim_err *err)
         for (int64_t id = a; id <= (dash ? b : a); id++) {
             if (*n == cap) *out = sim_xrealloc(*out, (size_t)(cap = cap ? 2 * cap : 16) * sizeof **out);
             (*out)[(*n)++] = id;
+        }
+        if (!comma && no_repeat(spec, *out, *n, err)) {
+            free(*out);
+            *out = NULL, *n = 0;
+            return -1;
         }
         if (!comma) return 0;
         p = comma + 1;

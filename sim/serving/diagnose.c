@@ -15,7 +15,20 @@
  *     for their first token on average more than twice as long as the
  *     first tenth, and by more than a second;
  *   - an instance kind was busy more than 95% of the time;
- *   - SLO attainment is below 0.5.
+ *   - SLO attainment is below 0.5 while an instance kind was busy at least
+ *     half the time. Below that, queueing adds about a service time at
+ *     most (an M/M/1 queue at load 0.5 waits one service time on
+ *     average), so requests that miss are missing an SLO set below their
+ *     own service time: the explanation says so instead (kvsim plan slo
+ *     prints that floor). An SLO of 0.001 ms once called a cluster 8%
+ *     busy overloaded.
+ * The busy and queue rules ask for arrivals spread over the run: a burst
+ * (the arrival span under half the simulated span and the run over within
+ * the late rule's 30 s of its last arrival, as `--arrivals batch` makes)
+ * keeps every instance busy until it drains, and its last requests wait
+ * for the first, whatever the cluster's size; SLO attainment alone judges
+ * it. A burst of 8 prompts once read "overloaded" on 2 instances, and
+ * `kvsim plan slo` sized it 9P1D.
  * The bottleneck is the busiest kind; each saturated kind (above 95%)
  * comes with the instance count that would bring it to 0.8 at the same load
  * (utilisation scales as 1 / instances: a first estimate, not a plan).
@@ -41,6 +54,8 @@
 #define ATTAIN_LIMIT 0.5
 #define LATE_ATTAIN  0.9 /* a late finish counts below this attainment... */
 #define TARGET_UTIL  0.8 /* ...or above this utilisation */
+#define LOAD_MIN     0.5 /* low attainment counts as overload from this utilisation */
+#define BURST_SPAN   0.5 /* arrivals over less than this share of the run: a burst */
 
 typedef struct kind_info {
     const char *key, *what;
@@ -96,12 +111,15 @@ void sim_serving_diagnose(const sim_config *cfg, sim_results *db, double trace_s
     }
     double ratio = trace_span_s > 0 ? sim_s / trace_span_s : 0;
     bool late = ratio > SPAN_LIMIT && sim_s - trace_span_s > SPAN_SLACK_S && (attain < LATE_ATTAIN || u > TARGET_UTIL);
+    bool burst = trace_span_s < BURST_SPAN * sim_s && sim_s - trace_span_s <= SPAN_SLACK_S;
     double first_ms, last_ms;
     sim_results_ttft_trend(db, &first_ms, &last_ms);
-    bool grew = queues_grew(first_ms, last_ms);
-    bool over = late || grew || u > BUSY_LIMIT || attain < ATTAIN_LIMIT;
+    bool grew = !burst && queues_grew(first_ms, last_ms);
+    bool busy = !burst && u > BUSY_LIMIT, loaded = burst || u >= LOAD_MIN;
+    bool over = late || grew || busy || (attain < ATTAIN_LIMIT && loaded);
     json_t *d = json_pack("{s:b, s:f, s:f, s:f, s:f, s:b}", "overloaded", over, "trace_span_s", trace_span_s,
                           "sim_span_s", sim_s, "span_ratio", ratio, "slo_attainment", attain, "queues_grew", grew);
+    if (burst) json_object_set_new(d, "burst", json_true());
     if (!isnan(first_ms) && !isnan(last_ms)) {
         json_object_set_new(d, "ttft_first_tenth_ms", json_real(first_ms));
         json_object_set_new(d, "ttft_last_tenth_ms", json_real(last_ms));
@@ -136,6 +154,32 @@ static const char *const miss_share[] = {"under 1%", "1-10%", "10-50%", "over ha
  * is explained by what prefill no longer computes: requests reach decode
  * sooner and its batches grow, so a policy that recomputes less can have
  * the lower TTFT and the lower attainment (docs/definitions.md). */
+/* The rejections of a run that rejected any, appended at buf + u (the
+ * admission policy's, by where they happened); returns the new length. */
+static int say_rejected(const sim_config *cfg, const json_t *summary, char *buf, int u, size_t n)
+{
+    const json_t *rej = json_object_get(summary, "rejected");
+    json_int_t total = json_integer_value(json_object_get(rej, "total"));
+    if (total <= 0 || (size_t)u >= n) return u;
+    return u + snprintf(buf + u, n - (size_t)u,
+                        "%s%lld of %lld requests rejected by policy.admission = %s (at arrival %lld, after prefill "
+                        "%lld, on the TTFT SLO %lld)",
+                        u ? "; " : "", (long long)total,
+                        (long long)json_integer_value(json_object_get(summary, "requests")), cfg->admission,
+                        (long long)json_integer_value(json_object_get(rej, "at_arrival")),
+                        (long long)json_integer_value(json_object_get(rej, "after_prefill")),
+                        (long long)json_integer_value(json_object_get(rej, "ttft_slo")));
+}
+
+/* The busiest kind's utilisation. */
+static double busiest(const json_t *util)
+{
+    double u = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        u = fmax(u, json_number_value(json_object_get(util, kinds[i].key)));
+    return u;
+}
+
 void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf, size_t n)
 {
     *buf = 0;
@@ -143,6 +187,11 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
     if (attain >= 0.99) return;
     const json_t *ttft = json_object_get(summary, "ttft_ms"), *tbt = json_object_get(summary, "tbt_ms"),
                  *util = json_object_get(summary, "utilisation");
+    if (json_integer_value(json_object_get(summary, "completed")) == 0) {
+        int u = snprintf(buf, n, "SLO attainment %.3f: no request completed", attain);
+        say_rejected(cfg, summary, buf, u, n);
+        return;
+    }
     const char *st, *sb;
     int ct = miss_class(ttft, cfg->slo_ttft_ms, &st), cb = miss_class(tbt, cfg->slo_tbt_ms, &sb);
     bool agg = !strcmp(cfg->mode, "aggregated"), tbt_binds = cb > ct;
@@ -155,7 +204,17 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
                      "(TTFT %s %.1f ms)",
                      attain, miss_share[cb], cfg->slo_tbt_ms, sb, json_number_value(json_object_get(tbt, sb)),
                      miss_share[ct], cfg->slo_ttft_ms, st, json_number_value(json_object_get(ttft, st)));
-    if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or rejections: the summary cannot tell which */
+    u = say_rejected(cfg, summary, buf, u, n);
+    if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or the rejections above */
+    double most = busiest(util);
+    if (most < LOAD_MIN && !json_is_true(json_object_get(json_object_get(summary, "diagnosis"), "burst"))) {
+        if ((size_t)u < n)
+            snprintf(buf + u, n - (size_t)u,
+                     "; at utilisation %.2f at most, not load: the SLO is below these requests' own service time "
+                     "(kvsim plan slo prints that floor)",
+                     most);
+        return;
+    }
     u += snprintf(buf + u, (size_t)u < n ? n - (size_t)u : 0, "; binding: %s (utilisation %.2f)", k->what,
                   json_number_value(json_object_get(util, k->key)));
     const char *pic = json_string_value(json_object_get(summary, "pic"));

@@ -197,7 +197,8 @@ static void ttft_reason(const sim_slo_opts *o, const sim_slo_result *r, int t, c
     else
         snprintf(buf + u, n - (size_t)u,
                  "Chunked pipeline parallelism would not lower it (%.1f ms over 8 nodes: its prompts are too short "
-                 "to pipeline); about %.2fx the prefill FLOP/s per instance (GPUs x TFLOP/s x cost.prefill_mfu) would",
+                 "to pipeline); about %.2fx the prefill FLOP/s per instance (GPUs x TFLOP/s x cost.prefill_mfu) would "
+                 "reach it",
                  best, f / o->target[t]);
 }
 

@@ -252,8 +252,11 @@ static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const
                p->decode, sim_slo_gpus(r, p), price, dram, tokens, kv_scope_name((kv_scope)p->scope), p->cpp);
     for (int m = 0; m < 2; m++) {
         printf("          %-4s", m ? "TBT" : "TTFT");
-        for (int k = 0; k < SIM_SLO_NSTATS; k++)
-            printf("%s %s %.1f", k ? "," : "", sim_slo_stat_key(k), p->value[m * SIM_SLO_NSTATS + k]);
+        for (int k = 0; k < SIM_SLO_NSTATS; k++) {
+            double v = p->value[m * SIM_SLO_NSTATS + k]; /* NaN: no request had one (single-token answers) */
+            if (isnan(v)) printf("%s %s \u2014", k ? "," : "", sim_slo_stat_key(k));
+            else printf("%s %s %.1f", k ? "," : "", sim_slo_stat_key(k), v);
+        }
         printf(" ms\n");
     }
     printf("          SLO attainment %.4f (slo.ttft_ms %g, slo.tbt_ms %g, a request's own in the trace first%s), "
@@ -501,8 +504,10 @@ void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t)
             printf("  the run failed\n");
             continue;
         }
-        printf(" %8.4f %10.1f %9.3f %7.4f %9.2f %10.3f%s\n", p->hit_rate, p->value[2], p->goodput, p->attainment,
-               sim_slo_price(r, p), sim_slo_price_per_mtok(r, p), i == t->knee ? "  <- knee" : "");
+        printf(" %8.4f %10.1f %9.3f %7.4f", p->hit_rate, p->value[2], p->goodput, p->attainment);
+        if (sim_slo_price(r, p) > 0) printf(" %9.2f %10.3f", sim_slo_price(r, p), sim_slo_price_per_mtok(r, p));
+        else printf(" %11s %12s", "\u2014", "\u2014"); /* a preset without a price: not free (it once read 0.00) */
+        printf("%s\n", i == t->knee ? "  <- knee" : "");
     }
     if (t->knee >= 0)
         printf("\nknee      %s of %s (hit rate %.4f of the best %.4f); more buys at most the remaining %.0f%%\n",

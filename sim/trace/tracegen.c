@@ -58,10 +58,21 @@ sim_tracegen_opts sim_tracegen_default_opts(void)
     };
 }
 
+int sim_tracegen_check_rate(double rate, int64_t n, sim_err *err)
+{
+    if (!(rate > 0) || !isfinite(rate)) return sim_errf(err, "--rate must be positive");
+    if ((double)n / rate > 1e9)
+        return sim_errf(err,
+                        "--rate %g: %" PRId64 " requests at that rate span about %.3g s, beyond the 1e9 s a trace's "
+                        "timestamps are kept within (raise --rate)",
+                        rate, n, (double)n / rate);
+    return 0;
+}
+
 int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err)
 {
     if (o->requests < 1) return sim_errf(err, "--requests must be at least 1");
-    if (!o->arrivals_from && !(o->rate > 0)) return sim_errf(err, "--rate must be positive");
+    if (!o->arrivals_from && sim_tracegen_check_rate(o->rate, o->requests, err)) return -1;
     if (o->block_tokens < 1) return sim_errf(err, "--block-tokens must be at least 1");
     if (o->prompts < 1) return sim_errf(err, "--prompts must be at least 1");
     if (!(o->zipf >= 0)) return sim_errf(err, "--zipf must not be negative");
@@ -74,6 +85,9 @@ int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err)
     if (o->max_turns < 1) return sim_errf(err, "--max-turns must be at least 1");
     if (o->max_live < 1) return sim_errf(err, "--max-live must be at least 1");
     if (o->max_input < 1 || o->max_output < 1) return sim_errf(err, "--max-input and --max-output must be at least 1");
+    if (o->max_input > SIM_TRACE_MAX_TOKENS || o->max_output > SIM_TRACE_MAX_TOKENS)
+        return sim_errf(err, "--max-input and --max-output must be at most %d (a trace's request holds at most that)",
+                        SIM_TRACE_MAX_TOKENS);
     if (o->target_hit_rate != -1 && !(o->target_hit_rate >= 0 && o->target_hit_rate <= 0.99))
         return sim_errf(err, "--target-hit-rate must be in [0, 0.99] (a first request never hits)");
     if (!(o->ephemeral_frac >= 0) || !(o->context_frac >= 0) || !(o->ephemeral_frac + o->context_frac <= 1))

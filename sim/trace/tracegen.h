@@ -45,6 +45,12 @@ sim_tracegen_opts sim_tracegen_default_opts(void);
 /* Check the options; the message names the option (--rate, --zipf, ...). */
 int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err);
 
+/* --rate for n requests: positive, finite, and slow only as far as a
+ * trace's timestamps reach (2^62 ns, about 146 years, trace_parse.c):
+ * n / rate at most 1e9 s, a margin of 4.6 for the Poisson clock's spread.
+ * A slower rate once wrote a trace its own reader refused. */
+int sim_tracegen_check_rate(double rate, int64_t n, sim_err *err);
+
 /* Write the trace to `out` (named `out_name` in messages). Returns 0, or -1
  * with err set (bad options, unreadable --arrivals-from trace, write error).
  * *written receives the number of requests written. */

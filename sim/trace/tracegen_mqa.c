@@ -41,6 +41,8 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "sim/trace/tracegen.h"
+
 #define MQA_MAX_DOC   (1 << 24) /* document tokens are clamped to [1, this] */
 #define MQA_MAX_TURN  32768     /* question and answer tokens are clamped to [1, this] */
 #define MQA_MAX_COUNT (1 << 20) /* documents and users are held in memory */
@@ -76,7 +78,7 @@ sim_tracegen_mqa_opts sim_tracegen_mqa_default_opts(void)
 int sim_tracegen_mqa_check(const sim_tracegen_mqa_opts *o, sim_err *err)
 {
     if (o->requests < 1) return sim_errf(err, "--requests must be at least 1");
-    if (!(o->rate > 0) || !isfinite(o->rate)) return sim_errf(err, "--rate must be positive");
+    if (sim_tracegen_check_rate(o->rate, o->requests, err)) return -1;
     if (o->block_tokens < 1 || o->block_tokens > 1 << 30) return sim_errf(err, "--block-tokens must be in [1, 2^30]");
     if (o->documents < 1 || o->documents > MQA_MAX_COUNT)
         return sim_errf(err, "--documents must be in [1, %d]", MQA_MAX_COUNT);

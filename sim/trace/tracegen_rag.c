@@ -28,6 +28,8 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "sim/trace/tracegen.h"
+
 /* ---- segment-trace lines ------------------------------------------------ */
 
 /* A JSON number: an integer when it is one, else the shortest of %.15g and
@@ -110,7 +112,7 @@ sim_tracegen_rag_opts sim_tracegen_rag_default_opts(void)
 int sim_tracegen_rag_check(const sim_tracegen_rag_opts *o, sim_err *err)
 {
     if (o->requests < 1) return sim_errf(err, "--requests must be at least 1");
-    if (!(o->rate > 0) || !isfinite(o->rate)) return sim_errf(err, "--rate must be positive");
+    if (sim_tracegen_check_rate(o->rate, o->requests, err)) return -1;
     if (o->passages < 1 || o->passages > RAG_MAX_PASSAGES)
         return sim_errf(err, "--passages must be in [1, %d]", RAG_MAX_PASSAGES);
     if (o->k < 1) return sim_errf(err, "--k must be at least 1");
@@ -124,6 +126,13 @@ int sim_tracegen_rag_check(const sim_tracegen_rag_opts *o, sim_err *err)
         return sim_errf(err, "--passage-sigma, --question-sigma and --output-sigma must not be negative");
     if (o->max_passage < 1) return sim_errf(err, "--max-passage must be at least 1");
     if (o->max_output < 1) return sim_errf(err, "--max-output must be at least 1");
+    if (o->max_output > SIM_TRACE_MAX_TOKENS ||
+        (double)o->system_tokens + (double)o->k * o->max_passage > SIM_TRACE_MAX_TOKENS - RAG_MAX_QUESTION)
+        return sim_errf(err,
+                        "--max-output must be at most %d, and --system-tokens + --k x --max-passage at most %d (a "
+                        "trace's request holds at most %d tokens, a question of up to %d included)",
+                        SIM_TRACE_MAX_TOKENS, SIM_TRACE_MAX_TOKENS - RAG_MAX_QUESTION, SIM_TRACE_MAX_TOKENS,
+                        RAG_MAX_QUESTION);
     if (!(o->zipf >= 0)) return sim_errf(err, "--zipf must not be negative");
     if (o->system_tokens < 0 || o->system_tokens > RAG_MAX_SYSTEM)
         return sim_errf(err, "--system-tokens must be in [0, %d]", RAG_MAX_SYSTEM);
