@@ -90,6 +90,14 @@ static void test_silent_values_refused(void **state)
                    "--max-input and --max-output must be at most 16777216");
     tu_expect_exit("trace gen --workload rag --max-passage 9000000 --k 2 -o -", 2,
                    "--system-tokens + --k x --max-passage at most 16744448");
+    /* kvsim config checks policies as kvsim run does */
+    tu_expect_exit("config --set policy.router=bogus", 2, "kvsim config: policy.router: unknown router 'bogus'");
+    /* a merge whose input is missing leaves no output behind */
+    char *out = tu_temp_path(), args[600];
+    snprintf(args, sizeof args, "merge %s no-such-input.db", out);
+    tu_expect_exit(args, 2, "kvsim merge: no-such-input.db: cannot read: No such file or directory");
+    assert_int_equal(access(out, F_OK), -1);
+    free(out);
 }
 
 static void test_usage_lists_trace_tools(void **state)

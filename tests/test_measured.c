@@ -754,6 +754,16 @@ static void test_refusals(void **state)
     assert_null(c.measured);
     assert_true(c.engine);
     assert_non_null(strstr(c.measured_fallback, "fp8_block"));
+    assert_null(strstr(c.measured_fallback, "use cost.compute=engine")); /* auto made that choice already */
+    sim_config_free(&cfg);
+    /* a routing the tables lack, pointed at one they hold: the a100 tables
+     * measure Mixtral's experts under the power laws only */
+    char *routing[] = {"model=mixtral-8x7b", "hardware=a100x2", "engine.measured.moe_distribution=balanced",
+                       "cost.compute=measured"};
+    assert_int_equal(sim_config_load(&cfg, NULL, routing, 4, &err), 0);
+    assert_int_equal(sim_cost_setup(&c, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "balanced routing (model 'mixtral-8x7b'): use cost.compute=engine; or a routing "
+                                    "these tables measure: --set engine.measured.moe_distribution=power_law_1.2"));
     sim_config_free(&cfg);
 }
 

@@ -10,6 +10,7 @@
 #include "sim/cli/cli.h"
 #include "sim/config/config.h"
 #include "sim/config/schema.h"
+#include "sim/serving/serving.h"
 
 static const char config_usage[] = "usage: kvsim config [--config FILE] [--set key.path=value]...\n"
                                    "       kvsim config --schema [--markdown | --json]\n"
@@ -90,6 +91,10 @@ static int print_resolved(const char *file, char **sets, int nsets)
     sim_config cfg;
     sim_err err = {0};
     if (sim_config_load(&cfg, file, sets, nsets, &err)) return sim_usage_error("config", err.msg);
+    if (sim_serving_check(&cfg, &err)) { /* policies and their parameters, as run checks them (once not) */
+        sim_config_free(&cfg);
+        return sim_usage_error("config", err.msg);
+    }
     json_dumpf(cfg.root, stdout, JSON_INDENT(2));
     putchar('\n');
     sim_config_free(&cfg);

@@ -196,8 +196,8 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
                "pairing; pick larger hardware\n",
                c->weight_bytes / 1e9, c->hw->name, c->hw->hbm_bytes / 1e9);
     if (a->context > 0)
-        printf("HBM holds %lld KV tokens (%lld requests of %ld context), %.0f bytes each\n", (long long)kv,
-               (long long)(kv / a->context), a->context, bpt);
+        printf("HBM holds %lld KV tokens (%lld request%s of %ld context), %.0f bytes each\n", (long long)kv,
+               (long long)(kv / a->context), kv / a->context == 1 ? "" : "s", a->context, bpt);
     else printf("HBM holds %lld KV tokens, %.0f bytes each\n", (long long)kv, bpt);
     if (a->cached > 0)
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);

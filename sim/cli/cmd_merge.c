@@ -3,6 +3,9 @@
  * remapped (sim/results/merge.c). */
 #include <getopt.h>
 #include <stdio.h>
+#include <unistd.h>
+#include <string.h>
+#include <errno.h>
 
 #include "sim/cli/cli.h"
 #include "sim/results/merge.h"
@@ -49,6 +52,11 @@ int cmd_merge(int argc, char **argv)
     }
     if (argc - optind < 2) return sim_usage_error("merge", "expected OUT.db and at least one IN.db");
     sim_err err = {{0}};
+    for (int i = optind + 1; i < argc; i++) /* before OUT exists: a missing IN once left an empty OUT behind */
+        if (access(argv[i], R_OK)) {
+            sim_errf(&err, "%s: cannot read: %s", argv[i], strerror(errno));
+            return sim_usage_error("merge", err.msg);
+        }
     sim_results *out;
     if (sim_results_open(&out, argv[optind], &err)) return sim_usage_error("merge", err.msg);
     int rc = SIM_EXIT_OK;

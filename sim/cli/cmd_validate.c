@@ -225,9 +225,10 @@ static void print_draws(const json_t *rows)
     long long n = (long long)json_integer_value(json_object_get(first, "n"));
     const json_t *seeds = json_object_get(first, "seeds");
     printf("kvsim: the mean over %lld draw%s of each workload", n, n == 1 ? "" : "s");
-    if (same)
-        printf(" (generator seeds %lld to %lld)", (long long)json_integer_value(json_array_get(seeds, 0)),
-               (long long)json_integer_value(json_array_get(seeds, 1)));
+    long long s0 = (long long)json_integer_value(json_array_get(seeds, 0)),
+              s1 = (long long)json_integer_value(json_array_get(seeds, 1));
+    if (same && s0 == s1) printf(" (generator seed %lld)", s0);
+    else if (same) printf(" (generator seeds %lld to %lld)", s0, s1);
     else printf(" (generator seeds per experiment: --json, draws.seeds)");
     printf("; draws' error: the range\nof the draws' own errors (one measured run is one draw: docs/validation.md, "
            "section 2)\n\n");

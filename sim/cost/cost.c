@@ -188,6 +188,13 @@ static int measured_init(sim_cost *c, const sim_config *cfg, const sim_hw *hw, i
     if (c->measured) return 0;
     sim_measured_suggest(cfg, hw, &why);
     if (compute == SIM_COMPUTE_MEASURED) return sim_errf(err, "cost.compute: \"measured\": %s", why.msg);
+    /* under auto the fallback is the choice already made: drop the advice
+     * to make it ("…: use cost.compute=engine; or …" keeps the "or"s) */
+    char *advice = strstr(why.msg, ": use cost.compute=engine");
+    if (advice) {
+        const char *rest = advice + strlen(": use cost.compute=engine");
+        memmove(advice, rest, strlen(rest) + 1);
+    }
     snprintf(c->measured_fallback, sizeof c->measured_fallback, "%s", why.msg);
     char text[sizeof why.msg + 160];
     snprintf(text, sizeof text,

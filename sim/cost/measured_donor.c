@@ -114,6 +114,26 @@ static void suggest_expert_parallel(const measured_key *key, const sim_hw *hw, s
              key->tp);
 }
 
+/* A mixture of experts whose routing the own tables lack may be measured
+ * under another (the a100 and l40s tables hold only the power laws): say
+ * which, with its --set. The routing is a choice of the model's load, not
+ * a price of the same one, hence a suggestion. */
+static void suggest_distribution(const measured_key *key, const sim_hw *hw, sim_err *err)
+{
+    static const char *const dists[] = {"power_law_1.2", "power_law_1.01", "balanced"};
+    if (sim_model_moe_layers(&key->model) == 0) return;
+    for (size_t i = 0; i < sizeof dists / sizeof dists[0]; i++) {
+        measured_key k = *key;
+        if (!strcmp(k.dist, dists[i])) continue;
+        snprintf(k.dist, sizeof k.dist, "%s", dists[i]);
+        if (!can_price(&k, k.tables, hw)) continue;
+        size_t used = strlen(err->msg);
+        snprintf(err->msg + used, sizeof err->msg - used,
+                 "; or a routing these tables measure: --set engine.measured.moe_distribution=%s", dists[i]);
+        return;
+    }
+}
+
 void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 {
     if (!err || !hw->optables[0] || hw->pp > 1 || hw->optables_transfer) return;
@@ -123,5 +143,6 @@ void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
     /* only when the own tables load and lack a shape: a broken file is its own error */
     if (!sim_measured_tables_get(key.tables, key.glitch_ratio, &scratch) || can_price(&key, key.tables, hw)) return;
     suggest_expert_parallel(&key, hw, err);
+    suggest_distribution(&key, hw, err);
     suggest_donor(&key, hw, err);
 }
