@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int sim_errf(sim_err *err, const char *fmt, ...)
@@ -303,4 +304,10 @@ void sim_fput_xml(FILE *f, const char *s)
         default: fputc(*s, f);
         }
     }
+}
+
+bool sim_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

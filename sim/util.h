@@ -98,6 +98,9 @@ void sim_fput_xml(FILE *f, const char *s);
 char *sim_sh_word(const char *s);
 /* Whether s holds a control byte (below 0x20, or 0x7f). */
 bool sim_has_control(const char *s);
+/* Whether paths a and b name one existing file (links followed): an
+ * output that would overwrite a command's own input. */
+bool sim_same_file(const char *a, const char *b);
 
 /* Wall-clock seconds (CLOCK_MONOTONIC), for wall_seconds in summaries. */
 double sim_wall_seconds(void);

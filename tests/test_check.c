@@ -418,6 +418,13 @@ static void test_bad_baselines(void **state)
         {"{\"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": {\"trace\": \"%s\"}, "
          "\"expect\": {\"hit_rate_blocks\": 0.4}}]}",
          "\"kvsim_baseline\": missing; this kvsim reads version 1"},
+        /* a misspelt key was ignored, and the tolerance fell to 0 */
+        {"{\"kvsim_baseline\": 1, \"tolerence\": 0.1, \"measurements\": [{\"name\": \"x\", \"kind\": "
+         "\"hitrate\", \"args\": {\"trace\": \"%s\"}, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "baseline: unknown key \"tolerence\" (did you mean 'tolerance'?)"},
+        {"{\"kvsim_baseline\": 1, \"measurements\": [{\"name\": \"x\", \"kind\": \"hitrate\", \"args\": "
+         "{\"trace\": \"%s\"}, \"tolerence\": 0.1, \"expect\": {\"hit_rate_blocks\": 0.4}}]}",
+         "measurement x: unknown key \"tolerence\" (did you mean 'tolerance'?)"},
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         snprintf(text, sizeof text, bodies[i][0], t);
@@ -428,7 +435,24 @@ static void test_bad_baselines(void **state)
     }
     tu_expect_exit("check", 2, "--baseline");
     tu_expect_exit("check --write-baseline /tmp/x.json", 2, "--trace");
+    /* --junit onto the baseline once replaced it with XML */
+    tu_expect_exit("check --baseline tests/baselines/default.json --junit tests/baselines/default.json", 2,
+                   "--junit names the baseline file");
     tu_remove_temp(t);
+}
+
+/* Recorded at tolerance 0, a baseline passes its own next check: its
+ * numbers are kept to 6 significant digits, and what that rounding took
+ * is no move (11 of 13 once failed). */
+static void test_tolerance_zero_round_trip(void **state)
+{
+    (void)state;
+    char *b = tu_temp_path(), args[1024];
+    snprintf(args, sizeof args, "check --write-baseline %s --tolerance 0 -- run --trace traces/default.jsonl", b);
+    tu_expect_exit(args, 0, NULL);
+    snprintf(args, sizeof args, "check --baseline %s", b);
+    tu_expect_exit(args, 0, NULL);
+    tu_remove_temp(b);
 }
 
 /* Paths in a baseline are relative to its folder: a baseline beside its
@@ -561,9 +585,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_check_perturb),           cmocka_unit_test(test_measurement_tolerance),
         cmocka_unit_test(test_placement_and_deprecated_route), cmocka_unit_test(test_bad_baselines),
-        cmocka_unit_test(test_run_kind_and_setup_guard),       cmocka_unit_test(test_shipped_default_baseline),
-        cmocka_unit_test(test_shipped_mooncake_baseline),      cmocka_unit_test(test_paths_relative_to_baseline),
-        cmocka_unit_test(test_relative_and_one_sided),         cmocka_unit_test(test_write_baseline_commands),
+        cmocka_unit_test(test_tolerance_zero_round_trip),      cmocka_unit_test(test_run_kind_and_setup_guard),
+        cmocka_unit_test(test_shipped_default_baseline),       cmocka_unit_test(test_shipped_mooncake_baseline),
+        cmocka_unit_test(test_paths_relative_to_baseline),     cmocka_unit_test(test_relative_and_one_sided),
+        cmocka_unit_test(test_write_baseline_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,6 +127,8 @@ static void test_runs_table(void **state)
     tu_expect_exit(args, 2, "--runs '3-1': expected ids and ranges such as 3,7,10-12");
     snprintf(args, sizeof args, "export --db %s --runs 1-2,2", db); /* a run named twice */
     tu_expect_exit(args, 2, "--runs '1-2,2': run 2 is named twice");
+    snprintf(args, sizeof args, "export --db %s -o %s", db, db); /* it once replaced the database with CSV */
+    tu_expect_exit(args, 2, "is the results database --db reads");
     snprintf(args, sizeof args, "export --db %s --format xls", db);
     tu_expect_exit(args, 2, "--format: expected csv or tsv");
     tu_expect_exit("export", 2, "--db FILE is required");

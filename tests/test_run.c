@@ -246,6 +246,20 @@ static void test_conservation_all_policies(void **state)
     assert_true(rejected > 0); /* the admission policies did reject */
     assert_true(retries > 0);  /* failures restarted requests */
     assert_true(lost > 0);     /* and lost some in lose mode */
+    /* the text's requests line adds up, the lost counted (once left out) */
+    char args[1024];
+    snprintf(args, sizeof args, "run %s --set cluster.prefill=2 --set cluster.decode=2", lose);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    long long req = 0, done = 0, rej = 0, gone = 0;
+    const char *line = strstr(r.out, "requests   ");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "requests   %lld   completed %lld   rejected %lld", &req, &done, &rej), 3);
+    const char *l = strstr(line, "   lost ");
+    assert_non_null(l);
+    assert_int_equal(sscanf(l, "   lost %lld", &gone), 1);
+    assert_int_equal(req, done + rej + gone);
+    tu_free(&r);
 }
 
 /* ---- the model's sanity on the public Mooncake trace ------------------------- */
@@ -507,6 +521,20 @@ static void test_not_overload(void **state)
                                   "early_reject (at arrival 1500, after prefill 0, on the TTFT SLO 0)"));
     tu_free(&r);
     tu_remove_temp(burst);
+    /* but a run whose queues grew on what no utilisation covers (an
+     * LMCache remote store's link) is overloaded, and not said to be "not
+     * load" (it once was, beside the overload warning) */
+    text = tu_gen_text("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2");
+    char *mqa = tu_write_temp(text);
+    free(text);
+    snprintf(args, sizeof args,
+             "run --trace %s --config configs/clusters/lmcache-central-storage.json --set trace.speed=0.5", mqa);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "warning: overloaded"));
+    assert_null(strstr(r.out, "not load"));
+    tu_free(&r);
+    tu_remove_temp(mqa);
 }
 
 /* Names the user typed: a slip gets a suggestion, a parameter no policy

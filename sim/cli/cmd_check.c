@@ -353,6 +353,9 @@ static int parse_args(int argc, char **argv, check_args *a)
     a->command = argv + optind;
     a->ncommand = argc - optind;
     if (!a->baseline && !a->write_path) return sim_usage_error("check", "give --baseline FILE or --write-baseline OUT");
+    if (a->junit && (sim_same_file(a->junit, a->baseline) || sim_same_file(a->junit, a->write_path)))
+        return sim_usage_error("check", "--junit names the baseline file: write the JUnit XML elsewhere (it once "
+                                        "replaced the baseline)");
     if (a->ncommand && !a->write_path) return sim_usage_error("check", "-- COMMAND needs --write-baseline OUT");
     if ((a->name || a->one_sided) && !a->ncommand)
         return sim_usage_error("check", "--name and --one-sided describe the measurement of -- COMMAND");

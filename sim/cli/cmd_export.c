@@ -70,6 +70,9 @@ static int parse_args(int argc, char **argv, export_args *a, sim_err *err)
     }
     if (optind < argc) return sim_cli_unexpected_error("export", argv[optind], "--db");
     if (!a->o.db) return sim_usage_error("export", "--db FILE is required");
+    if (a->out && sim_same_file(a->out, a->o.db)) /* it once replaced the database with its own CSV */
+        return sim_errf(err, "-o %s is the results database --db reads: write the export elsewhere", a->out),
+               sim_usage_error("export", err->msg);
     return 0;
 }
 

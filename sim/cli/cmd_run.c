@@ -169,9 +169,13 @@ static void print_summary(const sim_config *cfg, const json_t *s)
                "max %.1f ms from recorded\n",
                J_INT(rp, "sessions"), J_INT(rp, "follow_up_turns"), J_NUM(sh, "mean"), J_NUM(sh, "p99"),
                J_NUM(sh, "max"));
-    printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)\n",
+    printf("requests   %lld   completed %lld   rejected %lld (at_arrival %lld, after_prefill %lld, ttft_slo %lld)",
            J_INT(s, "requests"), J_INT(s, "completed"), J_INT(rej, "total"), J_INT(rej, "at_arrival"),
            J_INT(rej, "after_prefill"), J_INT(rej, "ttft_slo"));
+    /* under faults: the line adds up (it once left the lost out) */
+    if (J_INT(s, "lost") > 0) printf("   lost %lld", J_INT(s, "lost"));
+    if (J_INT(s, "retries") > 0) printf("   retries %lld", J_INT(s, "retries"));
+    putchar('\n');
     print_dist("TTFT ms", json_object_get(s, "ttft_ms"));
     print_dist("TBT ms", json_object_get(s, "tbt_ms"));
     if (!strcmp(cfg->mode, "aggregated")) {

@@ -204,11 +204,16 @@ typedef struct check_rule {
     const json_t *per; /* the measurement's "worse" object, or NULL */
 } check_rule;
 
+/* Half a unit in the last of the 6 significant digits a baseline keeps
+ * (sim_check_save): what recording rounded away, which no move is. A
+ * baseline recorded at tolerance 0 once failed its own next check. */
+static double rounding(double x) { return x == 0 || !isfinite(x) ? 0 : 0.5 * pow(10, floor(log10(fabs(x))) - 5); }
+
 /* ok / improved of row against expected x under rule (worse: this metric's). */
 static void judge(sim_check_row *row, double x, const check_tol *t, int worse)
 {
     double tol = t->relative ? t->value * fabs(x) : t->value, d = row->got - x;
-    double bad = worse > 0 ? d : worse < 0 ? -d : fabs(d), slack = tol + 1e-12;
+    double bad = worse > 0 ? d : worse < 0 ? -d : fabs(d), slack = tol + rounding(x) + 1e-12;
     row->tolerance = tol;
     row->worse = worse;
     row->ok = bad <= slack;
@@ -382,12 +387,34 @@ static void rebase(json_t *baseline, const char *from_dir, const char *to_dir)
     }
 }
 
+/* Every key of obj one of known (NULL-terminated): a misspelt one
+ * ("tolerence") was once ignored, and the tolerance fell to 0. */
+static int known_keys(const json_t *obj, const char *const *known, const char *where, sim_err *err)
+{
+    size_t n = 0;
+    while (known[n]) n++;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        size_t i = 0;
+        while (i < n && strcmp(key, known[i])) i++;
+        if (i == n)
+            return sim_errf(err, "%s: unknown key \"%s\"%s (docs/ci.md)", where, key, sim_did_you_mean(key, known, n));
+    }
+    return 0;
+}
+
 /* The rule of measurement m (named name) over the file's. */
 static int measurement_rule(const json_t *m, const char *name, const check_rule *file, check_rule *rule, sim_err *err)
 {
     char where[160];
     *rule = *file;
     const json_t *tol = json_object_get(m, "tolerance"), *worse = json_object_get(m, "worse");
+    static const char *const keys[] = {
+        "name", "kind", "args", "expect", "tolerance", "worse", "config_hash", "trace_fingerprint", "comment", NULL};
+    snprintf(where, sizeof where, "measurement %.100s", name);
+    if (known_keys(m, keys, where, err)) return -1;
     snprintf(where, sizeof where, "measurement %.100s: \"tolerance\"", name);
     if (tol && parse_tol(tol, where, &rule->tol, err)) return -1;
     snprintf(where, sizeof where, "measurement %.100s: \"worse\"", name);
@@ -465,6 +492,8 @@ int sim_check_run(json_t *baseline, const char *base_dir, bool record, const sim
     if (json_array_size(ms) == 0) /* "all 0 numbers within tolerance" would pass a check of nothing */
         return sim_errf(err, "baseline: \"measurements\" is empty: nothing to check (add a measurement or record "
                              "one with --write-baseline)");
+    static const char *const top[] = {"kvsim_baseline", "tolerance", "worse", "measurements", "comment", NULL};
+    if (known_keys(baseline, top, "baseline", err)) return -1;
     check_rule file = {.tol = {.text = "0"}};
     if (tol && parse_tol(tol, "baseline: \"tolerance\"", &file.tol, err)) return -1;
     if (parse_worse(json_object_get(baseline, "worse"), "baseline: \"worse\"", &file.worse, err)) return -1;
@@ -559,7 +588,7 @@ int sim_check_save(const json_t *baseline, const char *base_dir, const char *pat
     char *dir = sim_xstrdup(path);
     rebase(copy, base_dir ? base_dir : ".", dirname(dir));
     free(dir);
-    int bad = json_dumpf(copy, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    int bad = json_dumpf(copy, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(6)); /* judge allows for it */
     json_decref(copy);
     if (bad) {
         sim_outfile_abort(&o);

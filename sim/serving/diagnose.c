@@ -207,7 +207,12 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
     u = say_rejected(cfg, summary, buf, u, n);
     if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or the rejections above */
     double most = busiest(util);
-    if (most < LOAD_MIN && !json_is_true(json_object_get(json_object_get(summary, "diagnosis"), "burst"))) {
+    const json_t *d = json_object_get(summary, "diagnosis");
+    /* not when the diagnosis found overload elsewhere (queues that grew on
+     * a link the utilisations do not cover: it once said "not load" under
+     * an overloaded LMCache remote store) */
+    if (most < LOAD_MIN && !json_is_true(json_object_get(d, "burst")) &&
+        !json_is_true(json_object_get(d, "overloaded"))) {
         if ((size_t)u < n)
             snprintf(buf + u, n - (size_t)u,
                      "; at utilisation %.2f at most, not load: the SLO is below these requests' own service time "
