@@ -405,8 +405,8 @@ static void test_lmcache_cpu_scope(void **state)
  * (2.016384e-4 s): TTFT 6.6616064e-3 s, against 15 · l + 2.016384e-4 =
  * 1.63515584e-2 s when every chunk loads.
  * adaptive walks the run: chunk i is recomputed while l ≥ m_i (to i = 8:
- * m_8 = 1.0039296e-3, m_9 = 1.1087872e-3) and the recompute so far hides
- * under the load left (R_9 = 4.895424e-3 ≤ 7 · l): 8 chunks, one
+ * m_8 = 1.0039296e-3, m_9 = 1.1087872e-3) and the recompute so far ends
+ * before the loads from chunk i on would (R_9 = 4.895424e-3 < 8 · l): 8 chunks, one
  * iteration of [256, 2,304) (5.095424e-3 s) while 7 load (7.536629e-3 s),
  * then the last token. */
 static json_t *remote_alone(const char *load)
@@ -491,6 +491,37 @@ static int64_t recomputed_chunks(const char *load, int decoder_tokens)
     assert_int_equal(json_integer_value(json_object_get(j, "completed")), 4);
     json_decref(j);
     return n;
+}
+
+/* Alone on its instance, with a link slower than any chunk's recompute,
+ * adaptive recomputes every chunk: it prices as never (no chunk loaded).
+ * Its rule once asked the recompute to hide under the loads after the
+ * chunk, which no last chunk can, and every request loaded one: a mean
+ * TTFT of 22 s against 0.59 s at 0.01 Gbps. */
+static void test_adaptive_alone_on_a_slow_link(void **state)
+{
+    (void)state;
+    char *text = tu_gen_text("--workload multiround-qa --users 1 --rounds 1 --documents 30 --doc-tokens 20000 "
+                             "--requests 90 --rate 0.01"),
+         *trace = tu_write_temp(text), args[1024];
+    free(text);
+    double ttft[2];
+    const char *loads[2] = {"adaptive", "never"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "run --json --trace %s --config configs/clusters/lmcache-central-storage.json "
+                 "--set kvstore.remote.Gbps=0.01 --set kvstore.load=%s",
+                 trace, loads[i]);
+        json_t *j = tu_kvsim_json(args);
+        ttft[i] = summary_num(j, "ttft_ms", "mean");
+        if (i == 0)
+            assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(j, "lmcache"), "chunk_hits"), "remote")),
+                             0);
+        json_decref(j);
+    }
+    assert_double_equal(ttft[0], ttft[1], 1e-9);
+    tu_remove_temp(trace);
 }
 
 static void test_split_beside_a_decoder(void **state)
@@ -718,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_scope),
         cmocka_unit_test(test_balanced_split_by_hand),
         cmocka_unit_test(test_split_beside_a_decoder),
+        cmocka_unit_test(test_adaptive_alone_on_a_slow_link),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_max_num_seqs),
         cmocka_unit_test(test_async_scheduling),

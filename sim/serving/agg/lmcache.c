@@ -326,11 +326,14 @@ static double load_wait_s(const agg *a, double load_s, double compute_s)
  * same account as "balanced" below: walking the run from its first chunk,
  * chunk k is recomputed while (1) its transfer takes no less than its
  * recompute charged once for q and once for each of the w co-running
- * requests it delays, (1 + w) · compute_k; (2) the recompute so far still
- * hides under the load of the chunks after k (they stream in meanwhile:
- * recomputing more would only lengthen the GPU's side); and (3) it stays
- * within the running requests' slack. Compute grows with the position, so
- * the recomputed chunks lead the run. */
+ * requests it delays, (1 + w) · compute_k; (2) the recompute so far, k's
+ * included, ends before the loads from k on would (the chunks after k
+ * stream in meanwhile, so the first token waits for the longer side:
+ * recomputing k shortens it while the GPU's side stays the shorter); and
+ * (3) it stays within the running requests' slack. Compute grows with the
+ * position, so the recomputed chunks lead the run. Rule (2) once asked the
+ * recompute to hide under the loads after k alone, which no last chunk
+ * can: every request loaded one chunk, however slow its link. */
 static int32_t adaptive_split(const agg *a, const areq *q, const int *tier, int32_t first, int32_t end)
 {
     corun v = corun_view(a, q);
@@ -339,7 +342,7 @@ static int32_t adaptive_split(const agg *a, const areq *q, const int *tier, int3
     int32_t k = first;
     for (; k < end; k++) {
         double c = chunk_compute_s(a, k, q->cached), load = chunk_load_s(a, tier[k]);
-        if (load < (1 + v.w) * c || r_s + c > L - load || r_s + c > v.slack_s) break;
+        if (load < (1 + v.w) * c || r_s + c >= L || r_s + c > v.slack_s) break;
         r_s += c;
         L -= load;
     }
