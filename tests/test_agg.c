@@ -524,6 +524,35 @@ static void test_adaptive_alone_on_a_slow_link(void **state)
     tu_remove_temp(trace);
 }
 
+/* The LMCache tiers evict by kvstore.eviction (they were LRU whatever it
+ * said, and belady passed): on a CPU pool that thrashes under LRU, s3fifo
+ * keeps some of it; belady is refused, as in the disaggregated store. */
+static void test_lmcache_eviction_policy(void **state)
+{
+    (void)state;
+    char *text = tu_gen_text("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2"),
+         *trace = tu_write_temp(text), args[1024];
+    free(text);
+    int64_t hits[2];
+    const char *policy[2] = {"lru", "s3fifo"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(
+            args, sizeof args,
+            "run --json --trace %s --config configs/clusters/lmcache-cpu-offload.json --set kvstore.dram_bytes=20GB "
+            "--set kvstore.eviction=%s",
+            trace, policy[i]);
+        json_t *j = tu_kvsim_json(args);
+        hits[i] =
+            json_integer_value(json_object_get(json_object_get(json_object_get(j, "lmcache"), "chunk_hits"), "cpu"));
+        json_decref(j);
+    }
+    assert_true(hits[1] > hits[0]);
+    snprintf(args, sizeof args,
+             "run --trace %s --config configs/clusters/lmcache-cpu-offload.json --set kvstore.eviction=belady", trace);
+    tu_expect_exit(args, 2, "kvstore.eviction: 'belady' needs the future and only runs in an offline replay");
+    tu_remove_temp(trace);
+}
+
 static void test_split_beside_a_decoder(void **state)
 {
     assert_int_equal(recomputed_chunks("balanced", 1), 10);
@@ -750,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_balanced_split_by_hand),
         cmocka_unit_test(test_split_beside_a_decoder),
         cmocka_unit_test(test_adaptive_alone_on_a_slow_link),
+        cmocka_unit_test(test_lmcache_eviction_policy),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_max_num_seqs),
         cmocka_unit_test(test_async_scheduling),

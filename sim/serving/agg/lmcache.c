@@ -35,6 +35,7 @@
 #include <stdlib.h>
 
 #include "sim/serving/agg/agg_int.h"
+#include "sim/store/evict/registry.h"
 
 enum { T_CPU = 0, T_DISK, T_REMOTE, T_N };
 static const char *const tier_names[T_N] = {"cpu", "disk", "remote"};
@@ -53,11 +54,20 @@ struct lmc {
     double remote_wait_s;
 };
 
-static int new_tier(kv_cache **out, double bytes, double chunk_bytes, sim_err *err)
+/* A tier of `bytes` in chunks, evicting by kvstore.eviction (LMCache's
+ * own is LRU, the default; it once was LRU whatever the key said, and
+ * `belady` passed unrefused). */
+static int new_tier(kv_cache **out, double bytes, double chunk_bytes, const char *policy, sim_err *err)
 {
     *out = NULL;
     int64_t chunks = sim_count_in(bytes, chunk_bytes);
-    return chunks > 0 ? kv_cache_new(out, "lru", chunks, NULL, err) : 0;
+    const kv_evict_entry *e = kv_evict_lookup(policy);
+    if (chunks > 0 && e && e->offline) /* the store's own rule (sim/store/kvstore.c) */
+        return sim_errf(err,
+                        "kvstore.eviction: '%s' needs the future and only runs in an offline replay (kvsim hitrate "
+                        "--policy %s)",
+                        policy, policy);
+    return chunks > 0 ? kv_cache_new(out, policy, chunks, NULL, err) : 0;
 }
 
 int lmc_create(agg *a, sim_err *err)
@@ -73,10 +83,10 @@ int lmc_create(agg *a, sim_err *err)
     l->cpu = sim_xcalloc((size_t)l->ncpu, sizeof *l->cpu);
     l->disk = sim_xcalloc((size_t)a->n, sizeof *l->disk);
     for (int i = 0; i < l->ncpu; i++)
-        if (new_tier(&l->cpu[i], cfg->dram_bytes, l->chunk_bytes, err)) return -1;
+        if (new_tier(&l->cpu[i], cfg->dram_bytes, l->chunk_bytes, cfg->eviction, err)) return -1;
     for (int i = 0; i < a->n; i++)
-        if (new_tier(&l->disk[i], cfg->ssd_bytes, l->chunk_bytes, err)) return -1;
-    return new_tier(&l->remote, cfg->lmc.remote_bytes, l->chunk_bytes, err);
+        if (new_tier(&l->disk[i], cfg->ssd_bytes, l->chunk_bytes, cfg->eviction, err)) return -1;
+    return new_tier(&l->remote, cfg->lmc.remote_bytes, l->chunk_bytes, cfg->eviction, err);
 }
 
 void lmc_free(agg *a)
