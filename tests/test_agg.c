@@ -501,10 +501,9 @@ static int64_t recomputed_chunks(const char *load, int decoder_tokens)
 static void test_adaptive_alone_on_a_slow_link(void **state)
 {
     (void)state;
-    char *text = tu_gen_text("--workload multiround-qa --users 1 --rounds 1 --documents 30 --doc-tokens 20000 "
-                             "--requests 90 --rate 0.01"),
-         *trace = tu_write_temp(text), args[1024];
-    free(text);
+    char *trace = tu_gen_trace("--workload multiround-qa --users 1 --rounds 1 --documents 30 --doc-tokens 20000 "
+                               "--requests 90 --rate 0.01"),
+         args[1024];
     double ttft[2];
     const char *loads[2] = {"adaptive", "never"};
     for (int i = 0; i < 2; i++) {
@@ -530,9 +529,7 @@ static void test_adaptive_alone_on_a_slow_link(void **state)
 static void test_lmcache_eviction_policy(void **state)
 {
     (void)state;
-    char *text = tu_gen_text("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2"),
-         *trace = tu_write_temp(text), args[1024];
-    free(text);
+    char *trace = tu_gen_trace("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2"), args[1024];
     int64_t hits[2];
     const char *policy[2] = {"lru", "s3fifo"};
     for (int i = 0; i < 2; i++) {

@@ -495,10 +495,9 @@ static void test_overload_diagnosis(void **state)
 static void test_not_overload(void **state)
 {
     (void)state;
-    char *text = tu_gen_text("--workload shared-prefix --arrivals batch --requests 8 --output-tokens 1 "
-                             "--block-tokens 512"),
-         *burst = tu_write_temp(text), args[1024];
-    free(text);
+    char *burst = tu_gen_trace("--workload shared-prefix --arrivals batch --requests 8 --output-tokens 1 "
+                               "--block-tokens 512"),
+         args[1024];
     snprintf(args, sizeof args, "run --json --trace %s --set cluster.prefill=1 --set cluster.decode=1", burst);
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 0);
@@ -524,9 +523,7 @@ static void test_not_overload(void **state)
     /* but a run whose queues grew on what no utilisation covers (an
      * LMCache remote store's link) is overloaded, and not said to be "not
      * load" (it once was, beside the overload warning) */
-    text = tu_gen_text("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2");
-    char *mqa = tu_write_temp(text);
-    free(text);
+    char *mqa = tu_gen_trace("--workload multiround-qa --requests 300 --doc-tokens 20000 --rate 2");
     snprintf(args, sizeof args,
              "run --trace %s --config configs/clusters/lmcache-central-storage.json --set trace.speed=0.5", mqa);
     r = tu_kvsim(args);

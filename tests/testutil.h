@@ -262,6 +262,14 @@ static inline char *tu_gen_text(const char *args)
     return r.out;
 }
 
+/* That trace in a temp file: its path (tu_remove_temp it). */
+static inline char *tu_gen_trace(const char *args)
+{
+    char *text = tu_gen_text(args), *path = tu_write_temp(text);
+    free(text);
+    return path;
+}
+
 /* The number at o.a (or o.a.b when b is given); fails the test otherwise. */
 static inline double tu_num_at(const json_t *o, const char *a, const char *b)
 {

@@ -12,15 +12,21 @@
 #include "sim/outfile.h"
 #include "sim/util.h"
 
-char *sim_cli_string_set(const char *key, const char *value)
+char *sim_cli_json_string(const char *value)
 {
     json_t *s = json_string(value);
     char *enc = json_dumps(s, JSON_ENCODE_ANY);
+    json_decref(s);
+    return enc;
+}
+
+char *sim_cli_string_set(const char *key, const char *value)
+{
+    char *enc = sim_cli_json_string(value);
     size_t n = strlen(key) + strlen(enc) + 2;
     char *set = sim_xmalloc(n);
     snprintf(set, n, "%s=%s", key, enc);
     free(enc);
-    json_decref(s);
     return set;
 }
 

@@ -60,6 +60,8 @@ int cmd_validate(int argc, char **argv);
 /* kvsim model import: a model preset from a Hugging Face config.json. */
 int cmd_model(int argc, char **argv);
 
+/* value as a JSON string, quoted and escaped (caller frees). */
+char *sim_cli_json_string(const char *value);
 /* "key=VALUE" with VALUE the JSON encoding of a string (a --set that stays a
  * string whatever it looks like, e.g. a trace path). Caller frees. */
 char *sim_cli_string_set(const char *key, const char *value);

@@ -6,7 +6,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sim/cli/cli.h"
 #include "sim/config/config.h"
@@ -143,12 +142,9 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     if (a->json) {
         printf("{");
         print_measured(c, a);
-        json_t *names = json_pack("{s:s, s:s}", "model", c->model->name, "hardware", c->hw->name);
-        char *text = json_dumps(names, JSON_COMPACT | JSON_PRESERVE_ORDER); /* {"model": ..., "hardware": ...} */
-        text[strlen(text) - 1] = 0;
-        printf("%s, ", text + 1);
-        free(text);
-        json_decref(names);
+        char *model = sim_cli_json_string(c->model->name), *hw = sim_cli_json_string(c->hw->name);
+        printf("\"model\": %s, \"hardware\": %s, ", model, hw);
+        free(model), free(hw);
         printf("\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"prefill_overhead_ms\": %.4f, "
                "\"hbm_kv_tokens\": %lld, "

@@ -147,13 +147,6 @@ static int miss_class(const json_t *dist, double slo, const char **stat)
 
 static const char *const miss_share[] = {"under 1%", "1-10%", "10-50%", "over half"};
 
-/* The explanation: the SLO misses per metric, then the binding side. The
- * side of the metric more requests miss binds (TTFT: prefill, or the
- * aggregated instances; TBT: decode); its utilisation is set beside the
- * busiest kind's when that is another. Under a PIC policy a TBT-bound run
- * is explained by what prefill no longer computes: requests reach decode
- * sooner and its batches grow, so a policy that recomputes less can have
- * the lower TTFT and the lower attainment (docs/definitions.md). */
 /* The rejections of a run that rejected any, appended at buf + u (the
  * admission policy's, by where they happened); returns the new length. */
 static int say_rejected(const sim_config *cfg, const json_t *summary, char *buf, int u, size_t n)
@@ -171,15 +164,13 @@ static int say_rejected(const sim_config *cfg, const json_t *summary, char *buf,
                         (long long)json_integer_value(json_object_get(rej, "ttft_slo")));
 }
 
-/* The busiest kind's utilisation. */
-static double busiest(const json_t *util)
-{
-    double u = 0;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        u = fmax(u, json_number_value(json_object_get(util, kinds[i].key)));
-    return u;
-}
-
+/* The explanation: the SLO misses per metric, then the binding side. The
+ * side of the metric more requests miss binds (TTFT: prefill, or the
+ * aggregated instances; TBT: decode); its utilisation is set beside the
+ * busiest kind's when that is another. Under a PIC policy a TBT-bound run
+ * is explained by what prefill no longer computes: requests reach decode
+ * sooner and its batches grow, so a policy that recomputes less can have
+ * the lower TTFT and the lower attainment (docs/definitions.md). */
 void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf, size_t n)
 {
     *buf = 0;
@@ -206,8 +197,8 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
                      miss_share[ct], cfg->slo_ttft_ms, st, json_number_value(json_object_get(ttft, st)));
     u = say_rejected(cfg, summary, buf, u, n);
     if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or the rejections above */
-    double most = busiest(util);
     const json_t *d = json_object_get(summary, "diagnosis");
+    double most = json_number_value(json_object_get(d, "utilisation")); /* the busiest kind's (0: none busy) */
     /* not when the diagnosis found overload elsewhere (queues that grew on
      * a link the utilisations do not cover: it once said "not load" under
      * an overloaded LMCache remote store) */
