@@ -15,33 +15,40 @@ kvsim's glitch rule), so that the tables' transfer to the lent card is
 seen apart from kvsim's interpolation between their shapes.
 
 For each token count m of the probe, `kvsim cost --batch m --json` gives
-one decode step's operations summed over the 32 layers; this prints, per
-layer, kvsim's price and the probe's (its `rotated` time: each launch reads
-weights not in L2, as in a model) of the QKV, O, MLP (gate-up + down) and
-LM-head GEMMs, with kvsim's error, and the error of the step's GEMMs
-together (32 layers and the LM head); then the median and largest
-absolute error of each. Standard library only; needs build/kvsim (make).
+one decode step's operations summed over the model's layers; this prints,
+per layer, kvsim's price and the probe's (its `rotated` time: each launch
+reads weights not in L2, as in a model) of the QKV, O, MLP (gate-up +
+down) and LM-head GEMMs the probe timed, with kvsim's error, and the error
+of the step's GEMMs together (every layer and the LM head); then the
+median and largest absolute error of each. --model and --hardware price
+another model's shard (a probe run with --shapes llama3-70b-tp4 is
+--model llama3-70b --hardware h200x4). Standard library only; needs build/kvsim (make).
 """
 import argparse
 import csv
 import gzip
 import json
-import statistics
-import subprocess
 import sys
 
-LAYERS = 32  # Llama-3.1-8B (configs/models/llama3.1-8b.json): the probe's shapes are its
-OPS = (("qkv", "qkv_gemm", ("qkv",), LAYERS), ("o", "o_gemm", ("o",), LAYERS),
-       ("mlp", "mlp_gemm", ("gate_up", "down"), LAYERS), ("lm_head", "lm_head", ("lm_head",), 1))
+from check_util import kvsim_cost, load_probe, summary
+
+# (column, kvsim's operation, the probe's GEMMs in it, priced once a layer?)
+OPS = (("qkv", "qkv_gemm", ("qkv",), True), ("o", "o_gemm", ("o",), True),
+       ("mlp", "mlp_gemm", ("gate_up", "down"), True), ("lm_head", "lm_head", ("lm_head",), False))
 
 
-def kvsim_ops(kvsim, m):
-    cmd = [kvsim, "cost", "--set", "model=llama3.1-8b", "--set", "hardware=h200x1", "--batch", str(m),
-           "--context", "16", "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit("gemm_check.py: %s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
-    return json.loads(r.stdout)["decode_ops_ms"]
+def layers(model):
+    path = "configs/models/%s.json" % model
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(json.load(f)["layers"])
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit("gemm_check.py: %s: %s (--model names a preset of configs/models)" % (path, e))
+
+
+def kvsim_ops(kvsim, m, model, hardware):
+    return kvsim_cost(kvsim, "gemm_check.py", "--set", "model=" + model, "--set", "hardware=" + hardware, "--batch",
+                      str(m), "--context", "16")["decode_ops_ms"]
 
 
 def table_rows(path="configs/optables/h200_sxm/gemm.csv.gz"):
@@ -70,9 +77,7 @@ def points(probe):
             errors.append(100 * (t / r["rotated_ms"] - 1))
             cells.append("%-22s" % ("%.4f/%.4f %+5.1f%%" % (t, r["rotated_ms"], errors[-1])))
         print("%5d  " % m + " ".join(cells))
-    abs_err = sorted(abs(x) for x in errors)
-    print("table points: median |error| %.1f%%, largest %.1f%% (%d)" % (statistics.median(abs_err), abs_err[-1],
-                                                                       len(errors)))
+    print(summary("table points", errors))
 
 
 def main():
@@ -81,35 +86,35 @@ def main():
                     help="reports/gemm_probe.py's output (default: %(default)s)")
     ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
     ap.add_argument("--points", metavar="FILE", help="compare the probe's times at the tables' own shapes (above)")
+    ap.add_argument("--model", default="llama3.1-8b", help="the model the probe's shapes are one GPU's shard of "
+                    "(default: %(default)s)")
+    ap.add_argument("--hardware", default="h200x1", help="the hardware preset to price it on (default: %(default)s)")
     a = ap.parse_args()
-    path = a.points or a.probe
-    try:
-        with open(path, encoding="utf-8") as f:
-            probe = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit("gemm_check.py: %s: %s (make it with reports/gemm_probe.py on a GPU)" % (path, e))
+    probe = load_probe(a.points or a.probe, "gemm_check.py", "gemm_probe.py")
     if a.points:
         points(probe)
         return
     lent = {(r["gemm"], r["m"]): r["rotated_ms"] for r in probe["rows"]}
     tokens = sorted({m for _, m in lent})
-    print("per layer, ms: kvsim (tables) / %s (reports/gemm_probe.py), kvsim's error" % probe["host"]["gpu"])
-    print("%5s  %-22s %-22s %-22s %-22s %s" % ("m", "qkv", "o", "mlp", "lm_head", "step"))
+    ops_here = [op for op in OPS if all((p, tokens[0]) in lent for p in op[2])]
+    n_layers = layers(a.model)
+    print("per layer, ms: kvsim (tables, %s on %s) / %s (reports/gemm_probe.py), kvsim's error" % (
+        a.model, a.hardware, probe["host"]["gpu"]))
+    print("%5s  " % "m" + "".join("%-23s" % op[0] for op in ops_here) + "step")
     errors, steps = [], []
     for m in tokens:
-        ops = kvsim_ops(a.kvsim, m)
+        ops = kvsim_ops(a.kvsim, m, a.model, a.hardware)
         cells, ours_step, theirs_step = [], 0.0, 0.0
-        for _, key, parts, layers in OPS:
-            ours, theirs = ops[key] / layers, sum(lent[(p, m)] for p in parts)
-            ours_step, theirs_step = ours_step + ours * layers, theirs_step + theirs * layers
+        for _, key, parts, per_layer in ops_here:
+            count = n_layers if per_layer else 1
+            ours, theirs = ops[key] / count, sum(lent[(p, m)] for p in parts)
+            ours_step, theirs_step = ours_step + ours * count, theirs_step + theirs * count
             errors.append(100 * (ours / theirs - 1))
-            cells.append("%.4f/%.4f %+5.1f%%" % (ours, theirs, errors[-1]))
+            cells.append("%-23s" % ("%.4f/%.4f %+5.1f%%" % (ours, theirs, errors[-1])))
         steps.append(100 * (ours_step / theirs_step - 1))
-        print("%5d  %-22s %-22s %-22s %-22s %+5.1f%%" % ((m,) + tuple(cells) + (steps[-1],)))
+        print("%5d  " % m + "".join(cells) + "%+5.1f%%" % steps[-1])
     for what, e in (("GEMM prices", errors), ("steps", steps)):
-        abs_err = [abs(x) for x in e]
-        print("%s: median |error| %.1f%%, largest %.1f%% (%d)" % (what, statistics.median(abs_err), max(abs_err),
-                                                                 len(e)))
+        print(summary(what, e))
 
 
 if __name__ == "__main__":

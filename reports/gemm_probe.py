@@ -28,9 +28,12 @@ Shapes: Llama-3.1-8B at TP 1 (hidden 4096, 32 query and 8 KV heads of 128,
 intermediate 14336, vocabulary 128256): qkv 6144 × 4096, o 4096 × 4096,
 gate_up 28672 × 4096, down 4096 × 14336, lm_head 128256 × 4096. The tables
 hold the first two exactly and bracket the others (docs/measured.md §2).
---shapes times others instead (`table_points` names the measured shapes
-that bracket them: reports/gemm_check.py --points compares those with the
-tables' own rows).
+--shapes times others instead, or a named set (SHAPE_SETS): `table_points`
+the measured shapes that bracket them (reports/gemm_check.py --points
+compares those with the tables' own rows), `llama3-70b-tp4` and
+`mixtral-8x7b-tp2` one GPU's shard of those models (reports/gemm_check.py
+--model and --hardware set kvsim's prices beside them). The JSON names the
+set (`shape_set`).
 
 What it does not measure: vLLM's process (its custom ops, torch.compile's
 fusions), nor any other operation. A figure from it is "cuBLAS bf16 GEMMs
@@ -39,7 +42,7 @@ through PyTorch on that GPU", to be cited as such.
 import argparse
 import sys
 
-from gpu_host import cuda_device, emit, host
+from gpu_host import cuda_device, emit, event_times, host
 
 try:
     import torch
@@ -51,6 +54,18 @@ SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "dow
 # The tables' measured shapes around gate_up (n 16384 and 51200), down
 # (k 12288 and 16384) and the LM head (n 65536, its largest), and qkv's own.
 TABLE_POINTS = "n16384=16384x4096,n51200=51200x4096,n65536=65536x4096,k12288=4096x12288,k16384=4096x16384,qkv=6144x4096"
+# Named shape sets for --shapes: the tables' bracketing points, and one GPU's
+# shard of the tensor-parallel models of the CI latency check
+# (docs/validation.md §5; configs/models/NAME.json): Llama-3 70B on four GPUs
+# (hidden 8192, 64 query and 8 KV heads of 128, intermediate 28672,
+# vocabulary 128256, each split four ways) and Mixtral-8x7B's attention and
+# LM head on two (hidden 4096, 32 and 8 heads, vocabulary 32000; its experts
+# are reports/moe_probe.py's).
+SHAPE_SETS = {
+    "table_points": TABLE_POINTS,
+    "llama3-70b-tp4": "qkv=2560x8192,o=8192x2048,gate_up=14336x8192,down=8192x7168,lm_head=32064x8192",
+    "mixtral-8x7b-tp2": "qkv=3072x4096,o=4096x2048,lm_head=16000x4096",
+}
 TOKENS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 L2_BYTES_COVER = 4 * 60 << 20  # weight copies rotated: at least 4 × an H100/H200's 50-60 MB L2
 LAUNCHES, REPS, WARM = 16, 9, 3
@@ -99,27 +114,16 @@ def graph_ms(x, weights, dev):
     with torch.cuda.graph(g):
         for i in range(LAUNCHES):
             torch.mm(x, weights[i % len(weights)].t(), out=outs[i % 2])
-    for _ in range(WARM):
-        g.replay()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / LAUNCHES)
-    times.sort()
+    times = event_times(torch, g.replay, REPS, WARM, LAUNCHES)
     return times[REPS // 2], times[0], times[-1]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the JSON object here (default: stdout)")
-    ap.add_argument("--shapes", help="NAME=NxK,... instead of Llama-3.1-8B's (table_points: the tables' bracketing "
-                    "shapes)")
+    ap.add_argument("--shapes", help="NAME=NxK,... instead of Llama-3.1-8B's, or a set: %s" % ", ".join(SHAPE_SETS))
     a = ap.parse_args()
-    shapes = SHAPES if not a.shapes else parse_shapes(TABLE_POINTS if a.shapes == "table_points" else a.shapes)
+    shapes = SHAPES if not a.shapes else parse_shapes(SHAPE_SETS.get(a.shapes, a.shapes))
     dev = cuda_device(torch, "reports/gemm_probe.py")
     torch.manual_seed(0)
     err = check(dev)
@@ -140,7 +144,7 @@ def main():
         torch.cuda.empty_cache()
     out = {"about": "cuBLAS bf16 GEMMs through PyTorch, CUDA-graph replays (reports/gemm_probe.py)",
            "host": host(torch, cuda=torch.version.cuda), "check_rel_err": err, "launches_per_graph": LAUNCHES,
-           "reps": REPS, "rows": rows}
+           "reps": REPS, "shape_set": a.shapes if a.shapes in SHAPE_SETS else None, "rows": rows}
     emit(out, a.out)
 
 

@@ -3,7 +3,7 @@ reports/gemm_probe.py, reports/sampler_probe.py) share: the CUDA device or
 an exit saying what is missing, what their JSON says of the machine it ran
 on (the CPU model and core count, the GPU's name, PyTorch's and Python's
 versions, and whatever else the probe adds: its own libraries' versions),
-and writing that JSON."""
+writing that JSON, and timing a call with CUDA events."""
 import json
 import os
 import platform
@@ -42,3 +42,19 @@ def emit(out, path):
             f.write(text + "\n")
     else:
         print(text)
+
+
+def event_times(torch, run, reps, warm, per=1):
+    """run() `warm` times, then `reps` times each between two CUDA events:
+    the sorted times in ms, each divided by `per` (the calls one run makes)."""
+    for _ in range(warm):
+        run()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / per)
+    return sorted(times)

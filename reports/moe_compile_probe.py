@@ -14,12 +14,9 @@ warm launch's, per token count, in a fresh Triton cache (a trivial kernel
 is compiled first, so that Triton's one-time start is not in the first
 row). Run it again for another pass.
 
-What it compiles: a grouped GEMM over tokens sorted by expert, written
-here (not vLLM's code) to the same plan as vLLM's fused-MoE Triton kernel:
-a block of sorted token ids and its expert, a tiled product over K with
-tl.dot, the routing weight multiplied in on the second GEMM, integer
-arguments N, K, EM (the padded sorted length) and the count of valid
-tokens, which Triton specializes on divisibility by 16. The shapes are
+What it compiles: reports/moe_kernel.py's grouped GEMM over tokens sorted
+by expert, written there (not vLLM's code) to the same plan as vLLM's
+fused-MoE Triton kernel. The shapes are
 Mixtral-8x7B's on two GPUs (8 experts, top 2, hidden 4096, intermediate
 7168 per GPU: the gate-up GEMM N = 14336, K = 4096; the down GEMM
 N = 4096, K = 7168), with the tile configs vLLM's tuned table for that
@@ -46,14 +43,12 @@ from gpu_host import cuda_device, emit, host
 # A fresh cache before Triton is imported: every first launch compiles.
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-probe-")
 
-try:
-    import torch
-    import triton
-    import triton.language as tl
-except ImportError:  # --help still answers; main() says what is missing
-    torch = triton = None
+from moe_kernel import launch as moe_launch, sort_pairs, torch, triton
 
-    class tl:  # noqa: N801 — only so that the kernel's annotations evaluate
+if triton:
+    import triton.language as tl
+else:
+    class tl:  # noqa: N801 — only so that warm_up's annotations evaluate
         constexpr = None
 
 E, TOPK, HIDDEN, INTER = 8, 2, 4096, 7168
@@ -78,7 +73,6 @@ CONFIGS = [
     {"key": 2048, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 32, "num_warps": 8, "num_stages": 4,
      "tokens": [2044, 2045, 2040]},
 ]
-TUNING = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 
 
 if triton:
@@ -86,59 +80,6 @@ if triton:
     def warm_up(x_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
-
-
-def _moe_gemm(a_ptr, b_ptr, c_ptr, w_ptr, sorted_ptr, expert_ptr, N, K, EM, num_valid,
-             stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-             TOP_K: tl.constexpr, MUL_W: tl.constexpr):
-    pid = tl.program_id(0)
-    pid_ms, pid_ns = tl.cdiv(EM, BLOCK_M), tl.cdiv(N, BLOCK_N)
-    group = GROUP_M * pid_ns
-    first = (pid // group) * GROUP_M
-    size = tl.minimum(pid_ms - first, GROUP_M)
-    pid_m = first + (pid % group) % size
-    pid_n = (pid % group) // size
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    tok = tl.load(sorted_ptr + offs_m, mask=offs_m < EM, other=num_valid)
-    valid = tok < num_valid
-    e = tl.load(expert_ptr + pid_m)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    a = a_ptr + (tok[:, None] // TOP_K) * stride_am + offs_k[None, :] * stride_ak
-    b = b_ptr + e * stride_be + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        kk = k * BLOCK_K + offs_k
-        x = tl.load(a, mask=valid[:, None] & (kk[None, :] < K), other=0.0)
-        y = tl.load(b, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc += tl.dot(x, y)
-        a += BLOCK_K * stride_ak
-        b += BLOCK_K * stride_bk
-    if MUL_W:
-        w = tl.load(w_ptr + tok, mask=valid, other=0.0)
-        acc = acc * w[:, None]
-    c = c_ptr + tok[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=valid[:, None] & (offs_n[None, :] < N))
-
-
-moe_gemm = triton.jit(_moe_gemm) if triton else None
-
-
-def routed(tokens, block_m, dev):
-    """Token-expert pairs sorted by expert, each expert's run padded to a
-    whole block (padding ids = the count of pairs), and each block's expert."""
-    experts = torch.randint(0, E, (tokens * TOPK,), device=dev)
-    ids, blocks = [], []
-    for x in range(E):
-        mine = (experts == x).nonzero().flatten().tolist()
-        pad = (-len(mine)) % block_m
-        ids += mine + [tokens * TOPK] * pad
-        blocks += [x] * ((len(mine) + pad) // block_m)
-    em = tokens * TOPK + E * (block_m - 1)  # the padded length's bound, as the launch sizes it
-    ids += [tokens * TOPK] * (em - len(ids))
-    blocks += [0] * (-(-em // block_m) - len(blocks))  # blocks of padding only: every row masked
-    return torch.tensor(ids, device=dev, dtype=torch.int32), torch.tensor(blocks, device=dev, dtype=torch.int32), em
 
 
 def launch(cfg, gemm, tokens, dev):
@@ -149,16 +90,13 @@ def launch(cfg, gemm, tokens, dev):
     b = torch.randn(E, n, k, device=dev, dtype=torch.float16)
     c = torch.empty(tokens * TOPK, n, device=dev, dtype=torch.float16)
     w = torch.rand(tokens * TOPK, device=dev, dtype=torch.float32)
-    ids, blocks, em = routed(tokens, cfg["BLOCK_M"], dev)
-    grid = (triton.cdiv(em, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
-    meta = {key: cfg[key] for key in TUNING}
+    experts = torch.randint(0, E, (tokens * TOPK,), device=dev).tolist()
+    routing = sort_pairs(experts, E, cfg["BLOCK_M"], dev)
 
     def run():
         torch.cuda.synchronize()
         t = time.perf_counter()
-        moe_gemm[grid](a, b, c, w, ids, blocks, n, k, em, tokens * TOPK, a.stride(0), a.stride(1), b.stride(0),
-                       b.stride(1), b.stride(2), c.stride(0), c.stride(1), TOP_K=top_k, MUL_W=mul,
-                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **meta)
+        moe_launch(cfg, a, b, c, w, routing, tokens * TOPK, top_k, mul)
         torch.cuda.synchronize()
         return time.perf_counter() - t
     first = run()

@@ -297,10 +297,59 @@ static void test_layer_probe_skips_without_gpu(void **state)
     assert_true(ok);
 }
 
+/* The GPU probes of reports/ without a GPU (or without PyTorch, as on CI)
+ * exit non-zero naming what they need; device_checks.sh refuses a check it
+ * does not have with exit 2, naming the checks it has. */
+static void test_gpu_probes_say_what_they_need(void **state)
+{
+    if (system("command -v python3 >/dev/null 2>&1") != 0) {
+        printf("skip: python3 not installed\n");
+        skip();
+    }
+    static const char *const probes[] = {"moe_probe", "attention_probe", "gemm_probe", "moe_compile_probe"};
+    for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "(CUDA_VISIBLE_DEVICES= python3 reports/%s.py 2>&1; echo exit=$?)", probes[i]);
+        cli_result r = tu_shell(cmd);
+        int ok = (strstr(r.out, ": needs PyTorch") && strstr(r.out, "exit=2")) ||
+                 (strstr(r.out, ": no CUDA GPU: run it on a GPU host") && strstr(r.out, "exit=1"));
+        if (!ok) printf("%s said: %s\n", probes[i], r.out);
+        tu_free(&r);
+        assert_true(ok);
+    }
+    cli_result r = tu_shell("(OUT=/tmp/kvsim-device-never sh reports/device_checks.sh moe nosuch 2>&1; echo exit=$?)");
+    assert_non_null(strstr(r.out, "'nosuch' is no check (checks: moe_compile gemm sampler"));
+    assert_non_null(strstr(r.out, "exit=2"));
+    tu_free(&r);
+    assert_int_equal(access("/tmp/kvsim-device-never", F_OK), -1); /* refused before it wrote anything */
+}
+
+/* The MoE probe's routing and configs, by hand: AIConfigurator's balanced
+ * rule gives token t of M the experts ⌊t·s/M + j·s⌋ mod 8 (s = ⌈8/2⌉ = 4)
+ * below s tokens, (t + j·s) mod 8 from s on: 3 tokens are 0,4 1,5 2,6
+ * (t·4/3 = 0, 1.33, 2.67), 5 tokens wrap to 4,0 for the fifth; vLLM takes
+ * the config of the nearest batch key, the first of two as near: 384
+ * tokens sit between the keys 256 and 512 and take 256, 100 takes 96. */
+static void test_moe_probe_routing_by_hand(void **state)
+{
+    if (system("command -v python3 >/dev/null 2>&1") != 0) {
+        printf("skip: python3 not installed\n");
+        skip();
+    }
+    cli_result r = tu_shell("cd reports && python3 -c 'import moe_probe as m; "
+                            "print(m.balanced(3), m.balanced(5)[8:], m.config(384)[0], m.config(100)[0], "
+                            "m.config(1)[1][\"BLOCK_M\"])' 2>&1");
+    if (!strstr(r.out, "[0, 4, 1, 5, 2, 6] [4, 0] 256 96 16")) printf("moe_probe said: %s\n", r.out);
+    assert_non_null(strstr(r.out, "[0, 4, 1, 5, 2, 6] [4, 0] 256 96 16"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_gpu_probes_say_what_they_need),
+        cmocka_unit_test(test_moe_probe_routing_by_hand),
         cmocka_unit_test(test_fit_recorded_h100),
         cmocka_unit_test(test_decode_line_second_implementation),
         cmocka_unit_test(test_cost_uses_profile_on_h100),
