@@ -15,7 +15,7 @@ pass's `attn_context` over the model's layers (`kvsim cost --prefill N
 --json`); each backend's time; and the table's error against the fastest
 backend. Then, per shape, the median and largest absolute error of the
 table against the fastest backend. Standard library only; needs
-build/kvsim (make).
+build/kvsim (make), unless --no-kvsim leaves its column out.
 """
 import argparse
 import csv
@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--probe", default="configs/calibration/h200.attention.json",
                     help="reports/attention_probe.py's output (default: %(default)s)")
     ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    ap.add_argument("--no-kvsim", action="store_true", help="the table and the probe only (no build/kvsim needed)")
     a = ap.parse_args()
     probe = load_probe(a.probe, "attention_check.py", "attention_probe.py")
     table = table_rows()
@@ -67,7 +68,8 @@ def main():
             if t is None or not ran:
                 continue
             errors.append(100 * (t / min(ran) - 1))
-            print("%7d  %-8.4f %-8.4f " % (isl, t, kvsim_ms(a.kvsim, shape, isl)) +
+            ours = "-" if a.no_kvsim else "%.4f" % kvsim_ms(a.kvsim, shape, isl)
+            print("%7d  %-8.4f %-8s " % (isl, t, ours) +
                   "".join("%-10s" % ("%.4f" % x if x is not None else "-") for x in times) + "%+6.1f%%" % errors[-1])
         print("  " + summary("table against the fastest", errors))
 

@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--model", default="llama3.1-8b", help="the model the probe's shapes are one GPU's shard of "
                     "(default: %(default)s)")
     ap.add_argument("--hardware", default="h200x1", help="the hardware preset to price it on (default: %(default)s)")
+    ap.add_argument("--tokens", help="comma list: only these of the probe's token counts")
     a = ap.parse_args()
     probe = load_probe(a.points or a.probe, "gemm_check.py", "gemm_probe.py")
     if a.points:
@@ -96,6 +97,12 @@ def main():
         return
     lent = {(r["gemm"], r["m"]): r["rotated_ms"] for r in probe["rows"]}
     tokens = sorted({m for _, m in lent})
+    if a.tokens:
+        want = {int(x) for x in a.tokens.split(",") if x.strip().isdigit()}
+        tokens = [m for m in tokens if m in want]
+        if not tokens:
+            sys.exit("gemm_check.py: --tokens %s: none of the probe's token counts (%s)" % (
+                a.tokens, ",".join(str(m) for m in sorted({m for _, m in lent}))))
     ops_here = [op for op in OPS if all((p, tokens[0]) in lent for p in op[2])]
     n_layers = layers(a.model)
     print("per layer, ms: kvsim (tables, %s on %s) / %s (reports/gemm_probe.py), kvsim's error" % (

@@ -14,7 +14,9 @@ the probe's layer in a CUDA graph (its `layer_graph_ms`: the two GEMMs,
 PyTorch's unfused activation and sum) and its two GEMMs alone
 (`gemms_graph_ms`); the table's error against each. Then the median and
 largest absolute error of the table against the layer and against the
-GEMMs, up to 256 tokens (decode batches) and above (prefill chunks).
+GEMMs, up to 256 tokens (decode batches) and above (prefill chunks); and
+how far kvsim's price is above the table's row. --no-kvsim leaves kvsim
+out.
 Standard library only; needs build/kvsim (make).
 """
 import argparse
@@ -47,6 +49,7 @@ def main():
     ap.add_argument("--probe", default="configs/calibration/h200.moe.json",
                     help="reports/moe_probe.py's output (default: %(default)s)")
     ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    ap.add_argument("--no-kvsim", action="store_true", help="the table and the probe only (no build/kvsim needed)")
     a = ap.parse_args()
     probe = load_probe(a.probe, "moe_check.py", "moe_probe.py")
     table = table_rows()
@@ -54,6 +57,7 @@ def main():
           probe["host"]["gpu"])
     print("%5s  %-8s %-8s %-8s %-8s %-8s %s" % ("m", "table", "kvsim", "layer", "GEMMs", "/layer", "/GEMMs"))
     errors = {False: ([], []), True: ([], [])}
+    over = []
     for r in probe["rows"]:
         m, t = r["tokens"], table.get(r["tokens"])
         if t is None:
@@ -61,11 +65,16 @@ def main():
         e_layer, e_gemms = 100 * (t / r["layer_graph_ms"] - 1), 100 * (t / r["gemms_graph_ms"] - 1)
         errors[m > 256][0].append(e_layer)
         errors[m > 256][1].append(e_gemms)
-        print("%5d  %-8.4f %-8.4f %-8.4f %-8.4f %+6.1f%%  %+6.1f%%" % (
-            m, t, kvsim_layer_ms(a.kvsim, m), r["layer_graph_ms"], r["gemms_graph_ms"], e_layer, e_gemms))
+        ours = None if a.no_kvsim else kvsim_layer_ms(a.kvsim, m)
+        if ours is not None:
+            over.append(ours - t)
+        print("%5d  %-8.4f %-8s %-8.4f %-8.4f %+6.1f%%  %+6.1f%%" % (
+            m, t, "-" if ours is None else "%.4f" % ours, r["layer_graph_ms"], r["gemms_graph_ms"], e_layer, e_gemms))
     for prefill, name in ((False, "up to 256 tokens"), (True, "above 256 tokens")):
         print(summary("table against the layer, %s" % name, errors[prefill][0]))
         print(summary("table against the GEMMs, %s" % name, errors[prefill][1]))
+    if over:
+        print("kvsim above the table: %.3f to %.3f ms (the router's GEMM and top-k)" % (min(over), max(over)))
 
 
 if __name__ == "__main__":
