@@ -252,6 +252,14 @@ static void test_import_round_trip(void **state)
     assert_string_equal(json_string_value(json_object_get(a, "model")), "Qwen3-14B"); /* each its own name */
     assert_string_equal(json_string_value(json_object_get(b, "model")), "qwen3-14b");
     json_object_del(a, "model"), json_object_del(b, "model");
+    /* the same caveat (four GPUs, tensor parallel), each naming its model */
+    json_t *ca = json_array_get(json_object_get(a, "caveats"), 0),
+           *cb = json_array_get(json_object_get(b, "caveats"), 0);
+    assert_string_equal(json_string_value(json_object_get(ca, "name")), "tensor_parallel");
+    assert_string_equal(json_string_value(json_object_get(cb, "name")), "tensor_parallel");
+    assert_non_null(strstr(json_string_value(json_object_get(ca, "text")), "Qwen3-14B runs on 4 GPUs"));
+    assert_non_null(strstr(json_string_value(json_object_get(cb, "text")), "qwen3-14b runs on 4 GPUs"));
+    json_object_del(a, "caveats"), json_object_del(b, "caveats");
     assert_true(json_equal(a, b)); /* every figure the same */
     json_decref(a), json_decref(b);
     tu_free(&imported);

@@ -256,7 +256,8 @@ static void test_caveats(void **state)
     snprintf(args, sizeof args, "run %s --set cluster.mode=aggregated --json", moe);
     cli_result r = tu_kvsim(args);
     assert_int_equal(r.status, 0);
-    json_t *o = json_loads(r.out, 0, NULL), *c = json_object_get(o, "caveats");
+    json_t *o = json_loads(r.out, 0, NULL), *c = json_object_get(o, "caveats"), *v;
+    size_t i;
     /* the MoE caveat, what the run found (its fused-MoE compiles), then
      * what the measured tables did not hold: the router's GEMM of n = 8
      * experts, below the smallest measured n */
@@ -303,17 +304,26 @@ static void test_caveats(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")), "spans 2 nodes"));
     json_decref(o);
     /* the default a800x8 has no measurement of its kernels: the roofline
-     * caveat alone, said as "not measured" */
+     * caveat, said as "not measured"; and its dense model runs on 8 GPUs
+     * a side (disaggregated): the tensor-parallel one, first */
     r = tu_kvsim("run --json");
     o = json_loads(r.out, 0, NULL);
     c = json_object_get(o, "caveats");
-    assert_int_equal(json_array_size(c), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
+    assert_int_equal(json_array_size(c), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "tensor_parallel");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "roofline");
     assert_non_null(strstr(r.err, "kvsim run: warning: not measured: hardware 'a800x8' has no measured tables or "
                                   "profile of llama3-70b"));
-    assert_null(strstr(r.err, "not validated"));
+    assert_non_null(strstr(r.err, "kvsim run: warning: not validated: llama3-70b runs on 8 GPUs with tensor "
+                                  "parallelism"));
     json_decref(o);
     tu_free(&r);
+    /* one GPU a side: no tensor-parallel caveat, disaggregated or not */
+    o = tu_kvsim_json("run --set trace.limit=50 --set hardware=h100x8 --set model=llama3.1-8b "
+                      "--set cluster.gpus_per_instance=1 --json");
+    json_array_foreach(json_object_get(o, "caveats"), i, v)
+        assert_string_not_equal(json_string_value(json_object_get(v, "name")), "tensor_parallel");
+    json_decref(o);
     /* with the calibration's profile of the model (asked for by name), no
      * caveat; with tables, none about the roofline (the bundled trace's
      * longest prompt is outside them: not_measured) */
@@ -321,16 +331,15 @@ static void test_caveats(void **state)
     assert_null(json_object_get(o, "caveats"));
     json_decref(o);
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 --json");
-    size_t i;
-    json_t *v;
     json_array_foreach(json_object_get(o, "caveats"), i, v)
         assert_string_not_equal(json_string_value(json_object_get(v, "name")), "roofline");
     json_decref(o);
     /* kvsim cost --json carries them too, and none where there is none */
     o = tu_kvsim_json("cost --set hardware=h20x8 --json");
     c = json_object_get(o, "caveats");
-    assert_int_equal(json_array_size(c), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
+    assert_int_equal(json_array_size(c), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "tensor_parallel");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "roofline");
     json_decref(o);
     o = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --batch 16 --context 1000 --json");
     assert_null(json_object_get(o, "caveats"));
@@ -340,10 +349,10 @@ static void test_caveats(void **state)
         "run --set trace.limit=50 --set hardware=h800x8 --set hardware.optables=configs/optables/h100_sxm "
         "--set hardware.optables_transfer=true --json");
     c = json_object_get(o, "caveats");
-    assert_int_equal(json_array_size(c), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "transferred");
+    assert_int_equal(json_array_size(c), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "transferred");
     assert_non_null(
-        strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")),
+        strstr(json_string_value(json_object_get(json_array_get(c, 1), "text")),
                "hardware 'h800x8' is priced from another GPU's measured tables (configs/optables/h100_sxm)"));
     json_decref(o);
     /* one side without tables is named: the prefill side here */

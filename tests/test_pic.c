@@ -550,6 +550,33 @@ static void test_ragpulse_sample_stats(void **state)
     tu_remove_temp(out);
 }
 
+/* The hit rate of a timed PIC run counts the tokens the store's reuse
+ * spared, as the summary's recompute fraction does, disaggregated and
+ * aggregated alike (disaggregated runs reported 0). Two requests of a
+ * 320-token chunk and a 32-token prompt, 10 s apart: the second reuses the
+ * chunk but its first 16-token block (mepic): 304 tokens of 704. */
+static void test_run_hit_rate_counts_reuse(void **state)
+{
+    const char *text =
+        "{\"timestamp\": 0, \"output_length\": 2, \"segments\": [{\"k\":\"chunk\",\"id\":7,\"len\":320},"
+        "{\"k\":\"prompt\",\"id\":null,\"len\":32}]}\n"
+        "{\"timestamp\": 10000, \"output_length\": 2, \"segments\": [{\"k\":\"chunk\",\"id\":7,\"len\":320},"
+        "{\"k\":\"prompt\",\"id\":null,\"len\":32}]}\n";
+    char *path = tu_write_temp(text), args[1024];
+    static const char *const modes[] = {"--set cluster.prefill=1 --set cluster.decode=1",
+                                        "--set cluster.mode=aggregated --set cluster.instances=1"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "run --json --set trace.path='\"%s\"' --set kvstore.pic=mepic %s", path, modes[i]);
+        json_t *j = tu_kvsim_json(args);
+        assert_int_equal(json_integer_value(json_object_get(j, "completed")), 2);
+        assert_double_equal(json_real_value(json_object_get(j, "hit_rate_tokens")), 304.0 / 704, 1e-9);
+        assert_double_equal(json_real_value(json_object_get(j, "recompute_fraction")), 400.0 / 704, 1e-9);
+        json_decref(j);
+    }
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,7 +587,8 @@ int main(void)
         cmocka_unit_test(test_hitrate_pic_errors),        cmocka_unit_test(test_hitrate_pic_json),
         cmocka_unit_test(test_run_hbm_inf_and_too_small), cmocka_unit_test(test_run_hbm_admission),
         cmocka_unit_test(test_run_peak_fields),           cmocka_unit_test(test_reusable_identity),
-        cmocka_unit_test(test_ragpulse_sample_stats),     cmocka_unit_test(test_report_pic_columns),
+        cmocka_unit_test(test_run_hit_rate_counts_reuse), cmocka_unit_test(test_ragpulse_sample_stats),
+        cmocka_unit_test(test_report_pic_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

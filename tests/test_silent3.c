@@ -78,22 +78,24 @@ static void test_run_wrong_block_size(void **state)
                        "blocks of 509 to 513 tokens fit every request (--set trace.block_tokens=N --set "
                        "kvstore.block_tokens=N with N = 512)"))
         fail_msg("no warning: %s", r.err);
-    /* the default hardware's roofline caveat first (the config's), then
-     * what the run found */
-    json_t *s = json_loads(r.out, 0, NULL), *c = json_array_get(json_object_get(s, "caveats"), 1);
+    /* the default cluster's caveats first (the config's: tensor
+     * parallelism, the hardware's roofline), then what the run found */
+    json_t *s = json_loads(r.out, 0, NULL), *c = json_array_get(json_object_get(s, "caveats"), 2);
     assert_string_equal(json_string_value(json_object_get(c, "name")), "block_size");
     assert_true(json_is_true(json_object_get(c, "found")));
     json_decref(s);
     tu_free(&r);
     /* the trace's own size: no warning about it, no caveat but the
-     * default hardware's roofline */
+     * default cluster's (tensor parallelism on 8 GPUs, the hardware's
+     * roofline) */
     r = tu_kvsim("run --json --set trace.limit=50");
     assert_int_equal(r.status, 0);
     if (strstr(r.err, "hash_ids")) fail_msg("a block-size warning: %s", r.err);
     s = json_loads(r.out, 0, NULL);
     c = json_object_get(s, "caveats");
-    assert_int_equal(json_array_size(c), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "roofline");
+    assert_int_equal(json_array_size(c), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "tensor_parallel");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "roofline");
     json_decref(s);
     tu_free(&r);
     tu_expect_exit("hitrate --trace traces/default.jsonl --block-tokens 256 --capacity 1000", 0,

@@ -21,9 +21,10 @@
  *               short of the engine's, its e2e and ITL within 10%;
  *   pipeline  — an instance spans nodes: no micro-batch interleaving, so
  *               its throughput is a lower bound (docs/hardware.md §3);
- *   tensor_parallel — a dense model on a tensor-parallel aggregated
- *               instance: the fitted CPU constants saw no dense run on
- *               more than one GPU (docs/validation.md);
+ *   tensor_parallel — a dense model on tensor-parallel instances
+ *               (aggregated, or a disaggregated side): the fitted CPU
+ *               constants saw no dense run on more than one GPU
+ *               (docs/validation.md);
  *   roofline  — hardware with no measurement of its kernels (no tables,
  *               no profile of the model): priced from its spec sheet,
  *               a roofline whose error against the GPUs that have tables
@@ -74,19 +75,37 @@ static void pipeline_say(const sim_config *cfg, char *buf, size_t n)
              pp);
 }
 
-/* A dense model on a tensor-parallel aggregated instance, priced with the
- * fitted CPU constants (the engine and measured modes): its kernels and
- * all-reduces are measured or modelled per GPU, but vLLM's multi-process
- * executor (a worker process per GPU, the scheduler's output broadcast to
- * them each step) is in no dense run the constants were fitted on, and on
- * the one public dense tensor-parallel check (validation/vllm-ci-latency.json)
- * kvsim is fast. The figures are that file's (tests/test_validate.c
+/* The first hardware a run's instances are priced on that meets `is`:
+ * the one instance kind's, or a disaggregated cluster's prefill then
+ * decode side's (it names the caveat); NULL when none does. */
+static const sim_hw *first_hw(const sim_config *cfg, bool (*is)(const sim_config *, const sim_hw *))
+{
+    if (!strcmp(cfg->mode, "aggregated")) return is(cfg, &cfg->hw) ? &cfg->hw : NULL;
+    if (is(cfg, &cfg->prefill_hw)) return &cfg->prefill_hw;
+    return is(cfg, &cfg->decode_hw) ? &cfg->decode_hw : NULL;
+}
+
+/* A dense model on tensor-parallel instances (aggregated, or either side
+ * of a disaggregated cluster), priced with the fitted CPU constants (the
+ * engine and measured modes): its kernels and all-reduces are measured or
+ * modelled per GPU, but vLLM's multi-process executor (a worker process
+ * per GPU, the scheduler's output broadcast to them each step) is in no
+ * dense run the constants were fitted on, and on the one public dense
+ * tensor-parallel check (validation/vllm-ci-latency.json) kvsim is fast.
+ * The figures are that file's (tests/test_validate.c
  * test_ci_latency_in_the_caveats keeps them so). */
+static bool is_dense_tp(const sim_config *cfg, const sim_hw *hw)
+{
+    return hw->tp > 1 && hw->pp <= 1 && cfg->model.experts <= 1;
+}
+
+static const sim_hw *tensor_parallel_hw(const sim_config *cfg) { return first_hw(cfg, is_dense_tp); }
+
 static bool tensor_parallel_applies(const sim_config *cfg)
 {
     bool fitted =
         cfg->compute == SIM_COMPUTE_AUTO || cfg->compute == SIM_COMPUTE_ENGINE || cfg->compute == SIM_COMPUTE_MEASURED;
-    return fitted && !strcmp(cfg->mode, "aggregated") && cfg->hw.tp > 1 && cfg->hw.pp <= 1 && cfg->model.experts <= 1;
+    return fitted && tensor_parallel_hw(cfg) != NULL;
 }
 
 static void tensor_parallel_say(const sim_config *cfg, char *buf, size_t n)
@@ -96,17 +115,7 @@ static void tensor_parallel_say(const sim_config *cfg, char *buf, size_t n)
              "CPU constants were fitted on dense runs of one GPU and one mixture of experts on two; on vLLM's CI "
              "latency benchmark (one batch of 8) kvsim is fast for Llama-3-70B on four GPUs by 13%% on H100, "
              "15%% on H200 and 2%% on A100: read a dense tensor-parallel step as optimistic (docs/validation.md)",
-             cfg->model.name, cfg->hw.tp);
-}
-
-/* The first hardware a run's instances are priced on that meets `is`:
- * the one instance kind's, or a disaggregated cluster's prefill then
- * decode side's (it names the caveat); NULL when none does. */
-static const sim_hw *first_hw(const sim_config *cfg, bool (*is)(const sim_config *, const sim_hw *))
-{
-    if (!strcmp(cfg->mode, "aggregated")) return is(cfg, &cfg->hw) ? &cfg->hw : NULL;
-    if (is(cfg, &cfg->prefill_hw)) return &cfg->prefill_hw;
-    return is(cfg, &cfg->decode_hw) ? &cfg->decode_hw : NULL;
+             cfg->model.name, tensor_parallel_hw(cfg)->tp);
 }
 
 /* Priced without a measurement of its kernels (sim/cost/cost.h). */

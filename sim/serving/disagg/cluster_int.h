@@ -75,7 +75,8 @@ typedef struct req_state {
     int64_t kv_held;
     bool preempted;
     int32_t preemptions;
-    kv_pic_ticket pic; /* kvstore.pic: its blocks in its prefill instance's HBM store */
+    kv_pic_ticket pic;  /* kvstore.pic: its blocks in its prefill instance's HBM store */
+    int32_t pic_reused; /* kvstore.pic: input tokens the store's reuse spared it (its hit) */
     bool pic_held, pic_waited;
     int pic_node;
 } req_state;

@@ -61,8 +61,10 @@ static void write_row(cluster *c, req_state *q, sim_stage stage)
     sim_serving_row(c->cfg, r, stage, started ? q->shown_first : -1, q->last_token, &q->topk, &row);
     row.prefill_inst = q->prefill;
     row.decode_inst = q->decode;
-    row.hit_blocks = q->hit_blocks;
-    row.hit_tokens = sim_cluster_hit_tokens(c, r, q->hit_blocks);
+    /* a PIC store's reuse is no prefix: its tokens and whole blocks, as the
+     * aggregated model counts them */
+    row.hit_blocks = c->pic ? q->pic_reused / c->cfg->block_tokens : q->hit_blocks;
+    row.hit_tokens = c->pic ? q->pic_reused : sim_cluster_hit_tokens(c, r, q->hit_blocks);
     row.remote_blocks = q->remote_blocks;
     row.prefill_start_ms = started ? sim_ns_to_ms(q->prefill_start) : -1;
     row.prefill_gpu_s = q->prefill_gpu_s;
@@ -115,7 +117,7 @@ void sim_cluster_lost_work(cluster *c, req_state *q)
     sim_topk_free(&q->topk);
     q->prefill = q->transfer_from = -1;
     q->prefill_start = q->first_token = q->kv_ready = q->last_token = q->shown_first = q->decode_begin = -1;
-    q->hit_blocks = q->remote_blocks = q->tokens = 0;
+    q->hit_blocks = q->remote_blocks = q->tokens = q->pic_reused = 0;
     q->kv_held = 0;
     q->preempted = false;
     q->fetched = q->fetch_blocks = 0; /* pins of a fetch went with the failed node's blocks */

@@ -145,6 +145,7 @@ static void start_prefill(cluster *c, instance *in)
         dur = c->cfg->layerwise ? fmax(load, compute) + fmin(load, compute) / c->cfg->model.layers : load + compute;
     }
     q->hit_blocks = hit;
+    q->pic_reused = c->pic ? cached : 0;
     q->prefill_gpu_s = compute;
     q->prefill_start = c->eng->now;
     q->first_token = c->eng->now + sim_s_to_ns(dur);
