@@ -209,8 +209,8 @@ static void test_one_seed(void **state)
 /* The runs of test_flip (below) into db. */
 static void add_flip_runs(const char *db)
 {
-    double speed[] = {1, 2, 3}, d[3][2] = {{-2, -2}, {-3, -3}, {3, 5}};
-    for (int k = 0; k < 3; k++)
+    double speed[] = {1, 2, 3, 4}, d[4][2] = {{-2, -2}, {-3, -3}, {3, 5}, {4, 4.1}};
+    for (int k = 0; k < 4; k++)
         for (int s = 0; s < 2; s++) {
             add_run(db, "A", speed[k], s + 1, 100, 1, "local");
             add_run(db, "B", speed[k], s + 1, 100 + d[k][s], 1, "local");
@@ -219,11 +219,13 @@ static void add_flip_runs(const char *db)
         }
 }
 
-/* Three loads, seeds 1-2: B − A = −2, −2 at speed 1 and −3, −3 at 2 (the
+/* Four loads, seeds 1-2: B − A = −2, −2 at speed 1 and −3, −3 at 2 (the
  * seeds change neither side: no verdict, issue 40 item 10), +3, +5 at 3
- * (worse; mean 4, sd √2, t(0.975,1) = 12.706205 → ±12.706205 · √2/√2 =
- * ±12.706205: not distinguishable). A second scope is a second context,
- * compared apart. */
+ * (mean 4, sd √2, t(0.975,1) = 12.706205 → ±12.706205 · √2/√2 =
+ * ±12.706205: not distinguishable), +4, +4.1 at 4 (mean 4.05, sd 0.1/√2:
+ * ±0.635, worse). The order is told over the loads that have one: the
+ * flip is between 2 and 4, and 3 is named apart. A second scope is a
+ * second context, compared apart. */
 static void test_flip(void **state)
 {
     (void)state;
@@ -233,7 +235,7 @@ static void test_flip(void **state)
     const json_t *cm =
         json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
     assert_string_equal(json_string_value(json_object_get(cm, "flips")),
-                        "B better than A up to speed 2, worse from speed 3: the order flips between speed 2 and 3; "
+                        "B better than A up to speed 2, worse from speed 4: the order flips between speed 2 and 4; "
                         "not distinguishable (interval includes 0) at speed 3; the seeds do not vary this workload "
                         "at speed 1, 2");
     assert_double_equal(num(row_of(j, 0, 0), "lo"), -2, 1e-12);
@@ -246,8 +248,8 @@ static void test_flip(void **state)
     assert_string_equal(json_string_value(json_object_get(ctx2, "label")), "cluster.scope=global");
     const json_t *cm2 = json_array_get(json_object_get(ctx2, "comparisons"), 0);
     assert_string_equal(json_string_value(json_object_get(cm2, "flips")),
-                        "B better than A at every load (speed 1–3); the seeds do not vary this workload at speed 1, "
-                        "2, 3");
+                        "B better than A at every load (speed 1–4); the seeds do not vary this workload at speed 1, "
+                        "2, 3, 4");
     json_decref(j);
     /* --speed keeps the loads named: no flip left. */
     j = compare_json(db, "--metric ttft_ms.mean --speed 1,2");
@@ -256,6 +258,26 @@ static void test_flip(void **state)
     assert_string_equal(json_string_value(json_object_get(cm, "flips")),
                         "B better than A at every load (speed 1–2); the seeds do not vary this workload at speed 1, 2");
     json_decref(j);
+    /* a load without an order is no part of one: better at the two that
+     * have it, not "at every load" */
+    j = compare_json(db, "--metric ttft_ms.mean --speed 1,2,3");
+    cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
+    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
+                        "B better than A at speed 1, 2; not distinguishable (interval includes 0) at speed 3; the "
+                        "seeds do not vary this workload at speed 1, 2");
+    json_decref(j);
+    /* no load with an order: said so, no order at all */
+    char *db2 = make_db();
+    for (int k = 1; k <= 2; k++)
+        for (int seed = 1; seed <= 2; seed++)
+            add_run(db2, "A", k, seed, 100, 1, "local"), add_run(db2, "B", k, seed, seed == 1 ? 103 : 95, 1, "local");
+    j = compare_json(db2, "--metric ttft_ms.mean");
+    cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
+    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
+                        "B not distinguishable from A at any load (interval includes 0 at speed 1–2)");
+    json_decref(j);
+    unlink(db2);
+    free(db2);
     unlink(db);
     free(db);
 }
@@ -312,9 +334,9 @@ static void test_report(void **state)
     assert_non_null(strstr(dat, "# B\n1\t-10\t-10\t-10\n2\t-10\t-10\t-10\n3\t-10\t-10\t-10\n"));
     assert_non_null(strstr(html, "<h3>cluster.scope=global</h3>"));
     assert_non_null(strstr(html, "<td>3</td><td>100</td><td>104</td><td>+4</td>"));
-    assert_non_null(strstr(html, "B better than A up to speed 2, worse from speed 3: the order flips between speed 2 "
-                                 "and 3; not distinguishable (interval includes 0) at speed 3"));
-    assert_non_null(strstr(gp, "set xtics (1, 2, 3)"));
+    assert_non_null(strstr(html, "B better than A up to speed 2, worse from speed 4: the order flips between speed 2 "
+                                 "and 4; not distinguishable (interval includes 0) at speed 3"));
+    assert_non_null(strstr(gp, "set xtics (1, 2, 3, 4)"));
     assert_non_null(strstr(gp, "title 'B - A (cluster.scope=local)'"));
     free(dat);
     free(html);
@@ -340,7 +362,23 @@ static void test_errors(void **state)
     snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.p42", db);
     tu_expect_exit(cmd, 2, "--metric ttft_ms.p42");
     snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed 7", db);
-    tu_expect_exit(cmd, 2, "--speed: no run of");
+    tu_expect_exit(cmd, 2, "--speed 7: no run of");
+    /* one load of two missing is refused too, naming it (it was dropped) */
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed 1,7", db);
+    tu_expect_exit(cmd, 2, "--speed 7: no run of");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed 1", db);
+    cli_result ok = tu_kvsim(cmd);
+    assert_int_equal(ok.status, 0);
+    assert_non_null(strstr(ok.out, "B − A"));
+    tu_free(&ok);
+    /* what a comparison is made over is no key to group by, and a run's
+     * number is no result */
+    snprintf(cmd, sizeof cmd, "compare --db %s --by seed", db);
+    tu_expect_exit(cmd, 2, "--by seed: the seeds are what each interval is taken over");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by trace.speed", db);
+    tu_expect_exit(cmd, 2, "--by trace.speed: the loads are compare's rows");
+    snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean,run_id", db);
+    tu_expect_exit(cmd, 2, "--metric run_id: the run's number");
     snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --speed fast", db);
     tu_expect_exit(cmd, 2, "--speed: 'fast' is not a positive number");
     tu_expect_exit("compare --db /nonexistent/x.db --by policy.router", 2, "cannot read /nonexistent/x.db");

@@ -199,6 +199,47 @@ static void collect_axes(cmp *c)
     free(sp);
 }
 
+/* The trace.speed values of the runs, each once ("1,2"). */
+static void runs_speeds(const cmp *c, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n && at < size; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen |= c->runs[j].speed == c->runs[i].speed;
+        if (!seen) at += (size_t)snprintf(buf + at, size - at, "%s%g", at ? "," : "", c->runs[i].speed);
+    }
+}
+
+/* --by names what a comparison is made over, not a key of its groups:
+ * the seeds pair the runs and the loads are the rows. */
+static int check_by(const cmp *c, sim_err *err)
+{
+    if (!strcmp(c->o->by, "seed"))
+        return sim_errf(err, "--by seed: the seeds are what each interval is taken over (runs are paired by "
+                             "seed); compare by a config key whose values differ (e.g. --by policy.router)");
+    if (!strcmp(c->o->by, "trace.speed"))
+        return sim_errf(err, "--by trace.speed: the loads are compare's rows (one per trace.speed); compare by a "
+                             "config key whose values differ (e.g. --by policy.router), --speed keeps some loads");
+    return 0;
+}
+
+/* Each --speed value some run has, else an error naming the runs' own. */
+static int check_speeds(const cmp *c, sim_err *err)
+{
+    for (int s = 0; s < c->o->nspeeds; s++) {
+        bool found = false;
+        for (int i = 0; i < c->n && !found; i++)
+            found = fabs(c->runs[i].speed - c->o->speeds[s]) <= 1e-9 * fmax(1, fabs(c->o->speeds[s]));
+        if (found) continue;
+        char speeds[512];
+        runs_speeds(c, speeds, sizeof speeds);
+        return sim_errf(err, "--speed %g: no run of %s has this trace.speed (the runs': %s)", c->o->speeds[s], c->o->db,
+                        speeds);
+    }
+    return 0;
+}
+
 /* Errors about the --by key, its values, the baseline and the metrics. */
 static int check_options(cmp *c, const char **baseline, sim_err *err)
 {
@@ -210,12 +251,7 @@ static int check_options(cmp *c, const char **baseline, sim_err *err)
                             "--by %s: no run of %s has this config key (e.g. policy.router; kvsim config lists keys)",
                             c->o->by, c->o->db);
         char speeds[512];
-        size_t at = 0;
-        for (int i = 0; i < c->n && at < sizeof speeds; i++) {
-            bool seen = false;
-            for (int j = 0; j < i; j++) seen |= c->runs[j].speed == c->runs[i].speed;
-            if (!seen) at += (size_t)snprintf(speeds + at, sizeof speeds - at, "%s%g", at ? "," : "", c->runs[i].speed);
-        }
+        runs_speeds(c, speeds, sizeof speeds);
         return sim_errf(err, "--speed: no run of %s has one of these trace.speed values (the runs': %s)", c->o->db,
                         speeds);
     }
@@ -243,6 +279,11 @@ static int check_options(cmp *c, const char **baseline, sim_err *err)
 static int check_metrics(const cmp *c, const char *const *metrics, int nm, sim_err *err)
 {
     for (int m = 0; m < nm; m++) {
+        if (!strcmp(metrics[m], "run_id"))
+            return sim_errf(err,
+                            "--metric run_id: the run's number in %s, not a result of it (e.g. ttft_ms.mean, "
+                            "tbt_ms.p90, slo_attainment, goodput_rps)",
+                            c->o->db);
         bool found = false;
         for (int i = 0; i < c->n && !found; i++)
             found = json_is_number(json_object_get(c->runs[i].summary, metrics[m]));
@@ -413,37 +454,67 @@ static void speeds_with(FILE *f, const json_t *rows, const char *verdict, const 
     }
 }
 
-/* Where the sign of the difference changes along the sorted speeds: the
- * runs of one order as "better up to speed 1, worse from 1.5" (two) or
- * "better at speed 0.5–1, worse at 1.5, better at 2" (more), then the
- * speeds whose interval includes 0. NULL with fewer than two rows. */
-static json_t *flips(const json_t *rows, const char *value, const char *baseline, const char *better)
+/* The speeds of rows as a list ("1, 1.5, 3"). */
+static void speed_list(FILE *f, const json_t *rows)
 {
-    size_t n = json_array_size(rows), segs = 1;
-    if (n < 2) return json_null();
-    for (size_t i = 1; i < n; i++) segs += strcmp(row_order(rows, i, better), row_order(rows, i - 1, better)) != 0;
-    char *text = NULL;
-    size_t len = 0, flip = 0;
-    FILE *f = open_memstream(&text, &len);
-    fprintf(f, "%s ", value);
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+        fprintf(f, "%s%g", i ? ", " : "", json_number_value(json_object_get(row, "speed")));
+}
+
+/* The order segments of `told` (rows with an order, sorted by speed):
+ * "better up to speed 1, worse from 1.5" (two) or "better at speed
+ * 0.5–1, worse at 1.5, better at 2" (more); "at every load" only when
+ * `all` (no load of the comparison is left out). */
+static void order_text(FILE *f, const json_t *told, bool all, const char *baseline, const char *better)
+{
+    size_t n = json_array_size(told), segs = 1, flip = 0;
+    for (size_t i = 1; i < n; i++) segs += strcmp(row_order(told, i, better), row_order(told, i - 1, better)) != 0;
     for (size_t i = 0, start = 0, seg = 0; i < n; i++) {
-        const char *o = row_order(rows, i, better);
-        if (i + 1 < n && !strcmp(o, row_order(rows, i + 1, better))) continue;
+        const char *o = row_order(told, i, better);
+        if (i + 1 < n && !strcmp(o, row_order(told, i + 1, better))) continue;
         fprintf(f, "%s%s", seg ? ", " : "", o);
         if (!seg) fprintf(f, " %s %s", strcmp(o, "equal") ? "than" : "to", baseline);
-        if (segs == 1) fputs(" at every load (speed ", f), speed_range(f, rows, 0, n - 1), fputc(')', f);
+        if (segs == 1 && all) fputs(" at every load (speed ", f), speed_range(f, told, 0, n - 1), fputc(')', f);
+        else if (segs == 1) fputs(" at speed ", f), speed_list(f, told);
         else if (segs == 2)
-            fprintf(f, seg ? " from speed " : " up to speed "), speed_range(f, rows, seg ? start : i, seg ? start : i),
+            fprintf(f, seg ? " from speed " : " up to speed "), speed_range(f, told, seg ? start : i, seg ? start : i),
                 flip = seg ? flip : i;
-        else fputs(" at speed ", f), speed_range(f, rows, start, i);
+        else fputs(" at speed ", f), speed_range(f, told, start, i);
         seg++, start = i + 1;
     }
     if (segs == 2)
-        fprintf(f, ": the order flips between speed %g and %g", speed_at(rows, flip), speed_at(rows, flip + 1));
+        fprintf(f, ": the order flips between speed %g and %g", speed_at(told, flip), speed_at(told, flip + 1));
     else if (segs > 2) fprintf(f, ": the order flips %zu times", segs - 1);
-    speeds_with(f, rows, "not distinguishable", "; not distinguishable (interval includes 0) at speed ");
+}
+
+/* Where the sign of the difference changes along the sorted speeds, over
+ * the loads whose verdict gives an order; the loads whose interval
+ * includes 0 are named apart, never ordered (an order or a flip there is
+ * noise), and when no load has an order the sentence says only that.
+ * NULL with fewer than two rows. */
+static json_t *flips(const json_t *rows, const char *value, const char *baseline, const char *better)
+{
+    size_t n = json_array_size(rows), i;
+    if (n < 2) return json_null();
+    json_t *told = json_array(), *row;
+    json_array_foreach(rows, i, row) if (strcmp(json_string_value(json_object_get(row, "verdict")),
+                                                "not distinguishable")) json_array_append(told, row);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (json_array_size(told)) {
+        fprintf(f, "%s ", value);
+        order_text(f, told, json_array_size(told) == n, baseline, better);
+        speeds_with(f, rows, "not distinguishable", "; not distinguishable (interval includes 0) at speed ");
+    } else {
+        fprintf(f, "%s not distinguishable from %s at any load (interval includes 0 at speed ", value, baseline);
+        speed_range(f, rows, 0, n - 1), fputc(')', f);
+    }
     speeds_with(f, rows, SEEDS_FLAT, "; " SEEDS_FLAT " at speed ");
     fclose(f);
+    json_decref(told);
     json_t *j = json_string(text);
     free(text);
     return j;
@@ -614,8 +685,10 @@ int sim_compare(const sim_compare_opts *o, json_t **out, sim_err *err)
     const char *baseline = NULL, *present[64], **metrics = o->metrics ? o->metrics : present;
     int nm = o->metrics ? o->nmetrics : 0;
     *out = NULL;
-    int rc = load_runs(&c, err);
+    int rc = check_by(&c, err);
+    if (!rc) rc = load_runs(&c, err);
     if (!rc) collect_axes(&c);
+    if (!rc) rc = check_speeds(&c, err);
     if (!rc) rc = check_options(&c, &baseline, err);
     for (int m = 0; !rc && !o->metrics && m < sim_compare_ndefault_metrics; m++) /* the defaults the runs have */
         if (!check_metrics(&c, &sim_compare_default_metrics[m], 1, err)) present[nm++] = sim_compare_default_metrics[m];
