@@ -465,16 +465,28 @@ static void test_export_refuses_what_report_refuses(void **state)
 static void test_about_not_hashed(void **state)
 {
     char *db = tu_temp_path(), args[1024];
-    const char *const sets[] = {"", "--set about='\"x\"'", "--set model.about='\"y\"'", "--set hardware.about='\"z\"'",
+    /* and a number written another way is the same number: trace.speed
+     * 1.0 and cluster.decode_hbm_frac 0.90 as default.json's 1 and 0.9,
+     * decode_hbm_frac 1 as 1.0 (the second-last two, one more hash) */
+    const char *const sets[] = {"",
+                                "--set about='\"x\"'",
+                                "--set model.about='\"y\"'",
+                                "--set hardware.about='\"z\"'",
+                                "--set trace.speed=1.0 --set cluster.decode_hbm_frac=0.90",
+                                "--set cluster.decode_hbm_frac=1",
+                                "--set cluster.decode_hbm_frac=1.0",
                                 "--set seed=2"};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         snprintf(args, sizeof args, "run --db %s --set trace.limit=2 %s", db, sets[i]);
         tu_expect_exit(args, 0, NULL);
     }
-    char *distinct = tu_sql_text(db, "SELECT COUNT(DISTINCT config_hash) FROM runs WHERE id <= 4"),
+    char *distinct = tu_sql_text(db, "SELECT COUNT(DISTINCT config_hash) FROM runs WHERE id <= 5"),
+         *frac = tu_sql_text(db, "SELECT COUNT(DISTINCT config_hash) FROM runs WHERE id IN (6, 7)"),
          *seed = tu_sql_text(db, "SELECT COUNT(DISTINCT config_hash) FROM runs");
-    assert_string_equal(distinct, "1"); /* comments only: one hash */
-    assert_string_equal(seed, "2");     /* a real change still moves it */
+    assert_string_equal(distinct, "1"); /* comments and number forms only: one hash */
+    assert_string_equal(frac, "1");     /* 1 and 1.0: one value */
+    assert_string_equal(seed, "3");     /* real changes still move it */
+    free(frac);
     free(distinct);
     free(seed);
     tu_remove_temp(db);

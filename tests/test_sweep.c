@@ -85,6 +85,7 @@ static void test_grid_syntax_errors(void **state)
         {"a=1;a=2", "appears twice"},
         {" ; ", "names no key"},
         {"a=1,2,1", "value '1' appears twice in 'a=1,2,1'"}, /* it ran the point twice */
+        {"a=1,2,1.0", "values '1' and '1.0' are one number in 'a=1,2,1.0'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sim_grid g;

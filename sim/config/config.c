@@ -692,12 +692,37 @@ static void find_bundled(json_t *root, const char *bundled)
     if (access(there, R_OK) == 0) json_object_set_new(json_object_get(root, "trace"), "path", json_string(there));
 }
 
-/* XXH64 of the resolved config dumped with sorted keys, its comments left
- * out ("about" at the top, in model and in hardware: the schema's only
- * comment keys): a comment changes nothing a run does. */
-static uint64_t config_hash(const json_t *root)
+/* Each number of c that default.json has written as the default writes
+ * it (an integer where default.json has one and the value is whole, a
+ * real where it has a real): `--set trace.speed=2` and `=2.0` are one
+ * value, and a config written as the default writes it hashes as it
+ * always did. Keys the default lacks (a preset's fields) keep their form:
+ * changing it would change every stored hash of their presets. */
+static void canonical_numbers(json_t *c, const json_t *dflt)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(c, tmp, key, v)
+    {
+        const json_t *d = dflt ? json_object_get(dflt, key) : NULL;
+        if (json_is_object(v)) canonical_numbers(v, json_is_object(d) ? d : NULL);
+        if (!json_is_number(v)) continue;
+        double x = json_number_value(v);
+        bool whole = x == floor(x) && fabs(x) < 9.0e15;
+        if (json_is_real(v) && whole && json_is_integer(d)) json_object_set_new(c, key, json_integer((json_int_t)x));
+        else if (json_is_integer(v) && json_is_real(d)) json_object_set_new(c, key, json_real(x));
+    }
+}
+
+/* XXH64 of the resolved config dumped with sorted keys, its numbers
+ * written one way (canonical_numbers), its comments left out ("about" at
+ * the top, in model and in hardware: the schema's only comment keys): a
+ * comment changes nothing a run does. */
+static uint64_t config_hash(const json_t *root, const json_t *dflt)
 {
     json_t *c = json_deep_copy(root);
+    canonical_numbers(c, dflt);
     json_object_del(c, "about");
     json_object_del(json_object_get(c, "model"), "about");
     json_object_del(json_object_get(c, "hardware"), "about");
@@ -715,15 +740,18 @@ int sim_config_load(sim_config *out, const char *config_path, char *const *sets,
     snprintf(path, sizeof path, "%s/default.json", sim_config_dir());
     out->root = load_json_file(path, "default config", err);
     if (!out->root) return -1;
+    json_t *dflt = json_deep_copy(out->root); /* its numbers' forms, for the hash */
     out->trace = sim_trace_default_opts();
     char bundled[PATH_MAX]; /* the default trace as default.json names it */
     snprintf(bundled, sizeof bundled, "%s", json_string_value(json_path_get(out->root, "trace.path")));
     if (build_tree(out->root, config_path, sets, nsets, err) || (find_bundled(out->root, bundled), 0) ||
         read_typed(out, err)) {
+        json_decref(dflt);
         sim_config_free(out);
         return -1;
     }
-    out->hash = config_hash(out->root);
+    out->hash = config_hash(out->root, dflt);
+    json_decref(dflt);
     return 0;
 }
 

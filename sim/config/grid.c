@@ -2,6 +2,7 @@
 #include "sim/config/grid.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,26 @@ static char *trim(char *s)
     return s;
 }
 
+/* Whether two grid values are one: the same text, or the same number
+ * written two ways (1 and 1.0: one config, one run). */
+static bool same_value(const char *a, const char *b)
+{
+    if (!strcmp(a, b)) return true;
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    return ea != a && eb != b && !*ea && !*eb && x == y;
+}
+
 static int parse_values(sim_grid_axis *a, char *list, const char *entry, sim_err *err)
 {
     for (char *v; (v = strsep(&list, ",")) != NULL;) {
         v = trim(v);
         if (!*v) return sim_errf(err, "--grid: empty value in '%s'", entry);
         for (int i = 0; i < a->nvalues; i++) /* it once ran the point twice and listed its run twice */
-            if (!strcmp(a->values[i], v)) return sim_errf(err, "--grid: value '%s' appears twice in '%s'", v, entry);
+            if (same_value(a->values[i], v))
+                return strcmp(a->values[i], v) ? sim_errf(err, "--grid: values '%s' and '%s' are one number in '%s'",
+                                                          a->values[i], v, entry)
+                                               : sim_errf(err, "--grid: value '%s' appears twice in '%s'", v, entry);
         a->values = sim_xrealloc(a->values, (size_t)(a->nvalues + 1) * sizeof *a->values);
         a->values[a->nvalues++] = sim_xstrdup(v);
     }
