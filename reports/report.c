@@ -285,9 +285,9 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     fputs("</h1>\n<p>From <code>", h);
     sim_fput_xml(h, r->db_path);
     fprintf(h,
-            "</code>: %d runs; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
+            "</code>: %d run%s; written by kvsim %s. Each figure links its PNG, its data and the gnuplot script "
             "that draws it (<code>gnuplot NAME.gp</code> in this directory redraws it).</p>\n",
-            r->nruns, KVSIM_VERSION);
+            r->nruns, r->nruns == 1 ? "" : "s", KVSIM_VERSION);
     if (r->nruns) {
         rep_comparison_table(r);
         rep_groups_table(r);
@@ -297,7 +297,7 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     fputs("</body>\n</html>\n", h);
     r->html = NULL;
     if (rep_close(r, h, "index.html", true, err) || *nfigures < 0 || render(r, err)) return -1;
-    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", err) == 0)
+    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", ".kvsim-report-files", err) == 0)
         return 0; /* the page last: its files are there */
     r->unwritable = true;
     return -1;

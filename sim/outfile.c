@@ -254,11 +254,79 @@ static int move_entries(int from, int to, const char *where, const char *last, s
     return rc;
 }
 
-int sim_outdir_publish(int stage, const char *dir, const char *last, sim_err *err)
+/* The names of the manifest in the open folder fd, one a line (an empty
+ * list when there is none); a name with a '/' or "." / ".." is skipped. */
+static char **read_manifest(int fd, const char *manifest, size_t *n)
+{
+    char **names = NULL;
+    *n = 0;
+    int mf = openat(fd, manifest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = mf >= 0 ? fdopen(mf, "r") : NULL;
+    if (!f && mf >= 0) close(mf);
+    char line[PATH_MAX];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0] || strchr(line, '/') || !strcmp(line, ".") || !strcmp(line, "..")) continue;
+        names = sim_xrealloc(names, (*n + 1) * sizeof *names);
+        names[(*n)++] = sim_xstrdup(line);
+    }
+    if (f) fclose(f);
+    return names;
+}
+
+/* Write into the open folder stage the manifest of its entries. */
+static int write_manifest(int stage, const char *manifest, const char *dir, sim_err *err)
+{
+    size_t n;
+    char **names = list_names(stage, &n);
+    FILE *f = sim_file_create(stage, manifest, NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (f) fprintf(f, "%s\n", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    if (f && fclose(f) == 0) return 0;
+    return sim_errf(err, "cannot write %s/%s: %s", dir, manifest, strerror(errno));
+}
+
+/* Remove entry name of the open folder fd: a file or a link unlinked (the
+ * link itself), a folder emptied and removed. */
+static void remove_entry(int fd, const char *name)
+{
+    if (unlinkat(fd, name, 0) == 0) return;
+    int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) return;
+    clear_folder(sub);
+    close(sub);
+    unlinkat(fd, name, AT_REMOVEDIR);
+}
+
+static bool listed(char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return true;
+    return false;
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+int sim_outdir_publish(int stage, const char *dir, const char *last, const char *manifest, sim_err *err)
 {
     int to = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc =
-        to < 0 ? sim_errf(err, "cannot write %s: %s", dir, strerror(errno)) : move_entries(stage, to, dir, last, err);
-    if (to >= 0) close(to);
+    if (to < 0) return sim_errf(err, "cannot write %s: %s", dir, strerror(errno));
+    size_t nold = 0, nnew = 0;
+    char **old = manifest ? read_manifest(to, manifest, &nold) : NULL, **now = NULL;
+    int rc = manifest ? write_manifest(stage, manifest, dir, err) : 0;
+    if (rc == 0 && manifest) now = read_manifest(stage, manifest, &nnew);
+    if (rc == 0) rc = move_entries(stage, to, dir, last, err);
+    for (size_t i = 0; rc == 0 && i < nold; i++) /* the last publish's, not this one's: stale */
+        if (!listed(now, nnew, old[i])) remove_entry(to, old[i]);
+    free_names(old, nold);
+    free_names(now, nnew);
+    close(to);
     return rc;
 }

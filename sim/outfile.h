@@ -55,8 +55,13 @@ FILE *sim_file_create(int dir, const char *path, sim_err *err);
  * dir has under the same name (a file or a link there is replaced, not
  * followed; a subfolder is merged into a real folder of its name, or moved
  * whole), the entry named last (e.g. "index.html"; NULL: none) after all
- * the others. err names the entry that could not be moved. */
-int sim_outdir_publish(int stage, const char *dir, const char *last, sim_err *err);
+ * the others. err names the entry that could not be moved. With a manifest
+ * name (NULL: none), the published entries' names are kept in dir under
+ * it, and what the previous manifest there named and this publish did not
+ * write again is removed: a folder published into again holds no file of
+ * the last publish that this one no longer makes (anything else in dir is
+ * left alone). */
+int sim_outdir_publish(int stage, const char *dir, const char *last, const char *manifest, sim_err *err);
 /* Remove a folder and everything in it; a link, at path or inside, is
  * removed itself, never followed. */
 void sim_remove_tree(const char *path);

@@ -381,6 +381,31 @@ static void test_run_selection(void **state)
     free(page);
 }
 
+/* A report written again into its folder leaves none of the last one's
+ * files it no longer makes (run 4's load figure, the comparison), keeps a
+ * file of the user's, and says "1 run". */
+static void test_report_again_no_stale(void **state)
+{
+    char out[600], mine[700];
+    snprintf(out, sizeof out, "%s/again", dir);
+    report(db, out, "");
+    assert_true(has_file(out, "load_run4.svg"));
+    assert_true(has_file(out, "compare.png"));
+    snprintf(mine, sizeof mine, "%s/notes.txt", out);
+    FILE *f = fopen(mine, "w");
+    assert_non_null(f);
+    fputs("mine\n", f);
+    fclose(f);
+    char args[2048];
+    snprintf(args, sizeof args, "report --db %s -o %s --runs 1", db, out);
+    tu_expect_stdout(args, "index.html: 1 run, ");
+    assert_false(has_file(out, "load_run4.svg"));
+    assert_false(has_file(out, "load_run4.dat"));
+    assert_false(has_file(out, "compare.png"));
+    assert_true(has_file(out, "load_run1.svg"));
+    assert_true(has_file(out, "notes.txt"));
+}
+
 /* The .gp scripts redraw their figure on their own, in the directory. */
 static void test_scripts_run_standalone(void **state)
 {
@@ -544,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_hitrate_upgrade),
         cmocka_unit_test(test_headless_chromium),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_report_again_no_stale),
     };
     if (!tu_have_gnuplot()) {
         const struct CMUnitTest none[] = {cmocka_unit_test(tu_skipped)};

@@ -193,7 +193,7 @@ static void test_part_written_whole(void **state)
     snprintf(args, sizeof args, "run --trace %s --db %s", trace, whole);
     tu_expect_stdout(args, NULL);
     snprintf(args, sizeof args, "merge %s %s", merged, part);
-    tu_expect_stdout(args, "1 runs (now 1-1)");
+    tu_expect_stdout(args, "1 run (now 1), ");
     char *want = db_summary(whole, 1), *got = db_summary(merged, 1);
     assert_string_equal(got, want);
     free(want), free(got);

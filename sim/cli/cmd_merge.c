@@ -29,9 +29,11 @@ static const char merge_usage[] = "usage: kvsim merge [--keep-duplicates] OUT.db
 
 static void print_stats(const char *in, const sim_merge_stats *s)
 {
-    printf("kvsim merge: %s: %lld runs", in, (long long)s->runs);
-    if (s->runs) printf(" (now %lld-%lld)", (long long)s->first_run, (long long)s->last_run);
-    printf(", %lld already present, %lld hitrate sets", (long long)s->skipped, (long long)s->hitrate_sets);
+    printf("kvsim merge: %s: %lld run%s", in, (long long)s->runs, s->runs == 1 ? "" : "s");
+    if (s->runs == 1) printf(" (now %lld)", (long long)s->first_run);
+    else if (s->runs) printf(" (now %lld-%lld)", (long long)s->first_run, (long long)s->last_run);
+    printf(", %lld already present, %lld hitrate set%s", (long long)s->skipped, (long long)s->hitrate_sets,
+           s->hitrate_sets == 1 ? "" : "s");
     if (s->hitrate_skipped) printf(" (%lld already present)", (long long)s->hitrate_skipped);
     putchar('\n');
 }

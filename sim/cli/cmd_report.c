@@ -133,7 +133,7 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "kvsim report: %s\n", err.msg);
         return st == REP_FAILED ? SIM_EXIT_INTERNAL : SIM_EXIT_USAGE;
     }
-    printf("kvsim report: %s/index.html: %d runs, %d figures (SVG, PNG and PDF, with .dat and .gp)\n", a.dir, nruns,
-           nfigures);
+    printf("kvsim report: %s/index.html: %d run%s, %d figure%s (SVG, PNG and PDF, with .dat and .gp)\n", a.dir, nruns,
+           nruns == 1 ? "" : "s", nfigures, nfigures == 1 ? "" : "s");
     return SIM_EXIT_OK;
 }
