@@ -431,6 +431,16 @@ static void test_bad_baselines(void **state)
         char *b = tu_write_temp(text), args[1024];
         snprintf(args, sizeof args, "check --baseline %s", b);
         tu_expect_exit(args, 2, bodies[i][1]);
+        /* --json answers on stdout too: status "error" and the message */
+        snprintf(args, sizeof args, "check --baseline %s --json", b);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 2);
+        json_t *j = json_loads(r.out, 0, NULL);
+        if (!j) fail_msg("check --json on exit 2 printed no JSON: '%s'", r.out);
+        assert_string_equal(json_string_value(json_object_get(j, "status")), "error");
+        assert_non_null(strstr(json_string_value(json_object_get(j, "error")), bodies[i][1]));
+        json_decref(j);
+        tu_free(&r);
         tu_remove_temp(b);
     }
     tu_expect_exit("check", 2, "--baseline");

@@ -121,13 +121,18 @@ static void on_begin(void *arg)
     if (!((check_out *)arg)->json) print_table_header();
 }
 
-static void print_json(json_t *rows, const sim_check_totals *tot, const char *write_path)
+/* --json's object; with error (the check could not run: exit 2), status
+ * "error" and the message, so that a script reading stdout gets an answer
+ * (the rows the check reached are kept). */
+static void print_json(json_t *rows, const sim_check_totals *tot, const char *write_path, const char *error)
 {
     json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:O}", "status",
-                          write_path   ? "recorded"
+                          error        ? "error"
+                          : write_path ? "recorded"
                           : tot->moved ? "moved"
                                        : "ok",
                           "numbers", tot->numbers, "moved", tot->moved, "improved", tot->improved, "rows", rows);
+    if (error) json_object_set_new(o, "error", json_string(error));
     json_dumpf(o, stdout, JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
@@ -214,7 +219,8 @@ static void usage(FILE *f)
                "  --junit FILE            also write JUnit XML (a testcase per number, a failure per\n"
                "                          moved one, an error when the check cannot run) for CI\n"
                "  --json                  one JSON object (status, numbers, moved, rows) instead of\n"
-               "                          the table; the exit status is the same\n"
+               "                          the table; the exit status is the same (on exit 2, status\n"
+               "                          \"error\" and the message as \"error\")\n"
                "With GITHUB_ACTIONS=true, each moved number is also an ::error line.\n"
                "  -h, --help              this text\n\nmeasurement kinds:\n");
     for (size_t i = 0; i < sim_check_kind_count(); i++)
@@ -285,7 +291,7 @@ static int finish(json_t *root, const char *base_dir, const char *write_path, co
     sim_err err;
     if (write_path && sim_check_save(root, base_dir, write_path, &err)) return sim_usage_error("check", err.msg);
     if (rows) {
-        print_json(rows, tot, write_path);
+        print_json(rows, tot, write_path, NULL);
         return !write_path && tot->moved ? SIM_EXIT_CHECK : SIM_EXIT_OK;
     }
     if (write_path) {
@@ -379,6 +385,7 @@ int cmd_check(int argc, char **argv)
     sim_cli_check_add_plan_kind();
     int rc = load_or_create(&a, base_dir ? base_dir : ".", &root, &err);
     if (rc == 0) rc = sim_check_run(root, base_dir, a.write_path != NULL, &rep, &tot, &err);
+    if (rc && a.json) print_json(out.rows, &tot, a.write_path, err.msg);
     int status =
         rc ? sim_usage_error("check", err.msg) : finish(root, base_dir, a.write_path, &tot, a.json ? out.rows : NULL);
     if (a.junit && write_junit(a.junit, a.baseline, out.rows, &tot, rc ? err.msg : NULL, &jerr))
