@@ -370,6 +370,39 @@ static void test_too_large_aggregated(void **state)
     tu_free(&r);
 }
 
+/* Requests rejected for a KV larger than an instance's HBM are said as
+ * such in the diagnosis, not blamed on policy.admission (none here); a
+ * cluster that rejected every request so served nothing at any load: exit
+ * 2 with the arithmetic, aggregated and disaggregated. The shares put the
+ * HBM left after LLaMA3-70B's weights on 8×A800 just under the bundled
+ * trace's smallest request (aggregated 0.2232, disaggregated 0.2210), and
+ * just over a few (0.2215). */
+static void test_none_fits(void **state)
+{
+    cli_result r = tu_kvsim("run --json --set trace.limit=50 --set cluster.decode_hbm_frac=0.2215");
+    assert_int_equal(r.status, 0);
+    json_t *s = json_loads(r.out, 0, NULL);
+    json_int_t big = tu_int_field(json_object_get(s, "rejected"), "at_arrival");
+    assert_true(big > 0 && big < 50);
+    char want[256];
+    snprintf(want, sizeof want,
+             "%lld of 50 requests rejected at arrival for more KV than an instance's HBM holds "
+             "(caveat too_large)",
+             (long long)big);
+    json_decref(s);
+    tu_free(&r);
+    r = tu_kvsim("run --set trace.limit=50 --set cluster.decode_hbm_frac=0.2215");
+    const char *why = strstr(r.out, "\ndiagnosis ");
+    if (!why || !strstr(why, want) || strstr(why, "policy.admission")) fail_msg("diagnosis: %s (want %s)", r.out, want);
+    tu_free(&r);
+    tu_expect_exit("run --set trace.limit=50 --set cluster.decode_hbm_frac=0.2210", 2,
+                   "kvsim run: no request of trace traces/default.jsonl fits this cluster, whatever the load: 50 "
+                   "requests need more KV than a decode instance's HBM holds");
+    tu_expect_exit("run --set trace.limit=50 --set cluster.mode=aggregated --set cluster.decode_hbm_frac=0.2232", 2,
+                   "kvsim run: no request of trace traces/default.jsonl fits this cluster, whatever the load: 50 "
+                   "requests need more KV than an aggregated instance's HBM holds");
+}
+
 /* ---- item 10: a new user's mistakes --------------------------------------------------- */
 
 static void test_new_user_mistakes(void **state)
@@ -477,14 +510,23 @@ static void test_read_only_file_system(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rechunk_wrong_fine_blocks),   cmocka_unit_test(test_run_wrong_block_size),
-        cmocka_unit_test(test_set_impossible_heads),        cmocka_unit_test(test_import_impossible_heads),
-        cmocka_unit_test(test_import_says_what_it_ignores), cmocka_unit_test(test_sh_word_newline),
-        cmocka_unit_test(test_emit_jobs_refuses_newline),   cmocka_unit_test(test_export_neutralises_formulas),
-        cmocka_unit_test(test_check_empty_expect),          cmocka_unit_test(test_too_large_for_decode),
-        cmocka_unit_test(test_names_with_escapes),          cmocka_unit_test(test_too_large_aggregated),
-        cmocka_unit_test(test_check_wrong_block_size),      cmocka_unit_test(test_new_user_mistakes),
-        cmocka_unit_test(test_idle_keys_of_the_config),     cmocka_unit_test(test_read_only_file_system),
+        cmocka_unit_test(test_rechunk_wrong_fine_blocks),
+        cmocka_unit_test(test_run_wrong_block_size),
+        cmocka_unit_test(test_set_impossible_heads),
+        cmocka_unit_test(test_import_impossible_heads),
+        cmocka_unit_test(test_import_says_what_it_ignores),
+        cmocka_unit_test(test_sh_word_newline),
+        cmocka_unit_test(test_emit_jobs_refuses_newline),
+        cmocka_unit_test(test_export_neutralises_formulas),
+        cmocka_unit_test(test_check_empty_expect),
+        cmocka_unit_test(test_too_large_for_decode),
+        cmocka_unit_test(test_names_with_escapes),
+        cmocka_unit_test(test_too_large_aggregated),
+        cmocka_unit_test(test_none_fits),
+        cmocka_unit_test(test_check_wrong_block_size),
+        cmocka_unit_test(test_new_user_mistakes),
+        cmocka_unit_test(test_idle_keys_of_the_config),
+        cmocka_unit_test(test_read_only_file_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -354,7 +354,7 @@ int sim_cost_init_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_e
         double need[2] = {c->weight_bytes + c->activation_bytes, cfg->decode_hbm_frac};
         sim_preset_names_where("hardware", preset_holds, need, names, sizeof names);
         return sim_errf(err,
-                        "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %.2f): %s%s%s "
+                        "model '%s' (%.0f GB of weights) does not fit in hardware '%s' (%.0f GB HBM × %g): %s%s%s "
                         "or a smaller model",
                         cfg->model.name, c->weight_bytes / 1e9, hw->name, hw->hbm_bytes / 1e9, cfg->decode_hbm_frac,
                         names[0] ? "choose a preset with room for it at that share (--set hardware=NAME: "

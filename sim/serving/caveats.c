@@ -181,11 +181,29 @@ void sim_serving_add_caveats(const sim_config *cfg, json_t *summary)
     else json_decref(a);
 }
 
-void sim_serving_add_finding(json_t *summary, const char *name, const char *text)
+json_t *sim_serving_add_finding(json_t *summary, const char *name, const char *text)
 {
-    json_t *a = json_object_get(summary, "caveats");
+    json_t *a = json_object_get(summary, "caveats"),
+           *f = json_pack("{s:s, s:s, s:b}", "name", name, "text", text, "found", 1);
     if (!a) json_object_set_new(summary, "caveats", a = json_array());
-    json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", name, "text", text, "found", 1));
+    json_array_append_new(a, f);
+    return f;
+}
+
+const json_t *sim_serving_caveat(const json_t *summary, const char *name)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(summary, "caveats"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return c;
+    }
+    return NULL;
+}
+
+int64_t sim_serving_too_large_rejected(const json_t *summary)
+{
+    return json_integer_value(json_object_get(sim_serving_caveat(summary, "too_large"), "rejected"));
 }
 
 void sim_serving_fit_range_tail(char *buf, size_t n, const sim_cost *cost, double share, const char *one,

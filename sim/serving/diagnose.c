@@ -147,19 +147,27 @@ static int miss_class(const json_t *dist, double slo, const char **stat)
 
 static const char *const miss_share[] = {"under 1%", "1-10%", "10-50%", "over half"};
 
-/* The rejections of a run that rejected any, appended at buf + u (the
- * admission policy's, by where they happened); returns the new length. */
+/* The rejections of a run that rejected any, appended at buf + u: those
+ * for a KV larger than an instance's HBM (the too_large finding's; at
+ * arrival, whatever the policy), then the admission policy's, by where
+ * they happened; returns the new length. */
 static int say_rejected(const sim_config *cfg, const json_t *summary, char *buf, int u, size_t n)
 {
     const json_t *rej = json_object_get(summary, "rejected");
-    json_int_t total = json_integer_value(json_object_get(rej, "total"));
+    json_int_t total = json_integer_value(json_object_get(rej, "total")), big = sim_serving_too_large_rejected(summary);
     if (total <= 0 || (size_t)u >= n) return u;
+    json_int_t requests = json_integer_value(json_object_get(summary, "requests"));
+    if (big > 0)
+        u += snprintf(buf + u, n - (size_t)u,
+                      "%s%lld of %lld requests rejected at arrival for more KV than an instance's HBM holds "
+                      "(caveat too_large)",
+                      u ? "; " : "", (long long)big, (long long)requests);
+    if (total - big <= 0 || (size_t)u >= n) return u;
     return u + snprintf(buf + u, n - (size_t)u,
                         "%s%lld of %lld requests rejected by policy.admission = %s (at arrival %lld, after prefill "
                         "%lld, on the TTFT SLO %lld)",
-                        u ? "; " : "", (long long)total,
-                        (long long)json_integer_value(json_object_get(summary, "requests")), cfg->admission,
-                        (long long)json_integer_value(json_object_get(rej, "at_arrival")),
+                        u ? "; " : "", (long long)(total - big), (long long)requests, cfg->admission,
+                        (long long)(json_integer_value(json_object_get(rej, "at_arrival")) - big),
                         (long long)json_integer_value(json_object_get(rej, "after_prefill")),
                         (long long)json_integer_value(json_object_get(rej, "ttft_slo")));
 }

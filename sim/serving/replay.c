@@ -14,6 +14,8 @@
  * is held or moved); a session's later turn is scheduled when the turn
  * before it finishes, and when that turn's successor is not read yet the
  * loop reads ahead to it after the event. */
+#include <string.h>
+
 #include "sim/cost/measured.h"
 #include "sim/serving/serving.h"
 
@@ -195,6 +197,23 @@ static void note_whole_trace(const sim_config *cfg, bool closed, json_t *summary
     sim_serving_add_finding(summary, "whole_trace", text);
 }
 
+/* A cluster that rejected every request for a KV larger than an
+ * instance's HBM served nothing and never could, at any load: the run
+ * fails (exit 2) with the too_large finding's arithmetic rather than
+ * report an attainment of 0 (as a PIC store no request fits does). */
+static int fail_if_none_fits(const sim_config *cfg, json_t **summary, sim_err *err)
+{
+    json_int_t n = json_integer_value(json_object_get(*summary, "requests"));
+    if (n == 0 || json_integer_value(json_object_get(*summary, "completed")) > 0 ||
+        sim_serving_too_large_rejected(*summary) < n)
+        return 0;
+    const char *text = json_string_value(json_object_get(sim_serving_caveat(*summary, "too_large"), "text"));
+    int rc = sim_errf(err, "no request of trace %s fits this cluster, whatever the load: %s", cfg->trace_path, text);
+    json_decref(*summary);
+    *summary = NULL;
+    return rc;
+}
+
 int sim_serving_replay(const sim_config *cfg, sim_results *db, json_t **summary, sim_err *err)
 {
     return sim_serving_replay_bound(cfg, db, summary, false, err);
@@ -229,6 +248,7 @@ int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **su
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
         if (rc == 0 && engine_bound) note_engine_bound(&tape, loop_s, *summary);
         if (rc == 0) note_whole_trace(cfg, run.sessions != NULL, *summary);
+        if (rc == 0) rc = fail_if_none_fits(cfg, summary, err);
     }
     sim_engine_tape_free(&tape);
     drain(m, st, &run);

@@ -138,8 +138,14 @@ json_t *sim_serving_caveats(const sim_config *cfg);
 void sim_serving_add_caveats(const sim_config *cfg, json_t *summary);
 /* A caveat the replay found (not one of the config's): appended to the
  * summary's "caveats" as {name, text, found: true}; `kvsim run` prints it
- * as a plain warning (issue 40 items 2 and 6). */
-void sim_serving_add_finding(json_t *summary, const char *name, const char *text);
+ * as a plain warning (issue 40 items 2 and 6). Returns the finding (the
+ * summary's), for the numbers a caller adds to it. */
+json_t *sim_serving_add_finding(json_t *summary, const char *name, const char *text);
+/* The summary's caveat or finding called name (NULL: none). */
+const json_t *sim_serving_caveat(const json_t *summary, const char *name);
+/* The requests the too_large finding says were rejected for a KV larger
+ * than an instance's HBM (0 without one). */
+int64_t sim_serving_too_large_rejected(const json_t *summary);
 /* The fit-range finding: the CPU constants of `cost` (engine or measured
  * mode) are fitted on runs of at most sim_cost_fit_seqs sequences at once;
  * when `what` (an instance kind's iterations) reached peak_seqs beyond

@@ -142,7 +142,8 @@ static void note_too_large(const agg *a, json_t *summary)
         (long long)a->too_large.n, a->too_large.n == 1 ? "" : "s", a->too_large.n == 1 ? "s" : "",
         (long long)(a->pp.capacity_blocks * a->pp.block_tokens), (long long)a->too_large.first_line,
         (long long)a->too_large.first_need, (long long)a->too_large.prompt);
-    sim_serving_add_finding(summary, "too_large", text);
+    json_object_set_new(sim_serving_add_finding(summary, "too_large", text), "rejected",
+                        json_integer((json_int_t)a->too_large.prompt));
 }
 
 /* Fused-MoE compiles on first use (docs/measured.md §4) stall an instance

@@ -238,7 +238,8 @@ void sim_cluster_note_too_large(const cluster *c, json_t *summary)
              "instances more HBM (hardware, cluster.decode_hbm_frac) or a smaller model",
              (long long)c->too_large.n, c->too_large.n == 1 ? "" : "s", c->too_large.n == 1 ? "s" : "",
              (long long)c->kv_capacity, (long long)c->too_large.first_line, (long long)c->too_large.first_need);
-    sim_serving_add_finding(summary, "too_large", text);
+    json_object_set_new(sim_serving_add_finding(summary, "too_large", text), "rejected",
+                        json_integer((json_int_t)c->too_large.n));
 }
 
 static void admit(cluster *c, req_state *q)
