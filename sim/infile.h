@@ -3,11 +3,13 @@
  * `--arrivals-from`, the RAGPulse importer, the trace fingerprint) goes
  * through here, so a `.jsonl.gz` works wherever a `.jsonl` does.
  *
- * Compression is recognised by content, never by name: zlib's gzread looks
- * for gzip's magic bytes (1f 8b) at the start and reads anything else
+ * Compression is recognised by content, never by name: a file starting with
+ * gzip's magic bytes (1f 8b) is inflated by zlib, anything else read
  * through unchanged. A zstd file (magic 28 b5 2f fd) is refused with a
- * message that says how to decompress it. A corrupt or truncated gzip
- * stream is an error naming the file, never a short trace. */
+ * message that says how to decompress it. Gzip members one after another
+ * (cat a.gz b.gz) read as one stream, as gzip -d reads them. A corrupt or
+ * truncated gzip stream, or bytes after it that are not another member
+ * (trailing garbage), is an error naming the file, never a short trace. */
 #ifndef SIM_INFILE_H
 #define SIM_INFILE_H
 

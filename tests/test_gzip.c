@@ -5,9 +5,11 @@
  * reads one — `trace stats`, `run`, `hitrate`, `trace gen --arrivals-from`,
  * `trace import ragpulse`, a pipe on stdin — with the same fingerprint (the
  * decompressed text's XXH64). Compression is recognised by content: the
- * copies here are named without ".gz". A corrupt or truncated gzip file
- * exits 2 naming the file, never reads as a shorter trace; a zstd file is
- * refused, saying how to decompress it. The bundled conversation trace has
+ * copies here are named without ".gz". A corrupt or truncated gzip file,
+ * or one with bytes after its gzip stream that are not another member,
+ * exits 2 naming the file, never reads as a shorter trace; members one
+ * after another read as one stream; a zstd file is refused, saying how to
+ * decompress it. The bundled conversation trace has
  * Mooncake's published 12,031 requests (FAST'25 Table 3); its block counts
  * were computed by a separate Python reading of the file. */
 #include <setjmp.h>
@@ -252,6 +254,82 @@ static void test_corrupt_gz(void **state)
     tu_remove_temp(gz);
 }
 
+/* Bytes after the gzip stream that are not another gzip member (a damaged
+ * file, or a gzip file with another file joined after it) are an error
+ * giving the byte where the gzip data stops: zlib's gzread read such a
+ * file's first stream as the whole trace and dropped the rest unsaid. */
+static void test_trailing_garbage_gz(void **state)
+{
+    static const char plain[] = "{\"timestamp\": 9e9, \"input_length\": 5, \"output_length\": 5, \"hash_ids\": [1]}\n";
+    char *gz = gzip_temp(DEFAULT_TRACE), want[400], args[800];
+    size_t n;
+    char *bytes = slurp_path(gz, &n), *joined = malloc(2 * n + sizeof plain);
+    memcpy(joined, bytes, n);
+    memcpy(joined + n, plain, sizeof plain - 1); /* a plain trace line joined after it */
+    write_bytes(gz, joined, n + sizeof plain - 1);
+    snprintf(want, sizeof want,
+             "read error: trailing garbage after the gzip stream at byte %zu: the file is damaged or two files were "
+             "joined; recompress the trace, or keep the gzip part with head -c %zu",
+             n, n);
+    expect_refused("trace stats %s", gz, want);
+    expect_refused("run --trace %s", gz, want);
+    expect_refused("hitrate --trace %s --capacity-tokens 1e6", gz, want);
+    /* past its 1,500 arrivals: the reader reaches the garbage */
+    expect_refused("trace gen --requests 1501 --arrivals-from %s -o /dev/null", gz, want);
+    /* the whole message, as trace stats prints it, and for a pipe */
+    snprintf(args, sizeof args, "trace stats %s", gz);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    char line[1200];
+    snprintf(line, sizeof line, "kvsim trace stats: %s: %s\n", gz, want);
+    assert_string_equal(r.err, line);
+    tu_free(&r);
+    snprintf(args, sizeof args, "cat %s | %s run --trace -", gz, tu_kvsim_bin());
+    r = tu_shell(args);
+    if (r.status != 2 || !strstr(r.err, "kvsim run: <stdin>: ") || !strstr(r.err, want)) fail_msg("stderr: %s", r.err);
+    tu_free(&r);
+    /* one stray byte, even gzip's first magic byte, is garbage too */
+    joined[n] = 0x1f;
+    write_bytes(gz, joined, n + 1);
+    expect_refused("trace stats %s", gz, want);
+    /* after two whole members, the garbage starts past both */
+    memcpy(joined + n, bytes, n);
+    memcpy(joined + 2 * n, "\0\0\0\0", 4);
+    write_bytes(gz, joined, 2 * n + 4);
+    snprintf(want, sizeof want, "read error: trailing garbage after the gzip stream at byte %zu", 2 * n);
+    expect_refused("trace stats %s", gz, want);
+    free(joined);
+    free(bytes);
+    tu_remove_temp(gz);
+}
+
+/* Gzip members one after another (what cat a.gz b.gz makes; gzip -d reads
+ * them as one) are one stream: the trace cut mid-line into two members
+ * with an empty member between them is the same trace as the plain file. */
+static void test_multi_member_gz(void **state)
+{
+    size_t n;
+    char *text = slurp_path(DEFAULT_TRACE, &n), *gz = tu_temp_path(), args[800];
+    static const char *const modes[3] = {"wb9", "ab9", "ab1"};
+    const size_t cut[4] = {0, n / 2, n / 2, n}; /* the middle member is empty */
+    for (int i = 0; i < 3; i++) {
+        gzFile g = gzopen(gz, modes[i]);
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, text + cut[i], (unsigned)(cut[i + 1] - cut[i])), (int)(cut[i + 1] - cut[i]));
+        assert_int_equal(gzclose(g), Z_OK);
+    }
+    assert_true(text[n / 2 - 1] != '\n'); /* the cut is mid-line */
+    expect_same_output("trace stats --json %s", DEFAULT_TRACE, gz);
+    expect_same_output("hitrate --json --trace %s --capacity-tokens 1e5,inf", DEFAULT_TRACE, gz);
+    snprintf(args, sizeof args, "cat %s | %s trace stats --json -", gz, tu_kvsim_bin());
+    cli_result r = tu_shell(args);
+    if (r.status != 0 || !strstr(r.out, "\"" DEFAULT_FP "\"")) fail_msg("%s: exit %d: %s", args, r.status, r.err);
+    tu_free(&r);
+    free(text);
+    tu_remove_temp(gz);
+}
+
 static void test_zstd_refused(void **state)
 {
     char *path = tu_temp_path();
@@ -306,6 +384,8 @@ int main(void)
         cmocka_unit_test(test_ragpulse_gz_directory),
         cmocka_unit_test(test_truncated_gz),
         cmocka_unit_test(test_corrupt_gz),
+        cmocka_unit_test(test_trailing_garbage_gz),
+        cmocka_unit_test(test_multi_member_gz),
         cmocka_unit_test(test_zstd_refused),
         cmocka_unit_test(test_bundled_conversation_trace),
         cmocka_unit_test(test_bundled_files),

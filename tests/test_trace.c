@@ -262,6 +262,42 @@ static void test_skip_bad(void **state)
     free(path);
 }
 
+/* `kvsim run --skip-bad` on a trace where every line is bad says so, with
+ * the count and the first bad line's number and reason: "no requests to
+ * replay" alone hid the cause. */
+static void test_skip_bad_every_line(void **state)
+{
+    char *path = tu_write_temp("not json\n"
+                               "\n"
+                               "{\"timestamp\": 1, \"input_length\": 4, \"output_length\": 5}\n"
+                               "{\"timestamp\": 2, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                               "[1, 2]\n");
+    char args[600], want[1200];
+    snprintf(want, sizeof want,
+             "kvsim run: %s: all 4 lines were skipped as bad (--skip-bad), leaving no requests; the first, line 1: "
+             "json: malformed JSON ('[' or '{' expected near 'not' at column 3) (docs/trace.md has the format)\n",
+             path);
+    static const char *const how[2] = {"", "--sort "};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "run --skip-bad %s--trace %s", how[i], path);
+        cli_result r = tu_kvsim(args);
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.err, want);
+        tu_free(&r);
+    }
+    unlink(path);
+    free(path);
+    path = tu_write_temp("\n{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": []}\n");
+    snprintf(want, sizeof want,
+             "kvsim run: %s: its only line, line 2, was skipped as bad (--skip-bad), leaving no requests: "
+             "input_length: 0 tokens",
+             path);
+    snprintf(args, sizeof args, "run --skip-bad --trace %s", path);
+    tu_expect_exit(args, 2, want);
+    unlink(path);
+    free(path);
+}
+
 static void test_sort_is_stable(void **state)
 {
     /* timestamps by line: 1:300 2:100 3:200 4:100 → order 2, 4, 3, 1 (2 before 4: stable) */
@@ -846,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_blank_lines_are_skipped),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_skip_bad),
+        cmocka_unit_test(test_skip_bad_every_line),
         cmocka_unit_test(test_sort_is_stable),
         cmocka_unit_test(test_speed_halves_arrivals),
         cmocka_unit_test(test_sample_deterministic),

@@ -97,6 +97,7 @@ static int loop(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_tr
 {
     read_next(run, t, true);
     if (run->failed) return -1;
+    if (run->trace_done && sim_trace_all_skipped(t, run->err)) return -1;
     if (run->trace_done) return sim_errf(run->err, "trace %s: no requests to replay", sim_trace_name(t));
     run->first_arrival = sim_engine_next_time(&run->eng);
     m->start(st);

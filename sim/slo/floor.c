@@ -77,6 +77,7 @@ static int read_trace(const sim_config *cfg, floor_trace *ft, sim_err *err)
         sim_request_free(req);
     }
     sim_keyset_free(&seen);
+    if (rc == 0 && ft->n == 0 && sim_trace_all_skipped(t, err)) rc = -1;
     sim_trace_close(t);
     if (rc == 0 && ft->n == 0) rc = sim_errf(err, "%s: no requests to replay", cfg->trace_path);
     return rc < 0 ? -1 : 0;

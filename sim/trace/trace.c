@@ -92,6 +92,7 @@ const char *sim_trace_name(const sim_trace *t) { return t->name; }
 static bool absorb_bad_line(sim_trace *t, const sim_err *err)
 {
     if (!t->opts.skip_bad) return false;
+    if (!t->skipped) t->first_skip_line = t->lineno;
     if (t->skipped < SIM_TRACE_SKIPS_KEPT) {
         if (!t->skips) t->skips = sim_xcalloc(SIM_TRACE_SKIPS_KEPT, sizeof *t->skips);
         t->skips[t->skipped] = sim_xstrdup(err->msg);
@@ -126,9 +127,35 @@ static int read_valid(sim_trace *t, sim_request **out, sim_err *err)
             *out = NULL;
             rc = -1;
         }
-        if (rc == 1) return 1;
+        if (rc == 1) {
+            t->parsed++;
+            return 1;
+        }
         if (rc < 0 && !absorb_bad_line(t, err)) return -1;
     }
+}
+
+/* Every line skip_bad skipped, none read: say so, with the first one's
+ * line and reason (its kept message less the "FILE:LINE: " before them). */
+bool sim_trace_all_skipped(const sim_trace *t, sim_err *err)
+{
+    if (t->parsed || !t->skipped || !t->skips) return false;
+    char at[64];
+    int n = snprintf(at, sizeof at, ":%lld: ", (long long)t->first_skip_line);
+    const char *why = t->skips[0];
+    size_t len = strlen(t->name);
+    if (!strncmp(why, t->name, len) && !strncmp(why + len, at, (size_t)n)) why += len + (size_t)n;
+    if (t->skipped == 1)
+        sim_errf(err,
+                 "%s: its only line, line %lld, was skipped as bad (--skip-bad), leaving no requests: %s "
+                 "(docs/trace.md has the format)",
+                 t->name, (long long)t->first_skip_line, why);
+    else
+        sim_errf(err,
+                 "%s: all %lld lines were skipped as bad (--skip-bad), leaving no requests; the first, line %lld: "
+                 "%s (docs/trace.md has the format)",
+                 t->name, (long long)t->skipped, (long long)t->first_skip_line, why);
+    return true;
 }
 
 /* ---- sort mode: load everything, stable-sort by timestamp -------------- */

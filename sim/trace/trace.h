@@ -113,6 +113,13 @@ const char *sim_trace_first_skip(const sim_trace *t);
  * SIM_TRACE_SKIPS_KEPT are kept, NULL past them or past the count. */
 #define SIM_TRACE_SKIPS_KEPT 100
 const char *sim_trace_skip_message(const sim_trace *t, int64_t i);
+/* After a read that returned no request: true when skip_bad skipped every
+ * line that was not blank, err then saying so ("FILE: all N lines were
+ * skipped as bad (--skip-bad), leaving no requests; the first, line L:
+ * FIELD: problem ..."), the cause a bare "no requests" would hide. False
+ * when some line read as a request (sampling left none) or none was
+ * skipped. */
+bool sim_trace_all_skipped(const sim_trace *t, sim_err *err);
 /* The trace as messages name it: opts.name, "<stdin>" or the path. */
 const char *sim_trace_name(const sim_trace *t);
 

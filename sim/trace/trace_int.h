@@ -46,8 +46,10 @@ struct sim_trace {
     gsl_rng *rng; /* sampling draws; NULL when sample == 1 */
     int64_t emitted;
     sim_block_fit fit; /* how the hash_ids read fit opts.block_tokens */
+    int64_t parsed;    /* lines read as a request (before sampling and the limit) */
     int64_t skipped;
-    char **skips; /* the first SIM_TRACE_SKIPS_KEPT skipped lines' messages */
+    int64_t first_skip_line; /* the first skipped line's number */
+    char **skips;            /* the first SIM_TRACE_SKIPS_KEPT skipped lines' messages */
     /* sort mode: every valid request, loaded on the first sim_trace_next */
     bool loaded;
     sim_request **sorted;
