@@ -297,7 +297,7 @@ static int write_page(rep *r, const rep_options *a, int *nfigures, sim_err *err)
     fputs("</body>\n</html>\n", h);
     r->html = NULL;
     if (rep_close(r, h, "index.html", true, err) || *nfigures < 0 || render(r, err)) return -1;
-    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", ".kvsim-report-files", err) == 0)
+    if (sim_outdir_publish(r->stage_fd, r->dir, "index.html", ".kvsim-manifest", err) == 0)
         return 0; /* the page last: its files are there */
     r->unwritable = true;
     return -1;

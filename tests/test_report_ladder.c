@@ -80,7 +80,7 @@ static void test_ladder_figure(void **state)
     assert_string_equal(n, "5 1 2"); /* 5 rungs, one ladder, 2 split rungs (c, d) */
     free(n);
     snprintf(args, sizeof args, "report --db %s/l.db -o %s/rep", dir, dir);
-    tu_expect_stdout(args, "0 runs, 1 figures");
+    tu_expect_stdout(args, "0 runs, 1 figure (");
     snprintf(path, sizeof path, "%s/rep/ladder_id1.dat", dir);
     char *dat = tu_slurp_path(path), *save = NULL;
     int row = 0;
@@ -142,7 +142,7 @@ static void test_trace_path_quoted(void **state)
              dir);
     tu_expect_stdout(args, "a ceiling");
     snprintf(args, sizeof args, "report --db %s/l.db -o %s/rep", dir, dir);
-    tu_expect_stdout(args, "1 figures");
+    tu_expect_stdout(args, "1 figure (");
     snprintf(path, sizeof path, "%s/rep/pwned", dir);
     assert_int_not_equal(access(path, F_OK), 0);
     assert_int_not_equal(access("pwned", F_OK), 0);
