@@ -677,7 +677,8 @@ static void test_aggregated_config_errors(void **state)
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set policy.admission='\"early\"'", 2,
                    "policy.admission: unknown admission policy 'early'");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.pic_block_tokens=24", 2,
-                   "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
+                   "kvstore.pic_block_tokens: 24 does not divide trace.block_tokens (512): a block of the trace "
+                   "must be whole HBM blocks; use a divisor of 512 such as 16");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.lmcache=true --set kvstore.chunk_tokens=200",
                    2, "kvstore.chunk_tokens': 200 is not a multiple of the page size");
     tu_expect_exit("run --set kvstore.remote.Gbps=0", 2,
