@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "sched/registry.h"
+#include "sim/config/param.h"
 #include "sim/store/evict/registry.h"
 
 #define MAX_NAMES 128
@@ -33,12 +34,9 @@ static void add_name(names *ns, const char *s, size_t len)
 /* The parameter names of a params string "a=1: ...; b=2 (...); c=[..]". */
 static void add_params(names *ns, const char *params)
 {
-    for (const char *p = params; p && *p;) {
-        while (*p == ' ' || *p == ';') p++;
-        size_t len = strcspn(p, "=;");
-        if (p[len] == '=') add_name(ns, p, len);
-        p += strcspn(p, ";");
-    }
+    const char *name;
+    size_t len;
+    for (const char *at = params; sim_param_next(&at, &name, &len);) add_name(ns, name, len);
 }
 
 static void all_params(names *ns)

@@ -18,13 +18,16 @@
 
 #include "tests/testutil.h"
 
-#define TOY                                                                                                            \
-    "--set cluster.mode='\"aggregated\"' --set cluster.instances=1 "                                                   \
+/* The toy's model and cost keys: what kvsim plan crossover reads of it
+ * (it refuses a key it does not read, such as the run's keys below). */
+#define TOY_COST                                                                                                       \
+    "--set cluster.mode='\"aggregated\"' "                                                                             \
     "--set model='{\"name\":\"toy\",\"layers\":1,\"hidden\":100,\"heads\":1,\"kv_heads\":1,\"head_dim\":100,"          \
     "\"dtype_bytes\":2,\"params\":1e8}' "                                                                              \
-    "--set cost.prefill_mfu=0.5 --set cost.decode_overhead_ms=0 --set cost.prefill_chunk_overhead_ms=0 "               \
-    "--set cost.compute=analytic --set engine.async_scheduling=false "                                                 \
-    "--set policy.router='\"round_robin\"' "
+    "--set cost.prefill_mfu=0.5 --set cost.compute=analytic "
+#define TOY                                                                                                            \
+    TOY_COST "--set cluster.instances=1 --set cost.decode_overhead_ms=0 --set cost.prefill_chunk_overhead_ms=0 "       \
+             "--set engine.async_scheduling=false --set policy.router='\"round_robin\"' "
 
 /* hardware with hbm bytes per GPU */
 static void hw_arg(char *buf, size_t n, double hbm)
@@ -588,7 +591,7 @@ static void test_plan_crossover(void **state)
 {
     char hw[512], args[2048];
     hw_arg(hw, sizeof hw, 1e10);
-    snprintf(args, sizeof args, "plan crossover --json " TOY "%s", hw);
+    snprintf(args, sizeof args, "plan crossover --json " TOY_COST "%s", hw);
     json_t *j = tu_kvsim_json(args), *tiers = json_object_get(j, "tiers");
     for (size_t i = 0; i < json_array_size(tiers); i++) {
         json_t *t = json_array_get(tiers, i);
@@ -617,7 +620,10 @@ static void test_plan_whole_context(void **state)
 {
     char hw[512], args[2048];
     hw_arg(hw, sizeof hw, 1e10);
-    snprintf(args, sizeof args, "plan crossover --whole-context --context 1024,4096 --gbps 1,10 --json " TOY "%s", hw);
+    snprintf(args, sizeof args,
+             "plan crossover --whole-context --context 1024,4096 --gbps 1,10 --json " TOY_COST
+             "--set cost.prefill_chunk_overhead_ms=0 %s",
+             hw);
     json_t *j = tu_kvsim_json(args), *rows = json_object_get(j, "contexts");
     assert_int_equal(json_array_size(rows), 2);
     const double prefill[] = {1.2894208e-3, 1.52240128e-2}, even[] = {2.5413e9, 8.6096e8}, L[] = {1024, 4096};
@@ -635,7 +641,7 @@ static void test_plan_whole_context(void **state)
     }
     json_decref(j);
     snprintf(args, sizeof args,
-             "plan crossover --whole-context --context 4096 --gbps 1 --json " TOY
+             "plan crossover --whole-context --context 4096 --gbps 1 --json " TOY_COST
              "%s --set engine.max_num_batched_tokens=1024 --set cost.prefill_chunk_overhead_ms=1",
              hw);
     j = tu_kvsim_json(args);
@@ -644,6 +650,73 @@ static void test_plan_whole_context(void **state)
     json_decref(j);
     tu_expect_exit("plan crossover --whole-context --context 1K,0", 2, "--context: '0' is out of range");
     tu_expect_exit("plan crossover --whole-context --gbps 1,x", 2, "--gbps: 'x' is not a number");
+}
+
+/* kvsim plan crossover refuses an option it would ignore (it accepted and
+ * ignored them): --context and --gbps without --whole-context, a --set of
+ * a key it never reads, in either mode or in the one given, and the cost
+ * model's idle keys; each exits 2 saying what to use instead. The options
+ * it reads still move its numbers, and a run's --config is read as is. */
+static void test_plan_crossover_ignored_options(void **state)
+{
+    const char *cases[][2] = {
+        {"plan crossover --context 1024",
+         "kvsim plan crossover: --context has no effect without --whole-context: the per-tier crossover searches "
+         "every context position and loads at each tier's own bandwidth (the remote store's is kvstore.remote.Gbps); "
+         "add --whole-context for the table at these context lengths\n"},
+        {"plan crossover --gbps 1,10",
+         "kvsim plan crossover: --gbps has no effect without --whole-context: the per-tier crossover searches every "
+         "context position and loads at each tier's own bandwidth (the remote store's is kvstore.remote.Gbps); add "
+         "--whole-context for the table at these bandwidths\n"},
+        {"plan crossover --set trace.speed=2",
+         "kvsim plan crossover: --set trace.speed has no effect on the crossover: it reads no trace (it prices a "
+         "chunk from the model, hardware and cost keys); drop it (kvsim run reads it)\n"},
+        {"plan crossover --set cluster.prefill_hardware='\"h100x8\"'",
+         "kvsim plan crossover: --set cluster.prefill_hardware has no effect on the crossover: it prices one "
+         "aggregated instance on `hardware`; use --set hardware=NAME\n"},
+        {"plan crossover --set cluster.prefill_chunk=4096",
+         "kvsim plan crossover: --set cluster.prefill_chunk has no effect on the crossover: it prefills in passes of "
+         "engine.max_num_batched_tokens; set that instead\n"},
+        {"plan crossover --set cost.prefill_chunk_overhead_ms=1",
+         "kvsim plan crossover: --set cost.prefill_chunk_overhead_ms has no effect on the crossover without "
+         "--whole-context: a chunk's recompute is what it adds to a prefill pass, so a pass's fixed overheads cancel "
+         "out; they price the prefill of --whole-context\n"},
+        {"plan crossover --whole-context --set kvstore.chunk_tokens=128",
+         "kvsim plan crossover: --set kvstore.chunk_tokens has no effect on the crossover with --whole-context: it "
+         "loads the entire context at each --gbps bandwidth, with no chunks, pages, host link, disk or store; give "
+         "the bandwidths with --gbps, or drop --whole-context for the per-tier chunk crossover, which reads it\n"},
+        {"plan crossover --whole-context --set hardware.h2d_GBps=10",
+         "kvsim plan crossover: --set hardware.h2d_GBps has no effect on the crossover with --whole-context: it "
+         "loads the entire context at each --gbps bandwidth, with no chunks, pages, host link, disk or store; give "
+         "the bandwidths with --gbps, or drop --whole-context for the per-tier chunk crossover, which reads it\n"},
+        {"plan crossover --set kvstore.eviction='\"lfu\"'",
+         "kvsim plan crossover: --set kvstore.eviction has no effect on the crossover: it prices loads and "
+         "recomputes, whatever the store holds, keeps or evicts; drop it (kvsim run reads it)\n"},
+        {"plan crossover --set cost.expert_parallel=true",
+         "kvsim plan crossover: --set cost.expert_parallel has no effect on the crossover: the model is dense (no "
+         "model.experts): there are no experts to split\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tu_expect_exit(cases[i][0], 2, cases[i][1]);
+    /* what it reads moves it: the remote tier's load, the whole context's prefill */
+    const char *chunk = "plan crossover --json --set kvstore.remote.Gbps=30 --set kvstore.chunk_tokens=512 "
+                        "--set hardware.h2d_GBps=64 --set engine.max_num_batched_tokens=4096";
+    json_t *a = tu_kvsim_json("plan crossover --json"), *b = tu_kvsim_json(chunk);
+    assert_int_equal(json_integer_value(json_object_get(b, "chunk_tokens")), 512);
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(b, "tiers"), 3), "chunk_load_s")) !=
+                json_real_value(json_object_get(json_array_get(json_object_get(a, "tiers"), 3), "chunk_load_s")));
+    json_decref(a);
+    json_decref(b);
+    a = tu_kvsim_json("plan crossover --json --whole-context --context 8192 --gbps 10");
+    b = tu_kvsim_json("plan crossover --json --whole-context --context 8192 --gbps 10 --set "
+                      "engine.max_num_batched_tokens=2048 --set cost.prefill_chunk_overhead_ms=5");
+    const json_t *ra = json_array_get(json_object_get(a, "contexts"), 0),
+                 *rb = json_array_get(json_object_get(b, "contexts"), 0);
+    /* four passes of 5 ms overhead against one of 1 ms (the default) */
+    assert_true(json_number_value(json_object_get(rb, "prefill_s")) >=
+                json_number_value(json_object_get(ra, "prefill_s")) + 19e-3 - 1e-9);
+    json_decref(a);
+    json_decref(b);
+    tu_expect_stdout("plan crossover --config configs/clusters/lmcache-central-storage.json", "crossover tokens");
 }
 
 /* The measured tables price a recomputed 16-token chunk by what it adds to
@@ -677,7 +750,8 @@ static void test_aggregated_config_errors(void **state)
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set policy.admission='\"early\"'", 2,
                    "policy.admission: unknown admission policy 'early'");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.pic_block_tokens=24", 2,
-                   "kvstore.pic_block_tokens: 24 (the HBM page) does not divide");
+                   "kvstore.pic_block_tokens: 24 does not divide trace.block_tokens (512): a block of the trace "
+                   "must be whole HBM blocks; use a divisor of 512 such as 16");
     tu_expect_exit("run --set cluster.mode='\"aggregated\"' --set kvstore.lmcache=true --set kvstore.chunk_tokens=200",
                    2, "kvstore.chunk_tokens': 200 is not a multiple of the page size");
     tu_expect_exit("run --set kvstore.remote.Gbps=0", 2,
@@ -766,6 +840,7 @@ int main(void)
         cmocka_unit_test(test_lmcache_cpu_offload),
         cmocka_unit_test(test_plan_crossover),
         cmocka_unit_test(test_plan_whole_context),
+        cmocka_unit_test(test_plan_crossover_ignored_options),
         cmocka_unit_test(test_plan_crossover_profile_small_chunks),
         cmocka_unit_test(test_lmcache_disk_and_remote),
         cmocka_unit_test(test_lmcache_remote_link_is_shared),

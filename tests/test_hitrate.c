@@ -207,6 +207,37 @@ static void test_bad_input(void **state)
     tu_remove_temp(bad);
 }
 
+/* --params keys are checked against the policy's parameters (kvsim
+ * policies): a misspelt or foreign key exits 2 naming it, the policy and
+ * what the policy takes; it was taken silently and the default used. A key
+ * the policy declares still works, in hitrate and plan alike. */
+static void test_params_unknown_key(void **state)
+{
+    const char *cases[][2] = {
+        {"hitrate --trace traces/default.jsonl --policy lfu --params '{\"lfu_age_perod\": 1000}'",
+         "kvsim hitrate: --params: policy lfu has no parameter 'lfu_age_perod' (did you mean 'lfu_age_period'?); it "
+         "takes lfu_max_freq, lfu_age_period (kvsim policies describes them)\n"},
+        {"hitrate --trace traces/default.jsonl --policy s3fifo --params '{\"s3fifo_ghost\": 1}'",
+         "kvsim hitrate: --params: policy s3fifo has no parameter 's3fifo_ghost'; it takes s3fifo_small_ratio, "
+         "s3fifo_ghost_ratio, s3fifo_move_threshold (kvsim policies describes them)\n"},
+        {"hitrate --trace traces/default.jsonl --params '{\"lfu_age_period\": 1000}'",
+         "kvsim hitrate: --params: policy lru takes no parameters, not 'lfu_age_period' ('lfu_age_period' is policy "
+         "lfu's: --policy lfu): drop --params\n"},
+        {"hitrate --trace traces/default.jsonl --policy fifo --params '{\"foo\": 1}'",
+         "kvsim hitrate: --params: policy fifo takes no parameters, not 'foo': drop --params\n"},
+        {"plan --trace traces/default.jsonl --target 0.5 --policy lfu --params '{\"lfu_max_frq\": 3}'",
+         "kvsim plan: --params: policy lfu has no parameter 'lfu_max_frq' (did you mean 'lfu_max_freq'?); it takes "
+         "lfu_max_freq, lfu_age_period (kvsim policies describes them)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) tu_expect_exit(cases[i][0], 2, cases[i][1]);
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --policy lfu --capacity-tokens 1e6 "
+                     "--params '{\"lfu_age_period\": 1000, \"lfu_max_freq\": 3}'",
+                     "policy lfu");
+    tu_expect_stdout("plan --trace traces/default.jsonl --target 0.5 --policy s3fifo "
+                     "--params '{\"s3fifo_ghost_ratio\": 0.5}'",
+                     NULL);
+}
+
 /* --route, placement's old name, with the old values (the conductor's router
  * names) still works for hitrate and plan: the same output byte for byte
  * as --placement with the new value, plus one line on stderr. On the bundled
@@ -435,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_semantics_aware),
         cmocka_unit_test(test_plan_hand_trace),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_params_unknown_key),
         cmocka_unit_test(test_deprecated_route),
         cmocka_unit_test(test_mooncake_lru_facts),
         cmocka_unit_test(test_mooncake_monotone_and_belady_bound),

@@ -302,8 +302,43 @@ static void test_hitrate_pic_errors(void **state)
     snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --capacity-tokens 1e5 --capacity-blocks 3", path);
     tu_expect_exit(args, 2, "give one of");
     snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --cacheblend-ratio 1.5", path);
-    tu_expect_exit(args, 2, "kvstore.pic_cacheblend_ratio");
+    tu_expect_exit(args, 2, "kvsim hitrate: --cacheblend-ratio: 1.5 is not in [0, 1]\n");
     tu_expect_exit("hitrate --pic mepic --trace traces/default.jsonl", 2, "no request has \"segments\"");
+    tu_remove_temp(path);
+}
+
+/* kvsim hitrate --pic checks its block size as kvsim run checks
+ * kvstore.pic_block_tokens (kv_pic_params_check, one check for both): a
+ * block that does not divide the trace's 512-token hash_ids blocks exits 2
+ * (it was replayed, with recompute fractions that mean nothing: 10.24 with
+ * padding at 1,024); a divisor is replayed. */
+static void test_hitrate_pic_block_tokens(void **state)
+{
+    char *path = tu_write_temp(hand_trace), args[600];
+    const struct {
+        int block;
+        const char *err;
+    } bad[] = {
+        {24, "kvsim hitrate: --block-tokens: 24 does not divide the trace's hash_ids blocks (512): a block of the "
+             "trace must be whole HBM blocks; use a divisor of 512 such as 16\n"},
+        {1024, "kvsim hitrate: --block-tokens: 1024 does not divide the trace's hash_ids blocks (512): a block of the "
+               "trace must be whole HBM blocks; use a divisor of 512 such as 512\n"},
+        {500, "kvsim hitrate: --block-tokens: 500 does not divide the trace's hash_ids blocks (512): a block of the "
+              "trace must be whole HBM blocks; use a divisor of 512 such as 256\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --block-tokens %d", path, bad[i].block);
+        tu_expect_exit(args, 2, bad[i].err);
+    }
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --block-tokens 0", path);
+    tu_expect_exit(args, 2, "--block-tokens: 0 is not in [1, 1048576]");
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --block-tokens 32", path);
+    tu_expect_stdout(args, "32-token blocks");
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --block-tokens 512", path);
+    tu_expect_stdout(args, "512-token blocks");
+    tu_expect_exit("run --set kvstore.pic='\"mepic\"' --set kvstore.pic_block_tokens=1024", 2,
+                   "kvsim run: kvstore.pic_block_tokens: 1024 does not divide trace.block_tokens (512): a block of "
+                   "the trace must be whole HBM blocks; use a divisor of 512 such as 512\n");
     tu_remove_temp(path);
 }
 
@@ -584,11 +619,11 @@ int main(void)
         cmocka_unit_test(test_mepic_peak_overlapping),    cmocka_unit_test(test_prefix_evicts_chain_tail_first),
         cmocka_unit_test(test_referenced_objects_stay),   cmocka_unit_test(test_every_policy_on_rag),
         cmocka_unit_test(test_segments_without_hash_ids), cmocka_unit_test(test_bad_segments),
-        cmocka_unit_test(test_hitrate_pic_errors),        cmocka_unit_test(test_hitrate_pic_json),
-        cmocka_unit_test(test_run_hbm_inf_and_too_small), cmocka_unit_test(test_run_hbm_admission),
-        cmocka_unit_test(test_run_peak_fields),           cmocka_unit_test(test_reusable_identity),
-        cmocka_unit_test(test_run_hit_rate_counts_reuse), cmocka_unit_test(test_ragpulse_sample_stats),
-        cmocka_unit_test(test_report_pic_columns),
+        cmocka_unit_test(test_hitrate_pic_errors),        cmocka_unit_test(test_hitrate_pic_block_tokens),
+        cmocka_unit_test(test_hitrate_pic_json),          cmocka_unit_test(test_run_hbm_inf_and_too_small),
+        cmocka_unit_test(test_run_hbm_admission),         cmocka_unit_test(test_run_peak_fields),
+        cmocka_unit_test(test_reusable_identity),         cmocka_unit_test(test_run_hit_rate_counts_reuse),
+        cmocka_unit_test(test_ragpulse_sample_stats),     cmocka_unit_test(test_report_pic_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

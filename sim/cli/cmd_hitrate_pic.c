@@ -43,7 +43,9 @@ static void usage(FILE *f)
                "  --capacity-tokens LIST  store capacities in tokens, e.g. 1e5,1e6,inf (default inf)\n"
                "  --capacity-blocks LIST  ... in blocks of B tokens\n"
                "  --capacity-bytes LIST   ... in bytes of KV of --model, e.g. 8GiB,inf\n"
-               "  --block-tokens B        tokens per HBM block (default 16)\n"
+               "  --block-tokens B        tokens per HBM block (default 16); it must divide the\n"
+               "                          trace's 512-token hash_ids blocks, as kvstore.pic_block_tokens\n"
+               "                          must divide trace.block_tokens in kvsim run\n"
                "  --cacheblend-ratio X    share of a reused chunk CacheBlend recomputes (default 0.15)\n"
                "  --epic-tokens N         leading tokens of a reused chunk EPIC recomputes (default 16)\n"
                "  --model NAME            model preset for bytes (default llama3-70b)\n"
@@ -123,7 +125,9 @@ static int parse(int argc, char **argv, pic_opts *o, sim_err *err)
     if (optind < argc)
         return sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "hitrate pic", argv[optind], "--trace"));
     if (!o->trace) return sim_errf(err, "--trace FILE is required");
-    return kv_pic_params_check(&o->params, err);
+    static const kv_pic_names names = {"--block-tokens", "the trace's hash_ids blocks", "--cacheblend-ratio",
+                                       "--epic-tokens"};
+    return kv_pic_params_check(&o->params, &names, err);
 }
 
 /* The capacity list in blocks (SIM_COUNT_UNBOUNDED for inf); n items. */

@@ -28,14 +28,22 @@ static void usage(FILE *f)
                "tier and transfer granularity: CPU memory over the host link (chunk transfers,\n"
                "and 16-token page transfers as vLLM's native offload makes them), local disk,\n"
                "and the remote store over kvstore.remote.Gbps. Below it, recomputing is faster.\n\n"
-               "  --config FILE      config merged over configs/default.json\n"
-               "  --set KEY=VALUE    override one key (as kvsim run)\n"
+               "  --config FILE      config merged over configs/default.json (a run's config: the\n"
+               "                     keys the crossover does not read are left as they are)\n"
+               "  --set KEY=VALUE    override one key (as kvsim run); a key the crossover does not\n"
+               "                     read there exits 2 saying what to set instead: trace.*,\n"
+               "                     policy.*, slo.*, metrics.*, decode.*, the cluster's size and\n"
+               "                     layout, the store's capacities and rules, prices; the\n"
+               "                     per-pass overheads without --whole-context; kvstore.* and the\n"
+               "                     host link, disk and transfer latency with it\n"
                "  --whole-context    instead: load an entire cached context of L tokens\n"
                "                     (L × KV bytes per token at B) against prefilling it alone\n"
                "                     (passes of engine.max_num_batched_tokens, overheads in),\n"
                "                     and the bandwidth at which the two take as long\n"
-               "  --context LIST     context lengths in tokens (default 1024,2048,...,131072)\n"
-               "  --gbps LIST        link bandwidths in Gbit/s (default 1,2.5,5,10,25,50,100,200,400)\n"
+               "  --context LIST     with --whole-context: context lengths in tokens (default\n"
+               "                     1024,2048,...,131072)\n"
+               "  --gbps LIST        with --whole-context: link bandwidths in Gbit/s (default\n"
+               "                     1,2.5,5,10,25,50,100,200,400)\n"
                "  --json             one JSON object\n"
                "  -h, --help         this text\n");
 }
@@ -187,6 +195,160 @@ static int report_whole(const sim_config *cfg, const whole_spec *w, bool json)
     return SIM_EXIT_OK;
 }
 
+/* ---- keys the crossover does not read ---------------------------------------- */
+
+enum { CHUNKS = 1, WHOLE = 2, EITHER = 3 };
+
+/* Why a key is not read, for the rows sharing one. */
+#define WHY_CLUSTER                                                                                                    \
+    "it prices one instance's loads and prefill, whatever the cluster's size and layout; drop it (kvsim run reads "    \
+    "it)"
+#define WHY_STORE                                                                                                      \
+    "it prices loads and recomputes, whatever the store holds, keeps or evicts; drop it (kvsim run reads it)"
+#define WHY_PRICE "it compares times, not prices (kvsim cost prices a run); drop it"
+#define WHY_PASS                                                                                                       \
+    "a chunk's recompute is what it adds to a prefill pass, so a pass's fixed overheads cancel out; they price the "   \
+    "prefill of --whole-context"
+#define WHY_WHOLE                                                                                                      \
+    "it loads the entire context at each --gbps bandwidth, with no chunks, pages, host link, disk or store; give the " \
+    "bandwidths with --gbps, or drop --whole-context for the per-tier chunk crossover, which reads it"
+
+/* A config key (and the keys under it) the crossover never reads in the
+ * modes given, and what to do instead. Without --whole-context it reads the
+ * model, the hardware's compute, host link and disk, a prefill pass's cost
+ * keys, engine.max_num_batched_tokens, kvstore.chunk_tokens and
+ * pic_block_tokens, kvstore.remote.Gbps and latency_us (paths, report);
+ * with it, the model, the compute and the passes with their overheads
+ * (report_whole). The cost model's and the config's idle keys (the
+ * warnings of kvsim run) are refused too. */
+static const struct unread {
+    const char *key;
+    int modes;
+    const char *why;
+} unread[] = {
+    {"trace", EITHER,
+     "it reads no trace (it prices a chunk from the model, hardware and cost keys); drop it (kvsim run reads it)"},
+    {"policy", EITHER, "it schedules no requests; drop it (kvsim run reads it)"},
+    {"slo", EITHER, "it times no requests against an SLO; drop it (kvsim run reads it)"},
+    {"metrics", EITHER, "it records no run; drop it (kvsim run reads it)"},
+    {"limits", EITHER, "it simulates no events; drop it (kvsim run reads it)"},
+    {"faults", EITHER, "it runs no instance that could fail; drop it (kvsim run reads it)"},
+    {"seed", EITHER, "it draws nothing at random; drop it (kvsim run reads it)"},
+    {"decode", EITHER, "it prices no decode; drop it (kvsim run reads it)"},
+    {"cost.decode_overhead_ms", EITHER, "it prices no decode; drop it (kvsim run reads it)"},
+    {"cost.noise", EITHER, "its times are the cost model's, without noise; drop it (kvsim run reads it)"},
+    {"cost.estimator_noise", EITHER, "it uses no estimator; drop it (kvsim run reads it)"},
+    {"cost.estimator_samples", EITHER, "it uses no estimator; drop it (kvsim run reads it)"},
+    {"cluster.prefill_hardware", EITHER, "it prices one aggregated instance on `hardware`; use --set hardware=NAME"},
+    {"cluster.decode_hardware", EITHER, "it prices one aggregated instance on `hardware`; use --set hardware=NAME"},
+    {"cluster.prefill_chunk", EITHER, "it prefills in passes of engine.max_num_batched_tokens; set that instead"},
+    {"cluster.prefill", EITHER, WHY_CLUSTER},
+    {"cluster.decode", EITHER, WHY_CLUSTER},
+    {"cluster.instances", EITHER, WHY_CLUSTER},
+    {"cluster.instances_per_node", EITHER, WHY_CLUSTER},
+    {"cluster.scope", EITHER, WHY_CLUSTER},
+    {"cluster.layerwise", EITHER, WHY_CLUSTER},
+    {"cluster.switch_ms", EITHER, WHY_CLUSTER},
+    {"cluster.cpp_group", EITHER, WHY_CLUSTER},
+    {"cluster.cpp_threshold", EITHER, WHY_CLUSTER},
+    {"cluster.on_failure", EITHER, WHY_CLUSTER},
+    {"kvstore.transfer", EITHER,
+     "it has a row for each granularity (cpu: chunk transfers, cpu_pages: page copies); drop it"},
+    {"kvstore.load", EITHER, "it is the rule kvstore.load = \"adaptive\" applies to each chunk; drop it"},
+    {"kvstore.block_tokens", EITHER, WHY_STORE},
+    {"kvstore.pic", EITHER, WHY_STORE},
+    {"kvstore.pic_cacheblend_ratio", EITHER, WHY_STORE},
+    {"kvstore.pic_epic_tokens", EITHER, WHY_STORE},
+    {"kvstore.eviction", EITHER, WHY_STORE},
+    {"kvstore.hbm_bytes", EITHER, WHY_STORE},
+    {"kvstore.dram_bytes", EITHER, WHY_STORE},
+    {"kvstore.ssd_bytes", EITHER, WHY_STORE},
+    {"kvstore.promote", EITHER, WHY_STORE},
+    {"kvstore.lmcache", EITHER, WHY_STORE},
+    {"kvstore.cpu_scope", EITHER, WHY_STORE},
+    {"kvstore.prefetch", EITHER, WHY_STORE},
+    {"kvstore.remote.bytes", EITHER, WHY_STORE},
+    {"hardware.dram_bytes", EITHER, WHY_STORE},
+    {"hardware.ssd_bytes", EITHER, WHY_STORE},
+    {"hardware.ssd_write_GBps", EITHER, "it only reads from disk (hardware.ssd_read_GBps); drop it"},
+    {"hardware.nic_Gbps", EITHER, "the remote store's link is kvstore.remote.Gbps; set that instead"},
+    {"hardware.price_per_hour", EITHER, WHY_PRICE},
+    {"hardware.dram_price_per_GB_hour", EITHER, WHY_PRICE},
+    {"hardware.ssd_price_per_GB_hour", EITHER, WHY_PRICE},
+    {"engine.async_scheduling", EITHER,
+     "it prices a prefill alone, in passes of engine.max_num_batched_tokens; drop it"},
+    {"engine.chunked_prefill", EITHER, "it prefills in passes of engine.max_num_batched_tokens; set that instead"},
+    {"engine.prefix_caching", EITHER, "it prices a chunk's load or recompute, not the engine's cache; drop it"},
+    {"engine.frontend_ms", EITHER, "no request passes the frontend; drop it (kvsim run reads it)"},
+    {"engine.measured.frontend_ms", EITHER, "no request passes the frontend; drop it (kvsim run reads it)"},
+    {"engine.measured.moe_jit_compile_ms", EITHER, "it prices warm passes; drop it (kvsim run reads it)"},
+    {"engine.iter_overhead_ms", CHUNKS, WHY_PASS},
+    {"engine.seq_overhead_ms", CHUNKS, WHY_PASS},
+    {"engine.measured.iter_overhead_ms", CHUNKS, WHY_PASS},
+    {"engine.measured.seq_overhead_ms", CHUNKS, WHY_PASS},
+    {"cost.prefill_chunk_overhead_ms", CHUNKS, WHY_PASS},
+    {"kvstore", WHOLE, WHY_WHOLE},
+    {"hardware.h2d_GBps", WHOLE, WHY_WHOLE},
+    {"hardware.ssd_read_GBps", WHOLE, WHY_WHOLE},
+    {"hardware.ssd_latency_us", WHOLE, WHY_WHOLE},
+    {"cost.transfer_latency_us", WHOLE, WHY_WHOLE},
+};
+
+#undef WHY_CLUSTER
+#undef WHY_STORE
+#undef WHY_PRICE
+#undef WHY_PASS
+#undef WHY_WHOLE
+
+/* key is `under` or a key below it. */
+static bool key_in(const char *key, size_t len, const char *under)
+{
+    size_t n = strlen(under);
+    return len >= n && !strncmp(key, under, n) && (len == n || key[n] == '.');
+}
+
+/* The rule of the unread table, or of the cost model's and the config's
+ * idle keys (`idle`), that a --set KEY=VALUE falls under in this mode
+ * (whole or not); NULL when the crossover reads the key. */
+static const struct unread *unread_rule(const char *set, bool whole, const sim_idle_key *const idle[2],
+                                        struct unread *scratch)
+{
+    size_t len = strcspn(set, "=");
+    for (size_t i = 0; i < sizeof unread / sizeof unread[0]; i++)
+        if ((unread[i].modes & (whole ? WHOLE : CHUNKS)) && key_in(set, len, unread[i].key)) return &unread[i];
+    for (int l = 0; l < 2; l++)
+        for (const sim_idle_key *k = idle[l]; k && k->key; k++)
+            if (key_in(set, len, k->key)) return (*scratch = (struct unread){k->key, EITHER, k->why}, scratch);
+    return NULL;
+}
+
+/* Exit 2 on an option the crossover would ignore: --context or --gbps
+ * without --whole-context, a --set of a key it does not read (accepted
+ * and ignored, it was a silent wrong answer); else 0. */
+static int check_effect(const sim_config *cfg, char **sets, int nsets, bool whole, const char *list_opt)
+{
+    static const char *const mode[] = {"", " without --whole-context", " with --whole-context", ""};
+    char msg[1024];
+    if (!whole && list_opt) {
+        snprintf(msg, sizeof msg,
+                 "%s has no effect without --whole-context: the per-tier crossover searches every context "
+                 "position and loads at each tier's own bandwidth (the remote store's is kvstore.remote.Gbps); add "
+                 "--whole-context for the table at these %s",
+                 list_opt, !strcmp(list_opt, "--context") ? "context lengths" : "bandwidths");
+        return sim_usage_error("plan crossover", msg);
+    }
+    const sim_idle_key *idle[2] = {nsets ? sim_cost_idle_keys(cfg) : NULL, nsets ? sim_config_idle_keys(cfg) : NULL};
+    struct unread scratch;
+    for (int i = 0; i < nsets; i++) {
+        const struct unread *u = unread_rule(sets[i], whole, idle, &scratch);
+        if (!u) continue;
+        snprintf(msg, sizeof msg, "--set %.*s has no effect on the crossover%s: %s", (int)strcspn(sets[i], "="),
+                 sets[i], mode[u->modes], u->why);
+        return sim_usage_error("plan crossover", msg);
+    }
+    return 0;
+}
+
 int cmd_plan_crossover(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -195,30 +357,37 @@ int cmd_plan_crossover(int argc, char **argv)
         {"context", required_argument, NULL, 'L'}, {"gbps", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    const char *config = NULL;
-    char *sets[64];
-    int nsets = 0, c;
+    const char *config = NULL, *list_opt = NULL;
+    char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
+    int nsets = 0, c, status = -1;
     bool json = false, whole = false;
     whole_spec w = {.ncontext = 8, .ngbps = 9};
     for (int i = 0; i < w.ncontext; i++) w.context[i] = 1024 << i;
     memcpy(w.gbps, (const double[]){1, 2.5, 5, 10, 25, 50, 100, 200, 400}, 9 * sizeof *w.gbps);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (status < 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'c') config = optarg;
-        else if (c == 's' && nsets < 64) sets[nsets++] = optarg;
+        else if (c == 's') sets[nsets++] = optarg;
         else if (c == 'j') json = true;
         else if (c == 'w') whole = true;
-        else if (c == 'L' && parse_list("--context", optarg, true, w.context, &w.ncontext)) return SIM_EXIT_USAGE;
-        else if (c == 'B' && parse_list("--gbps", optarg, false, w.gbps, &w.ngbps)) return SIM_EXIT_USAGE;
-        else if (c == 'h') return usage(stdout), SIM_EXIT_OK;
-        else if (c != 'L' && c != 'B')
-            return sim_usage_error("plan crossover", "bad option (see kvsim plan crossover --help)");
+        else if (c == 'L' || c == 'B') {
+            list_opt = list_opt ? list_opt : c == 'L' ? "--context" : "--gbps";
+            if (c == 'L' ? parse_list("--context", optarg, true, w.context, &w.ncontext)
+                         : parse_list("--gbps", optarg, false, w.gbps, &w.ngbps))
+                status = SIM_EXIT_USAGE;
+        } else if (c == 'h') status = (usage(stdout), SIM_EXIT_OK);
+        else status = sim_usage_error("plan crossover", "bad option (see kvsim plan crossover --help)");
     }
-    if (optind < argc) return sim_cli_unexpected_error("plan crossover", argv[optind], "--config");
+    if (status < 0 && optind < argc) status = sim_cli_unexpected_error("plan crossover", argv[optind], "--config");
     sim_config cfg;
     sim_err err;
-    if (sim_config_load(&cfg, config, sets, nsets, &err)) return sim_usage_error("plan crossover", err.msg);
-    int status = whole ? report_whole(&cfg, &w, json) : report(&cfg, json);
-    sim_config_free(&cfg);
+    if (status < 0 && sim_config_load(&cfg, config, sets, nsets, &err))
+        status = sim_usage_error("plan crossover", err.msg);
+    else if (status < 0) {
+        status = check_effect(&cfg, sets, nsets, whole, list_opt);
+        if (status == 0) status = whole ? report_whole(&cfg, &w, json) : report(&cfg, json);
+        sim_config_free(&cfg);
+    }
+    free(sets);
     return status;
 }

@@ -1,6 +1,8 @@
 /* sim/config/param.c — policy.params readers (see sim/config/param.h). */
 #include "sim/config/param.h"
 
+#include <string.h>
+
 int sim_param_number(const json_t *params, const char *name, double def, double min, double max, double *out,
                      sim_err *err)
 {
@@ -14,4 +16,21 @@ int sim_param_number(const json_t *params, const char *name, double def, double 
     if (x < min || x > max) return sim_errf(err, "policy.params.%s: %g is outside [%g, %g]", name, x, min, max);
     *out = x;
     return 0;
+}
+
+bool sim_param_next(const char **at, const char **name, size_t *len)
+{
+    for (const char *p = *at; p && *p;) {
+        while (*p == ' ' || *p == ';') p++;
+        const char *start = p;
+        size_t n = strcspn(p, "=;");
+        p += strcspn(p, ";");
+        if (start[n] == '=') {
+            *name = start;
+            *len = n;
+            *at = p;
+            return true;
+        }
+    }
+    return false;
 }

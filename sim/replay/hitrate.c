@@ -516,6 +516,7 @@ int kv_hitrate_finish(kv_hitrate_spec *s, sim_err *err)
         s->ncapacity = 1;
     }
     const kv_evict_entry *e = kv_evict_lookup(s->policy);
+    if (s->params && kv_evict_params_check(e, s->params, "--params", err)) return -1;
     if (e->offline && (s->tier_tokens[KV_TIER_HBM] > 0 || s->tier_tokens[KV_TIER_SSD] > 0))
         return sim_errf(err, "policy %s: the offline reference supports a DRAM tier only (no hbm/ssd in --tiers)",
                         s->policy);

@@ -70,8 +70,15 @@ typedef struct kv_pic_ticket {
  * stored copy. */
 uint64_t kv_pic_chunk_key(const sim_segment *s);
 
-/* Check the parameters (messages name the config key). */
-int kv_pic_params_check(const kv_pic_params *p, sim_err *err);
+/* What a caller calls the parameters in its messages: the config keys of
+ * a run (kv_pic_config_names) or the options of kvsim hitrate --pic. */
+typedef struct kv_pic_names {
+    const char *block_tokens, *prefix_tokens, *cacheblend_ratio, *epic_tokens;
+} kv_pic_names;
+extern const kv_pic_names kv_pic_config_names;
+/* Check the parameters, B dividing the prefix block among them (a block of
+ * the trace is whole HBM blocks); messages name them as `names` does. */
+int kv_pic_params_check(const kv_pic_params *p, const kv_pic_names *names, sim_err *err);
 kv_pic *kv_pic_create(const kv_pic_policy *pol, const kv_pic_params *p);
 void kv_pic_destroy(kv_pic *s);
 void kv_pic_ticket_free(kv_pic_ticket *t);

@@ -159,15 +159,31 @@ int32_t kv_pic_prefix_len(const sim_request *r)
 
 /* ---- objects ------------------------------------------------------------ */
 
-int kv_pic_params_check(const kv_pic_params *p, sim_err *err)
+const kv_pic_names kv_pic_config_names = {"kvstore.pic_block_tokens", "trace.block_tokens",
+                                          "kvstore.pic_cacheblend_ratio", "kvstore.pic_epic_tokens"};
+
+/* The largest divisor of n that is at most most (at least 1). */
+static int divisor_below(int n, int most)
+{
+    int d = most < n ? most : n;
+    while (d > 1 && n % d) d--;
+    return d > 1 ? d : 1;
+}
+
+int kv_pic_params_check(const kv_pic_params *p, const kv_pic_names *names, sim_err *err)
 {
     if (p->block_tokens < 1 || p->block_tokens > 1 << 20)
-        return sim_errf(err, "config key 'kvstore.pic_block_tokens': %d is not in [1, 1048576]", p->block_tokens);
+        return sim_errf(err, "%s: %d is not in [1, 1048576]", names->block_tokens, p->block_tokens);
     if (!(p->cacheblend_ratio >= 0 && p->cacheblend_ratio <= 1))
-        return sim_errf(err, "config key 'kvstore.pic_cacheblend_ratio': %g is not in [0, 1]", p->cacheblend_ratio);
-    if (p->epic_tokens < 0)
-        return sim_errf(err, "config key 'kvstore.pic_epic_tokens': %d is negative", p->epic_tokens);
-    if (p->prefix_tokens < 1) return sim_errf(err, "config key 'trace.block_tokens': must be at least 1");
+        return sim_errf(err, "%s: %g is not in [0, 1]", names->cacheblend_ratio, p->cacheblend_ratio);
+    if (p->epic_tokens < 0) return sim_errf(err, "%s: %d is negative", names->epic_tokens, p->epic_tokens);
+    if (p->prefix_tokens < 1) return sim_errf(err, "%s: must be at least 1", names->prefix_tokens);
+    if (p->prefix_tokens % p->block_tokens)
+        return sim_errf(err,
+                        "%s: %d does not divide %s (%d): a block of the trace must be whole HBM blocks; use a divisor "
+                        "of %d such as %d",
+                        names->block_tokens, p->block_tokens, names->prefix_tokens, p->prefix_tokens, p->prefix_tokens,
+                        divisor_below(p->prefix_tokens, p->block_tokens));
     if (p->capacity_blocks < 0)
         return sim_errf(err, "PIC capacity: %lld blocks is negative", (long long)p->capacity_blocks);
     return 0;

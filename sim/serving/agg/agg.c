@@ -36,9 +36,6 @@ static int check(const sim_config *cfg, sim_err *err)
     if (!kv_cache_model_lookup(cfg->pic) && !kv_pic_policy_lookup(cfg->pic))
         return sim_errf(err, "kvstore.pic: unknown cache model '%s'%s (see kvsim policies)", cfg->pic,
                         kv_pic_suggest(cfg->pic));
-    if (cfg->trace.block_tokens % cfg->pic_block_tokens)
-        return sim_errf(err, "kvstore.pic_block_tokens: %d (the HBM page) does not divide trace.block_tokens (%d)",
-                        cfg->pic_block_tokens, cfg->trace.block_tokens);
     if (cfg->max_num_batched_tokens < cfg->pic_block_tokens)
         return sim_errf(err,
                         "engine.max_num_batched_tokens: %d is smaller than one page (kvstore.pic_block_tokens = %d)",
@@ -47,7 +44,7 @@ static int check(const sim_config *cfg, sim_err *err)
                        .prefix_tokens = cfg->trace.block_tokens,
                        .cacheblend_ratio = cfg->pic_cacheblend_ratio,
                        .epic_tokens = cfg->pic_epic_tokens};
-    return kv_pic_params_check(&p, err);
+    return kv_pic_params_check(&p, &kv_pic_config_names, err);
 }
 
 static gsl_rng *rng_new(uint64_t seed)

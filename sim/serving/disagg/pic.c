@@ -33,14 +33,11 @@ int sim_pic_check(const sim_config *cfg, sim_err *err)
                         "kvstore.pic: '%s' with faults is not modelled (a failed instance's HBM store would "
                         "survive it); drop the faults or use kvstore.pic = \"none\"",
                         cfg->pic);
-    if (cfg->pic_block_tokens > cfg->trace.block_tokens || cfg->trace.block_tokens % cfg->pic_block_tokens)
-        return sim_errf(err, "kvstore.pic_block_tokens: %d does not divide trace.block_tokens (%d)",
-                        cfg->pic_block_tokens, cfg->trace.block_tokens);
     kv_pic_params p = {.block_tokens = cfg->pic_block_tokens,
                        .prefix_tokens = cfg->trace.block_tokens,
                        .cacheblend_ratio = cfg->pic_cacheblend_ratio,
                        .epic_tokens = cfg->pic_epic_tokens};
-    return kv_pic_params_check(&p, err);
+    return kv_pic_params_check(&p, &kv_pic_config_names, err);
 }
 
 void sim_pic_setup(cluster *c)

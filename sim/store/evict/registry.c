@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim/config/param.h"
+
 static const kv_evict_entry evict_table[] = {
     {"lru", "least recently used (Mooncake Store default, §3.2.1)", "", false, &kv_evict_lru_ops},
     {"fifo", "first in, first out: hits do not reorder", "", false, &kv_evict_fifo_ops},
@@ -45,4 +47,64 @@ int kv_evict_find(const char *name, const kv_evict_entry **out, sim_err *err)
         snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", evict_table[i].name);
     }
     return sim_errf(err, "unknown eviction policy '%s' (known: %s)", name, known);
+}
+
+enum { MAX_PARAMS = 16, PARAM_CHARS = 64 };
+
+/* The parameter names policy e declares, into names[] (copies in buf). */
+static size_t param_names(const kv_evict_entry *e, char buf[MAX_PARAMS][PARAM_CHARS], const char **names)
+{
+    const char *name;
+    size_t len, n = 0;
+    for (const char *at = e->params; n < MAX_PARAMS && sim_param_next(&at, &name, &len); n++) {
+        snprintf(buf[n], PARAM_CHARS, "%.*s", (int)len, name);
+        names[n] = buf[n];
+    }
+    return n;
+}
+
+/* The other policy that declares parameter key, or NULL. */
+static const kv_evict_entry *owner_of(const char *key, const kv_evict_entry * not )
+{
+    char buf[MAX_PARAMS][PARAM_CHARS];
+    const char *names[MAX_PARAMS];
+    for (size_t i = 0; i < N_EVICT; i++) {
+        if (&evict_table[i] == not ) continue;
+        size_t n = param_names(&evict_table[i], buf, names);
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(names[k], key)) return &evict_table[i];
+    }
+    return NULL;
+}
+
+/* A key that is no parameter of e: its name, e's and what e takes, with a
+ * slip's likely meaning or the other policy the key belongs to. */
+static int unknown_param(const kv_evict_entry *e, const char *key, const char *const *names, size_t n, const char *what,
+                         sim_err *err)
+{
+    const kv_evict_entry *other = owner_of(key, e);
+    char owner[160] = "";
+    if (other) snprintf(owner, sizeof owner, " ('%s' is policy %s's: --policy %s)", key, other->name, other->name);
+    if (n == 0)
+        return sim_errf(err, "%s: policy %s takes no parameters, not '%s'%s: drop %s", what, e->name, key, owner, what);
+    char takes[512] = "";
+    for (size_t k = 0, at = 0; k < n && at < sizeof takes; k++)
+        at += (size_t)snprintf(takes + at, sizeof takes - at, "%s%s", k ? ", " : "", names[k]);
+    return sim_errf(err, "%s: policy %s has no parameter '%s'%s; it takes %s (kvsim policies describes them)", what,
+                    e->name, key, other ? owner : sim_did_you_mean(key, names, n), takes);
+}
+
+int kv_evict_params_check(const kv_evict_entry *e, const json_t *params, const char *what, sim_err *err)
+{
+    char buf[MAX_PARAMS][PARAM_CHARS];
+    const char *names[MAX_PARAMS], *key;
+    size_t n = param_names(e, buf, names);
+    const json_t *v;
+    json_object_foreach((json_t *)params, key, v)
+    {
+        bool known = false;
+        for (size_t k = 0; k < n && !known; k++) known = !strcmp(names[k], key);
+        if (!known) return unknown_param(e, key, names, n, what, err);
+    }
+    return 0;
 }

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "sim/store/evict/evict.h"
 #include "sim/util.h"
 
@@ -27,6 +29,11 @@ typedef struct kv_evict_entry {
 const kv_evict_entry *kv_evict_lookup(const char *name);
 /* Same, but an unknown name fails with "unknown eviction policy 'x' (known: ...)". */
 int kv_evict_find(const char *name, const kv_evict_entry **out, sim_err *err);
+/* Every key of params (an object, or NULL) is a parameter of policy e
+ * (its params text); else an error naming the key, the policy and the
+ * parameters it takes, with a "did you mean" for a slip. `what` names
+ * where params came from (an option, a config key). */
+int kv_evict_params_check(const kv_evict_entry *e, const json_t *params, const char *what, sim_err *err);
 /* Iteration in table order: entries 0 .. kv_evict_count()-1. */
 size_t kv_evict_count(void);
 const kv_evict_entry *kv_evict_at(size_t i);
