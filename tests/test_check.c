@@ -431,7 +431,12 @@ static void test_bad_baselines(void **state)
         char *b = tu_write_temp(text), args[1024];
         snprintf(args, sizeof args, "check --baseline %s", b);
         tu_expect_exit(args, 2, bodies[i][1]);
-        /* --json answers on stdout too: status "error" and the message */
+        /* --json answers on stdout too: status "error" and the message
+         * (a parse error, a measurement that fails, a check of nothing) */
+        if (i != 0 && i != 3 && i != 9) {
+            tu_remove_temp(b);
+            continue;
+        }
         snprintf(args, sizeof args, "check --baseline %s --json", b);
         cli_result r = tu_kvsim(args);
         assert_int_equal(r.status, 2);
