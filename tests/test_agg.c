@@ -283,6 +283,13 @@ static void test_lmcache_remote_link_is_shared(void **state)
     assert_double_equal(summary_num(la, "remote_queue_s", NULL), 0, 0);
     assert_double_equal(summary_num(together, "ttft_ms", "mean") - summary_num(apart, "ttft_ms", "mean"),
                         link / 6 * 1e3, 1e-6);
+    /* the link's busy share: its 6 chunks' seconds over the run's, the
+     * same whether the fetches queued or not */
+    for (int i = 0; i < 2; i++) {
+        json_t *run = i ? apart : together;
+        assert_double_equal(summary_num(json_object_get(run, "utilisation"), "remote_link", NULL),
+                            2 * link / summary_num(run, "sim_seconds", NULL), 1e-9);
+    }
     json_decref(together);
     json_decref(apart);
 }
@@ -523,6 +530,28 @@ static void test_adaptive_alone_on_a_slow_link(void **state)
         json_decref(j);
     }
     assert_double_equal(ttft[0], ttft[1], 1e-9);
+    tu_remove_temp(trace);
+}
+
+/* A remote store's link too slow for its fetches binds the first token:
+ * the diagnosis names it (it named the instances, busy 0.11), with the
+ * bandwidth that would bring it to 0.8 busy when it saturates. */
+static void test_lmcache_link_binds(void **state)
+{
+    (void)state;
+    char *trace = tu_gen_trace("--workload multiround-qa --users 4 --rounds 3 --documents 30 --doc-tokens 20000 "
+                               "--requests 90 --rate 1"),
+         args[1024];
+    snprintf(args, sizeof args,
+             "run --trace %s --config configs/clusters/lmcache-central-storage.json --set kvstore.remote.Gbps=0.5 "
+             "--set kvstore.load=always",
+             trace);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "binding: the remote store's link (kvstore.remote.Gbps) (utilisation 0.4"))
+        fail_msg("the diagnosis does not name the link: %s", r.out);
+    assert_non_null(strstr(r.err, "busiest: the remote store's link (kvstore.remote.Gbps) 0.4"));
+    tu_free(&r);
     tu_remove_temp(trace);
 }
 
@@ -844,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_plan_crossover_profile_small_chunks),
         cmocka_unit_test(test_lmcache_disk_and_remote),
         cmocka_unit_test(test_lmcache_remote_link_is_shared),
+        cmocka_unit_test(test_lmcache_link_binds),
         cmocka_unit_test(test_lmcache_fp8_kv),
         cmocka_unit_test(test_lmcache_inf_is_an_unbounded_tier),
         cmocka_unit_test(test_lmcache_prefetch),

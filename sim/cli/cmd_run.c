@@ -249,9 +249,10 @@ static void warn_overload(const json_t *s, bool disaggregated)
     size_t i;
     json_array_foreach(sat, i, e)
     {
-        fprintf(stderr, "%s %s busy %.2f (about %lld instances for 0.8)",
-                i ? ";" : "; saturated:", json_string_value(json_object_get(e, "kind")), J_NUM(e, "utilisation"),
-                J_INT(e, "instances_for_0.8"));
+        fprintf(stderr, "%s %s busy %.2f", i ? ";" : "; saturated:", json_string_value(json_object_get(e, "kind")),
+                J_NUM(e, "utilisation"));
+        if (json_object_get(e, "Gbps_for_0.8")) fprintf(stderr, " (about %g Gbps for 0.8)", J_NUM(e, "Gbps_for_0.8"));
+        else fprintf(stderr, " (about %lld instances for 0.8)", J_INT(e, "instances_for_0.8"));
     }
     if (json_array_size(sat) == 0 && json_object_get(d, "bottleneck"))
         fprintf(stderr, "; busiest: %s %.2f", json_string_value(json_object_get(d, "bottleneck")),

@@ -65,6 +65,7 @@ static const kind_info kinds[] = {
     {"prefill", "prefill compute"},
     {"decode", "decode"},
     {"gpu", "aggregated instances (token budget, max_num_seqs or KV pages)"},
+    {"remote_link", "the remote store's link (kvstore.remote.Gbps)"},
 };
 
 static int instances_of(const sim_config *cfg, const char *key)
@@ -72,6 +73,18 @@ static int instances_of(const sim_config *cfg, const char *key)
     if (!strcmp(key, "prefill")) return cfg->n_prefill;
     if (!strcmp(key, "decode")) return cfg->n_decode;
     return cfg->n_instances;
+}
+
+/* A saturated kind and what would bring it to TARGET_UTIL: instances, or
+ * for the remote store's one link its bandwidth. */
+static json_t *saturated_kind(const sim_config *cfg, const kind_info *k, double u)
+{
+    if (!strcmp(k->key, "remote_link"))
+        return json_pack("{s:s, s:f, s:f}", "kind", k->what, "utilisation", u, "Gbps_for_0.8",
+                         ceil(cfg->lmc.remote_Bps * 8 / 1e9 * u / TARGET_UTIL));
+    int n = instances_of(cfg, k->key);
+    return json_pack("{s:s, s:f, s:i, s:i}", "kind", k->what, "utilisation", u, "instances", n, "instances_for_0.8",
+                     (int)ceil(n * u / TARGET_UTIL));
 }
 
 /* Every kind busier than BUSY_LIMIT, in table order, each with the
@@ -83,9 +96,7 @@ static json_t *saturated(const sim_config *cfg, const json_t *util)
         const json_t *v = json_object_get(util, kinds[i].key);
         double u = json_number_value(v);
         if (!v || u <= BUSY_LIMIT) continue;
-        int n = instances_of(cfg, kinds[i].key);
-        json_array_append_new(a, json_pack("{s:s, s:f, s:i, s:i}", "kind", kinds[i].what, "utilisation", u, "instances",
-                                           n, "instances_for_0.8", (int)ceil(n * u / TARGET_UTIL)));
+        json_array_append_new(a, saturated_kind(cfg, &kinds[i], u));
     }
     return a;
 }
@@ -174,7 +185,8 @@ static int say_rejected(const sim_config *cfg, const json_t *summary, char *buf,
 
 /* The explanation: the SLO misses per metric, then the binding side. The
  * side of the metric more requests miss binds (TTFT: prefill, or the
- * aggregated instances; TBT: decode); its utilisation is set beside the
+ * aggregated instances, or the remote store's link when it is busier;
+ * TBT: decode); its utilisation is set beside the
  * busiest kind's when that is another. Under a PIC policy a TBT-bound run
  * is explained by what prefill no longer computes: requests reach decode
  * sooner and its batches grow, so a policy that recomputes less can have
@@ -195,6 +207,11 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
     int ct = miss_class(ttft, cfg->slo_ttft_ms, &st), cb = miss_class(tbt, cfg->slo_tbt_ms, &sb);
     bool agg = !strcmp(cfg->mode, "aggregated"), tbt_binds = cb > ct;
     const char *side = tbt_binds ? (agg ? "gpu" : "decode") : (agg ? "gpu" : "prefill");
+    /* a first token that waits on the remote store's shared link more than
+     * on the instances: the link binds (LMCache, docs/lmcache.md) */
+    if (!tbt_binds &&
+        json_number_value(json_object_get(util, "remote_link")) > json_number_value(json_object_get(util, side)))
+        side = "remote_link";
     const kind_info *k = &kinds[0];
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (!strcmp(kinds[i].key, side)) k = &kinds[i];

@@ -52,6 +52,7 @@ struct lmc {
      * remote_free (ns); remote_wait_s sums what fetches queued for it. */
     int64_t remote_free;
     double remote_wait_s;
+    double remote_busy_s; /* the link's seconds held by fetches */
 };
 
 /* A tier of `bytes` in chunks, evicting by kvstore.eviction (LMCache's
@@ -159,7 +160,9 @@ static double remote_queue_s(agg *a, double chunks)
     lmc *l = a->lmc;
     if (chunks <= 0) return 0;
     int64_t now = a->eng->now, start = l->remote_free > now ? l->remote_free : now;
-    l->remote_free = start + sim_s_to_ns(chunks * l->chunk_bytes / a->cfg->lmc.remote_Bps);
+    double hold = chunks * l->chunk_bytes / a->cfg->lmc.remote_Bps;
+    l->remote_free = start + sim_s_to_ns(hold);
+    l->remote_busy_s += hold;
     double wait = sim_ns_to_s(start - now);
     l->remote_wait_s += wait;
     return wait;
@@ -480,6 +483,11 @@ void lmc_summarize(const agg *a, json_t *summary)
                                   l->cfg->page_transfer ? "page" : "chunk", "prefetch", l->cfg->prefetch, "chunk_hits",
                                   hits, "bytes_loaded", bytes, "loads", (json_int_t)l->loads, "chunks_recomputed",
                                   (json_int_t)l->recomputed, "load_s", l->load_s, "recompute_saved_s", l->saved_s));
-    if (l->remote)
-        json_object_set_new(json_object_get(summary, "lmcache"), "remote_queue_s", json_real(l->remote_wait_s));
+    if (!l->remote) return;
+    json_object_set_new(json_object_get(summary, "lmcache"), "remote_queue_s", json_real(l->remote_wait_s));
+    /* the link is a resource the instances share: its busy share beside
+     * theirs, for the diagnosis to weigh (docs/lmcache.md) */
+    double s = json_number_value(json_object_get(summary, "sim_seconds"));
+    json_t *util = json_object_get(summary, "utilisation");
+    if (util && s > 0) json_object_set_new(util, "remote_link", json_real(l->remote_busy_s / s));
 }
