@@ -301,8 +301,17 @@ static void test_hitrate_pic_errors(void **state)
     tu_expect_exit(args, 2, "--window");
     snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --capacity-tokens 1e5 --capacity-blocks 3", path);
     tu_expect_exit(args, 2, "give one of");
-    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --cacheblend-ratio 1.5", path);
+    snprintf(args, sizeof args, "hitrate --pic cacheblend --trace %s --cacheblend-ratio 1.5", path);
     tu_expect_exit(args, 2, "kvsim hitrate: --cacheblend-ratio: 1.5 is not in [0, 1]\n");
+    /* one policy's knob with another policy was taken and changed nothing */
+    snprintf(args, sizeof args, "hitrate --pic mepic --trace %s --cacheblend-ratio 0.5", path);
+    tu_expect_exit(args, 2,
+                   "kvsim hitrate: --cacheblend-ratio has no effect with --pic mepic: only cacheblend "
+                   "recomputes a share of a reused chunk (drop it, or --pic cacheblend)\n");
+    snprintf(args, sizeof args, "hitrate --pic cacheblend --trace %s --epic-tokens 8", path);
+    tu_expect_exit(args, 2,
+                   "kvsim hitrate: --epic-tokens has no effect with --pic cacheblend: only epic recomputes "
+                   "a fixed count of a reused chunk's leading tokens (drop it, or --pic epic)\n");
     tu_expect_exit("hitrate --pic mepic --trace traces/default.jsonl", 2, "no request has \"segments\"");
     tu_remove_temp(path);
 }

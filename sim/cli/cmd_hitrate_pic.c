@@ -24,6 +24,7 @@ typedef struct pic_opts {
     kv_pic_params params;
     int64_t window;
     bool json;
+    bool epic_given, ratio_given; /* --epic-tokens, --cacheblend-ratio */
 } pic_opts;
 
 static void usage(FILE *f)
@@ -46,8 +47,10 @@ static void usage(FILE *f)
                "  --block-tokens B        tokens per HBM block (default 16); it must divide the\n"
                "                          trace's 512-token hash_ids blocks, as kvstore.pic_block_tokens\n"
                "                          must divide trace.block_tokens in kvsim run\n"
-               "  --cacheblend-ratio X    share of a reused chunk CacheBlend recomputes (default 0.15)\n"
-               "  --epic-tokens N         leading tokens of a reused chunk EPIC recomputes (default 16)\n"
+               "  --cacheblend-ratio X    share of a reused chunk CacheBlend recomputes (default 0.15;\n"
+               "                          --pic cacheblend only)\n"
+               "  --epic-tokens N         leading tokens of a reused chunk EPIC recomputes (default 16;\n"
+               "                          --pic epic only)\n"
                "  --model NAME            model preset for bytes (default llama3-70b)\n"
                "  --json                  one JSON object instead of the table\n"
                "  -h, --help              this text\n\nPolicies:\n");
@@ -86,8 +89,9 @@ static int set_opt(pic_opts *o, int c, const char *v, sim_err *err)
     case 'e':
         if (set_int("--epic-tokens", v, 0, INT32_MAX, &n, err)) return -1;
         o->params.epic_tokens = (int)n;
+        o->epic_given = true;
         return 0;
-    case 'r': return sim_parse_double(v, "--cacheblend-ratio", &o->params.cacheblend_ratio, err);
+    case 'r': o->ratio_given = true; return sim_parse_double(v, "--cacheblend-ratio", &o->params.cacheblend_ratio, err);
     case 'm': o->model = v; return 0;
     case 'j': o->json = true; return 0;
     }
@@ -125,6 +129,18 @@ static int parse(int argc, char **argv, pic_opts *o, sim_err *err)
     if (optind < argc)
         return sim_errf(err, "%s", sim_cli_unexpected(msg, sizeof msg, "hitrate pic", argv[optind], "--trace"));
     if (!o->trace) return sim_errf(err, "--trace FILE is required");
+    /* each knob is one policy's: with another it would be taken and change nothing */
+    const char *pol = o->pol ? kv_pic_policy_name(o->pol) : NULL;
+    if (o->epic_given && (!pol || strcmp(pol, "epic")))
+        return sim_errf(err,
+                        "--epic-tokens has no effect with --pic %s: only epic recomputes a fixed count of a "
+                        "reused chunk's leading tokens (drop it, or --pic epic)",
+                        pol ? pol : "(none)");
+    if (o->ratio_given && (!pol || strcmp(pol, "cacheblend")))
+        return sim_errf(err,
+                        "--cacheblend-ratio has no effect with --pic %s: only cacheblend recomputes a share of "
+                        "a reused chunk (drop it, or --pic cacheblend)",
+                        pol ? pol : "(none)");
     static const kv_pic_names names = {"--block-tokens", "the trace's hash_ids blocks", "--cacheblend-ratio",
                                        "--epic-tokens"};
     return kv_pic_params_check(&o->params, &names, err);
