@@ -17,11 +17,10 @@ backend. Then, per shape, the median and largest absolute error of the
 table against the fastest backend. Standard library only; needs
 build/kvsim (make), unless --no-kvsim leaves its column out.
 """
-import argparse
 import csv
 import gzip
 
-from check_util import kvsim_cost, load_probe, summary
+from check_util import kvsim_cost, load_probe, parser, summary
 
 TABLE = "configs/optables/h200_sxm/context_attention.csv.gz"
 # probe shape -> (model preset, hardware preset, layers)
@@ -43,12 +42,7 @@ def kvsim_ms(kvsim, shape, isl):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--probe", default="configs/calibration/h200.attention.json",
-                    help="reports/attention_probe.py's output (default: %(default)s)")
-    ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
-    ap.add_argument("--no-kvsim", action="store_true", help="the table and the probe only (no build/kvsim needed)")
-    a = ap.parse_args()
+    a = parser(__doc__, "attention").parse_args()
     probe = load_probe(a.probe, "attention_check.py", "attention_probe.py")
     table = table_rows()
     backends = list(dict.fromkeys(r["backend"] for r in probe["rows"]))

@@ -2,10 +2,24 @@
 reports/moe_check.py, reports/attention_check.py) share: reading a probe's
 JSON, asking `kvsim cost` for a price, and the error summary line.
 Standard library only."""
+import argparse
 import json
 import statistics
 import subprocess
 import sys
+
+
+def parser(doc, name, no_kvsim=True):
+    """The checks' common options: --probe (default
+    configs/calibration/h200.NAME.json, reports/NAME_probe.py's output),
+    --kvsim and, with no_kvsim, --no-kvsim."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--probe", default="configs/calibration/h200.%s.json" % name,
+                    help="reports/%s_probe.py's output (default: %%(default)s)" % name)
+    ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    if no_kvsim:
+        ap.add_argument("--no-kvsim", action="store_true", help="the table and the probe only (no build/kvsim needed)")
+    return ap
 
 
 def load_probe(path, script, probe):

@@ -24,13 +24,12 @@ median and largest absolute error of each. --model and --hardware price
 another model's shard (a probe run with --shapes llama3-70b-tp4 is
 --model llama3-70b --hardware h200x4). Standard library only; needs build/kvsim (make).
 """
-import argparse
 import csv
 import gzip
 import json
 import sys
 
-from check_util import kvsim_cost, load_probe, summary
+from check_util import kvsim_cost, load_probe, parser, summary
 
 # (column, kvsim's operation, the probe's GEMMs in it, priced once a layer?)
 OPS = (("qkv", "qkv_gemm", ("qkv",), True), ("o", "o_gemm", ("o",), True),
@@ -81,10 +80,7 @@ def points(probe):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--probe", default="configs/calibration/h200.gemm.json",
-                    help="reports/gemm_probe.py's output (default: %(default)s)")
-    ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
+    ap = parser(__doc__, "gemm", no_kvsim=False)
     ap.add_argument("--points", metavar="FILE", help="compare the probe's times at the tables' own shapes (above)")
     ap.add_argument("--model", default="llama3.1-8b", help="the model the probe's shapes are one GPU's shard of "
                     "(default: %(default)s)")

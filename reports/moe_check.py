@@ -19,11 +19,10 @@ how far kvsim's price is above the table's row. --no-kvsim leaves kvsim
 out.
 Standard library only; needs build/kvsim (make).
 """
-import argparse
 import csv
 import gzip
 
-from check_util import kvsim_cost, load_probe, summary
+from check_util import kvsim_cost, load_probe, parser, summary
 
 LAYERS = 32  # Mixtral-8x7B (configs/models/mixtral-8x7b.json)
 TABLE = "configs/optables/h200_sxm/moe.csv.gz"
@@ -45,12 +44,7 @@ def kvsim_layer_ms(kvsim, m):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--probe", default="configs/calibration/h200.moe.json",
-                    help="reports/moe_probe.py's output (default: %(default)s)")
-    ap.add_argument("--kvsim", default="build/kvsim", help="the kvsim binary (default: %(default)s)")
-    ap.add_argument("--no-kvsim", action="store_true", help="the table and the probe only (no build/kvsim needed)")
-    a = ap.parse_args()
+    a = parser(__doc__, "moe").parse_args()
     probe = load_probe(a.probe, "moe_check.py", "moe_probe.py")
     table = table_rows()
     print("one layer, ms: h200_sxm table, kvsim; %s (reports/moe_probe.py): layer, GEMMs; the table's error" %

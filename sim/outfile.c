@@ -274,17 +274,13 @@ static char **read_manifest(int fd, const char *manifest, size_t *n)
     return names;
 }
 
-/* Write into the open folder stage the manifest of its entries. */
-static int write_manifest(int stage, const char *manifest, const char *dir, sim_err *err)
+/* Write into the open folder stage the manifest of its entries, whose
+ * names (*n of them) it returns in *names. */
+static int write_manifest(int stage, const char *manifest, const char *dir, char ***names, size_t *n, sim_err *err)
 {
-    size_t n;
-    char **names = list_names(stage, &n);
+    *names = list_names(stage, n);
     FILE *f = sim_file_create(stage, manifest, NULL);
-    for (size_t i = 0; i < n; i++) {
-        if (f) fprintf(f, "%s\n", names[i]);
-        free(names[i]);
-    }
-    free(names);
+    for (size_t i = 0; f && i < *n; i++) fprintf(f, "%s\n", (*names)[i]);
     if (f && fclose(f) == 0) return 0;
     return sim_errf(err, "cannot write %s/%s: %s", dir, manifest, strerror(errno));
 }
@@ -320,8 +316,7 @@ int sim_outdir_publish(int stage, const char *dir, const char *last, const char 
     if (to < 0) return sim_errf(err, "cannot write %s: %s", dir, strerror(errno));
     size_t nold = 0, nnew = 0;
     char **old = manifest ? read_manifest(to, manifest, &nold) : NULL, **now = NULL;
-    int rc = manifest ? write_manifest(stage, manifest, dir, err) : 0;
-    if (rc == 0 && manifest) now = read_manifest(stage, manifest, &nnew);
+    int rc = manifest ? write_manifest(stage, manifest, dir, &now, &nnew, err) : 0;
     if (rc == 0) rc = move_entries(stage, to, dir, last, err);
     for (size_t i = 0; rc == 0 && i < nold; i++) /* the last publish's, not this one's: stale */
         if (!listed(now, nnew, old[i])) remove_entry(to, old[i]);

@@ -85,18 +85,13 @@ int sim_check_run_config(sim_config *cfg, json_t **summary, sim_err *err)
  * for the command to say as kvsim run says it (issue 40 item 2). */
 static void add_block_size_warning(json_t *got, const json_t *summary)
 {
-    size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(summary, "caveats"), i, c)
-    {
-        const char *name = json_string_value(json_object_get(c, "name"));
-        if (!name || strcmp(name, "block_size")) continue;
-        char warning[1024];
-        snprintf(warning, sizeof warning, "warning: %s", json_string_value(json_object_get(c, "text")));
-        json_t *w = json_object_get(got, SIM_CHECK_WARNINGS);
-        if (!w) json_object_set_new(got, SIM_CHECK_WARNINGS, w = json_array());
-        json_array_append_new(w, json_string(warning));
-    }
+    const json_t *c = sim_serving_caveat(summary, "block_size");
+    if (!c) return;
+    char warning[1024];
+    snprintf(warning, sizeof warning, "warning: %s", json_string_value(json_object_get(c, "text")));
+    json_t *w = json_object_get(got, SIM_CHECK_WARNINGS);
+    if (!w) json_object_set_new(got, SIM_CHECK_WARNINGS, w = json_array());
+    json_array_append_new(w, json_string(warning));
 }
 
 int sim_check_timed(sim_check_ctx *ctx, const json_t *args, json_t **got, sim_err *err)
