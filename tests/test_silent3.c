@@ -35,6 +35,9 @@
  *   is refused, the suffix error lists GB and TB, a CSV given as --trace
  *   points to `kvsim trace import`, and kvstore.pic=mepc, kvstore.evict and
  *   kvstore.eviction=lruu get the right did-you-mean.
+ * - a trace with no hash_ids at all: its hit rates are 0 by construction,
+ *   said by run (a caveat, no rate in its text), hitrate and trace stats;
+ *   plan crossover refuses a chunk that is no whole number of pages.
  * (kvsim compare's repeated runs, unpairable groups, one-seed verdicts and
  * zero-width intervals, items 1 and 10, are in tests/test_compare.c.) */
 #include <setjmp.h>
@@ -47,6 +50,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "sim/serving/serving.h"
 #include "sim/util.h"
 #include "tests/testutil.h"
 
@@ -100,6 +104,56 @@ static void test_run_wrong_block_size(void **state)
     tu_free(&r);
     tu_expect_exit("hitrate --trace traces/default.jsonl --block-tokens 256 --capacity 1000", 0,
                    "kvsim hitrate: warning: traces/default.jsonl: 1500 requests have fewer hash_ids");
+}
+
+/* A trace whose requests all have empty hash_ids printed a block hit rate
+ * of 0.000 as if measured: every command that reads it says why it is 0
+ * (the run's summary keeps it among its caveats, found), run's text prints
+ * no rate, and trace stats no longer asks for a block size. A trace with
+ * ids says none of it. */
+#define NO_IDS_SAYS "none of its 3 requests has hash_ids, so no prompt can match another's blocks"
+
+static void test_no_hash_ids(void **state)
+{
+    char *t = tu_write_temp("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": []}\n"
+                            "{\"timestamp\": 10, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": []}\n"
+                            "{\"timestamp\": 20, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": []}\n"),
+         args[512];
+    snprintf(args, sizeof args, "run --json --trace %s", t);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.err, NO_IDS_SAYS)) fail_msg("no warning: %s", r.err);
+    json_t *s = json_loads(r.out, 0, NULL);
+    const json_t *c = sim_serving_caveat(s, "no_block_hashes");
+    assert_non_null(c);
+    assert_true(json_is_true(json_object_get(c, "found")));
+    assert_non_null(strstr(json_string_value(json_object_get(c, "text")), NO_IDS_SAYS));
+    json_decref(s);
+    tu_free(&r);
+    snprintf(args, sizeof args, "run --trace %s", t);
+    tu_expect_stdout(args, "cache      no hit rate (the trace has no hash_ids); prefill GPU");
+    snprintf(args, sizeof args, "hitrate --trace %s --capacity 1000", t);
+    tu_expect_exit(args, 0, NO_IDS_SAYS);
+    snprintf(args, sizeof args, "trace stats %s", t);
+    tu_expect_exit(args, 0, NO_IDS_SAYS);
+    r = tu_kvsim(args);
+    if (strstr(r.err, "--block-tokens")) fail_msg("asks for a block size: %s", r.err);
+    tu_free(&r);
+    tu_remove_temp(t);
+    tu_expect_ok_without("run --set trace.limit=20", NULL, "has hash_ids");
+}
+
+/* `plan crossover` priced a chunk of 100 tokens as 6.25 pages of 16 a
+ * layer: a chunk that is no whole number of pages is refused, as the
+ * loader refuses it when kvstore.lmcache is on. */
+static void test_crossover_whole_pages(void **state)
+{
+    tu_expect_exit("plan crossover --set kvstore.chunk_tokens=100", 2,
+                   "kvsim plan crossover: config key 'kvstore.chunk_tokens': 100 is not a multiple of the page size "
+                   "(kvstore.pic_block_tokens = 16)");
+    tu_expect_exit("run --set cluster.mode=aggregated --set kvstore.lmcache=true --set kvstore.chunk_tokens=100", 2,
+                   "config key 'kvstore.chunk_tokens': 100 is not a multiple of the page size");
+    tu_expect_stdout("plan crossover --set kvstore.chunk_tokens=96", "cpu_pages CPU memory, per-layer page copies");
 }
 
 /* kvsim check loads the same traces: it says the same, once per text, for a
@@ -524,6 +578,8 @@ int main(void)
         cmocka_unit_test(test_too_large_aggregated),
         cmocka_unit_test(test_none_fits),
         cmocka_unit_test(test_check_wrong_block_size),
+        cmocka_unit_test(test_no_hash_ids),
+        cmocka_unit_test(test_crossover_whole_pages),
         cmocka_unit_test(test_new_user_mistakes),
         cmocka_unit_test(test_idle_keys_of_the_config),
         cmocka_unit_test(test_read_only_file_system),

@@ -71,13 +71,14 @@ static int report(const sim_config *cfg, bool json)
 {
     sim_cost c;
     sim_err err;
-    if (sim_cost_init(&c, cfg, &err)) return sim_usage_error("plan crossover", err.msg);
+    if (sim_config_chunk_pages_check(cfg, &err) || sim_cost_init(&c, cfg, &err))
+        return sim_usage_error("plan crossover", err.msg);
     path_cost p[4];
     int n = paths(&c, cfg, p);
     double chunk_bytes = cfg->lmc.chunk_tokens * c.kv_bytes_per_token;
     json_t *rows = json_array();
     if (!json)
-        printf("%s on %s: %d-token chunks of %.0f bytes\n%-8s %-30s %14s %18s\n", cfg->model.name, cfg->hw.name,
+        printf("%s on %s: %d-token chunks of %.0f bytes\n%-9s %-33s %14s %18s\n", cfg->model.name, cfg->hw.name,
                cfg->lmc.chunk_tokens, chunk_bytes, "tier", "path", "GB/s effective", "crossover tokens");
     for (int i = 0; i < n; i++) {
         int64_t x =
@@ -87,8 +88,8 @@ static int report(const sim_config *cfg, bool json)
             json_array_append_new(rows, json_pack("{s:s, s:s, s:f, s:f, s:I}", "tier", p[i].name, "path", p[i].what,
                                                   "chunk_load_s", p[i].chunk_s, "effective_GBps", gbs,
                                                   "crossover_tokens", (json_int_t)x));
-        else if (x < 0) printf("%-8s %-30s %14.2f %18s\n", p[i].name, p[i].what, gbs, "never (below 16M)");
-        else printf("%-8s %-30s %14.2f %18" PRId64 "\n", p[i].name, p[i].what, gbs, x);
+        else if (x < 0) printf("%-9s %-33s %14.2f %18s\n", p[i].name, p[i].what, gbs, "never (below 16M)");
+        else printf("%-9s %-33s %14.2f %18" PRId64 "\n", p[i].name, p[i].what, gbs, x);
     }
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "model", cfg->model.name, "hardware", cfg->hw.name,

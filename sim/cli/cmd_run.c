@@ -192,6 +192,8 @@ static void print_summary(const sim_config *cfg, const json_t *s)
                "s/request\n",
                json_string_value(json_object_get(s, "pic")), J_NUM(s, "chunk_hit_rate"), J_NUM(s, "recompute_fraction"),
                gpu);
+    else if (sim_serving_caveat(s, "no_block_hashes")) /* 0 by construction: no rate to print */
+        printf("cache      no hit rate (the trace has no hash_ids); prefill GPU %s s/request\n", gpu);
     else
         printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
                J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"), gpu);

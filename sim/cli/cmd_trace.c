@@ -124,6 +124,11 @@ static void warn_skipped(const char *path, const sim_trace_opts *opts, int64_t s
  * say how many requests, the first, and which block sizes would fit. */
 static void warn_block_fit(const char *given, const sim_trace_stats *s)
 {
+    char text[512];
+    if (sim_block_fit_empty_warning(&s->fit, given, text, sizeof text)) { /* no ids at all: no size to give */
+        fprintf(stderr, "kvsim trace stats: warning: %s\n", text);
+        return;
+    }
     fprintf(stderr,
             "kvsim trace stats: warning: %" PRId64 " of %" PRId64 " requests have fewer hash_ids than "
             "ceil(input_length / %d) (the first: %s:%" PRId64 "): ",

@@ -462,17 +462,22 @@ static int read_lmcache(const json_t *root, sim_config *c, sim_err *err)
     if (strcmp(c->mode, "aggregated"))
         return sim_errf(err, "config key 'kvstore.lmcache': the LMCache layer serves aggregated instances (set "
                              "cluster.mode = \"aggregated\")");
-    if (chunk % c->pic_block_tokens)
-        return sim_errf(err,
-                        "config key 'kvstore.chunk_tokens': %lld is not a multiple of the page size "
-                        "(kvstore.pic_block_tokens = %d)",
-                        (long long)chunk, c->pic_block_tokens);
+    if (sim_config_chunk_pages_check(c, err)) return -1;
     if (chunk % c->trace.block_tokens && c->trace.block_tokens % chunk)
         return sim_errf(err,
                         "config key 'kvstore.chunk_tokens': %lld and trace.block_tokens (%d) must divide one "
                         "another",
                         (long long)chunk, c->trace.block_tokens);
     return 0;
+}
+
+int sim_config_chunk_pages_check(const sim_config *c, sim_err *err)
+{
+    if (c->lmc.chunk_tokens % c->pic_block_tokens == 0) return 0;
+    return sim_errf(err,
+                    "config key 'kvstore.chunk_tokens': %d is not a multiple of the page size "
+                    "(kvstore.pic_block_tokens = %d)",
+                    c->lmc.chunk_tokens, c->pic_block_tokens);
 }
 
 static int read_scope(const json_t *root, kv_scope *out, sim_err *err)

@@ -173,6 +173,10 @@ typedef struct sim_config {
  * strings "key.path=value" (value parsed as JSON when it is valid JSON, else
  * taken as a string). Errors name the file, key or value at fault. */
 int sim_config_load(sim_config *out, const char *config_path, char *const *sets, int nsets, sim_err *err);
+/* kvstore.chunk_tokens is a whole number of pages (kvstore.pic_block_tokens).
+ * The loader checks it when kvstore.lmcache is on; `kvsim plan crossover`
+ * prices a chunk's page copies without it, so it asks too. */
+int sim_config_chunk_pages_check(const sim_config *c, sim_err *err);
 void sim_config_free(sim_config *c);
 
 /* Read a number or size string ("1TB") at a dotted path of any JSON object. */

@@ -101,7 +101,9 @@ int kv_replay_load_advice(kv_replay_trace *t, const char *path, int block_tokens
         sim_request_free(r);
     }
     char warn[768];
-    if (rc == 0 && sim_trace_block_warning(tr, advice, warn, sizeof warn)) t->block_warning = sim_xstrdup(warn);
+    if (rc == 0 &&
+        (sim_trace_block_warning(tr, advice, warn, sizeof warn) || sim_trace_hash_warning(tr, warn, sizeof warn)))
+        t->block_warning = sim_xstrdup(warn);
     sim_trace_close(tr);
     if (rc == 0 && t->nreq == 0) rc = sim_errf(err, "%s: empty trace (no requests)", path);
     if (rc < 0) {

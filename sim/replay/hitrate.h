@@ -42,7 +42,8 @@ typedef struct kv_replay_trace {
     int64_t *next_use;   /* per block position: the next position with the same
                             key (INT64_MAX = never); built on first offline use */
     int64_t distinct;    /* distinct blocks (numbers 0 .. distinct − 1) */
-    char *block_warning; /* the trace's ids fit another block size (sim_trace_block_warning); NULL: they fit */
+    char *block_warning; /* the trace's ids fit another block size (sim_trace_block_warning), or it has
+                            none (sim_trace_hash_warning); NULL: they fit */
 } kv_replay_trace;
 
 /* Load a trace file (errors name the file and line; an empty trace is an

@@ -150,6 +150,7 @@ static void note_block_fit(const sim_trace *t, json_t *summary)
     if (sim_trace_block_warning(t, "--set trace.block_tokens=N --set kvstore.block_tokens=N with N = ", text,
                                 sizeof text))
         sim_serving_add_finding(summary, "block_size", text);
+    if (sim_trace_hash_warning(t, text, sizeof text)) sim_serving_add_finding(summary, "no_block_hashes", text);
 }
 
 /* A closed replay's summary: its sessions and how far arrivals moved from

@@ -170,6 +170,7 @@ void sim_segments_keys(const sim_request *r, int prefix_tokens, int B, int64_t l
 typedef struct sim_block_fit {
     int64_t short_ids, first_short_line;
     int64_t lo, hi;
+    int64_t requests, without_ids; /* requests read; those with a prompt and no hash_ids */
 } sim_block_fit;
 
 #define SIM_BLOCK_FIT_INIT                                                                                             \
@@ -193,6 +194,12 @@ const char *sim_trace_block_warning(const sim_trace *t, const char *advice, char
 /* The same for a fit gathered elsewhere (trace rechunk), naming `name`. */
 const char *sim_block_fit_warning(const sim_block_fit *f, const char *name, int block_tokens, const char *advice,
                                   char *buf, size_t n);
+/* When every request read had a prompt and an empty hash_ids list: one
+ * sentence naming the trace and saying that its hit rates are 0 by
+ * construction, into buf; NULL otherwise. */
+const char *sim_trace_hash_warning(const sim_trace *t, char *buf, size_t n);
+/* The same for a fit gathered elsewhere (trace stats), naming `name`. */
+const char *sim_block_fit_empty_warning(const sim_block_fit *f, const char *name, char *buf, size_t n);
 
 /* ---- statistics (kvsim trace stats) ------------------------------------ */
 typedef struct sim_trace_stats {

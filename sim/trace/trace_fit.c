@@ -10,8 +10,12 @@ const sim_block_fit *sim_trace_block_fit(const sim_trace *t) { return &t->fit; }
 
 void sim_block_fit_add(sim_block_fit *f, int64_t input, int64_t n, int block_tokens, int64_t line)
 {
+    f->requests++;
     if (n < (input + block_tokens - 1) / block_tokens && f->short_ids++ == 0) f->first_short_line = line;
-    if (n == 0) return;
+    if (n == 0) {
+        f->without_ids += input > 0;
+        return;
+    }
     int64_t lo = (input + n - 1) / n, hi = n > 1 ? (input + n - 2) / (n - 1) - 1 : INT64_MAX;
     if (lo > f->lo) f->lo = lo;
     if (hi < f->hi) f->hi = hi;
@@ -49,4 +53,20 @@ const char *sim_block_fit_warning(const sim_block_fit *f, const char *name, int 
              "): the trace's blocks are not %d tokens; %s (%s%" PRId64 ")",
              name, f->short_ids, bt, f->first_short_line, bt, sim_block_fit_text(f, fits, sizeof fits), advice, good);
     return buf;
+}
+
+const char *sim_block_fit_empty_warning(const sim_block_fit *f, const char *name, char *buf, size_t n)
+{
+    if (f->requests == 0 || f->without_ids < f->requests) return NULL;
+    snprintf(buf, n,
+             "%s: none of its %" PRId64 " requests has hash_ids, so no prompt can match another's blocks: its hit "
+             "rates are 0 by construction, not a result; `kvsim trace import` gives a lengths-only trace unique ids "
+             "and `kvsim trace gen` writes traces with reuse (docs/trace.md)",
+             name, f->requests);
+    return buf;
+}
+
+const char *sim_trace_hash_warning(const sim_trace *t, char *buf, size_t n)
+{
+    return sim_block_fit_empty_warning(&t->fit, t->name, buf, n);
 }
