@@ -523,9 +523,17 @@ json_t *sim_measured_caveats(void)
     return a;
 }
 
+/* The per-count caches go too: a cached price skips the lookups that
+ * note a shape outside the tables, so a later replay of the same system
+ * in this process (a second experiment of kvsim validate) lost its
+ * not_measured caveats. Refilled on use, with the same doubles. */
 void sim_measured_reset_notes(void)
 {
-    for (sim_measured *m = all_measured; m; m = m->next) m->used = false;
+    for (sim_measured *m = all_measured; m; m = m->next) {
+        m->used = false;
+        memset(m->lin_set, 0, sizeof m->lin_set);
+        memset(m->head_set, 0, sizeof m->head_set);
+    }
     if (fallbacks) json_array_clear(fallbacks);
     for (loaded_tables *l = all_tables; l; l = l->next) sim_optable_clear_notes(l->t);
 }

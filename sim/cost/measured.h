@@ -121,7 +121,8 @@ uint64_t sim_measured_moe_warm(const sim_measured *m, int graph_max, int budget)
  * "not_measured", "text"}]; an empty array when there are none. */
 json_t *sim_measured_caveats(void);
 /* Forget them: a replay begins, and its caveats are its own (the tables
- * stay loaded across the runs of one process: kvsim validate, check). */
+ * stay loaded across the runs of one process: kvsim validate, check);
+ * the per-count price caches are emptied, so that its lookups note again. */
 void sim_measured_reset_notes(void);
 /* Record why auto fell back from the tables, as the caveat's sentence
  * (once per distinct text). */

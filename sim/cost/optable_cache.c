@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,19 +67,28 @@ static bool cache_dir(char *dir, size_t n)
     return !mkdir(dir, 0755) || errno == EEXIST;
 }
 
-/* The whole file at path (caller frees), or NULL. */
-static unsigned char *slurp(const char *path, size_t *len)
+/* The whole file at path, mapped read-only and read in at once (its pages
+ * shared with the page cache: no copy, a fault per range rather than per
+ * page), or NULL; unmap() it. An empty file maps to a static byte. */
+static const unsigned char *map_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    unsigned char *buf = NULL;
-    long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    if (size >= 0 && !fseek(f, 0, SEEK_SET) && (buf = malloc((size_t)size + 1)) &&
-        fread(buf, 1, (size_t)size, f) != (size_t)size)
-        free(buf), buf = NULL;
-    fclose(f);
-    *len = (size_t)size;
-    return buf;
+    static const unsigned char empty[1];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    void *p = NULL;
+    if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+        *len = (size_t)st.st_size;
+        p = *len ? mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : (void *)empty;
+        if (p == MAP_FAILED) p = NULL;
+    }
+    close(fd);
+    return p;
+}
+
+static void unmap(const unsigned char *p, size_t len)
+{
+    if (len) munmap((void *)p, len);
 }
 
 bool sim_optable_cache_slot(const char *path, const char *spec, const char *parser, char *slot, size_t n)
@@ -86,11 +96,11 @@ bool sim_optable_cache_slot(const char *path, const char *spec, const char *pars
     char dir[PATH_MAX];
     size_t len;
     if (!cache_dir(dir, sizeof dir)) return false;
-    unsigned char *csv = slurp(path, &len);
+    const unsigned char *csv = map_file(path, &len);
     if (!csv) return false;
     uint64_t seed = XXH3_64bits_withSeed(spec, strlen(spec), XXH3_64bits(parser, strlen(parser)));
     uint64_t h = XXH3_64bits_withSeed(csv, len, seed);
-    free(csv);
+    unmap(csv, len);
     return snprintf(slot, n, "%s/%s-%016llx%s", dir, spec, (unsigned long long)h, SUFFIX) < (int)n;
 }
 
@@ -161,7 +171,7 @@ static bool checksum_ok(const unsigned char *buf, size_t len)
 bool sim_optable_cache_read(table *t, const char *slot)
 {
     size_t len;
-    unsigned char *buf = slurp(slot, &len);
+    const unsigned char *buf = map_file(slot, &len);
     if (!buf) return false;
     bool ok = checksum_ok(buf, len);
     cursor c = {buf + sizeof MAGIC, buf + len - sizeof(uint64_t), !ok};
@@ -177,7 +187,7 @@ bool sim_optable_cache_read(table *t, const char *slot)
     for (int s = 0; s < MAX_BRACKET && !c.bad; s++)
         if (t->spec->bracket[s] >= 0) t->vals[s] = take_doubles(&c, nvals[s]), t->nvals[s] = (int)nvals[s];
     ok = !c.bad && c.p == c.end;
-    free(buf);
+    unmap(buf, len);
     if (ok) utimensat(AT_FDCWD, slot, NULL, 0); /* in use: kept (prune) */
     return ok || read_failed(t, n);
 }
