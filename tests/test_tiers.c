@@ -180,12 +180,26 @@ static void test_plan_tiers(void **state)
     tu_remove_temp(trace);
 }
 
+/* Options that were read with atoi or let through: --points abc was "0 is
+ * not in [1, 31]", --points 3x and --jobs 2x ran as 3 and 2, and --max 0
+ * ran the node's default grid as if no --max were given. */
+static void test_plan_tiers_options(void **state)
+{
+    tu_expect_exit("plan tiers --points abc", 2, "kvsim plan tiers: --points: 'abc' is not an integer");
+    tu_expect_exit("plan tiers --points 3x", 2, "kvsim plan tiers: --points: '3x' is not an integer");
+    tu_expect_exit("plan tiers --points 0", 2, "kvsim plan tiers: --points: 0 is not in [1, 31]");
+    tu_expect_exit("plan tiers --jobs 2x", 2, "kvsim plan tiers: --jobs: '2x' is not an integer");
+    tu_expect_exit("plan tiers --max 0GB", 2,
+                   "kvsim plan tiers: --max: '0GB' is no size (the grid has 0 already: give its largest)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_population),
         cmocka_unit_test(test_lmcache_write_through),
         cmocka_unit_test(test_plan_tiers),
+        cmocka_unit_test(test_plan_tiers_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

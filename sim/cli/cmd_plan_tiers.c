@@ -54,6 +54,17 @@ typedef struct tiers_args {
     bool json, help;
 } tiers_args;
 
+/* A whole number of at most max into *out ("3x" and "abc" are refused, as
+ * atoi took them for 3 and 0). */
+static int parse_int(const char *arg, const char *what, int64_t max, int *out, sim_err *err)
+{
+    int64_t v;
+    if (sim_parse_i64(arg, what, &v, err)) return -1;
+    if (v > max) return sim_errf(err, "%s: '%s' is too large", what, arg);
+    *out = (int)v;
+    return 0;
+}
+
 static int parse_one(int c, const char *arg, tiers_args *a, sim_err *err)
 {
     sim_slo_opts *s = &a->o.slo;
@@ -63,12 +74,15 @@ static int parse_one(int c, const char *arg, tiers_args *a, sim_err *err)
     case 's': s->sets[s->nsets++] = (char *)arg; return 0;
     case OPT_SPEED: s->speed = arg; return 0;
     case OPT_SSD: a->o.ssd = true; return 0;
-    case OPT_MAX: return sim_parse_size(arg, "--max", &a->o.max, err);
-    case OPT_POINTS: a->o.points = atoi(arg); return 0;
+    case OPT_MAX:
+        if (sim_parse_size(arg, "--max", &a->o.max, err)) return -1;
+        return a->o.max > 0 ? 0
+                            : sim_errf(err, "--max: '%s' is no size (the grid has 0 already: give its largest)", arg);
+    case OPT_POINTS: return parse_int(arg, "--points", 1 << 30, &a->o.points, err);
     case OPT_KNEE: return sim_parse_double(arg, "--knee", &a->o.knee, err);
     case OPT_PLOT: a->plot = arg; return 0;
     case OPT_JOBS:
-        s->jobs = atoi(arg);
+        if (parse_int(arg, "--jobs", 1 << 20, &s->jobs, err)) return -1;
         return s->jobs >= 1 ? 0 : sim_errf(err, "--jobs: '%s' is not a count >= 1", arg);
     case OPT_DB: s->db = arg; return 0;
     case 'j': a->json = true; return 0;
