@@ -69,7 +69,10 @@ static bool cache_dir(char *dir, size_t n)
 
 /* The whole file at path, mapped read-only and read in at once (its pages
  * shared with the page cache: no copy, a fault per range rather than per
- * page), or NULL; unmap() it. An empty file maps to a static byte. */
+ * page), or NULL; unmap() it. An empty file maps to a static byte. A
+ * mapped file shrunk under it would fault (SIGBUS): cache files are never
+ * rewritten in place (written whole under a temporary name and renamed,
+ * the mapping keeping the old file), nor are the bundled CSVs. */
 static const unsigned char *map_file(const char *path, size_t *len)
 {
     static const unsigned char empty[1];
