@@ -145,9 +145,14 @@ $(BUILD)/tests/gpu_%: tests/gpu_%.c $(OBJS) $(DP_OBJS) $(CU_OBJS)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(CUDA_DEF) -o $@ $< $(OBJS) $(DP_OBJS) $(CU_OBJS) $(LDLIBS) -lcmocka $(CUDA_LIB)
 
 # Sanitizer build: CPU backend only (ASan and the CUDA runtime do not mix).
+# At -O2, as the optimized build: the sanitizers' checks are inserted before
+# the optimizer runs, and the in-process tests take about an eighth less CPU
+# than at -O1 (user + system over two interleaved runs of each, 2026-11-30
+# on the 2-core machine: test_holders 14.5 -> 12.6 s, test_validate 15.6 ->
+# 13.7 s, test_conductor 14.2 -> 12.8 s).
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -c $< -o $@
+	$(CC) $(BASE) -O2 $(SANFLAGS) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -c $< -o $@
 
 $(SAN)/kvsim: $(SAN)/sim/cli/main.o $(filter-out $(SAN)/datapath/%,$(SAN_OBJS))
 	$(CC) $(BASE) $(SANFLAGS) $(SANLD) -o $@ $^ $(LDLIBS)
@@ -161,13 +166,13 @@ $(SAN)/libkvsim.a: $(SAN_OBJS)
 
 $(SAN)/tests/%: tests/%.c $(SAN)/libkvsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) $(SANLD) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) -lcmocka
+	$(CC) $(BASE) -O2 $(SANFLAGS) $(SANLD) -DKVSIM_TEST_FAULTS $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) -lcmocka
 
 # The doc transcripts' second shard (tests/test_docs.c, shard_of): make test
 # runs both at once.
 $(SAN)/tests/test_docs_b: tests/test_docs.c $(SAN)/libkvsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O1 $(SANFLAGS) $(SANLD) -DKVSIM_TEST_FAULTS -DKVSIM_DOC_SECOND $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) \
+	$(CC) $(BASE) -O2 $(SANFLAGS) $(SANLD) -DKVSIM_TEST_FAULTS -DKVSIM_DOC_SECOND $(DEPFLAGS) -o $@ $< $(SAN)/libkvsim.a $(LDLIBS) \
 	  -lcmocka
 
 run: all

@@ -290,7 +290,7 @@ static void fz_load(fz_family *f)
     int n = scandir(dir, &list, fz_visible, alphasort);
     if (n <= 0) fail_msg("%s: no seeds", dir);
     if (n > FZ_SEEDS) fail_msg("%s: %d seeds, at most %d", dir, n, FZ_SEEDS);
-    f->seeds = calloc((size_t)n, sizeof *f->seeds);
+    f->seeds = calloc(n > 0 ? (size_t)n : 1, sizeof *f->seeds); /* fail_msg returns, as gcc -O2 sees it */
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
         FILE *in = fopen(path, "rb");

@@ -41,7 +41,7 @@ static int teardown(void **state)
 
 static char *sweep_args(const char *db, const char *extra)
 {
-    static char args[2048];
+    static char args[4096]; /* room for every argument at its longest */
     snprintf(args, sizeof args, "sweep --trace %s --grid '%s' --db %s %s", trace, GRID, db, extra);
     return args;
 }
@@ -335,7 +335,7 @@ static void test_sigkill_leaves_no_orphan(void **state)
  * An empty part database in DB.parts/ does not stop the sweep. */
 static void test_results_table_and_json(void **state)
 {
-    char db[600], args[2400];
+    char db[600], args[4096];
     snprintf(db, sizeof db, "%s/table.db", dir);
     /* a part a worker left before making its tables (killed as it began) is passed over */
     snprintf(args, sizeof args, "mkdir -p %s.parts && : > %s.parts/00000-0000000000000000.db", db, db);
