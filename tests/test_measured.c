@@ -447,6 +447,35 @@ static void test_interpolation_by_hand(void **state)
     sim_optable_free(t);
 }
 
+/* A run asks for a model's few GEMM shapes again and again, so each
+ * shape's corners are kept (16 shapes, the oldest replaced). Twenty shapes
+ * asked in turn, twice, so that every one is replaced before it comes
+ * back, each against the bilinear blend by hand at m = 1 (corners 1, 2,
+ * 1.5 and 3); and a lookup past the grid is said again once the notes are
+ * cleared, though its shape is kept. */
+static void test_gemm_shapes_kept(void **state)
+{
+    sim_optable *t;
+    sim_err err = {0};
+    make_tiny();
+    if (sim_optable_load(tiny_dir, 1.5, &t, &err)) fail_msg("%s", err.msg);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 20; i++) {
+            double n = 100 + 5 * i, k = 200 - 5 * i, u = (n - 100) / 100, v = (k - 100) / 100;
+            double want = (1 - u) * (1 - v) * 1 + u * (1 - v) * 2 + (1 - u) * v * 1.5 + u * v * 3;
+            assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, n, k), want, 1e-12);
+        }
+    int n;
+    for (int round = 0; round < 2; round++) {
+        sim_optable_clear_notes(t);
+        assert_double_equal(sim_optable_gemm_ms(t, "bfloat16", 1, 300, 100), 3.0, 1e-12); /* n past 200: extended */
+        const char *const *notes = sim_optable_notes(t, &n);
+        assert_int_equal(n, 1);
+        assert_non_null(strstr(notes[0], "gemm m=1 n=300 k=100 (bfloat16): n=300 beyond the largest measured 200"));
+    }
+    sim_optable_free(t);
+}
+
 /* A collective the tables have no NCCL rows for (gb200's) is priced by a
  * ring's roofline over the node's link, as gb200's meta.json states it
  * (p2p_latency 10 µs, intra_node_bw 900 GB/s): an all-gather of 1e6 bf16
@@ -971,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
+        cmocka_unit_test(test_gemm_shapes_kept),
         cmocka_unit_test(test_generation_beyond_curves),
         cmocka_unit_test(test_families_loaded_when_needed),
         cmocka_unit_test(test_nccl_roofline_by_hand),

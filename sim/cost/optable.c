@@ -116,6 +116,25 @@ typedef struct attn_memo {
     bool batch_known[BATCH_MEMO];
 } attn_memo;
 
+/* The corner curves of one GEMM shape (n, k) of a dtype: a run asks for
+ * a model's few projections again and again, each at another m, so their
+ * brackets and keys are found once per shape, as attn_memo's. */
+enum { GEMM_MEMO = 16 };
+typedef struct gemm_memo {
+    bool set;
+    char dtype[16];
+    double n, k;
+    span sn, sk;
+    const curve *c[2][2]; /* [n side][k side], NULL where not measured */
+} gemm_memo;
+
+/* A fused-MoE query's key columns (set: one was asked). */
+typedef struct moe_query {
+    bool set;
+    char dtype[16], dist[32];
+    int hidden, inter, topk, experts, tp, ep;
+} moe_query;
+
 /* The curves of one MLA query, by the table's batch values (NULL where
  * that batch is not measured): resolved once per query, as attn_memo. */
 typedef struct mla_memo {
@@ -129,6 +148,12 @@ struct sim_optable {
     char system[64], engine[64], device[64]; /* device: meta.json's, "" when absent */
     attn_memo memo[2];                       /* context, generation */
     mla_memo mla[4];                         /* T_CTX_MLA, T_GEN_MLA, T_CTX_MLAM, T_GEN_MLAM */
+    gemm_memo gemm[GEMM_MEMO];               /* filled in turn; the oldest replaced when full */
+    int gemm_next;
+    moe_query moe_last; /* the last fused-MoE query and its curve (a run asks for one shape) */
+    const curve *moe_curve;
+    const curve *ar_curve[9][2]; /* all-reduce by GPU count 1..8, eager or graph, once found */
+    bool ar_known[9][2];
     double mem_Bps, mem_latency_s;
     sim_gpu_roof roof;
     double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
@@ -562,14 +587,19 @@ const char *const *sim_optable_notes(const sim_optable *t, int *n)
 
 /* ---- lookups ---------------------------------------------------------------- */
 
+/* Whether a note of this kind is recorded. */
+static bool noted(const sim_optable *t, const char *kind)
+{
+    for (int i = 0; i < t->nnotes; i++)
+        if (!strcmp(t->note_kinds[i], kind)) return true;
+    return false;
+}
+
 /* Record a lookup outside the grid once per kind (op, axis, side). */
 static void note(sim_optable *t, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(sim_optable *t, const char *kind, const char *fmt, ...)
 {
-    if (t->quiet) return;
-    for (int i = 0; i < t->nnotes; i++)
-        if (!strcmp(t->note_kinds[i], kind)) return;
-    if (t->nnotes == MAX_NOTES) return;
+    if (t->quiet || noted(t, kind) || t->nnotes == MAX_NOTES) return;
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -682,36 +712,67 @@ static void note_side(sim_optable *t, const char *op, const char *axis, int side
 /* The GEMM table of a dtype: fp8_block rows are a table of their own. */
 static int gemm_table(const char *dtype) { return strcmp(dtype, "fp8_block") ? T_GEMM : T_GEMMB; }
 
+/* What a GEMM lookup outside the grid, or across a glitch, says. */
+static void gemm_note(sim_optable *t, const char *dtype, double m, double n, double k, span sn, span sk,
+                      const probe *pm)
+{
+    bool fresh = pm->gc || (sn.side && !noted(t, sn.side > 0 ? "gemm n 1" : "gemm n -1")) ||
+                 (sk.side && !noted(t, sk.side > 0 ? "gemm k 1" : "gemm k -1")) ||
+                 (pm->side && !noted(t, pm->side > 0 ? "gemm m 1" : "gemm m -1"));
+    if (!fresh || t->quiet) return; /* each said already: no shape to format (a run asks again every pass) */
+    const table *g = &t->t[gemm_table(dtype)];
+    char shape[96];
+    snprintf(shape, sizeof shape, "m=%.0f n=%.0f k=%.0f (%s)", m, n, k, dtype);
+    note_side(t, "gemm", "n", sn.side, n, g->vals[0], g->nvals[0], shape);
+    note_side(t, "gemm", "k", sk.side, k, g->vals[1], g->nvals[1], shape);
+    if (pm->side)
+        note(t, pm->side > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
+             t->system, pm->side > 0 ? "extrapolated linearly" : "taken at the smallest");
+    if (pm->gc) {
+        char what[128];
+        snprintf(what, sizeof what, "gemm %s", shape);
+        glitch_note(t, what, "m", pm);
+    }
+}
+
+/* The memo of a GEMM shape, found or filled (the table's brackets of n
+ * and k and the curves at their corners). */
+static const gemm_memo *gemm_shape(sim_optable *t, const table *g, const char *dtype, double n, double k)
+{
+    for (int i = 0; i < GEMM_MEMO; i++) {
+        const gemm_memo *e = &t->gemm[i];
+        if (e->set && e->n == n && e->k == k && !strcmp(e->dtype, dtype)) return e;
+    }
+    gemm_memo *e = &t->gemm[t->gemm_next];
+    t->gemm_next = (t->gemm_next + 1) % GEMM_MEMO;
+    *e = (gemm_memo){.n = n, .k = k};
+    e->set = snprintf(e->dtype, sizeof e->dtype, "%s", dtype) < (int)sizeof e->dtype; /* a longer one: never kept */
+    e->sn = bracket(g->vals[0], g->nvals[0], n), e->sk = bracket(g->vals[1], g->nvals[1], k);
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            e->c[a][b] = find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? e->sn.hi : e->sn.lo],
+                                  g->vals[1][b ? e->sk.hi : e->sk.lo]);
+    return e;
+}
+
 /* GEMM: bilinear across the (n, k) curves that bracket the query, each
  * evaluated at m; a missing corner's weight goes to the others. */
 double sim_optable_gemm_ms(sim_optable *t, const char *dtype, double m, double n, double k)
 {
     const table *g = &t->t[gemm_table(dtype)];
     if (!g->nvals[0]) return -1;
-    span sn = bracket(g->vals[0], g->nvals[0], n), sk = bracket(g->vals[1], g->nvals[1], k);
+    const gemm_memo *e = gemm_shape(t, g, dtype, n, k);
+    span sn = e->sn, sk = e->sk;
     double sum = 0, wsum = 0;
     probe pm = {0};
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
             double w = (a ? sn.w : 1 - sn.w) * (b ? sk.w : 1 - sk.w);
-            if (w == 0) continue;
-            const curve *c =
-                find_fmt(g, "%s|%.10g|%.10g", dtype, g->vals[0][a ? sn.hi : sn.lo], g->vals[1][b ? sk.hi : sk.lo]);
-            if (c) sum += w * curve_at(c, m, &pm, 0, NULL), wsum += w;
+            const curve *c = e->c[a][b];
+            if (w != 0 && c) sum += w * curve_at(c, m, &pm, 0, NULL), wsum += w;
         }
     if (wsum == 0) return -1;
-    char shape[96];
-    snprintf(shape, sizeof shape, "m=%.0f n=%.0f k=%.0f (%s)", m, n, k, dtype);
-    note_side(t, "gemm", "n", sn.side, n, g->vals[0], g->nvals[0], shape);
-    note_side(t, "gemm", "k", sk.side, k, g->vals[1], g->nvals[1], shape);
-    if (pm.side)
-        note(t, pm.side > 0 ? "gemm m 1" : "gemm m -1", "gemm %s: m outside the measured tokens on %s, %s", shape,
-             t->system, pm.side > 0 ? "extrapolated linearly" : "taken at the smallest");
-    if (pm.gc) {
-        char what[128];
-        snprintf(what, sizeof what, "gemm %s", shape);
-        glitch_note(t, what, "m", &pm);
-    }
+    if (sn.side || sk.side || pm.side || pm.gc) gemm_note(t, dtype, m, n, k, sn, sk, &pm);
     return sum / wsum;
 }
 
@@ -927,11 +988,12 @@ static double one_curve(sim_optable *t, const curve *c, const char *op, const ch
     if (!c) return -1;
     probe p = {0};
     double v = curve_at(c, x, &p, 0, NULL);
-    char kind[96];
-    snprintf(kind, sizeof kind, "%s %d", op, p.side);
-    if (p.side)
+    if (p.side) {
+        char kind[96];
+        snprintf(kind, sizeof kind, "%s %d", op, p.side);
         note(t, kind, "%s %s: %.10g outside the measured %.10g..%.10g on %s, %s", op, shape, x, c->x[0], c->x[c->n - 1],
              t->system, p.side > 0 ? "extrapolated linearly" : "taken at the smallest");
+    }
     if (p.gc) {
         char what[128];
         snprintf(what, sizeof what, "%s of %.10g %s", op, x, shape);
@@ -944,14 +1006,26 @@ double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int int
                           int ep, const char *dist, double tokens)
 {
     need_loaded(t, SIM_OPT_MOE);
-    const curve *c = find_fmt(&t->t[strcmp(dtype, "fp8_block") ? T_MOE : T_MOEB], "%s|%d|%d|%d|%d|%d|%d|%s", dtype,
-                              hidden, inter, topk, experts, tp, ep, dist);
-    return one_curve(t, c, "moe", "tokens", tokens);
+    moe_query q;
+    memset(&q, 0, sizeof q); /* padding too: compared whole */
+    q.set = true, q.hidden = hidden, q.inter = inter, q.topk = topk, q.experts = experts, q.tp = tp, q.ep = ep;
+    bool keep = snprintf(q.dtype, sizeof q.dtype, "%s", dtype) < (int)sizeof q.dtype &&
+                snprintf(q.dist, sizeof q.dist, "%s", dist) < (int)sizeof q.dist;
+    if (!keep || memcmp(&q, &t->moe_last, sizeof q)) {
+        t->moe_curve = find_fmt(&t->t[strcmp(dtype, "fp8_block") ? T_MOE : T_MOEB], "%s|%d|%d|%d|%d|%d|%d|%s", dtype,
+                                hidden, inter, topk, experts, tp, ep, dist);
+        t->moe_last = keep ? q : (moe_query){0};
+    }
+    return one_curve(t, t->moe_curve, "moe", "tokens", tokens);
 }
 
 double sim_optable_allreduce_ms(sim_optable *t, int gpus, bool graph, double elements)
 {
-    const curve *c = find_fmt(&t->t[T_AR], "%d|%s", gpus, graph ? "vllm_graph" : "vllm_eager");
+    bool memo = gpus >= 1 && gpus <= 8;
+    const curve *c = memo && t->ar_known[gpus][graph]
+                         ? t->ar_curve[gpus][graph]
+                         : find_fmt(&t->t[T_AR], "%d|%s", gpus, graph ? "vllm_graph" : "vllm_eager");
+    if (memo) t->ar_curve[gpus][graph] = c, t->ar_known[gpus][graph] = true;
     return one_curve(t, c, "all-reduce", "elements", elements);
 }
 

@@ -148,7 +148,7 @@ static void write_request(FILE *out, int64_t ts_ns, const sim_csv_request *q, in
     fprintf(out, ", \"input_length\": %" PRId64 ", \"output_length\": %" PRId64 ", \"hash_ids\": [", q->input,
             q->output);
     int64_t n = (q->input + block_tokens - 1) / block_tokens;
-    for (int64_t i = 0; i < n; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, (*next_id)++);
+    for (int64_t i = 0; i < n; i++) sim_trace_put_id(out, i ? ", " : "", (*next_id)++);
     fputs("]}\n", out);
 }
 

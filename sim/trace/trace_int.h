@@ -1,12 +1,15 @@
 /* sim/trace/trace_int.h — private to sim/trace: the reader's state (shared by
  * the stream, sim/trace/trace.c, and the line parser, sim/trace/trace_parse.c)
  * and the segment list parser it calls for a line's "segments"
- * (sim/trace/segments.c). */
+ * (sim/trace/segments.c); and how the trace writers (generators, imports)
+ * put a hash id. */
 #ifndef SIM_TRACE_INT_H
 #define SIM_TRACE_INT_H
 
 #include <endian.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 #include <xxhash.h>
@@ -100,5 +103,19 @@ sim_request *sim_request_new(const sim_request *fields, size_t n, size_t nids, s
  * may replace: the bootstrap copies): new arrivals drawn from o->seed,
  * then sorted by them (sim/trace/resample.c). name: the trace in messages. */
 int sim_trace_resample(sim_request ***v, size_t *n, const sim_trace_opts *o, const char *name, sim_err *err);
+
+/* sep, then v in decimal, as fprintf(out, "%s%" PRId64, sep, v) writes
+ * them: the trace writers' hash ids (tens of thousands a trace) without a
+ * format string parsed for each. */
+static inline void sim_trace_put_id(FILE *out, const char *sep, int64_t v)
+{
+    char b[24], *p = b + sizeof b;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0) *--p = '-';
+    while (*sep) putc_unlocked(*sep++, out); /* a macro: a pointer bumped in the stream's buffer */
+    while (p < b + sizeof b) putc_unlocked(*p++, out);
+}
 
 #endif

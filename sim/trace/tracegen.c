@@ -20,6 +20,7 @@
  * One GSL mt19937 stream drives every draw in a fixed order, so a seed gives
  * byte-identical output. Memory is bounded by the live sessions. */
 #include "sim/trace/tracegen.h"
+#include "sim/trace/trace_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -325,7 +326,7 @@ static void write_request(FILE *out, const gen_request *r)
     fprintf(out,
             "{\"timestamp\": %.15g, \"input_length\": %" PRId32 ", \"output_length\": %" PRId32 ", \"hash_ids\": [",
             r->timestamp_ms, r->input_len, r->output_len);
-    for (size_t i = 0; i < r->ids->n; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, r->ids->v[i]);
+    for (size_t i = 0; i < r->ids->n; i++) sim_trace_put_id(out, i ? ", " : "", r->ids->v[i]);
     fprintf(out, "], \"session\": %" PRId64, r->session);
     if (r->cache) fprintf(out, ", \"cache\": \"%s\"", r->cache);
     fputs("}\n", out);

@@ -31,6 +31,7 @@
  * answer), so a seed gives byte-identical output. Memory is the documents
  * and the U users' id lists. */
 #include "sim/trace/tracegen_mqa.h"
+#include "sim/trace/trace_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -200,7 +201,7 @@ static void write_request(FILE *out, double timestamp_ms, const mqa_user *u)
     fprintf(out,
             "{\"timestamp\": %.15g, \"input_length\": %" PRId64 ", \"output_length\": %" PRId64 ", \"hash_ids\": [",
             timestamp_ms, u->input_len, u->output_len);
-    for (size_t i = 0; i < u->nids; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, u->ids[i]);
+    for (size_t i = 0; i < u->nids; i++) sim_trace_put_id(out, i ? ", " : "", u->ids[i]);
     fprintf(out, "], \"session\": %" PRId64 ", \"turn\": %d}\n", u->session, u->turn);
 }
 

@@ -18,6 +18,7 @@
  * first, then per request: arrival, picks, shuffle, question, output), so a
  * seed gives byte-identical output. */
 #include "sim/trace/tracegen_rag.h"
+#include "sim/trace/trace_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,7 +54,7 @@ static void write_segment(FILE *out, const sim_seg_out *s)
     fprintf(out, "{\"k\":\"%s\",", kinds[s->kind]);
     if (s->kind == SIM_SEG_PREFIX) {
         fputs("\"hash_ids\":[", out);
-        for (size_t i = 0; i < s->nhash; i++) fprintf(out, i ? ",%" PRId64 : "%" PRId64, s->hash_ids[i]);
+        for (size_t i = 0; i < s->nhash; i++) sim_trace_put_id(out, i ? "," : "", s->hash_ids[i]);
         fputs("],", out);
     } else if (s->id == SIM_SEG_NULL_ID) {
         fputs("\"id\":null,", out);

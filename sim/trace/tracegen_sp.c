@@ -35,6 +35,7 @@
  * One GSL mt19937 stream drives every draw in a fixed order (the shuffle;
  * then per stage its arrival gaps), so a seed gives byte-identical output. */
 #include "sim/trace/tracegen_sp.h"
+#include "sim/trace/trace_int.h"
 #include "sim/trace/trace.h"
 
 #include <errno.h>
@@ -299,8 +300,7 @@ static void write_line(FILE *out, const sp_gen *g, double ts_ms, int64_t e)
     int64_t n = u ? (int64_t)u->nids : g->nblocks;
     fprintf(out, "{\"timestamp\": %.15g, \"input_length\": %" PRId64 ", \"output_length\": %d, \"hash_ids\": [", ts_ms,
             input, g->o->output_tokens);
-    for (int64_t b = 0; b < n; b++)
-        fprintf(out, b ? ", %" PRId64 : "%" PRId64, u ? u->ids[b] : entry_block_id(g, e, b));
+    for (int64_t b = 0; b < n; b++) sim_trace_put_id(out, b ? ", " : "", u ? u->ids[b] : entry_block_id(g, e, b));
     fprintf(out, "], \"session\": %" PRId64, e);
     if (u) fprintf(out, ", \"turn\": %" PRId64, u->turns - 1);
     fputs("}\n", out);
