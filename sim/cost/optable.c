@@ -1006,15 +1006,14 @@ double sim_optable_moe_ms(sim_optable *t, const char *dtype, int hidden, int int
                           int ep, const char *dist, double tokens)
 {
     need_loaded(t, SIM_OPT_MOE);
-    moe_query q;
-    memset(&q, 0, sizeof q); /* padding too: compared whole */
-    q.set = true, q.hidden = hidden, q.inter = inter, q.topk = topk, q.experts = experts, q.tp = tp, q.ep = ep;
-    bool keep = snprintf(q.dtype, sizeof q.dtype, "%s", dtype) < (int)sizeof q.dtype &&
-                snprintf(q.dist, sizeof q.dist, "%s", dist) < (int)sizeof q.dist;
-    if (!keep || memcmp(&q, &t->moe_last, sizeof q)) {
+    moe_query *q = &t->moe_last;
+    if (!(q->set && q->hidden == hidden && q->inter == inter && q->topk == topk && q->experts == experts &&
+          q->tp == tp && q->ep == ep && !strcmp(q->dtype, dtype) && !strcmp(q->dist, dist))) {
         t->moe_curve = find_fmt(&t->t[strcmp(dtype, "fp8_block") ? T_MOE : T_MOEB], "%s|%d|%d|%d|%d|%d|%d|%s", dtype,
                                 hidden, inter, topk, experts, tp, ep, dist);
-        t->moe_last = keep ? q : (moe_query){0};
+        *q = (moe_query){.hidden = hidden, .inter = inter, .topk = topk, .experts = experts, .tp = tp, .ep = ep};
+        q->set = snprintf(q->dtype, sizeof q->dtype, "%s", dtype) < (int)sizeof q->dtype &&
+                 snprintf(q->dist, sizeof q->dist, "%s", dist) < (int)sizeof q->dist; /* a longer one: never kept */
     }
     return one_curve(t, t->moe_curve, "moe", "tokens", tokens);
 }
