@@ -208,6 +208,28 @@ static void test_family_presets(void **state)
         /* Qwen3-4B: 2560·4096 + 2·2560·1024 + 4096·2560 + 3·2560·9728 +
          * 2·2560 = 100,930,560 × 36 + 151936·2560 + 2560 */
         {"qwen3-4b", "Qwen3-4B.json", 4022458880.0},
+        /* Mistral-Small-24B-Instruct-2501: 5120·4096 + 2·5120·1024 + 4096·5120 +
+         * 3·5120·32768 + 2·5120 = 555,755,520 × 40 + 2·131072·5120 + 5120 */
+        {"mistral-small-24b", "Mistral-Small-24B-Instruct-2501.json", 23572403200.0},
+        /* phi-4: 5120·5120 + 2·5120·1280 + 5120·5120 + 3·5120·17920 +
+         * 2·5120 = 340,797,440 × 40 + 2·100352·5120 + 5120 */
+        {"phi-4", "phi-4.json", 14659507200.0},
+        /* Qwen2.5-1.5B-Instruct: 1536·1536 + 2·1536·256 + 1536·1536 +
+         * 3·1536·8960 + 2·1536 = 46,795,776 × 28 + 151936·1536 + 1536 */
+        {"qwen2.5-1.5b", "Qwen2.5-1.5B-Instruct.json", 1543656960.0},
+        /* Qwen2.5-3B-Instruct: 2048·2048 + 2·2048·256 + 2048·2048 +
+         * 3·2048·11008 + 2·2048 = 77,074,432 × 36 + 151936·2048 + 2048 */
+        {"qwen2.5-3b", "Qwen2.5-3B-Instruct.json", 3085846528.0},
+        /* CodeLlama-7b-hf: 4096·4096 + 2·4096·4096 + 4096·4096 + 3·4096·11008 +
+         * 2·4096 = 202,383,360 × 32 + 2·32016·4096 + 4096 */
+        {"codellama-7b", "CodeLlama-7b-hf.json", 6738546688.0},
+        /* CodeLlama-13b-hf: 5120·5120 + 2·5120·5120 + 5120·5120 +
+         * 3·5120·13824 + 2·5120 = 317,204,480 × 40 + 2·32016·5120 + 5120 */
+        {"codellama-13b", "CodeLlama-13b-hf.json", 13016028160.0},
+        /* granite-3.1-8b-instruct (tied): 4096·4096 + 2·4096·1024 + 4096·4096 +
+         * 3·4096·12800 + 2·4096 = 199,237,632 × 40 + 49155·4096 + 4096; its
+         * config says float32, imported as 2 bytes (test_float32_is_served_16_bit) */
+        {"granite-3.1-8b", "granite-3.1-8b-instruct.json", 8170848256.0},
     };
     static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -271,6 +293,28 @@ static void test_import_round_trip(void **state)
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     assert_int_equal(system(cmd), 0);
     free(dir);
+}
+
+/* Granite 3.1 8B's published config says torch_dtype float32; vLLM's
+ * --dtype auto serves such a model in float16, so the import takes 2 bytes,
+ * as the shipped preset holds, and says so on stderr with the key that asks
+ * for --dtype float32 instead. */
+static void test_float32_is_served_16_bit(void **state)
+{
+    (void)state;
+    cli_result r = tu_kvsim("model import " FIXTURES "granite-3.1-8b-instruct.json");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "torch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in float16 "
+                                  "(--set model.dtype_bytes=4 for --dtype float32)"));
+    json_t *o = json_loads(r.out, 0, NULL);
+    assert_non_null(o);
+    assert_int_equal(tu_int_field(o, "dtype_bytes"), 2);
+    sim_model m;
+    sim_err err = {{0}};
+    if (sim_model_load("granite-3.1-8b", &m, &err)) fail_msg("granite-3.1-8b: %s", err.msg);
+    assert_int_equal(tu_int_field(o, "dtype_bytes"), m.dtype_bytes);
+    json_decref(o);
+    tu_free(&r);
 }
 
 /* A Llama-2-7B-style config with no num_key_value_heads, head_dim,
@@ -514,7 +558,7 @@ int main(void)
         cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
         cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
         cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
-        cmocka_unit_test(test_family_presets),
+        cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

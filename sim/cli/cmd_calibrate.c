@@ -107,6 +107,28 @@ static void probe_path_for(const char *out, char *buf, size_t n)
     else snprintf(buf, n, "%s.probe.json", out);
 }
 
+/* Fit the probe's rows (and the layer probe's, with --layers-json), write
+ * the calibration and say where. */
+static int fit_and_write(const char *probe_json, const char *shape, const char *layers, const char *hardware,
+                         const char *out, const char *label)
+{
+    sim_err err;
+    sim_calib_fitting s = {0};
+    sim_profile_fitting pf = {0};
+    int rc = layers && sim_profile_fit(&pf, layers, hardware, &err);
+    rc = rc || sim_calib_read_probe(&s, probe_json, shape, &err);
+    if (!rc) {
+        s.compute = pf.compute;
+        rc = calibrate(&s, probe_json, out, label, &err);
+    }
+    if (!rc && layers) print_points(&pf);
+    sim_calib_fitting_free(&s);
+    sim_profile_fitting_free(&pf);
+    if (rc) return usage_error(err.msg);
+    printf("wrote %s\n", out);
+    return SIM_EXIT_OK;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     enum { O_PROBE_JSON = 1, O_RUN_PROBE, O_PROBE_ARGS, O_OUT, O_LABEL, O_SHAPE, O_LAYERS, O_HARDWARE };
@@ -158,18 +180,5 @@ int cmd_calibrate(int argc, char **argv)
         }
         probe_json = raw;
     }
-    sim_calib_fitting s = {0};
-    sim_profile_fitting pf = {0};
-    int rc = layers && sim_profile_fit(&pf, layers, hardware, &err);
-    rc = rc || sim_calib_read_probe(&s, probe_json, shape, &err);
-    if (!rc) {
-        s.compute = pf.compute;
-        rc = calibrate(&s, probe_json, out, label, &err);
-    }
-    if (!rc && layers) print_points(&pf);
-    sim_calib_fitting_free(&s);
-    sim_profile_fitting_free(&pf);
-    if (rc) return usage_error(err.msg);
-    printf("wrote %s\n", out);
-    return SIM_EXIT_OK;
+    return fit_and_write(probe_json, shape, layers, hardware, out, label);
 }

@@ -129,6 +129,32 @@ static void print_compute_mode(const sim_cost *c)
                c->profile.gpus, c->hw->gpus);
 }
 
+/* The decode iteration of a text breakdown, term by term. */
+static void print_decode_terms(const sim_cost *c, const cost_args *a, const sim_decode_terms *t)
+{
+    if (t->profiled) {
+        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms\n", a->batch, a->context, 1e3 * t->total_s);
+        printf("  measured   %9.3f ms  (%s)\n", 1e3 * t->mem_s,
+               c->measured ? "the sum of the operations above, all-reduces included"
+                           : "profile: the layer probe's step, interpolated");
+    } else {
+        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
+               1e3 * t->total_s, t->mem_s >= t->compute_s ? "memory" : "compute");
+        printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t->mem_s);
+        printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n",
+               1e3 * t->compute_s);
+    }
+    if (!c->measured)
+        printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t->allreduce_s,
+               c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
+               : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
+                                   : "2 x layers tensor-parallel all-reduces");
+    if (c->engine)
+        printf("  overhead   %9.3f ms  (engine.%siter_overhead_ms + engine.%sseq_overhead_ms x batch)\n",
+               1e3 * t->overhead_s, c->measured ? "measured." : "", c->measured ? "measured." : "");
+    else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t->overhead_s);
+}
+
 static void print_cost(const sim_cost *c, const cost_args *a, const json_t *caveats)
 {
     int64_t ctx = a->batch * a->context;
@@ -163,26 +189,7 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     print_model(c, a->batch);
     print_measured(c, a);
     print_compute_mode(c);
-    if (t.profiled) {
-        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms\n", a->batch, a->context, 1e3 * t.total_s);
-        printf("  measured   %9.3f ms  (%s)\n", 1e3 * t.mem_s,
-               c->measured ? "the sum of the operations above, all-reduces included"
-                           : "profile: the layer probe's step, interpolated");
-    } else {
-        printf("decode iteration, batch %ld x %ld context tokens: %.3f ms (%s-bound)\n", a->batch, a->context,
-               1e3 * t.total_s, t.mem_s >= t.compute_s ? "memory" : "compute");
-        printf("  memory     %9.3f ms  (weights + KV over achievable HBM bandwidth)\n", 1e3 * t.mem_s);
-        printf("  compute    %9.3f ms  (2 x params x batch + attention over the context, at mfu)\n", 1e3 * t.compute_s);
-    }
-    if (!c->measured)
-        printf("  all-reduce %9.3f ms  (%s)\n", 1e3 * t.allreduce_s,
-               c->ep_imbalance > 0 ? "an all-reduce a layer, a dispatch and a combine all-to-all a MoE layer"
-               : c->hw->pp > 1     ? "2 x layers tensor-parallel all-reduces + the pipeline's stage hops"
-                                   : "2 x layers tensor-parallel all-reduces");
-    if (c->engine)
-        printf("  overhead   %9.3f ms  (engine.%siter_overhead_ms + engine.%sseq_overhead_ms x batch)\n",
-               1e3 * t.overhead_s, c->measured ? "measured." : "", c->measured ? "measured." : "");
-    else printf("  overhead   %9.3f ms  (cost.decode_overhead_ms)\n", 1e3 * t.overhead_s);
+    print_decode_terms(c, a, &t);
     if (a->prefill > 0) printf("prefill of %ld tokens, %ld cached: %.3f ms\n", a->prefill, a->cached, 1e3 * pre);
     if (pre_over > 0) /* the breakdown above is the passes' (it once summed short of this line, unsaid) */
         printf("  chunks     %9.3f ms  (cost.prefill_chunk_overhead_ms for each of its %d-token chunks)\n",

@@ -158,6 +158,17 @@ static void warn_deprecated(const kv_hitrate_spec *s)
     if (kv_hitrate_deprecation(s, false, note, sizeof note)) fprintf(stderr, "kvsim hitrate: %s\n", note);
 }
 
+/* Read the trace, saying on stderr what its block size and whole-prompt
+ * reuse mean for the rates. */
+static int load_trace(kv_replay_trace *t, const kv_hitrate_spec *spec, sim_err *err)
+{
+    if (kv_replay_load(t, spec->trace, spec->block_tokens, err)) return -1;
+    if (t->block_warning) fprintf(stderr, "kvsim hitrate: warning: %s\n", t->block_warning);
+    char whole[512];
+    if (kv_replay_whole_note(t, whole, sizeof whole)) fprintf(stderr, "kvsim hitrate: note: %s\n", whole);
+    return 0;
+}
+
 int cmd_hitrate(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -205,10 +216,7 @@ int cmd_hitrate(int argc, char **argv)
     capacity_unit unit = {spec.block_tokens, &model, rc == 0 ? sim_model_kv_bytes_per_token(&model) : 0};
     kv_replay_trace t;
     kv_hitrate_db *sink = NULL;
-    if (rc == 0) rc = kv_replay_load(&t, spec.trace, spec.block_tokens, &err);
-    if (rc == 0 && t.block_warning) fprintf(stderr, "kvsim hitrate: warning: %s\n", t.block_warning);
-    char whole[512];
-    if (rc == 0 && kv_replay_whole_note(&t, whole, sizeof whole)) fprintf(stderr, "kvsim hitrate: note: %s\n", whole);
+    if (rc == 0) rc = load_trace(&t, &spec, &err);
     if (rc == 0 && kv_hitrate_db_open(&sink, db, &spec, model.name, unit.kv_bytes_per_token, &err)) {
         kv_replay_free(&t);
         rc = -1;

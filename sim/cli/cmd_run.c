@@ -147,6 +147,37 @@ static void print_peak(const json_t *s)
            shared > 0 ? (double)J_INT(s, "peak_held_blocks") / (double)shared : 0.0, J_INT(s, "peak_private_blocks"));
 }
 
+/* The cache, engine and MEPIC lines of a summary. */
+static void print_cache(const json_t *s)
+{
+    char gpu[32];
+    sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu);
+    if (json_object_get(s, "pic")) /* reuse is by chunk: no prefix block ever hits */
+        printf("cache      %s chunks: hit rate %.3f, recompute fraction %.3f of prompt tokens; prefill GPU %s "
+               "s/request\n",
+               json_string_value(json_object_get(s, "pic")), J_NUM(s, "chunk_hit_rate"), J_NUM(s, "recompute_fraction"),
+               gpu);
+    else if (sim_serving_caveat(s, "no_block_hashes")) /* 0 by construction: no rate to print */
+        printf("cache      no hit rate (the trace has no hash_ids); prefill GPU %s s/request\n", gpu);
+    else
+        printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
+               J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"), gpu);
+    if (json_object_get(s, "instances"))
+        printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
+               "recompute fraction %.4f\n",
+               J_INT(s, "hbm_pages"), J_INT(s, "page_tokens"), json_string_value(json_object_get(s, "gpu_cache")),
+               J_INT(s, "peak_pages"), J_INT(s, "preemptions"), J_NUM(s, "recompute_fraction"));
+    if (json_object_get(s, "instances") && strcmp(json_string_value(json_object_get(s, "gpu_cache")), "prefix"))
+        print_peak(s);
+    if (json_object_get(s, "pic")) {
+        printf("pic        %s: peak HBM KV %lld blocks (%.2f GiB) of %lld; %lld waited for HBM, %lld rejected\n",
+               json_string_value(json_object_get(s, "pic")), J_INT(s, "peak_footprint_blocks"),
+               J_NUM(s, "peak_footprint_bytes") / 1073741824.0, J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"),
+               J_INT(s, "pic_rejected"));
+        print_peak(s);
+    }
+}
+
 static void print_summary(const sim_config *cfg, const json_t *s)
 {
     const json_t *rej = json_object_get(s, "rejected");
@@ -185,32 +216,7 @@ static void print_summary(const sim_config *cfg, const json_t *s)
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
     printf("SLO        TTFT ≤ %.10g ms, TBT ≤ %.10g ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
            cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
-    char gpu[32];
-    sim_cli_num(json_object_get(s, "prefill_gpu_s_mean"), "%*.3f", 1, gpu, sizeof gpu);
-    if (json_object_get(s, "pic")) /* reuse is by chunk: no prefix block ever hits */
-        printf("cache      %s chunks: hit rate %.3f, recompute fraction %.3f of prompt tokens; prefill GPU %s "
-               "s/request\n",
-               json_string_value(json_object_get(s, "pic")), J_NUM(s, "chunk_hit_rate"), J_NUM(s, "recompute_fraction"),
-               gpu);
-    else if (sim_serving_caveat(s, "no_block_hashes")) /* 0 by construction: no rate to print */
-        printf("cache      no hit rate (the trace has no hash_ids); prefill GPU %s s/request\n", gpu);
-    else
-        printf("cache      hit rate %.3f blocks, %.3f tokens; %lld remote blocks; prefill GPU %s s/request\n",
-               J_NUM(s, "hit_rate_blocks"), J_NUM(s, "hit_rate_tokens"), J_INT(s, "remote_blocks"), gpu);
-    if (json_object_get(s, "instances"))
-        printf("engine     %lld pages of %lld tokens per instance (%s cache): peak %lld; %lld preemptions; "
-               "recompute fraction %.4f\n",
-               J_INT(s, "hbm_pages"), J_INT(s, "page_tokens"), json_string_value(json_object_get(s, "gpu_cache")),
-               J_INT(s, "peak_pages"), J_INT(s, "preemptions"), J_NUM(s, "recompute_fraction"));
-    if (json_object_get(s, "instances") && strcmp(json_string_value(json_object_get(s, "gpu_cache")), "prefix"))
-        print_peak(s);
-    if (json_object_get(s, "pic")) {
-        printf("pic        %s: peak HBM KV %lld blocks (%.2f GiB) of %lld; %lld waited for HBM, %lld rejected\n",
-               json_string_value(json_object_get(s, "pic")), J_INT(s, "peak_footprint_blocks"),
-               J_NUM(s, "peak_footprint_bytes") / 1073741824.0, J_INT(s, "pic_capacity_blocks"), J_INT(s, "pic_waited"),
-               J_INT(s, "pic_rejected"));
-        print_peak(s);
-    }
+    print_cache(s);
     char why[1024];
     sim_serving_explain(cfg, s, why, sizeof why);
     if (why[0]) printf("diagnosis  %s\n", why);

@@ -40,7 +40,9 @@ static int hf_int(const json_t *hf, const char *path, const char *key, long def,
 }
 
 /* torch_dtype (or dtype, Transformers ≥ 4.56) → bytes per element; absent: 2,
- * said in note. */
+ * said in note. float32 is 2 as well, said in note: vLLM's --dtype auto
+ * serves "FP16 precision for FP32 and FP16 models" (its engine arguments'
+ * help); --set model.dtype_bytes=4 is --dtype float32. */
 static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note, size_t n, sim_err *err)
 {
     const char *key = json_object_get(hf, "torch_dtype") ? "torch_dtype" : "dtype";
@@ -52,7 +54,13 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
         return *bytes = 2, 0;
     }
     if (s && (!strcmp(s, "bfloat16") || !strcmp(s, "float16"))) return *bytes = 2, 0;
-    if (s && !strcmp(s, "float32")) return *bytes = 4, 0;
+    if (s && !strcmp(s, "float32")) {
+        snprintf(note + strlen(note), n - strlen(note),
+                 "%storch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in float16 "
+                 "(--set model.dtype_bytes=4 for --dtype float32)",
+                 *note ? "; " : "");
+        return *bytes = 2, 0;
+    }
     return sim_errf(err, "%s: key '%s': '%s' is not one of bfloat16, float16, float32", path, key, s ? s : "?");
 }
 
