@@ -94,11 +94,48 @@ static void test_plan_slo_tp(void **state)
                    "--tp sets cluster.gpus_per_instance itself");
 }
 
+/* plan slo --hardware over a priced and an unpriced kind compares both by
+ * GPUs: a800x8 has no price_per_hour, and its 2P2D (32 GPUs) once won
+ * against h100x8's 1P2D ($147.72 an hour, 24 GPUs) on 32 < 147.72. Priced
+ * alike (a copy of a800x8 at $40 an instance-hour, by path), dollars. */
+static void test_plan_slo_unpriced_kind(void **state)
+{
+    (void)state;
+    const char *base = "plan slo --speed 2 --ttft-p90-ms 600 --tbt-p99-ms 20 --jobs 2 --hardware h100x8,";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%sa800x8", base);
+    cli_result r = tu_kvsim(cmd);
+    assert_int_equal(r.status, 0);
+    assert_non_null(
+        strstr(r.out, "1P2D = 24 GPUs ($147.72 an hour; $29.876 per million output tokens)  <- fewest GPUs"));
+    assert_non_null(strstr(r.out, "compared  by GPUs, not price: no hardware.price_per_hour for a800x8;"));
+    assert_non_null(strstr(r.out, "runner-up a800x8: 2P2D = 32 GPUs"));
+    assert_null(strstr(r.out, "<- cheapest"));
+    tu_free(&r);
+    snprintf(cmd, sizeof cmd, "%sa800x8 --json", base);
+    json_t *o = tu_kvsim_json(cmd);
+    assert_string_equal(json_string_value(json_object_get(o, "picked")), "h100x8");
+    assert_string_equal(json_string_value(json_object_get(o, "compared_by")), "gpus");
+    json_decref(o);
+    json_t *a800 = json_load_file("configs/hardware/a800x8.json", 0, NULL);
+    assert_non_null(a800);
+    json_object_set_new(a800, "price_per_hour", json_real(40));
+    char *text = json_dumps(a800, 0), *priced = tu_write_temp(text);
+    free(text);
+    json_decref(a800);
+    snprintf(cmd, sizeof cmd, "%s%s --json", base, priced);
+    o = tu_kvsim_json(cmd);
+    assert_string_equal(json_string_value(json_object_get(o, "compared_by")), "price");
+    json_decref(o);
+    tu_remove_temp(priced);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpus_per_instance_cost),
         cmocka_unit_test(test_plan_slo_tp),
+        cmocka_unit_test(test_plan_slo_unpriced_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

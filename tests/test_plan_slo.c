@@ -18,6 +18,7 @@
  * 256 tokens (4 × 80 × 32 MiB = 10,737,418,240 bytes) and none when it is
  * one chunk short: the plan's cliff is exactly that pair. Bad arguments
  * exit 2 naming the option and value. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,6 +238,45 @@ static void test_feasible(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(again, "cheapest"), "command")),
                         json_string_value(json_object_get(best, "command")));
     json_decref(again);
+    json_decref(j);
+}
+
+/* A search that finds points none of which passes its confirmation exits 3
+ * with "no recommendation"; its JSON says "unconfirmed" with the reason (it
+ * once said "feasible", beside the rejected point's command). On the
+ * bundled trace at twice its speed, TTFT p90 <= 450 ms and TBT p99 <= 20 ms:
+ * more instances leave the worst TTFT p90 at 437.5 ms, above 427.5. */
+static void test_unconfirmed(void **state)
+{
+    (void)state;
+    json_t *j = json_with_status("plan slo --speed 2 --ttft-p90-ms 450 --tbt-p99-ms 20 --jobs 2 --json", 3);
+    assert_string_equal(json_string_value(json_object_get(j, "status")), "unconfirmed");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "reason")), "more instances do not reach it"));
+    assert_true(json_is_null(json_object_get(json_object_get(j, "confirmation"), "recommended")));
+    json_decref(j);
+}
+
+/* What a recommendation's passes say: its 4 resampled confirmations (the
+ * default --confirm-seeds 4, trace.resample=sessions) all pass, which rules
+ * out a failure rate per fresh draw above 1 - 0.05^(1/4) = 52.7% at 95%
+ * (one-sided Clopper-Pearson with no failure), and the attainment's margin
+ * beside the targets' (the check that binds may be it). */
+static void test_what_passes_say(void **state)
+{
+    (void)state;
+    const char *args = "plan slo --speed 2 --ttft-p90-ms 600 --tbt-p99-ms 20 --jobs 2";
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "SLO attainment 1.0000 (margin 0.1000 over the 0.9 asked)"));
+    assert_non_null(strstr(r.out, "draws     4 resampled workloads (trace.resample=sessions), all passed: at 95% "
+                                  "confidence a fresh draw fails at most 52.7% of the time (1 - 0.05^(1/4))"));
+    tu_free(&r);
+    char json[256];
+    snprintf(json, sizeof json, "%s --json", args);
+    json_t *j = tu_kvsim_json(json);
+    const json_t *c = json_object_get(j, "confirmation");
+    assert_int_equal(tu_num_at(c, "resampled_draws", NULL), 4);
+    assert_double_equal(tu_num_at(c, "fail_rate_bound_95", NULL), 1 - pow(0.05, 0.25), 1e-9);
     json_decref(j);
 }
 
@@ -522,10 +562,16 @@ static void test_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_infeasible_floor),           cmocka_unit_test(test_feasible),
-        cmocka_unit_test(test_infeasible_max_and_temp_db), cmocka_unit_test(test_slo_safe),
-        cmocka_unit_test(test_aggregated_cliff),           cmocka_unit_test(test_aggregated_text),
-        cmocka_unit_test(test_aggregated_loads),           cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_infeasible_floor),
+        cmocka_unit_test(test_feasible),
+        cmocka_unit_test(test_infeasible_max_and_temp_db),
+        cmocka_unit_test(test_slo_safe),
+        cmocka_unit_test(test_aggregated_cliff),
+        cmocka_unit_test(test_aggregated_text),
+        cmocka_unit_test(test_aggregated_loads),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_unconfirmed),
+        cmocka_unit_test(test_what_passes_say),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -35,6 +35,15 @@
 
 static const char *const resample_names[] = {"none", "poisson", "sessions"};
 
+int sim_slo_draws(const sim_slo_candidate *c)
+{
+    int n = 0;
+    for (int k = 0; k < c->nrun; k++) n += c->run[k].resample != SIM_RESAMPLE_NONE;
+    return n;
+}
+
+double sim_slo_fail_bound(int draws) { return draws > 0 ? 1 - pow(0.05, 1.0 / draws) : 1; }
+
 /* One candidate: a split at a DRAM level with its knobs. */
 typedef struct cand_at {
     int P, D, lv, knob;

@@ -11,10 +11,11 @@
  * config's hardware (a divisor of the node's GPUs is tensor parallel, a
  * multiple pipeline parallel). --modes repeats every search in each
  * cluster mode (cluster.mode: disaggregated P and D, or aggregated
- * instances). Answers are compared by sim_slo_cost: the
- * price an hour when every side is priced (GPUs, and DRAM and disk when
- * those are: hardware.*_price_per_GB_hour), else the GPUs; ties go to the
- * earlier search (fewer GPUs per instance, kinds in the order given). */
+ * instances). Answers are compared by their price an hour when every
+ * answer is priced (GPUs, and DRAM and disk when those are:
+ * hardware.*_price_per_GB_hour), else all by their GPUs (one kind without
+ * a price once won on its GPU count against the others' dollars); ties go
+ * to the earlier search (fewer GPUs per instance, kinds in the order given). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,21 +139,27 @@ int sim_slo_plan_multi(const sim_slo_opts *o, const char *hardware, const int *t
         if (v->why[0]) continue;
         if (plan_variant(o, v, before, ctx, err)) return m->stop_signal = v->r.stop_signal, -1;
         const sim_slo_point *a = sim_slo_answer(&v->r);
-        if (!a) continue;
-        double c = sim_slo_cost(&v->r, a);
-        if (m->best < 0 || c < sim_slo_cost(&m->v[m->best].r, sim_slo_answer(&m->v[m->best].r))) m->best = i;
+        if (a && !(sim_slo_price(&v->r, a) > 0)) m->by_gpus = true;
     }
+    for (int i = 0; i < m->n; i++)
+        if (!m->v[i].why[0] && sim_slo_answer(&m->v[i].r) &&
+            (m->best < 0 || sim_slo_multi_cost(m, i) < sim_slo_multi_cost(m, m->best)))
+            m->best = i;
     return 0;
+}
+
+double sim_slo_multi_cost(const sim_slo_multi *m, int i)
+{
+    const sim_slo_point *a = sim_slo_answer(&m->v[i].r);
+    return m->by_gpus ? sim_slo_gpus(&m->v[i].r, a) : sim_slo_cost(&m->v[i].r, a);
 }
 
 int sim_slo_multi_best_of(const sim_slo_multi *m, const char *kind)
 {
     int best = -1;
     for (int i = 0; i < m->n; i++) {
-        const sim_slo_point *a = sim_slo_answer(&m->v[i].r);
-        if (!a || strcmp(m->v[i].kind, kind)) continue;
-        if (best < 0 || sim_slo_cost(&m->v[i].r, a) < sim_slo_cost(&m->v[best].r, sim_slo_answer(&m->v[best].r)))
-            best = i;
+        if (m->v[i].why[0] || !sim_slo_answer(&m->v[i].r) || strcmp(m->v[i].kind, kind)) continue;
+        if (best < 0 || sim_slo_multi_cost(m, i) < sim_slo_multi_cost(m, best)) best = i;
     }
     return best;
 }

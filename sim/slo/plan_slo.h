@@ -147,6 +147,12 @@ typedef struct sim_slo_candidate {
     char miss[256];  /* the first miss with the headroom, or "" */
     char *command;   /* its `kvsim run` line (sim_slo_free frees it) */
 } sim_slo_candidate;
+/* A candidate's confirmations on a resampled workload (each a fresh draw of
+ * the load: trace.resample), and, all of them passing, the one-sided 95%
+ * Clopper-Pearson bound on how often a draw fails, 1 − 0.05^(1/n): what n
+ * passes out of n can rule out (4 passes: a failure rate above 52.7%). */
+int sim_slo_draws(const sim_slo_candidate *c);
+double sim_slo_fail_bound(int draws);
 
 typedef enum sim_slo_status { SIM_SLO_FEASIBLE, SIM_SLO_INFEASIBLE_FLOOR, SIM_SLO_INFEASIBLE_MAX } sim_slo_status;
 
@@ -240,9 +246,14 @@ typedef struct sim_slo_variant {
 typedef struct sim_slo_multi {
     sim_slo_variant *v;
     int n;
-    int best;        /* the cheapest answer (sim_slo_cost), or -1 */
+    int best;        /* the cheapest answer (sim_slo_multi_cost), or -1 */
+    bool by_gpus;    /* an answer has no price: every answer compared by its GPUs */
     int stop_signal; /* a signal stopped a search */
 } sim_slo_multi;
+/* What answer i is compared by: its price an hour (sim_slo_cost) when every
+ * search's answer is priced, else its GPUs (dollars and GPU counts never
+ * compared with each other). */
+double sim_slo_multi_cost(const sim_slo_multi *m, int i);
 /* Called before each search with its options (the command warns of the
  * config's caveats there). */
 typedef void (*sim_slo_hook)(const sim_slo_opts *o, void *ctx);
@@ -282,6 +293,10 @@ typedef struct sim_tiers {
     double best_hit;                 /* the best hit rate (tokens) on the grid */
     bool ssd;
 } sim_tiers;
+/* Whether the knee is the grid's largest size: the size below it is short
+ * of the knee's share of the best, so the curve had not flattened within
+ * the grid, and nothing says what a larger tier would gain. */
+bool sim_slo_tiers_knee_at_top(const sim_tiers *t);
 void sim_slo_tiers_opts_init(sim_tiers_opts *o);
 /* Run the grid; 0 with t filled, -1 with err (bad options, config or a
  * size over the node's, or a sweep that could not run). */

@@ -121,12 +121,21 @@ static json_t *confirmation_json(const sim_slo_opts *o, const sim_slo_result *r)
     json_object_set_new(j, "recommended",
                         r->recommended >= 0 ? json_incref(json_array_get(a, (size_t)r->recommended)) : json_null());
     json_object_set_new(j, "note", r->confirm_note[0] ? json_string(r->confirm_note) : json_null());
+    if (r->recommended >= 0) {
+        int n = sim_slo_draws(&r->cand[r->recommended]);
+        json_object_set_new(j, "resampled_draws", json_integer(n));
+        json_object_set_new(j, "fail_rate_bound_95", n ? json_real(sim_slo_fail_bound(n)) : json_null());
+    }
     return j;
 }
 
-static const char *status_name(sim_slo_status s)
+/* A feasible search whose confirmation kept no candidate is "unconfirmed"
+ * (exit 3 as the text's "no recommendation"; it once read "feasible", with
+ * the rejected point's command beside it). */
+static const char *status_name(const sim_slo_result *r)
 {
-    return s == SIM_SLO_FEASIBLE ? "feasible" : s == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible_floor" : "infeasible_max";
+    if (r->status == SIM_SLO_FEASIBLE) return r->ncand && r->recommended < 0 ? "unconfirmed" : "feasible";
+    return r->status == SIM_SLO_INFEASIBLE_FLOOR ? "infeasible_floor" : "infeasible_max";
 }
 
 json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
@@ -135,14 +144,15 @@ json_t *sim_slo_json(const sim_slo_opts *o, const sim_slo_result *r)
     for (int i = 0; i < r->npts; i++) json_array_append_new(pts, point_json(o, r, &r->pts[i]));
     char fp[17];
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)r->fingerprint);
-    json_t *j = json_pack("{s:s, s:s, s:I, s:f, s:s, s:s, s:i, s:f, s:i, s:o, s:s}", "trace", r->trace, "fingerprint",
-                          fp, "requests", (json_int_t)r->requests, "speed", r->speed, "model", r->model, "hardware",
-                          r->hardware, "gpus_per_instance", r->gpus_per_instance, "kv_bytes_per_token",
-                          r->kv_bytes_per_token, "max_instances", o->max_instances, "targets", by_target(o, o->target),
-                          "status", status_name(r->status));
+    json_t *j =
+        json_pack("{s:s, s:s, s:I, s:f, s:s, s:s, s:i, s:f, s:i, s:o, s:s}", "trace", r->trace, "fingerprint", fp,
+                  "requests", (json_int_t)r->requests, "speed", r->speed, "model", r->model, "hardware", r->hardware,
+                  "gpus_per_instance", r->gpus_per_instance, "kv_bytes_per_token", r->kv_bytes_per_token,
+                  "max_instances", o->max_instances, "targets", by_target(o, o->target), "status", status_name(r));
     json_object_set_new(j, "attainment", o->attainment > 0 ? json_real(o->attainment) : json_null());
     json_object_set_new(j, "allow_rejected", json_boolean(o->allow_rejected));
-    json_object_set_new(j, "reason", r->reason[0] ? json_string(r->reason) : json_null());
+    const char *why = r->reason[0] ? r->reason : r->ncand && r->recommended < 0 ? r->confirm_note : "";
+    json_object_set_new(j, "reason", why[0] ? json_string(why) : json_null());
     json_object_set_new(j, "floor", floors_json(o, r));
     json_object_set_new(j, "points", pts);
     json_object_set_new(j, "frontier", frontier_json(o, r));
@@ -199,6 +209,7 @@ json_t *sim_slo_multi_json(const sim_slo_opts *o, const sim_slo_multi *m)
     if (m->best >= 0)
         picked = m->v[m->best].kind[0] ? json_string(m->v[m->best].hardware) : json_integer(m->v[m->best].tp);
     json_object_set_new(j, "picked", picked);
+    json_object_set_new(j, "compared_by", json_string(m->by_gpus ? "gpus" : "price"));
     int shown = m->best;
     for (int i = m->n - 1; shown < 0 && i >= 0; i--) shown = m->v[i].why[0] ? -1 : i;
     json_object_set_new(j, "plan", shown >= 0 ? sim_slo_json(o, &m->v[shown].r) : json_null());
@@ -224,8 +235,10 @@ json_t *sim_slo_tiers_json(const sim_tiers_opts *o, const sim_tiers *t)
     }
     char fp[17];
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)t->r.fingerprint);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:o, s:o}", "trace", t->r.trace, "fingerprint",
-                     fp, "model", t->r.model, "hardware", t->r.hardware, "tier", t->ssd ? "ssd" : "dram", "prefill",
-                     t->P, "decode", t->D, "fixed_other_tier_bytes", t->fixed, "knee_share", o->knee, "best_hit_rate",
-                     t->best_hit, "points", a, "knee", t->knee >= 0 ? json_real(t->size[t->knee]) : json_null());
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:o, s:o, s:b}", "trace", t->r.trace,
+                     "fingerprint", fp, "model", t->r.model, "hardware", t->r.hardware, "tier", t->ssd ? "ssd" : "dram",
+                     "prefill", t->P, "decode", t->D, "fixed_other_tier_bytes", t->fixed, "knee_share", o->knee,
+                     "best_hit_rate", t->best_hit, "points", a, "knee",
+                     t->knee >= 0 ? json_real(t->size[t->knee]) : json_null(), "knee_at_grid_top",
+                     sim_slo_tiers_knee_at_top(t));
 }

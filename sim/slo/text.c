@@ -335,7 +335,20 @@ static void print_margins(const sim_slo_opts *o, const sim_slo_candidate *c)
             printf("%s%s %.1f ms (margin %.1f ms, %.1f%% of the target)", sep, sim_slo_label(t), c->worst[t],
                    o->target[t] - c->worst[t], 100 * (o->target[t] - c->worst[t]) / o->target[t]),
                 sep = ", ";
-    printf("%sSLO attainment %.4f\n", sep, c->worst_attainment);
+    printf("%sSLO attainment %.4f", sep, c->worst_attainment);
+    if (o->attainment > 0) /* the check that binds may be this one, not a target's */
+        printf(" (margin %.4f over the %.4g asked)", c->worst_attainment - o->attainment, o->attainment);
+    printf("\n");
+}
+
+/* What the recommendation's passes say of a fresh draw of the load. */
+static void print_draws(const sim_slo_opts *o, const sim_slo_candidate *c)
+{
+    int n = sim_slo_draws(c);
+    if (n == 0) return (void)printf("draws     none: --confirm-resample none confirms on the trace as recorded only\n");
+    printf("draws     %d resampled workload%s (trace.resample=%s), all passed: at 95%% confidence a fresh draw "
+           "fails at most %.1f%% of the time (1 - 0.05^(1/%d)); more --confirm-seeds narrow it\n",
+           n, n == 1 ? "" : "s", resample_name(o->confirm_resample), 100 * sim_slo_fail_bound(n), n);
 }
 
 static void print_candidate(const sim_slo_opts *o, const sim_slo_result *r, int i)
@@ -397,6 +410,7 @@ static void print_confirmation(const sim_slo_opts *o, const sim_slo_result *r)
                p->prefill, p->decode, sim_slo_gpus(r, p), price, human_bytes(r->dram[p->dram_level], b, sizeof b),
                kv_scope_name((kv_scope)p->scope), p->cpp, c->nrun);
     print_margins(o, c);
+    print_draws(o, c);
     printf("run       %s\n", c->command);
 }
 
@@ -437,11 +451,23 @@ static int runner_up(const sim_slo_multi *m)
     for (int i = 0; i < m->n; i++) {
         if (m->best < 0 || !strcmp(m->v[i].kind, m->v[m->best].kind) || sim_slo_multi_best_of(m, m->v[i].kind) != i)
             continue;
-        if (second < 0 || sim_slo_cost(&m->v[i].r, sim_slo_answer(&m->v[i].r)) <
-                              sim_slo_cost(&m->v[second].r, sim_slo_answer(&m->v[second].r)))
-            second = i;
+        if (second < 0 || sim_slo_multi_cost(m, i) < sim_slo_multi_cost(m, second)) second = i;
     }
     return second;
+}
+
+/* Why the answers were compared by GPUs: the searches whose answer has no price. */
+static void print_unpriced(const sim_slo_multi *m)
+{
+    printf("compared  by GPUs, not price: no hardware.price_per_hour for");
+    const char *sep = " ";
+    for (int i = 0; i < m->n; i++) {
+        const sim_slo_point *a = m->v[i].why[0] ? NULL : sim_slo_answer(&m->v[i].r);
+        if (a && !(sim_slo_price(&m->v[i].r, a) > 0))
+            printf("%s%s", sep, m->v[i].hardware[0] ? m->v[i].hardware : m->v[i].r.hardware), sep = ", ";
+    }
+    printf("; dollars and GPU counts are not compared (a copy of a preset with its price_per_hour, given to "
+           "--hardware by path, prices it)\n");
 }
 
 void sim_slo_multi_print(const sim_slo_opts *o, const sim_slo_multi *m)
@@ -455,17 +481,24 @@ void sim_slo_multi_print(const sim_slo_opts *o, const sim_slo_multi *m)
         variant_answer(v, ans, sizeof ans);
         bool ran = !v->why[0];
         const char *mode = v->mode[0] ? v->mode : !ran ? "-" : v->r.aggregated ? "aggregated" : "disaggregated";
-        printf("%-10s %-11s %-14s %9d %9.3f %12.5f %12.7f  %s%s\n", v->kind[0] ? v->kind : "-",
-               v->hardware[0] ? v->hardware : v->r.hardware, mode, ran ? v->r.gpus_per_instance : v->tp,
-               ran ? v->r.prefill_price : 0, ran ? v->r.dram_price : 0, ran ? v->r.ssd_price : 0, ans,
-               i == m->best ? "  <- cheapest" : "");
+        char inst[16];
+        if (ran && v->r.prefill_price > 0) snprintf(inst, sizeof inst, "%9.3f", v->r.prefill_price);
+        else snprintf(inst, sizeof inst, "%9s", ran ? "\u2014" : "0.000"); /* no price is not free */
+        printf("%-10s %-11s %-14s %9d %s %12.5f %12.7f  %s%s\n", v->kind[0] ? v->kind : "-",
+               v->hardware[0] ? v->hardware : v->r.hardware, mode, ran ? v->r.gpus_per_instance : v->tp, inst,
+               ran ? v->r.dram_price : 0, ran ? v->r.ssd_price : 0, ans,
+               i != m->best ? ""
+               : m->by_gpus ? "  <- fewest GPUs"
+                            : "  <- cheapest");
     }
     int second = runner_up(m);
     if (m->best >= 0) {
         char a[512];
         variant_answer(&m->v[m->best], a, sizeof a);
-        printf("cheapest  %s: %s\n", m->v[m->best].hardware[0] ? m->v[m->best].hardware : m->v[m->best].r.hardware, a);
+        printf("%-9s %s: %s\n", m->by_gpus ? "fewest" : "cheapest",
+               m->v[m->best].hardware[0] ? m->v[m->best].hardware : m->v[m->best].r.hardware, a);
     }
+    if (m->by_gpus) print_unpriced(m);
     if (second >= 0) {
         char a[512];
         variant_answer(&m->v[second], a, sizeof a);
@@ -509,7 +542,11 @@ void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t)
         else printf(" %11s %12s", "\u2014", "\u2014"); /* a preset without a price: not free (it once read 0.00) */
         printf("%s\n", i == t->knee ? "  <- knee" : "");
     }
-    if (t->knee >= 0)
+    if (sim_slo_tiers_knee_at_top(t)) /* "at most the remaining 5%" once stood here, of sizes never run */
+        printf("\nknee      none within the grid: its largest size, %s of %s, is the first within %g of the best "
+               "(hit rate %.4f); the curve had not flattened, so a larger tier may still gain: raise --max\n",
+               human_bytes(t->size[t->knee], b, sizeof b), tier, o->knee, t->pt[t->knee].hit_rate);
+    else if (t->knee >= 0)
         printf("\nknee      %s of %s (hit rate %.4f of the best %.4f); more buys at most the remaining %.0f%%\n",
                human_bytes(t->size[t->knee], b, sizeof b), tier, t->pt[t->knee].hit_rate, t->best_hit,
                100 * (1 - o->knee));

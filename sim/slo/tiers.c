@@ -51,9 +51,17 @@ static int tiers_setup(const sim_tiers_opts *o, slo_plan *pl, sim_tiers *t, sim_
     r->instances_per_node = cfg.lmc.cpu_per_node ? cfg.instances_per_node : 1;
     t->P = r->aggregated ? cfg.n_instances : cfg.n_prefill, t->D = r->aggregated ? 0 : cfg.n_decode;
     t->fixed = o->ssd ? cfg.dram_bytes : cfg.ssd_bytes;
-    double node = o->ssd ? cfg.hw.ssd_bytes : cfg.hw.dram_bytes * (r->aggregated ? r->instances_per_node : 1);
+    double mem = cfg.hw.dram_bytes * (r->aggregated ? r->instances_per_node : 1);
+    double node = o->ssd ? cfg.hw.ssd_bytes : mem, other = o->ssd ? mem : cfg.hw.ssd_bytes;
     double hi = o->max > 0 ? o->max : node;
     sim_config_free(&cfg);
+    if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
+        return sim_errf(err,
+                        "%s: %.4g GB of %s is more than the %.4g GB a %s node has (hardware.%s); give at most that "
+                        "(--set %s=SIZE), or a hardware preset with more",
+                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes", t->fixed / 1e9, o->ssd ? "DRAM" : "disk",
+                        other / 1e9, r->hardware, o->ssd ? "dram_bytes" : "ssd_bytes",
+                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes");
     if (!(hi > 0)) return sim_errf(err, "%s gives no disk size (hardware.ssd_bytes): give --max", r->hardware);
     if (node > 0 && hi > node * (1 + 1e-12))
         return sim_errf(err, "--max: %.4g GB of %s is more than the %.4g GB a %s node has (hardware.%s)", hi / 1e9,
@@ -92,6 +100,8 @@ static int read_sizes(slo_plan *pl, sim_results *db, char **sets, int n, const v
     free(all);
     return rc;
 }
+
+bool sim_slo_tiers_knee_at_top(const sim_tiers *t) { return t->knee >= 1 && t->knee == t->n - 1; }
 
 /* The knee: the smallest size within o->knee of the best hit rate. */
 static void find_knee(const sim_tiers_opts *o, sim_tiers *t)
