@@ -362,6 +362,27 @@ static void make_tiny(void)
                   "bfloat16,bfloat16,4,1,7,4,2,16,0.4\nbfloat16,bfloat16,4,1,15,4,2,16,0.41\n");
 }
 
+/* On the bundled tables: Llama-3.1-70B on eight H200s, 64 sequences. The
+ * batch-32 curve ends at 32,768 tokens, so a step at 32,768 of context
+ * (32,769 attended) was priced from batch 16 times 4, 76.9 ms against
+ * 55.0 ms one token before; now the three steps are within 0.1%. */
+static void test_generation_continuous_at_curve_ends(void **state)
+{
+    (void)state;
+    double ms[3];
+    for (int i = 0; i < 3; i++) {
+        char args[256];
+        snprintf(args, sizeof args,
+                 "cost --set model=llama3.1-70b --set hardware=h200x8 --batch 64 --context %d --json", 32767 + i);
+        json_t *j = tu_kvsim_json(args);
+        ms[i] = tu_num_at(j, "decode_ms", NULL);
+        json_decref(j);
+    }
+    printf("decode step at 32767, 32768, 32769 tokens: %.4f, %.4f, %.4f ms\n", ms[0], ms[1], ms[2]);
+    assert_true(ms[1] >= ms[0] && ms[2] >= ms[1]);
+    assert_true(ms[2] - ms[0] < 1e-3 * ms[0]);
+}
+
 /* Decode attention past a batch's measured contexts (docs/measured.md §2).
  * The tiny table's batch-4 curve stops at context 16, nearly flat (a
  * launch's fixed cost, as the real tables' large batches are); batch 1
@@ -396,8 +417,17 @@ static void test_generation_beyond_curves(void **state)
     notes = sim_optable_notes(t, &n);
     assert_non_null(strstr(notes[n - 1], "batch=8 beyond the largest measured 4 on tiny, the largest measured scaled "
                                          "in proportion"));
-    /* past every curve's contexts: batch 4's last point times 64 / 16 */
-    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 64), 0.41 * 64 / 16, 1e-12);
+    /* at the end of batch 1's curve (32) and one past it: batch 4's last
+     * point plus what batch 1 adds up to its end, times 4, then in
+     * proportion to the context. One past a smaller batch's end once fell
+     * back to batch 4's own last point in proportion, 0.41 x 33 / 16 =
+     * 0.85 against 2.41 at 32 (and on the real tables a step rose by 40%
+     * from 32,767 tokens of context to 32,768, Llama-3.1-70B on h200x8) */
+    double b4_32 = 0.41 + (0.75 - 0.25) * 4;
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 32), b4_32, 1e-12);
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 33), b4_32 * 33 / 32, 1e-12);
+    /* past every curve's contexts: that in proportion, 64 / 32 */
+    assert_double_equal(sim_optable_gen_attn_ms(t, "bfloat16", 4, 2, 16, 4, 64), b4_32 * 64 / 32, 1e-12);
     notes = sim_optable_notes(t, &n);
     assert_non_null(strstr(notes[n - 1], "the largest measured scaled in proportion to the context"));
     /* and so the price never falls as the batch grows */
@@ -1002,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_gemm_shapes_kept),
         cmocka_unit_test(test_generation_beyond_curves),
+        cmocka_unit_test(test_generation_continuous_at_curve_ends),
         cmocka_unit_test(test_families_loaded_when_needed),
         cmocka_unit_test(test_nccl_roofline_by_hand),
         cmocka_unit_test(test_glitches_by_hand),

@@ -897,21 +897,29 @@ static void attn_note(sim_optable *t, attn_memo *m, int which, span sb, int side
  * curve reaches x adds from there to x, times bv[i] / bv[j]: the fixed
  * cost is this batch's own, and each sequence reads its own KV (every
  * sequence is its own blocks of the kernel's grid: FlashAttention-2,
- * §3.2). Past every curve, the last point in proportion to the context
- * (the KV bytes read). hints: bracket_hint's, per curve (NULL: none). */
+ * §3.2). A smaller batch's curve that ends before x adds up to its end,
+ * and the next smaller batch's from there on: one token past a curve's end
+ * once skipped that curve whole, for a smaller batch's slope times twice
+ * the factor (Llama-3.1-70B on eight H200s, 64 sequences: 55.0 ms a step
+ * at 32,767 tokens of context, 76.9 ms at 32,768). Past every curve, the
+ * last point in proportion to the context (the KV bytes read). hints:
+ * bracket_hint's, per curve (NULL: none). */
 static double gen_at(const curve *const *by_batch, int *hints, const double *bv, int i, double x, probe *px)
 {
     const curve *c = by_batch[i];
-    double last = c->x[c->n - 1];
-    for (int j = i; x > last && j-- > 0;) {
+    double last = c->x[c->n - 1], at = last, y = c->y[c->n - 1];
+    for (int j = i; x > at && j-- > 0;) {
         const curve *d = by_batch[j];
-        if (!d || x > d->x[d->n - 1] || last < d->x[0]) continue;
+        if (!d || d->x[d->n - 1] <= at || at < d->x[0]) continue;
+        double to = fmin(x, d->x[d->n - 1]);
         probe in = {0};
-        double more = curve_at(d, x, px, 1, hints ? &hints[j] : NULL) - curve_at(d, last, &in, 1, NULL);
-        px->side = 2; /* said as priced from another batch (attn_note) */
-        return c->y[c->n - 1] + fmax(more, 0) * bv[i] / bv[j];
+        double more =
+            curve_at(d, to, to == x ? px : &in, 1, to == x && hints ? &hints[j] : NULL) - curve_at(d, at, &in, 1, NULL);
+        y += fmax(more, 0) * bv[i] / bv[j], at = to;
     }
-    return curve_at(c, x, px, 1, hints ? &hints[i] : NULL);
+    if (at == last) return curve_at(c, x, px, 1, hints ? &hints[i] : NULL);
+    px->side = at < x ? 1 : 2; /* said as in proportion, or as priced from another batch (attn_note) */
+    return at < x ? y * x / at : y;
 }
 
 /* Past the largest measured batch, attention is that batch's curve times
