@@ -362,6 +362,30 @@ static void make_tiny(void)
                   "bfloat16,bfloat16,4,1,7,4,2,16,0.4\nbfloat16,bfloat16,4,1,15,4,2,16,0.41\n");
 }
 
+/* A chunk after a cached prefix reads the prefix's KV: one token after
+ * 16,383 cached (Llama-3.1-8B, one H100) is attention over 16,384 tokens,
+ * as a decode step at that context is, and costs what that step's
+ * attention does; the difference of the two long prompt measurements,
+ * T(16,384) - T(16,383), had priced it at 0.36 ms where the step costs
+ * 1.2 ms. A long chunk keeps the difference (it is above the floor). */
+static void test_chunk_reads_its_prefix(void **state)
+{
+    (void)state;
+    json_t *j = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --prefill 16384 --cached 16383 "
+                              "--batch 1 --context 16383 --json");
+    double chunk = tu_num_at(json_object_get(j, "prefill_ops_ms"), "attn_context", NULL),
+           step = tu_num_at(json_object_get(j, "decode_ops_ms"), "attn_generation", NULL);
+    printf("one token after 16383 cached: %.4f ms of attention; a decode step there: %.4f ms\n", chunk, step);
+    assert_double_equal(chunk, step, 1e-9);
+    assert_true(step > 1.0);
+    json_decref(j);
+    j = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --prefill 16384 --cached 8192 --batch 1 "
+                      "--context 16383 --json");
+    chunk = tu_num_at(json_object_get(j, "prefill_ops_ms"), "attn_context", NULL);
+    assert_true(chunk > 2 * step); /* 8,192 new tokens over 8,192 to 16,384 keys: compute, not the read */
+    json_decref(j);
+}
+
 /* On the bundled tables: Llama-3.1-70B on eight H200s, 64 sequences. The
  * batch-32 curve ends at 32,768 tokens, so a step at 32,768 of context
  * (32,769 attended) was priced from batch 16 times 4, 76.9 ms against
@@ -1033,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_gemm_shapes_kept),
         cmocka_unit_test(test_generation_beyond_curves),
         cmocka_unit_test(test_generation_continuous_at_curve_ends),
+        cmocka_unit_test(test_chunk_reads_its_prefix),
         cmocka_unit_test(test_families_loaded_when_needed),
         cmocka_unit_test(test_nccl_roofline_by_hand),
         cmocka_unit_test(test_glitches_by_hand),
