@@ -294,9 +294,29 @@ static void test_cost_command(void **state)
     json_decref(o);
     tu_expect_stdout("cost --prefill 8192 --cached 8192",
                      "Mooncake Eq. 2: loading the 8192-token prefix beats recomputing it above 5.859 GB/s");
+    /* At the breakdown's own prices (Eq. 2 takes peak FLOP/s; the audit found
+     * it 3.4 times the measured prefills' 18.8 GB/s on h100x8): the prefix's
+     * KV bytes over the prefill time it saves, from two prefills priced apart */
+    const char *m = "cost --set model=llama3.1-8b --set hardware=h100x8 --prefill 8192";
+    char args[256];
+    snprintf(args, sizeof args, "%s --json", m);
+    o = tu_kvsim_json(args);
+    double whole = tu_num_at(o, "prefill_ms", NULL);
+    json_decref(o);
+    snprintf(args, sizeof args, "%s --cached 8191 --json", m);
+    o = tu_kvsim_json(args);
+    double saved_s = (whole - tu_num_at(o, "prefill_ms", NULL)) / 1e3;
+    assert_double_equal(tu_num_at(o, "breakeven_GBps", NULL), 8191 * 131072.0 / saved_s / 1e9, 1e-3);
+    printf("break-even at the breakdown's prices: %.3f GB/s; Eq. 2: %.3f GB/s\n", tu_num_at(o, "breakeven_GBps", NULL),
+           tu_num_at(o, "eq2_min_GBps", NULL));
+    json_decref(o);
     tu_expect_stdout("cost --batch 256 --context 1000", "(compute-bound)");
     tu_expect_exit("cost --batch 0", 2, "--batch");
     tu_expect_exit("cost --prefill 10 --cached 20", 2, "--cached exceeds --prefill");
+    /* each count names itself and its range (all four once shared one line) */
+    tu_expect_exit("cost --batch 100000001", 2, "kvsim cost: --batch: 100000001 is not in [1, 100000000]");
+    tu_expect_exit("cost --context abc", 2, "kvsim cost: --context: 'abc' is not an integer");
+    tu_expect_exit("cost --cached 100", 2, "--cached exceeds --prefill (0 when not given: give the prompt's tokens");
     /* one hardware a command: a split cluster's sides were once ignored and
      * the step priced on `hardware`, the sides unnamed */
     tu_expect_exit("cost --set cluster.prefill_hardware=h800x8 --set cluster.decode_hardware=h20x8", 2,

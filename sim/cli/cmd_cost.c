@@ -20,8 +20,10 @@ static const char cost_usage[] =
     "decode iteration of B requests holding C tokens of context each (the\n"
     "memory-bound, compute-bound, all-reduce and overhead terms), one prefill of\n"
     "N tokens of which the first P are cached, the KV tokens HBM holds, the KV\n"
-    "bytes per token, and (with --cached P) Mooncake Eq. 2's break-even loading\n"
-    "bandwidth: above it, loading a cached P-token prefix beats recomputing it.\n"
+    "bytes per token, and (with --cached P) the break-even loading bandwidth above\n"
+    "which loading a cached P-token prefix beats recomputing it: Mooncake's Eq. 2\n"
+    "(compute at the hardware's peak FLOP/s), and at this breakdown's own prices\n"
+    "(the prefix's KV bytes over the time its recompute adds to the prefill).\n"
     "\n"
     "  --config FILE      config file merged over configs/default.json\n"
     "  --set KEY=VALUE    override one config key (e.g. hardware=h100x8)\n"
@@ -165,6 +167,8 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     int64_t kv = fits ? sim_cost_decode_kv_tokens(c) : 0;
     double bpt = sim_model_kv_bytes_per_token(c->model);
     double eq2 = a->cached > 0 ? sim_eq2_min_bandwidth(c->model, c->hw->flops, (double)a->cached) / 1e9 : 0;
+    double saved = a->cached > 0 ? sim_cost_prefill_s(c, (int32_t)a->prefill, 0) - pre : 0,
+           priced = saved > 0 ? (double)a->cached * bpt / saved / 1e9 : 0; /* 0: loading never pays */
     if (a->json) {
         printf("{");
         print_measured(c, a);
@@ -174,9 +178,10 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
         printf("\"batch\": %ld, \"context\": %ld, \"decode_ms\": %.4f, \"memory_ms\": %.4f, \"compute_ms\": %.4f, "
                "\"allreduce_ms\": %.4f, \"overhead_ms\": %.4f, \"prefill_ms\": %.4f, \"prefill_overhead_ms\": %.4f, "
                "\"hbm_kv_tokens\": %lld, "
-               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"compute_model\": \"%s\", \"fits\": %s",
+               "\"kv_bytes_per_token\": %.0f, \"eq2_min_GBps\": %.4f, \"breakeven_GBps\": %.4f, "
+               "\"compute_model\": \"%s\", \"fits\": %s",
                a->batch, a->context, 1e3 * t.total_s, 1e3 * t.mem_s, 1e3 * t.compute_s, 1e3 * t.allreduce_s,
-               1e3 * t.overhead_s, 1e3 * pre, 1e3 * pre_over, (long long)kv, bpt, eq2,
+               1e3 * t.overhead_s, 1e3 * pre, 1e3 * pre_over, (long long)kv, bpt, eq2, priced,
                c->measured   ? "measured"
                : c->profiled ? "profile"
                : c->engine   ? "engine"
@@ -204,6 +209,11 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
     else printf("HBM holds %lld KV tokens, %.0f bytes each\n", (long long)kv, bpt);
     if (a->cached > 0)
         printf("Mooncake Eq. 2: loading the %ld-token prefix beats recomputing it above %.3f GB/s\n", a->cached, eq2);
+    if (a->cached > 0 && priced > 0) /* Eq. 2 prices compute at peak FLOPs, not as the breakdown above does */
+        printf("  at this breakdown's prices: above %.3f GB/s (the prefix's %.3f GB of KV against the %.3f ms its "
+               "recompute would add)\n",
+               priced, (double)a->cached * bpt / 1e9, 1e3 * saved);
+    else if (a->cached > 0) printf("  at this breakdown's prices: never (its recompute adds no time)\n");
 }
 
 /* The figures asked for may hold more KV than the HBM does (the times
@@ -278,11 +288,20 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
 }
 
 /* A non-negative integer option; -1 when it is not one. */
-static long count_arg(const char *s)
+/* A count option: a whole number in [lo, 1e8], the message naming it
+ * (out-of-range values once all got one line for the four options). */
+static int count_arg(const char *opt, const char *s, long lo, long *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    return *s && !*end && v >= 0 && v <= 100000000 ? v : -1;
+    int64_t v = 0;
+    sim_err err;
+    if (sim_parse_i64(s, opt, &v, &err)) return sim_usage_error("cost", err.msg);
+    if (v < lo || v > 100000000) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: %s is not in [%ld, 100000000]", opt, s, lo);
+        return sim_usage_error("cost", msg);
+    }
+    *out = (long)v;
+    return SIM_EXIT_OK;
 }
 
 int cmd_cost(int argc, char **argv)
@@ -305,10 +324,10 @@ int cmd_cost(int argc, char **argv)
         switch (ch) {
         case 'c': file = optarg; break;
         case 's': sets[nsets++] = optarg; break;
-        case 'b': a.batch = count_arg(optarg); break;
-        case 'x': a.context = count_arg(optarg); break;
-        case 'p': a.prefill = count_arg(optarg); break;
-        case 'k': a.cached = count_arg(optarg); break;
+        case 'b': rc = count_arg("--batch", optarg, 1, &a.batch); break;
+        case 'x': rc = count_arg("--context", optarg, 0, &a.context); break;
+        case 'p': rc = count_arg("--prefill", optarg, 0, &a.prefill); break;
+        case 'k': rc = count_arg("--cached", optarg, 0, &a.cached); break;
         case 'j': a.json = true; break;
         case 'h': fputs(cost_usage, stdout), free(sets); return SIM_EXIT_OK;
         default: rc = sim_usage_error("cost", "bad option (see kvsim cost --help)");
@@ -316,9 +335,10 @@ int cmd_cost(int argc, char **argv)
     }
     if (rc == SIM_EXIT_OK) {
         if (optind < argc) rc = sim_cli_unexpected_error("cost", argv[optind], "--config");
-        else if (a.batch < 1 || a.context < 0 || a.prefill < 0 || a.cached < 0)
-            rc = sim_usage_error("cost", "--batch, --context, --prefill and --cached take counts (batch at least 1)");
-        else if (a.cached > a.prefill) rc = sim_usage_error("cost", "--cached exceeds --prefill");
+        else if (a.cached > a.prefill)
+            rc = sim_usage_error("cost", a.prefill ? "--cached exceeds --prefill"
+                                                   : "--cached exceeds --prefill (0 when not given: give the prompt's "
+                                                     "tokens with --prefill N)");
         else rc = run_cost(file, sets, nsets, &a);
     }
     free(sets);
