@@ -66,6 +66,28 @@ static double ttft_target(void)
     return atof(t);
 }
 
+/* A failed point's next candidate is a frontier point of another DRAM
+ * level when that is cheaper than growing the point: on the conversation
+ * trace with DRAM priced at $0.004 a GB-hour, 3P2D at 125 GB is a knife
+ * edge, and 3P2D at 250 GB ($35.77 an hour) passes where the grown 4P2D
+ * at 125 GB ($39.93) was once recommended. */
+static void test_frontier_before_growth(void **state)
+{
+    (void)state;
+    json_t *j = plan("plan slo --trace traces/mooncake/conversation_trace.jsonl.gz --set model=llama3.1-8b --set "
+                     "hardware=h100x1 --set hardware.dram_price_per_GB_hour=0.004 --dram 500GB,250GB,125GB "
+                     "--ttft-p90-ms 2000 --max-instances 8 --scopes global --cpp 1 --jobs 2 --json",
+                     0);
+    const json_t *conf = json_object_get(j, "confirmation"), *rec = json_object_get(conf, "recommended"),
+                 *pt = json_object_get(rec, "point");
+    assert_int_equal(json_array_size(json_object_get(conf, "candidates")), 2);
+    assert_int_equal(tu_num_at(pt, "prefill", NULL), 3);
+    assert_int_equal(tu_num_at(pt, "decode", NULL), 2);
+    assert_double_equal(tu_num_at(pt, "dram_bytes", NULL), 250e9, 0);
+    assert_double_equal(tu_num_at(pt, "price_per_hour", NULL), 5 * 6.155 + 5 * 250 * 0.004, 1e-9);
+    json_decref(j);
+}
+
 /* Replay confirmation run of a candidate with its command, seed and workload. */
 static void replay(const char *cmd, const json_t *run, double ttft, double tbt, double headroom)
 {
@@ -246,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_recommendation_replays),
         cmocka_unit_test(test_knife_edge),
         cmocka_unit_test(test_cost_by_hand),
+        cmocka_unit_test(test_frontier_before_growth),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

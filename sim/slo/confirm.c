@@ -22,7 +22,11 @@
  *    instance), until one passes, or the cluster passes --max-instances,
  *    or one more instance brought no missed target down by 1% of it
  *    (progressed: the target less the headroom is below what instances
- *    can buy, e.g. a TBT target near its per-iteration floor).
+ *    can buy, e.g. a TBT target near its per-iteration floor);
+ *  - but before each such growth, a frontier point of another DRAM level
+ *    not yet confirmed that costs less than the grown point is confirmed
+ *    instead, cheapest first (a larger cache can cost less than an
+ *    instance more); the growing chain resumes when none is left.
  * The point's own search run is the first confirmation (same config, so
  * the sweep finds it recorded and does not run it again). */
 #include <math.h>
@@ -188,20 +192,73 @@ static bool progressed(const slo_plan *pl, const sim_slo_candidate *prev, const 
     return false;
 }
 
+/* What a candidate costs, as the search's points are compared (sim_slo_cost). */
+static double cand_cost(const slo_plan *pl, const cand_at *at)
+{
+    sim_slo_point p = {.prefill = at->P, .decode = at->D, .dram_level = at->lv, .ssd = pl->knob[at->knob].ssd};
+    return sim_slo_cost(pl->r, &p);
+}
+
+/* The cheapest frontier point (another DRAM level's best split) not yet
+ * confirmed and cheaper than `than`, or -1 (its level in *lv). Growing a
+ * failed point by an instance once recommended 4P2D ($36.93 an hour)
+ * where the search's own 3P2D at a larger DRAM level ($30.77) passed
+ * every confirmation. */
+static int cheaper_frontier(const slo_plan *pl, const bool *tried, double than, cand_at *out)
+{
+    const sim_slo_result *r = pl->r;
+    int best = -1;
+    double bc = than;
+    for (int lv = 0; lv < r->nlisted; lv++) {
+        int i = r->frontier[lv];
+        if (i < 0 || tried[lv]) continue;
+        const sim_slo_point *f = &r->pts[i];
+        cand_at at = {f->prefill, f->decode, f->dram_level, f->knob};
+        double c = cand_cost(pl, &at);
+        if (c < bc) bc = c, best = lv, *out = at;
+    }
+    return best;
+}
+
+/* After candidate c failed: the next to confirm. The growing chain's next
+ * (one more instance where c missed), unless a frontier point not yet
+ * tried is cheaper than that: then it, and the chain waits. */
+static bool next_to_try(slo_plan *pl, bool *tried, cand_at *grow, cand_at *at)
+{
+    cand_at alt;
+    int lv = cheaper_frontier(pl, tried, cand_cost(pl, grow), &alt);
+    if (lv < 0) return *at = *grow, false;
+    tried[lv] = true;
+    *at = alt;
+    return true;
+}
+
 int slo_confirm(slo_plan *pl, sim_err *err)
 {
     sim_slo_result *r = pl->r;
     const sim_slo_opts *o = pl->o;
     if (o->confirm_seeds <= 0) return 0;
     const sim_slo_point *p = &r->pts[r->cheapest];
-    cand_at at = {p->prefill, p->decode, p->dram_level, p->knob};
+    cand_at at = {p->prefill, p->decode, p->dram_level, p->knob}, grow = at;
+    bool tried[SIM_SLO_MAX_LEVELS] = {false}, side = false;
+    for (int lv = 0; lv < r->nlisted; lv++) tried[lv] = r->frontier[lv] == r->cheapest;
+    int chain = -1; /* the growing chain's last candidate, which progressed compares with */
     while (r->ncand < SIM_SLO_MAX_CANDIDATES) {
         if (confirm_one(pl, &at, err)) return -1;
         const sim_slo_candidate *c = &r->cand[r->ncand - 1];
         if (c->pass == c->nrun) return r->recommended = r->ncand - 1, 0;
-        if (r->ncand > 1 && !progressed(pl, &r->cand[r->ncand - 2], c)) return 0;
-        at = next_candidate(pl, c, at);
-        if (at.P + at.D > o->max_instances) {
+        if (!side) {
+            if (chain >= 0 && !progressed(pl, &r->cand[chain], c)) return 0;
+            chain = r->ncand - 1;
+            grow = next_candidate(pl, c, at);
+        }
+        if (grow.P + grow.D > o->max_instances && cheaper_frontier(pl, tried, INFINITY, &at) < 0) {
+            snprintf(r->confirm_note, sizeof r->confirm_note,
+                     "no cluster of up to %d instances (--max-instances) passes every confirmation", o->max_instances);
+            return 0;
+        }
+        side = next_to_try(pl, tried, &grow, &at);
+        if (!side && grow.P + grow.D > o->max_instances) {
             snprintf(r->confirm_note, sizeof r->confirm_note,
                      "no cluster of up to %d instances (--max-instances) passes every confirmation", o->max_instances);
             return 0;
