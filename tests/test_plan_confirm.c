@@ -200,6 +200,9 @@ static void test_cost_by_hand(void **state)
     snprintf(args, sizeof args, "plan slo --trace %s --set hardware=%s --ttft-p90-ms 1000 --dram 150GB %s", trace, hw,
              common);
     tu_expect_exit(args, 2, "--dram: 150 GB of DRAM is more than the 100 GB a priced node has (hardware.dram_bytes)");
+    /* sizes in GB as numbers, not exponents (it once printed "1e+04 GB") */
+    tu_expect_exit("plan slo --set hardware=h100x1 --ttft-p90-ms 1000 --set kvstore.ssd_bytes=10TB", 2,
+                   "kvstore.ssd_bytes: 10000 GB of disk is more than the 3840 GB a h100x1 node has");
     snprintf(args, sizeof args,
              "plan slo --trace %s --set hardware=%s --set kvstore.ssd_bytes=300GB --ttft-p90-ms 1000 --dram 50GB %s",
              trace, hw, common);

@@ -216,6 +216,7 @@ static void test_plan_tiers_options(void **state)
     tu_expect_exit("plan tiers --points 3x", 2, "kvsim plan tiers: --points: '3x' is not an integer");
     tu_expect_exit("plan tiers --points 0", 2, "kvsim plan tiers: --points: 0 is not in [1, 31]");
     tu_expect_exit("plan tiers --jobs 2x", 2, "kvsim plan tiers: --jobs: '2x' is not an integer");
+    tu_expect_exit("plan tiers --speed 0", 2, "kvsim plan tiers: --speed: 0 is not a number > 0");
     tu_expect_exit("plan tiers --max 0GB", 2,
                    "kvsim plan tiers: --max: '0GB' is no size (the grid has 0 already: give its largest)");
 }

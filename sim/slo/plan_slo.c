@@ -140,7 +140,7 @@ static int over_node(const char *opt, const char *what, double want, double have
                      sim_err *err)
 {
     return sim_errf(err,
-                    "%s: %.4g GB of %s is more than the %.4g GB a %s node has (%s); give at most that, or a "
+                    "%s: %.6g GB of %s is more than the %.6g GB a %s node has (%s); give at most that, or a "
                     "hardware preset with more",
                     opt, want / 1e9, what, have / 1e9, hw, key);
 }

@@ -57,14 +57,14 @@ static int tiers_setup(const sim_tiers_opts *o, slo_plan *pl, sim_tiers *t, sim_
     sim_config_free(&cfg);
     if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
         return sim_errf(err,
-                        "%s: %.4g GB of %s is more than the %.4g GB a %s node has (hardware.%s); give at most that "
+                        "%s: %.6g GB of %s is more than the %.6g GB a %s node has (hardware.%s); give at most that "
                         "(--set %s=SIZE), or a hardware preset with more",
                         o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes", t->fixed / 1e9, o->ssd ? "DRAM" : "disk",
                         other / 1e9, r->hardware, o->ssd ? "dram_bytes" : "ssd_bytes",
                         o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes");
     if (!(hi > 0)) return sim_errf(err, "%s gives no disk size (hardware.ssd_bytes): give --max", r->hardware);
     if (node > 0 && hi > node * (1 + 1e-12))
-        return sim_errf(err, "--max: %.4g GB of %s is more than the %.4g GB a %s node has (hardware.%s)", hi / 1e9,
+        return sim_errf(err, "--max: %.6g GB of %s is more than the %.6g GB a %s node has (hardware.%s)", hi / 1e9,
                         o->ssd ? "disk" : "DRAM", node / 1e9, r->hardware, o->ssd ? "ssd_bytes" : "dram_bytes");
     t->n = o->points + 1;
     t->size[0] = 0;
