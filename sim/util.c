@@ -155,6 +155,13 @@ int sim_parse_double(const char *s, const char *what, double *out, sim_err *err)
     return 0;
 }
 
+int sim_parse_positive(const char *s, const char *what, double *out, sim_err *err)
+{
+    if (sim_parse_double(s, what, out, err)) return -1;
+    if (!(*out > 0) || isinf(*out)) return sim_errf(err, "%s: %s is not a number > 0", what, s);
+    return 0;
+}
+
 int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err)
 {
     char *end;

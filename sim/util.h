@@ -59,6 +59,8 @@ const char *sim_closest(const char *s, const char *const *cands, size_t n);
 const char *sim_did_you_mean(const char *s, const char *const *cands, size_t n);
 
 int sim_parse_double(const char *s, const char *what, double *out, sim_err *err);
+/* A finite number > 0 ("WHAT: S is not a number > 0" otherwise). */
+int sim_parse_positive(const char *s, const char *what, double *out, sim_err *err);
 int sim_parse_i64(const char *s, const char *what, int64_t *out, sim_err *err);
 
 /* Nanosecond clock of the simulation. */

@@ -181,13 +181,6 @@ typedef struct slo_args {
     json_t *said;         /* the caveats' texts warned of so far (warn_caveats) */
 } slo_args;
 
-static int positive(const char *opt, const char *s, double *out, sim_err *err)
-{
-    if (sim_parse_double(s, opt, out, err)) return -1;
-    if (!(*out > 0) || isinf(*out)) return sim_errf(err, "%s: %s is not a number > 0", opt, s);
-    return 0;
-}
-
 static int count(const char *opt, const char *s, int lo, int hi, int *out, sim_err *err)
 {
     char *end;
@@ -302,13 +295,13 @@ static int parse_one(int c, const char *arg, slo_args *a, sim_err *err)
     if (c >= OPT_TARGET && c < OPT_TARGET + SIM_SLO_NTARGETS) {
         char opt[32];
         snprintf(opt, sizeof opt, "--%s", sim_slo_option(c - OPT_TARGET));
-        return positive(opt, arg, &o->target[c - OPT_TARGET], err);
+        return sim_parse_positive(arg, opt, &o->target[c - OPT_TARGET], err);
     }
     switch (c) {
     case 't': o->trace = arg; return 0;
     case 'c': o->config = arg; return 0;
     case 's': o->sets[o->nsets++] = (char *)arg; return 0;
-    case OPT_SPEED: o->speed = arg; return positive("--speed", arg, &(double){0}, err);
+    case OPT_SPEED: o->speed = arg; return sim_parse_positive(arg, "--speed", &(double){0}, err);
     case OPT_ATTAIN:
         if (sim_parse_double(arg, "--attainment", &o->attainment, err)) return -1;
         return o->attainment >= 0 && o->attainment <= 1 ? 0 : sim_errf(err, "--attainment: %s is not in [0, 1]", arg);

@@ -4,7 +4,6 @@
  * file parses the options and prints; the runs are sim/slo/tiers.c, the
  * figure reports/curve.c. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,13 +72,9 @@ static int parse_one(int c, const char *arg, tiers_args *a, sim_err *err)
     case 't': s->trace = arg; return 0;
     case 'c': s->config = arg; return 0;
     case 's': s->sets[s->nsets++] = (char *)arg; return 0;
-    case OPT_SPEED: { /* named as given (it once said config key 'trace.speed') */
-        double v;
-        if (sim_parse_double(arg, "--speed", &v, err)) return -1;
-        if (!(v > 0) || isinf(v)) return sim_errf(err, "--speed: %s is not a number > 0", arg);
+    case OPT_SPEED: /* named as given (it once said config key 'trace.speed') */
         s->speed = arg;
-        return 0;
-    }
+        return sim_parse_positive(arg, "--speed", &(double){0}, err);
     case OPT_SSD: a->o.ssd = true; return 0;
     case OPT_MAX:
         if (sim_parse_size(arg, "--max", &a->o.max, err)) return -1;

@@ -200,7 +200,7 @@ static double cand_cost(const slo_plan *pl, const cand_at *at)
 }
 
 /* The cheapest frontier point (another DRAM level's best split) not yet
- * confirmed and cheaper than `than`, or -1 (its level in *lv). Growing a
+ * confirmed and cheaper than `than` (into *out): its level, or -1. Growing a
  * failed point by an instance once recommended 4P2D ($36.93 an hour)
  * where the search's own 3P2D at a larger DRAM level ($30.77) passed
  * every confirmation. */
@@ -251,11 +251,6 @@ int slo_confirm(slo_plan *pl, sim_err *err)
             if (chain >= 0 && !progressed(pl, &r->cand[chain], c)) return 0;
             chain = r->ncand - 1;
             grow = next_candidate(pl, c, at);
-        }
-        if (grow.P + grow.D > o->max_instances && cheaper_frontier(pl, tried, INFINITY, &at) < 0) {
-            snprintf(r->confirm_note, sizeof r->confirm_note,
-                     "no cluster of up to %d instances (--max-instances) passes every confirmation", o->max_instances);
-            return 0;
         }
         side = next_to_try(pl, tried, &grow, &at);
         if (!side && grow.P + grow.D > o->max_instances) {
