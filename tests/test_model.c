@@ -12,7 +12,9 @@
 
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sim/config/model.h"
 #include "sim/cost/cost.h"
@@ -317,6 +319,75 @@ static void test_float32_is_served_16_bit(void **state)
     tu_free(&r);
 }
 
+/* The context window (model.context_window): every preset gives one; each
+ * fixture that keeps max_position_embeddings imports to its preset's
+ * value; a yarn rope_scaling multiplies its original window by the factor
+ * and a linear one the window (vLLM's _get_and_verify_max_len), llama3's
+ * does not (its max_position_embeddings is already the scaled window). */
+static void test_context_window(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *preset, *file;
+    } pair[] = {{"mixtral-8x7b", "Mixtral-8x7B-v0.1.json"},
+                {"deepseek-v3", "DeepSeek-V3.json"},
+                {"llama3.1-70b", "Llama-3.3-70B-Instruct.json"},
+                {"qwen2.5-7b", "Qwen2.5-7B-Instruct.json"},
+                {"qwen3-14b", "Qwen3-14B.json"},
+                {"llama-2-70b", "Llama-2-70b-hf.json"},
+                {"phi-4", "phi-4.json"},
+                {"codellama-34b", "CodeLlama-34b-hf.json"}};
+    const long want[] = {32768, 163840, 131072, 32768, 40960, 4096, 16384, 16384}; /* the fixtures' */
+    for (size_t i = 0; i < sizeof pair / sizeof *pair; i++) {
+        sim_model m;
+        sim_err err = {{0}};
+        if (sim_model_load(pair[i].preset, &m, &err)) fail_msg("%s: %s", pair[i].preset, err.msg);
+        json_t *o = import_json(pair[i].file);
+        assert_int_equal(tu_int_field(o, "context_window"), want[i]);
+        assert_int_equal(m.context_window, want[i]);
+        json_decref(o);
+    }
+    DIR *d = opendir("configs/models");
+    assert_non_null(d);
+    int presets = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char name[256];
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".json")) continue;
+        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
+        sim_model m;
+        sim_err err = {{0}};
+        if (sim_model_load(name, &m, &err)) fail_msg("%s: %s", name, err.msg);
+        if (m.context_window < 4096) fail_msg("preset %s: context_window %d", name, m.context_window);
+        presets++;
+    }
+    closedir(d);
+    assert_true(presets >= 31);
+    const char *base = "{\"num_hidden_layers\": 2, \"hidden_size\": 256, \"num_attention_heads\": 4, "
+                       "\"intermediate_size\": 512, \"vocab_size\": 1000, \"max_position_embeddings\": 32768, "
+                       "\"rope_scaling\": %s}";
+    const struct {
+        const char *scaling;
+        long window;
+    } rope[] = {{"{\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 8192}", 32768},
+                {"{\"type\": \"yarn\", \"factor\": 4.0}", 131072},
+                {"{\"type\": \"linear\", \"factor\": 2.0}", 65536},
+                {"{\"rope_type\": \"llama3\", \"factor\": 8.0, \"original_max_position_embeddings\": 8192}", 32768},
+                {"null", 32768}};
+    for (size_t k = 0; k < sizeof rope / sizeof *rope; k++) {
+        char text[512], cmd[512];
+        snprintf(text, sizeof text, base, rope[k].scaling);
+        char *path = tu_write_temp(text);
+        snprintf(cmd, sizeof cmd, "model import %s --name tiny", path);
+        json_t *o = tu_kvsim_json(cmd);
+        if (tu_int_field(o, "context_window") != rope[k].window)
+            fail_msg("%s: %lld, want %ld", rope[k].scaling, (long long)tu_int_field(o, "context_window"),
+                     rope[k].window);
+        json_decref(o);
+        unlink(path), free(path);
+    }
+}
+
 /* A Llama-2-7B-style config with no num_key_value_heads, head_dim,
  * tie_word_embeddings or torch_dtype: heads, hidden / heads, false and
  * 2 bytes, the last two said on stderr. 4·4096² + 3·4096·11008 + 8192 =
@@ -559,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
         cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
         cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
+        cmocka_unit_test(test_context_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

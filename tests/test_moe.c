@@ -305,11 +305,13 @@ static void test_caveats(void **state)
     json_decref(o);
     /* the default a800x8 has no measurement of its kernels: the roofline
      * caveat, said as "not measured"; and its dense model runs on 8 GPUs
-     * a side (disaggregated): the tensor-parallel one, first */
+     * a side (disaggregated): the tensor-parallel one, first; then what
+     * the run found (its requests longer than llama3-70b's window) */
     r = tu_kvsim("run --json");
     o = json_loads(r.out, 0, NULL);
     c = json_object_get(o, "caveats");
-    assert_int_equal(json_array_size(c), 2);
+    assert_int_equal(json_array_size(c), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 2), "name")), "over_context");
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "tensor_parallel");
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "roofline");
     assert_non_null(strstr(r.err, "kvsim run: warning: not measured: hardware 'a800x8' has no measured tables or "
@@ -326,8 +328,10 @@ static void test_caveats(void **state)
     json_decref(o);
     /* with the calibration's profile of the model (asked for by name), no
      * caveat; with tables, none about the roofline (the bundled trace's
-     * longest prompt is outside them: not_measured) */
-    o = tu_kvsim_json("run --set hardware=h100x1 --set model=llama3.1-8b --set cost.compute=profile --json");
+     * longest prompt is outside them: not_measured; the default 1 TB of
+     * DRAM is more than an h100x1 node's 500 GB: the over_node finding) */
+    o = tu_kvsim_json("run --set hardware=h100x1 --set model=llama3.1-8b --set cost.compute=profile "
+                      "--set kvstore.dram_bytes=500GB --json");
     assert_null(json_object_get(o, "caveats"));
     json_decref(o);
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 --json");
@@ -348,8 +352,8 @@ static void test_caveats(void **state)
     o = tu_kvsim_json(
         "run --set trace.limit=50 --set hardware=h800x8 --set hardware.optables=configs/optables/h100_sxm "
         "--set hardware.optables_transfer=true --json");
-    c = json_object_get(o, "caveats");
-    assert_int_equal(json_array_size(c), 2);
+    c = json_object_get(o, "caveats"); /* tensor_parallel, transferred, over_context (llama3-70b's 8,192 tokens) */
+    assert_int_equal(json_array_size(c), 3);
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "transferred");
     assert_non_null(
         strstr(json_string_value(json_object_get(json_array_get(c, 1), "text")),
@@ -357,7 +361,7 @@ static void test_caveats(void **state)
     json_decref(o);
     /* one side without tables is named: the prefill side here */
     o = tu_kvsim_json("run --set hardware=h100x8 --set model=llama3.1-8b --set cluster.gpus_per_instance=1 "
-                      "--set cluster.prefill_hardware=h800x8 --json");
+                      "--set cluster.prefill_hardware=h800x8 --set kvstore.dram_bytes=250GB --json");
     c = json_object_get(o, "caveats");
     assert_int_equal(json_array_size(c), 1);
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")), "hardware 'h800x8'"));

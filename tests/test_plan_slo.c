@@ -277,7 +277,31 @@ static void test_what_passes_say(void **state)
     const json_t *c = json_object_get(j, "confirmation");
     assert_int_equal(tu_num_at(c, "resampled_draws", NULL), 4);
     assert_double_equal(tu_num_at(c, "fail_rate_bound_95", NULL), 1 - pow(0.05, 0.25), 1e-9);
+    /* distinct confirmations, counted here from the runs' own numbers */
+    const json_t *runs = json_object_get(json_object_get(c, "recommended"), "runs");
+    size_t n = json_array_size(runs);
+    int distinct = 0;
+    for (size_t k = 0; k < n; k++) {
+        bool seen = false;
+        for (size_t i = 0; i < k && !seen; i++) {
+            json_t *a = json_deep_copy(json_array_get(runs, i)), *b = json_deep_copy(json_array_get(runs, k));
+            const char *drop[] = {"seed", "run_id", "probe", "feasible", "feasible_without_headroom"};
+            for (size_t d = 0; d < sizeof drop / sizeof *drop; d++)
+                json_object_del(a, drop[d]), json_object_del(b, drop[d]);
+            seen = json_equal(a, b);
+            json_decref(a), json_decref(b);
+        }
+        distinct += !seen;
+    }
+    assert_int_equal(n, 8);
+    assert_true(distinct < 8); /* seeds 1, 3 and 4 on the trace as recorded measure alike */
+    assert_int_equal(tu_num_at(c, "distinct_runs", NULL), distinct);
     json_decref(j);
+    r = tu_kvsim(args);
+    char line[160];
+    snprintf(line, sizeof line, "%d of the 8 distinct: %d gave another's numbers exactly", distinct, 8 - distinct);
+    assert_non_null(strstr(r.out, line));
+    tu_free(&r);
 }
 
 /* More than --max-instances: infeasible (exit 3) naming the side; the

@@ -91,15 +91,17 @@ static void test_run_wrong_block_size(void **state)
     tu_free(&r);
     /* the trace's own size: no warning about it, no caveat but the
      * default cluster's (tensor parallelism on 8 GPUs, the hardware's
-     * roofline) */
+     * roofline) and the two requests longer than llama3-70b's window
+     * (test_longer_than_the_window) */
     r = tu_kvsim("run --json --set trace.limit=50");
     assert_int_equal(r.status, 0);
     if (strstr(r.err, "hash_ids")) fail_msg("a block-size warning: %s", r.err);
     s = json_loads(r.out, 0, NULL);
     c = json_object_get(s, "caveats");
-    assert_int_equal(json_array_size(c), 2);
+    assert_int_equal(json_array_size(c), 3);
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "name")), "tensor_parallel");
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "name")), "roofline");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 2), "name")), "over_context");
     json_decref(s);
     tu_free(&r);
     tu_expect_exit("hitrate --trace traces/default.jsonl --block-tokens 256 --capacity 1000", 0,
@@ -503,6 +505,109 @@ static void test_idle_keys_of_the_config(void **state)
     tu_free(&r);
 }
 
+/* A tier's budget beyond the hardware's memory (kvstore.dram_bytes 3 TB on
+ * an h100x8 instance of 2 TB; kvstore.ssd_bytes 5 TB on an h100x1 instance
+ * of 3,840 GB; 600 GB on a quarter of an h100x8 node) ran without a word:
+ * it is the over_node finding, on stderr and among the summary's caveats;
+ * within the instance's share, none. */
+static void test_tier_over_node(void **state)
+{
+    cli_result r = tu_kvsim("run --set trace.limit=5 --set hardware=h100x8 --set kvstore.dram_bytes=3TB");
+    assert_int_equal(r.status, 0);
+    const char *want = "warning: kvstore.dram_bytes: 3000 GB of DRAM for an instance is more than the 2000 GB an "
+                       "instance of 8 GPUs on 'h100x8' has (hardware.dram_bytes, in proportion to the GPUs): this "
+                       "run's hits rest on capacity the hardware lacks; give at most that (--set "
+                       "kvstore.dram_bytes=2000GB)";
+    if (!strstr(r.err, want)) fail_msg("no '%s' in %s", want, r.err);
+    tu_free(&r);
+    json_t *j = tu_kvsim_json("run --set trace.limit=5 --config configs/clusters/lmcache-local-disk.json "
+                              "--set kvstore.ssd_bytes=5TB --json");
+    const json_t *c = sim_serving_caveat(j, "over_node");
+    assert_non_null(c);
+    assert_non_null(strstr(json_string_value(json_object_get(c, "text")),
+                           "kvstore.ssd_bytes: 5000 GB of disk for an instance is more than the 3840 GB an "
+                           "instance of 1 GPU on 'h100x1' has (hardware.ssd_bytes"));
+    json_decref(j);
+    j = tu_kvsim_json("run --set trace.limit=5 --set hardware=h100x8 --set kvstore.dram_bytes=2TB --json");
+    assert_null(sim_serving_caveat(j, "over_node"));
+    json_decref(j);
+    /* an instance of 2 of a node's 8 GPUs has a quarter of its 2 TB; each
+     * instance is a node of the store with its own kvstore.dram_bytes */
+    j = tu_kvsim_json("run --set trace.limit=5 --set hardware=h100x8 --set model=llama3.1-8b "
+                      "--set cluster.gpus_per_instance=2 --set kvstore.dram_bytes=600GB --json");
+    c = sim_serving_caveat(j, "over_node");
+    assert_non_null(c);
+    assert_non_null(strstr(json_string_value(json_object_get(c, "text")),
+                           "600 GB of DRAM for an instance is more than the 500 GB an instance of 2 GPUs on "
+                           "'h100x8' has"));
+    json_decref(j);
+}
+
+/* Requests longer than the model's context window ran without a word
+ * (the default run: llama3-70b, 8,192 tokens, on a trace of Kimi's long
+ * contexts): the over_context finding counts them, as counted here from
+ * the trace itself; a window that holds them all says nothing. */
+static void test_longer_than_the_window(void **state)
+{
+    FILE *f = fopen("traces/default.jsonl", "r");
+    assert_non_null(f);
+    char line[1 << 16];
+    long n = 0, over = 0, first = 0, longest = 0;
+    while (n < 300 && fgets(line, sizeof line, f)) {
+        json_t *r = json_loads(line, 0, NULL);
+        long len = (long)(json_integer_value(json_object_get(r, "input_length")) +
+                          json_integer_value(json_object_get(r, "output_length")));
+        json_decref(r);
+        n++;
+        if (len <= 8192) continue;
+        if (!over++) first = n;
+        if (len > longest) longest = len;
+    }
+    fclose(f);
+    assert_true(over > 0);
+    json_t *j = tu_kvsim_json("run --set trace.limit=300 --json");
+    const json_t *c = sim_serving_caveat(j, "over_context");
+    assert_non_null(c);
+    assert_int_equal(json_integer_value(json_object_get(c, "requests")), over);
+    char want[256];
+    snprintf(want, sizeof want,
+             "%ld of the 300 requests (%.1f%%; the first on trace line %ld, the longest %ld tokens) are longer, "
+             "prompt and output, than llama3-70b's context window of 8192 tokens",
+             over, 100.0 * over / 300, first, longest);
+    if (!strstr(json_string_value(json_object_get(c, "text")), want))
+        fail_msg("no '%s' in %s", want, json_string_value(json_object_get(c, "text")));
+    json_decref(j);
+    j = tu_kvsim_json("run --set trace.limit=300 --set model.context_window=131072 --json");
+    assert_null(sim_serving_caveat(j, "over_context"));
+    json_decref(j);
+}
+
+/* `kvsim cost` priced shapes no run forms without a word: a batch above
+ * cluster.decode_max_batch and a context beyond the model's window. */
+static void test_cost_shapes_no_run_forms(void **state)
+{
+    json_t *j = tu_kvsim_json("cost --set model=llama3.1-8b --set hardware=h100x1 --batch 300 --context 140000 --json");
+    const json_t *c;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "caveats"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "name")),
+                   *text = json_string_value(json_object_get(c, "text"));
+        if (!strcmp(name, "batch_cap"))
+            seen |= 1, assert_non_null(strstr(text, "a batch of 300 is more than cluster.decode_max_batch (256"));
+        if (!strcmp(name, "context_window"))
+            seen |= 2, assert_non_null(strstr(text, "a context of 140000 tokens is longer than llama3.1-8b's context "
+                                                    "window of 131072 tokens"));
+    }
+    assert_int_equal(seen, 3);
+    json_decref(j);
+    cli_result r = tu_kvsim("cost --set model=llama3.1-8b --set hardware=h100x1 --batch 256 --context 131072");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "no run forms this"));
+    tu_free(&r);
+}
+
 /* ---- item 8: a read-only file system --------------------------------------------------- */
 
 /* `kvsim CMD` for each of cmds on a read-only bind mount of dir (a private
@@ -582,6 +687,9 @@ int main(void)
         cmocka_unit_test(test_crossover_whole_pages),
         cmocka_unit_test(test_new_user_mistakes),
         cmocka_unit_test(test_idle_keys_of_the_config),
+        cmocka_unit_test(test_tier_over_node),
+        cmocka_unit_test(test_longer_than_the_window),
+        cmocka_unit_test(test_cost_shapes_no_run_forms),
         cmocka_unit_test(test_read_only_file_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

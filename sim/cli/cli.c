@@ -88,7 +88,9 @@ void sim_cli_warn_caveats(const char *cmd, const json_t *caveats, json_t *said)
                            : sim_cli_not_measured(name)               ? "not measured: "
                            : name && !strcmp(name, "measured_glitch") ? "measured glitch: "
                            : name && !strcmp(name, "kv_overflow")     ? "does not fit: "
-                                                                      : "not validated: ";
+                           : name && (!strcmp(name, "batch_cap") || !strcmp(name, "context_window"))
+                               ? "no run forms this: "
+                               : "not validated: ";
         fprintf(stderr, "kvsim %s: warning: %s%s\n", cmd, what, text);
         if (said) json_array_append_new(said, json_string(text));
     }

@@ -240,6 +240,31 @@ static void add_overflow_caveat(const sim_cost *c, const cost_args *a, json_t *c
     json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "kv_overflow", "text", text));
 }
 
+/* Shapes no run forms: a batch above cluster.decode_max_batch (vLLM's
+ * max_num_seqs: a run decodes no more at once) and a context or prompt
+ * longer than the model's window (vLLM refuses the request): priced all
+ * the same, said as the caveats `batch_cap` and `context_window`. */
+static void add_shape_caveats(const sim_config *cfg, const cost_args *a, json_t *caveats)
+{
+    char text[512];
+    if (a->batch > cfg->decode_max_batch) {
+        snprintf(text, sizeof text,
+                 "a batch of %ld is more than cluster.decode_max_batch (%d, vLLM's max_num_seqs): a run never decodes "
+                 "more requests at once; the step is priced all the same (--set cluster.decode_max_batch=%ld to allow "
+                 "it)",
+                 a->batch, cfg->decode_max_batch, a->batch);
+        json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "batch_cap", "text", text));
+    }
+    long window = cfg->model.context_window, longest = a->context > a->prefill ? a->context : a->prefill;
+    if (window > 0 && longest > window) {
+        snprintf(text, sizeof text,
+                 "%s of %ld tokens is longer than %s's context window of %ld tokens (model.context_window, its "
+                 "config.json's max_position_embeddings): vLLM refuses such a request; priced all the same",
+                 a->context > a->prefill ? "a context" : "a prompt", longest, cfg->model.name, window);
+        json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "context_window", "text", text));
+    }
+}
+
 /* A decode batch beyond the sequences the CPU constants were fitted on
  * extrapolates their per-sequence term (agg.c's fit_range of a run). */
 static void add_fit_range_caveat(const sim_cost *c, const cost_args *a, json_t *caveats)
@@ -275,6 +300,7 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
     else {
         json_t *caveats = sim_serving_caveats(&cfg); /* on stderr before the figures they qualify */
         add_overflow_caveat(&c, a, caveats);
+        add_shape_caveats(&cfg, a, caveats);
         add_fit_range_caveat(&c, a, caveats);
         sim_cli_warn_caveats("cost", caveats, NULL);
         print_cost(&c, a, caveats);

@@ -730,6 +730,7 @@ static uint64_t config_hash(const json_t *root, const json_t *dflt)
     canonical_numbers(c, dflt);
     json_object_del(c, "about");
     json_object_del(json_object_get(c, "model"), "about");
+    json_object_del(json_object_get(c, "model"), "context_window"); /* it warns; no result reads it */
     json_object_del(json_object_get(c, "hardware"), "about");
     char *dump = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
     uint64_t h = XXH64(dump, strlen(dump), 0);
@@ -823,6 +824,21 @@ const sim_idle_key *sim_config_idle_keys(const sim_config *cfg)
     bool is_dense = cfg->model.experts <= 1, no_group = cfg->cpp_group <= 1;
     return is_dense ? (no_group ? both : dense) : no_group ? nocpp : none;
 }
+
+static int pool_instances(const sim_config *c) { return c->lmc.cpu_per_node ? c->instances_per_node : 1; }
+
+double sim_config_node_dram(const sim_config *c)
+{
+    if (!strcmp(c->mode, "aggregated")) return c->hw.dram_bytes * pool_instances(c);
+    return c->prefill_hw.dram_bytes < c->decode_hw.dram_bytes ? c->prefill_hw.dram_bytes : c->decode_hw.dram_bytes;
+}
+
+double sim_config_node_disk(const sim_config *c)
+{
+    return c->hw.ssd_bytes * (!strcmp(c->mode, "aggregated") ? pool_instances(c) : 1);
+}
+
+bool sim_config_dram_used(const sim_config *c) { return strcmp(c->mode, "aggregated") || c->lmc.on; }
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)
 {

@@ -185,6 +185,17 @@ int sim_json_size(const json_t *root, const char *path, double *out, sim_err *er
 /* Per-node block capacity of a tier budget in bytes. */
 int64_t sim_config_blocks(const sim_config *c, double bytes);
 
+/* The memory a tier's budget must fit in: kvstore.dram_bytes is per node
+ * of a disaggregated cluster (the smaller of its sides' hardware.dram_bytes)
+ * and per aggregated instance, or per node of cluster.instances_per_node
+ * instances when the CPU pool is (kvstore.cpu_scope node); the disk budget
+ * likewise of hardware.ssd_bytes. 0 = the hardware gives none. */
+double sim_config_node_dram(const sim_config *c);
+double sim_config_node_disk(const sim_config *c);
+/* Whether kvstore.dram_bytes is read: a disaggregated cluster's pool, or an
+ * aggregated one's LMCache CPU tier. */
+bool sim_config_dram_used(const sim_config *c);
+
 /* A config key a run accepts but does not read in some setting, and why
  * (e.g. cost.noise in the aggregated model): kvsim run warns when the user
  * set such a key (sim_config_user_set). */

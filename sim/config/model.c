@@ -28,6 +28,7 @@ static const int_field model_int_fields[] = {
     {"dtype_bytes", offsetof(sim_model, dtype_bytes), false},
     {"intermediate", offsetof(sim_model, intermediate), true},
     {"vocab", offsetof(sim_model, vocab), true},
+    {"context_window", offsetof(sim_model, context_window), true},
     {"experts", offsetof(sim_model, experts), true},
     {"experts_per_token", offsetof(sim_model, experts_per_token), true},
     {"moe_intermediate", offsetof(sim_model, moe_intermediate), true},

@@ -27,6 +27,7 @@ typedef struct sim_model {
     double flops_a;          /* a in Mooncake Eq. 1 */
     double flops_b;          /* b in Mooncake Eq. 1 */
     int intermediate, vocab; /* FFN intermediate size, vocabulary size (0 = unknown) */
+    int context_window;      /* the longest request vLLM serves by default, tokens (0 = unknown; schema.c) */
     bool tied_embeddings;    /* the LM head shares the input embedding's weights */
     /* Mixture of experts (experts 0 = dense): E routed experts per MoE
      * layer, k of them per token, each a gated MLP of moe_intermediate

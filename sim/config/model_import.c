@@ -68,6 +68,7 @@ typedef struct hf_shape {
     long layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype_bytes;
     long kv_lora_rank, qk_rope_head_dim, q_lora_rank; /* multi-head latent attention; 0 = none */
     long experts, experts_per_token, moe_intermediate, shared_experts, dense_layers; /* 0 = dense / absent */
+    long context; /* model.context_window; 0 = no max_position_embeddings */
     bool tied;
     bool fp8;       /* quantization_config.quant_method "fp8": 1-byte weights, the KV cache in torch_dtype */
     bool fp8_block; /* and weight_block_size [128, 128]: model.weight_quant "fp8_block" */
@@ -233,6 +234,29 @@ static void note_sliding(const json_t *hf, char *note, size_t n)
     add_note(note, n, text);
 }
 
+/* The context window as vLLM derives its default max_model_len
+ * (vllm/config/model.py, _get_and_verify_max_len): max_position_embeddings,
+ * and for a rope_scaling other than su, longrope or llama3 (whose
+ * max_position_embeddings already holds the scaled window) its factor
+ * times the position count, yarn's original_max_position_embeddings when
+ * given. Absent: 0 (unknown), said in note. */
+static void read_context(const json_t *hf, hf_shape *s, char *note, size_t n)
+{
+    const json_t *v = json_object_get(hf, "max_position_embeddings"), *rs = json_object_get(hf, "rope_scaling");
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        return add_note(note, n, "max_position_embeddings absent: no context window (model.context_window) checked");
+    double w = (double)json_integer_value(v), f = json_number_value(json_object_get(rs, "factor"));
+    const char *type = json_string_value(json_object_get(rs, "rope_type"));
+    if (!type) type = json_string_value(json_object_get(rs, "type"));
+    if (type && f > 1 && strcmp(type, "su") && strcmp(type, "longrope") && strcmp(type, "llama3") &&
+        strcmp(type, "default")) {
+        const json_t *orig = json_object_get(rs, "original_max_position_embeddings");
+        if (!strcmp(type, "yarn") && json_is_integer(orig)) w = (double)json_integer_value(orig);
+        w *= f;
+    }
+    s->context = w < (double)(1L << 30) ? (long)w : 1L << 30;
+}
+
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
     if (hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
@@ -261,6 +285,7 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return -1;
     read_fp8(hf, s, note, n);
     note_sliding(hf, note, n);
+    read_context(hf, s, note, n);
     return 0;
 }
 
@@ -295,6 +320,7 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
     const char *keys[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab"};
     const long vals[] = {s->layers, s->hidden, s->heads, s->kv_heads, s->head_dim, s->intermediate, s->vocab};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) json_object_set_new(o, keys[i], json_integer(vals[i]));
+    if (s->context > 0) json_object_set_new(o, "context_window", json_integer(s->context));
     if (s->kv_lora_rank > 0) {
         json_object_set_new(o, "kv_lora_rank", json_integer(s->kv_lora_rank));
         json_object_set_new(o, "qk_rope_head_dim", json_integer(s->qk_rope_head_dim));

@@ -64,6 +64,11 @@ static const sim_config_key keys[] = {
         .meaning = "FFN intermediate size (gated MLP); absent = unknown"),
     ROW("model.vocab", SIM_KEY_INTEGER, "", 1, 1 << 24, .optional = true,
         .meaning = "vocabulary size; absent = unknown"),
+    ROW("model.context_window", SIM_KEY_INTEGER, "tokens", 1, 1 << 30, .optional = true,
+        .meaning = "the longest request (prompt and output) the model serves: its config.json's "
+                   "`max_position_embeddings`, times a `yarn` or `linear` rope_scaling's factor, as vLLM derives its "
+                   "default `max_model_len`; a run counts the longer requests and warns (vLLM refuses them), `kvsim "
+                   "cost` warns of a longer context; absent = unknown, nothing checked"),
     ROW("model.tied_embeddings", SIM_KEY_BOOL, "", 0, 0, .optional = true,
         .meaning = "the LM head shares the input embedding's weights; absent = false"),
     ROW("model.experts", SIM_KEY_INTEGER, "", 1, 65536, .optional = true,

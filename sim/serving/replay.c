@@ -89,6 +89,11 @@ static bool over_budget(sim_serving_run *run)
  * window counts it in the system (sim_results_arrival), then the model. */
 static void arrive(const sim_serving_ops *m, void *st, sim_serving_run *run, sim_request *r)
 {
+    int64_t len = (int64_t)r->input_len + r->output_len, window = run->cfg->model.context_window;
+    if (window > 0 && len > window) {
+        if (run->over_context.n++ == 0) run->over_context.first_line = r->line;
+        if (len > run->over_context.longest) run->over_context.longest = len;
+    }
     sim_results_arrival(run->db, sim_ns_to_ms(r->arrival_ns));
     m->arrive(st, r);
 }
@@ -199,6 +204,26 @@ static void note_whole_trace(const sim_config *cfg, bool closed, json_t *summary
     sim_serving_add_finding(summary, "whole_trace", text);
 }
 
+/* Requests longer than the model's context window: vLLM refuses them at
+ * its default max_model_len (an error before scheduling), kvsim serves
+ * them at the architecture's costs; said with their count and the first. */
+static void note_over_context(const sim_serving_run *run, json_t *summary)
+{
+    if (!run->over_context.n) return;
+    json_int_t total = json_integer_value(json_object_get(summary, "requests"));
+    char text[640];
+    snprintf(text, sizeof text,
+             "%lld of the %lld requests (%.1f%%; the first on trace line %lld, the longest %lld tokens) are longer, "
+             "prompt and output, than %s's context window of %d tokens (model.context_window, its config.json's "
+             "max_position_embeddings): vLLM refuses such a request at its default max_model_len; kvsim served "
+             "them, priced by the architecture (docs/models.md)",
+             (long long)run->over_context.n, (long long)total, total ? 100.0 * run->over_context.n / total : 0.0,
+             (long long)run->over_context.first_line, (long long)run->over_context.longest, run->cfg->model.name,
+             run->cfg->model.context_window);
+    json_t *f = sim_serving_add_finding(summary, "over_context", text);
+    json_object_set_new(f, "requests", json_integer(run->over_context.n));
+}
+
 /* A cluster that rejected every request for a KV larger than an
  * instance's HBM served nothing and never could, at any load: the run
  * fails (exit 2) with the too_large finding's arithmetic rather than
@@ -250,6 +275,8 @@ int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **su
         if (rc == 0 && run.sessions) note_sessions(run.sessions, *summary);
         if (rc == 0 && engine_bound) note_engine_bound(&tape, loop_s, *summary);
         if (rc == 0) note_whole_trace(cfg, run.sessions != NULL, *summary);
+        if (rc == 0) sim_serving_note_over_node(cfg, *summary);
+        if (rc == 0) note_over_context(&run, *summary);
         if (rc == 0) rc = fail_if_none_fits(cfg, summary, err);
     }
     sim_engine_tape_free(&tape);

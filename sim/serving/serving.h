@@ -56,6 +56,9 @@ typedef struct sim_serving_run {
     int64_t work;           /* requests + output tokens read so far */
     int64_t limit;          /* events and rows allowed so far (limits.event_budget) */
     sim_sessions *sessions; /* trace.replay = closed; NULL in an open replay */
+    struct {                /* requests longer than model.context_window (the over_context finding) */
+        int64_t n, first_line, longest;
+    } over_context;
 } sim_serving_run;
 
 /* The constant part of the work bound: events and rows any replay may use. */
@@ -153,6 +156,10 @@ int64_t sim_serving_too_large_rejected(const json_t *summary);
  * iteration. Said as a finding and as the summary's "fit_range"; nothing
  * when within the fit or outside those modes. */
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share);
+/* A tier's budget (kvstore.dram_bytes, kvstore.ssd_bytes) beyond the memory
+ * the hardware gives it (sim_config_node_dram, _disk): the over_node
+ * finding, which says the run's hits rest on memory the node lacks. */
+void sim_serving_note_over_node(const sim_config *cfg, json_t *summary);
 /* The sentence's part after "beyond", shared by runs and `kvsim cost`:
  * the fit, the extrapolated share of `one` ("this step", "such an
  * iteration") and what follows for `steps` ("the step is", "steps are"). */

@@ -46,6 +46,35 @@ int sim_slo_draws(const sim_slo_candidate *c)
     return n;
 }
 
+/* Alike: the same workload and every number the plan reads equal. On the
+ * trace as recorded a seed can change nothing a run measures (a config
+ * with no cost-model noise, no random policy, no sampled lengths draws
+ * nothing from it; the default's random tie-breaks may change nothing), and
+ * such confirmations are one run's evidence, not several. */
+static bool same_number(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+static bool runs_alike(const sim_slo_point *a, const sim_slo_point *b)
+{
+    if (a->resample != b->resample || a->requests != b->requests || a->rejected != b->rejected ||
+        a->overloaded != b->overloaded || !same_number(a->attainment, b->attainment) ||
+        !same_number(a->tokens, b->tokens) || !same_number(a->sim_seconds, b->sim_seconds))
+        return false;
+    for (int t = 0; t < SIM_SLO_NTARGETS; t++)
+        if (!same_number(a->value[t], b->value[t])) return false;
+    return true;
+}
+
+int sim_slo_distinct(const sim_slo_candidate *c)
+{
+    int n = 0;
+    for (int k = 0; k < c->nrun; k++) {
+        int j = 0;
+        while (j < k && !runs_alike(&c->run[j], &c->run[k])) j++;
+        n += j == k;
+    }
+    return n;
+}
+
 double sim_slo_fail_bound(int draws) { return draws > 0 ? 1 - pow(0.05, 1.0 / draws) : 1; }
 
 /* One candidate: a split at a DRAM level with its knobs. */

@@ -150,17 +150,14 @@ static int over_node(const char *opt, const char *what, double want, double have
  * cluster's node pool (kvstore.cpu_scope node) within its instances'. */
 static int check_node(const sim_slo_opts *o, const sim_config *cfg, const sim_slo_result *r, sim_err *err)
 {
-    double mem =
-        cfg->prefill_hw.dram_bytes < cfg->decode_hw.dram_bytes ? cfg->prefill_hw.dram_bytes : cfg->decode_hw.dram_bytes;
-    if (r->aggregated) mem = cfg->hw.dram_bytes * r->instances_per_node;
-    if (r->aggregated && !r->lmcache) return 0; /* no CPU tier: kvstore.dram_bytes is not used */
+    double mem = sim_config_node_dram(cfg);
+    if (!sim_config_dram_used(cfg)) return 0; /* no CPU tier: kvstore.dram_bytes is not used */
     const char *dopt = o->ndram ? "--dram" : r->aggregated ? "kvstore.dram_bytes" : "--dram";
     for (int i = 0; i < r->ndram; i++)
         if (r->dram[i] > mem * (1 + 1e-12))
             return over_node(dopt, "DRAM", r->dram[i], mem, r->hardware, "hardware.dram_bytes", err);
-    double disk = cfg->hw.ssd_bytes;
+    double disk = sim_config_node_disk(cfg);
     if (!(disk > 0)) return 0;
-    if (r->aggregated) disk *= r->instances_per_node;
     for (int i = 0; i < o->nssd; i++)
         if (o->ssd[i] > disk * (1 + 1e-12))
             return over_node("--ssd", "disk", o->ssd[i], disk, r->hardware, "hardware.ssd_bytes", err);

@@ -152,6 +152,9 @@ typedef struct sim_slo_candidate {
  * Clopper-Pearson bound on how often a draw fails, 1 − 0.05^(1/n): what n
  * passes out of n can rule out (4 passes: a failure rate above 52.7%). */
 int sim_slo_draws(const sim_slo_candidate *c);
+/* How many of its confirmations are distinct: on the trace as recorded a
+ * seed may change nothing a run measures (confirm.c). */
+int sim_slo_distinct(const sim_slo_candidate *c);
 double sim_slo_fail_bound(int draws);
 
 typedef enum sim_slo_status { SIM_SLO_FEASIBLE, SIM_SLO_INFEASIBLE_FLOOR, SIM_SLO_INFEASIBLE_MAX } sim_slo_status;

@@ -124,6 +124,7 @@ static json_t *confirmation_json(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->recommended >= 0) {
         int n = sim_slo_draws(&r->cand[r->recommended]);
         json_object_set_new(j, "resampled_draws", json_integer(n));
+        json_object_set_new(j, "distinct_runs", json_integer(sim_slo_distinct(&r->cand[r->recommended])));
         json_object_set_new(j, "fail_rate_bound_95", n ? json_real(sim_slo_fail_bound(n)) : json_null());
     }
     return j;

@@ -341,6 +341,16 @@ static void print_margins(const sim_slo_opts *o, const sim_slo_candidate *c)
     printf("\n");
 }
 
+/* Confirmations that repeated a run say nothing more than it did. */
+static void print_alike(const sim_slo_candidate *c)
+{
+    int d = sim_slo_distinct(c);
+    if (d < c->nrun)
+        printf("          %d of the %d distinct: %d gave another's numbers exactly (the trace as recorded, on a seed "
+               "that changed nothing)\n",
+               d, c->nrun, c->nrun - d);
+}
+
 /* What the recommendation's passes say of a fresh draw of the load. */
 static void print_draws(const sim_slo_opts *o, const sim_slo_candidate *c)
 {
@@ -409,6 +419,7 @@ static void print_confirmation(const sim_slo_opts *o, const sim_slo_result *r)
                "confirmations\n",
                p->prefill, p->decode, sim_slo_gpus(r, p), price, human_bytes(r->dram[p->dram_level], b, sizeof b),
                kv_scope_name((kv_scope)p->scope), p->cpp, c->nrun);
+    print_alike(c);
     print_margins(o, c);
     print_draws(o, c);
     printf("run       %s\n", c->command);

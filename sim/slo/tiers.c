@@ -51,8 +51,8 @@ static int tiers_setup(const sim_tiers_opts *o, slo_plan *pl, sim_tiers *t, sim_
     r->instances_per_node = cfg.lmc.cpu_per_node ? cfg.instances_per_node : 1;
     t->P = r->aggregated ? cfg.n_instances : cfg.n_prefill, t->D = r->aggregated ? 0 : cfg.n_decode;
     t->fixed = o->ssd ? cfg.dram_bytes : cfg.ssd_bytes;
-    double mem = cfg.hw.dram_bytes * (r->aggregated ? r->instances_per_node : 1);
-    double node = o->ssd ? cfg.hw.ssd_bytes : mem, other = o->ssd ? mem : cfg.hw.ssd_bytes;
+    double mem = sim_config_node_dram(&cfg), disk = sim_config_node_disk(&cfg);
+    double node = o->ssd ? disk : mem, other = o->ssd ? mem : disk;
     double hi = o->max > 0 ? o->max : node;
     sim_config_free(&cfg);
     if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
