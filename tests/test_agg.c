@@ -679,6 +679,9 @@ static void test_plan_whole_context(void **state)
     json_decref(j);
     tu_expect_exit("plan crossover --whole-context --context 1K,0", 2, "--context: '0' is out of range");
     tu_expect_exit("plan crossover --whole-context --gbps 1,x", 2, "--gbps: 'x' is not a number");
+    /* named, as every command names it (it said getopt's "crossover: unrecognized option" and "bad option") */
+    tu_expect_exit("plan crossover --bogus", 2,
+                   "kvsim plan crossover: unknown option or missing value '--bogus' (see kvsim plan crossover --help)");
 }
 
 /* kvsim plan crossover refuses an option it would ignore (it accepted and

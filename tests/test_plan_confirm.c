@@ -196,19 +196,22 @@ static void test_cost_by_hand(void **state)
     assert_double_equal(tu_num_at(p, "price_per_million_output_tokens", NULL), per_mtok, 1e-9);
     json_decref(s);
     json_decref(j);
-    /* over the node's memory and disks: exit 2 naming both numbers */
+    /* over an instance's memory and disks: exit 2 naming both numbers */
     snprintf(args, sizeof args, "plan slo --trace %s --set hardware=%s --ttft-p90-ms 1000 --dram 150GB %s", trace, hw,
              common);
-    tu_expect_exit(args, 2, "--dram: 150 GB of DRAM is more than the 100 GB a priced node has (hardware.dram_bytes)");
+    tu_expect_exit(args, 2,
+                   "--dram: 150 GB of DRAM is more than the 100 GB an instance of 8 GPUs on 'priced' has "
+                   "(hardware.dram_bytes, in proportion to its GPUs)");
     /* sizes in GB as numbers, not exponents (it once printed "1e+04 GB") */
     tu_expect_exit("plan slo --set hardware=h100x1 --ttft-p90-ms 1000 --set kvstore.ssd_bytes=10TB", 2,
-                   "kvstore.ssd_bytes: 10000 GB of disk is more than the 3840 GB a h100x1 node has");
+                   "kvstore.ssd_bytes: 10000 GB of disk is more than the 3840 GB an instance of 1 GPU on 'h100x1' has");
     snprintf(args, sizeof args,
              "plan slo --trace %s --set hardware=%s --set kvstore.ssd_bytes=300GB --ttft-p90-ms 1000 --dram 50GB %s",
              trace, hw, common);
-    tu_expect_exit(args, 2, "kvstore.ssd_bytes: 300 GB of disk is more than the 200 GB a priced node has");
+    tu_expect_exit(args, 2,
+                   "kvstore.ssd_bytes: 300 GB of disk is more than the 200 GB an instance of 8 GPUs on 'priced' has");
     tu_expect_exit("plan slo --set hardware=h100x1 --ttft-p90-ms 1000 --dram 5TB", 2,
-                   "--dram: 5000 GB of DRAM is more than the 500 GB a h100x1 node has");
+                   "--dram: 5000 GB of DRAM is more than the 500 GB an instance of 1 GPU on 'h100x1' has");
 }
 
 /* What slo_print_nonmonotone writes to stdout (caller frees). */

@@ -502,6 +502,9 @@ static void test_aggregated_text(void **state)
     assert_non_null(strstr(r.out, "10 GB fails"));
     assert_non_null(strstr(r.out, "--set kvstore.dram_bytes=11GB"));
     assert_null(strstr(r.out, "000000000"));
+    /* the frontier prices each level, as a split's does: h100x1's $6.155 an instance */
+    assert_non_null(strstr(r.out, "    16 GB    122k     1    1  $6.16 an hour\n"));
+    assert_non_null(strstr(r.out, "     8 GB     61k     2    2  $12.31 an hour\n"));
     tu_free(&r);
 }
 

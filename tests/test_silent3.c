@@ -514,10 +514,9 @@ static void test_tier_over_node(void **state)
 {
     cli_result r = tu_kvsim("run --set trace.limit=5 --set hardware=h100x8 --set kvstore.dram_bytes=3TB");
     assert_int_equal(r.status, 0);
-    const char *want = "warning: kvstore.dram_bytes: 3000 GB of DRAM for an instance is more than the 2000 GB an "
-                       "instance of 8 GPUs on 'h100x8' has (hardware.dram_bytes, in proportion to the GPUs): this "
-                       "run's hits rest on capacity the hardware lacks; give at most that (--set "
-                       "kvstore.dram_bytes=2000GB)";
+    const char *want = "warning: kvstore.dram_bytes: 3000 GB of DRAM is more than the 2000 GB an instance of 8 "
+                       "GPUs on 'h100x8' has (hardware.dram_bytes, in proportion to its GPUs): this run's hits rest "
+                       "on capacity the hardware lacks; give at most that (--set kvstore.dram_bytes=2000GB)";
     if (!strstr(r.err, want)) fail_msg("no '%s' in %s", want, r.err);
     tu_free(&r);
     json_t *j = tu_kvsim_json("run --set trace.limit=5 --config configs/clusters/lmcache-local-disk.json "
@@ -525,8 +524,8 @@ static void test_tier_over_node(void **state)
     const json_t *c = sim_serving_caveat(j, "over_node");
     assert_non_null(c);
     assert_non_null(strstr(json_string_value(json_object_get(c, "text")),
-                           "kvstore.ssd_bytes: 5000 GB of disk for an instance is more than the 3840 GB an "
-                           "instance of 1 GPU on 'h100x1' has (hardware.ssd_bytes"));
+                           "kvstore.ssd_bytes: 5000 GB of disk is more than the 3840 GB an instance of 1 GPU on "
+                           "'h100x1' has (hardware.ssd_bytes"));
     json_decref(j);
     j = tu_kvsim_json("run --set trace.limit=5 --set hardware=h100x8 --set kvstore.dram_bytes=2TB --json");
     assert_null(sim_serving_caveat(j, "over_node"));
@@ -538,8 +537,7 @@ static void test_tier_over_node(void **state)
     c = sim_serving_caveat(j, "over_node");
     assert_non_null(c);
     assert_non_null(strstr(json_string_value(json_object_get(c, "text")),
-                           "600 GB of DRAM for an instance is more than the 500 GB an instance of 2 GPUs on "
-                           "'h100x8' has"));
+                           "600 GB of DRAM is more than the 500 GB an instance of 2 GPUs on 'h100x8' has"));
     json_decref(j);
 }
 

@@ -366,6 +366,7 @@ int cmd_plan_crossover(int argc, char **argv)
     for (int i = 0; i < w.ncontext; i++) w.context[i] = 1024 << i;
     memcpy(w.gbps, (const double[]){1, 2.5, 5, 10, 25, 50, 100, 200, 400}, 9 * sizeof *w.gbps);
     optind = 1;
+    opterr = 0; /* the complaint names the option, as every command's (sim_cli_bad_option) */
     while (status < 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'c') config = optarg;
         else if (c == 's') sets[nsets++] = optarg;
@@ -377,7 +378,7 @@ int cmd_plan_crossover(int argc, char **argv)
                          : parse_list("--gbps", optarg, false, w.gbps, &w.ngbps))
                 status = SIM_EXIT_USAGE;
         } else if (c == 'h') status = (usage(stdout), SIM_EXIT_OK);
-        else status = sim_usage_error("plan crossover", "bad option (see kvsim plan crossover --help)");
+        else status = sim_cli_bad_option("plan crossover", argv[optind - 1]);
     }
     if (status < 0 && optind < argc) status = sim_cli_unexpected_error("plan crossover", argv[optind], "--config");
     sim_config cfg;

@@ -838,6 +838,18 @@ double sim_config_node_disk(const sim_config *c)
     return c->hw.ssd_bytes * (!strcmp(c->mode, "aggregated") ? pool_instances(c) : 1);
 }
 
+void sim_config_tier_holder(const sim_config *c, bool dram, char *buf, size_t n)
+{
+    bool agg = !strcmp(c->mode, "aggregated");
+    const sim_hw *hw = agg || !dram                                          ? &c->hw
+                       : c->prefill_hw.dram_bytes <= c->decode_hw.dram_bytes ? &c->prefill_hw
+                                                                             : &c->decode_hw;
+    int u = pool_instances(c) > 1 && agg ? snprintf(buf, n, "a pool of %d instances of ", pool_instances(c))
+                                         : snprintf(buf, n, "an instance of ");
+    snprintf(buf + u, n > (size_t)u ? n - (size_t)u : 0, "%d GPU%s on '%s'", hw->gpus, hw->gpus == 1 ? "" : "s",
+             hw->name);
+}
+
 bool sim_config_dram_used(const sim_config *c) { return strcmp(c->mode, "aggregated") || c->lmc.on; }
 
 int64_t sim_config_blocks(const sim_config *c, double bytes)

@@ -192,6 +192,10 @@ int64_t sim_config_blocks(const sim_config *c, double bytes);
  * likewise of hardware.ssd_bytes. 0 = the hardware gives none. */
 double sim_config_node_dram(const sim_config *c);
 double sim_config_node_disk(const sim_config *c);
+/* Who has that memory, for messages: "an instance of 2 GPUs on 'h100x8'",
+ * "a pool of 4 instances of 1 GPU on 'h100x1'" (dram: the DRAM's holder,
+ * else the disk's). */
+void sim_config_tier_holder(const sim_config *c, bool dram, char *buf, size_t n);
 /* Whether kvstore.dram_bytes is read: a disaggregated cluster's pool, or an
  * aggregated one's LMCache CPU tier. */
 bool sim_config_dram_used(const sim_config *c);

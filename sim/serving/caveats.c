@@ -221,33 +221,25 @@ void sim_serving_fit_range_tail(char *buf, size_t n, const sim_cost *cost, doubl
  * cluster.instances_per_node of them sharing a CPU pool; the hardware's
  * DRAM and disks are an instance's in proportion to its GPUs
  * (config.c, shape_instance). */
-static void note_over(json_t *summary, const sim_config *cfg, const char *key, const char *what, double want,
-                      double have, const char *hw_key, const sim_hw *hw)
+static void note_over(json_t *summary, const sim_config *cfg, bool dram, double want, double have)
 {
     if (!(have > 0) || !(want > have * (1 + 1e-12))) return;
-    int pooled = !strcmp(cfg->mode, "aggregated") && cfg->lmc.cpu_per_node ? cfg->instances_per_node : 0;
-    char who[64], text[768];
-    if (pooled) snprintf(who, sizeof who, "a pool of %d instances", pooled);
-    else snprintf(who, sizeof who, "an instance");
+    char who[160], text[768];
+    sim_config_tier_holder(cfg, dram, who, sizeof who);
+    const char *key = dram ? "kvstore.dram_bytes" : "kvstore.ssd_bytes";
     snprintf(text, sizeof text,
-             "%s: %.6g GB of %s for %s is more than the %.6g GB %s of %d GPU%s on '%s' %s (%s, in proportion to "
-             "the GPUs): this run's hits rest on capacity the hardware lacks; give at most that (--set %s=%.6gGB) "
-             "or a hardware preset with more",
-             key, want / 1e9, what, who, have / 1e9, pooled ? "its instances" : "an instance", hw->gpus,
-             hw->gpus == 1 ? "" : "s", hw->name, pooled ? "have" : "has", hw_key, key, have / 1e9);
+             "%s: %.6g GB of %s is more than the %.6g GB %s has (%s, in proportion to its GPUs): this run's hits "
+             "rest on capacity the hardware lacks; give at most that (--set %s=%.6gGB) or a hardware preset with "
+             "more",
+             key, want / 1e9, dram ? "DRAM" : "disk", have / 1e9, who,
+             dram ? "hardware.dram_bytes" : "hardware.ssd_bytes", key, have / 1e9);
     sim_serving_add_finding(summary, "over_node", text);
 }
 
 void sim_serving_note_over_node(const sim_config *cfg, json_t *summary)
 {
-    bool agg = !strcmp(cfg->mode, "aggregated");
-    const sim_hw *least =
-        agg || cfg->prefill_hw.dram_bytes <= cfg->decode_hw.dram_bytes ? &cfg->prefill_hw : &cfg->decode_hw;
-    if (sim_config_dram_used(cfg))
-        note_over(summary, cfg, "kvstore.dram_bytes", "DRAM", cfg->dram_bytes, sim_config_node_dram(cfg),
-                  "hardware.dram_bytes", agg ? &cfg->hw : least);
-    note_over(summary, cfg, "kvstore.ssd_bytes", "disk", cfg->ssd_bytes, sim_config_node_disk(cfg),
-              "hardware.ssd_bytes", &cfg->hw);
+    if (sim_config_dram_used(cfg)) note_over(summary, cfg, true, cfg->dram_bytes, sim_config_node_dram(cfg));
+    note_over(summary, cfg, false, cfg->ssd_bytes, sim_config_node_disk(cfg));
 }
 
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share)

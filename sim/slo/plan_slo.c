@@ -134,15 +134,18 @@ static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_re
     r->ndram = r->nlisted = k;
 }
 
-/* A budget over what the node has: "--dram 1TB: 1 TB of DRAM per node is
- * more than h100x1's 500 GB (hardware.dram_bytes)". */
-static int over_node(const char *opt, const char *what, double want, double have, const char *hw, const char *key,
-                     sim_err *err)
+/* A budget over what an instance has: "--dram: 5000 GB of DRAM is more
+ * than the 500 GB an instance of 1 GPU on 'h100x1' has (hardware.dram_bytes,
+ * in proportion to its GPUs)". */
+static int over_node(const sim_config *cfg, const char *opt, bool dram, double want, double have, sim_err *err)
 {
+    char who[160];
+    sim_config_tier_holder(cfg, dram, who, sizeof who);
     return sim_errf(err,
-                    "%s: %.6g GB of %s is more than the %.6g GB a %s node has (%s); give at most that, or a "
-                    "hardware preset with more",
-                    opt, want / 1e9, what, have / 1e9, hw, key);
+                    "%s: %.6g GB of %s is more than the %.6g GB %s has (%s, in proportion to its GPUs); give at most "
+                    "that, or a hardware preset with more",
+                    opt, want / 1e9, dram ? "DRAM" : "disk", have / 1e9, who,
+                    dram ? "hardware.dram_bytes" : "hardware.ssd_bytes");
 }
 
 /* Every DRAM level and disk budget within the node's memory and disks
@@ -154,15 +157,13 @@ static int check_node(const sim_slo_opts *o, const sim_config *cfg, const sim_sl
     if (!sim_config_dram_used(cfg)) return 0; /* no CPU tier: kvstore.dram_bytes is not used */
     const char *dopt = o->ndram ? "--dram" : r->aggregated ? "kvstore.dram_bytes" : "--dram";
     for (int i = 0; i < r->ndram; i++)
-        if (r->dram[i] > mem * (1 + 1e-12))
-            return over_node(dopt, "DRAM", r->dram[i], mem, r->hardware, "hardware.dram_bytes", err);
+        if (r->dram[i] > mem * (1 + 1e-12)) return over_node(cfg, dopt, true, r->dram[i], mem, err);
     double disk = sim_config_node_disk(cfg);
     if (!(disk > 0)) return 0;
     for (int i = 0; i < o->nssd; i++)
-        if (o->ssd[i] > disk * (1 + 1e-12))
-            return over_node("--ssd", "disk", o->ssd[i], disk, r->hardware, "hardware.ssd_bytes", err);
+        if (o->ssd[i] > disk * (1 + 1e-12)) return over_node(cfg, "--ssd", false, o->ssd[i], disk, err);
     if (!o->nssd && cfg->ssd_bytes > disk * (1 + 1e-12))
-        return over_node("kvstore.ssd_bytes", "disk", cfg->ssd_bytes, disk, r->hardware, "hardware.ssd_bytes", err);
+        return over_node(cfg, "kvstore.ssd_bytes", false, cfg->ssd_bytes, disk, err);
     return 0;
 }
 

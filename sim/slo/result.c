@@ -225,10 +225,11 @@ json_t *sim_slo_tiers_json(const sim_tiers_opts *o, const sim_tiers *t)
         json_t *e = json_pack("{s:f, s:f, s:b}", "bytes", t->size[i], "tokens", t->size[i] / t->r.kv_bytes_per_token,
                               "ran", p->ran);
         if (p->ran)
-            json_object_update_new(
-                e, json_pack("{s:f, s:o, s:f, s:f, s:I, s:b}", "hit_rate_tokens", p->hit_rate, "ttft_p90_ms",
-                             isnan(p->value[2]) ? json_null() : json_real(p->value[2]), "goodput_rps", p->goodput,
-                             "slo_attainment", p->attainment, "run_id", (json_int_t)p->run_id, "knee", i == t->knee));
+            json_object_update_new(e,
+                                   json_pack("{s:f, s:o, s:f, s:f, s:b, s:I, s:b}", "hit_rate_tokens", p->hit_rate,
+                                             "ttft_p90_ms", isnan(p->value[2]) ? json_null() : json_real(p->value[2]),
+                                             "goodput_rps", p->goodput, "slo_attainment", p->attainment, "overloaded",
+                                             p->overloaded, "run_id", (json_int_t)p->run_id, "knee", i == t->knee));
         if (p->ran && sim_slo_price(&t->r, p) > 0) /* unpriced: no price keys, as plan slo's points */
             json_object_update_new(e, json_pack("{s:f, s:f}", "price_per_hour", sim_slo_price(&t->r, p),
                                                 "price_per_million_output_tokens", sim_slo_price_per_mtok(&t->r, p)));

@@ -183,7 +183,9 @@ static void print_frontier(const sim_slo_opts *o, const sim_slo_result *r)
         printf(" %5d %4d", sim_slo_gpus(r, p), p->prefill);
         if (o->nssd) printf(" %9s", human_bytes(p->ssd, b, sizeof b));
         if (o->nremote) printf(" %9s", human_bytes(p->remote, b, sizeof b));
-        printf("%s%s\n", o->nload ? " " : "", o->nload ? load_name(p->load) : "");
+        printf("%s%s", o->nload ? " " : "", o->nload ? load_name(p->load) : "");
+        if (priced) printf("  $%.2f an hour", sim_slo_price(r, p)); /* as a split's (it was missing here) */
+        putchar('\n');
     }
     for (int lv = 0; lv < r->nlisted; lv++)
         if (r->frontier_command[lv])
@@ -537,8 +539,9 @@ void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t)
            human_bytes(t->fixed, b, sizeof b));
     printf("knee      the smallest size whose prefix hit rate is within %g of the best on the grid (%.4f)\n", o->knee,
            t->best_hit);
-    printf("\n%9s %8s %8s %10s %9s %7s %9s %10s\n", tier, "tokens", "hit", "TTFT p90", "goodput", "attain", "$/h",
-           "$/M out");
+    printf("\n%9s %8s %8s %10s %9s %7s %4s %9s %10s\n", tier, "tokens", "hit", "TTFT p90", "goodput", "attain", "over",
+           "$/h", "$/M out");
+    int over = 0;
     for (int i = 0; i < t->n; i++) {
         const sim_slo_point *p = &t->pt[i];
         char tok[32];
@@ -548,11 +551,17 @@ void sim_slo_tiers_print(const sim_tiers_opts *o, const sim_tiers *t)
             printf("  the run failed\n");
             continue;
         }
-        printf(" %8.4f %10.1f %9.3f %7.4f", p->hit_rate, p->value[2], p->goodput, p->attainment);
+        printf(" %8.4f %10.1f %9.3f %7.4f %4s", p->hit_rate, p->value[2], p->goodput, p->attainment,
+               p->overloaded ? "yes" : "-");
+        over += p->overloaded;
         if (sim_slo_price(r, p) > 0) printf(" %9.2f %10.3f", sim_slo_price(r, p), sim_slo_price_per_mtok(r, p));
         else printf(" %11s %12s", "\u2014", "\u2014"); /* a preset without a price: not free (it once read 0.00) */
         printf("%s\n", i == t->knee ? "  <- knee" : "");
     }
+    if (over) /* a queue that grew with the trace: its TTFT is the trace's length, not the size's */
+        printf("\nover      %d size%s overloaded the cluster (its queue grew with the trace): %s TTFT and goodput "
+               "are those of a run with no steady state, longer with a longer trace (docs/overload.md)\n",
+               over, over == 1 ? "" : "s", over == 1 ? "its" : "their");
     if (sim_slo_tiers_knee_at_top(t)) /* "at most the remaining 5%" once stood here, of sizes never run */
         printf("\nknee      none within the grid: its largest size, %s of %s, is the first within %g of the best "
                "(hit rate %.4f); the curve had not flattened, so a larger tier may still gain: raise --max\n",

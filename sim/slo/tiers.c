@@ -33,6 +33,31 @@ void sim_slo_tiers_opts_init(sim_tiers_opts *o)
     o->knee = 0.95;
 }
 
+/* The tier's grid top (--max, or what an instance has) and the other
+ * tier's fixed size within what an instance has (sim_config_node_dram). */
+static int check_sizes(const sim_tiers_opts *o, const sim_config *cfg, const sim_tiers *t, double *hi, sim_err *err)
+{
+    double mem = sim_config_node_dram(cfg), disk = sim_config_node_disk(cfg);
+    double node = o->ssd ? disk : mem, other = o->ssd ? mem : disk;
+    char who[160], whose[160];
+    sim_config_tier_holder(cfg, !o->ssd, who, sizeof who);
+    sim_config_tier_holder(cfg, o->ssd, whose, sizeof whose);
+    *hi = o->max > 0 ? o->max : node;
+    if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
+        return sim_errf(err,
+                        "%s: %.6g GB of %s is more than the %.6g GB %s has (hardware.%s, in proportion to its GPUs); "
+                        "give at most that (--set %s=SIZE), or a hardware preset with more",
+                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes", t->fixed / 1e9, o->ssd ? "DRAM" : "disk",
+                        other / 1e9, whose, o->ssd ? "dram_bytes" : "ssd_bytes",
+                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes");
+    if (!(*hi > 0)) return sim_errf(err, "%s gives no disk size (hardware.ssd_bytes): give --max", cfg->hw.name);
+    if (node > 0 && *hi > node * (1 + 1e-12))
+        return sim_errf(err,
+                        "--max: %.6g GB of %s is more than the %.6g GB %s has (hardware.%s, in proportion to its GPUs)",
+                        *hi / 1e9, o->ssd ? "disk" : "DRAM", node / 1e9, who, o->ssd ? "ssd_bytes" : "dram_bytes");
+    return 0;
+}
+
 /* The cluster and prices of the config into t->r, and the sizes. */
 static int tiers_setup(const sim_tiers_opts *o, slo_plan *pl, sim_tiers *t, sim_err *err)
 {
@@ -51,21 +76,10 @@ static int tiers_setup(const sim_tiers_opts *o, slo_plan *pl, sim_tiers *t, sim_
     r->instances_per_node = cfg.lmc.cpu_per_node ? cfg.instances_per_node : 1;
     t->P = r->aggregated ? cfg.n_instances : cfg.n_prefill, t->D = r->aggregated ? 0 : cfg.n_decode;
     t->fixed = o->ssd ? cfg.dram_bytes : cfg.ssd_bytes;
-    double mem = sim_config_node_dram(&cfg), disk = sim_config_node_disk(&cfg);
-    double node = o->ssd ? disk : mem, other = o->ssd ? mem : disk;
-    double hi = o->max > 0 ? o->max : node;
+    double hi = 0;
+    int rc = check_sizes(o, &cfg, t, &hi, err);
     sim_config_free(&cfg);
-    if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
-        return sim_errf(err,
-                        "%s: %.6g GB of %s is more than the %.6g GB a %s node has (hardware.%s); give at most that "
-                        "(--set %s=SIZE), or a hardware preset with more",
-                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes", t->fixed / 1e9, o->ssd ? "DRAM" : "disk",
-                        other / 1e9, r->hardware, o->ssd ? "dram_bytes" : "ssd_bytes",
-                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes");
-    if (!(hi > 0)) return sim_errf(err, "%s gives no disk size (hardware.ssd_bytes): give --max", r->hardware);
-    if (node > 0 && hi > node * (1 + 1e-12))
-        return sim_errf(err, "--max: %.6g GB of %s is more than the %.6g GB a %s node has (hardware.%s)", hi / 1e9,
-                        o->ssd ? "disk" : "DRAM", node / 1e9, r->hardware, o->ssd ? "ssd_bytes" : "dram_bytes");
+    if (rc) return -1;
     t->n = o->points + 1;
     t->size[0] = 0;
     for (int i = 1; i < t->n; i++) t->size[i] = hi / pow(2, t->n - 1 - i);
