@@ -319,6 +319,29 @@ static void test_float32_is_served_16_bit(void **state)
     tu_free(&r);
 }
 
+/* An AWQ or GPTQ checkpoint was imported as 16-bit weights without a word
+ * (8.03e9 parameters sized 16 GB, a 4-bit checkpoint's 4 times): refused,
+ * naming the method; FP8 is imported as before (test_import_moe). */
+static void test_quantized_refused(void **state)
+{
+    (void)state;
+    const char *const methods[] = {"awq", "gptq", "bitsandbytes"};
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++) {
+        char text[640], cmd[640], want[160];
+        snprintf(text, sizeof text,
+                 "{\"num_hidden_layers\": 2, \"hidden_size\": 256, \"num_attention_heads\": 4, "
+                 "\"intermediate_size\": 512, \"vocab_size\": 1000, "
+                 "\"quantization_config\": {\"quant_method\": \"%s\", \"bits\": 4}}",
+                 methods[i]);
+        char *path = tu_write_temp(text);
+        snprintf(cmd, sizeof cmd, "model import %s", path);
+        snprintf(want, sizeof want, "%s: quantization_config.quant_method '%s': kvsim sizes and prices 16-bit and FP8",
+                 path, methods[i]);
+        tu_expect_exit(cmd, 2, want);
+        unlink(path), free(path);
+    }
+}
+
 /* The context window (model.context_window): every preset gives one; each
  * fixture that keeps max_position_embeddings imports to its preset's
  * value; a yarn rope_scaling multiplies its original window by the factor
@@ -630,7 +653,7 @@ int main(void)
         cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
         cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
         cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
-        cmocka_unit_test(test_context_window),
+        cmocka_unit_test(test_context_window),    cmocka_unit_test(test_quantized_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -446,6 +446,20 @@ static void test_hitrate_db(void **state)
     if (!strstr(gp, want)) fail_msg("hitrate.gp lacks '%s':\n%s", want, gp);
     assert_non_null(strstr(gp, "(bytes of KV: llama3-70b, 320 KiB/token)"));
     free(gp);
+    /* the infinite row is the setup's own: with 3 local nodes placed in
+     * turn no node sees every request of a prompt, and its infinite cache
+     * hits less than the trace's bound (the row once held the bound) */
+    char ldb[640];
+    snprintf(ldb, sizeof ldb, "%s/local.db", dir);
+    snprintf(args, sizeof args,
+             "hitrate --trace %s/t.jsonl --capacity-tokens inf --nodes 3 --scope local --placement in_turn --db %s "
+             "--json",
+             dir, ldb);
+    json_t *j = tu_kvsim_json(args);
+    double inf = json_number_value(json_object_get(json_array_get(json_object_get(j, "points"), 0), "hit_rate_blocks"));
+    assert_true(inf < json_number_value(json_object_get(j, "max_hit_rate_blocks")) - 0.01);
+    assert_double_equal(su_num(ldb, "SELECT hit_rate_blocks FROM hitrate WHERE capacity_tokens IS NULL"), inf, 1e-9);
+    json_decref(j);
 }
 
 /* A database from before the hitrate table had model and

@@ -496,6 +496,21 @@ static void test_idle_keys_of_the_config(void **state)
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(r.err, want[i])) fail_msg("no '%s' in %s", want[i], r.err);
     tu_free(&r);
+    /* the other serving mode's keys: cluster.instances = 3 once ran the
+     * default 4P4D without a word, cluster.scope an aggregated cluster */
+    r = tu_kvsim("run --set trace.limit=5 --set cluster.instances=3 --set kvstore.load=never");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "warning: cluster.instances = 3 has no effect here: it counts an aggregated "
+                                  "cluster's instances; here cluster.prefill and cluster.decode do"));
+    assert_non_null(strstr(r.err, "warning: kvstore.load = \"never\" has no effect here"));
+    tu_free(&r);
+    r = tu_kvsim("run --set trace.limit=5 --config configs/clusters/lmcache-cpu-offload.json --set cluster.scope=local "
+                 "--set metrics.first_token=prefill");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "warning: cluster.scope = \"local\" has no effect here: an aggregated instance "
+                                  "keeps its own GPU prefix cache"));
+    assert_non_null(strstr(r.err, "warning: metrics.first_token = \"prefill\" has no effect here"));
+    tu_free(&r);
     /* where they act, no warning */
     r = tu_kvsim(
         "run --set trace.limit=5 --set model=mixtral-8x7b --set hardware=h100x2 --set cost.expert_parallel=true "
@@ -606,6 +621,50 @@ static void test_cost_shapes_no_run_forms(void **state)
     tu_free(&r);
 }
 
+/* A trace whose requests carry their own SLOs: the SLO line named only the
+ * config's, and the diagnosis said under 1% miss them while half the
+ * requests missed their own. Both now say how many are judged by their own
+ * (every other request here: counted as the test writes them). */
+static void test_own_slos_said(void **state)
+{
+    FILE *in = fopen("traces/default.jsonl", "r");
+    char *path = tu_write_temp(""), line[1 << 16], cmd[512];
+    FILE *out = fopen(path, "w");
+    int own = 0;
+    for (int i = 0; i < 200 && fgets(line, sizeof line, in); i++) {
+        json_t *r = json_loads(line, 0, NULL);
+        if (i % 2 == 0) json_object_set_new(r, "slo_ttft_ms", json_real(100)), own++;
+        char *t = json_dumps(r, JSON_COMPACT);
+        fprintf(out, "%s\n", t);
+        free(t), json_decref(r);
+    }
+    fclose(in), fclose(out);
+    snprintf(cmd, sizeof cmd, "run --trace %s --json", path);
+    json_t *j = tu_kvsim_json(cmd);
+    assert_int_equal(json_integer_value(json_object_get(j, "slo_own_requests")), own);
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "run --trace %s", path);
+    char want[160];
+    snprintf(want, sizeof want, "SLO        TTFT ≤ 30000 ms, TBT ≤ 100 ms (%d requests by their own from the trace)",
+             own);
+    tu_expect_stdout(cmd, want);
+    snprintf(want, sizeof want, "%d requests are judged by their own SLOs from the trace", own);
+    tu_expect_stdout(cmd, want);
+    unlink(path), free(path);
+}
+
+/* `trace stats` of a trace with no request printed means, percentiles and
+ * a hit rate of 0 with exit 0: refused, as `run` refuses it (exit 2). */
+static void test_stats_of_no_requests(void **state)
+{
+    char *empty = tu_write_temp(""), *blank = tu_write_temp("\n\n"), cmd[512];
+    snprintf(cmd, sizeof cmd, "trace stats %s --json", empty);
+    tu_expect_exit(cmd, 2, "no requests (an empty file, or only blank lines)");
+    snprintf(cmd, sizeof cmd, "trace stats %s", blank);
+    tu_expect_exit(cmd, 2, "no requests (an empty file, or only blank lines)");
+    unlink(empty), unlink(blank), free(empty), free(blank);
+}
+
 /* ---- item 8: a read-only file system --------------------------------------------------- */
 
 /* `kvsim CMD` for each of cmds on a read-only bind mount of dir (a private
@@ -687,6 +746,8 @@ int main(void)
         cmocka_unit_test(test_idle_keys_of_the_config),
         cmocka_unit_test(test_tier_over_node),
         cmocka_unit_test(test_longer_than_the_window),
+        cmocka_unit_test(test_stats_of_no_requests),
+        cmocka_unit_test(test_own_slos_said),
         cmocka_unit_test(test_cost_shapes_no_run_forms),
         cmocka_unit_test(test_read_only_file_system),
     };

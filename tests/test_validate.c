@@ -476,6 +476,26 @@ static void test_gate(void **state)
     assert_string_equal(json_string_value(json_array_get(json_object_get(g, "metrics"), 0)), "ttft_ms.p90");
     json_decref(j);
     tu_free(&r);
+    /* both defaults are judged: the loop once stopped at e2e_ms.mean, and an
+     * ITL error over the gate passed it (run16's -3.2% a 3% gate). On seed
+     * 1's draw Qwen3's ITL error (-0.24%) is over a 0.2% gate its e2e error
+     * (-0.13%) passes */
+    snprintf(args, sizeof args, "%s --only qwen3-14b-tp1-general-mnbt2048-run13 --max-error 0.2 --json", v);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 3);
+    j = json_loads(r.out, 0, NULL), g = json_object_get(j, "gate");
+    assert_int_equal(json_array_size(json_object_get(g, "metrics")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(g, "metrics"), 1)), "itl_ms.mean");
+    const json_t *f = json_array_get(json_object_get(g, "failures"), 0);
+    assert_string_equal(json_string_value(json_object_get(f, "metric")), "itl_ms.mean");
+    double want = json_number_value(json_object_get(
+        json_object_get(json_object_get(json_array_get(json_object_get(j, "experiments"), 0), "mpe"), "itl_ms"),
+        "mean"));
+    assert_double_equal(json_number_value(json_object_get(f, "error_pct")), want, 1e-9);
+    assert_true(want < -0.2);
+    assert_int_equal(json_array_size(json_object_get(g, "failures")), 1);
+    json_decref(j);
+    tu_free(&r);
     snprintf(args, sizeof args, "validate --measurements %s %s --max-error 1000", MEAS, SETS);
     tu_expect_exit(args, 3, "off: not expressible (");
     snprintf(args, sizeof args, "%s --max-error 10 --metric itl_ms.p99", v);

@@ -214,8 +214,10 @@ static void print_summary(const sim_config *cfg, const json_t *s)
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
     } else if (json_object_get(s, "pic")) /* MEPIC's own latency metric, beside TTFT */
         print_dist("E2E ms", json_object_get(s, "e2e_ms"));
-    printf("SLO        TTFT ≤ %.10g ms, TBT ≤ %.10g ms: attainment %.3f, goodput %.3f req/s\n", cfg->slo_ttft_ms,
-           cfg->slo_tbt_ms, J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
+    printf("SLO        TTFT ≤ %.10g ms, TBT ≤ %.10g ms", cfg->slo_ttft_ms, cfg->slo_tbt_ms);
+    if (J_INT(s, "slo_own_requests") > 0) /* the label once stood alone over them */
+        printf(" (%lld requests by their own from the trace)", J_INT(s, "slo_own_requests"));
+    printf(": attainment %.3f, goodput %.3f req/s\n", J_NUM(s, "slo_attainment"), J_NUM(s, "goodput_rps"));
     print_cache(s);
     char why[1024];
     sim_serving_explain(cfg, s, why, sizeof why);

@@ -255,7 +255,8 @@ static int gate(json_t *report, double max_pct, char **metrics, int n, bool json
     static char *const fallback[] = {"e2e_ms.mean", "itl_ms.mean"};
     char *kept[2];
     char *const *m = n ? metrics : kept;
-    for (int k = 0; !n && k < 2; k++)
+    bool dflt = !n; /* both defaults (the loop once stopped at the first: ITL was never judged) */
+    for (int k = 0; dflt && k < 2; k++)
         if (sim_validate_has_metric(report, fallback[k])) kept[n++] = fallback[k];
     if (m == kept && !n)
         return sim_usage_error("validate", "--max-error: no experiment measures e2e_ms.mean or "

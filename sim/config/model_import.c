@@ -90,6 +90,23 @@ static void read_fp8(const json_t *hf, hf_shape *s, char *note, size_t n)
              *note ? "; " : "", s->fp8_block ? " in 128x128 blocks (weight_quant fp8_block)" : "");
 }
 
+/* Weights quantized otherwise than FP8 (AWQ, GPTQ, bitsandbytes: 4 or 8
+ * bits with scales per group) are no model.dtype_bytes kvsim has: imported
+ * as torch_dtype they were sized 2 bytes a weight, 4 times a 4-bit
+ * checkpoint's, without a word. Refused, naming the method. */
+static int check_quant(const json_t *hf, const char *path, sim_err *err)
+{
+    const json_t *qc = json_object_get(hf, "quantization_config");
+    if (!qc || json_is_null(qc)) return 0;
+    const char *q = json_string_value(json_object_get(qc, "quant_method"));
+    if (q && !strcmp(q, "fp8")) return 0;
+    return sim_errf(err,
+                    "%s: quantization_config.quant_method '%s': kvsim sizes and prices 16-bit and FP8 weights only "
+                    "(model.dtype_bytes 2 or 1, model.weight_quant), and this checkpoint's are neither; import the "
+                    "unquantized model's config.json (its weights would then be counted at 2 bytes)",
+                    path, q ? q : "(none)");
+}
+
 /* An optional non-negative integer key: absent, null or 0 leave *out 0. */
 static int hf_opt(const json_t *hf, const char *path, const char *key, long *out, sim_err *err)
 {
@@ -280,8 +297,8 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
     if (!tied) snprintf(note, n, "tie_word_embeddings absent: false taken (the Llama, Qwen and Mistral default)");
     s->tied = json_is_true(tied);
-    if (hf_dtype(hf, path, &s->dtype_bytes, note, n, err) || read_mla(hf, path, s, note, n, err) ||
-        read_moe(hf, path, s, note, n, err))
+    if (check_quant(hf, path, err) || hf_dtype(hf, path, &s->dtype_bytes, note, n, err) ||
+        read_mla(hf, path, s, note, n, err) || read_moe(hf, path, s, note, n, err))
         return -1;
     read_fp8(hf, s, note, n);
     note_sliding(hf, note, n);

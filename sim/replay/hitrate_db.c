@@ -1,8 +1,8 @@
 /* sim/replay/hitrate_db.c — storing cache-only replay points in the hitrate
  * table of a results database (`kvsim hitrate --db`; see hitrate.h): one
  * hitrate id per invocation, rows keyed by the trace's fingerprint, the
- * policy and the rest of the setup, the infinite cache stored once as the
- * trace maximum. */
+ * policy and the rest of the setup, the setup's infinite cache stored
+ * once (capacity NULL). */
 #include "sim/replay/hitrate.h"
 
 #include <math.h>

@@ -220,6 +220,12 @@ void sim_serving_explain(const sim_config *cfg, const json_t *summary, char *buf
                      "(TTFT %s %.1f ms)",
                      attain, miss_share[cb], cfg->slo_tbt_ms, sb, json_number_value(json_object_get(tbt, sb)),
                      miss_share[ct], cfg->slo_ttft_ms, st, json_number_value(json_object_get(ttft, st)));
+    json_int_t own = json_integer_value(json_object_get(summary, "slo_own_requests"));
+    if (own > 0 && (size_t)u < n) /* the shares above test the config's SLOs, not the trace's own */
+        u += snprintf(buf + u, n - (size_t)u,
+                      "; %lld requests are judged by their own SLOs from the trace (slo_ttft_ms, slo_tbt_ms), which "
+                      "these shares do not test",
+                      (long long)own);
     u = say_rejected(cfg, summary, buf, u, n);
     if (ct == 0 && cb == 0) return; /* the trace's own SLOs, or the rejections above */
     const json_t *d = json_object_get(summary, "diagnosis");

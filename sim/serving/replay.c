@@ -91,9 +91,12 @@ static void arrive(const sim_serving_ops *m, void *st, sim_serving_run *run, sim
 {
     int64_t len = (int64_t)r->input_len + r->output_len, window = run->cfg->model.context_window;
     if (window > 0 && len > window) {
-        if (run->over_context.n++ == 0) run->over_context.first_line = r->line;
+        /* the lowest line, not the first to arrive (a closed replay reorders) */
+        if (run->over_context.n++ == 0 || r->line < run->over_context.first_line)
+            run->over_context.first_line = r->line;
         if (len > run->over_context.longest) run->over_context.longest = len;
     }
+    run->own_slo += r->slo_ttft_ms > 0 || r->slo_tbt_ms > 0;
     sim_results_arrival(run->db, sim_ns_to_ms(r->arrival_ns));
     m->arrive(st, r);
 }
@@ -268,6 +271,8 @@ int sim_serving_replay_bound(const sim_config *cfg, sim_results *db, json_t **su
         double sim_s = sim_ns_to_s(run.last_done - run.first_arrival);
         rc = sim_results_summary(db, sim_s, run.eng.processed, summary, err);
         if (rc == 0 && m->summarize) m->summarize(st, *summary);
+        if (rc == 0 && run.own_slo) /* absent when none: summaries are as they were */
+            json_object_set_new(*summary, "slo_own_requests", json_integer(run.own_slo));
         if (rc == 0) sim_serving_diagnose(cfg, db, sim_ns_to_s(run.last_arrival - run.first_arrival), *summary);
         if (rc == 0) sim_serving_add_caveats(cfg, *summary);
         if (rc == 0) note_skipped(t, *summary);

@@ -59,6 +59,7 @@ typedef struct sim_serving_run {
     struct {                /* requests longer than model.context_window (the over_context finding) */
         int64_t n, first_line, longest;
     } over_context;
+    int64_t own_slo; /* requests carrying their own slo_ttft_ms or slo_tbt_ms (summary "slo_own_requests") */
 } sim_serving_run;
 
 /* The constant part of the work bound: events and rows any replay may use. */

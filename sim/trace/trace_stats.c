@@ -162,6 +162,11 @@ int sim_trace_compute_stats_keep(const char *path, const sim_trace_opts *opts, s
         stats_add(&acc, out, r, opts->block_tokens);
         keep_or_free(kept, nkept, &cap, r);
     }
+    /* no request: its means, percentiles and hit rates are undefined (they
+     * once printed as 0 with exit 0), refused as `kvsim run` refuses it */
+    if (rc == 0 && out->requests == 0 && !sim_trace_all_skipped(t, err))
+        rc = sim_errf(err, "trace %s: no requests (an empty file, or only blank lines)", sim_trace_name(t));
+    else if (rc == 0 && out->requests == 0) rc = -1;
     if (rc == 0) {
         stats_finish(&acc, out);
         out->skipped = sim_trace_skipped(t);

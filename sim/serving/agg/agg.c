@@ -328,6 +328,12 @@ static const sim_idle_key idle_keys[] = {
                    "disaggregated model's; cost.estimator_noise still applies)"},
     {"decode.kv_allocation", "an aggregated instance allocates 16-token pages as it goes (kvstore.pic_block_tokens)"},
     {"decode.preemption", "an aggregated instance preempts by recompute, as vLLM v1 does"},
+    /* a disaggregated cluster's (a run once took them without a word) */
+    {"cluster.scope", "an aggregated instance keeps its own GPU prefix cache; what instances share is the LMCache "
+                      "layer's (kvstore.cpu_scope, kvstore.remote)"},
+    {"metrics.first_token", "an aggregated instance's first token is its prefill's: there is no decode instance to "
+                            "send it"},
+    {"decode.kv_receive", "an aggregated instance receives no KV: it decodes what it prefilled"},
     {NULL, NULL},
 };
 

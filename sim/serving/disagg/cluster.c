@@ -251,6 +251,21 @@ static const sim_idle_key idle_keys[] = {
                               "the KV store's pages are shared by kvstore.* and cluster.scope"},
     {"engine.max_num_batched_tokens", "the token budget is an aggregated instance's; prefill chunks are "
                                       "cluster.prefill_chunk here"},
+    /* an aggregated cluster's, and its LMCache layer's (kvstore.lmcache is
+     * refused here): a run once took them without a word (cluster.instances
+     * = 3 ran 4P4D) */
+    {"cluster.instances", "it counts an aggregated cluster's instances; here cluster.prefill and cluster.decode do"},
+    {"cluster.instances_per_node", "it groups aggregated instances round one LMCache CPU pool (kvstore.cpu_scope)"},
+    {"kvstore.cpu_scope", "LMCache's CPU pool is an aggregated instance's (kvstore.lmcache); here the store's "
+                          "sharing is cluster.scope"},
+    {"kvstore.chunk_tokens", "LMCache's chunk is an aggregated instance's (kvstore.lmcache); here the store moves "
+                             "kvstore.block_tokens blocks"},
+    {"kvstore.transfer", "how LMCache's chunks reach HBM is an aggregated instance's (kvstore.lmcache)"},
+    {"kvstore.load", "LMCache's load rule is an aggregated instance's (kvstore.lmcache)"},
+    {"kvstore.prefetch", "LMCache's prefetch is an aggregated instance's (kvstore.lmcache)"},
+    {"kvstore.remote.bytes", "LMCache's remote store is an aggregated instance's (kvstore.lmcache)"},
+    {"kvstore.remote.Gbps", "LMCache's remote store is an aggregated instance's (kvstore.lmcache)"},
+    {"kvstore.remote.latency_us", "LMCache's remote store is an aggregated instance's (kvstore.lmcache)"},
     {NULL, NULL},
 };
 
