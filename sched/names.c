@@ -3,8 +3,9 @@
  * and the keys of policy.params, which must each be a parameter some
  * registered policy declares (sched/ kinds and eviction policies), so a
  * misspelt parameter is an error instead of a silent default. A parameter
- * of a policy not selected in this run is accepted: a sweep may vary the
- * policy while keeping its parameters. */
+ * of a policy not selected in this run is accepted (a sweep may vary the
+ * policy while keeping its parameters), and `kvsim run` says it has no
+ * effect (sched_params_unselected). */
 #include <string.h>
 
 #include <jansson.h>
@@ -63,6 +64,39 @@ int sched_params_check(const json_t *params, sim_err *err)
                             sim_did_you_mean(key, ns.v, ns.n));
     }
     return 0;
+}
+
+/* The parameters of the policies a run selects (an unknown name adds
+ * nothing: the run refuses it elsewhere). */
+static void selected_params(names *ns, const char *const sel[5])
+{
+    const sched_router_ops *r = sched_router_lookup(sel[0]);
+    const sched_decode_ops *d = sched_decode_lookup(sel[1]);
+    const sched_admission_ops *a = sched_admission_lookup(sel[2]);
+    const sched_pd_ops *p = sched_pd_lookup(sel[3]);
+    const kv_evict_entry *e = kv_evict_lookup(sel[4]);
+    if (r) add_params(ns, r->params);
+    if (d) add_params(ns, d->params);
+    if (a) add_params(ns, a->params);
+    if (p) add_params(ns, p->params);
+    if (e) add_params(ns, e->params);
+}
+
+const char *sched_params_unselected(const json_t *params, const char *const selected[5], char *buf, size_t n)
+{
+    names ns = {0};
+    selected_params(&ns, selected);
+    const char *key;
+    const json_t *v;
+    size_t u = 0;
+    buf[0] = 0;
+    json_object_foreach((json_t *)params, key, v)
+    {
+        bool taken = false;
+        for (size_t i = 0; i < ns.n && !taken; i++) taken = !strcmp(ns.v[i], key);
+        if (!taken && u < n) u += (size_t)snprintf(buf + u, n - u, "%s%s", u ? ", " : "", key);
+    }
+    return buf[0] ? buf : NULL;
 }
 
 const char *sched_suggest(sched_kind kind, const char *name)

@@ -37,5 +37,9 @@ const char *sched_suggest(sched_kind kind, const char *name);
 /* Every key of policy.params is a parameter some registered policy
  * declares; else an error naming it, with a suggestion. */
 int sched_params_check(const json_t *params, sim_err *err);
+/* The keys of policy.params that none of the selected policies (router,
+ * decode, admission, PD controller, eviction, by name) declares, joined
+ * with ", " into buf; NULL when every key is one of theirs. */
+const char *sched_params_unselected(const json_t *params, const char *const selected[5], char *buf, size_t n);
 
 #endif

@@ -511,6 +511,16 @@ static void test_idle_keys_of_the_config(void **state)
                                   "keeps its own GPU prefix cache"));
     assert_non_null(strstr(r.err, "warning: metrics.first_token = \"prefill\" has no effect here"));
     tu_free(&r);
+    /* a parameter of a policy the run does not select (accepted, for sweeps
+     * that vary the policy; it was taken without a word) */
+    r = tu_kvsim("run --set trace.limit=5 --set policy.router=random --set policy.params.load_threshold=0.1");
+    assert_non_null(strstr(r.err, "warning: policy.params load_threshold: no effect here, no policy this run selects "
+                                  "takes it (router random, decode least_loaded, admission none"));
+    tu_free(&r);
+    r = tu_kvsim(
+        "run --set trace.limit=5 --set policy.router=kvcentric --set policy.params.kvcache_balancing_threshold=2");
+    assert_null(strstr(r.err, "policy.params"));
+    tu_free(&r);
     /* where they act, no warning */
     r = tu_kvsim(
         "run --set trace.limit=5 --set model=mixtral-8x7b --set hardware=h100x2 --set cost.expert_parallel=true "

@@ -294,6 +294,30 @@ static json_t *validate_jq(const char *filter)
     return tu_shell_json(edited_cmd(cmd, sizeof cmd, edit, "validation/vllm-h100-train.json", "--json"));
 }
 
+/* Another part of a GPU family is not its preset: an H100 PCIe (2.0 TB/s)
+ * and an A100 of 40 GB were read as the SXM 80 GB presets, "its GPU". */
+static void test_other_part_of_the_family(void **state)
+{
+    (void)state;
+    static const char *const hw[] = {"NVIDIA H100 PCIe", "A100-SXM4-40GB", "A100-SXM4-80GB"};
+    static const char *const why[] = {
+        "'NVIDIA H100 PCIe' is a PCIe card and the preset h100x1 is not (its HBM bandwidth and clocks differ)",
+        "'A100-SXM4-40GB' has 40 GB of HBM a GPU and the preset a100x1 80 GiB", NULL};
+    for (int i = 0; i < 3; i++) {
+        char edit[256], cmd[1024];
+        snprintf(edit, sizeof edit, "jq '.experiments[2].hardware = \"%s\" | .experiments |= .[2:3]'", hw[i]);
+        json_t *j =
+            tu_shell_json(edited_cmd(cmd, sizeof cmd, edit, "validation/vllm-h100-train.json", "--draws 1 --json"));
+        const json_t *e = json_array_get(json_object_get(j, "experiments"), 0);
+        const char *status = json_string_value(json_object_get(e, "status"));
+        if (why[i]) {
+            assert_string_equal(status, "not expressible");
+            assert_non_null(strstr(json_string_value(json_object_get(e, "why")), why[i]));
+        } else assert_string_equal(status, "ok"); /* the same part: read as its preset, as before */
+        json_decref(j);
+    }
+}
+
 /* An experiment's tp on a hardware preset of larger nodes is tensor
  * parallelism over tp of a node's GPUs (cluster.gpus_per_instance): the
  * Llama run at tp 2 on h100x8 predicts what it predicts on h100x2; a tp
@@ -495,6 +519,18 @@ static void test_gate(void **state)
     assert_true(want < -0.2);
     assert_int_equal(json_array_size(json_object_get(g, "failures")), 1);
     json_decref(j);
+    tu_free(&r);
+    /* an experiment measuring none of the judged metrics was judged on
+     * nothing and passed: it fails, saying so */
+    char edited[1024];
+    r = tu_shell(edited_cmd(edited, sizeof edited,
+                            "jq '.experiments[2] as $e | .experiments = [$e, ($e | .id = \"ttft_only\" | .measured "
+                            "= {requests: 300, ttft_ms: {mean: 10}})]'",
+                            "validation/vllm-h100-train.json", "--draws 1 --max-error 1000 > /dev/null"));
+    assert_int_equal(r.status, 3);
+    assert_string_equal(r.err, "kvsim validate: ttft_only: not judged (it measures none of the judged metrics, "
+                               "e2e_ms.mean, itl_ms.mean; name what it measures with --metric): the gate counts it "
+                               "as failed\n");
     tu_free(&r);
     snprintf(args, sizeof args, "validate --measurements %s %s --max-error 1000", MEAS, SETS);
     tu_expect_exit(args, 3, "off: not expressible (");
@@ -817,6 +853,28 @@ static void test_user_errors(void **state)
                    "kvsim validate: --set: unknown config key 'nosuch.key'");
     tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set engine.measured.iter_overhead_ms=-1",
                    2, "config key 'engine.measured.iter_overhead_ms': -1 is out of range");
+    /* a count that is no whole number is a broken file, as a fractional
+     * seed was (a tp of 1.5 ran as 1) */
+    cli_result t =
+        tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[2].tp = 1.5'", "validation/vllm-h100-train.json", ""));
+    assert_int_equal(t.status, 2);
+    assert_non_null(strstr(t.err, "experiment 'qwen3-14b-tp1-general-mnbt2048-run13': experiment.tp: 1.5 is not a "
+                                  "whole number"));
+    tu_free(&t);
+    /* another model or GPU was replayed under the file's names (an audit:
+     * llama3.2-1b on b200x1 reported as qwen3-14b on h100) */
+    tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set model=llama3.2-1b", 2,
+                   "kvsim validate: --set model: each experiment is replayed on the model and GPU it measured");
+    tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set hardware=b200x1", 2,
+                   "kvsim validate: --set hardware: each experiment is replayed on the model and GPU it measured");
+    /* the user's --set is in each experiment's config, after its own (and
+     * before the replayed requests' trace.limit) */
+    json_t *c = tu_kvsim_json("validate --measurements validation/vllm-ci-latency.json --draws 1 --set "
+                              "engine.measured.seq_overhead_ms=0.06 --json");
+    const json_t *cfg = json_object_get(json_array_get(json_object_get(c, "experiments"), 0), "config");
+    assert_string_equal(json_string_value(json_array_get(cfg, json_array_size(cfg) - 2)),
+                        "engine.measured.seq_overhead_ms=0.06");
+    json_decref(c);
     cli_result r =
         tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[1].measured.e2e_ms.mean = \"fast\"'", ci, ""));
     assert_int_equal(r.status, 2);
@@ -893,6 +951,7 @@ int main(void)
         cmocka_unit_test(test_model_names),
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_tp_on_larger_node),
+        cmocka_unit_test(test_other_part_of_the_family),
         cmocka_unit_test(test_caveats_per_experiment),
         cmocka_unit_test(test_kv_cache_dtype),
         cmocka_unit_test(test_expert_parallel),

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sched/registry.h"
 #include "sim/cli/cli.h"
 #include "sim/serving/serving.h"
 #include "sim/config/config.h"
@@ -307,6 +308,15 @@ static void warn_idle_keys(const sim_config *cfg)
             fprintf(stderr, "kvsim run: warning: %s = %s has no effect here: %s\n", k->key, v ? v : "?", k->why);
             free(v);
         }
+    /* a parameter of a policy not selected (accepted: a sweep may vary the
+     * policy and keep its parameters; it was taken without a word) */
+    const char *const sel[5] = {cfg->router, cfg->decode_policy, cfg->admission, cfg->pd_controller, cfg->eviction};
+    char unused[512];
+    if (sched_params_unselected(cfg->params, sel, unused, sizeof unused))
+        fprintf(stderr,
+                "kvsim run: warning: policy.params %s: no effect here, no policy this run selects takes %s "
+                "(router %s, decode %s, admission %s, pd %s, eviction %s; kvsim policies lists which do)\n",
+                unused, strchr(unused, ',') ? "them" : "it", sel[0], sel[1], sel[2], sel[3], sel[4]);
 }
 
 /* Configure, replay, record. Returns an exit status. */

@@ -41,8 +41,8 @@ static const char validate_usage[] =
     "                       (tensor-parallel GPUs) or workload\n"
     "  --max-error PCT      a gate for CI: exit 3 when an experiment's |error| on a\n"
     "                       --metric exceeds PCT percent, or an experiment is not\n"
-    "                       expressible or not replayed; stderr names each (the\n"
-    "                       report is printed as always)\n"
+    "                       expressible, not replayed or measures none of them;\n"
+    "                       stderr names each (the report is printed as always)\n"
     "  --metric NAME.STAT   a metric the gate judges, e.g. ttft_ms.p90 (repeatable;\n"
     "                       default e2e_ms.mean and itl_ms.mean, those the file\n"
     "                       measures)\n"
@@ -294,6 +294,20 @@ static int gate(json_t *report, double max_pct, char **metrics, int n, bool json
 static int check_sets(char **sets, int n)
 {
     if (!n) return SIM_EXIT_OK;
+    /* the presets each experiment names are what it measured: --set model=
+     * once replayed another model under the file's name, in the text, the
+     * JSON and --by (an error of 86.6% labelled qwen3-14b on h100) */
+    for (int i = 0; i < n; i++) {
+        size_t k = strcspn(sets[i], "=");
+        if ((k == 5 && !strncmp(sets[i], "model", 5)) || (k == 8 && !strncmp(sets[i], "hardware", 8))) {
+            char msg[320];
+            snprintf(msg, sizeof msg,
+                     "--set %.*s: each experiment is replayed on the model and GPU it measured (its \"model\" "
+                     "and \"hardware\"); to price another, use kvsim run or kvsim cost with --set %.*s=NAME",
+                     (int)k, sets[i], (int)k, sets[i]);
+            return sim_usage_error("validate", msg);
+        }
+    }
     sim_config cfg;
     sim_err err = {{0}};
     if (!sim_config_load(&cfg, NULL, sets, n, &err)) return sim_config_free(&cfg), SIM_EXIT_OK;

@@ -69,6 +69,18 @@ static int num_at(const vexp *e, const json_t *obj, const char *key, bool requir
     return 0;
 }
 
+/* num_at for a count: a whole number (a tp of 1.5 once ran as 1, and
+ * 300.5 requests were taken, where a seed of 1.5 was refused). */
+static int int_at(const vexp *e, const json_t *obj, const char *key, bool required, double lo, double hi, double *out,
+                  sim_err *err)
+{
+    if (num_at(e, obj, key, required, lo, hi, out, err)) return -1;
+    if (json_object_get(obj, key) && *out != floor(*out))
+        return sim_errf(err, "%s: experiment '%s': %s.%s: %g is not a whole number", e->file, e->id, e->block, key,
+                        *out);
+    return 0;
+}
+
 /* An optional string field: *out stays NULL when absent. */
 static int string_at(const vexp *e, const json_t *obj, const char *key, const char **out, sim_err *err)
 {
@@ -203,11 +215,11 @@ static int read_engine(vexp *e, const json_t *eng, sim_err *err)
     e->block = "engine";
     if (!json_is_object(eng)) return sim_errf(err, "%s: experiment '%s': engine: expected an object", e->file, e->id);
     known_keys(e, eng, engine_keys, "docs/validation.md lists the knobs kvsim reads");
-    if (num_at(e, eng, "max_num_batched_tokens", true, 1, 1 << 24, &budget, err) ||
-        num_at(e, eng, "max_num_seqs", true, 1, 1 << 20, &seqs, err) ||
-        num_at(e, eng, "max_model_len", false, 1, 1 << 24, &len, err) ||
+    if (int_at(e, eng, "max_num_batched_tokens", true, 1, 1 << 24, &budget, err) ||
+        int_at(e, eng, "max_num_seqs", true, 1, 1 << 20, &seqs, err) ||
+        int_at(e, eng, "max_model_len", false, 1, 1 << 24, &len, err) ||
         num_at(e, eng, "gpu_memory_utilization", false, 0.01, 1, &util, err) ||
-        num_at(e, eng, "block_size", false, 1, 4096, &block, err) ||
+        int_at(e, eng, "block_size", false, 1, 4096, &block, err) ||
         num_at(e, eng, "cpu_offload_gib", false, 0, 1e6, &offload, err) ||
         bool_at(e, eng, "enable_prefix_caching", &prefix, err) ||
         bool_at(e, eng, "enable_chunked_prefill", &chunked, err) ||
@@ -296,9 +308,9 @@ static int read_latency(vexp *e, const json_t *w, sim_err *err)
     static const char *const keys[] = {"kind", "batch_size", "input_len", "output_len", NULL};
     double batch = 0, in = 0, out = 0;
     known_keys(e, w, keys, "batch_size, input_len and output_len");
-    if (num_at(e, w, "batch_size", true, 1, 1 << 20, &batch, err) ||
-        num_at(e, w, "input_len", true, 1, SIM_TRACE_MAX_TOKENS, &in, err) ||
-        num_at(e, w, "output_len", true, 1, SIM_TRACE_MAX_TOKENS, &out, err))
+    if (int_at(e, w, "batch_size", true, 1, 1 << 20, &batch, err) ||
+        int_at(e, w, "input_len", true, 1, SIM_TRACE_MAX_TOKENS, &in, err) ||
+        int_at(e, w, "output_len", true, 1, SIM_TRACE_MAX_TOKENS, &out, err))
         return -1;
     e->gen.system_prompts = 1;
     e->gen.users_per_prompt = (int)batch;
@@ -334,11 +346,11 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
                                kind),
                0;
     known_keys(e, w, workload_keys, "docs/validation.md lists the fields");
-    if (num_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
-        num_at(e, w, "question_len", true, 1, 1 << 24, &q, err) ||
-        num_at(e, w, "output_len", true, 1, 1 << 24, &out, err) ||
-        num_at(e, w, "num_unique_system_prompts", true, 1, 1 << 20, &prompts, err) ||
-        num_at(e, w, "num_users_per_system_prompt", true, 1, 1 << 20, &users, err) ||
+    if (int_at(e, w, "system_prompt_len", true, 0, 1 << 24, &sys, err) ||
+        int_at(e, w, "question_len", true, 1, 1 << 24, &q, err) ||
+        int_at(e, w, "output_len", true, 1, 1 << 24, &out, err) ||
+        int_at(e, w, "num_unique_system_prompts", true, 1, 1 << 20, &prompts, err) ||
+        int_at(e, w, "num_users_per_system_prompt", true, 1, 1 << 20, &users, err) ||
         bool_at(e, w, "multi_turn", &e->gen.multi_turn, err) || num_at(e, w, "seed", false, 0, 0x1p53, &seed, err) ||
         read_stages(e, json_object_get(w, "load"), err))
         return -1;
@@ -401,11 +413,40 @@ static void gpu_family(const char *hwname, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)family_len(base, strcspn(base, ".")), base);
 }
 
+/* Whether the name says another part of the family than the preset at
+ * path: the PCIe card where the preset is the SXM module (an H100 PCIe has
+ * 2.0 TB/s of HBM against the SXM's 3.35), or an HBM size ("40GB") other
+ * than the preset's. Either was once read as "its GPU". Says which in why. */
+static bool other_part(const char *name, const char *preset, const char *path, char *why, size_t n)
+{
+    json_t *o = json_load_file(path, 0, NULL);
+    const char *about = json_string_value(json_object_get(o, "about"));
+    double bytes = json_number_value(json_object_get(o, "hbm_bytes_per_gpu")), gb = bytes / 1e9, gib = bytes / 0x1p30;
+    bool pcie = has_word(name, "pcie") && about && strcasestr(about, "sxm"); /* the presets' host link is PCIe */
+    int said = 0;
+    for (const char *p = name; *p && !said; p++) /* "40GB", "40 GB": the first size the name gives */
+        if (isdigit((unsigned char)*p) && (p == name || !isalnum((unsigned char)p[-1]))) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            while (*end == ' ') end++;
+            if (!strncasecmp(end, "gb", 2) && !isalnum((unsigned char)end[2])) said = (int)v;
+        }
+    json_decref(o);
+    if (pcie)
+        snprintf(why, n, "'%.64s' is a PCIe card and the preset %s is not (its HBM bandwidth and clocks differ)", name,
+                 preset);
+    else if (said > 0 && gb > 0 && fabs(said - gb) > 0.05 * gb && fabs(said - gib) > 0.05 * gib) /* GB or GiB */
+        snprintf(why, n, "'%.64s' has %d GB of HBM a GPU and the preset %s %.0f %s", name, said, preset,
+                 fabs(gib - round(gib)) < 0.01 ? gib : gb, fabs(gib - round(gib)) < 0.01 ? "GiB" : "GB");
+    else return false;
+    return true;
+}
+
 /* A hardware name that is no preset ("H100", "NVIDIA H100 80GB HBM3") read
  * as its GPU's preset at the experiment's tp: the longest family of
  * configs/hardware/ (h100, gb200, …: a preset's name less "x<GPUs>") that
  * the name holds as a word, then "x" tp. Said in hw_via; false when none. */
-static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t n)
+static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t n, char *why, size_t wn)
 {
     char names[4096], best[32] = "", path[4096];
     sim_err ignored;
@@ -419,6 +460,8 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
     }
     if (!best[0]) return false;
     snprintf(out, n, "%sx%d", best, tp);
+    if (!sim_preset_path("hardware", out, path, sizeof path, &ignored) && other_part(name, out, path, why, wn))
+        return false;
     if (!sim_preset_path("hardware", out, path, sizeof path, &ignored)) {
         snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU, tp = %d)", name, out,
                  tp);
@@ -428,6 +471,7 @@ static bool hardware_family(vexp *e, const char *name, int tp, char *out, size_t
     for (int node = 8; node > tp; node /= 2) {
         snprintf(out, n, "%sx%d", best, node);
         if (node % tp || sim_preset_path("hardware", out, path, sizeof path, &ignored)) continue;
+        if (other_part(name, out, path, why, wn)) return false;
         snprintf(e->hw_via, sizeof e->hw_via, "hardware '%.64s' read as the preset %s (its GPU), tp = %d of its %d",
                  name, out, tp, node);
         return true;
@@ -466,7 +510,7 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     char path[4096], preset[64];
     e->block = "experiment";
     if (!model) return sim_errf(err, "%s: experiment '%s': model: missing", e->file, e->id);
-    if (num_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
+    if (int_at(e, x, "tp", false, 1, 64, &tp, err)) return -1;
     e->tp = (int)tp;
     snprintf(e->model, sizeof e->model, "%s", model);
     if (!model_preset(e, model, hf, preset, sizeof preset)) {
@@ -480,8 +524,9 @@ static int read_target(vexp *e, const json_t *x, sim_err *err)
     snprintf(hwname, sizeof hwname, "%s", json_is_string(hw) ? json_string_value(hw) : "");
     if (!hwname[0]) snprintf(hwname, sizeof hwname, "h100x%d", (int)tp);
     if (sim_preset_path("hardware", hwname, path, sizeof path, err)) {
-        char family[64];
-        if (!hardware_family(e, hwname, (int)tp, family, sizeof family)) {
+        char family[64], why[256] = "";
+        if (!hardware_family(e, hwname, (int)tp, family, sizeof family, why, sizeof why)) {
+            if (why[0]) return not_expressible(e, "%s: no preset in configs/hardware/ is that part", why), 0;
             return not_expressible(e, "no hardware preset '%s' for tp = %d in configs/hardware/", hwname, (int)tp), 0;
         }
         snprintf(hwname, sizeof hwname, "%s", family);
@@ -505,7 +550,7 @@ static int read_measured(vexp *e, const json_t *m, sim_err *err)
     double n = 0;
     e->block = "measured";
     if (!json_is_object(m)) return sim_errf(err, "%s: experiment '%s': measured: expected an object", e->file, e->id);
-    if (num_at(e, m, "requests", true, 1, 1e9, &n, err)) return -1;
+    if (int_at(e, m, "requests", true, 1, 1e9, &n, err)) return -1;
     e->requests = (int64_t)n;
     e->measured = m;
     /* every statistic a positive number, checked with the file (it once
@@ -576,6 +621,29 @@ bool sim_validate_has_metric(const json_t *report, const char *metric)
     return false;
 }
 
+/* An "ok" experiment that has none of the judged metrics measured and
+ * predicted was judged on nothing and passed (an experiment measuring only
+ * TTFT, 480% off, under the default gate): it fails, saying so. */
+static void fail_unjudged(const json_t *report, char *const *metrics, int n, json_t *fails)
+{
+    const json_t *row;
+    size_t i;
+    json_array_foreach(json_object_get(report, "experiments"), i, row)
+    {
+        if (strcmp(json_string_value(json_object_get(row, "status")), "ok")) continue;
+        bool judged = false;
+        for (int k = 0; k < n && !judged; k++) judged = metric_value(row, "mpe", metrics[k]) != NULL;
+        if (judged) continue;
+        char why[512];
+        int u = snprintf(why, sizeof why, "it measures none of the judged metrics, ");
+        for (int k = 0; k < n && u < (int)sizeof why; k++)
+            u += snprintf(why + u, sizeof why - (size_t)u, "%s%s", k ? ", " : "", metrics[k]);
+        if (u < (int)sizeof why) snprintf(why + u, sizeof why - (size_t)u, "; name what it measures with --metric");
+        json_array_append_new(
+            fails, json_pack("{s:O, s:s, s:s}", "id", json_object_get(row, "id"), "status", "not judged", "why", why));
+    }
+}
+
 int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics, int n, json_t **out, sim_err *err)
 {
     json_t *fails = json_array();
@@ -605,6 +673,7 @@ int sim_validate_gate(const json_t *report, double max_pct, char *const *metrics
                        row) if (strcmp(json_string_value(json_object_get(row, "status")), "ok"))
         json_array_append_new(fails, json_pack("{s:O, s:O, s:O}", "id", json_object_get(row, "id"), "status",
                                                json_object_get(row, "status"), "why", json_object_get(row, "why")));
+    fail_unjudged(report, metrics, n, fails);
     *out = fails;
     return 0;
 }

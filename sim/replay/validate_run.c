@@ -327,6 +327,8 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
 {
     json_t *cfg = json_array();
     for (int i = 0; i < e->nsets; i++) json_array_append_new(cfg, json_string(e->sets[i]));
+    for (int i = 0; i < o->nsets; i++) /* then the user's, which win (it once left them out) */
+        json_array_append_new(cfg, json_string(o->sets[i]));
     json_object_set_new(row, "id", json_string(e->id));
     json_object_set_new(row, "model", json_string(e->model));
     if (e->model_via[0]) json_object_set_new(row, "model_via", json_string(e->model_via));
