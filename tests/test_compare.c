@@ -234,29 +234,32 @@ static void test_flip(void **state)
     json_t *j = compare_json(db, "--metric ttft_ms.mean");
     const json_t *cm =
         json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
-    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
-                        "B better than A up to speed 2, worse from speed 4: the order flips between speed 2 and 4; "
-                        "not distinguishable (interval includes 0) at speed 3; the seeds do not vary this workload "
-                        "at speed 1, 2");
+    assert_string_equal(
+        json_string_value(json_object_get(cm, "flips")),
+        "B better than A up to speed 2, worse from speed 4: the order flips between speed 2 and 4; "
+        "not distinguishable (interval includes 0) at speed 3; the seeds vary neither side of this metric "
+        "at speed 1, 2");
     assert_double_equal(num(row_of(j, 0, 0), "lo"), -2, 1e-12);
     assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 1), "verdict")),
-                        "the seeds do not vary this workload");
+                        "the seeds vary neither side of this metric");
     const json_t *r3 = row_of(j, 0, 2);
     assert_double_equal(num(r3, "diff"), 4, 1e-12);
     assert_double_equal(num(r3, "hi"), 4 + 12.706205, 1e-5);
     const json_t *ctx2 = json_array_get(json_object_get(j, "contexts"), 1);
     assert_string_equal(json_string_value(json_object_get(ctx2, "label")), "cluster.scope=global");
     const json_t *cm2 = json_array_get(json_object_get(ctx2, "comparisons"), 0);
-    assert_string_equal(json_string_value(json_object_get(cm2, "flips")),
-                        "B better than A at every load (speed 1–4); the seeds do not vary this workload at speed 1, "
-                        "2, 3, 4");
+    assert_string_equal(
+        json_string_value(json_object_get(cm2, "flips")),
+        "B better than A at every load (speed 1–4); the seeds vary neither side of this metric at speed 1, "
+        "2, 3, 4");
     json_decref(j);
     /* --speed keeps the loads named: no flip left. */
     j = compare_json(db, "--metric ttft_ms.mean --speed 1,2");
     cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
     assert_int_equal(json_array_size(json_object_get(cm, "rows")), 2);
-    assert_string_equal(json_string_value(json_object_get(cm, "flips")),
-                        "B better than A at every load (speed 1–2); the seeds do not vary this workload at speed 1, 2");
+    assert_string_equal(
+        json_string_value(json_object_get(cm, "flips")),
+        "B better than A at every load (speed 1–2); the seeds vary neither side of this metric at speed 1, 2");
     json_decref(j);
     /* a load without an order is no part of one: better at the two that
      * have it, not "at every load" */
@@ -264,7 +267,7 @@ static void test_flip(void **state)
     cm = json_array_get(json_object_get(json_array_get(json_object_get(j, "contexts"), 0), "comparisons"), 0);
     assert_string_equal(json_string_value(json_object_get(cm, "flips")),
                         "B better than A at speed 1, 2; not distinguishable (interval includes 0) at speed 3; the "
-                        "seeds do not vary this workload at speed 1, 2");
+                        "seeds vary neither side of this metric at speed 1, 2");
     json_decref(j);
     /* no load with an order: said so, no order at all */
     char *db2 = make_db();
@@ -445,7 +448,7 @@ static void test_seeds_do_not_vary(void **state)
     for (int s = 1; s <= 3; s++) add_run(db, "A", 1, s, 10, 1, "local"), add_run(db, "B", 1, s, 6.4, 1, "local");
     json_t *j = compare_json(db, "--metric ttft_ms.mean");
     assert_string_equal(json_string_value(json_object_get(row_of(j, 0, 0), "verdict")),
-                        "the seeds do not vary this workload");
+                        "the seeds vary neither side of this metric");
     json_decref(j);
     snprintf(cmd, sizeof cmd, "compare --db %s --by policy.router --metric ttft_ms.mean", db);
     cli_result t = tu_kvsim(cmd);

@@ -88,6 +88,11 @@ static void test_silent_values_refused(void **state)
     tu_expect_exit("trace gen --workload multiround-qa --rate 1e-300 --requests 3 -o -", 2, "--rate 1e-300");
     tu_expect_exit("trace gen --max-input 100000000 --requests 2 -o -", 2,
                    "--max-input and --max-output must be at most 16777216");
+    /* no room for a block of shared prompt: it once wrote a trace with no
+     * reuse at all, its hit rate 0, without a word */
+    tu_expect_exit("trace gen --max-input 100 --requests 2 -o -", 2,
+                   "--max-input 100 leaves no room for a shared prompt: a prompt is whole blocks of --block-tokens 512 "
+                   "before at least one token of its own; give --max-input above 512");
     tu_expect_exit("trace gen --workload rag --max-passage 9000000 --k 2 -o -", 2,
                    "--system-tokens + --k x --max-passage at most 16744448");
     /* kvsim config checks policies as kvsim run does */

@@ -97,17 +97,19 @@ static void test_plan_slo_tp(void **state)
 /* plan slo --hardware over a priced and an unpriced kind compares both by
  * GPUs: a800x8 has no price_per_hour, and its 2P2D (32 GPUs) once won
  * against h100x8's 1P2D ($147.72 an hour, 24 GPUs) on 32 < 147.72. Priced
- * alike (a copy of a800x8 at $40 an instance-hour, by path), dollars. */
+ * alike (a copy of a800x8 at $40 an instance-hour, by path), dollars. One
+ * confirmation each (the default eight choose h100x8's 1P2D; one, 1P1D). */
 static void test_plan_slo_unpriced_kind(void **state)
 {
     (void)state;
-    const char *base = "plan slo --speed 2 --ttft-p90-ms 600 --tbt-p99-ms 20 --jobs 2 --hardware h100x8,";
+    const char *base =
+        "plan slo --speed 2 --ttft-p90-ms 600 --tbt-p99-ms 20 --jobs 2 " TU_ONE_CONFIRMATION "--hardware h100x8,";
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%sa800x8", base);
     cli_result r = tu_kvsim(cmd);
     assert_int_equal(r.status, 0);
     assert_non_null(
-        strstr(r.out, "1P2D = 24 GPUs ($147.72 an hour; $29.876 per million output tokens)  <- fewest GPUs"));
+        strstr(r.out, "1P1D = 16 GPUs ($98.48 an hour; $20.029 per million output tokens)  <- fewest GPUs"));
     assert_non_null(strstr(r.out, "compared  by GPUs, not price: no hardware.price_per_hour for a800x8;"));
     assert_non_null(strstr(r.out, "runner-up a800x8: 2P2D = 32 GPUs"));
     assert_null(strstr(r.out, "<- cheapest"));

@@ -401,7 +401,7 @@ static const char *order_of(double diff, const char *better)
     return (diff < 0) == !strcmp(better, "lower") ? "better" : "worse";
 }
 
-#define SEEDS_FLAT "the seeds do not vary this workload"
+#define SEEDS_FLAT "the seeds vary neither side of this metric"
 
 /* The order, or "not distinguishable" when the interval includes 0; with
  * one run a side only the direction (no verdict from one sample), and none

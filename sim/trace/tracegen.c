@@ -89,6 +89,12 @@ int sim_tracegen_check(const sim_tracegen_opts *o, sim_err *err)
     if (o->max_input > SIM_TRACE_MAX_TOKENS || o->max_output > SIM_TRACE_MAX_TOKENS)
         return sim_errf(err, "--max-input and --max-output must be at most %d (a trace's request holds at most that)",
                         SIM_TRACE_MAX_TOKENS);
+    if (o->max_input <= o->block_tokens) /* a prompt is whole blocks and a turn token: none fit (it once wrote
+                                              a trace with no shared block, its hit rate 0, without a word) */
+        return sim_errf(err,
+                        "--max-input %d leaves no room for a shared prompt: a prompt is whole blocks of "
+                        "--block-tokens %d before at least one token of its own; give --max-input above %d",
+                        o->max_input, o->block_tokens, o->block_tokens);
     if (o->target_hit_rate != -1 && !(o->target_hit_rate >= 0 && o->target_hit_rate <= 0.99))
         return sim_errf(err, "--target-hit-rate must be in [0, 0.99] (a first request never hits)");
     if (!(o->ephemeral_frac >= 0) || !(o->context_frac >= 0) || !(o->ephemeral_frac + o->context_frac <= 1))
