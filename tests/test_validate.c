@@ -294,6 +294,25 @@ static json_t *validate_jq(const char *filter)
     return tu_shell_json(edited_cmd(cmd, sizeof cmd, edit, "validation/vllm-h100-train.json", "--json"));
 }
 
+/* --by workload groups by the load too: a run at 20 req/s and one at 8
+ * then 20 were one group ("shared_prefix 547 in, 248 out"), one median. */
+static void test_workload_groups_by_load(void **state)
+{
+    (void)state;
+    char cmd[1024];
+    json_t *j = tu_shell_json(edited_cmd(cmd, sizeof cmd,
+                                         "jq '.experiments[2] as $e | .experiments = [$e, ($e | .id = \"rate20\" | "
+                                         ".workload.load.stages = [{rate_rps: 20, duration_s: 600}])]'",
+                                         "validation/vllm-h100-train.json", "--draws 1 --by workload --json"));
+    const json_t *g = json_object_get(json_object_get(j, "by"), "groups");
+    assert_int_equal(json_array_size(g), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(g, 0), "group")),
+                        "shared_prefix 100+447 in, 248 out, constant 8,20 req/s");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(g, 1), "group")),
+                        "shared_prefix 100+447 in, 248 out, constant 20 req/s");
+    json_decref(j);
+}
+
 /* Another part of a GPU family is not its preset: an H100 PCIe (2.0 TB/s)
  * and an A100 of 40 GB were read as the SXM 80 GB presets, "its GPU". */
 static void test_other_part_of_the_family(void **state)
@@ -758,8 +777,8 @@ static void test_by_groups(void **state)
     assert_string_equal(json_string_value(json_object_get(by, "by")), "workload");
     assert_int_equal(json_array_size(g), 2);
     const json_t *g0 = json_array_get(g, 0), *g1 = json_array_get(g, 1);
-    assert_string_equal(json_string_value(json_object_get(g0, "group")), "shared_prefix 100 in, 5 out");
-    assert_string_equal(json_string_value(json_object_get(g1, "group")), "shared_prefix 92 in, 5 out");
+    assert_string_equal(json_string_value(json_object_get(g0, "group")), "shared_prefix 32+68 in, 5 out, constant 1 req/s");
+    assert_string_equal(json_string_value(json_object_get(g1, "group")), "shared_prefix 32+60 in, 5 out, constant 1 req/s");
     assert_int_equal(json_integer_value(json_object_get(g0, "experiments")), 2);
     assert_int_equal(json_integer_value(json_object_get(g1, "experiments")), 1);
     double a = at(json_array_get(xs, 0), "ape", "itl_ms", "mean"),
@@ -768,7 +787,7 @@ static void test_by_groups(void **state)
     assert_double_equal(at(g0, "median_ape", "itl_ms", "mean"), (a + b) / 2, 1e-6);
     assert_double_equal(at(g1, "median_ape", "ttft_ms", "mean"), c, 1e-6);
     assert_string_equal(json_string_value(json_object_get(json_array_get(xs, 2), "workload")),
-                        "shared_prefix 92 in, 5 out");
+                        "shared_prefix 32+60 in, 5 out, constant 1 req/s");
     json_decref(j);
     tu_free(&r);
     r = tu_kvsim("validate --measurements " MEAS " " SETS " --by model");
@@ -952,6 +971,7 @@ int main(void)
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_tp_on_larger_node),
         cmocka_unit_test(test_other_part_of_the_family),
+        cmocka_unit_test(test_workload_groups_by_load),
         cmocka_unit_test(test_caveats_per_experiment),
         cmocka_unit_test(test_kv_cache_dtype),
         cmocka_unit_test(test_expert_parallel),

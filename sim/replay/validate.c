@@ -362,7 +362,16 @@ static int read_workload(vexp *e, const json_t *w, sim_err *err)
     e->gen.output_tokens = (int)out;
     e->gen.system_prompts = (int)prompts;
     e->gen.users_per_prompt = (int)users;
-    snprintf(e->workload, sizeof e->workload, "shared_prefix %.0f in, %.0f out", sys + q, out);
+    /* what `--by workload` groups by: lengths, the load and its stages'
+     * rates, multi-turn (it once held the lengths alone, and pooled 8 and
+     * 20 req/s, constant and poisson, single and multi-turn runs) */
+    int u = snprintf(e->workload, sizeof e->workload, "shared_prefix %.0f+%.0f in, %.0f out, %s", sys, q, out,
+                     e->gen.poisson ? "poisson" : "constant");
+    for (int k = 0; k < e->gen.nstages && u < (int)sizeof e->workload; k++)
+        u +=
+            snprintf(e->workload + u, sizeof e->workload - (size_t)u, "%s%g", k ? "," : " ", e->gen.stages[k].rate_rps);
+    if (u < (int)sizeof e->workload)
+        snprintf(e->workload + u, sizeof e->workload - (size_t)u, " req/s%s", e->gen.multi_turn ? ", multi-turn" : "");
     if (e->max_model_len > 0 && sys + q + out > (double)e->max_model_len)
         not_expressible(e, "a request (system + question + output tokens) is longer than engine.max_model_len");
     return 0;
