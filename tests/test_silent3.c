@@ -663,6 +663,41 @@ static void test_own_slos_said(void **state)
     unlink(path), free(path);
 }
 
+/* Every arrival at one instant: the rates were 0 (arrival rate 0.000
+ * req/s, span ratio "0.00x", steady-state goodput 0 with every request
+ * effective, load swings of 0 over one sample); they are none (null). */
+static void test_burst_has_no_rate(void **state)
+{
+    FILE *in = fopen("traces/default.jsonl", "r");
+    char *path = tu_write_temp(""), line[1 << 16], cmd[512];
+    FILE *out = fopen(path, "w");
+    for (int i = 0; i < 200 && fgets(line, sizeof line, in); i++) {
+        json_t *r = json_loads(line, 0, NULL);
+        json_object_set_new(r, "timestamp", json_integer(1000));
+        char *t = json_dumps(r, JSON_COMPACT);
+        fprintf(out, "%s\n", t);
+        free(t), json_decref(r);
+    }
+    fclose(in), fclose(out);
+    snprintf(cmd, sizeof cmd, "trace stats %s --json", path);
+    json_t *j = tu_kvsim_json(cmd);
+    assert_true(json_is_null(json_object_get(j, "arrival_rate")));
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "trace stats %s", path);
+    tu_expect_stdout(cmd, "arrival rate     none: every request at one instant");
+    snprintf(cmd, sizeof cmd, "run --trace %s --json", path);
+    j = tu_kvsim_json(cmd);
+    assert_true(json_is_null(json_object_get(json_object_get(j, "diagnosis"), "span_ratio")));
+    const json_t *ld = json_object_get(j, "load_dynamics");
+    assert_true(json_integer_value(json_object_get(ld, "samples")) < 2);
+    assert_true(json_is_null(json_object_get(ld, "prefill_std")));
+    const json_t *st = json_object_get(j, "steady_state");
+    if (json_integer_value(json_object_get(st, "effective")) > 0)
+        assert_true(json_is_null(json_object_get(st, "goodput_rps")));
+    json_decref(j);
+    unlink(path), free(path);
+}
+
 /* `trace stats` of a trace with no request printed means, percentiles and
  * a hit rate of 0 with exit 0: refused, as `run` refuses it (exit 2). */
 static void test_stats_of_no_requests(void **state)
@@ -758,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_longer_than_the_window),
         cmocka_unit_test(test_stats_of_no_requests),
         cmocka_unit_test(test_own_slos_said),
+        cmocka_unit_test(test_burst_has_no_rate),
         cmocka_unit_test(test_cost_shapes_no_run_forms),
         cmocka_unit_test(test_read_only_file_system),
     };

@@ -777,8 +777,10 @@ static void test_by_groups(void **state)
     assert_string_equal(json_string_value(json_object_get(by, "by")), "workload");
     assert_int_equal(json_array_size(g), 2);
     const json_t *g0 = json_array_get(g, 0), *g1 = json_array_get(g, 1);
-    assert_string_equal(json_string_value(json_object_get(g0, "group")), "shared_prefix 32+68 in, 5 out, constant 1 req/s");
-    assert_string_equal(json_string_value(json_object_get(g1, "group")), "shared_prefix 32+60 in, 5 out, constant 1 req/s");
+    assert_string_equal(json_string_value(json_object_get(g0, "group")),
+                        "shared_prefix 32+68 in, 5 out, constant 1 req/s");
+    assert_string_equal(json_string_value(json_object_get(g1, "group")),
+                        "shared_prefix 32+60 in, 5 out, constant 1 req/s");
     assert_int_equal(json_integer_value(json_object_get(g0, "experiments")), 2);
     assert_int_equal(json_integer_value(json_object_get(g1, "experiments")), 1);
     double a = at(json_array_get(xs, 0), "ape", "itl_ms", "mean"),

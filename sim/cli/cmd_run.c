@@ -251,9 +251,11 @@ static void warn_overload(const json_t *s, bool disaggregated)
 {
     const json_t *d = json_object_get(s, "diagnosis"), *sat = json_object_get(d, "saturated"), *e;
     if (!json_is_true(json_object_get(d, "overloaded"))) return;
-    fprintf(stderr,
-            "kvsim run: warning: overloaded: %.0f s simulated for %.0f s of arrivals (%.2fx), SLO attainment %.3f",
-            J_NUM(d, "sim_span_s"), J_NUM(d, "trace_span_s"), J_NUM(d, "span_ratio"), J_NUM(d, "slo_attainment"));
+    char ratio[48] = "every arrival at one instant"; /* it printed "(0.00x)" */
+    if (json_is_number(json_object_get(d, "span_ratio")))
+        snprintf(ratio, sizeof ratio, "%.2fx", J_NUM(d, "span_ratio"));
+    fprintf(stderr, "kvsim run: warning: overloaded: %.0f s simulated for %.0f s of arrivals (%s), SLO attainment %.3f",
+            J_NUM(d, "sim_span_s"), J_NUM(d, "trace_span_s"), ratio, J_NUM(d, "slo_attainment"));
     if (json_is_true(json_object_get(d, "queues_grew")))
         fprintf(stderr, "; queues grew: mean TTFT %.1f s for the last tenth of requests vs %.1f s for the first",
                 J_NUM(d, "ttft_last_tenth_ms") / 1e3, J_NUM(d, "ttft_first_tenth_ms") / 1e3);

@@ -73,7 +73,8 @@ static void print_stats_table(const char *path, uint64_t fp, const sim_trace_sta
     printf("fingerprint      %016" PRIx64 "\n", fp);
     printf("requests         %" PRId64 "\n", s->requests);
     printf("duration         %.1f s\n", s->duration_s);
-    printf("arrival rate     %.3f req/s\n", s->arrival_rate);
+    if (s->duration_s > 0) printf("arrival rate     %.3f req/s\n", s->arrival_rate);
+    else printf("arrival rate     none: %s\n", s->requests > 1 ? "every request at one instant" : "one request");
     printf("input tokens     mean %.1f  p50 %.0f  p99 %.0f\n", s->input_mean, s->input_p50, s->input_p99);
     printf("output tokens    mean %.1f  p50 %.0f  p99 %.0f\n", s->output_mean, s->output_p50, s->output_p99);
     printf("block size       %d tokens (assumed: --block-tokens)\n", s->block_tokens);
@@ -94,8 +95,9 @@ static void print_stats_json(const char *path, uint64_t fp, const sim_trace_stat
     char fps[17];
     snprintf(fps, sizeof fps, "%016" PRIx64, fp);
     json_t *o =
-        json_pack("{s:s, s:s, s:I, s:f, s:f, s:o, s:o, s:I, s:I, s:f, s:f, s:I}", "trace", path, "fingerprint", fps,
-                  "requests", (json_int_t)s->requests, "duration_s", s->duration_s, "arrival_rate", s->arrival_rate,
+        json_pack("{s:s, s:s, s:I, s:f, s:o, s:o, s:o, s:I, s:I, s:f, s:f, s:I}", "trace", path, "fingerprint", fps,
+                  "requests", (json_int_t)s->requests, "duration_s", s->duration_s, "arrival_rate",
+                  s->duration_s > 0 ? json_real(s->arrival_rate) : json_null(), /* no span: no rate, not 0 */
                   "input", dist_json(s->input_mean, s->input_p50, s->input_p99), "output",
                   dist_json(s->output_mean, s->output_p50, s->output_p99), "blocks", (json_int_t)s->blocks,
                   "distinct_blocks", (json_int_t)s->distinct_blocks, "max_hit_rate_blocks", s->max_hit_rate_blocks,

@@ -791,10 +791,12 @@ static json_t *window_json(const window_count *w)
     json_object_set_new(rej, "total",
                         json_integer((json_int_t)(w->n - w->stage[SIM_STAGE_NONE] - w->stage[SIM_STAGE_LOST])));
     double span = (w->end - w->start) / 1e3;
-    return json_pack("{s:f, s:f, s:I, s:I, s:f, s:f, s:o}", "start_s", isnan(w->start) ? 0 : w->start / 1e3, "end_s",
+    /* a window of no length (every arrival at one instant) has no rate:
+     * null, not 0 (it read as no goodput with every request effective) */
+    json_t *goodput = span > 0 || w->eff == 0 ? json_real(ratio((double)w->eff, span)) : json_null();
+    return json_pack("{s:f, s:f, s:I, s:I, s:f, s:o, s:o}", "start_s", isnan(w->start) ? 0 : w->start / 1e3, "end_s",
                      isnan(w->end) ? 0 : w->end / 1e3, "requests", (json_int_t)w->n, "effective", (json_int_t)w->eff,
-                     "slo_attainment", ratio((double)w->eff, (double)w->n), "goodput_rps", ratio((double)w->eff, span),
-                     "rejected", rej);
+                     "slo_attainment", ratio((double)w->eff, (double)w->n), "goodput_rps", goodput, "rejected", rej);
 }
 
 /* Goodput, SLO attainment and rejections of the requests that arrived in

@@ -128,8 +128,9 @@ void sim_serving_diagnose(const sim_config *cfg, sim_results *db, double trace_s
     bool grew = !burst && queues_grew(first_ms, last_ms);
     bool busy = !burst && u > BUSY_LIMIT, loaded = burst || u >= LOAD_MIN;
     bool over = late || grew || busy || (attain < ATTAIN_LIMIT && loaded);
-    json_t *d = json_pack("{s:b, s:f, s:f, s:f, s:f, s:b}", "overloaded", over, "trace_span_s", trace_span_s,
-                          "sim_span_s", sim_s, "span_ratio", ratio, "slo_attainment", attain, "queues_grew", grew);
+    json_t *d = json_pack("{s:b, s:f, s:f, s:o, s:f, s:b}", "overloaded", over, "trace_span_s", trace_span_s,
+                          "sim_span_s", sim_s, "span_ratio", trace_span_s > 0 ? json_real(ratio) : json_null(),
+                          "slo_attainment", attain, "queues_grew", grew); /* null: arrivals at one instant */
     if (burst) json_object_set_new(d, "burst", json_true());
     if (!isnan(first_ms) && !isnan(last_ms)) {
         json_object_set_new(d, "ttft_first_tenth_ms", json_real(first_ms));

@@ -272,6 +272,8 @@ void sim_control_summarize(cluster *c, json_t *summary)
     sim_oscillation o;
     size_t max_lag = dt > 0 ? (size_t)(MAX_LAG_S / dt) : 0;
     sim_oscillation_of(s->p ? s->p + lo : NULL, s->d ? s->d + lo : NULL, hi - lo, max_lag, &o);
+    if (o.n < 2) /* one sample swings nothing: undefined, not 0 (a burst's zero-length window said "no swing") */
+        o.std_p = o.std_d = o.p2t_p = o.p2t_d = NAN;
     json_t *j = json_pack("{s:I, s:f}", "samples", (json_int_t)o.n, "period_s", dt);
     json_object_set_new(j, "prefill_std", num_or_null(o.std_p));
     json_object_set_new(j, "decode_std", num_or_null(o.std_d));
