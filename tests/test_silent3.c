@@ -631,24 +631,39 @@ static void test_cost_shapes_no_run_forms(void **state)
     tu_free(&r);
 }
 
+/* The bundled trace's first 200 requests, each edited by edit (its index
+ * and object), in a temporary file (the caller unlinks and frees it). */
+static char *edited_trace(void (*edit)(int i, json_t *r))
+{
+    FILE *in = fopen("traces/default.jsonl", "r");
+    char *path = tu_write_temp(""), line[1 << 16];
+    FILE *out = fopen(path, "w");
+    for (int i = 0; i < 200 && fgets(line, sizeof line, in); i++) {
+        json_t *r = json_loads(line, 0, NULL);
+        edit(i, r);
+        char *t = json_dumps(r, JSON_COMPACT);
+        fprintf(out, "%s\n", t);
+        free(t), json_decref(r);
+    }
+    fclose(in), fclose(out);
+    return path;
+}
+
+static void own_slo(int i, json_t *r)
+{
+    if (i % 2 == 0) json_object_set_new(r, "slo_ttft_ms", json_real(100));
+}
+
+static void at_one_instant(int i, json_t *r) { json_object_set_new(r, "timestamp", json_integer(1000)); }
+
 /* A trace whose requests carry their own SLOs: the SLO line named only the
  * config's, and the diagnosis said under 1% miss them while half the
  * requests missed their own. Both now say how many are judged by their own
  * (every other request here: counted as the test writes them). */
 static void test_own_slos_said(void **state)
 {
-    FILE *in = fopen("traces/default.jsonl", "r");
-    char *path = tu_write_temp(""), line[1 << 16], cmd[512];
-    FILE *out = fopen(path, "w");
-    int own = 0;
-    for (int i = 0; i < 200 && fgets(line, sizeof line, in); i++) {
-        json_t *r = json_loads(line, 0, NULL);
-        if (i % 2 == 0) json_object_set_new(r, "slo_ttft_ms", json_real(100)), own++;
-        char *t = json_dumps(r, JSON_COMPACT);
-        fprintf(out, "%s\n", t);
-        free(t), json_decref(r);
-    }
-    fclose(in), fclose(out);
+    char *path = edited_trace(own_slo), cmd[512];
+    int own = 100; /* every other of the 200 */
     snprintf(cmd, sizeof cmd, "run --trace %s --json", path);
     json_t *j = tu_kvsim_json(cmd);
     assert_int_equal(json_integer_value(json_object_get(j, "slo_own_requests")), own);
@@ -668,17 +683,7 @@ static void test_own_slos_said(void **state)
  * effective, load swings of 0 over one sample); they are none (null). */
 static void test_burst_has_no_rate(void **state)
 {
-    FILE *in = fopen("traces/default.jsonl", "r");
-    char *path = tu_write_temp(""), line[1 << 16], cmd[512];
-    FILE *out = fopen(path, "w");
-    for (int i = 0; i < 200 && fgets(line, sizeof line, in); i++) {
-        json_t *r = json_loads(line, 0, NULL);
-        json_object_set_new(r, "timestamp", json_integer(1000));
-        char *t = json_dumps(r, JSON_COMPACT);
-        fprintf(out, "%s\n", t);
-        free(t), json_decref(r);
-    }
-    fclose(in), fclose(out);
+    char *path = edited_trace(at_one_instant), cmd[512];
     snprintf(cmd, sizeof cmd, "trace stats %s --json", path);
     json_t *j = tu_kvsim_json(cmd);
     assert_true(json_is_null(json_object_get(j, "arrival_rate")));
