@@ -882,6 +882,15 @@ static void test_user_errors(void **state)
     assert_non_null(strstr(t.err, "experiment 'qwen3-14b-tp1-general-mnbt2048-run13': experiment.tp: 1.5 is not a "
                                   "whole number"));
     tu_free(&t);
+    /* a replay's error names the experiment once (it was said twice) */
+    t = tu_shell(edited_cmd(cmd, sizeof cmd,
+                            "jq '.experiments[2].workload.load.stages = [{rate_rps: 8, duration_s: 10}] | .experiments "
+                            "|= .[2:3]'",
+                            "validation/vllm-h100-train.json", "--draws 1 > /dev/null"));
+    const char *said = strstr(t.err, "experiment 'qwen3-14b-tp1-general-mnbt2048-run13': its load stages send 80");
+    assert_non_null(said);
+    assert_null(strstr(t.err, "experiment 'qwen3-14b-tp1-general-mnbt2048-run13': /"));
+    tu_free(&t);
     /* another model or GPU was replayed under the file's names (an audit:
      * llama3.2-1b on b200x1 reported as qwen3-14b on h100) */
     tu_expect_exit("validate --measurements validation/vllm-ci-latency.json --set model=llama3.2-1b", 2,

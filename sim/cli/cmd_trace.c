@@ -75,8 +75,9 @@ static void print_stats_table(const char *path, uint64_t fp, const sim_trace_sta
     printf("duration         %.1f s\n", s->duration_s);
     if (s->duration_s > 0) printf("arrival rate     %.3f req/s\n", s->arrival_rate);
     else printf("arrival rate     none: %s\n", s->requests > 1 ? "every request at one instant" : "one request");
-    printf("input tokens     mean %.1f  p50 %.0f  p99 %.0f\n", s->input_mean, s->input_p50, s->input_p99);
-    printf("output tokens    mean %.1f  p50 %.0f  p99 %.0f\n", s->output_mean, s->output_p50, s->output_p99);
+    /* a median between two lengths is a half (3199.5 once printed as 3200) */
+    printf("input tokens     mean %.1f  p50 %.10g  p99 %.10g\n", s->input_mean, s->input_p50, s->input_p99);
+    printf("output tokens    mean %.1f  p50 %.10g  p99 %.10g\n", s->output_mean, s->output_p50, s->output_p99);
     printf("block size       %d tokens (assumed: --block-tokens)\n", s->block_tokens);
     printf("blocks           %" PRId64 " (%" PRId64 " distinct)\n", s->blocks, s->distinct_blocks);
     printf("max hit rate     %.4f blocks, %.4f tokens (infinite cache)\n", s->max_hit_rate_blocks,

@@ -349,7 +349,9 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
     json_t *pred = json_object();
     int rc = 0;
     if (predict(e, o, db, r, n, pred, err)) { /* this experiment's config: the others still run */
-        fprintf(stderr, "kvsim validate: experiment '%s': %s\n", e->id, err->msg);
+        char who[600];                        /* the message may name the file and the experiment already: said once */
+        snprintf(who, sizeof who, "experiment '%s': ", e->id);
+        fprintf(stderr, "kvsim validate: %s%s\n", strstr(err->msg, who) ? "" : who, err->msg);
         json_object_set_new(row, "status", json_string("not replayed"));
         json_object_set_new(row, "why", json_string(err->msg));
         err->msg[0] = 0;
