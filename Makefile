@@ -181,16 +181,17 @@ run: all
 # The longest test binaries start first (longest-first list scheduling), so
 # that the nproc at a time that tests/run.sh runs end together and no long
 # one starts last: the two doc shards, then the others by the CPU seconds
-# each took alone (2026-11-30, /usr/bin/time, the tests starting the
+# each took alone (2026-12-01, /usr/bin/time, the tests starting the
 # optimized kvsim; KVSIM_TEST_SLOWEST=100 prints every binary's wall time);
 # the rest follow in name order. Re-order when a test's time moves much.
 # tests/slurm.sh comes first, beside the nproc (KVSIM_TEST_WAITING): it
 # mostly waits on Slurm's scheduler (20-25 s wall, 1.5 s of CPU). nproc at a
 # time, not nproc + 1: on the 2-core machine three at a time took 535 s of
 # CPU where two took 455 (make test 4 min 29-41 s against 4 min 11 s).
-SLOW_TESTS = tests/slurm.sh $(addprefix $(SAN)/tests/,test_docs test_docs_b test_fuzz test_stream test_conductor \
-  test_report test_holders test_layout test_report_render test_validate test_run test_faults test_plan_slo test_sweep \
-  test_cost_presets test_measured test_ladder test_report_groups test_summaries test_trace_import test_silent)
+SLOW_TESTS = tests/slurm.sh $(addprefix $(SAN)/tests/,test_docs test_docs_b test_fuzz test_parallel test_report \
+  test_plan_slo test_holders test_validate test_conductor test_faults test_plan_confirm test_stream test_report_render \
+  test_run test_layout test_cost_presets test_sweep test_report_groups test_tiers test_ladder test_measured \
+  test_summaries test_trace_import test_profile test_silent)
 SLOW_FIRST = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(TEST_BINS))
 # Which kvsim the tests start (TEST_CLI, their $$KVSIM_BIN). The test
 # binaries themselves are the sanitizer build, and the fuzz corpus's command
