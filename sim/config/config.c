@@ -827,10 +827,17 @@ const sim_idle_key *sim_config_idle_keys(const sim_config *cfg)
 
 static int pool_instances(const sim_config *c) { return c->lmc.cpu_per_node ? c->instances_per_node : 1; }
 
+/* The side whose DRAM bounds the store: an aggregated cluster's one kind,
+ * else the side with less (prefill on a tie). */
+static const sim_hw *dram_side(const sim_config *c)
+{
+    if (!strcmp(c->mode, "aggregated")) return &c->hw;
+    return c->prefill_hw.dram_bytes <= c->decode_hw.dram_bytes ? &c->prefill_hw : &c->decode_hw;
+}
+
 double sim_config_node_dram(const sim_config *c)
 {
-    if (!strcmp(c->mode, "aggregated")) return c->hw.dram_bytes * pool_instances(c);
-    return c->prefill_hw.dram_bytes < c->decode_hw.dram_bytes ? c->prefill_hw.dram_bytes : c->decode_hw.dram_bytes;
+    return dram_side(c)->dram_bytes * (!strcmp(c->mode, "aggregated") ? pool_instances(c) : 1);
 }
 
 double sim_config_node_disk(const sim_config *c)
@@ -838,16 +845,18 @@ double sim_config_node_disk(const sim_config *c)
     return c->hw.ssd_bytes * (!strcmp(c->mode, "aggregated") ? pool_instances(c) : 1);
 }
 
-void sim_config_tier_holder(const sim_config *c, bool dram, char *buf, size_t n)
+int sim_config_over_text(const sim_config *c, bool dram, const char *what, double want, double have, char *buf,
+                         size_t n)
 {
-    bool agg = !strcmp(c->mode, "aggregated");
-    const sim_hw *hw = agg || !dram                                          ? &c->hw
-                       : c->prefill_hw.dram_bytes <= c->decode_hw.dram_bytes ? &c->prefill_hw
-                                                                             : &c->decode_hw;
-    int u = pool_instances(c) > 1 && agg ? snprintf(buf, n, "a pool of %d instances of ", pool_instances(c))
-                                         : snprintf(buf, n, "an instance of ");
-    snprintf(buf + u, n > (size_t)u ? n - (size_t)u : 0, "%d GPU%s on '%s'", hw->gpus, hw->gpus == 1 ? "" : "s",
-             hw->name);
+    const sim_hw *hw = dram ? dram_side(c) : &c->hw;
+    bool pooled = pool_instances(c) > 1 && !strcmp(c->mode, "aggregated");
+    char who[96];
+    if (pooled) snprintf(who, sizeof who, "a pool of %d instances of ", pool_instances(c));
+    else snprintf(who, sizeof who, "an instance of ");
+    return snprintf(buf, n,
+                    "%s: %.6g GB of %s is more than the %.6g GB %s%d GPU%s on '%s' has (%s, in proportion to its GPUs)",
+                    what, want / 1e9, dram ? "DRAM" : "disk", have / 1e9, who, hw->gpus, hw->gpus == 1 ? "" : "s",
+                    hw->name, dram ? "hardware.dram_bytes" : "hardware.ssd_bytes");
 }
 
 bool sim_config_dram_used(const sim_config *c) { return strcmp(c->mode, "aggregated") || c->lmc.on; }

@@ -192,10 +192,12 @@ int64_t sim_config_blocks(const sim_config *c, double bytes);
  * likewise of hardware.ssd_bytes. 0 = the hardware gives none. */
 double sim_config_node_dram(const sim_config *c);
 double sim_config_node_disk(const sim_config *c);
-/* Who has that memory, for messages: "an instance of 2 GPUs on 'h100x8'",
- * "a pool of 4 instances of 1 GPU on 'h100x1'" (dram: the DRAM's holder,
- * else the disk's). */
-void sim_config_tier_holder(const sim_config *c, bool dram, char *buf, size_t n);
+/* The sentence every budget check says, into buf (returns its length, as
+ * snprintf): "WHAT: 5000 GB of DRAM is more than the 500 GB an instance of 1
+ * GPU on 'h100x1' has (hardware.dram_bytes, in proportion to its GPUs)";
+ * dram: of the DRAM, else of the disk; have: sim_config_node_dram or _disk. */
+int sim_config_over_text(const sim_config *c, bool dram, const char *what, double want, double have, char *buf,
+                         size_t n);
 /* Whether kvstore.dram_bytes is read: a disaggregated cluster's pool, or an
  * aggregated one's LMCache CPU tier. */
 bool sim_config_dram_used(const sim_config *c);

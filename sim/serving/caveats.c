@@ -224,15 +224,14 @@ void sim_serving_fit_range_tail(char *buf, size_t n, const sim_cost *cost, doubl
 static void note_over(json_t *summary, const sim_config *cfg, bool dram, double want, double have)
 {
     if (!(have > 0) || !(want > have * (1 + 1e-12))) return;
-    char who[160], text[768];
-    sim_config_tier_holder(cfg, dram, who, sizeof who);
     const char *key = dram ? "kvstore.dram_bytes" : "kvstore.ssd_bytes";
-    snprintf(text, sizeof text,
-             "%s: %.6g GB of %s is more than the %.6g GB %s has (%s, in proportion to its GPUs): this run's hits "
-             "rest on capacity the hardware lacks; give at most that (--set %s=%.6gGB) or a hardware preset with "
-             "more",
-             key, want / 1e9, dram ? "DRAM" : "disk", have / 1e9, who,
-             dram ? "hardware.dram_bytes" : "hardware.ssd_bytes", key, have / 1e9);
+    char text[768];
+    int u = sim_config_over_text(cfg, dram, key, want, have, text, sizeof text);
+    if (u < (int)sizeof text)
+        snprintf(text + u, sizeof text - (size_t)u,
+                 ": this run's hits rest on capacity the hardware lacks; give at most that (--set %s=%.6gGB) or a "
+                 "hardware preset with more",
+                 key, have / 1e9);
     sim_serving_add_finding(summary, "over_node", text);
 }
 

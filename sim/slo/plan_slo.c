@@ -139,13 +139,9 @@ static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_re
  * in proportion to its GPUs)". */
 static int over_node(const sim_config *cfg, const char *opt, bool dram, double want, double have, sim_err *err)
 {
-    char who[160];
-    sim_config_tier_holder(cfg, dram, who, sizeof who);
-    return sim_errf(err,
-                    "%s: %.6g GB of %s is more than the %.6g GB %s has (%s, in proportion to its GPUs); give at most "
-                    "that, or a hardware preset with more",
-                    opt, want / 1e9, dram ? "DRAM" : "disk", have / 1e9, who,
-                    dram ? "hardware.dram_bytes" : "hardware.ssd_bytes");
+    char text[512];
+    sim_config_over_text(cfg, dram, opt, want, have, text, sizeof text);
+    return sim_errf(err, "%s; give at most that, or a hardware preset with more", text);
 }
 
 /* Every DRAM level and disk budget within the node's memory and disks

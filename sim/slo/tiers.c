@@ -39,23 +39,17 @@ static int check_sizes(const sim_tiers_opts *o, const sim_config *cfg, const sim
 {
     double mem = sim_config_node_dram(cfg), disk = sim_config_node_disk(cfg);
     double node = o->ssd ? disk : mem, other = o->ssd ? mem : disk;
-    char who[160], whose[160];
-    sim_config_tier_holder(cfg, !o->ssd, who, sizeof who);
-    sim_config_tier_holder(cfg, o->ssd, whose, sizeof whose);
     *hi = o->max > 0 ? o->max : node;
-    if (other > 0 && t->fixed > other * (1 + 1e-12)) /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
-        return sim_errf(err,
-                        "%s: %.6g GB of %s is more than the %.6g GB %s has (hardware.%s, in proportion to its GPUs); "
-                        "give at most that (--set %s=SIZE), or a hardware preset with more",
-                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes", t->fixed / 1e9, o->ssd ? "DRAM" : "disk",
-                        other / 1e9, whose, o->ssd ? "dram_bytes" : "ssd_bytes",
-                        o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes");
+    char text[512];
+    const char *fixed_key = o->ssd ? "kvstore.dram_bytes" : "kvstore.ssd_bytes";
+    if (other > 0 && t->fixed > other * (1 + 1e-12)) { /* it once fixed 1 TB of DRAM on a 500 GB node, unsaid */
+        sim_config_over_text(cfg, o->ssd, fixed_key, t->fixed, other, text, sizeof text);
+        return sim_errf(err, "%s; give at most that (--set %s=SIZE), or a hardware preset with more", text, fixed_key);
+    }
     if (!(*hi > 0)) return sim_errf(err, "%s gives no disk size (hardware.ssd_bytes): give --max", cfg->hw.name);
-    if (node > 0 && *hi > node * (1 + 1e-12))
-        return sim_errf(err,
-                        "--max: %.6g GB of %s is more than the %.6g GB %s has (hardware.%s, in proportion to its GPUs)",
-                        *hi / 1e9, o->ssd ? "disk" : "DRAM", node / 1e9, who, o->ssd ? "ssd_bytes" : "dram_bytes");
-    return 0;
+    if (!(node > 0 && *hi > node * (1 + 1e-12))) return 0;
+    sim_config_over_text(cfg, !o->ssd, "--max", *hi, node, text, sizeof text);
+    return sim_errf(err, "%s", text);
 }
 
 /* The cluster and prices of the config into t->r, and the sizes. */
