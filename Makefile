@@ -219,7 +219,8 @@ check-layout: $(BUILD)/kvsim $(BUILD)/kvsim-probe $(DP_OBJS) $(CU_OBJS)
 FMT_SRCS = $(sort $(shell find sim sched reports datapath kernels tests -name '*.[ch]' -o -name '*.cu'))
 format-check:
 	@if command -v clang-format >/dev/null; then \
-	  clang-format --dry-run --Werror $(FMT_SRCS) && echo "format: $(words $(FMT_SRCS)) files as .clang-format leaves them"; \
+	  printf '%s\n' $(FMT_SRCS) | xargs -P $$(nproc) -n 32 clang-format --dry-run --Werror && \
+	  echo "format: $(words $(FMT_SRCS)) files as .clang-format leaves them"; \
 	else echo "format-check: clang-format not installed (apt-get install clang-format): skipped"; fi
 format:
 	clang-format -i $(FMT_SRCS)

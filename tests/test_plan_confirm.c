@@ -75,7 +75,7 @@ static void test_frontier_before_growth(void **state)
 {
     (void)state;
     json_t *j = plan("plan slo --trace traces/mooncake/conversation_trace.jsonl.gz --set model=llama3.1-8b --set "
-                     "hardware=h100x1 --set hardware.dram_price_per_GB_hour=0.004 --dram 500GB,250GB,125GB "
+                     "hardware=h100x1 --set hardware.dram_price_per_GB_hour=0.004 --dram 250GB,125GB "
                      "--ttft-p90-ms 2000 --max-instances 8 --scopes global --cpp 1 --jobs 2 --json",
                      0);
     const json_t *conf = json_object_get(j, "confirmation"), *rec = json_object_get(conf, "recommended"),
