@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reports/report_int.h"
 
@@ -101,6 +102,16 @@ static void config_cells(FILE *h, const rep *r, const rep_run *run)
     }
 }
 
+/* Whether the seed is among the config keys that differ: then its column
+ * is theirs, and the last one (config hash, fingerprint, seed) leaves it out. */
+static bool seed_differs(const rep *r)
+{
+    size_t k;
+    json_t *key;
+    json_array_foreach(r->diff_keys, k, key) if (!strcmp(json_string_value(key), "seed")) return true;
+    return false;
+}
+
 /* run | the differing config keys | summary | config hash, fingerprint, seed */
 static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[][64])
 {
@@ -119,7 +130,9 @@ static void comparison_row(FILE *h, const rep *r, const rep_run *run, char best[
     sim_fput_xml(h, run->hash);
     fputs("</code></td><td class=\"text\"><code>", h);
     sim_fput_xml(h, run->fp);
-    fprintf(h, "</code></td><td>%lld</td></tr>\n", (long long)run->seed);
+    fputs("</code></td>", h);
+    if (!seed_differs(r)) fprintf(h, "<td>%lld</td>", (long long)run->seed);
+    fputs("</tr>\n", h);
 }
 
 void rep_comparison_table(rep *r)
@@ -143,7 +156,9 @@ void rep_comparison_table(rep *r)
     }
     for (size_t c = 0; c < NCOLS; c++)
         if (shown(r, c)) fprintf(h, "<th>%s</th>", summary_cols[c].head);
-    fputs("<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n", h);
+    fputs(seed_differs(r) ? "<th>config hash</th><th>trace fingerprint</th></tr>\n"
+                          : "<th>config hash</th><th>trace fingerprint</th><th>seed</th></tr>\n",
+          h);
     char best[NCOLS][64];
     for (size_t c = 0; c < NCOLS; c++)
         if (!best_value(r, c, best[c], sizeof best[c])) best[c][0] = 0;
@@ -249,6 +264,30 @@ static int write_config(rep *r, const rep_run *run, sim_err *err)
     return rep_close(r, f, name, true, err);
 }
 
+/* A run whose trace is not readable from here: a `kvsim validate` run's
+ * workload is generated for the run into a temporary file and deleted
+ * after it (its runs row names the experiment instead), so the command
+ * that replays it is validate's. */
+static void trace_gone(FILE *h, const rep_run *run, const char *path)
+{
+    fputs(" — its trace, <code>", h);
+    sim_fput_xml(h, path);
+    fputs("</code>, is not readable from here", h);
+    if (!run->trace_path || !strcmp(run->trace_path, path) || access(run->trace_path, F_OK) == 0) {
+        fputs(": run the command where it is", h);
+        return;
+    }
+    fputs(" (a <code>kvsim validate</code> run generates its workload and deletes it after the run; <code>kvsim "
+          "validate --measurements FILE --only ",
+          h);
+    char *id = sim_sh_word(run->trace_path);
+    sim_fput_xml(h, id);
+    free(id);
+    fputs("</code> replays experiment <code>", h);
+    sim_fput_xml(h, run->trace_path);
+    fputs("</code> of the measurements FILE again)", h);
+}
+
 int rep_reproduce(rep *r, sim_err *err)
 {
     FILE *h = r->html;
@@ -271,7 +310,10 @@ int rep_reproduce(rep *r, sim_err *err)
         sim_fput_xml(h, run->hash);
         fputs("</code>, trace fingerprint <code>", h);
         sim_fput_xml(h, run->fp);
-        fputs("</code>)</li>\n", h);
+        fputs("</code>)", h);
+        const json_t *tp = rep_json_at(run->config, "trace.path");
+        if (json_is_string(tp) && access(json_string_value(tp), R_OK)) trace_gone(h, run, json_string_value(tp));
+        fputs("</li>\n", h);
         free(word);
     }
     fputs("</ul>\n</section>\n", h);

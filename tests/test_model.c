@@ -342,6 +342,41 @@ static void test_quantized_refused(void **state)
     }
 }
 
+/* A config.json that shares a decoder's keys but is not a decoder-only
+ * transformer once imported as a dense one: an encoder-decoder (T5's
+ * is_encoder_decoder), state-space layers (Mamba's state_size, Jamba's
+ * attn_layer_period), an encoder (BertModel). Each exits 2 naming what
+ * it is; the same keys as a LlamaForCausalLM import. */
+static void test_non_decoders_refused(void **state)
+{
+    (void)state;
+    static const char keys[] = "\"num_hidden_layers\": 2, \"hidden_size\": 256, \"num_attention_heads\": 4, "
+                               "\"intermediate_size\": 512, \"vocab_size\": 1000";
+    const char *const cases[][2] = {
+        {"\"architectures\": [\"T5ForConditionalGeneration\"], \"is_encoder_decoder\": true",
+         "is_encoder_decoder true: kvsim models decoder-only transformers"},
+        {"\"architectures\": [\"MambaForCausalLM\"], \"state_size\": 16",
+         "key 'state_size': state-space or recurrent layers"},
+        {"\"architectures\": [\"JambaForCausalLM\"], \"attn_layer_period\": 8",
+         "key 'attn_layer_period': state-space or recurrent layers"},
+        {"\"architectures\": [\"BertModel\"]", "architectures[0] 'BertModel' generates no text"},
+        {"\"architectures\": [\"LlamaForCausalLM\"]", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[640], cmd[640], want[300];
+        snprintf(text, sizeof text, "{%s, %s}", keys, cases[i][0]);
+        char *path = tu_write_temp(text);
+        snprintf(cmd, sizeof cmd, "model import %s --name tiny", path);
+        if (cases[i][1]) {
+            snprintf(want, sizeof want, "%s: %s", path, cases[i][1]);
+            tu_expect_exit(cmd, 2, want);
+        } else {
+            tu_expect_stdout(cmd, "\"layers\": 2");
+        }
+        unlink(path), free(path);
+    }
+}
+
 /* The context window (model.context_window): every preset gives one; each
  * fixture that keeps max_position_embeddings imports to its preset's
  * value; a yarn rope_scaling multiplies its original window by the factor
@@ -646,14 +681,15 @@ static void test_import_moe_layouts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_derived_params),    cmocka_unit_test(test_presets),
-        cmocka_unit_test(test_inline_params),     cmocka_unit_test(test_import_study_models),
-        cmocka_unit_test(test_import_round_trip), cmocka_unit_test(test_import_defaults),
-        cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
-        cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
-        cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
-        cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
-        cmocka_unit_test(test_context_window),    cmocka_unit_test(test_quantized_refused),
+        cmocka_unit_test(test_derived_params),       cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_inline_params),        cmocka_unit_test(test_import_study_models),
+        cmocka_unit_test(test_import_round_trip),    cmocka_unit_test(test_import_defaults),
+        cmocka_unit_test(test_import_errors),        cmocka_unit_test(test_kv_formats),
+        cmocka_unit_test(test_kv_formats_cli),       cmocka_unit_test(test_import_mla),
+        cmocka_unit_test(test_import_moe),           cmocka_unit_test(test_import_moe_layouts),
+        cmocka_unit_test(test_family_presets),       cmocka_unit_test(test_float32_is_served_16_bit),
+        cmocka_unit_test(test_context_window),       cmocka_unit_test(test_quantized_refused),
+        cmocka_unit_test(test_non_decoders_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -462,6 +462,30 @@ static void test_hitrate_db(void **state)
     json_decref(j);
 }
 
+/* A `kvsim validate --db` run's trace is generated and deleted: its
+ * Reproduce line says so and gives validate's command for the experiment
+ * (it once gave only `kvsim run --config`, whose trace was gone); a run
+ * whose trace is still there gets no such note. */
+static void test_validate_db_reproduce(void **state)
+{
+    char vdb[600], out[700], args[2048];
+    snprintf(vdb, sizeof vdb, "%s/validate.db", dir);
+    snprintf(out, sizeof out, "%s/validate-report", dir);
+    snprintf(args, sizeof args,
+             "validate --measurements validation/vllm-h100-train.json --only llama3.1-8b-tp1-general-mnbt1024-run22 "
+             "--draws 1 --db %s",
+             vdb);
+    tu_expect_stdout(args, "llama3.1-8b-tp1-general-mnbt1024-run22");
+    report(vdb, out, "");
+    char *page = read_in(out, "index.html");
+    assert_non_null(
+        strstr(page, "is not readable from here (a <code>kvsim validate</code> run generates its workload"));
+    assert_non_null(strstr(page, "<code>kvsim validate --measurements FILE --only "
+                                 "llama3.1-8b-tp1-general-mnbt1024-run22</code> replays experiment"));
+    free(page);
+    assert_null(strstr(html, "is not readable from here"));
+}
+
 /* A database from before the hitrate table had model and
  * kv_bytes_per_token is upgraded when kvsim opens it to write. */
 static void test_hitrate_upgrade(void **state)
@@ -581,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_scripts_run_standalone),
         cmocka_unit_test(test_hitrate_db),
         cmocka_unit_test(test_hitrate_upgrade),
+        cmocka_unit_test(test_validate_db_reproduce),
         cmocka_unit_test(test_headless_chromium),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_report_again_no_stale),

@@ -129,6 +129,12 @@ static void test_seed_stats_in_bars_and_table(void **state)
     snprintf(cell, sizeof cell, "<td>%.3f ± %.3f</td>", mean, half);
     if (!strstr(html, cell)) fail_msg("index.html lacks %s", cell);
     assert_non_null(strstr(html, "<td class=\"text\">#1 #2 #3</td>"));
+    /* The runs table: the seed, a differing key, is one column, not also the last. */
+    const char *t = strstr(html, "<table id=\"comparison\">"), *end = t ? strstr(t, "</table>") : NULL;
+    assert_non_null(end);
+    int seed_heads = 0;
+    for (const char *p = t; (p = strstr(p, "<th>seed</th>")) != NULL && p < end; p++) seed_heads++;
+    assert_int_equal(seed_heads, 1);
     free(html);
 }
 

@@ -107,6 +107,42 @@ static int check_quant(const json_t *hf, const char *path, sim_err *err)
                     path, q ? q : "(none)");
 }
 
+/* What kvsim prices is a decoder-only transformer whose every layer keeps
+ * a KV cache per token. An encoder-decoder (T5, BART: is_encoder_decoder),
+ * a model with state-space or recurrent layers (Mamba, Jamba, Zamba,
+ * Nemotron-H, RWKV: a fixed state per sequence, not per token; their
+ * config.json keys below), or an architecture that generates no text
+ * (BertModel, …ForSequenceClassification) once imported as a dense
+ * decoder from the keys it shares with one. Refused, naming the key or
+ * the architecture. */
+static int check_decoder(const json_t *hf, const char *path, sim_err *err)
+{
+    static const char *const state_keys[] = {"state_size",        "ssm_state_size",    "mamba_d_state",
+                                             "attn_layer_period", "layers_block_type", "hybrid_override_pattern",
+                                             "ssm_cfg",           "time_step_rank",    "attention_layer_indices"};
+    if (json_is_true(json_object_get(hf, "is_encoder_decoder")))
+        return sim_errf(err,
+                        "%s: is_encoder_decoder true: kvsim models decoder-only transformers (every layer a KV cache "
+                        "per token); an encoder-decoder's cross-attention cache is not that",
+                        path);
+    for (size_t i = 0; i < sizeof state_keys / sizeof *state_keys; i++)
+        if (json_object_get(hf, state_keys[i]))
+            return sim_errf(err,
+                            "%s: key '%s': state-space or recurrent layers (Mamba-style), whose state is fixed per "
+                            "sequence, not a KV cache per token; kvsim models attention-only decoders",
+                            path, state_keys[i]);
+    const char *arch = json_string_value(json_array_get(json_object_get(hf, "architectures"), 0));
+    size_t n = arch ? strlen(arch) : 0;
+    static const char *const gen[] = {"ForCausalLM", "LMHeadModel", "ForConditionalGeneration"};
+    for (size_t i = 0; arch && i < sizeof gen / sizeof *gen; i++)
+        if (n >= strlen(gen[i]) && !strcmp(arch + n - strlen(gen[i]), gen[i])) return 0;
+    if (!arch) return 0; /* no architectures key: the keys alone decide */
+    return sim_errf(err,
+                    "%s: architectures[0] '%s' generates no text (kvsim models decoders: …ForCausalLM, "
+                    "…LMHeadModel, …ForConditionalGeneration)",
+                    path, arch);
+}
+
 /* An optional non-negative integer key: absent, null or 0 leave *out 0. */
 static int hf_opt(const json_t *hf, const char *path, const char *key, long *out, sim_err *err)
 {
@@ -276,7 +312,7 @@ static void read_context(const json_t *hf, hf_shape *s, char *note, size_t n)
 
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
-    if (hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
+    if (check_decoder(hf, path, err) || hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
         hf_int(hf, path, "hidden_size", 0, &s->hidden, err) ||
         hf_int(hf, path, "num_attention_heads", 0, &s->heads, err) ||
         hf_int(hf, path, "intermediate_size", 0, &s->intermediate, err) ||
