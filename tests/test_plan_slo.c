@@ -506,6 +506,44 @@ static void test_aggregated_text(void **state)
     tu_free(&r);
 }
 
+/* An aggregated cluster without LMCache has no CPU tier: no DRAM is
+ * searched, priced or set on its run lines, and a --dram given says so
+ * (it once ran and printed the config's 1 TB, priced at the DRAM price,
+ * and dropped --dram without a word). At $0.01 a GB-hour of DRAM the
+ * price is the GPUs' alone, h100x1's $6.155 an instance. */
+static void test_aggregated_without_lmcache(void **state)
+{
+    char args[2048];
+    snprintf(args, sizeof args,
+             "plan slo --trace %s --set cluster.mode=aggregated --set model=llama3.1-8b --set hardware=h100x1 --set "
+             "hardware.dram_price_per_GB_hour=0.01 --ttft-p90-ms 5000 --max-instances 2 --dram 250GB "
+             "--confirm-seeds 0 --json",
+             gen_trace);
+    cli_result r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "warning: --dram: the aggregated cluster has no CPU tier (kvstore.lmcache off"));
+    json_t *j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    const json_t *pt = json_object_get(j, "cheapest");
+    assert_non_null(pt);
+    int inst = (int)tu_num_at(pt, "instances", NULL);
+    assert_double_equal(tu_num_at(pt, "dram_bytes", NULL), 0, 0);
+    assert_double_equal(tu_num_at(pt, "price_per_hour", NULL), inst * 6.155, 1e-9);
+    assert_null(strstr(r.out, "kvstore.dram_bytes="));
+    json_decref(j);
+    tu_free(&r);
+    snprintf(args, sizeof args,
+             "plan slo --trace %s --set cluster.mode=aggregated --set model=llama3.1-8b --set hardware=h100x1 "
+             "--ttft-p90-ms 5000 "
+             "--max-instances 2 --confirm-seeds 0",
+             gen_trace);
+    r = tu_kvsim(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "no CPU tier (kvstore.lmcache off: prefixes cached in HBM)"));
+    assert_null(strstr(r.err, "warning: --dram"));
+    tu_free(&r);
+}
+
 /* --loads never,always: each probe runs both; with never the CPU pool's
  * chunks are not loaded and every request computes its prompt (p50 about
  * 1 s, failing), with always the rereads load theirs (passing): the
@@ -593,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_slo_safe),
         cmocka_unit_test(test_aggregated_cliff),
         cmocka_unit_test(test_aggregated_text),
+        cmocka_unit_test(test_aggregated_without_lmcache),
         cmocka_unit_test(test_aggregated_loads),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_unconfirmed),

@@ -255,6 +255,16 @@ static void test_idle_keys_warned(void **state)
                      1);
     assert_int_equal(count(e, "warning: engine.prefix_caching = false has no effect here"), 1);
     free(e);
+    /* an aggregated cluster without LMCache has no tier below HBM; with it, DRAM is its CPU pool */
+    e = run_stderr("--set cluster.mode='\"aggregated\"' --set kvstore.dram_bytes=250GB --set kvstore.ssd_bytes=1TB");
+    assert_int_equal(count(e, "warning: kvstore.dram_bytes = \"250GB\" has no effect here: cluster.mode is aggregated "
+                              "and kvstore.lmcache is off"),
+                     1);
+    assert_int_equal(count(e, "warning: kvstore.ssd_bytes = \"1TB\" has no effect here"), 1);
+    free(e);
+    e = run_stderr("--config configs/clusters/lmcache-cpu-offload.json --set kvstore.dram_bytes=20GB");
+    assert_int_equal(count(e, "kvstore.dram_bytes = \"20GB\" has no effect here"), 0);
+    free(e);
     /* it truly has none: the summaries with and without it are the same */
     json_t *a = tu_kvsim_json("run --json --set trace.limit=50 --set cluster.mode='\"aggregated\"'"),
            *b = tu_kvsim_json(

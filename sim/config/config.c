@@ -802,27 +802,28 @@ bool sim_config_user_set(const sim_config *cfg, const char *key)
     return now && !same;
 }
 
+/* An aggregated cluster without LMCache: no tier below HBM (agg.c). */
+#define AGG_NO_TIER                                                                                                    \
+    "cluster.mode is aggregated and kvstore.lmcache is off: each instance caches prefixes in HBM, with no CPU or "     \
+    "disk tier (LMCache's offload: configs/clusters/lmcache-cpu-offload.json)"
+
 const sim_idle_key *sim_config_idle_keys(const sim_config *cfg)
 {
-#define EP                                                                                                             \
-    {                                                                                                                  \
-        "cost.expert_parallel", "the model is dense (no model.experts): there are no experts to split"                 \
-    }
-#define EI                                                                                                             \
-    {                                                                                                                  \
-        "cost.expert_imbalance", "the model is dense (no model.experts): there are no routed tokens to skew"           \
-    }
-#define CPP                                                                                                            \
-    {                                                                                                                  \
-        "cluster.cpp_threshold", "cluster.cpp_group is 1: there is no prefill group for a long request to use"         \
-    }
-    static const sim_idle_key both[] = {EP, EI, CPP, {NULL, NULL}}, dense[] = {EP, EI, {NULL, NULL}},
-                              nocpp[] = {CPP, {NULL, NULL}}, none[] = {{NULL, NULL}};
-#undef EP
-#undef EI
-#undef CPP
-    bool is_dense = cfg->model.experts <= 1, no_group = cfg->cpp_group <= 1;
-    return is_dense ? (no_group ? both : dense) : no_group ? nocpp : none;
+    static const sim_idle_key ep = {"cost.expert_parallel",
+                                    "the model is dense (no model.experts): there are no experts to split"},
+                              ei = {"cost.expert_imbalance",
+                                    "the model is dense (no model.experts): there are no routed tokens to skew"},
+                              cpp = {"cluster.cpp_threshold",
+                                     "cluster.cpp_group is 1: there is no prefill group for a long request to use"},
+                              dram = {"kvstore.dram_bytes", AGG_NO_TIER}, ssd = {"kvstore.ssd_bytes", AGG_NO_TIER};
+    static _Thread_local sim_idle_key out[6];
+    int n = 0;
+    bool no_tier = !strcmp(cfg->mode, "aggregated") && !cfg->lmc.on;
+    if (cfg->model.experts <= 1) out[n++] = ep, out[n++] = ei;
+    if (cfg->cpp_group <= 1) out[n++] = cpp;
+    if (no_tier) out[n++] = dram, out[n++] = ssd;
+    out[n] = (sim_idle_key){NULL, NULL};
+    return out;
 }
 
 static int pool_instances(const sim_config *c) { return c->lmc.cpu_per_node ? c->instances_per_node : 1; }

@@ -216,7 +216,9 @@ typedef struct sim_idle_key {
 bool sim_config_user_set(const sim_config *cfg, const char *key);
 /* Keys the config itself leaves idle, whatever the serving and cost
  * models (issue 40 item 9): cost.expert_parallel and cost.expert_imbalance
- * on a dense model, cluster.cpp_threshold when cluster.cpp_group is 1. */
+ * on a dense model, cluster.cpp_threshold when cluster.cpp_group is 1,
+ * kvstore.dram_bytes and kvstore.ssd_bytes in an aggregated cluster
+ * without LMCache. (A per-thread array: valid until the next call.) */
 const sim_idle_key *sim_config_idle_keys(const sim_config *cfg);
 
 #endif

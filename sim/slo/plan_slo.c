@@ -119,14 +119,23 @@ static int cmp_desc(const void *a, const void *b)
 
 /* The DRAM levels, descending, each once: --dram, or the hardware
  * preset's DRAM (an aggregated cluster: the config's kvstore.dram_bytes)
- * × 1, 1/2, 1/4, 1/8; an aggregated cluster without LMCache has no CPU
- * tier: its one level is the config's. */
+ * × 1, 1/2, 1/4, 1/8. An aggregated cluster without LMCache has no CPU
+ * tier (its instances keep their prefix caches in HBM: agg.c): its one
+ * level is 0, neither priced nor set on its run lines (they once carried
+ * the config's 1 TB, priced at hardware.dram_price_per_GB_hour, and a
+ * --dram given was dropped without a word; it is said now). */
 static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_result *r)
 {
     double top = r->aggregated && cfg->dram_bytes > 0 ? cfg->dram_bytes : cfg->hw.dram_bytes;
     for (int i = 0; i < o->ndram; i++) r->dram[r->ndram++] = o->dram[i];
     for (int i = 0; o->ndram == 0 && i < 4; i++) r->dram[r->ndram++] = top / (1 << i);
-    if (r->aggregated && !r->lmcache) r->dram[0] = cfg->dram_bytes, r->ndram = 1;
+    if (r->aggregated && !r->lmcache) {
+        if (o->ndram)
+            fprintf(stderr, "kvsim plan slo: warning: --dram: the aggregated cluster has no CPU tier (kvstore.lmcache "
+                            "off: each instance caches prefixes in HBM), so no DRAM is searched or priced; LMCache's "
+                            "CPU offload: --config configs/clusters/lmcache-cpu-offload.json\n");
+        r->dram[0] = 0, r->ndram = 1;
+    }
     qsort(r->dram, (size_t)r->ndram, sizeof r->dram[0], cmp_desc);
     int k = 0;
     for (int i = 0; i < r->ndram; i++)

@@ -40,8 +40,8 @@
 enum { SPLIT_SETS = 3, KNOB_SETS = 3 };
 
 /* "cluster.prefill=P", "cluster.decode=D", "kvstore.dram_bytes=B", or for
- * an aggregated cluster "cluster.instances=P" and the DRAM (caller frees
- * each); returns how many. */
+ * an aggregated cluster "cluster.instances=P" and the DRAM, which one
+ * without LMCache has no tier for (caller frees each); returns how many. */
 int slo_split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
 {
     char buf[128];
@@ -49,6 +49,7 @@ int slo_split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
     snprintf(buf, sizeof buf, pl->agg ? "cluster.instances=%d" : "cluster.prefill=%d", P);
     sets[n++] = sim_xstrdup(buf);
     if (!pl->agg) snprintf(buf, sizeof buf, "cluster.decode=%d", D), sets[n++] = sim_xstrdup(buf);
+    if (pl->agg && !pl->r->lmcache) return n;
     snprintf(buf, sizeof buf, "kvstore.dram_bytes=%.17g", pl->r->dram[lv]);
     sets[n++] = sim_xstrdup(buf);
     return n;

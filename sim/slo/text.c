@@ -38,6 +38,9 @@ static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
 }
 
 /* What a DRAM level is per: "instance", or "node" of instances sharing a CPU pool. */
+/* An aggregated cluster without LMCache (plan_slo.c, dram_levels). */
+#define NO_CPU_TIER "no CPU tier (kvstore.lmcache off: prefixes cached in HBM)"
+
 static const char *dram_per(const sim_slo_result *r)
 {
     return r->aggregated && r->instances_per_node <= 1 ? "instance" : "node";
@@ -245,10 +248,14 @@ static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const
                *tokens = human_count(r->dram[p->dram_level] / r->kv_bytes_per_token, t, sizeof t);
     char price[160] = "";
     price_text(r, p, price, sizeof price);
+    char tier[160];
+    if (r->lmcache)
+        snprintf(tier, sizeof tier, "%s (%s tokens) of CPU DRAM per %s, kvstore.load %s", dram, tokens, dram_per(r),
+                 load_name(p->load));
+    else snprintf(tier, sizeof tier, "%s", NO_CPU_TIER);
     if (r->aggregated)
-        printf("\ncheapest  %d instance%s = %d GPU%s%s, %s (%s tokens) of CPU DRAM per %s, kvstore.load %s\n",
-               p->prefill, p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price,
-               dram, tokens, dram_per(r), load_name(p->load));
+        printf("\ncheapest  %d instance%s = %d GPU%s%s, %s\n", p->prefill, p->prefill == 1 ? "" : "s",
+               sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price, tier);
     else
         printf("\ncheapest  %dP%dD = %d GPUs%s, %s (%s tokens) of DRAM per node, %s scope, cpp_group %d\n", p->prefill,
                p->decode, sim_slo_gpus(r, p), price, dram, tokens, kv_scope_name((kv_scope)p->scope), p->cpp);
@@ -412,7 +419,11 @@ static void print_confirmation(const sim_slo_opts *o, const sim_slo_result *r)
     const sim_slo_point *p = &c->run[0];
     char b[32], price[160];
     price_text(r, p, price, sizeof price);
-    if (r->aggregated)
+    if (r->aggregated && !r->lmcache)
+        printf("\nrecommended %d instance%s = %d GPU%s%s, %s: passes all %d confirmations\n", p->prefill,
+               p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price, NO_CPU_TIER,
+               c->nrun);
+    else if (r->aggregated)
         printf("\nrecommended %d instance%s = %d GPU%s%s, %s of CPU DRAM per %s: passes all %d confirmations\n",
                p->prefill, p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price,
                human_bytes(r->dram[p->dram_level], b, sizeof b), dram_per(r), c->nrun);
@@ -453,7 +464,9 @@ static void variant_answer(const sim_slo_variant *v, char *buf, size_t n)
     if (!a) return (void)snprintf(buf, n, "no recommendation: %.400s", v->r.confirm_note);
     char price[160];
     price_text(&v->r, a, price, sizeof price);
-    if (v->r.aggregated) snprintf(buf, n, "%d instances = %d GPUs%s", a->prefill, sim_slo_gpus(&v->r, a), price);
+    if (v->r.aggregated)
+        snprintf(buf, n, "%d instance%s = %d GPU%s%s", a->prefill, a->prefill == 1 ? "" : "s", sim_slo_gpus(&v->r, a),
+                 sim_slo_gpus(&v->r, a) == 1 ? "" : "s", price);
     else snprintf(buf, n, "%dP%dD = %d GPUs%s", a->prefill, a->decode, sim_slo_gpus(&v->r, a), price);
 }
 
