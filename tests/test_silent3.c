@@ -773,10 +773,47 @@ static void test_read_only_file_system(void **state)
     assert_int_equal(system(args), 0);
 }
 
+/* An option that takes one value, given twice, once kept the last without
+ * a word ("--only a --only b" validated b alone): exit 2 naming both
+ * values, in each command that reads a database or measurements. Options
+ * meant to repeat still do (validate's --set and --metric). */
+static void test_single_options_once(void **state)
+{
+    (void)state;
+    tu_expect_exit("validate --measurements validation/vllm-h100-train.json --only a --only=b", 2,
+                   "kvsim validate: --only given twice ('a', then 'b'): give it once");
+    tu_expect_exit("compare --db x.db --by policy.router --by seed", 2,
+                   "kvsim compare: --by given twice ('policy.router', then 'seed'): give it once");
+    tu_expect_exit("report --db x.db -o out --title a --title b", 2, "kvsim report: --title given twice");
+    tu_expect_exit("export --db x.db --table runs --table requests", 2, "kvsim export: --table given twice");
+    tu_expect_stdout("validate --measurements validation/vllm-h100-train.json --only "
+                     "llama3.1-8b-tp1-general-mnbt1024-run22 --draws 1 --set seed=1 --set seed=2 --metric e2e_ms.mean "
+                     "--metric itl_ms.mean --max-error 90",
+                     "llama3.1-8b-tp1-general-mnbt1024-run22");
+}
+
+/* run -v lists the lines --skip-bad skips; without it, -v did nothing
+ * without a word. It says so, once, and with --skip-bad it does not. */
+static void test_verbose_without_skip_bad(void **state)
+{
+    (void)state;
+    cli_result r = tu_kvsim("run -v --set trace.limit=10");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "kvsim run: warning: --verbose lists the lines --skip-bad skips, and "
+                                  "trace.skip_bad is off"));
+    tu_free(&r);
+    r = tu_kvsim("run -v --skip-bad --set trace.limit=10");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.err, "--verbose lists"));
+    tu_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rechunk_wrong_fine_blocks),
+        cmocka_unit_test(test_single_options_once),
+        cmocka_unit_test(test_verbose_without_skip_bad),
         cmocka_unit_test(test_run_wrong_block_size),
         cmocka_unit_test(test_set_impossible_heads),
         cmocka_unit_test(test_import_impossible_heads),

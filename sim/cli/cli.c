@@ -2,6 +2,7 @@
  * test binaries, which link every object except main.o, can link cmd_*.o. */
 #include "sim/cli/cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,52 @@ int sim_cli_bad_option(const char *cmd, const char *opt)
     char msg[512];
     snprintf(msg, sizeof msg, "unknown option or missing value '%s' (see kvsim %s --help)", opt, cmd);
     return sim_usage_error(cmd, msg);
+}
+
+/* The index in opts of the long option argv[i] names in full (--name or
+ * --name=value), or -1; *value gets its value when it has one. */
+static int long_opt(const struct option *opts, char **argv, int argc, int i, const char **value)
+{
+    const char *a = argv[i];
+    if (strncmp(a, "--", 2)) return -1;
+    size_t n = strcspn(a + 2, "=");
+    for (int k = 0; opts[k].name; k++) {
+        if (strlen(opts[k].name) != n || strncmp(opts[k].name, a + 2, n)) continue;
+        if (opts[k].has_arg == no_argument) *value = "";
+        else *value = a[2 + n] == '=' ? a + 3 + n : i + 1 < argc ? argv[i + 1] : "";
+        return k;
+    }
+    return -1;
+}
+
+static bool listed(const char *name, const char *const *names)
+{
+    for (int i = 0; names && names[i]; i++)
+        if (!strcmp(name, names[i])) return true;
+    return false;
+}
+
+int sim_cli_once(const char *cmd, int argc, char **argv, const struct option *opts, const char *const *repeatable)
+{
+    int nopts = 0;
+    while (opts[nopts].name) nopts++;
+    const char **first = sim_xcalloc((size_t)nopts + 1, sizeof *first);
+    int rc = 0;
+    for (int i = 1; rc == 0 && i < argc && strcmp(argv[i], "--"); i++) {
+        const char *v = NULL;
+        int k = long_opt(opts, argv, argc, i, &v);
+        if (k < 0 || opts[k].has_arg == no_argument || listed(opts[k].name, repeatable)) continue;
+        if (first[k]) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "--%s given twice ('%.300s', then '%.300s'): give it once", opts[k].name,
+                     first[k], v);
+            rc = sim_usage_error(cmd, msg);
+        }
+        first[k] = v;
+        if (!strchr(argv[i], '=')) i++; /* its value is the next word */
+    }
+    free(first);
+    return rc;
 }
 
 const char *sim_cli_num(const json_t *v, const char *fmt, int width, char *buf, size_t n)

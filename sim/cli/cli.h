@@ -93,6 +93,14 @@ int sim_cli_unexpected_error(const char *cmd, const char *arg, const char *flag)
  * returning SIM_EXIT_USAGE; for getopt_long with opterr off, OPT is
  * argv[optind - 1]. */
 int sim_cli_bad_option(const char *cmd, const char *opt);
+struct option;
+/* An option of opts that takes one value given more than once ("--only a
+ * --only b": getopt_long keeps the last, so the first was dropped without
+ * a word) is "kvsim CMD: --only given twice ('a', then 'b'): give it once"
+ * (SIM_EXIT_USAGE); the options named in `repeatable` (NULL-ended, e.g.
+ * "set", "metric") may repeat. Options are matched by their full name,
+ * as --name VALUE or --name=VALUE. 0 when none repeats. */
+int sim_cli_once(const char *cmd, int argc, char **argv, const struct option *opts, const char *const *repeatable);
 /* Each caveat of `caveats` (sim_serving_caveats' {"name", "text"} array) as
  * "kvsim CMD: warning: not validated: TEXT" on stderr (a caveat the run
  * found, "found": true, as "kvsim CMD: warning: TEXT"), skipping a text

@@ -71,6 +71,7 @@ int cmd_compare(int argc, char **argv)
     const char *metrics[64];
     double speeds[64];
     bool json = false;
+    if (sim_cli_once("compare", argc, argv, opts, NULL)) return SIM_EXIT_USAGE;
     opterr = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {

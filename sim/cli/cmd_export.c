@@ -48,6 +48,7 @@ static int parse_args(int argc, char **argv, export_args *a, sim_err *err)
         {"out", required_argument, 0, 'o'},   {"where", required_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
+    if (sim_cli_once("export", argc, argv, opts, NULL)) return SIM_EXIT_USAGE;
     opterr = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1;) {

@@ -88,6 +88,7 @@ static int parse_args(int argc, char **argv, report_args *a, int *rc)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
+    if (sim_cli_once("report", argc, argv, opts, NULL)) return *rc = SIM_EXIT_USAGE, -1;
     opterr = 0;
     optind = 1;
     sim_err err = {{0}};

@@ -334,6 +334,10 @@ static int replay(const run_args *a)
     char given[PATH_MAX], local[PATH_MAX];
     bool spooled = false;
     if (sim_config_load(&cfg, a->config, a->sets, a->nsets, &err)) goto out_noconfig;
+    if (a->verbose && !cfg.trace.skip_bad) /* it lists what --skip-bad skips: without it, nothing */
+        fputs("kvsim run: warning: --verbose lists the lines --skip-bad skips, and trace.skip_bad is off: a bad "
+              "line stops the run, named with its line number (add --skip-bad to skip and list them)\n",
+              stderr);
     snprintf(given, sizeof given, "%s", cfg.trace_path);
     if (sim_serving_check(&cfg, &err) || sim_trace_materialize(given, local, sizeof local, &spooled, &fp, &err) ||
         (a->part ? sim_results_open_part(&db, a->db, &err) : sim_results_open(&db, a->db, &err)))

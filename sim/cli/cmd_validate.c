@@ -342,7 +342,8 @@ int cmd_validate(int argc, char **argv)
     const char *by = NULL;
     double max_pct = -1;
     bool json = false;
-    int rc = SIM_EXIT_OK;
+    static const char *const repeatable[] = {"set", "metric", NULL};
+    int rc = sim_cli_once("validate", argc, argv, opts, repeatable);
     opterr = 0;
     optind = 1;
     for (int ch; rc == SIM_EXIT_OK && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
