@@ -964,9 +964,38 @@ static void test_same_system_twice(void **state)
     tu_remove_temp(path);
 }
 
+/* vLLM's latency benchmark is one batch of fixed lengths: no random
+ * element, so its eight draws were one run eight times. It is one draw
+ * (draws.n 1, draws.fixed), with the same prediction as the first of
+ * eight; a random workload keeps its eight. */
+static void test_fixed_workload_one_draw(void **state)
+{
+    (void)state;
+    json_t *ci = tu_kvsim_json("validate --measurements validation/vllm-ci-latency.json --only "
+                               "latency_llama8B_tp1-a100-build9523 --json");
+    const json_t *row = json_array_get(json_object_get(ci, "experiments"), 0), *d = json_object_get(row, "draws");
+    assert_int_equal(json_integer_value(json_object_get(d, "n")), 1);
+    assert_true(json_is_true(json_object_get(d, "fixed")));
+    json_t *one = tu_kvsim_json("validate --measurements validation/vllm-ci-latency.json --only "
+                                "latency_llama8B_tp1-a100-build9523 --draws 1 --json");
+    const json_t *first = json_array_get(json_object_get(one, "experiments"), 0);
+    assert_double_equal(tu_num_at(json_object_get(row, "predicted"), "e2e_ms", "mean"),
+                        tu_num_at(json_object_get(first, "predicted"), "e2e_ms", "mean"), 0);
+    json_t *train = tu_kvsim_json("validate --measurements validation/vllm-h100-train.json --only "
+                                  "llama3.1-8b-tp1-general-mnbt1024-run22 --json");
+    d = json_object_get(json_array_get(json_object_get(train, "experiments"), 0), "draws");
+    assert_int_equal(json_integer_value(json_object_get(d, "n")), 8);
+    assert_true(json_is_false(json_object_get(d, "fixed")));
+    json_decref(ci), json_decref(one), json_decref(train);
+    tu_expect_stdout(
+        "validate --measurements validation/vllm-ci-latency.json --only latency_llama8B_tp1-a100-build9523",
+        "one draw (fixed workload)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_workload_one_draw),
         cmocka_unit_test(test_ci_latency_in_the_caveats),
         cmocka_unit_test(test_latency_kind_errors),
         cmocka_unit_test(test_user_errors),

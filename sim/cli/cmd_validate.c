@@ -31,7 +31,8 @@ static const char validate_usage[] =
     "\n"
     "  --measurements FILE  the measurements (e.g. validation/vllm-h100-train.json)\n"
     "  --only ID            just this experiment\n"
-    "  --draws N            workload draws per experiment (default 8; 1 = the first draw alone)\n"
+    "  --draws N            workload draws per experiment (default 8; 1 = the first draw alone;\n"
+    "                       a workload with no random element, vllm bench latency's, is one)\n"
     "  --db FILE            keep the runs in this results database (kvsim report reads\n"
     "                       it): a run per draw of each experiment, with its seed\n"
     "  --set KEY=VALUE      override a config key in every experiment (a what-if, e.g.\n"
@@ -98,10 +99,12 @@ static void print_metric(const char *metric, const char *stat, const json_t *row
     double m = json_number_value(json_object_get(json_object_get(json_object_get(row, "measured"), metric), stat));
     double p = json_number_value(json_object_get(json_object_get(json_object_get(row, "predicted"), metric), stat));
     double e = json_number_value(json_object_get(json_object_get(json_object_get(row, "mpe"), metric), stat));
-    const json_t *r =
-        json_object_get(json_object_get(json_object_get(json_object_get(row, "draws"), "mpe"), metric), stat);
-    printf("  %-8s %-5s %12.2f %12.2f %+11.2f %+8.1f%%  %+7.1f to %+.1f%%\n", metric, stat, m, p, p - m, e,
-           json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)));
+    const json_t *d = json_object_get(row, "draws"),
+                 *r = json_object_get(json_object_get(json_object_get(d, "mpe"), metric), stat);
+    printf("  %-8s %-5s %12.2f %12.2f %+11.2f %+8.1f%%  ", metric, stat, m, p, p - m, e);
+    if (json_is_true(json_object_get(d, "fixed"))) printf("   one draw (fixed workload)\n");
+    else
+        printf("%+7.1f to %+.1f%%\n", json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)));
 }
 
 /* A MoE replay's fused-MoE compiles: their means over the draws and the
@@ -207,20 +210,24 @@ static void print_groups(const json_t *by)
     }
 }
 
-/* The draws' footer: their count and seeds, when every experiment replayed
- * the same (else --json has each experiment's). */
+/* The draws' footer: their count and seeds, when every experiment with a
+ * random workload replayed the same (else --json has each experiment's);
+ * a workload with no random element is one draw (validate_run.c). */
 static void print_draws(const json_t *rows)
 {
     size_t i;
     const json_t *row, *first = NULL;
-    bool same = true;
+    bool same = true, fixed = false;
     json_array_foreach(rows, i, row)
     {
         const json_t *d = json_object_get(row, "draws");
-        if (!d) continue;
+        if (!d || (json_is_true(json_object_get(d, "fixed")) && (fixed = true))) continue;
         if (!first) first = d;
         same &= json_equal(json_object_get(d, "seeds"), json_object_get(first, "seeds"));
     }
+    if (!first && fixed)
+        printf("kvsim: one draw of each workload: none has a random element (one batch of fixed lengths, as vllm "
+               "bench latency\nsends it), so every draw would be the same run\n\n");
     if (!first) return;
     long long n = (long long)json_integer_value(json_object_get(first, "n"));
     const json_t *seeds = json_object_get(first, "seeds");
@@ -231,7 +238,8 @@ static void print_draws(const json_t *rows)
     else if (same) printf(" (generator seeds %lld to %lld)", s0, s1);
     else printf(" (generator seeds per experiment: --json, draws.seeds)");
     printf("; draws' error: the range\nof the draws' own errors (one measured run is one draw: docs/validation.md, "
-           "section 2)\n\n");
+           "section 2)%s\n\n",
+           fixed ? "; one draw of a workload with no random element" : "");
 }
 
 static void print_report(const json_t *r)

@@ -318,6 +318,7 @@ static int read_latency(vexp *e, const json_t *w, sim_err *err)
     e->gen.question_tokens = (int)in;
     e->gen.output_tokens = (int)out;
     e->gen.batch = true;
+    e->fixed = true; /* every draw the same batch of the same lengths: one draw (validate_run.c) */
     e->gen.nstages = 1;
     e->gen.stages[0] = (sim_sp_stage){.rate_rps = batch, .duration_s = 1};
     add_set(e, "engine.measured.frontend_ms=0");

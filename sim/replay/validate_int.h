@@ -29,6 +29,7 @@ typedef struct vexp {
     char model_via[256];   /* how a model name that is no preset was read as one; "" = it is one */
     char hw_via[256];      /* the same for a hardware name */
     char engine_note[256]; /* a vLLM release other than the one the constants were fitted on; "" = none */
+    bool fixed;            /* the workload has no random element (vllm bench latency): one draw is every draw */
 } vexp;
 
 /* One replay of an experiment: its requests, the run's summary, its

@@ -166,8 +166,13 @@ static int replay(const vexp *e, const sim_validate_opts *o, sim_results *db, vr
 
 /* The draws of e's workload (validate_draws.c), each replayed as replay()
  * does into db: draw k generates it with seed e's + k, the seed its run
- * carries (--db keeps a run per draw). */
-static int draws_of(const sim_validate_opts *o) { return o->draws > 0 ? o->draws : SIM_VALIDATE_DRAWS; }
+ * carries (--db keeps a run per draw). A workload with no random element
+ * (e->fixed: `vllm bench latency`'s one batch of fixed lengths) is one
+ * draw: its eight were the same run eight times. */
+static int draws_of(const sim_validate_opts *o, const vexp *e)
+{
+    return e->fixed ? 1 : o->draws > 0 ? o->draws : SIM_VALIDATE_DRAWS;
+}
 
 static int replay_draws(const vexp *e, const sim_validate_opts *o, sim_results *db, vrun *r, int n, sim_err *err)
 {
@@ -252,8 +257,8 @@ static int predict(const vexp *e, const sim_validate_opts *o, sim_results *db, v
         json_decref(one_row);
     }
     json_object_set_new(row, "draws",
-                        json_pack("{s:i, s:[I,I], s:o}", "n", n, "seeds", (json_int_t)e->gen.seed,
-                                  (json_int_t)(e->gen.seed + (uint64_t)n - 1), "mpe", range));
+                        json_pack("{s:i, s:[I,I], s:o, s:b}", "n", n, "seeds", (json_int_t)e->gen.seed,
+                                  (json_int_t)(e->gen.seed + (uint64_t)n - 1), "mpe", range, "fixed", e->fixed));
     json_decref(head);
     return rc;
 }
@@ -272,7 +277,7 @@ static int band_end(const vexp *e, const sim_validate_opts *o, int ms, json_t **
     b.nsets = o->nsets + 1;
     b.db = NULL;
     sim_results *scratch = NULL;
-    int n = draws_of(o);
+    int n = draws_of(o, e);
     vrun *r = sim_xcalloc((size_t)n, sizeof *r);
     json_t *row = json_object();
     int rc = sim_results_open(&scratch, NULL, err) || predict(e, &b, scratch, r, n, row, err);
@@ -344,7 +349,7 @@ static int one(const vexp *e, const sim_validate_opts *o, sim_results *db, json_
         json_object_set_new(row, "why", json_string(e->why));
         return 0;
     }
-    int n = draws_of(o);
+    int n = draws_of(o, e);
     vrun *r = sim_xcalloc((size_t)n, sizeof *r);
     json_t *pred = json_object();
     int rc = 0;
