@@ -390,8 +390,16 @@ static void test_byte_size_is_not_a_token_count(void **state)
     assert_double_equal(
         json_number_value(json_object_get(json_array_get(json_object_get(j, "points"), 0), "capacity_bytes")),
         1e5 * 131072, 0);
+    /* a node holds whole blocks: floor(1e5 / 512) = 195 of 512 tokens, 99,840 tokens */
+    assert_double_equal(
+        json_number_value(json_object_get(json_array_get(json_object_get(j, "points"), 0), "held_bytes")),
+        195 * 512 * 131072.0, 0);
     json_decref(j);
-    tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 1e5", "32.77");
+    /* the text's GB/node is what the blocks/node beside it hold (LLaMA3-70B's
+     * 327,680 bytes a token: 99,840 x 327,680 = 32.72 GB; it once printed the
+     * nominal 1e5 tokens' 32.77) */
+    tu_expect_stdout("hitrate --trace traces/default.jsonl --capacity-tokens 1e5",
+                     "          100000          195      32.72");
     tu_expect_exit("hitrate --trace traces/default.jsonl --model nosuch", 2,
                    "unknown model preset 'nosuch': the presets are");
 }

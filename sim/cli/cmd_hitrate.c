@@ -71,6 +71,14 @@ typedef struct capacity_unit {
     double kv_bytes_per_token;
 } capacity_unit;
 
+/* The bytes of the whole blocks a node of `tokens` capacity holds (a
+ * cache holds whole blocks: the text's GB/node once was the nominal
+ * capacity, up to a block more than the blocks/node beside it). */
+static double held_bytes(double tokens, const capacity_unit *u)
+{
+    return (double)kv_tokens_to_blocks(tokens, u->block_tokens) * u->block_tokens * u->kv_bytes_per_token;
+}
+
 static json_t *point_json(double tokens, const capacity_unit *u, const kv_replay_result *r)
 {
     int block_tokens = u->block_tokens;
@@ -80,6 +88,7 @@ static json_t *point_json(double tokens, const capacity_unit *u, const kv_replay
     if (!isinf(tokens)) {
         json_object_set_new(p, "capacity_blocks", json_integer((json_int_t)kv_tokens_to_blocks(tokens, block_tokens)));
         json_object_set_new(p, "capacity_bytes", json_real(tokens * u->kv_bytes_per_token));
+        json_object_set_new(p, "held_bytes", json_real(held_bytes(tokens, u)));
     }
     return p;
 }
@@ -104,7 +113,7 @@ static void print_row(double tokens, const capacity_unit *u, const kv_replay_res
     if (!isinf(tokens)) {
         snprintf(cap, sizeof cap, "%.0f", tokens);
         snprintf(blocks, sizeof blocks, "%" PRId64, kv_tokens_to_blocks(tokens, u->block_tokens));
-        snprintf(gb, sizeof gb, "%.4g", tokens * u->kv_bytes_per_token / 1e9);
+        snprintf(gb, sizeof gb, "%.4g", held_bytes(tokens, u) / 1e9);
     }
     double of_max = max->hit_rate_blocks > 0 ? r->hit_rate_blocks / max->hit_rate_blocks : 0;
     printf("%16s %12s %10s %16.4f %16.4f %7.3f\n", cap, blocks, gb, r->hit_rate_blocks, r->hit_rate_tokens, of_max);
