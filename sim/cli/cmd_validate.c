@@ -221,7 +221,11 @@ static void print_draws(const json_t *rows)
     json_array_foreach(rows, i, row)
     {
         const json_t *d = json_object_get(row, "draws");
-        if (!d || (json_is_true(json_object_get(d, "fixed")) && (fixed = true))) continue;
+        if (!d) continue;
+        if (json_is_true(json_object_get(d, "fixed"))) {
+            fixed = true;
+            continue;
+        }
         if (!first) first = d;
         same &= json_equal(json_object_get(d, "seeds"), json_object_get(first, "seeds"));
     }

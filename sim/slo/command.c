@@ -44,7 +44,7 @@ char *slo_command(const slo_plan *pl, int P, int D, int lv, int k)
         if (fixed[i + 1]) u = shell_arg(c, shell_arg(c, u, n, fixed[i]), n, fixed[i + 1]);
     for (int i = 0; i < o->nsets; i++) u = shell_arg(c, shell_arg(c, u, n, "--set"), n, o->sets[i]);
     size_value(r->dram[lv], dram, sizeof dram);
-    if (pl->agg && !r->lmcache) snprintf(v, sizeof v, " --set cluster.instances=%d", P); /* no CPU tier */
+    if (slo_no_cpu_tier(r)) snprintf(v, sizeof v, " --set cluster.instances=%d", P);
     else if (pl->agg) snprintf(v, sizeof v, " --set cluster.instances=%d --set kvstore.dram_bytes=%s", P, dram);
     else
         snprintf(v, sizeof v, " --set cluster.prefill=%d --set cluster.decode=%d --set kvstore.dram_bytes=%s", P, D,

@@ -129,7 +129,7 @@ static void dram_levels(const sim_slo_opts *o, const sim_config *cfg, sim_slo_re
     double top = r->aggregated && cfg->dram_bytes > 0 ? cfg->dram_bytes : cfg->hw.dram_bytes;
     for (int i = 0; i < o->ndram; i++) r->dram[r->ndram++] = o->dram[i];
     for (int i = 0; o->ndram == 0 && i < 4; i++) r->dram[r->ndram++] = top / (1 << i);
-    if (r->aggregated && !r->lmcache) {
+    if (slo_no_cpu_tier(r)) {
         if (o->ndram)
             fprintf(stderr, "kvsim plan slo: warning: --dram: the aggregated cluster has no CPU tier (kvstore.lmcache "
                             "off: each instance caches prefixes in HBM), so no DRAM is searched or priced; LMCache's "

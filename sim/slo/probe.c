@@ -49,7 +49,7 @@ int slo_split_sets(const slo_plan *pl, int P, int D, int lv, char **sets)
     snprintf(buf, sizeof buf, pl->agg ? "cluster.instances=%d" : "cluster.prefill=%d", P);
     sets[n++] = sim_xstrdup(buf);
     if (!pl->agg) snprintf(buf, sizeof buf, "cluster.decode=%d", D), sets[n++] = sim_xstrdup(buf);
-    if (pl->agg && !pl->r->lmcache) return n;
+    if (slo_no_cpu_tier(pl->r)) return n;
     snprintf(buf, sizeof buf, "kvstore.dram_bytes=%.17g", pl->r->dram[lv]);
     sets[n++] = sim_xstrdup(buf);
     return n;

@@ -118,4 +118,9 @@ int slo_search_agg(slo_plan *pl, sim_err *err);
  * one that moved most. Printed to stdout. */
 void slo_print_nonmonotone(const sim_slo_opts *o, const sim_slo_result *r);
 
+/* An aggregated cluster without LMCache: no tier below HBM (agg.c), so no
+ * DRAM level is searched, priced, set on its runs or printed (plan_slo.c,
+ * dram_levels). */
+static inline bool slo_no_cpu_tier(const sim_slo_result *r) { return r->aggregated && !r->lmcache; }
+
 #endif

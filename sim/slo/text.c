@@ -37,10 +37,10 @@ static void print_floors(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->note[0]) printf("note      %s\n", r->note);
 }
 
-/* What a DRAM level is per: "instance", or "node" of instances sharing a CPU pool. */
-/* An aggregated cluster without LMCache (plan_slo.c, dram_levels). */
+/* What an aggregated cluster without LMCache has instead (slo_no_cpu_tier). */
 #define NO_CPU_TIER "no CPU tier (kvstore.lmcache off: prefixes cached in HBM)"
 
+/* What a DRAM level is per: "instance", or "node" of instances sharing a CPU pool. */
 static const char *dram_per(const sim_slo_result *r)
 {
     return r->aggregated && r->instances_per_node <= 1 ? "instance" : "node";
@@ -249,7 +249,7 @@ static void print_cheapest(const sim_slo_opts *o, const sim_slo_result *r, const
     char price[160] = "";
     price_text(r, p, price, sizeof price);
     char tier[160];
-    if (r->lmcache)
+    if (!slo_no_cpu_tier(r))
         snprintf(tier, sizeof tier, "%s (%s tokens) of CPU DRAM per %s, kvstore.load %s", dram, tokens, dram_per(r),
                  load_name(p->load));
     else snprintf(tier, sizeof tier, "%s", NO_CPU_TIER);
@@ -417,16 +417,15 @@ static void print_confirmation(const sim_slo_opts *o, const sim_slo_result *r)
     if (r->recommended < 0) return (void)printf("\nno recommendation: %s\n", r->confirm_note);
     const sim_slo_candidate *c = &r->cand[r->recommended];
     const sim_slo_point *p = &c->run[0];
-    char b[32], price[160];
+    char b[32], price[160], tier[160] = NO_CPU_TIER;
     price_text(r, p, price, sizeof price);
-    if (r->aggregated && !r->lmcache)
+    if (!slo_no_cpu_tier(r))
+        snprintf(tier, sizeof tier, "%s of CPU DRAM per %s", human_bytes(r->dram[p->dram_level], b, sizeof b),
+                 dram_per(r));
+    if (r->aggregated)
         printf("\nrecommended %d instance%s = %d GPU%s%s, %s: passes all %d confirmations\n", p->prefill,
-               p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price, NO_CPU_TIER,
+               p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price, tier,
                c->nrun);
-    else if (r->aggregated)
-        printf("\nrecommended %d instance%s = %d GPU%s%s, %s of CPU DRAM per %s: passes all %d confirmations\n",
-               p->prefill, p->prefill == 1 ? "" : "s", sim_slo_gpus(r, p), sim_slo_gpus(r, p) == 1 ? "" : "s", price,
-               human_bytes(r->dram[p->dram_level], b, sizeof b), dram_per(r), c->nrun);
     else
         printf("\nrecommended %dP%dD = %d GPUs%s, %s of DRAM per node, %s scope, cpp_group %d: passes all %d "
                "confirmations\n",
