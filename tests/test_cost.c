@@ -390,6 +390,34 @@ static void test_cost_prefill_parts(void **state)
     tu_free(&r);
 }
 
+/* Without --context the decode line holds one token of context: a request
+ * holds at least its prompt (vLLM refuses an empty one), and the measured
+ * tables' generation attention starts there, so the plain command says
+ * nothing of shapes outside them. Context 0, the roofline's weight floor,
+ * was the default and warned `not measured` on every GPU with tables. */
+static void test_cost_default_context(void **state)
+{
+    (void)state;
+    const char *hw = "cost --set model=llama3.1-8b --set hardware=h100x1";
+    char args[256];
+    snprintf(args, sizeof args, "%s --json", hw);
+    json_t *plain = tu_kvsim_json(args);
+    snprintf(args, sizeof args, "%s --context 1 --json", hw);
+    json_t *one = tu_kvsim_json(args);
+    assert_double_equal(tu_num_at(plain, "context", NULL), 1, 0);
+    assert_double_equal(tu_num_at(plain, "decode_ms", NULL), tu_num_at(one, "decode_ms", NULL), 0);
+    assert_null(json_object_get(plain, "caveats"));
+    json_decref(plain);
+    json_decref(one);
+    tu_expect_ok_without(hw, "requests of", "not measured");
+    snprintf(args, sizeof args, "%s --context 0", hw);
+    tu_expect_exit(args, 0,
+                   "not measured: generation attention batch=1 context=1 heads=32/8/128: context outside "
+                   "the measured on h100_sxm, taken at the smallest");
+    snprintf(args, sizeof args, "%s --context 4096", hw);
+    tu_expect_stdout(args, "HBM holds 420154 KV tokens (102 requests of 4096 context)");
+}
+
 /* A decode batch beyond the sequences the CPU constants were fitted on
  * (121 at once in the measured mode: docs/validation.md §4) is said
  * (`fit_range`), with the constants' share of the step, recomputed here
@@ -529,25 +557,16 @@ static void test_recompute_models_agree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_recompute_pricing),
-        cmocka_unit_test(test_recompute_models_agree),
-        cmocka_unit_test(test_kv_bytes_per_token),
-        cmocka_unit_test(test_prefill_flops),
-        cmocka_unit_test(test_eq2_thresholds),
-        cmocka_unit_test(test_prefill_time),
-        cmocka_unit_test(test_decode_iteration),
-        cmocka_unit_test(test_transfers),
-        cmocka_unit_test(test_estimator_fit),
-        cmocka_unit_test(test_allreduce),
-        cmocka_unit_test(test_allreduce_tp_presets),
-        cmocka_unit_test(test_decode_invariants),
-        cmocka_unit_test(test_decode_legacy_hardware),
-        cmocka_unit_test(test_prefill_floor),
-        cmocka_unit_test(test_cost_command),
-        cmocka_unit_test(test_cost_kv_overflow),
-        cmocka_unit_test(test_cost_fit_range),
-        cmocka_unit_test(test_cost_prefill_parts),
-        cmocka_unit_test(test_run_fit_range_disaggregated),
+        cmocka_unit_test(test_recompute_pricing),      cmocka_unit_test(test_recompute_models_agree),
+        cmocka_unit_test(test_kv_bytes_per_token),     cmocka_unit_test(test_prefill_flops),
+        cmocka_unit_test(test_eq2_thresholds),         cmocka_unit_test(test_prefill_time),
+        cmocka_unit_test(test_decode_iteration),       cmocka_unit_test(test_transfers),
+        cmocka_unit_test(test_estimator_fit),          cmocka_unit_test(test_allreduce),
+        cmocka_unit_test(test_allreduce_tp_presets),   cmocka_unit_test(test_decode_invariants),
+        cmocka_unit_test(test_decode_legacy_hardware), cmocka_unit_test(test_prefill_floor),
+        cmocka_unit_test(test_cost_command),           cmocka_unit_test(test_cost_kv_overflow),
+        cmocka_unit_test(test_cost_fit_range),         cmocka_unit_test(test_cost_prefill_parts),
+        cmocka_unit_test(test_cost_default_context),   cmocka_unit_test(test_run_fit_range_disaggregated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

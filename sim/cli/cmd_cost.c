@@ -28,7 +28,10 @@ static const char cost_usage[] =
     "  --config FILE      config file merged over configs/default.json\n"
     "  --set KEY=VALUE    override one config key (e.g. hardware=h100x8)\n"
     "  --batch B          decode batch (default 1)\n"
-    "  --context C        context tokens per request in the batch (default 0)\n"
+    "  --context C        context tokens per request in the batch (default 1: a decode\n"
+    "                     step's request holds at least its prompt, and vLLM refuses an\n"
+    "                     empty one; 0 reads no KV: the roofline's weight floor, below\n"
+    "                     the smallest context the measured tables hold)\n"
     "  --prefill N        prompt tokens (default 0: no prefill line)\n"
     "  --cached P         of which cached (default 0)\n"
     "  --json             one JSON object instead of text; its \"caveats\" array (absent when\n"
@@ -43,7 +46,7 @@ static const char cost_usage[] =
 
 typedef struct cost_args {
     long batch, context, prefill, cached;
-    bool json;
+    bool json, context_given; /* --context given: the HBM line counts requests of that context */
 } cost_args;
 
 /* The model and hardware line; for a mixture of experts its total and
@@ -203,7 +206,7 @@ static void print_cost(const sim_cost *c, const cost_args *a, const json_t *cave
         printf("weights (%.0f GB) do not fit in %s's HBM (%.0f GB x cluster.decode_hbm_frac): a run refuses this "
                "pairing; pick larger hardware\n",
                c->weight_bytes / 1e9, c->hw->name, c->hw->hbm_bytes / 1e9);
-    if (a->context > 0)
+    if (a->context_given && a->context > 0)
         printf("HBM holds %lld KV tokens (%lld request%s of %ld context), %.0f bytes each\n", (long long)kv,
                (long long)(kv / a->context), kv / a->context == 1 ? "" : "s", a->context, bpt);
     else printf("HBM holds %lld KV tokens, %.0f bytes each\n", (long long)kv, bpt);
@@ -343,7 +346,7 @@ int cmd_cost(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *file = NULL;
     char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
-    cost_args a = {.batch = 1};
+    cost_args a = {.batch = 1, .context = 1};
     int nsets = 0, rc = SIM_EXIT_OK;
     optind = 1;
     for (int ch; rc == SIM_EXIT_OK && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
@@ -351,7 +354,7 @@ int cmd_cost(int argc, char **argv)
         case 'c': file = optarg; break;
         case 's': sets[nsets++] = optarg; break;
         case 'b': rc = count_arg("--batch", optarg, 1, &a.batch); break;
-        case 'x': rc = count_arg("--context", optarg, 0, &a.context); break;
+        case 'x': rc = count_arg("--context", optarg, 0, &a.context), a.context_given = true; break;
         case 'p': rc = count_arg("--prefill", optarg, 0, &a.prefill); break;
         case 'k': rc = count_arg("--cached", optarg, 0, &a.cached); break;
         case 'j': a.json = true; break;
