@@ -100,8 +100,11 @@ def candidates(args, gpu):
     if not args.transfer:
         eta = ["--set", "hardware.hbm_efficiency=%g" % args.eta] if args.eta else []
         return [(gpu, ANALYTIC, eta)]
+    # every operation from the other GPU's tables, its all-reduces too (an
+    # h200 preset prices its own from the H100's rows: docs/measured.md §1)
     return [("%s from %s" % (gpu, src), MEASURED,
-             ["--set", "hardware.optables=configs/optables/" + TABLES[src], "--set", "hardware.optables_transfer=true"])
+             ["--set", "hardware.optables=configs/optables/" + TABLES[src], "--set", "hardware.optables_transfer=true",
+              "--set", 'hardware.allreduce_optables=""'])
             for src in TABLES if src != gpu]
 
 

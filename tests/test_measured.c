@@ -110,6 +110,62 @@ static void test_decode_is_the_sum_of_rows(void **state)
     sim_config_free(&cfg);
 }
 
+/* The all-reduce row of a tables folder: 8 GPUs, CUDA graphs, m elements. */
+static double ar_row(const char *dir, const char *elements)
+{
+    char size[48];
+    snprintf(size, sizeof size, "message_size=%s", elements);
+    const char *match[] = {"num_gpus=8", "backend=vllm_graph", size, NULL};
+    double y;
+    if (!ot_scan(dir, "custom_allreduce.csv.gz", match, NULL, NULL, NULL, &y, 1)) fail_msg("no all-reduce %s", size);
+    return y;
+}
+
+/* hardware.allreduce_optables: the grid model's decode step of 32 on eight
+ * GPUs, whose two all-reduces a layer (32 x 4096 = 131,072 elements) are
+ * the named folder's row, the rest of the step the H100's as before; the
+ * h200 presets name the H100's rows (the same NVLink and NVSwitch), so
+ * h200x8 and h100x8 price a Llama-3-70B step's all-reduces alike. */
+static void test_allreduce_tables_by_hand(void **state)
+{
+    (void)state;
+    sim_config cfg[2];
+    sim_cost c[2];
+    sim_op_times t[2];
+    char *sets[] = {GRID_MODEL,
+                    "hardware=h100x8",
+                    "hardware.optables=" H100,
+                    "cost.compute=measured",
+                    "cluster.mode=aggregated",
+                    "hardware.allreduce_optables=configs/optables/h200_sxm"};
+    for (int i = 0; i < 2; i++) {
+        setup(sets, 5 + i, &cfg[i], &c[i]);
+        assert_int_equal(c[i].measured->key.tp, 8);
+        assert_true(sim_cost_decode_ops(&c[i], 32, 32 * 1023, &t[i]));
+    }
+    double own = ar_row(H100, "131072"), other = ar_row("configs/optables/h200_sxm", "131072");
+    assert_true(other > 1.2 * own); /* the rows differ: the test tells them apart */
+    assert_double_equal(t[0].s[SIM_OP_ALLREDUCE], 2 * 2 * own * 1e-3, 1e-15);
+    assert_double_equal(t[1].s[SIM_OP_ALLREDUCE], 2 * 2 * other * 1e-3, 1e-15);
+    /* the embedding's one all-reduce too; nothing else moves */
+    assert_double_equal(t[1].s[SIM_OP_EMBED] - t[0].s[SIM_OP_EMBED], (other - own) * 1e-3, 1e-15);
+    assert_double_equal(t[1].total_s - t[0].total_s, 5 * (other - own) * 1e-3, 1e-14);
+    for (int i = 0; i < 2; i++) sim_config_free(&cfg[i]);
+    char *presets[2][2] = {{"model=llama3-70b", "hardware=h100x8"}, {"model=llama3-70b", "hardware=h200x8"}};
+    for (int i = 0; i < 2; i++) {
+        setup(presets[i], 2, &cfg[i], &c[i]);
+        assert_true(sim_cost_decode_ops(&c[i], 64, 64 * 2000, &t[i]));
+    }
+    assert_double_equal(t[1].s[SIM_OP_ALLREDUCE], t[0].s[SIM_OP_ALLREDUCE], 0);
+    assert_true(t[1].s[SIM_OP_ATTN_GEN] != t[0].s[SIM_OP_ATTN_GEN]); /* the rest is the H200's own */
+    for (int i = 0; i < 2; i++) sim_config_free(&cfg[i]);
+    tu_expect_exit("cost --set hardware=h800x8 --set hardware.allreduce_optables=configs/optables/h100_sxm", 2,
+                   "config key 'hardware.allreduce_optables': needs hardware.optables");
+    tu_expect_exit("cost --set hardware=h200x8 --set hardware.allreduce_optables=configs/optables/none --set "
+                   "cost.compute=measured",
+                   2, "configs/optables/none/meta.json");
+}
+
 /* hardware.optables_transfer, by hand: the H100's rows priced for a GPU
  * of twice its HBM bandwidth and half its FLOP/s. Each operation is its
  * row times the ratio of its roofline there to here (sim/cost/measured.c):
@@ -1052,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_decode_is_the_sum_of_rows),
         cmocka_unit_test(test_prefill_chunk_rule),
         cmocka_unit_test(test_transfer_by_hand),
+        cmocka_unit_test(test_allreduce_tables_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_gemm_shapes_kept),

@@ -91,11 +91,12 @@ static double block(double m, double n, double k, int n_lo, int n_hi, int k_lo, 
     return g;
 }
 
-/* vLLM's custom all-reduce on 8 GPUs (ms) of `elements`. */
+/* vLLM's all-reduce on 8 GPUs (ms) of `elements`: the H100's rows, which
+ * the h200 presets name (hardware.allreduce_optables, docs/measured.md §1). */
 static double allreduce_row(bool graph, double elements)
 {
     const char *match[] = {"num_gpus=8", graph ? "backend=vllm_graph" : "backend=vllm_eager", NULL};
-    return lookup(H200, "custom_allreduce.csv.gz", match, "message_size", NULL, elements);
+    return lookup("configs/optables/h100_sxm", "custom_allreduce.csv.gz", match, "message_size", NULL, elements);
 }
 
 /* NCCL's all-gather on 8 GPUs (ms) of `elements` gathered half elements. */

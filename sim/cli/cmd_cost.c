@@ -93,8 +93,10 @@ static void print_measured(const sim_cost *c, const cost_args *a)
     sim_optable_glitches(t, &dropped, &points);
     if (a->json) printf("\"measured_points\": %ld, \"glitches_dropped\": %ld, ", points, dropped);
     else {
-        printf("compute: measured (tables %s, %s, %s%s; docs/measured.md)\n", c->hw->optables, sim_optable_system(t),
-               sim_optable_engine(t), c->hw->optables_transfer ? ", scaled to this hardware's roofline" : "");
+        printf("compute: measured (tables %s, %s, %s%s%s%s; docs/measured.md)\n", c->hw->optables,
+               sim_optable_system(t), sim_optable_engine(t),
+               c->hw->optables_transfer ? ", scaled to this hardware's roofline" : "",
+               c->hw->allreduce_optables[0] ? "; all-reduces from " : "", c->hw->allreduce_optables);
         printf("  %ld of the tables' %ld measured points dropped as glitches (engine.measured.glitch_ratio %g; "
                "docs/measured.md §2)\n",
                dropped, points, sim_optable_glitch_ratio(t));

@@ -342,6 +342,15 @@ static int read_hw(const json_t *root, sim_hw *hw, sim_err *err)
         snprintf(hw->optables, sizeof hw->optables, "%s", json_string_value(tab));
     }
     hw->optables_transfer = json_is_true(json_object_get(h, "optables_transfer"));
+    const json_t *ar = json_object_get(h, "allreduce_optables");
+    if (ar && !json_is_null(ar)) {
+        if (!json_is_string(ar))
+            return sim_errf(err, "config key 'hardware.allreduce_optables': expected a folder path");
+        snprintf(hw->allreduce_optables, sizeof hw->allreduce_optables, "%s", json_string_value(ar));
+    }
+    if (hw->allreduce_optables[0] && !hw->optables[0])
+        return sim_errf(err, "config key 'hardware.allreduce_optables': needs hardware.optables, the tables that price "
+                             "every other operation (docs/measured.md §1)");
     if (hw->optables_transfer && !hw->optables[0])
         return sim_errf(err, "config key 'hardware.optables_transfer': true needs hardware.optables, the folder of "
                              "another GPU's measured tables to scale to this hardware (docs/hardware.md §6)");

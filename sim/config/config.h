@@ -39,6 +39,7 @@ typedef struct sim_hw {
     char calibration[PATH_MAX];           /* calibration file ("" = analytic bandwidths) */
     char optables[PATH_MAX];              /* measured per-operation tables' folder ("" = none; sim/cost/optable.h) */
     bool optables_transfer;               /* they were measured on another GPU: scale to this one (measured.c) */
+    char allreduce_optables[PATH_MAX];    /* tables whose all-reduce rows price this GPU's ("" = optables') */
     double link_peak_Bps;                 /* nvlink_GBps_per_gpu at its datasheet peak (link_Bps × efficiency) */
     double price_per_hour;                /* hardware.price_per_hour: a node-hour, an input (0 = not given) */
     double dram_price_GBh, ssd_price_GBh; /* hardware.{dram,ssd}_price_per_GB_hour (0 = not given) */

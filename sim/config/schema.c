@@ -135,6 +135,12 @@ static const sim_config_key keys[] = {
         .meaning = "true: `hardware.optables` were measured on another GPU; each operation is scaled by the "
                    "ratio of its roofline on this hardware (`hbm_GBps_per_gpu`, `tflops_per_gpu`, "
                    "`nvlink_GBps_per_gpu`) to that on the tables' GPU (docs/hardware.md §6); absent = false"),
+    OTHER("hardware.allreduce_optables", SIM_KEY_STRING,
+          "folder of measured tables whose all-reduce rows price this GPU's all-reduces in place of "
+          "`hardware.optables`' own: another GPU of the same NVLink and NVSwitch, whose rows match public "
+          "measurements of the path vLLM takes (the h200 presets take the H100's, docs/measured.md §1); absent or "
+          "\"\" = `hardware.optables`",
+          .optional = true),
     CHOICE("cluster.mode", "",
            "serving model (`kvsim policies`): `disaggregated` = Mooncake's prefill/decode split; `aggregated` = "
            "instances that prefill and decode"),

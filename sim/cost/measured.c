@@ -106,10 +106,11 @@ static double mem_s(const sim_measured *m, double bytes) { return sim_optable_me
 /* A collective that moves `wire` bytes over each GPU's link (a ring
  * all-reduce 2(g − 1)/g of its message, an all-gather (g − 1)/g of its
  * output) scales by the link's roofline (latency + wire / bandwidth) here
- * to there. Hardware without a link figure keeps the tables' time. */
-static double xfer_link(const sim_measured *m, double wire)
+ * to there (`a`: the GPU whose rows priced it). Hardware without a link
+ * figure keeps the tables' time. */
+static double xfer_link(const sim_measured *m, const sim_gpu_roof *a, double wire)
 {
-    const sim_gpu_roof *a = &m->from, *b = &m->key.to;
+    const sim_gpu_roof *b = &m->key.to;
     if (!(b->mem_Bps > 0) || !(b->link_Bps > 0) || !(a->link_Bps > 0)) return 1;
     return (b->link_lat_s + wire / b->link_Bps) / (a->link_lat_s + wire / a->link_Bps);
 }
@@ -147,8 +148,8 @@ static double allreduce_s(sim_measured *m, double tokens, double count)
     bool graph = tokens <= m->key.graph_max;
     double elements = tokens * m->key.model.hidden;
     int g = m->key.tp;
-    return count * sim_optable_allreduce_ms(m->t, g, graph, elements) * 1e-3 *
-           xfer_link(m, 2.0 * (g - 1) / g * (elements * m->act_bytes));
+    return count * sim_optable_allreduce_ms(m->ar, g, graph, elements) * 1e-3 *
+           xfer_link(m, &m->ar_from, 2.0 * (g - 1) / g * (elements * m->act_bytes));
 }
 
 /* The fused MoE's roofline per GPU: the experts the tokens touch (of
@@ -308,7 +309,7 @@ static double logits_gather_s(sim_measured *m, double seqs)
     double elements = seqs * m->key.model.vocab, bytes = 2 * elements;
     if (g < 2 || seqs <= 0) return 0;
     double ms = sim_optable_nccl_ms(m->t, "all_gather", g, elements);
-    return (ms > 0 ? ms * 1e-3 * xfer_link(m, (g - 1.0) / g * bytes) : 0) + mem_s(m, 2 * bytes);
+    return (ms > 0 ? ms * 1e-3 * xfer_link(m, &m->from, (g - 1.0) / g * bytes) : 0) + mem_s(m, 2 * bytes);
 }
 
 /* The LM head of `seqs` sampling sequences (head[0]) and, under TP, the
@@ -585,11 +586,11 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
                         "(model '%s' on %d GPU%s, KV %s): use cost.compute=engine",
                         hw->name, sys, m->heads, m->kv_heads, md->head_dim, md->name, m->key.tp,
                         m->key.tp == 1 ? "" : "s", m->kvdtype);
-    if (m->key.tp > 1 && sim_optable_allreduce_ms(m->t, m->key.tp, true, md->hidden) < 0)
+    if (m->key.tp > 1 && sim_optable_allreduce_ms(m->ar, m->key.tp, true, md->hidden) < 0)
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no all-reduce on %d GPUs: use "
                         "cost.compute=engine",
-                        hw->name, sys, m->key.tp);
+                        hw->name, sim_optable_system(m->ar), m->key.tp);
     return 0;
 }
 
@@ -680,19 +681,24 @@ int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
     memset(m->head_set, 0, sizeof m->head_set);
     unsigned families = (md->kv_lora_rank > 0 ? SIM_OPT_MLA : 0) | (sim_model_moe_layers(md) > 0 ? SIM_OPT_MOE : 0);
     if (sim_optable_need(m->t, families, err)) return -1;
-    sim_optable_quiet(m->t, true);
+    sim_measured_quiet(m, true);
     int rc =
         (md->kv_lora_rank > 0 && mla_setup(m, hw, err)) || check_shapes(m, hw, err) || check_moe(m, hw, err) ? -1 : 0;
-    sim_optable_quiet(m->t, false);
+    sim_measured_quiet(m, false);
     return rc;
 }
 
-void sim_measured_quiet(sim_measured *m, bool quiet) { sim_optable_quiet(m->t, quiet); }
+void sim_measured_quiet(sim_measured *m, bool quiet)
+{
+    sim_optable_quiet(m->t, quiet);
+    sim_optable_quiet(m->ar, quiet);
+}
 
 void sim_measured_key_of(const sim_config *cfg, const sim_hw *hw, measured_key *key)
 {
     memset(key, 0, sizeof *key);
     tables_path(hw->optables, key->tables, sizeof key->tables);
+    if (hw->allreduce_optables[0]) tables_path(hw->allreduce_optables, key->ar_tables, sizeof key->ar_tables);
     key->model = cfg->model;
     key->tp = hw->tp > 0 ? hw->tp : hw->gpus;
     key->graph_max = cfg->cuda_graph_max_tokens;
@@ -722,11 +728,13 @@ sim_measured *sim_measured_get(const sim_config *cfg, const sim_hw *hw, sim_err 
     for (sim_measured *m = all_measured; m; m = m->next)
         if (!memcmp(&m->key, &key, sizeof key)) return m;
     sim_optable *t = sim_measured_tables_get(hw->optables, key.glitch_ratio, err);
-    if (!t) return NULL;
+    sim_optable *ar = t && key.ar_tables[0] ? sim_measured_tables_get(key.ar_tables, key.glitch_ratio, err) : t;
+    if (!t || !ar) return NULL;
     sim_measured *m = malloc(sizeof *m);
     memset(m, 0, offsetof(sim_measured, lin));
-    m->key = key, m->t = t;
+    m->key = key, m->t = t, m->ar = ar;
     sim_optable_roof(t, &m->from);
+    sim_optable_roof(ar, &m->ar_from);
     if (sim_measured_fill(m, hw, err)) {
         free(m);
         return NULL;

@@ -51,7 +51,7 @@ static bool can_price(const measured_key *key, const char *dir, const sim_hw *hw
     if (!t) return false;
     sim_measured *m = malloc(sizeof *m);
     memset(m, 0, offsetof(sim_measured, lin));
-    m->key = *key, m->t = t;
+    m->key = *key, m->t = m->ar = t; /* a donor prices its all-reduces from its own rows */
     bool ok = sim_measured_fill(m, hw, &scratch) == 0;
     free(m);
     return ok;

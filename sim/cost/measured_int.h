@@ -19,6 +19,7 @@ enum { LIN_CACHE = 16384, HEAD_CACHE = 4096 };
  * when a later config asks for the same pricing (sim_measured_get). */
 typedef struct measured_key {
     char tables[PATH_MAX];
+    char ar_tables[PATH_MAX]; /* hardware.allreduce_optables, resolved; "" = tables' own rows */
     sim_model model;
     int tp, graph_max;
     bool ep;
@@ -55,6 +56,7 @@ enum { MLA_NONE, MLA_BACKEND, MLA_MODULE };
 struct sim_measured {
     measured_key key;
     sim_optable *t;
+    sim_optable *ar; /* whose all-reduce rows price the all-reduces: t, or hardware.allreduce_optables' */
     const char *wdtype, *kvdtype;
     const char *plain_dtype; /* the router's and LM head's GEMMs: unquantized under fp8_block, else wdtype */
     double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
@@ -63,8 +65,9 @@ struct sim_measured {
     bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;
-    sim_gpu_roof from;  /* the tables' GPU (when key.to is set) */
-    moe_cfgmap moe_cfg; /* vLLM's fused-MoE configs on the tables' GPU (a MoE model) */
+    sim_gpu_roof from;    /* the tables' GPU (when key.to is set) */
+    sim_gpu_roof ar_from; /* the all-reduce rows' GPU: from's, or hardware.allreduce_optables' */
+    moe_cfgmap moe_cfg;   /* vLLM's fused-MoE configs on the tables' GPU (a MoE model) */
     /* Which slots of lin and head hold a value: flags, zeroed with the
      * struct's head, so that a new pricing touches 20 KB, not the 1.4 MB of
      * the caches (a NaN in each row faulted in every page of them: a

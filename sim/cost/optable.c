@@ -404,7 +404,9 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
     snprintf(path, sizeof path, "%s/meta.json", dir);
     *meta = json_load_file(path, 0, &je);
     if (!*meta)
-        return sim_errf(err, "%s:%d: %s (hardware.optables names a folder of measured tables: configs/optables/*)",
+        return sim_errf(err,
+                        "%s:%d: %s (hardware.optables and hardware.allreduce_optables name folders of measured tables: "
+                        "configs/optables/*)",
                         path, je.line, je.text);
     const char *sys = json_string_value(json_object_get(*meta, "system"));
     const char *eng = json_string_value(json_object_get(*meta, "engine"));
