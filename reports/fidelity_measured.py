@@ -19,7 +19,7 @@ import sqlite3
 import subprocess
 import sys
 
-KVSIM = os.environ.get("KVSIM_BIN", "build/kvsim")
+KVSIM = "build/kvsim"  # as the page's commands run it (in make test, a scratch folder's link)
 TRACE = "build/fm-mqa20k.jsonl"
 MODES = (("old", "engine"), ("new", "auto"))
 
