@@ -13,11 +13,11 @@ tables), as the page prints it.
 Each runs build/kvsim (sweeps of docs/lmcache.md's multi-round QA trace,
 made here as build/fm-mqa20k.jsonl) into build/fm-*.db and prints the
 table's rows. The docs check them against the page (`make test`)."""
+import argparse
 import json
 import os
 import sqlite3
 import subprocess
-import sys
 
 KVSIM = "build/kvsim"  # as the page's commands run it (in make test, a scratch folder's link)
 TRACE = "build/fm-mqa20k.jsonl"
@@ -200,10 +200,13 @@ def plan():
 
 def main():
     what = {"offload": offload, "load": load, "pairs": pairs, "mepic": mepic, "plan": plan}
-    if len(sys.argv) != 2 or sys.argv[1] not in what:
-        sys.exit("usage: python3 reports/fidelity_measured.py offload|load|pairs|mepic|plan")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("section", choices=list(what),
+                    help="the table: offload (section 2), load (3), pairs (5), mepic (6) or plan (7)")
+    args = ap.parse_args()
     trace()
-    what[sys.argv[1]]()
+    what[args.section]()
 
 
 if __name__ == "__main__":
