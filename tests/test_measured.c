@@ -166,6 +166,63 @@ static void test_allreduce_tables_by_hand(void **state)
                    2, "configs/optables/none/meta.json");
 }
 
+/* An fp16 model on eight Hopper GPUs (model.torch_dtype): vLLM's symmetric
+ * memory takes bf16 only, so the all-reduces from 256 KiB up that it would
+ * serve go to NCCL (measured.c, fp16_to_nccl): the grid model's decode
+ * step of 32 (131,072 elements, 256 KiB) prices them from the NCCL rows;
+ * 16 sequences (128 KiB) stay on the custom kernel's rows, as does bf16,
+ * and so does four GPUs' (whose custom kernel keeps 32 MiB). */
+static void test_fp16_allreduce_by_hand(void **state)
+{
+    (void)state;
+    const char *match[] = {"op_name=all_reduce", "nccl_dtype=half", "num_gpus=8", "message_size=131072", NULL};
+    double nccl;
+    if (!ot_scan(H100, "nccl.csv.gz", match, NULL, NULL, NULL, &nccl, 1)) fail_msg("no NCCL all-reduce row");
+    double custom = ar_row(H100, "131072"), custom16 = ar_row(H100, "65536");
+    assert_true(nccl > 1.2 * custom);
+    struct {
+        const char *hw, *dtype;
+        int seqs;
+        double want_ms;
+    } cases[] = {{"hardware=h100x8", "model.torch_dtype=float16", 32, nccl},
+                 {"hardware=h100x8", "model.torch_dtype=bfloat16", 32, custom},
+                 {"hardware=h100x8", "model.torch_dtype=float16", 16, custom16}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *sets[] = {GRID_MODEL,
+                        (char *)cases[i].hw,
+                        "hardware.optables=" H100,
+                        "cost.compute=measured",
+                        "cluster.mode=aggregated",
+                        (char *)cases[i].dtype};
+        sim_config cfg;
+        sim_cost c;
+        sim_op_times t;
+        setup(sets, 6, &cfg, &c);
+        assert_true(sim_cost_decode_ops(&c, cases[i].seqs, cases[i].seqs * 1023, &t));
+        assert_double_equal(t.s[SIM_OP_ALLREDUCE], 2 * 2 * cases[i].want_ms * 1e-3, 1e-15);
+        sim_config_free(&cfg);
+    }
+    /* four GPUs: the custom kernel's 32 MiB covers what symmetric memory would */
+    char *four[] = {GRID_MODEL,
+                    "hardware=h100x4",
+                    "hardware.optables=" H100,
+                    "cost.compute=measured",
+                    "cluster.mode=aggregated",
+                    "model.torch_dtype=float16"};
+    sim_config cfg;
+    sim_cost c;
+    sim_op_times t;
+    setup(four, 6, &cfg, &c);
+    assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
+    const char *m4[] = {"num_gpus=4", "backend=vllm_graph", "message_size=131072", NULL};
+    double row4;
+    if (!ot_scan(H100, "custom_allreduce.csv.gz", m4, NULL, NULL, NULL, &row4, 1)) fail_msg("no 4-GPU row");
+    assert_double_equal(t.s[SIM_OP_ALLREDUCE], 2 * 2 * row4 * 1e-3, 1e-15);
+    sim_config_free(&cfg);
+    tu_expect_exit("cost --set model.torch_dtype=fp32", 2,
+                   "'model.torch_dtype': 'fp32' is not one of bfloat16, float16");
+}
+
 /* hardware.optables_transfer, by hand: the H100's rows priced for a GPU
  * of twice its HBM bandwidth and half its FLOP/s. Each operation is its
  * row times the ratio of its roofline there to here (sim/cost/measured.c):
@@ -1109,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_prefill_chunk_rule),
         cmocka_unit_test(test_transfer_by_hand),
         cmocka_unit_test(test_allreduce_tables_by_hand),
+        cmocka_unit_test(test_fp16_allreduce_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_gemm_shapes_kept),

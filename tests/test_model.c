@@ -298,9 +298,9 @@ static void test_import_round_trip(void **state)
 }
 
 /* Granite 3.1 8B's published config says torch_dtype float32; vLLM's
- * --dtype auto serves such a model in float16, so the import takes 2 bytes,
- * as the shipped preset holds, and says so on stderr with the key that asks
- * for --dtype float32 instead. */
+ * --dtype auto serves such a model in float16, so the import takes 2 bytes
+ * and torch_dtype float16, as the shipped preset holds, and says so on
+ * stderr with the key that asks for --dtype float32 instead. */
 static void test_float32_is_served_16_bit(void **state)
 {
     (void)state;
@@ -315,6 +315,9 @@ static void test_float32_is_served_16_bit(void **state)
     sim_err err = {{0}};
     if (sim_model_load("granite-3.1-8b", &m, &err)) fail_msg("granite-3.1-8b: %s", err.msg);
     assert_int_equal(tu_int_field(o, "dtype_bytes"), m.dtype_bytes);
+    /* and computes in float16, which vLLM's all-reduce dispatch tells apart */
+    assert_string_equal(json_string_value(json_object_get(o, "torch_dtype")), "float16");
+    assert_true(m.fp16);
     json_decref(o);
     tu_free(&r);
 }

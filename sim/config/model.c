@@ -92,6 +92,19 @@ static int read_weight_quant(const json_t *obj, sim_model *out, sim_err *err)
     return 0;
 }
 
+/* The 16-bit type vLLM computes in (config.json's torch_dtype, which its
+ * --dtype auto takes): absent or "bfloat16", or "float16" (Llama 2). The
+ * bytes are dtype_bytes' either way; vLLM's all-reduce dispatch is not. */
+static int read_torch_dtype(const json_t *obj, sim_model *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, "torch_dtype");
+    const char *t = v ? json_string_value(v) : "bfloat16";
+    if (!t || (strcmp(t, "bfloat16") && strcmp(t, "float16")))
+        return sim_errf(err, "model: field 'torch_dtype' must be \"bfloat16\" or \"float16\"");
+    out->fp16 = !strcmp(t, "float16");
+    return 0;
+}
+
 static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)
 {
     json_t *v = json_object_get(obj, key);
@@ -182,7 +195,9 @@ int sim_model_from_json(const json_t *obj, sim_model *out, sim_err *err)
     memset(out, 0, sizeof *out);
     const char *name = json_string_value(json_object_get(obj, "name"));
     snprintf(out->name, sizeof out->name, "%s", name ? name : "inline");
-    if (read_shape(obj, out, err) || read_kv_format(obj, out, err) || read_weight_quant(obj, out, err)) return -1;
+    if (read_shape(obj, out, err) || read_kv_format(obj, out, err) || read_weight_quant(obj, out, err) ||
+        read_torch_dtype(obj, out, err))
+        return -1;
     out->flops_a = 4;
     out->flops_b = 22;
     if (json_object_get(obj, "flops_a") && get_positive(obj, "flops_a", &out->flops_a, err)) return -1;

@@ -23,6 +23,7 @@ typedef struct sim_model {
     int qk_rope_head_dim;    /* MLA's decoupled RoPE key r, cached beside the latent */
     int q_lora_rank;         /* MLA's query latent (0 = queries projected from the hidden state directly) */
     bool fp8_block;          /* weight_quant "fp8_block": FP8 weights scaled per 128x128 block (DeepSeek-V3) */
+    bool fp16;               /* torch_dtype "float16": activations in fp16, not bf16 (measured.c's all-reduce) */
     double params;           /* parameter count, for weight bytes and decode FLOPs */
     double flops_a;          /* a in Mooncake Eq. 1 */
     double flops_b;          /* b in Mooncake Eq. 1 */

@@ -64,6 +64,15 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
     return sim_errf(err, "%s: key '%s': '%s' is not one of bfloat16, float16, float32", path, key, s ? s : "?");
 }
 
+/* Whether vLLM's --dtype auto computes in float16: torch_dtype float16, or
+ * float32, which it serves in float16 (model.torch_dtype). */
+static bool hf_fp16(const json_t *hf)
+{
+    const char *s =
+        json_string_value(json_object_get(hf, json_object_get(hf, "torch_dtype") ? "torch_dtype" : "dtype"));
+    return s && (!strcmp(s, "float16") || !strcmp(s, "float32"));
+}
+
 typedef struct hf_shape {
     long layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype_bytes;
     long kv_lora_rank, qk_rope_head_dim, q_lora_rank; /* multi-head latent attention; 0 = none */
@@ -72,6 +81,7 @@ typedef struct hf_shape {
     bool tied;
     bool fp8;       /* quantization_config.quant_method "fp8": 1-byte weights, the KV cache in torch_dtype */
     bool fp8_block; /* and weight_block_size [128, 128]: model.weight_quant "fp8_block" */
+    bool fp16;      /* model.torch_dtype "float16" */
 } hf_shape;
 
 /* FP8 checkpoints (DeepSeek-V3's quantization_config {"quant_method":
@@ -337,6 +347,7 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         read_mla(hf, path, s, note, n, err) || read_moe(hf, path, s, note, n, err))
         return -1;
     read_fp8(hf, s, note, n);
+    s->fp16 = hf_fp16(hf);
     note_sliding(hf, note, n);
     read_context(hf, s, note, n);
     return 0;
@@ -390,6 +401,7 @@ static json_t *preset_json(const hf_shape *s, const json_t *hf, const char *path
     json_object_set_new(o, "dtype_bytes", json_integer(s->fp8 ? 1 : s->dtype_bytes));
     if (s->fp8) json_object_set_new(o, "kv_dtype", json_string("bf16"));
     if (s->fp8_block) json_object_set_new(o, "weight_quant", json_string("fp8_block"));
+    if (s->fp16) json_object_set_new(o, "torch_dtype", json_string("float16"));
     json_object_set_new(o, "params", json_integer((json_int_t)sim_model_derived_params(&m)));
     return o;
 }

@@ -57,6 +57,11 @@ static const sim_config_key keys[] = {
             "how the weights are quantized: `none` (absent) = plain `model.dtype_bytes` elements; `fp8_block` "
             "= FP8 with a scale per 128 x 128 block (DeepSeek-V3's checkpoint; needs `dtype_bytes` 1): the "
             "measured mode prices its GEMMs and fused MoE from the tables' fp8_block rows (docs/measured-mla.md)"),
+    ROW("model.torch_dtype", SIM_KEY_CHOICE, "", 0, 0, .optional = true, .choices = "bfloat16|float16",
+        .meaning = "the 16-bit type vLLM computes in: config.json's `torch_dtype`, as its `--dtype auto` takes it "
+                   "(`bfloat16` absent; Llama 2's presets `float16`). The measured mode sends a `float16` "
+                   "all-reduce that vLLM's symmetric-memory path refuses (it takes bf16 only) to NCCL's rows "
+                   "(docs/measured.md §1)"),
     ROW("model.params", SIM_KEY_NUMBER, "", 0, 1e16, .lo_open = true, .optional = true,
         .meaning = "parameters (weights = params × dtype_bytes); absent = derived from the architecture when "
                    "`model.intermediate` and `model.vocab` are given (sim/config/model.h)"),

@@ -142,14 +142,32 @@ static double gemm_of(sim_measured *m, const char *dtype, double tokens, double 
 /* A GEMM of the model's weights (their dtype's rows). */
 static double gemm_s(sim_measured *m, double tokens, double n, double k) { return gemm_of(m, m->wdtype, tokens, n, k); }
 
+/* Whether vLLM sends an fp16 all-reduce of `bytes` on g Hopper GPUs to
+ * NCCL. With its symmetric-memory all-reduce on (the default: the H100's
+ * 0.14.0 rows run at its speed, docs/measured.md §1) vLLM cuts its custom
+ * kernel to 512 KiB on 6 GPUs and 256 KiB on 8 (CUSTOM_ALL_REDUCE_MAX_SIZES
+ * "9.0") and hands larger messages, up to 64 MiB, to symmetric memory,
+ * which takes bf16 only (SymmMemCommunicator.should_use_symm_mem: "if
+ * inp.dtype != self.dtype: return False"): an fp16 one falls through to
+ * pynccl (vllm/distributed/device_communicators/cuda_communicator.py).
+ * The tables' all-reduce rows were timed in bf16. */
+static bool fp16_to_nccl(const sim_measured *m, int g, double bytes)
+{
+    if (!m->key.model.fp16 || (g != 6 && g != 8)) return false;
+    const char *dev = sim_optable_device(m->ar);
+    if (!strstr(dev, "H100") && !strstr(dev, "H200")) return false;
+    return bytes >= (g == 8 ? 256 : 512) * 1024.0 && bytes <= 64 * 1048576.0;
+}
+
 static double allreduce_s(sim_measured *m, double tokens, double count)
 {
     if (m->key.tp < 2 || tokens <= 0) return 0;
     bool graph = tokens <= m->key.graph_max;
-    double elements = tokens * m->key.model.hidden;
+    double elements = tokens * m->key.model.hidden, bytes = elements * m->act_bytes;
     int g = m->key.tp;
-    return count * sim_optable_allreduce_ms(m->ar, g, graph, elements) * 1e-3 *
-           xfer_link(m, &m->ar_from, 2.0 * (g - 1) / g * (elements * m->act_bytes));
+    double ms = fp16_to_nccl(m, g, bytes) ? sim_optable_nccl_ms(m->ar, "all_reduce", g, elements)
+                                          : sim_optable_allreduce_ms(m->ar, g, graph, elements);
+    return count * ms * 1e-3 * xfer_link(m, &m->ar_from, 2.0 * (g - 1) / g * bytes);
 }
 
 /* The fused MoE's roofline per GPU: the experts the tokens touch (of

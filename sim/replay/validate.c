@@ -168,6 +168,8 @@ static int engine_dtype(vexp *e, const json_t *eng, sim_err *err)
                         "float32 (vLLM's --dtype)",
                         e->file, e->id, s);
     if (k >= 4) not_expressible(e, "engine.dtype is not a 16-bit type: the model presets hold 16-bit weights and KV");
+    else if (k == 1 || k == 2) add_set(e, "model.torch_dtype=float16"); /* what vLLM computes in (model.c) */
+    else if (k == 3) add_set(e, "model.torch_dtype=bfloat16");
     return 0;
 }
 
