@@ -76,16 +76,23 @@ static int read_kv_format(const json_t *obj, sim_model *out, sim_err *err)
     return 0;
 }
 
+/* A field of two names, `off` (or absent) and `on`: *out says which. */
+static int read_either(const json_t *obj, const char *key, const char *off, const char *on, bool *out, sim_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    const char *s = v ? json_string_value(v) : off;
+    if (!s || (strcmp(s, off) && strcmp(s, on)))
+        return sim_errf(err, "model: field '%s' must be \"%s\" or \"%s\"", key, off, on);
+    *out = !strcmp(s, on);
+    return 0;
+}
+
 /* How the weights are quantized beyond their element size: absent or
  * "none", or "fp8_block" (FP8 with a scale per 128x128 block, DeepSeek-V3's
  * checkpoint; 1-byte weights). */
 static int read_weight_quant(const json_t *obj, sim_model *out, sim_err *err)
 {
-    const json_t *v = json_object_get(obj, "weight_quant");
-    const char *q = v ? json_string_value(v) : "none";
-    if (!q || (strcmp(q, "none") && strcmp(q, "fp8_block")))
-        return sim_errf(err, "model: field 'weight_quant' must be \"none\" or \"fp8_block\"");
-    out->fp8_block = !strcmp(q, "fp8_block");
+    if (read_either(obj, "weight_quant", "none", "fp8_block", &out->fp8_block, err)) return -1;
     if (out->fp8_block && out->dtype_bytes != 1)
         return sim_errf(err, "model: field 'weight_quant' \"fp8_block\" is FP8: 'dtype_bytes' must be 1, not %d",
                         out->dtype_bytes);
@@ -97,12 +104,7 @@ static int read_weight_quant(const json_t *obj, sim_model *out, sim_err *err)
  * bytes are dtype_bytes' either way; vLLM's all-reduce dispatch is not. */
 static int read_torch_dtype(const json_t *obj, sim_model *out, sim_err *err)
 {
-    const json_t *v = json_object_get(obj, "torch_dtype");
-    const char *t = v ? json_string_value(v) : "bfloat16";
-    if (!t || (strcmp(t, "bfloat16") && strcmp(t, "float16")))
-        return sim_errf(err, "model: field 'torch_dtype' must be \"bfloat16\" or \"float16\"");
-    out->fp16 = !strcmp(t, "float16");
-    return 0;
+    return read_either(obj, "torch_dtype", "bfloat16", "float16", &out->fp16, err);
 }
 
 static int get_positive(const json_t *obj, const char *key, double *out, sim_err *err)
