@@ -322,6 +322,37 @@ static void test_float32_is_served_16_bit(void **state)
     tu_free(&r);
 }
 
+/* The two-name fields of a model object, each refused by name with its two
+ * values (one reader since 2026-12-01), and torch_dtype read. */
+static void test_two_name_fields(void **state)
+{
+    (void)state;
+    const char *base = "{\"layers\": 2, \"hidden\": 4096, \"heads\": 32, \"kv_heads\": 8, \"head_dim\": 128, "
+                       "\"dtype_bytes\": 2, \"params\": 1e9, %s}";
+    const char *cases[][2] = {
+        {"\"torch_dtype\": \"fp32\"", "model: field 'torch_dtype' must be \"bfloat16\" or \"float16\""},
+        {"\"weight_quant\": \"awq\"", "model: field 'weight_quant' must be \"none\" or \"fp8_block\""},
+        {"\"torch_dtype\": \"float16\"", NULL},
+        {"\"torch_dtype\": \"bfloat16\"", NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[512];
+        snprintf(text, sizeof text, base, cases[i][0]);
+        json_t *o = json_loads(text, 0, NULL);
+        assert_non_null(o);
+        sim_model m;
+        sim_err err = {{0}};
+        int rc = sim_model_from_json(o, &m, &err);
+        if (cases[i][1]) {
+            assert_int_equal(rc, -1);
+            assert_string_equal(err.msg, cases[i][1]);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(m.fp16, i == 2);
+        }
+        json_decref(o);
+    }
+}
+
 /* An AWQ or GPTQ checkpoint was imported as 16-bit weights without a word
  * (8.03e9 parameters sized 16 GB, a 4-bit checkpoint's 4 times): refused,
  * naming the method; FP8 is imported as before (test_import_moe). */
@@ -684,15 +715,15 @@ static void test_import_moe_layouts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_derived_params),       cmocka_unit_test(test_presets),
-        cmocka_unit_test(test_inline_params),        cmocka_unit_test(test_import_study_models),
-        cmocka_unit_test(test_import_round_trip),    cmocka_unit_test(test_import_defaults),
-        cmocka_unit_test(test_import_errors),        cmocka_unit_test(test_kv_formats),
-        cmocka_unit_test(test_kv_formats_cli),       cmocka_unit_test(test_import_mla),
-        cmocka_unit_test(test_import_moe),           cmocka_unit_test(test_import_moe_layouts),
-        cmocka_unit_test(test_family_presets),       cmocka_unit_test(test_float32_is_served_16_bit),
-        cmocka_unit_test(test_context_window),       cmocka_unit_test(test_quantized_refused),
-        cmocka_unit_test(test_non_decoders_refused),
+        cmocka_unit_test(test_derived_params),    cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_inline_params),     cmocka_unit_test(test_import_study_models),
+        cmocka_unit_test(test_import_round_trip), cmocka_unit_test(test_import_defaults),
+        cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
+        cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
+        cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
+        cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
+        cmocka_unit_test(test_two_name_fields),   cmocka_unit_test(test_context_window),
+        cmocka_unit_test(test_quantized_refused), cmocka_unit_test(test_non_decoders_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
