@@ -905,6 +905,22 @@ static void test_user_errors(void **state)
     assert_string_equal(json_string_value(json_array_get(cfg, json_array_size(cfg) - 2)),
                         "engine.measured.seq_overhead_ms=0.06");
     json_decref(c);
+    /* engine.dtype is what vLLM computes in: model.torch_dtype (its all-reduce
+     * dispatch differs for fp16); auto keeps the preset's */
+    cli_result d = tu_shell(edited_cmd(
+        cmd, sizeof cmd, "jq '.experiments[0].engine.dtype = \"half\" | .experiments[1].engine.dtype = \"bfloat16\"'",
+        ci, "--draws 1 --json"));
+    assert_int_equal(d.status, 0);
+    c = json_loads(d.out, 0, NULL);
+    const char *want[] = {"model.torch_dtype=float16", "model.torch_dtype=bfloat16", NULL};
+    for (size_t k = 0; k < 3; k++) {
+        char *text = json_dumps(json_object_get(json_array_get(json_object_get(c, "experiments"), k), "config"), 0);
+        if (want[k]) assert_non_null(strstr(text, want[k]));
+        else assert_null(strstr(text, "model.torch_dtype"));
+        free(text);
+    }
+    json_decref(c);
+    tu_free(&d);
     cli_result r =
         tu_shell(edited_cmd(cmd, sizeof cmd, "jq '.experiments[1].measured.e2e_ms.mean = \"fast\"'", ci, ""));
     assert_int_equal(r.status, 2);
