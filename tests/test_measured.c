@@ -221,6 +221,11 @@ static void test_fp16_allreduce_by_hand(void **state)
     sim_config_free(&cfg);
     tu_expect_exit("cost --set model.torch_dtype=fp32", 2,
                    "'model.torch_dtype': 'fp32' is not one of bfloat16, float16");
+    /* kvsim cost says so where it applies (Llama 2's preset is fp16) */
+    tu_expect_stdout("cost --set model=llama-2-70b --set hardware=h100x8",
+                     "  fp16 (model.torch_dtype): all-reduces of 256 KiB to 64 MiB from NCCL's rows");
+    tu_expect_ok_without("cost --set model=llama-2-70b --set hardware=h100x4", "fp16 (model.torch_dtype)", NULL);
+    tu_expect_ok_without("cost --set model=llama3.1-70b --set hardware=h100x8", "fp16 (model.torch_dtype)", NULL);
 }
 
 /* hardware.optables_transfer, by hand: the H100's rows priced for a GPU

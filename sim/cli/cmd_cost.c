@@ -100,6 +100,11 @@ static void print_measured(const sim_cost *c, const cost_args *a)
         printf("  %ld of the tables' %ld measured points dropped as glitches (engine.measured.glitch_ratio %g; "
                "docs/measured.md §2)\n",
                dropped, points, sim_optable_glitch_ratio(t));
+        double lo, hi;
+        if (sim_measured_fp16_nccl(c->measured, &lo, &hi))
+            printf("  fp16 (model.torch_dtype): all-reduces of %.0f KiB to %.0f MiB from NCCL's rows, as vLLM sends "
+                   "them (its symmetric-memory path takes bf16 only; docs/measured.md §1)\n",
+                   lo / 1024, hi / 1048576);
     }
     print_ops("decode", &d, a->json);
     if (a->prefill > 0 && sim_cost_prefill_ops(c, (int32_t)a->prefill, (int32_t)a->cached, &p))

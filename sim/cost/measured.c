@@ -151,12 +151,20 @@ static double gemm_s(sim_measured *m, double tokens, double n, double k) { retur
  * inp.dtype != self.dtype: return False"): an fp16 one falls through to
  * pynccl (vllm/distributed/device_communicators/cuda_communicator.py).
  * The tables' all-reduce rows were timed in bf16. */
-static bool fp16_to_nccl(const sim_measured *m, int g, double bytes)
+bool sim_measured_fp16_nccl(const sim_measured *m, double *lo_bytes, double *hi_bytes)
 {
+    int g = m->key.tp;
     if (!m->key.model.fp16 || (g != 6 && g != 8)) return false;
     const char *dev = sim_optable_device(m->ar);
     if (!strstr(dev, "H100") && !strstr(dev, "H200")) return false;
-    return bytes >= (g == 8 ? 256 : 512) * 1024.0 && bytes <= 64 * 1048576.0;
+    *lo_bytes = (g == 8 ? 256 : 512) * 1024.0, *hi_bytes = 64 * 1048576.0;
+    return true;
+}
+
+static bool fp16_to_nccl(const sim_measured *m, double bytes)
+{
+    double lo, hi;
+    return sim_measured_fp16_nccl(m, &lo, &hi) && bytes >= lo && bytes <= hi;
 }
 
 static double allreduce_s(sim_measured *m, double tokens, double count)
@@ -165,8 +173,8 @@ static double allreduce_s(sim_measured *m, double tokens, double count)
     bool graph = tokens <= m->key.graph_max;
     double elements = tokens * m->key.model.hidden, bytes = elements * m->act_bytes;
     int g = m->key.tp;
-    double ms = fp16_to_nccl(m, g, bytes) ? sim_optable_nccl_ms(m->ar, "all_reduce", g, elements)
-                                          : sim_optable_allreduce_ms(m->ar, g, graph, elements);
+    double ms = fp16_to_nccl(m, bytes) ? sim_optable_nccl_ms(m->ar, "all_reduce", g, elements)
+                                       : sim_optable_allreduce_ms(m->ar, g, graph, elements);
     return count * ms * 1e-3 * xfer_link(m, &m->ar_from, 2.0 * (g - 1) / g * bytes);
 }
 

@@ -94,6 +94,10 @@ void sim_measured_suggest(const sim_config *cfg, const sim_hw *hw, sim_err *err)
 void sim_measured_pass(sim_measured *m, const sim_pass_shape *p, sim_op_times *out);
 double sim_measured_pass_s(sim_measured *m, const sim_pass_shape *p);
 const sim_optable *sim_measured_tables(const sim_measured *m);
+/* Whether this pricing sends an fp16 model's all-reduces of [lo, hi] bytes
+ * to NCCL's rows, as vLLM's dispatch does on 6 or 8 Hopper GPUs (its
+ * symmetric-memory path takes bf16 only; docs/measured.md §1). */
+bool sim_measured_fp16_nccl(const sim_measured *m, double *lo_bytes, double *hi_bytes);
 /* Every family of m's tables loaded, the model's or not (kvsim cost
  * counts the points of them all). */
 int sim_measured_load_all(sim_measured *m, sim_err *err);
