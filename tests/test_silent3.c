@@ -797,15 +797,9 @@ static void test_single_options_once(void **state)
 static void test_verbose_without_skip_bad(void **state)
 {
     (void)state;
-    cli_result r = tu_kvsim("run -v --set trace.limit=10");
-    assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.err, "kvsim run: warning: --verbose lists the lines --skip-bad skips, and "
-                                  "trace.skip_bad is off"));
-    tu_free(&r);
-    r = tu_kvsim("run -v --skip-bad --set trace.limit=10");
-    assert_int_equal(r.status, 0);
-    assert_null(strstr(r.err, "--verbose lists"));
-    tu_free(&r);
+    tu_expect_exit("run -v --set trace.limit=10", 0,
+                   "kvsim run: warning: --verbose lists the lines --skip-bad skips, and trace.skip_bad is off");
+    tu_expect_ok_without("run -v --skip-bad --set trace.limit=10", NULL, "--verbose lists");
 }
 
 int main(void)
