@@ -13,10 +13,18 @@ row's own, minus one: per system and table, the median, the median of its
 absolute value and the 5th and 95th percentiles; and the same for the rows
 with a KV head per query head (the shapes kvsim folds: Llama-2's).
 
+With --head-dim it checks the widening of the same function instead: a
+head_dim e the tables lack is looked up at 2e, h/f and h_kv/f heads over
+f·b/2 sequences (the smallest f ≥ 2 dividing both whose shape is held, else
+f = 1), the same query work and KV bytes. Only b200_sxm's tables hold two
+head_dims (128 and 256), so it prices each of their head_dim-128 rows from
+the 256 rows by that rule, as kvsim prices Llama-3.2-1B's 64 from 128.
+
 A second implementation: it reads the CSVs directly, with the median of a
 shape's repeated rows; kvsim drops glitches first (docs/measured.md §2).
 
-Usage: python3 reports/attention_fold_check.py [SYSTEM ...]   (default: all six)
+Usage: python3 reports/attention_fold_check.py [--head-dim] [SYSTEM ...]
+       (default: all six; with --head-dim, b200_sxm)
 """
 import collections
 import csv
@@ -27,11 +35,11 @@ import sys
 SYSTEMS = ("h100_sxm", "h200_sxm", "a100_sxm", "b200_sxm", "gb200", "l40s")
 
 
-def load(system, table):
+def load(system, table, head_dim=128):
     rows = collections.defaultdict(list)
     with gzip.open("configs/optables/%s/%s.csv.gz" % (system, table), "rt") as f:
         for r in csv.DictReader(f):
-            if r["attn_dtype"] != "bfloat16" or r["kv_cache_dtype"] != "bfloat16" or r["head_dim"] != "128":
+            if r["attn_dtype"] != "bfloat16" or r["kv_cache_dtype"] != "bfloat16" or r["head_dim"] != str(head_dim):
                 continue
             key = (int(r["num_heads"]), int(r["num_key_value_heads"]), int(r["batch_size"]), int(r["isl"]),
                    int(r["step"]))
@@ -54,6 +62,22 @@ def folds(t):
     return out
 
 
+def widenings(narrow, wide):
+    """The error of every narrow row priced from the wide table (twice its
+    head_dim) by the rule above, where that row is measured."""
+    out = []
+    shapes = set((h, hk) for h, hk, *_ in wide)
+    for (h, hk, b, isl, step), v in narrow.items():
+        held = [f for f in range(1, hk + 1) if h % f == 0 and hk % f == 0 and (h // f, hk // f) in shapes]
+        f = next((f for f in held if f >= 2), held[0] if held else None)
+        if f is None or (b * f) % 2:
+            continue
+        other = wide.get((h // f, hk // f, b * f // 2, isl, step))
+        if other is not None:
+            out.append(other / v - 1)
+    return out
+
+
 def line(label, errs):
     if not errs:
         return "| %s | 0 | – | – | – | – |" % label
@@ -65,7 +89,16 @@ def line(label, errs):
 
 
 def main():
-    systems = sys.argv[1:] or SYSTEMS
+    args = sys.argv[1:]
+    if args[:1] == ["--head-dim"]:
+        print("| system, table | rows | median | median abs | 5th pct | 95th pct |")
+        print("|---|---|---|---|---|---|")
+        for s in args[1:] or ["b200_sxm"]:
+            for table in ("generation_attention", "context_attention"):
+                errs = widenings(load(s, table, 128), load(s, table, 256))
+                print(line("%s %s, 128 from 256" % (s, table.split("_")[0]), errs))
+        return
+    systems = args or SYSTEMS
     print("| system, table | rows | median | median abs | 5th pct | 95th pct |")
     print("|---|---|---|---|---|---|")
     for s in systems:

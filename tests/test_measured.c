@@ -339,6 +339,62 @@ static void test_attention_fold_by_hand(void **state)
     sim_config_free(&cfg);
 }
 
+/* Whether a caveat of this process's tables says `text`. */
+static bool caveat_says(const char *text)
+{
+    json_t *notes = sim_measured_caveats();
+    bool said = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(notes, i, v) said |= strstr(json_string_value(json_object_get(v, "text")), text) != NULL;
+    json_decref(notes);
+    return said;
+}
+
+/* A head_dim the tables lack, widened by hand: heads of 64 (Llama-3.2-1B's)
+ * are in no table; 32 heads and 8 KV heads of 64 over 32 sequences are the
+ * query work and KV bytes of 16 and 4 of 128 over the same 32 (fold 2,
+ * widen 2). With 4 heads and 1 KV head of 64 no fold keeps the batch
+ * whole: 64 sequences are priced as 32 of 4 heads and 1 KV head of 128. */
+static void test_attention_widen_by_hand(void **state)
+{
+    struct {
+        const char *heads, *kv_heads, *row_heads, *row_kv;
+        int seqs;
+        const char *said;
+    } cases[] = {
+        {"model.heads=32", "model.kv_heads=8", "num_heads=16", "num_key_value_heads=4", 32,
+         "generation attention of 32 heads, 8 KV heads of 64 on h100_sxm: the tables hold no such shape; priced as "
+         "their 16 heads, 4 KV heads of 128 at the same batch (the same query work and KV bytes at 2 times the "
+         "head_dim; where the tables measure both, b200_sxm's head_dim 128 priced so from its 256 is 14% under to "
+         "27% over, 5th to 95th percentile"},
+        {"model.heads=4", "model.kv_heads=1", "num_heads=4", "num_key_value_heads=1", 64,
+         "generation attention of 4 heads, 1 KV heads of 64 on h100_sxm: the tables hold no such shape; priced as "
+         "their 4 heads, 1 KV heads of 128 at 0.5 times the batch"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *sets[] = {
+            GRID_MODEL,        "model.head_dim=64",       (char *)cases[k].heads,  (char *)cases[k].kv_heads,
+            "hardware=h100x1", "hardware.optables=" H100, "cost.compute=measured", "cluster.mode=aggregated"};
+        sim_config cfg;
+        sim_cost c;
+        sim_measured_reset_notes();
+        setup(sets, 8, &cfg, &c);
+        assert_non_null(c.measured);
+        const char *row[] = {"attn_dtype=bfloat16", "kv_cache_dtype=bfloat16",
+                             "batch_size=32",       cases[k].row_heads,
+                             cases[k].row_kv,       "head_dim=128",
+                             "step=1023",           NULL};
+        double want = row_latency("generation_attention.csv.gz", row);
+        assert_true(want > 0);
+        sim_op_times t;
+        assert_true(sim_cost_decode_ops(&c, cases[k].seqs, cases[k].seqs * 1023.0, &t));
+        assert_double_equal(t.s[SIM_OP_ATTN_GEN], 2 * want * 1e-3, 1e-15);
+        assert_true(caveat_says(cases[k].said));
+        sim_config_free(&cfg);
+    }
+}
+
 /* A prefill chunk of 1024 new tokens after none: context attention
  * (batch 1, isl 1024) and GEMMs at m = 1024; with 1024 cached before it,
  * the attention is T(2048) − T(1024) (measured.c's rule) where that is
@@ -1173,6 +1229,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_tables_by_hand),
         cmocka_unit_test(test_fp16_allreduce_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
+        cmocka_unit_test(test_attention_widen_by_hand),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_gemm_shapes_kept),
         cmocka_unit_test(test_generation_beyond_curves),

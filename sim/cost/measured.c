@@ -381,9 +381,11 @@ static double attn_ms(sim_measured *m, bool context, double batch, double x)
         q.context = context;
         return sim_optable_mla_ms(m->t, &q, batch, x) * attn_xfer(m, context, batch, x);
     }
-    int hd = m->key.model.head_dim, f = m->fold[context], h = m->heads / f, hk = m->kv_heads / f;
-    return (context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, batch * f, x)
-                    : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, batch * f, x)) *
+    int f = m->fold[context], w = m->widen[context];
+    int hd = m->key.model.head_dim * w, h = m->heads / f, hk = m->kv_heads / f;
+    double b = batch * f / w;
+    return (context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, b, x)
+                    : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, b, x)) *
            attn_xfer(m, context, batch, x);
 }
 
@@ -510,21 +512,43 @@ void sim_measured_fallback(const char *why)
     json_array_append_new(fallbacks, json_string(why));
 }
 
-/* A pricing that looked attention up folded (attn_fold) says so, once per
- * shape, when it priced a pass since the notes were last reset. */
+/* The widening's error where the tables measure both head_dims, by kind
+ * (generation, context): `python3 reports/attention_fold_check.py
+ * --head-dim`, quoted in docs/measured.md §2 under a check. */
+static const char *const widen_error[2] = {"14% under to 27% over", "44% under to 12% over"};
+
+/* What a folded or widened lookup (attn_fold) priced attention as. */
+static void fold_text(const sim_measured *m, int c, char *text, size_t size)
+{
+    int f = m->fold[c], w = m->widen[c], e = m->key.model.head_dim;
+    const char *kind = c ? "context" : "generation", *sys = sim_optable_system(m->t);
+    int n = snprintf(text, size, "%s attention of %d heads, %d KV heads of %d on %s: the tables hold no such shape; ",
+                     kind, m->heads, m->kv_heads, e, sys);
+    char times[40] = "the same batch";
+    if (f != w) snprintf(times, sizeof times, "%g times the batch", (double)f / w);
+    if (w == 1)
+        snprintf(text + n, size - (size_t)n,
+                 "priced as %d times the batch of their %d heads, %d KV heads (the same work; docs/measured.md §2)", f,
+                 m->heads / f, m->kv_heads / f);
+    else
+        snprintf(text + n, size - (size_t)n,
+                 "priced as their %d heads, %d KV heads of %d at %s (the same query work and KV bytes "
+                 "at %d times the head_dim; where the tables measure both, b200_sxm's head_dim 128 priced so from "
+                 "its 256 is %s, 5th to 95th percentile; docs/measured.md §2)",
+                 m->heads / f, m->kv_heads / f, w * e, times, w, widen_error[c]);
+}
+
+/* A pricing that looked attention up folded or widened (attn_fold) says
+ * so, once per shape, when it priced a pass since the notes were last
+ * reset. */
 static void fold_notes(json_t *a)
 {
     for (const sim_measured *m = all_measured; m; m = m->next) {
         if (!m->used || m->mla) continue;
         for (int c = 0; c < 2; c++) {
-            int f = m->fold[c];
-            if (f <= 1) continue;
-            char text[400];
-            snprintf(text, sizeof text,
-                     "%s attention of %d heads, %d KV heads of %d on %s: the tables hold no such shape; priced as "
-                     "%d times the batch of their %d heads, %d KV heads (the same work; docs/measured.md §2)",
-                     c ? "context" : "generation", m->heads, m->kv_heads, m->key.model.head_dim,
-                     sim_optable_system(m->t), f, m->heads / f, m->kv_heads / f);
+            if (m->fold[c] <= 1 && m->widen[c] <= 1) continue;
+            char text[512];
+            fold_text(m, c, text, sizeof text);
             json_t *n = json_pack("{s:s, s:s}", "name", "not_measured", "text", text);
             size_t i;
             const json_t *v;
@@ -574,22 +598,41 @@ const char *const *sim_measured_notes(const sim_measured *m, int *n) { return si
 
 /* ---- set-up -------------------------------------------------------------------- */
 
+/* Whether the tables hold attention of h heads, hk KV heads of hd: a first
+ * lookup (one sequence) tells. */
+static bool attn_held(sim_measured *m, bool context, int h, int hk, int hd)
+{
+    double t = context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 16)
+                       : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 1);
+    return t >= 0;
+}
+
 /* Attention of a head shape the tables lack, as the same work in one they
  * hold: FlashAttention runs every (sequence, KV head) of a batch as its own
  * blocks of one grid (Dao, "FlashAttention-2", 2023, §3.2), so h heads and
  * h_kv KV heads over b sequences are the work of h/f and h_kv/f heads over
  * f·b sequences. The smallest f > 1 dividing both whose shape the tables
  * hold; 1 when they hold the model's own, 0 when none. Checked where both
- * shapes are measured: reports/attention_fold_check.py (docs/measured.md §2). */
-static int attn_fold(sim_measured *m, bool context)
+ * shapes are measured: reports/attention_fold_check.py (docs/measured.md §2).
+ *
+ * A head_dim e the tables lack (Llama-3.2-1B's 64; they hold 128, and 256
+ * on b200_sxm) is looked up at w·e, w = 2 then 4, over b·f/w sequences:
+ * the same query work (sequences × heads × head_dim) and the same KV bytes
+ * (sequences × KV heads × head_dim), preferring an f ≥ w, which keeps the
+ * batch whole. *widen is w (1 at the model's own head_dim). Checked on
+ * b200_sxm's two head_dims by reports/attention_fold_check.py --head-dim. */
+static int attn_fold(sim_measured *m, bool context, int *widen)
 {
     int hd = m->key.model.head_dim;
-    for (int f = 1; f <= m->kv_heads; f++) {
-        if (m->heads % f || m->kv_heads % f) continue;
-        int h = m->heads / f, hk = m->kv_heads / f;
-        double t = context ? sim_optable_ctx_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 16)
-                           : sim_optable_gen_attn_ms(m->t, m->kvdtype, h, hk, hd, 1, 1);
-        if (t >= 0) return f;
+    for (int w = 1; w <= 4; w *= 2) {
+        int first = 0;
+        for (int f = 1; f <= m->kv_heads; f++) {
+            if (m->heads % f || m->kv_heads % f || !attn_held(m, context, m->heads / f, m->kv_heads / f, w * hd))
+                continue;
+            if (f >= w) return *widen = w, f;
+            if (!first) first = f;
+        }
+        if (first) return *widen = w, first;
     }
     return 0;
 }
@@ -605,8 +648,9 @@ static int check_shapes(sim_measured *m, const sim_hw *hw, sim_err *err)
     if (sim_optable_gemm_ms(m->t, m->wdtype, 1, n, md->hidden) < 0)
         return sim_errf(err, "hardware '%s': the measured tables (%s) have no %s GEMMs: use cost.compute=engine",
                         hw->name, sys, m->wdtype);
-    m->fold[0] = m->fold[1] = 1;
-    if (!m->mla && (!(m->fold[0] = attn_fold(m, false)) || !(m->fold[1] = attn_fold(m, true))))
+    m->fold[0] = m->fold[1] = m->widen[0] = m->widen[1] = 1;
+    if (!m->mla &&
+        (!(m->fold[0] = attn_fold(m, false, &m->widen[0])) || !(m->fold[1] = attn_fold(m, true, &m->widen[1]))))
         return sim_errf(err,
                         "hardware '%s': the measured tables (%s) have no attention of %d heads, %d KV heads of %d "
                         "(model '%s' on %d GPU%s, KV %s): use cost.compute=engine",

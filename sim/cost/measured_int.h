@@ -62,6 +62,7 @@ struct sim_measured {
     double act_bytes;        /* bytes per activation element: bf16 under fp8_block, else the weights' */
     int heads, kv_heads;     /* per GPU */
     int fold[2];             /* attention looked up as fold × the batch of heads / fold: generation, context */
+    int widen[2];            /* and at widen × the head_dim, over 1 / widen of that batch (attn_fold) */
     bool used;               /* priced a pass since the notes were last reset (sim_measured_reset_notes) */
     int mla;                 /* MLA_* */
     sim_mla_query mla_q;

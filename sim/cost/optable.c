@@ -858,7 +858,7 @@ static attn_memo *attn_curves(sim_optable *t, int which, const char *kv_dtype, i
 
 static void attn_shape(char *shape, size_t n, const attn_memo *m, int which, double batch, double x)
 {
-    snprintf(shape, n, "batch=%.0f %s=%.0f heads=%d/%d/%d", batch, which == T_CTX ? "isl" : "context", x, m->heads,
+    snprintf(shape, n, "batch=%.10g %s=%.0f heads=%d/%d/%d", batch, which == T_CTX ? "isl" : "context", x, m->heads,
              m->kv_heads, m->head_dim);
 }
 
