@@ -298,16 +298,18 @@ static void test_import_round_trip(void **state)
 }
 
 /* Granite 3.1 8B's published config says torch_dtype float32; vLLM's
- * --dtype auto serves such a model in float16, so the import takes 2 bytes
- * and torch_dtype float16, as the shipped preset holds, and says so on
- * stderr with the key that asks for --dtype float32 instead. */
+ * --dtype auto serves such a model in the platform's first dtype,
+ * bfloat16 on Ampere and later GPUs (vllm-project/vllm#18751), so the
+ * import takes 2 bytes and no torch_dtype (bfloat16), as the shipped
+ * preset holds, and says so on stderr with the key that asks for --dtype
+ * float32 instead. */
 static void test_float32_is_served_16_bit(void **state)
 {
     (void)state;
     cli_result r = tu_kvsim("model import " FIXTURES "granite-3.1-8b-instruct.json");
     assert_int_equal(r.status, 0);
-    assert_non_null(strstr(r.err, "torch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in float16 "
-                                  "(--set model.dtype_bytes=4 for --dtype float32)"));
+    assert_non_null(strstr(r.err, "torch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in bfloat16 "
+                                  "on Ampere and later GPUs (--set model.dtype_bytes=4 for --dtype float32)"));
     json_t *o = json_loads(r.out, 0, NULL);
     assert_non_null(o);
     assert_int_equal(tu_int_field(o, "dtype_bytes"), 2);
@@ -315,11 +317,49 @@ static void test_float32_is_served_16_bit(void **state)
     sim_err err = {{0}};
     if (sim_model_load("granite-3.1-8b", &m, &err)) fail_msg("granite-3.1-8b: %s", err.msg);
     assert_int_equal(tu_int_field(o, "dtype_bytes"), m.dtype_bytes);
-    /* and computes in float16, which vLLM's all-reduce dispatch tells apart */
-    assert_string_equal(json_string_value(json_object_get(o, "torch_dtype")), "float16");
-    assert_true(m.fp16);
+    /* and computes in bfloat16, which vLLM's all-reduce dispatch tells apart */
+    assert_null(json_object_get(o, "torch_dtype"));
+    assert_false(m.fp16);
     json_decref(o);
     tu_free(&r);
+}
+
+/* Defaults that follow the model type: Gemma's config classes tie the
+ * embeddings when the key is absent (Transformers' Gemma2Config), and vLLM
+ * computes the Gemma 2 and 3 types in bfloat16 even from a float16 config
+ * (_FLOAT16_NOT_SUPPORTED_MODELS). A Llama-shaped config of either type: the
+ * tied count is the untied one less the LM head, 32000 × 4096. */
+static void test_import_type_defaults(void **state)
+{
+    (void)state;
+    const char *base = "{\"num_hidden_layers\": 32, \"hidden_size\": 4096, \"num_attention_heads\": 32, "
+                       "\"intermediate_size\": 11008, \"vocab_size\": 32000, \"torch_dtype\": \"float16\", "
+                       "\"model_type\": \"%s\"}";
+    long params[2];
+    const char *types[] = {"llama", "gemma2"};
+    for (int k = 0; k < 2; k++) {
+        char text[512], cmd[600];
+        snprintf(text, sizeof text, base, types[k]);
+        char *path = tu_write_temp(text);
+        snprintf(cmd, sizeof cmd, "model import %s --name t", path);
+        cli_result r = tu_kvsim(cmd);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.err, k ? "tie_word_embeddings absent: true taken (the Gemma configs' default)"
+                                        : "tie_word_embeddings absent: false taken"));
+        json_t *o = json_loads(r.out, 0, NULL);
+        assert_non_null(o);
+        params[k] = tu_int_field(o, "params");
+        assert_int_equal(json_is_true(json_object_get(o, "tied_embeddings")), k);
+        if (k) {
+            assert_non_null(strstr(r.err, "torch_dtype float16: computed in bfloat16, as vLLM refuses float16 for "
+                                          "model_type 'gemma2'"));
+            assert_null(json_object_get(o, "torch_dtype"));
+        } else assert_string_equal(json_string_value(json_object_get(o, "torch_dtype")), "float16");
+        json_decref(o);
+        tu_free(&r);
+        tu_remove_temp(path);
+    }
+    assert_int_equal(params[0] - params[1], 32000L * 4096);
 }
 
 /* The two-name fields of a model object, each refused by name with its two
@@ -715,15 +755,16 @@ static void test_import_moe_layouts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_derived_params),    cmocka_unit_test(test_presets),
-        cmocka_unit_test(test_inline_params),     cmocka_unit_test(test_import_study_models),
-        cmocka_unit_test(test_import_round_trip), cmocka_unit_test(test_import_defaults),
-        cmocka_unit_test(test_import_errors),     cmocka_unit_test(test_kv_formats),
-        cmocka_unit_test(test_kv_formats_cli),    cmocka_unit_test(test_import_mla),
-        cmocka_unit_test(test_import_moe),        cmocka_unit_test(test_import_moe_layouts),
-        cmocka_unit_test(test_family_presets),    cmocka_unit_test(test_float32_is_served_16_bit),
-        cmocka_unit_test(test_two_name_fields),   cmocka_unit_test(test_context_window),
-        cmocka_unit_test(test_quantized_refused), cmocka_unit_test(test_non_decoders_refused),
+        cmocka_unit_test(test_derived_params),       cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_inline_params),        cmocka_unit_test(test_import_study_models),
+        cmocka_unit_test(test_import_round_trip),    cmocka_unit_test(test_import_defaults),
+        cmocka_unit_test(test_import_errors),        cmocka_unit_test(test_kv_formats),
+        cmocka_unit_test(test_kv_formats_cli),       cmocka_unit_test(test_import_mla),
+        cmocka_unit_test(test_import_moe),           cmocka_unit_test(test_import_moe_layouts),
+        cmocka_unit_test(test_family_presets),       cmocka_unit_test(test_float32_is_served_16_bit),
+        cmocka_unit_test(test_import_type_defaults), cmocka_unit_test(test_two_name_fields),
+        cmocka_unit_test(test_context_window),       cmocka_unit_test(test_quantized_refused),
+        cmocka_unit_test(test_non_decoders_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

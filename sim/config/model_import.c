@@ -39,10 +39,25 @@ static int hf_int(const json_t *hf, const char *path, const char *key, long def,
     return 0;
 }
 
+/* The model types vLLM will not compute in float16, "numerical instability"
+ * (_FLOAT16_NOT_SUPPORTED_MODELS, vllm/config/model.py): --dtype auto gives
+ * them bfloat16 whatever their torch_dtype. */
+static bool fp16_refused(const json_t *hf)
+{
+    static const char *const types[] = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"};
+    const char *t = json_string_value(json_object_get(hf, "model_type"));
+    for (size_t i = 0; t && i < sizeof types / sizeof *types; i++)
+        if (!strcmp(t, types[i])) return true;
+    return false;
+}
+
 /* torch_dtype (or dtype, Transformers ≥ 4.56) → bytes per element; absent: 2,
  * said in note. float32 is 2 as well, said in note: vLLM's --dtype auto
- * serves "FP16 precision for FP32 and FP16 models" (its engine arguments'
- * help); --set model.dtype_bytes=4 is --dtype float32. */
+ * downcasts a float32 model to the platform's first dtype, bfloat16 on
+ * every GPU kvsim has a preset of (Ampere and later: "float32 models will
+ * be downcasted to whatever dtype is prioritized by the platform",
+ * vllm-project/vllm#18751, vLLM 0.9.1 on); --set model.dtype_bytes=4 is
+ * --dtype float32. */
 static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note, size_t n, sim_err *err)
 {
     const char *key = json_object_get(hf, "torch_dtype") ? "torch_dtype" : "dtype";
@@ -53,24 +68,28 @@ static int hf_dtype(const json_t *hf, const char *path, long *bytes, char *note,
                  *note ? "; " : "");
         return *bytes = 2, 0;
     }
+    if (s && !strcmp(s, "float16") && fp16_refused(hf))
+        snprintf(note + strlen(note), n - strlen(note),
+                 "%storch_dtype float16: computed in bfloat16, as vLLM refuses float16 for model_type '%s'",
+                 *note ? "; " : "", json_string_value(json_object_get(hf, "model_type")));
     if (s && (!strcmp(s, "bfloat16") || !strcmp(s, "float16"))) return *bytes = 2, 0;
     if (s && !strcmp(s, "float32")) {
         snprintf(note + strlen(note), n - strlen(note),
-                 "%storch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in float16 "
-                 "(--set model.dtype_bytes=4 for --dtype float32)",
+                 "%storch_dtype float32: 2 bytes taken, as vLLM's --dtype auto serves it in bfloat16 on Ampere and "
+                 "later GPUs (--set model.dtype_bytes=4 for --dtype float32)",
                  *note ? "; " : "");
         return *bytes = 2, 0;
     }
     return sim_errf(err, "%s: key '%s': '%s' is not one of bfloat16, float16, float32", path, key, s ? s : "?");
 }
 
-/* Whether vLLM's --dtype auto computes in float16: torch_dtype float16, or
- * float32, which it serves in float16 (model.torch_dtype). */
+/* Whether vLLM's --dtype auto computes in float16 (model.torch_dtype):
+ * torch_dtype float16, unless the model type refuses it. */
 static bool hf_fp16(const json_t *hf)
 {
     const char *s =
         json_string_value(json_object_get(hf, json_object_get(hf, "torch_dtype") ? "torch_dtype" : "dtype"));
-    return s && (!strcmp(s, "float16") || !strcmp(s, "float32"));
+    return s && !strcmp(s, "float16") && !fp16_refused(hf);
 }
 
 typedef struct hf_shape {
@@ -320,6 +339,24 @@ static void read_context(const json_t *hf, hf_shape *s, char *note, size_t n)
     s->context = w < (double)(1L << 30) ? (long)w : 1L << 30;
 }
 
+/* tie_word_embeddings; absent, the default of Transformers' config class
+ * for the model type: true for Gemma's (Gemma2Config: `tie_word_embeddings:
+ * bool = True`), false for the Llama, Qwen and Mistral ones. Said in note. */
+static int read_tied(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
+{
+    const json_t *tied = json_object_get(hf, "tie_word_embeddings");
+    if (tied && !json_is_boolean(tied))
+        return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
+    if (tied) return s->tied = json_is_true(tied), 0;
+    static const char *const tying[] = {"gemma", "gemma2", "gemma3", "gemma3_text"};
+    const char *t = json_string_value(json_object_get(hf, "model_type"));
+    s->tied = false;
+    for (size_t i = 0; t && i < sizeof tying / sizeof *tying; i++) s->tied |= !strcmp(t, tying[i]);
+    snprintf(note, n, "tie_word_embeddings absent: %s",
+             s->tied ? "true taken (the Gemma configs' default)" : "false taken (the Llama, Qwen and Mistral default)");
+    return 0;
+}
+
 static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, size_t n, sim_err *err)
 {
     if (check_decoder(hf, path, err) || hf_int(hf, path, "num_hidden_layers", 0, &s->layers, err) ||
@@ -338,11 +375,7 @@ static int read_hf(const json_t *hf, const char *path, hf_shape *s, char *note, 
         return sim_errf(err, "%s: no 'head_dim', and hidden_size %ld is not a multiple of num_attention_heads %ld",
                         path, s->hidden, s->heads);
     if (hf_int(hf, path, "head_dim", s->hidden / s->heads, &s->head_dim, err)) return -1;
-    const json_t *tied = json_object_get(hf, "tie_word_embeddings");
-    if (tied && !json_is_boolean(tied))
-        return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
-    if (!tied) snprintf(note, n, "tie_word_embeddings absent: false taken (the Llama, Qwen and Mistral default)");
-    s->tied = json_is_true(tied);
+    if (read_tied(hf, path, s, note, n, err)) return -1;
     if (check_quant(hf, path, err) || hf_dtype(hf, path, &s->dtype_bytes, note, n, err) ||
         read_mla(hf, path, s, note, n, err) || read_moe(hf, path, s, note, n, err))
         return -1;
