@@ -134,7 +134,12 @@ static void test_prefix_caching_off(void **state)
 /* engine.chunked_prefill = false under a budget of 1,000: A's 900-token
  * prompt takes step 1; B (1,000 tokens, sent 0.5 ms in) does not fit
  * beside A's decodes (999 left) and waits through steps 2 and 3, then
- * goes whole in step 4; C's 1,200 tokens exceed the budget: rejected. */
+ * goes whole in step 4; C's 1,200 tokens exceed the budget: rejected.
+ * D's 50 tokens, queued behind B, would fit beside A's decode in step 3,
+ * but vLLM stops scheduling the queue at the prompt that does not fit
+ * (scheduler.py: "if not enable_chunked_prefill and num_new_tokens >
+ * token_budget: break"): D waits for B, whose step 4 takes the whole
+ * budget, and goes in step 5. */
 static void test_chunked_prefill_off(void **state)
 {
     json_t *j = run_toy("{\"timestamp\": 0, \"input_length\": 900, \"output_length\": 3, \"hash_ids\": [1]}\n"
@@ -147,6 +152,15 @@ static void test_chunked_prefill_off(void **state)
     assert_double_equal(summary_num(j, "ttft_ms", "mean"), (t1 + ttft_b) / 2 * 1e3, 1e-6);
     assert_int_equal(summary_num(j, "rejected", "at_arrival"), 1);
     assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 4);
+    json_decref(j);
+    /* the queue behind a prompt that waits for room waits too */
+    j = run_toy("{\"timestamp\": 0, \"input_length\": 900, \"output_length\": 3, \"hash_ids\": [1]}\n"
+                "{\"timestamp\": 0.5, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [2]}\n"
+                "{\"timestamp\": 0.7, \"input_length\": 50, \"output_length\": 1, \"hash_ids\": [4]}\n",
+                1e10, "--set engine.chunked_prefill=false --set engine.max_num_batched_tokens=1000");
+    double t5 = iter_s(flops(50), 0, 50), ttft_d = t1 + t2 + t3 + t4 + t5 - 0.7e-3;
+    assert_double_equal(summary_num(j, "ttft_ms", "mean"), (t1 + ttft_b + ttft_d) / 3 * 1e3, 1e-6);
+    assert_int_equal(json_integer_value(json_object_get(j, "iterations")), 5);
     json_decref(j);
     /* with chunking B starts in step 2, beside A's decode */
     j = run_toy("{\"timestamp\": 0, \"input_length\": 900, \"output_length\": 3, \"hash_ids\": [1]}\n"

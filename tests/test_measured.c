@@ -1124,8 +1124,10 @@ static void test_moe_jit_by_hand(void **state)
     setup(sets, 6, &cfg, &c);
     assert_non_null(c.measured);
     assert_int_equal(c.graph_max, 256);
-    /* KV as vLLM sizes it: less NCCL's buffers on each of the 2 GPUs, the
-     * h100_sxm system file's 358,612,992 bytes for a 2-GPU group */
+    /* KV as vLLM sizes it: NCCL's buffers (the h100_sxm system file's
+     * 358,612,992 bytes a GPU of a 2-GPU group) are not charged to it, as
+     * vLLM snapshots memory after initializing them (gpu_worker.py); the
+     * measured and the engine modes size it alike */
     sim_cost e;
     char *engine_sets[] = {"model=mixtral-8x7b",
                            "hardware=h100x2",
@@ -1135,7 +1137,7 @@ static void test_moe_jit_by_hand(void **state)
                            "cost.compute=engine"};
     sim_config ecfg;
     setup(engine_sets, 6, &ecfg, &e);
-    assert_double_equal(e.hbm_kv_bytes - c.hbm_kv_bytes, 2 * 358612992.0, 1e-3);
+    assert_double_equal(e.hbm_kv_bytes, c.hbm_kv_bytes, 1e-3);
     sim_config_free(&ecfg);
     uint64_t seen = sim_cost_moe_jit_warm(&c, 2048);
     assert_double_equal(sim_cost_moe_jit_s(&c, 200, &seen), 0, 0);

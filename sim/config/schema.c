@@ -221,10 +221,11 @@ static const sim_config_key keys[] = {
         "an aggregated iteration's token budget (decodes + prefill chunks); at least one page"),
     BOOL("engine.async_scheduling",
          "aggregated instances schedule step N+1 while step N runs (vLLM's async scheduling, the default since "
-         "v0.12, vllm-project/vllm#27614): a request that arrives during a step joins the step after the next"),
+         "v0.14.0, vllm-project/vllm#27614): a request that arrives during a step joins the step after the next"),
     BOOL("engine.chunked_prefill",
          "aggregated instances split a prompt across steps to fill the token budget (vLLM's "
-         "--enable-chunked-prefill); false: a prompt is prefilled whole in one step, waiting for one with room, "
+         "--enable-chunked-prefill); false: a prompt is prefilled whole in one step, waiting for one with room "
+         "(and the queue behind it with it), "
          "and a prompt longer than `engine.max_num_batched_tokens` is rejected (vLLM then requires "
          "max_model_len ≤ max_num_batched_tokens)"),
     BOOL("engine.prefix_caching",

@@ -277,13 +277,12 @@ int sim_cost_setup_on(sim_cost *c, const sim_config *cfg, const sim_hw *hw, sim_
     pipeline_init(c, cfg->transfer_latency_s);
     for (int b = 0; b < SIM_DECODE_TABLE; b++) c->decode_compute_s[b] = decode_compute_s(c, b);
     c->hbm_kv_bytes = hw->hbm_bytes * cfg->decode_hbm_frac - c->weight_bytes - c->activation_bytes;
-    /* vLLM sizes its KV cache after profiling the memory that is not
-     * torch's, NCCL's buffers among it (vllm/v1/worker/gpu_worker.py,
-     * determine_available_memory); the measured tables' system file states
-     * them per GPU. CUDA graphs are captured after the KV cache is
-     * allocated, out of the 1 − gpu_memory_utilization headroom. */
-    if (c->measured)
-        c->hbm_kv_bytes -= tp_of(hw) * sim_optable_nccl_mem_bytes(sim_measured_tables(c->measured), tp_of(hw));
+    /* NCCL's buffers are not in it: vLLM initializes the distributed
+     * environment "BEFORE taking memory snapshot" and charges the KV budget
+     * only what grows after (vllm/v1/worker/gpu_worker.py, init_device and
+     * determine_available_memory), so they sit in the 1 − utilization
+     * headroom, as do the CUDA graphs it captures after allocating the
+     * cache. */
     return 0;
 }
 

@@ -156,7 +156,6 @@ struct sim_optable {
     bool ar_known[9][2];
     double mem_Bps, mem_latency_s;
     sim_gpu_roof roof;
-    double nccl_mem[9];                  /* by GPU count 1..8 (misc.nccl_mem) */
     double gemm_max_m[2], gemm_max_n[2]; /* sim_optable_gemm_limits of gemm and gemm_fp8_block, found at load */
     table t[T_N];
     char *notes[MAX_NOTES];
@@ -426,12 +425,6 @@ static int read_meta(sim_optable *t, const char *dir, json_t **meta, sim_err *er
     t->roof = (sim_gpu_roof){bw, json_number_value(json_object_get(gpu, "bfloat16_tc_flops")), t->mem_latency_s,
                              json_number_value(json_object_get(node, "intra_node_bw")),
                              json_number_value(json_object_get(node, "p2p_latency"))};
-    const json_t *nccl = json_object_get(json_object_get(*meta, "misc"), "nccl_mem");
-    for (int g = 1; g <= 8; g++) {
-        char k[16];
-        snprintf(k, sizeof k, "%d", g);
-        t->nccl_mem[g] = json_number_value(json_object_get(nccl, k));
-    }
     return 0;
 }
 
@@ -557,10 +550,6 @@ int sim_optable_cached(const sim_optable *t) { return t->cached; }
 
 const char *sim_optable_system(const sim_optable *t) { return t->system; }
 
-double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus)
-{
-    return gpus >= 1 && gpus <= 8 ? t->nccl_mem[gpus] : 0;
-}
 const char *sim_optable_engine(const sim_optable *t) { return t->engine; }
 
 void sim_optable_roof(const sim_optable *t, sim_gpu_roof *out) { *out = t->roof; }

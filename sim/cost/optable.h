@@ -73,9 +73,6 @@ typedef struct sim_gpu_roof {
     double mem_Bps, flops, mem_lat_s, link_Bps, link_lat_s;
 } sim_gpu_roof;
 void sim_optable_roof(const sim_optable *t, sim_gpu_roof *out);
-/* The memory NCCL takes on each GPU of a gpus-way group, as the system file
- * states it (misc.nccl_mem: an empirical correction); 0 when not given. */
-double sim_optable_nccl_mem_bytes(const sim_optable *t, int gpus);
 
 /* Lookups, in milliseconds. dtype is the tables' name ("bfloat16", "fp8").
  * Each returns a negative value when the table has no curve of that shape

@@ -196,13 +196,17 @@ static int engine_name(vexp *e, const json_t *eng, sim_err *err)
     v += 4;
     while (*v && !isdigit((unsigned char)*v)) v++;
     int major, minor;
-    if (sscanf(v, "%d.%d", &major, &minor) != 2)
+    if (sscanf(v, "%d.%d", &major, &minor) != 2) {
         snprintf(e->engine_note, sizeof e->engine_note,
                  "engine '%.64s' names no vLLM release: its CPU constants were fitted on vLLM %d.%d "
                  "(engine.measured.*, docs/validation.md section 4), and another release's per-step CPU work may "
                  "differ",
                  s, FITTED_VLLM_MAJOR, FITTED_VLLM_MINOR);
-    else if (major != FITTED_VLLM_MAJOR || minor != FITTED_VLLM_MINOR)
+        return 0;
+    }
+    if (major == 0 && minor < 14)
+        add_set(e, "engine.async_scheduling=false"); /* its default: async only since v0.14.0 (#27614) */
+    if (major != FITTED_VLLM_MAJOR || minor != FITTED_VLLM_MINOR)
         snprintf(e->engine_note, sizeof e->engine_note,
                  "engine '%.64s' is not the vLLM %d.%d its CPU constants were fitted on (engine.measured.*, "
                  "docs/validation.md section 4): its per-step CPU work may differ",
@@ -595,7 +599,7 @@ int vexp_read(vexp *e, const char *file, const json_t *x, sim_err *err)
     add_set(e, "cluster.mode=aggregated");
     add_set(e, "cluster.instances=1");
     add_set(e, "cost.compute=auto");            /* measured where the preset names tables, else engine */
-    add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.12 (vllm-project/vllm#27614) */
+    add_set(e, "engine.async_scheduling=true"); /* vLLM's default since v0.14.0 (vllm-project/vllm#27614) */
     known_keys(e, x, keys, "docs/validation.md lists the fields");
     if (read_target(e, x, err) || read_engine(e, json_object_get(x, "engine"), err) ||
         read_workload(e, json_object_get(x, "workload"), err) || read_measured(e, json_object_get(x, "measured"), err))

@@ -19,17 +19,19 @@
  * pages go back, its full prompt pages staying cached until evicted.
  *
  * With engine.async_scheduling (vLLM's AsyncScheduler, on by default since
- * v0.12) step N+1 is scheduled while step N runs, so a request that arrives
+ * v0.14.0, vllm-project/vllm#27614) step N+1 is scheduled while step N runs, so a request that arrives
  * during step N is first admitted into step N+2 (into the next step when
  * nothing runs); decodes are unaffected, their next token being scheduled
  * ahead as a placeholder.
  *
  * Without engine.chunked_prefill a prompt's uncached tokens go in one
  * step: one that does not fit what is left of the budget waits, admitted,
- * for a step with room, and the queue behind it goes on (vLLM's
- * Scheduler.schedule skips such a waiting request and tries the next,
- * vllm/v1/core/sched/scheduler.py); a prompt longer than the whole budget
- * is rejected on arrival (agg.c). */
+ * for a step with room, and so does the queue behind it (vLLM's
+ * Scheduler.schedule stops scheduling waiting requests there: "if not
+ * enable_chunked_prefill and num_new_tokens > token_budget: break",
+ * vllm/v1/core/sched/scheduler.py, since vllm-project/vllm#28911 of November 2025;
+ * it skipped to the next before); a prompt longer than the whole budget is
+ * rejected on arrival (agg.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -175,20 +177,24 @@ typedef struct batch {
     int64_t kv_tokens, decode_ctx;
 } batch;
 
-static void take_chunk(agg *a, areq *q, batch *b)
+/* q's next prefill chunk into b. false when q's prompt must go whole
+ * (engine.chunked_prefill off) and what is left of the budget cannot hold
+ * it: it waits for a step with room, and so does the queue behind it. */
+static bool take_chunk(agg *a, areq *q, batch *b)
 {
     if (q->done == q->hole_from && q->hole_to > q->hole_from) q->done = q->hole_to;
-    if (q->done >= q->hole_to && q->ready_at > a->eng->now) return;
+    if (q->done >= q->hole_to && q->ready_at > a->eng->now) return true;
     int32_t left = (q->done < q->hole_from ? q->hole_from : q->target) - q->done;
-    if (!a->cfg->chunked_prefill && left > b->budget) return; /* whole, in a step with room (vLLM skips it) */
+    if (!a->cfg->chunked_prefill && left > b->budget) return false;
     q->chunk = left < b->budget ? left : b->budget;
-    if (q->chunk <= 0) return;
+    if (q->chunk <= 0) return true;
     b->budget -= q->chunk;
     b->chunks++;
     b->flops += sim_cost_prefill_flops(&a->cost, q->done, q->chunk);
     b->chunk_tokens += q->chunk;
     b->cached_x_tokens += (double)q->chunk * q->done;
     b->kv_tokens += q->done + q->chunk;
+    return true;
 }
 
 static void schedule(agg *a, ainst *in, batch *b)
@@ -204,13 +210,14 @@ static void schedule(agg *a, ainst *in, batch *b)
         b->kv_tokens += q->input_len + q->tokens;
         b->decode_ctx += q->input_len + q->tokens;
     }
+    bool room = true; /* false: a whole prompt waits for a step with room (engine.chunked_prefill off) */
     for (int i = 0; i < in->nrun && b->budget > 0; i++)
-        if (in->run[i]->done < in->run[i]->target) take_chunk(a, in->run[i], b);
-    while (b->budget > 0 && in->wait_head && in->nrun < a->cfg->decode_max_batch &&
+        if (in->run[i]->done < in->run[i]->target) room &= take_chunk(a, in->run[i], b);
+    while (room && b->budget > 0 && in->wait_head && in->nrun < a->cfg->decode_max_batch &&
            (in->wait_head->visible_iter <= in->started || in->nrun == 0)) {
         int rc = admit_head(a, in);
         if (rc == 1) break;
-        if (rc == 0) take_chunk(a, in->run[in->nrun - 1], b);
+        if (rc == 0) room = take_chunk(a, in->run[in->nrun - 1], b);
     }
 }
 
