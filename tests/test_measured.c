@@ -395,6 +395,38 @@ static void test_attention_widen_by_hand(void **state)
     }
 }
 
+/* The floor of the CPU constants' range in GPU time (sim_cost_fit_floor_s):
+ * a decode step of one sequence at 512 tokens of Llama-3.1-8B on one H100,
+ * repriced in each mode; a model whose step is shorter says so with its
+ * own step's GPU time (Llama-3.2-1B), one whose step is not does not. */
+static void test_fit_floor(void **state)
+{
+    const char *modes[] = {"cost.compute=measured", "cost.compute=engine"};
+    for (int k = 0; k < 2; k++) {
+        for (int small = 0; small < 2; small++) {
+            char *sets[] = {small ? "model=llama3.2-1b" : "model=llama3.1-8b", "hardware=h100x1",
+                            "cluster.mode=aggregated", (char *)modes[k]};
+            sim_config cfg;
+            sim_cost c;
+            setup(sets, 4, &cfg, &c);
+            sim_decode_terms t = sim_cost_decode_terms(&c, 1, 512);
+            double gpu = t.total_s - t.overhead_s;
+            if (small) assert_double_equal(sim_cost_short_step_s(&c), gpu, 1e-15);
+            else {
+                assert_double_equal(sim_cost_fit_floor_s(&c), gpu, 1e-3 * gpu);
+                assert_double_equal(sim_cost_short_step_s(&c), 0, 0);
+            }
+            sim_config_free(&cfg);
+        }
+    }
+    cli_result r = tu_kvsim("cost --set model=llama3.2-1b --set hardware=h100x1 --batch 4");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "kvsim cost: warning: not validated: a decode step of one sequence at 512 tokens of "
+                                  "context takes 1.5 ms on the GPU here, shorter than the 6.7 ms of the same step on "
+                                  "one H100 for Llama-3.1-8B"));
+    tu_free(&r);
+}
+
 /* A prefill chunk of 1024 new tokens after none: context attention
  * (batch 1, isl 1024) and GEMMs at m = 1024; with 1024 cached before it,
  * the attention is T(2048) − T(1024) (measured.c's rule) where that is
@@ -1232,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_fp16_allreduce_by_hand),
         cmocka_unit_test(test_attention_fold_by_hand),
         cmocka_unit_test(test_attention_widen_by_hand),
+        cmocka_unit_test(test_fit_floor),
         cmocka_unit_test(test_interpolation_by_hand),
         cmocka_unit_test(test_gemm_shapes_kept),
         cmocka_unit_test(test_generation_beyond_curves),

@@ -289,6 +289,15 @@ static void add_fit_range_caveat(const sim_cost *c, const cost_args *a, json_t *
     json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "fit_range", "text", text));
 }
 
+/* A step shorter on the GPU than any the CPU constants were fitted on
+ * (sim_cost_short_step_s). */
+static void add_short_step_caveat(const sim_cost *c, json_t *caveats)
+{
+    char text[800];
+    if (sim_serving_short_step_text(text, sizeof text, c))
+        json_array_append_new(caveats, json_pack("{s:s, s:s}", "name", "short_steps", "text", text));
+}
+
 static int run_cost(const char *file, char **sets, int nsets, const cost_args *a)
 {
     sim_config cfg;
@@ -312,6 +321,7 @@ static int run_cost(const char *file, char **sets, int nsets, const cost_args *a
         add_overflow_caveat(&c, a, caveats);
         add_shape_caveats(&cfg, a, caveats);
         add_fit_range_caveat(&c, a, caveats);
+        add_short_step_caveat(&c, caveats);
         sim_cli_warn_caveats("cost", caveats, NULL);
         print_cost(&c, a, caveats);
         json_decref(caveats);

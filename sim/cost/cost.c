@@ -561,6 +561,29 @@ int sim_cost_fit_seqs(const sim_cost *c)
     return c->measured ? FIT_SEQS_MEASURED : FIT_SEQS_ENGINE;
 }
 
+/* The same step of Llama-3.1-8B on one H100 (the training runs' GPU) in
+ * each mode, the shortest step those runs took; test_fit_floor
+ * (tests/test_validate.c) reprices it with `kvsim cost`. */
+#define FIT_FLOOR_ENGINE_S   6.2212e-3
+#define FIT_FLOOR_MEASURED_S 6.7384e-3
+
+double sim_cost_fit_floor_s(const sim_cost *c)
+{
+    if (!c->engine) return 0;
+    return c->measured ? FIT_FLOOR_MEASURED_S : FIT_FLOOR_ENGINE_S;
+}
+
+double sim_cost_short_step_s(const sim_cost *c)
+{
+    double floor_s = sim_cost_fit_floor_s(c);
+    if (!(floor_s > 0)) return 0;
+    sim_cost_quiet(c, true); /* a probe: it prices no request of the run */
+    sim_decode_terms t = sim_cost_decode_terms(c, 1, 512);
+    sim_cost_quiet(c, false);
+    double gpu_s = t.total_s - t.overhead_s;
+    return gpu_s < floor_s * 0.999 ? gpu_s : 0; /* the floor is stated to five digits */
+}
+
 double sim_cost_moe_jit_s(const sim_cost *c, double tokens, uint64_t *seen)
 {
     if (!c->measured || c->moe_jit_s <= 0 || tokens <= c->graph_max) return 0;

@@ -191,6 +191,16 @@ double sim_cost_iter_overhead_s(const sim_cost *c, int seqs);
  * measured mode. */
 void sim_cost_quiet(const sim_cost *c, bool quiet);
 int sim_cost_fit_seqs(const sim_cost *c);
+/* The other axis of the constants' range: the GPU time of a decode step of
+ * one sequence at 512 tokens of context (its time less the constants),
+ * when it is shorter than the same step of Llama-3.1-8B on one H100, the
+ * shortest of the training runs the constants were fitted on
+ * (sim_cost_fit_floor_s; docs/validation.md §4); 0 when it is not, and
+ * outside the engine and measured modes. vLLM prepares a step while the
+ * one before runs, so its CPU work may bound steps that short rather than
+ * add to them as kvsim adds the constants. */
+double sim_cost_short_step_s(const sim_cost *c);
+double sim_cost_fit_floor_s(const sim_cost *c);
 /* Measured mode, a mixture of experts: the time a pass of `tokens` tokens
  * waits while Triton compiles the fused-MoE variants it needs for the
  * first time on this instance (two kernels, gate-up and down, per variant:

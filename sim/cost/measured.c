@@ -310,6 +310,15 @@ static void linear_parts(sim_measured *m, double tokens, double *op)
  * cast, not lround: this runs on every pass. */
 static long cache_slot(double x, long n) { return x >= 0 && x < (double)n && x == (double)(long)x ? (long)x : -1; }
 
+/* A cache slot's state: empty, filled by a lookup that noted what it
+ * priced, or filled while quiet (sim_measured_quiet), which a lookup that
+ * is not quiet fills again, so that its shapes outside the tables are
+ * noted: a probe (the conductor's estimator, the short-step check) once
+ * kept a later replay or `kvsim cost` of the same count from saying so. */
+enum { FILLED = 1, FILLED_QUIET = 2 };
+
+static bool slot_ok(const sim_measured *m, unsigned char state) { return state == FILLED || (state && m->quiet); }
+
 static const double *linear_cached(sim_measured *m, double tokens, double *scratch)
 {
     long i = cache_slot(tokens, LIN_CACHE);
@@ -317,7 +326,8 @@ static const double *linear_cached(sim_measured *m, double tokens, double *scrat
         linear_parts(m, tokens, scratch);
         return scratch;
     }
-    if (!m->lin_set[i]) linear_parts(m, tokens, m->lin[i]), m->lin_set[i] = 1;
+    if (!slot_ok(m, m->lin_set[i]))
+        linear_parts(m, tokens, m->lin[i]), m->lin_set[i] = m->quiet ? FILLED_QUIET : FILLED;
     return m->lin[i];
 }
 
@@ -345,8 +355,8 @@ static const double *lm_head_s(sim_measured *m, double seqs, double *scratch)
     const sim_model *md = &m->key.model;
     long i = cache_slot(seqs, HEAD_CACHE);
     bool cache = i >= 0;
-    if (cache && m->head_set[i]) return m->head[i];
-    if (cache) m->head_set[i] = 1;
+    if (cache && slot_ok(m, m->head_set[i])) return m->head[i];
+    if (cache) m->head_set[i] = m->quiet ? FILLED_QUIET : FILLED;
     double *t = cache ? m->head[i] : scratch;
     t[0] = seqs > 0 ? mem_s(m, 3 * seqs * md->hidden * m->act_bytes) +
                           gemm_of(m, m->plain_dtype, seqs, (double)md->vocab / m->key.tp, md->hidden)
@@ -760,6 +770,7 @@ int sim_measured_fill(sim_measured *m, const sim_hw *hw, sim_err *err)
 
 void sim_measured_quiet(sim_measured *m, bool quiet)
 {
+    m->quiet = quiet;
     sim_optable_quiet(m->t, quiet);
     sim_optable_quiet(m->ar, quiet);
 }

@@ -73,7 +73,8 @@ struct sim_measured {
      * struct's head, so that a new pricing touches 20 KB, not the 1.4 MB of
      * the caches (a NaN in each row faulted in every page of them: a
      * quarter of test_cost_presets' CPU, about 350 page faults a process). */
-    unsigned char lin_set[LIN_CACHE], head_set[HEAD_CACHE];
+    unsigned char lin_set[LIN_CACHE], head_set[HEAD_CACHE]; /* FILLED or FILLED_QUIET */
+    bool quiet; /* sim_measured_quiet: a price cached now noted nothing, and a loud lookup prices it again */
     double lin[LIN_CACHE][SIM_OP_N]; /* the parts that depend on the token count alone (lin_set) */
     double head[HEAD_CACHE][2];      /* lm_head, logits_gather by sampling sequences (head_set) */
     struct sim_measured *next;

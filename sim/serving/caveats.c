@@ -241,6 +241,28 @@ void sim_serving_note_over_node(const sim_config *cfg, json_t *summary)
     note_over(summary, cfg, false, cfg->ssd_bytes, sim_config_node_disk(cfg));
 }
 
+bool sim_serving_short_step_text(char *buf, size_t n, const sim_cost *cost)
+{
+    double gpu_s = sim_cost_short_step_s(cost);
+    if (!(gpu_s > 0)) return false;
+    snprintf(buf, n,
+             "a decode step of one sequence at 512 tokens of context takes %.1f ms on the GPU here, shorter than "
+             "the %.1f ms of the same step on one H100 for Llama-3.1-8B, the shortest of the training runs the CPU "
+             "constants (engine%s.iter_overhead_ms, seq_overhead_ms) were fitted on: vLLM prepares a step while the "
+             "one before runs, so its CPU work may bound steps this short, where kvsim adds the constants to them; "
+             "read latencies as optimistic, by up to vLLM's CPU time a step (docs/validation.md, section 4)",
+             gpu_s * 1e3, sim_cost_fit_floor_s(cost) * 1e3, cost->measured ? ".measured" : "");
+    return true;
+}
+
+void sim_serving_note_short_steps(json_t *summary, const sim_cost *cost, const char *what)
+{
+    char tail[800], text[900];
+    if (!sim_serving_short_step_text(tail, sizeof tail, cost)) return;
+    snprintf(text, sizeof text, "%s: %s", what, tail);
+    sim_serving_add_finding(summary, "short_steps", text);
+}
+
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share)
 {
     int fit = sim_cost_fit_seqs(cost);

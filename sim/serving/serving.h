@@ -157,6 +157,13 @@ int64_t sim_serving_too_large_rejected(const json_t *summary);
  * iteration. Said as a finding and as the summary's "fit_range"; nothing
  * when within the fit or outside those modes. */
 void sim_serving_note_fit_range(json_t *summary, const sim_cost *cost, const char *what, int peak_seqs, double share);
+/* The short-step caveat (sim_cost_short_step_s): written into buf and true
+ * when a decode step of one sequence of `cost`'s model takes the GPU less
+ * time than any step of the training runs its CPU constants were fitted
+ * on; false otherwise. sim_serving_note_short_steps says it as a run's
+ * finding "short_steps", for `what` (an instance kind's iterations). */
+bool sim_serving_short_step_text(char *buf, size_t n, const sim_cost *cost);
+void sim_serving_note_short_steps(json_t *summary, const sim_cost *cost, const char *what);
 /* A tier's budget (kvstore.dram_bytes, kvstore.ssd_bytes) beyond the memory
  * the hardware gives it (sim_config_node_dram, _disk): the over_node
  * finding, which says the run's hits rest on memory the node lacks. */

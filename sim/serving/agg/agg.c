@@ -320,6 +320,7 @@ static void summarize(void *state, json_t *summary)
     note_too_large(a, summary);
     note_moe_compiles(a, summary);
     sim_serving_note_fit_range(summary, &a->cost, "iterations", a->peak.seqs, a->peak.share);
+    sim_serving_note_short_steps(summary, &a->cost, "aggregated instances");
 }
 
 /* Keys the aggregated model accepts but never reads (kvsim run warns when set). */

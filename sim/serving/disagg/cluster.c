@@ -238,6 +238,7 @@ static void summarize(void *state, json_t *summary)
     sim_control_summarize(c, summary);
     sim_cluster_note_too_large(c, summary);
     sim_serving_note_fit_range(summary, &c->dcost, "decode iterations", c->peak_decode.seqs, c->peak_decode.share);
+    sim_serving_note_short_steps(summary, &c->dcost, "decode instances");
 }
 
 /* Keys of an aggregated engine that the disaggregated model never reads
