@@ -298,6 +298,18 @@ static void test_transfer_by_hand(void **state)
     sim_config_free(&same);
 }
 
+/* Whether a caveat of this process's tables says `text`. */
+static bool caveat_says(const char *text)
+{
+    json_t *notes = sim_measured_caveats();
+    bool said = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(notes, i, v) said |= strstr(json_string_value(json_object_get(v, "text")), text) != NULL;
+    json_decref(notes);
+    return said;
+}
+
 /* Attention of a shape the tables lack, folded by hand: the grid model
  * with a KV head per query head (32 and 32, as Llama-2-7B) has no
  * generation-attention rows; 32 sequences of it are the work of 128 of 8
@@ -326,29 +338,9 @@ static void test_attention_fold_by_hand(void **state)
     sim_op_times t;
     assert_true(sim_cost_decode_ops(&c, 32, 32 * 1023, &t));
     assert_double_equal(t.s[SIM_OP_ATTN_GEN], 2 * folded * 1e-3, 1e-15);
-    json_t *notes = sim_measured_caveats();
-    bool said = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(notes, i, v) said |= strstr(json_string_value(json_object_get(v, "text")),
-                                                   "generation attention of 32 heads, 32 KV heads of 128 on h100_sxm: "
-                                                   "the tables hold no such shape; priced as 4 times the batch of "
-                                                   "their 8 heads, 8 KV heads") != NULL;
-    assert_true(said);
-    json_decref(notes);
+    assert_true(caveat_says("generation attention of 32 heads, 32 KV heads of 128 on h100_sxm: the tables hold no "
+                            "such shape; priced as 4 times the batch of their 8 heads, 8 KV heads"));
     sim_config_free(&cfg);
-}
-
-/* Whether a caveat of this process's tables says `text`. */
-static bool caveat_says(const char *text)
-{
-    json_t *notes = sim_measured_caveats();
-    bool said = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(notes, i, v) said |= strstr(json_string_value(json_object_get(v, "text")), text) != NULL;
-    json_decref(notes);
-    return said;
 }
 
 /* A head_dim the tables lack, widened by hand: heads of 64 (Llama-3.2-1B's)

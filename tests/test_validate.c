@@ -197,46 +197,6 @@ static void test_not_expressible_rows(void **state)
     expect_edits(cases, sizeof cases / sizeof cases[0], 0);
 }
 
-/* The last --set of key in an experiment's config (its "config" array). */
-static const char *last_set(const json_t *x, const char *key)
-{
-    const char *found = NULL;
-    size_t i, n = strlen(key);
-    const json_t *v;
-    json_array_foreach(json_object_get(x, "config"), i, v)
-    {
-        const char *s = json_string_value(v);
-        if (s && !strncmp(s, key, n) && s[n] == '=') found = s + n + 1;
-    }
-    return found;
-}
-
-/* vLLM schedules asynchronously by default only since v0.14.0 (#27614): a
- * measurement of an earlier release is replayed without, a later one with. */
-static void test_async_by_release(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *name, *want;
-    } cases[] = {{"vLLM 0.13.0", "false"}, {"vLLM 0.14.1", "true"}, {"vLLM 0.15.1", "true"}, {"vLLM", "true"}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd,
-                 "(d=$(mktemp -d) && sed '0,/\"vLLM 0.15.1 (hand-computed)\"/s//\"%s\"/' " MEAS
-                 " > $d/m.json && %s validate --measurements $d/m.json --only a --draws 1 --json; rc=$?; rm -rf $d; "
-                 "exit $rc)",
-                 cases[i].name, tu_kvsim_bin());
-        cli_result r = tu_shell(cmd);
-        assert_int_equal(r.status, 0);
-        json_t *j = json_loads(r.out, 0, NULL);
-        assert_non_null(j);
-        const char *got = last_set(json_array_get(json_object_get(j, "experiments"), 0), "engine.async_scheduling");
-        if (!got || strcmp(got, cases[i].want)) fail_msg("%s: async_scheduling %s", cases[i].name, got ? got : "-");
-        json_decref(j);
-        tu_free(&r);
-    }
-}
-
 /* The rest of the file runs past one experiment kvsim cannot express or
  * replay: a model no preset names, then one too large for its hardware
  * (its replay fails inside the results database's transaction, which used
@@ -323,6 +283,42 @@ static const char *edited_cmd(char *cmd, size_t n, const char *edit, const char 
              "exit $rc)",
              edit, src, tu_kvsim_bin(), args);
     return cmd;
+}
+
+/* The last --set of key in an experiment's config (its "config" array). */
+static const char *last_set(const json_t *x, const char *key)
+{
+    const char *found = NULL;
+    size_t i, n = strlen(key);
+    const json_t *v;
+    json_array_foreach(json_object_get(x, "config"), i, v)
+    {
+        const char *s = json_string_value(v);
+        if (s && !strncmp(s, key, n) && s[n] == '=') found = s + n + 1;
+    }
+    return found;
+}
+
+/* vLLM schedules asynchronously by default only since v0.14.0 (#27614): a
+ * measurement of an earlier release is replayed without, a later one with. */
+static void test_async_by_release(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *want;
+    } cases[] = {{"vLLM 0.13.0", "false"}, {"vLLM 0.14.1", "true"}, {"vLLM 0.15.1", "true"}, {"vLLM", "true"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cmd[1024], edit[160];
+        snprintf(edit, sizeof edit, "sed '0,/\"vLLM 0.15.1 (hand-computed)\"/s//\"%s\"/'", cases[i].name);
+        cli_result r = tu_shell(edited_cmd(cmd, sizeof cmd, edit, MEAS, "--only a --draws 1 --json"));
+        assert_int_equal(r.status, 0);
+        json_t *j = json_loads(r.out, 0, NULL);
+        assert_non_null(j);
+        const char *got = last_set(json_array_get(json_object_get(j, "experiments"), 0), "engine.async_scheduling");
+        if (!got || strcmp(got, cases[i].want)) fail_msg("%s: async_scheduling %s", cases[i].name, got ? got : "-");
+        json_decref(j);
+        tu_free(&r);
+    }
 }
 
 /* `kvsim validate --json` of the training measurements as the jq filter

@@ -39,16 +39,22 @@ static int hf_int(const json_t *hf, const char *path, const char *key, long def,
     return 0;
 }
 
+/* Whether config.json's model_type is one of `types` (NULL-terminated). */
+static bool type_in(const json_t *hf, const char *const *types)
+{
+    const char *t = json_string_value(json_object_get(hf, "model_type"));
+    for (; t && *types; types++)
+        if (!strcmp(t, *types)) return true;
+    return false;
+}
+
 /* The model types vLLM will not compute in float16, "numerical instability"
  * (_FLOAT16_NOT_SUPPORTED_MODELS, vllm/config/model.py): --dtype auto gives
  * them bfloat16 whatever their torch_dtype. */
 static bool fp16_refused(const json_t *hf)
 {
-    static const char *const types[] = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"};
-    const char *t = json_string_value(json_object_get(hf, "model_type"));
-    for (size_t i = 0; t && i < sizeof types / sizeof *types; i++)
-        if (!strcmp(t, types[i])) return true;
-    return false;
+    static const char *const types[] = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4", NULL};
+    return type_in(hf, types);
 }
 
 /* torch_dtype (or dtype, Transformers ≥ 4.56) → bytes per element; absent: 2,
@@ -348,10 +354,8 @@ static int read_tied(const json_t *hf, const char *path, hf_shape *s, char *note
     if (tied && !json_is_boolean(tied))
         return sim_errf(err, "%s: key 'tie_word_embeddings' must be true or false", path);
     if (tied) return s->tied = json_is_true(tied), 0;
-    static const char *const tying[] = {"gemma", "gemma2", "gemma3", "gemma3_text"};
-    const char *t = json_string_value(json_object_get(hf, "model_type"));
-    s->tied = false;
-    for (size_t i = 0; t && i < sizeof tying / sizeof *tying; i++) s->tied |= !strcmp(t, tying[i]);
+    static const char *const tying[] = {"gemma", "gemma2", "gemma3", "gemma3_text", NULL};
+    s->tied = type_in(hf, tying);
     snprintf(note, n, "tie_word_embeddings absent: %s",
              s->tied ? "true taken (the Gemma configs' default)" : "false taken (the Llama, Qwen and Mistral default)");
     return 0;
